@@ -1,0 +1,130 @@
+"""Elementwise math shared by UOp and Tensor. A class using it provides: dtype, alu(op, *srcs), const_like(x, dtype=None), cast(dtype)."""
+from __future__ import annotations
+from typing import Any
+from tinygrad.uop import Ops
+from tinygrad.dtype import dtypes, least_upper_dtype
+
+class ElementwiseMixin:
+  # *** python scalars and dtype promotion ***
+  def ufix(self, x:Any):
+    """x as a node like self: python scalars become weakly typed constants, so int32 + 2 stays int32"""
+    return x if isinstance(x, type(self)) else self.const_like(x, dtypes.from_py(x))
+  def _broadcasted(self, y:Any, reverse=False, match_dtype=True) -> tuple:
+    x, y = self, self.ufix(y)
+    if reverse: x, y = y, x
+    if match_dtype:
+      out = least_upper_dtype(x.dtype, y.dtype)
+      x, y = x.cast(out), y.cast(out)
+    return x, y
+  def _binop(self, op:Ops, y:Any, reverse:bool):
+    x, y = self._broadcasted(y, reverse)
+    return x.alu(op, y)
+
+  # *** arithmetic ***
+  def __add__(self, x): return self._binop(Ops.ADD, x, False)
+  def __radd__(self, x): return self._binop(Ops.ADD, x, True)
+  def __sub__(self, x):
+    a, b = self._broadcasted(x)
+    return a.alu(Ops.ADD, b.alu(Ops.NEG))
+  def __rsub__(self, x):
+    a, b = self._broadcasted(x, True)
+    return a.alu(Ops.ADD, b.alu(Ops.NEG))
+  def __mul__(self, x): return self._binop(Ops.MUL, x, False)
+  def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
+  def __neg__(self): return self.logical_not() if self.dtype is dtypes.bool else self.alu(Ops.NEG)
+  def __truediv__(self, x): return self.div(x)
+  def __rtruediv__(self, x): return self.ufix(x).div(self)
+  def div(self, x, reverse=False):
+    a, b = self._broadcasted(x, reverse)
+    if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
+    return a.alu(Ops.MUL, b.alu(Ops.RECIPROCAL))
+  def __floordiv__(self, x): return self._binop(Ops.FLOORDIV, x, False)
+  def __rfloordiv__(self, x): return self._binop(Ops.FLOORDIV, x, True)
+  def __mod__(self, x): return self._binop(Ops.FLOORMOD, x, False)
+  def __rmod__(self, x): return self._binop(Ops.FLOORMOD, x, True)
+  def __pow__(self, x): return self.pow(x)
+  def __rpow__(self, x): return self.ufix(x).pow(self)
+  def pow(self, x):
+    a, b = self._broadcasted(x)
+    return a.alu(Ops.POW, b)
+  def maximum(self, x): return self._binop(Ops.MAX, x, False)
+  def minimum(self, x): return -((-self).maximum(-self.ufix(x))) if self.dtype is not dtypes.bool else self & x
+  def idiv(self, x): return self._binop(Ops.CDIV, x, False)
+
+  # *** bitwise (ints and bools only) ***
+  def _bitop(self, op:Ops, x, reverse):
+    a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype): raise RuntimeError(f"{op.name} needs int or bool operands, got {a.dtype}")
+    return a.alu(op, b)
+  def __and__(self, x): return self._bitop(Ops.AND, x, False)
+  def __rand__(self, x): return self._bitop(Ops.AND, x, True)
+  def __or__(self, x): return self._bitop(Ops.OR, x, False)
+  def __ror__(self, x): return self._bitop(Ops.OR, x, True)
+  def __xor__(self, x): return self._bitop(Ops.XOR, x, False)
+  def __rxor__(self, x): return self._bitop(Ops.XOR, x, True)
+  def __lshift__(self, x): return self._bitop(Ops.SHL, x, False)
+  def __rshift__(self, x): return self._bitop(Ops.SHR, x, False)
+  def __invert__(self): return self.logical_not() if self.dtype is dtypes.bool else self ^ -1
+  def logical_not(self): return self.alu(Ops.CMPNE, self.const_like(True, dtypes.bool))
+
+  # *** comparisons: always bool ***
+  def __lt__(self, x): return self._binop(Ops.CMPLT, x, False)
+  def __gt__(self, x): return self._binop(Ops.CMPLT, x, True)
+  def __ge__(self, x): return (self < x).logical_not()
+  def __le__(self, x): return (self > x).logical_not()
+  def ne(self, x): return self._binop(Ops.CMPNE, x, False)
+  def eq(self, x): return self._binop(Ops.CMPEQ, x, False)
+  # only != builds a node here: == stays identity so hash-consed nodes work as dict keys (Tensor makes == elementwise itself)
+  def __ne__(self, x): return self.ne(x)  # type: ignore[override]
+
+  def where(self, x, y):
+    if self.dtype is not dtypes.bool: raise RuntimeError(f"where needs a bool condition, got {self.dtype}")
+    if isinstance(x, type(self)): x, y = x._broadcasted(y)
+    elif isinstance(y, type(self)): y, x = y._broadcasted(x)
+    else:
+      out = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
+      x, y = self.const_like(x, out), self.const_like(y, out)
+    return self.alu(Ops.WHERE, x, y)
+
+  # *** unary math ***
+  def _float_unary(self, op:Ops):
+    x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+    return x.alu(op)
+  def exp2(self): return self._float_unary(Ops.EXP2)
+  def log2(self): return self._float_unary(Ops.LOG2)
+  def sin(self): return self._float_unary(Ops.SIN)
+  def sqrt(self): return self._float_unary(Ops.SQRT)
+  def reciprocal(self): return self._float_unary(Ops.RECIPROCAL)
+  def trunc(self): return self.alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self
+  def exp(self): return (self._float_cast() * 1.4426950408889634).exp2()
+  def log(self): return self.log2() * 0.6931471805599453
+  def cos(self): return (1.5707963267948966 - self._float_cast()).sin()
+  def tan(self): return self.sin() / self.cos()
+  def _float_cast(self): return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
+  def rsqrt(self): return self.sqrt().reciprocal()
+  def square(self): return self * self
+  def abs(self): return self if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool else (self < 0).where(-self, self)
+  def sign(self): return self.ne(0).where((self < 0).where(self.const_like(-1), self.const_like(1)), self.const_like(0))
+  def relu(self): return (self > 0).where(self, self.const_like(0))
+  def sigmoid(self): return (1 + (self * -1.4426950408889634).exp2()).reciprocal()
+  def tanh(self): return 2.0 * (2.0 * self).sigmoid() - 1.0
+  def floor(self): return (t := self.trunc()).ne(self).logical_not().where(t, (self < t).where(t - 1, t)) if dtypes.is_float(self.dtype) else self
+  def ceil(self): return (t := self.trunc()).ne(self).logical_not().where(t, (self > t).where(t + 1, t)) if dtypes.is_float(self.dtype) else self
+  def round(self):  # half to even, like numpy and torch
+    if not dtypes.is_float(self.dtype): return self
+    f = self.floor()
+    diff = self - f
+    return (diff < 0.5).where(f, (diff > 0.5).where(f + 1, ((f * 0.5).floor() * 2).ne(f).where(f + 1, f)))
+  def clip(self, min_=None, max_=None):
+    ret = self
+    if min_ is not None: ret = ret.maximum(min_)
+    if max_ is not None: ret = ret.minimum(max_)
+    return ret
+  clamp = clip
+  def isnan(self): return self.ne(self)
+  def int(self): return self.cast(dtypes.int32)
+  def float(self): return self.cast(dtypes.float32)
+  def half(self): return self.cast(dtypes.float16)
+  def bool(self): return self.cast(dtypes.bool)
+  def long(self): return self.cast(dtypes.int64)
+  def double(self): return self.cast(dtypes.float64)

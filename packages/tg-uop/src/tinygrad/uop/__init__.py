@@ -1,0 +1,57 @@
+"""The op vocabulary of the one IR. Every stage (tensor graph, kernel AST, linear program, command list) is spelled in these Ops."""
+from enum import Enum, auto
+
+class FastEnum(Enum):
+  # members compare by identity; a stable integer order makes sorted() and toposort tiebreaks deterministic
+  def __lt__(self, other): return self.value < other.value
+  def __repr__(self): return f"{type(self).__name__}.{self.name}"
+  @staticmethod
+  def _generate_next_value_(_, __, ___, last_values): return 1 + max([0, *last_values])
+
+class Ops(FastEnum):
+  # defines / leaves
+  CONST = auto(); DEVICE = auto(); DEFINE_VAR = auto(); BIND = auto(); SPECIAL = auto(); PARAM = auto(); BUFFER = auto() # noqa: E702
+  UNIQUE = auto() # noqa: E702
+  # structure
+  NOOP = auto(); SINK = auto(); GROUP = auto(); AFTER = auto(); STACK = auto(); FUNCTION = auto(); CALL = auto() # noqa: E702
+  CUSTOM_FUNCTION = auto(); LINEAR = auto(); PROGRAM = auto(); SOURCE = auto(); BINARY = auto() # noqa: E702
+  # tensor graph only
+  COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); REDUCE_AXIS = auto() # noqa: E702
+  RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto() # noqa: E702
+  # kernel level
+  RANGE = auto(); END = auto(); REDUCE = auto(); INDEX = auto(); LOAD = auto(); STORE = auto() # noqa: E702
+  BARRIER = auto(); IF = auto(); ENDIF = auto(); CUSTOM = auto(); CUSTOMI = auto() # noqa: E702
+  # command level
+  INS = auto(); GETADDR = auto() # noqa: E702
+  # unary
+  CAST = auto(); BITCAST = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); SQRT = auto(); RECIPROCAL = auto() # noqa: E702
+  NEG = auto(); TRUNC = auto() # noqa: E702
+  # binary
+  ADD = auto(); MUL = auto(); SUB = auto(); MAX = auto(); CDIV = auto(); CMOD = auto(); FLOORDIV = auto(); FLOORMOD = auto() # noqa: E702
+  FDIV = auto(); POW = auto(); SHL = auto(); SHR = auto(); XOR = auto(); OR = auto(); AND = auto() # noqa: E702
+  CMPLT = auto(); CMPNE = auto(); CMPEQ = auto(); THREEFRY = auto() # noqa: E702
+  # ternary
+  WHERE = auto(); MULACC = auto() # noqa: E702
+
+class GroupOp:
+  Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}
+  Binary = {Ops.ADD, Ops.MUL, Ops.SUB, Ops.MAX, Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD, Ops.FDIV, Ops.POW, Ops.SHL, Ops.SHR,
+            Ops.XOR, Ops.OR, Ops.AND, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.THREEFRY}
+  Ternary = {Ops.WHERE, Ops.MULACC}
+  ALU = Unary | Binary | Ternary
+  Elementwise = ALU | {Ops.CAST, Ops.BITCAST}
+  Broadcastable = Binary | Ternary
+  Movement = {Ops.RESHAPE, Ops.PERMUTE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.FLIP}
+  Defines = {Ops.PARAM, Ops.BUFFER, Ops.DEFINE_VAR}
+  Irreducible = {Ops.CONST, Ops.SPECIAL, Ops.RANGE, Ops.PARAM, Ops.DEFINE_VAR, Ops.GETADDR}
+  Commutative = {Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPNE, Ops.CMPEQ, Ops.XOR, Ops.AND, Ops.OR}
+  Associative = {Ops.ADD, Ops.MUL, Ops.AND, Ops.OR, Ops.MAX}
+  Idempotent = {Ops.OR, Ops.AND, Ops.MAX}
+  Comparison = {Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ}
+  Reduce = {Ops.ADD, Ops.MUL, Ops.MAX}
+  Bitwise = {Ops.SHL, Ops.SHR, Ops.XOR, Ops.OR, Ops.AND}
+  All = set(Ops)
+
+class AxisType(FastEnum):
+  GLOBAL = auto(); LOCAL = auto(); LOOP = auto(); THREAD = auto(); GROUP_REDUCE = auto(); REDUCE = auto() # noqa: E702
+  UPCAST = auto(); UNROLL = auto() # noqa: E702

@@ -1,0 +1,419 @@
+"""UOp: the one immutable, hash-consed node type. Tensors, kernels, programs and command lists are all graphs of UOps."""
+from __future__ import annotations
+import functools, hashlib, math, weakref, itertools
+from dataclasses import dataclass
+from typing import Any, Callable
+from tinygrad.uop import Ops, GroupOp, AxisType
+from tinygrad.dtype import DType, PtrDType, AddrSpace, dtypes, least_upper_dtype
+from tinygrad.helpers import prod, all_int, SPEC
+from tinygrad.mixin import OpMixin
+
+sint = int  # a shape dimension: an int or an integer UOp (symbolic); the alias documents intent in signatures
+
+@dataclass(frozen=True)
+class KernelInfo:
+  name: str = "test"
+  opts_to_apply: tuple|None = None
+  dont_use_locals: bool = False
+  applied_opts: tuple = ()
+
+@dataclass(frozen=True)
+class ParamArg:
+  """payload of PARAM (a kernel/function argument) and BUFFER (a device buffer or a LOCAL/REG scratch buffer)"""
+  slot: int
+  shape: tuple = ()
+  addrspace: AddrSpace = AddrSpace.GLOBAL
+  device: str|tuple|None = None
+  name: str|None = None
+  vmin_vmax: tuple|None = None
+  volatile: bool = False
+
+@dataclass(frozen=True)
+class VarArg:
+  name: str
+  vmin: int
+  vmax: int
+
+def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else x  # keep 0.0 and -0.0 distinct in the cache
+
+class UOpMetaClass(type):
+  # hash-consing: equal (op, dtype, src, arg, tag) give the same object; values are weak so dead graphs are freed
+  ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple=(), arg:Any=None, tag:Any=None):
+    key = (op, dtype, src, _float_key(arg), tag)
+    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    ret = super().__call__(op, dtype, src, arg, tag)
+    if SPEC >= 2: _check_new(ret)
+    UOpMetaClass.ucache[key] = ret
+    return ret
+
+def _check_new(u:UOp):
+  from tinygrad.uop.spec import check_uop
+  check_uop(u)
+
+class UOp(OpMixin, metaclass=UOpMetaClass):
+  def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=(), arg:Any=None, tag:Any=None):
+    if not isinstance(src, tuple) or not all(isinstance(s, UOp) for s in src): raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
+    if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool:
+      raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
+    object.__setattr__(self, "op", op); object.__setattr__(self, "dtype", dtype); object.__setattr__(self, "src", src)
+    object.__setattr__(self, "arg", arg); object.__setattr__(self, "tag", tag)
+  def __setattr__(self, k, v): raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
+  def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
+  def replace(self, **kwargs) -> UOp:
+    new = (kwargs.pop("op", self.op), kwargs.pop("dtype", self.dtype), kwargs.pop("src", self.src), kwargs.pop("arg", self.arg), kwargs.pop("tag", self.tag))
+    if kwargs: raise TypeError(f"replace got unknown fields {list(kwargs)}")
+    return self if new == (self.op, self.dtype, self.src, self.arg, self.tag) else UOp(*new)
+  def __repr__(self): return pretty_print(self)
+  def __bool__(self): raise TypeError(f"a symbolic UOp has no truth value: {self.render()} (use resolve())")
+  def __index__(self):
+    if self.op is Ops.CONST and isinstance(self.arg, int): return self.arg
+    raise TypeError(f"{self.render()} is not a constant int")
+  def __int__(self): return int(self.arg) if self.op is Ops.CONST else self.__index__()
+  def __float__(self):
+    if self.op is Ops.CONST: return float(self.arg)
+    raise TypeError(f"{self.render()} is not a constant")
+
+  # *** graph walking (iterative, so deep graphs never hit the recursion limit) ***
+  def toposort(self, gate:Callable[[UOp], bool]|None=None) -> dict[UOp, None]:
+    """all nodes reachable from self, sources before users; `gate(u)` False stops descending below u (u itself is included)"""
+    ret: dict[UOp, None] = {}
+    stack: list[tuple[UOp, bool]] = [(self, False)]
+    while stack:
+      node, visited = stack.pop()
+      if node in ret: continue
+      if visited: ret[node] = None
+      else:
+        stack.append((node, True))
+        if gate is None or gate(node): stack.extend((s, False) for s in reversed(node.src) if s not in ret)
+    return ret
+  def backward_slice(self) -> dict[UOp, None]:
+    """everything self depends on, excluding self"""
+    ret = self.toposort()
+    ret.pop(self)
+    return ret
+  def substitute(self, mapping:dict[UOp, UOp]) -> UOp:
+    """replace nodes by the mapping everywhere below (and including) self, rebuilding the users"""
+    new: dict[UOp, UOp] = {}
+    for u in self.toposort():
+      if u in mapping: new[u] = mapping[u]
+      else: new[u] = u if all(new[s] is s for s in u.src) else u.replace(src=tuple(new[s] for s in u.src))
+    return new[self]
+  @functools.cached_property
+  def key(self) -> bytes:
+    """process-independent content hash, the key of every cache"""
+    for u in self.toposort(lambda u: "key" not in u.__dict__):
+      if "key" not in u.__dict__:
+        h = hashlib.sha256(repr((u.op, u.dtype, u.arg, u.tag)).encode() + b"".join(s.key for s in u.src))
+        u.__dict__["key"] = h.digest()
+    return self.__dict__["key"]
+
+  # *** shape inference ***
+  @property
+  def _shape(self) -> tuple|None:
+    if "_shape_c" not in self.__dict__:
+      for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
+        if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
+    return self.__dict__["_shape_c"]
+  @property
+  def shape(self) -> tuple:
+    if (s := self._shape) is None: raise RuntimeError(f"{self.op} has no shape")
+    return s
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> sint: return prod(self.shape)
+  @property
+  def device(self) -> str|tuple|None:
+    if "_device_c" not in self.__dict__:
+      for u in self.toposort(lambda u: "_device_c" not in u.__dict__):
+        if "_device_c" not in u.__dict__: u.__dict__["_device_c"] = _infer_device(u)
+    return self.__dict__["_device_c"]
+  @property
+  def base(self) -> UOp:
+    """the node under any chain of movement ops"""
+    u = self
+    while u.op in GroupOp.Movement: u = u.src[0]
+    return u
+  @property
+  def buf_uop(self) -> UOp:
+    u = self.base
+    while u.op is Ops.AFTER: u = u.src[0].base
+    return u
+  @property
+  def addrspace(self) -> AddrSpace|None:
+    u = self
+    while u.op in {Ops.AFTER, Ops.INDEX} or u.op in GroupOp.Movement: u = u.src[0]
+    return u.arg.addrspace if u.op in {Ops.PARAM, Ops.BUFFER} else None
+
+  # *** construction helpers ***
+  @staticmethod
+  def const(dtype:DType, b:Any, device:str|tuple|None=None, shape:tuple|None=None) -> UOp:
+    if isinstance(b, UOp): return b if dtype is b.dtype else b.cast(dtype)
+    ret = UOp(Ops.CONST, dtype, (UOp(Ops.DEVICE, arg=device),) if device is not None else (), dtypes.as_const(b, dtype))
+    if shape: ret = ret.reshape((1,)*len(shape)).expand(shape)
+    return ret
+  def const_like(self, b:Any, dtype:DType|None=None) -> UOp: return UOp.const(dtype or self.dtype, b, self.device)
+  @staticmethod
+  def variable(name:str, vmin:int, vmax:int, dtype:DType=dtypes.weakint) -> UOp: return UOp(Ops.DEFINE_VAR, dtype, arg=VarArg(name, vmin, vmax))
+  def bind(self, val:int) -> UOp:
+    if self.op is not Ops.DEFINE_VAR: raise RuntimeError(f"can only bind a Variable, not {self.op}")
+    if not self.arg.vmin <= val <= self.arg.vmax: raise ValueError(f"{val} is out of range [{self.arg.vmin}, {self.arg.vmax}] of Variable {self.arg.name}")
+    return UOp(Ops.BIND, self.dtype, (self, self.const_like(val)))
+  def unbind(self) -> tuple[UOp, int]:
+    if self.op is not Ops.BIND: raise RuntimeError(f"can only unbind a BIND, not {self.op}")
+    return self.src[0], self.src[1].arg
+  @property
+  def expr(self) -> str: return self.arg.name
+  @staticmethod
+  def range(end:sint, axis_id:int, axis_type:AxisType=AxisType.LOOP, dtype:DType=dtypes.weakint) -> UOp:
+    return UOp(Ops.RANGE, dtype, (end if isinstance(end, UOp) else UOp.const(dtype, end),), (axis_id, axis_type))
+  @staticmethod
+  def loop(axis_id:int) -> UOp:
+    """a bound-less loop header: no induction variable; close it with body.end(loop, cond) to loop again while cond (do-while)"""
+    return UOp(Ops.RANGE, dtypes.void, (), (axis_id, AxisType.LOOP))
+  @staticmethod
+  def special(end:sint, name:str, dtype:DType=dtypes.weakint) -> UOp:
+    return UOp(Ops.SPECIAL, dtype, (end if isinstance(end, UOp) else UOp.const(dtype, end),), name)
+  @staticmethod
+  def param(slot:int, dtype:DType, shape:tuple|int=(), addrspace:AddrSpace=AddrSpace.GLOBAL, name:str|None=None, vmin_vmax=None,
+            volatile=False, device=None) -> UOp:
+    return UOp(Ops.PARAM, dtype, arg=ParamArg(slot, _shape_tuple(shape), addrspace, device, name, vmin_vmax, volatile))
+  @staticmethod
+  def placeholder(shape:tuple|int, dtype:DType, slot:int, addrspace:AddrSpace=AddrSpace.GLOBAL, device=None) -> UOp:
+    return UOp(Ops.BUFFER, dtype, arg=ParamArg(slot, _shape_tuple(shape), addrspace, device))
+  @staticmethod
+  def new_buffer(device:str|tuple, size:int, dtype:DType) -> UOp:
+    return UOp(Ops.BUFFER, dtype, arg=ParamArg(next(_buffer_num), (size,), AddrSpace.GLOBAL, device))
+  # sink/group work as `UOp.sink(a, b)` and as `a.sink(b)`: the first source is self either way
+  def sink(self, *srcs:UOp, arg=None) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,)+srcs, arg)
+  def group(self, *srcs:UOp) -> UOp: return self if not srcs else UOp(Ops.GROUP, dtypes.void, (self,)+srcs)
+  def after(self, *srcs:UOp) -> UOp: return UOp(Ops.AFTER, self.dtype, (self,)+tuple(srcs)) if srcs else self
+  def index(self, *idx) -> UOp: return UOp(Ops.INDEX, self.dtype, (self,)+tuple(UOp.const(dtypes.weakint, i) if not isinstance(i, UOp) else i for i in idx))
+  def load(self, *src:UOp) -> UOp: return UOp(Ops.LOAD, self.dtype, (self,)+src)
+  def store(self, val:Any, *src:UOp) -> UOp:
+    return UOp(Ops.STORE, dtypes.void, (self, val if isinstance(val, UOp) else UOp.const(self.dtype, val))+src)
+  def end(self, *rngs:UOp) -> UOp: return UOp(Ops.END, dtypes.void, (self,)+rngs) if rngs else self
+  def barrier(self, *srcs:UOp) -> UOp: return UOp(Ops.BARRIER, dtypes.void, (self,)+srcs)
+  def call(self, *args:UOp, arg=None) -> UOp: return UOp(Ops.CALL, dtypes.void, (self,)+args, arg)
+  def reduce(self, *rngs:UOp, op:Ops=Ops.ADD) -> UOp: return UOp(Ops.REDUCE, self.dtype, (self,)+rngs, op) if rngs else self
+  def __getitem__(self, idx):
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    if all(isinstance(i, (int, UOp)) for i in idx) and (self.op in {Ops.PARAM, Ops.BUFFER, Ops.AFTER} or self.op in GroupOp.Movement
+                                                         and self._shape is not None and self.base.op in {Ops.PARAM, Ops.BUFFER}):
+      return self.index(*idx)
+    return self._getitem(idx)
+  @property
+  def ended_ranges(self) -> tuple[UOp, ...]: return tuple(s for s in self.src[1:] if s.op is Ops.RANGE) if self.op is Ops.END else ()
+
+  # *** the core the op mixins build on ***
+  def alu(self, op:Ops, *src:UOp) -> UOp:
+    out_dtype = dtypes.bool if op in GroupOp.Comparison else (src[-1].dtype if op is Ops.WHERE else self.dtype)
+    return UOp(op, out_dtype, (self,)+src)
+  def cast(self, dtype:DType) -> UOp:
+    if self.dtype is dtype: return self
+    if self.op is Ops.CONST: return UOp(Ops.CONST, dtype, self.src, dtypes.as_const(self.arg, dtype))  # a literal is folded right away
+    return UOp(Ops.CAST, dtype, (self,))
+  def bitcast(self, dtype:DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.BITCAST, dtype, (self,))
+  def _mop(self, op:Ops, arg:Any) -> UOp: return UOp(op, self.dtype, (self,), arg)
+  def _rop(self, op:Ops, axis:tuple[int, ...]) -> UOp: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(axis))) if axis else self
+  def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
+  def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
+  def copy_to_device(self, device:str|tuple) -> UOp: return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
+
+  # *** symbolic ***
+  @property
+  def vmin(self): return self._min_max[0]
+  @property
+  def vmax(self): return self._min_max[1]
+  @property
+  def _min_max(self) -> tuple:
+    if "_mm" not in self.__dict__:
+      for u in self.toposort(lambda u: "_mm" not in u.__dict__):
+        if "_mm" not in u.__dict__: u.__dict__["_mm"] = _min_max(u)
+    return self.__dict__["_mm"]
+  def simplify(self) -> UOp:
+    from tinygrad.uop.symbolic import symbolic
+    return graph_rewrite(self, symbolic, name="simplify")
+  def ssimplify(self) -> UOp|int:
+    ret = self.simplify()
+    return ret.arg if ret.op is Ops.CONST else ret
+  def render(self, simplify=True) -> str:
+    from tinygrad.uop.render import render_expr
+    return render_expr(self.simplify() if simplify else self)
+  def variables(self) -> list[UOp]:
+    return sorted({u.src[0] if u.op is Ops.BIND else u for u in self.toposort() if u.op is Ops.DEFINE_VAR or u.op is Ops.BIND},
+                  key=lambda v: v.arg.name)
+  def sym_infer(self, var_vals:dict[str, int]) -> int|float:
+    return sym_infer(self, var_vals)
+
+_buffer_num = itertools.count(1 << 20)
+
+def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tuple(s)
+
+# *** shape and device inference, one node at a time (callers walk the graph) ***
+
+def broadcast_shape(*shapes:tuple) -> tuple:
+  """numpy broadcasting (right-aligned) of shapes; raises naming the shapes when they don't fit"""
+  nd = max(len(s) for s in shapes)
+  padded = [(1,)*(nd-len(s)) + tuple(s) for s in shapes]
+  out = []
+  for dims in zip(*padded):
+    non1 = {d for d in dims if not (isinstance(d, int) and d == 1)}
+    if len(non1) > 1: raise ValueError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+    out.append(non1.pop() if non1 else 1)
+  return tuple(out)
+
+def broadcast_axes(src_shape:tuple, out_shape:tuple) -> tuple[int, ...]:
+  """the axes of out_shape that a source of src_shape is broadcast over (right-aligned, numpy rules)"""
+  off = len(out_shape) - len(src_shape)
+  return tuple(i for i in range(len(out_shape)) if i < off or (src_shape[i-off] == 1 and not (isinstance(out_shape[i], int) and out_shape[i] == 1)))
+
+_NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF, Ops.NOOP, Ops.CALL, Ops.LINEAR, Ops.PROGRAM,
+             Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
+_SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI}
+
+def _infer_shape(u:UOp) -> tuple|None:
+  op, src, arg = u.op, u.src, u.arg
+  if op in _NO_SHAPE: return None
+  if op in _SCALAR: return ()
+  if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
+  if op in {Ops.PARAM, Ops.BUFFER}: return arg.shape
+  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}: return src[0]._shape
+  if op is Ops.INDEX:
+    bs = src[0]._shape
+    if bs is None or len(src)-1 > len(bs): return ()
+    return broadcast_shape(*[s._shape or () for s in src[1:]], ()) + bs[len(src)-1:] if any(s._shape for s in src[1:]) else bs[len(src)-1:]
+  if op is Ops.STACK: return (len(src),) + (broadcast_shape(*[s.shape for s in src]) if src else ())
+  if op in GroupOp.ALU:
+    shapes = [s._shape for s in src]
+    if any(s is None for s in shapes): raise RuntimeError(f"{op} has a source without a shape: {[s.op for s in src]}")
+    return broadcast_shape(*shapes)
+  ss = src[0].shape
+  if op is Ops.RESHAPE:
+    if prod(ss) != prod(arg) and all_int(ss) and all_int(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
+    return tuple(arg)
+  if op is Ops.EXPAND:
+    if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):
+      raise ValueError(f"cannot expand {ss} to {arg}")
+    return tuple(arg)
+  if op is Ops.PERMUTE:
+    if sorted(arg) != list(range(len(ss))): raise ValueError(f"{arg} is not a permutation of the {len(ss)} axes of {ss}")
+    return tuple(ss[i] for i in arg)
+  if op is Ops.PAD:
+    if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
+    return tuple(s+b+a for s, (b, a) in zip(ss, arg))
+  if op is Ops.SHRINK:
+    if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
+    return tuple(e-b for b, e in arg)
+  if op is Ops.FLIP: return ss
+  if op is Ops.REDUCE_AXIS:
+    if any(not 0 <= a < len(ss) for a in arg[1]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
+    return tuple(1 if i in arg[1] else s for i, s in enumerate(ss))
+  raise RuntimeError(f"no shape rule for {op}")
+
+def _infer_device(u:UOp) -> str|tuple|None:
+  if u.op is Ops.DEVICE: return u.arg
+  if u.op is Ops.BUFFER: return u.arg.device
+  if u.op is Ops.COPY: return u.src[1].arg
+  for s in u.src:
+    if (d := s.device) is not None: return d
+  return None
+
+# *** value bounds ***
+
+def _dtype_bounds(dt:DType) -> tuple:
+  if dt in (dtypes.weakint, dtypes.void): return (-(2**63), 2**63-1)
+  if dtypes.is_float(dt): return (-math.inf, math.inf)
+  return (dtypes.min(dt), dtypes.max(dt))
+
+def _min_max(u:UOp) -> tuple:
+  op, s = u.op, u.src
+  if op is Ops.CONST: return (u.arg, u.arg)
+  if op is Ops.DEFINE_VAR: return (u.arg.vmin, u.arg.vmax)
+  if op is Ops.BIND: return s[0]._min_max
+  if op in (Ops.RANGE, Ops.SPECIAL) and s: return (0, s[0].vmax - 1)
+  if op is Ops.PARAM and u.arg.vmin_vmax is not None: return u.arg.vmin_vmax
+  if op is Ops.CAST and not dtypes.is_float(u.dtype):
+    lo, hi = _dtype_bounds(u.dtype)
+    if s[0].vmin >= lo and s[0].vmax <= hi: return s[0]._min_max
+  if op is Ops.WHERE: return (min(s[1].vmin, s[2].vmin), max(s[1].vmax, s[2].vmax))
+  if op in GroupOp.Comparison:
+    (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
+    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
+    if op is Ops.CMPNE: return (a1 < b0 or b1 < a0, not (a0 == a1 == b0 == b1))
+    return (a0 == a1 == b0 == b1, not (a1 < b0 or b1 < a0))
+  if dtypes.is_int(u.dtype) or u.dtype is dtypes.bool:
+    if op in GroupOp.Binary and len(s) == 2:
+      (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
+      if op is Ops.ADD: return _clamp(u, a0+b0, a1+b1)
+      if op is Ops.SUB: return _clamp(u, a0-b1, a1-b0)
+      if op is Ops.MUL: return _clamp(u, *_span(a0*b0, a0*b1, a1*b0, a1*b1))
+      if op is Ops.MAX: return (max(a0, b0), max(a1, b1))
+      if op in (Ops.FLOORDIV, Ops.CDIV) and b0 == b1 and b0 > 0 and (op is Ops.FLOORDIV or a0 >= 0): return (a0//b0, a1//b0)
+      if op in (Ops.FLOORMOD, Ops.CMOD) and b0 > 0 and (op is Ops.FLOORMOD or a0 >= 0):
+        return (a0 % b0, a1 % b0) if b0 == b1 and a1 - a0 < b0 and a0 % b0 <= a1 % b0 else (0, b1-1)
+      if op is Ops.AND and u.dtype is dtypes.bool: return (a0 and b0, a1 and b1)
+      if op is Ops.OR and u.dtype is dtypes.bool: return (a0 or b0, a1 or b1)
+      if op is Ops.AND and a0 >= 0 and b0 >= 0: return (0, min(a1, b1))
+      if op is Ops.SHL and b0 == b1 and b0 >= 0: return _clamp(u, a0 << b0, a1 << b0)
+      if op is Ops.SHR and b0 == b1 and b0 >= 0: return (a0 >> b0, a1 >> b0)
+    if op is Ops.NEG: return _clamp(u, -s[0].vmax, -s[0].vmin)
+  if op is Ops.AFTER: return s[0]._min_max if s[0]._shape == () else _dtype_bounds(u.dtype)
+  return (False, True) if u.dtype is dtypes.bool else _dtype_bounds(u.dtype)
+
+def _span(*x): return (min(x), max(x))
+def _clamp(u:UOp, lo, hi):
+  dlo, dhi = _dtype_bounds(u.dtype)
+  return (lo, hi) if dlo <= lo and hi <= dhi else (dlo, dhi)  # an op that may overflow has the dtype's full range
+
+def resolve(x:UOp|bool|int, default:bool=True) -> bool:
+  """a python bool for a comparison when its bounds decide it, else `default`"""
+  if not isinstance(x, UOp): return bool(x)
+  if x.dtype is not dtypes.bool: raise ValueError(f"resolve needs a bool UOp, got {x.dtype}")
+  lo, hi = x._min_max
+  return bool(lo) if lo == hi else default
+
+def ssimplify(x): return x.ssimplify() if isinstance(x, UOp) else x
+def smax(*lst): return _sfold(max, Ops.MAX, lst)
+def smin(*lst): return -_sfold(max, Ops.MAX, [-x for x in (lst[0] if len(lst) == 1 and isinstance(lst[0], (tuple, list)) else lst)])
+def _sfold(pyfn, op, lst):
+  lst = list(lst[0]) if len(lst) == 1 and isinstance(lst[0], (tuple, list)) else list(lst)
+  ints, syms = [x for x in lst if not isinstance(x, UOp)], [x for x in lst if isinstance(x, UOp)]
+  ret = pyfn(ints) if ints else None
+  for s in syms: ret = s if ret is None else s.maximum(ret)
+  return ssimplify(ret)
+
+def sym_infer(x:UOp|int|float, var_vals:dict[str, int]) -> int|float:
+  """evaluate a symbolic expression with the variables' values"""
+  if not isinstance(x, UOp): return x
+  from tinygrad.uop.render import python_eval
+  return python_eval(x, var_vals)
+
+def Variable(name:str, vmin:int, vmax:int, dtype:DType=dtypes.weakint) -> UOp: return UOp.variable(name, vmin, vmax, dtype)
+
+# *** printing ***
+
+def pretty_print(x:UOp) -> str:
+  """multi-line repr; a node used more than once is named (xN:=) the first time and referred to by name after"""
+  uses: dict[UOp, int] = {}
+  for u in x.toposort():
+    for s in u.src: uses[s] = uses.get(s, 0) + 1
+  names: dict[UOp, str] = {}
+  lines: list[str] = []
+  stack: list[tuple[UOp, int, str]] = [(x, 0, "")]
+  while stack:
+    u, depth, suffix = stack.pop()
+    pad = "  " * depth
+    if u in names: lines.append(f"{pad}{names[u]}{suffix}"); continue
+    nm = ""
+    if uses.get(u, 0) > 1: names[u] = f"x{len(names)}"; nm = f"{names[u]}:="
+    head = f"{pad}{nm}UOp({u.op}, {u.dtype}, arg={u.arg!r}" + (f", tag={u.tag!r}" if u.tag is not None else "")
+    if not u.src: lines.append(head + ", src=())" + suffix); continue
+    lines.append(head + ", src=(")
+    stack.extend((s, depth+1, ("))" + suffix) if i == len(u.src)-1 else ",") for i, s in reversed(list(enumerate(u.src))))
+  return "\n".join(lines)
+
+from tinygrad.uop.upat import UPat, PatternMatcher  # noqa: E402  (re-exported: tinygrad's public home for them)
+from tinygrad.uop.rewrite import graph_rewrite  # noqa: E402
+__all__ = ["Ops", "GroupOp", "AxisType", "UOp", "UPat", "PatternMatcher", "graph_rewrite", "KernelInfo", "ParamArg", "VarArg", "sint",
+           "Variable", "resolve", "smax", "smin", "ssimplify", "sym_infer", "broadcast_shape", "broadcast_axes"]
