@@ -1,0 +1,1 @@
+"""An example third-party tg backend providing the EXAMPLE device."""

@@ -1,0 +1,13 @@
+"""Hook implementations: imported at discovery, so only names and a cheap probe here."""
+import importlib.util
+from tinygrad.plugins import hookimpl, DeviceSpec
+
+def probe() -> tuple[bool, str]:
+  if importlib.util.find_spec("tinygrad.runtime.ops_cpu") is None: return False, "needs the CPU runtime from tg-renderers (tinygrad.runtime.ops_cpu)"
+  return True, ""
+
+@hookimpl
+def tg_plugin_api_version(): return (1, 0)
+
+@hookimpl
+def tg_devices(): return [DeviceSpec("EXAMPLE", "tg_backend_example.device", "ExampleDevice", probe, priority=1)]

@@ -1,0 +1,24 @@
+"""The hooks a tinygrad plugin implements. A plugin is a module (or object) registered under the entry-point group
+"tinygrad"; it must import nothing heavy: it only names things and says where core imports them from on first use."""
+import pluggy
+from tinygrad.plugins.spec import DeviceSpec, RendererSpec
+
+hookspec = pluggy.HookspecMarker("tinygrad")
+hookimpl = pluggy.HookimplMarker("tinygrad")
+
+@hookspec
+def tg_plugin_api_version() -> tuple[int, int]:
+  """Required. The (major, minor) plugin API version this plugin was written for, as a literal (not core's constant).
+  Core refuses a different major or a newer minor than tinygrad.plugins.PLUGIN_API_VERSION."""
+
+@hookspec
+def tg_devices() -> list[DeviceSpec]:
+  """The devices this plugin provides, e.g. [DeviceSpec("CPU", "tinygrad.runtime.ops_cpu", "CPUDevice", probe, 100)]."""
+
+@hookspec
+def tg_renderers() -> list[RendererSpec]:
+  """Renderers and the device using them, e.g. RendererSpec("CPU", "LLVM", ..., default=True) selected by DEV=CPU:LLVM."""
+
+@hookspec
+def tg_onnx_ops() -> dict:
+  """Extra ONNX operators: {"Domain.OpName" or "OpName": callable}; consumed by tinygrad.onnx (a later version)."""

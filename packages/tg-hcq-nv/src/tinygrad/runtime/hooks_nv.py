@@ -1,0 +1,19 @@
+"""tg-hcq-nv plugin: the NV device, available when the NVIDIA kernel driver is loaded and exposes a GPU."""
+import os
+from tinygrad.plugins import hookimpl, DeviceSpec
+
+CTL, GPU0, VERSION = "/dev/nvidiactl", "/dev/nvidia0", "/proc/driver/nvidia/version"
+
+def probe() -> tuple[bool, str]:
+  if not os.path.exists(VERSION): return False, f"{VERSION} not found: the NVIDIA kernel driver is not loaded"
+  for dev in (CTL, GPU0):
+    if not os.path.exists(dev): return False, f"{dev} not found: the NVIDIA driver exposes no GPU device node"
+    try: os.close(os.open(dev, os.O_RDWR))
+    except OSError as e: return False, f"{dev} cannot be opened ({e.strerror}): check its permissions (usually the 'video' group)"
+  return True, ""
+
+@hookimpl
+def tg_plugin_api_version(): return (1, 0)
+
+@hookimpl
+def tg_devices(): return [DeviceSpec("NV", "tinygrad.runtime.ops_nv", "NVDevice", probe, priority=200)]

@@ -1,0 +1,3 @@
+from tinygrad.plugins.doctor import main
+
+raise SystemExit(main())

@@ -1,0 +1,168 @@
+from __future__ import annotations
+import os, sys, re, time, string, pickle, sqlite3, pathlib, tempfile, functools, itertools, operator, contextlib
+from typing import Any, Callable, ClassVar, Iterable, Sequence, TypeVar
+
+T = TypeVar("T")
+OSX, WIN = sys.platform == "darwin", sys.platform == "win32"
+
+# *** env and context ***
+
+@functools.cache
+def getenv(key:str, default=0):
+  """the env var `key` converted to the type of `default` (cached: read once per process)"""
+  if (v := os.getenv(key)) is None: return default
+  if isinstance(default, bool): return v.lower() not in ("", "0", "false", "no")  # bool("0") would be True
+  return type(default)(v)
+
+class ContextVar:
+  """a named global knob: initial value from the env, temporarily overridable with Context"""
+  _cache: ClassVar[dict[str, ContextVar]] = {}
+  def __init__(self, key:str, default:Any):
+    if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} already exists")
+    self.key, self.value = key, getenv(key, default)
+    ContextVar._cache[key] = self
+  def __bool__(self): return bool(self.value)
+  # compare by value so `DEBUG >= 2` and `DEBUG == 2` both do what they read like
+  def __eq__(self, x): return self.value == x
+  def __hash__(self): return id(self)
+  def __ge__(self, x): return self.value >= x
+  def __gt__(self, x): return self.value > x
+  def __le__(self, x): return self.value <= x
+  def __lt__(self, x): return self.value < x
+  def __repr__(self): return f"ContextVar({self.key}={self.value!r})"
+
+class Context(contextlib.ContextDecorator):
+  """`with Context(DEBUG=2, BEAM=1):` sets ContextVars for the duration of the block"""
+  def __init__(self, **kwargs):
+    if unknown := [k for k in kwargs if k not in ContextVar._cache]: raise KeyError(f"unknown ContextVar(s): {', '.join(unknown)}")
+    self.kwargs, self.saved = kwargs, []
+  def __enter__(self):
+    self.saved.append({k: ContextVar._cache[k].value for k in self.kwargs})  # a stack, so one Context can be re-entered
+    for k, v in self.kwargs.items(): ContextVar._cache[k].value = v
+  def __exit__(self, *exc):
+    for k, v in self.saved.pop().items(): ContextVar._cache[k].value = v
+
+DEBUG, SPEC, NOOPT, BEAM, JIT = ContextVar("DEBUG", 0), ContextVar("SPEC", 0), ContextVar("NOOPT", 0), ContextVar("BEAM", 0), ContextVar("JIT", 1)
+CACHELEVEL, VIZ, TRANSCENDENTAL = ContextVar("CACHELEVEL", 2), ContextVar("VIZ", 0), ContextVar("TRANSCENDENTAL", 1)
+
+# *** small utilities ***
+
+def prod(x:Iterable[T]) -> T|int: return functools.reduce(operator.mul, x, 1)
+def dedup(x:Iterable[T]) -> list[T]: return list(dict.fromkeys(x))  # keeps first-seen order
+def flatten(l:Iterable[Iterable[T]]) -> list[T]: return list(itertools.chain.from_iterable(l))
+def argsort(x:Sequence) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
+def all_same(items:Sequence) -> bool: return all(x == items[0] for x in items)
+def all_int(t:Iterable) -> bool: return all(isinstance(s, int) for s in t)
+def partition(itr:Iterable[T], fxn:Callable[[T], bool]) -> tuple[list[T], list[T]]:
+  ret: tuple[list[T], list[T]] = ([], [])
+  for x in itr: ret[0 if fxn(x) else 1].append(x)
+  return ret
+def unwrap(x:T|None) -> T:
+  assert x is not None, "unwrap of None"
+  return x
+def merge_dicts(ds:Iterable[dict]) -> dict:
+  ret = {k: v for d in ds for k, v in d.items()}
+  assert all(ret[k] == v for d in ds for k, v in d.items()), f"merge_dicts with conflicting values for some keys in {ret}"
+  return ret
+def round_up(num:int, amt:int) -> int: return (num + amt - 1) // amt * amt
+def ceildiv(num, amt): return -(num // -amt)  # plain operators so it works on symbolic values too
+def cdiv(x:int, y:int) -> int: return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) if y != 0 else 0  # C division truncates toward 0
+def cmod(x:int, y:int) -> int: return x - cdiv(x, y) * y  # C remainder takes the sign of x
+
+_COLORS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+def colored(st:str, color:str|None, background=False) -> str:
+  """ANSI color; an UPPERCASE color name selects the bright variant"""
+  if color is None: return st
+  return f"\x1b[{30 + 10*background + 60*color.isupper() + _COLORS.index(color.lower())}m{st}\x1b[0m"
+def ansistrip(s:str) -> str: return re.sub(r"\x1b\[(K|.*?m)", "", s)
+def ansilen(s:str) -> int: return len(ansistrip(s))
+_IDENT_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+def to_function_name(s:str) -> str: return "".join(c if c in _IDENT_CHARS else f"{ord(c):02X}" for c in ansistrip(s))
+def strip_parens(s:str) -> str:
+  """drop one pair of outer parens, only if they match each other: "(a)+(b)" is left alone"""
+  if not (s.startswith("(") and s.endswith(")")): return s
+  depth = 0
+  for i, c in enumerate(s):
+    depth += (c == "(") - (c == ")")
+    if depth == 0 and i != len(s) - 1: return s
+  return s[1:-1]
+def pluralize(st:str, cnt:int) -> str: return f"{cnt} {st}" + ("" if cnt == 1 else "s")
+def temp(name:str) -> str: return os.path.join(tempfile.gettempdir(), name)
+
+# *** profiling ***
+
+class GlobalCounters:
+  global_ops: ClassVar[int] = 0
+  global_mem: ClassVar[int] = 0
+  time_sum_s: ClassVar[float] = 0.0
+  kernel_count: ClassVar[int] = 0
+  mem_used: ClassVar[int] = 0  # bytes currently allocated: tracks live buffers, so reset() leaves it alone
+  @staticmethod
+  def reset(): GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+
+class Timing(contextlib.ContextDecorator):
+  """prints the wall time of a block in ms; on_exit(ns) may append to the message"""
+  def __init__(self, prefix="", on_exit:Callable[[int], str]|None=None, enabled=True):
+    self.prefix, self.on_exit, self.enabled = prefix, on_exit, enabled
+  def __enter__(self): self.st = time.perf_counter_ns()
+  def __exit__(self, *exc):
+    self.et = time.perf_counter_ns() - self.st
+    if self.enabled: print(f"{self.prefix}{self.et*1e-6:6.2f} ms" + (self.on_exit(self.et) if self.on_exit else ""))
+
+# *** disk cache: sqlite with pickled values. It is only a cache, so no db problem may ever raise ***
+
+CACHEDB_VERSION = 1  # bump when pickled formats change: old tables are then ignored
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB: the only errors that mean the file must go
+_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+_dbs: dict[tuple[int, str], tuple[sqlite3.Connection, set[str]]] = {}  # (pid, path) -> (connection, tables known to exist)
+
+def cache_dir() -> pathlib.Path:
+  return pathlib.Path(os.getenv("XDG_CACHE_HOME") or os.path.expanduser("~/Library/Caches" if OSX else "~/.cache")) / "tinygrad"
+def _db_path() -> str: return os.getenv("CACHEDB") or str(cache_dir() / "cache.db")  # read live so tests can point it elsewhere
+
+def _drop_db(path:str):
+  if (db := _dbs.pop((os.getpid(), path), None)) is not None: db[0].close()
+  for p in (path, path + "-wal", path + "-shm"): pathlib.Path(p).unlink(missing_ok=True)
+
+def _db_run(table:str, fn:Callable[[sqlite3.Connection, str], T]) -> T|None:
+  if CACHELEVEL.value == 0: return None
+  path, tbl, rebuilt, err = _db_path(), f"{to_function_name(table)}_v{CACHEDB_VERSION}", False, None
+  for attempt in range(8):
+    try:
+      if (db := _dbs.get(key := (os.getpid(), path))) is None:  # keyed by pid: a connection must not cross a fork
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)  # autocommit; wait out other writers
+        conn.execute("PRAGMA journal_mode=WAL")  # readers and the writer of other processes don't block each other
+        db = _dbs[key] = (conn, set())
+      if tbl not in db[1]:
+        db[0].execute(f'CREATE TABLE IF NOT EXISTS "{tbl}" (key TEXT PRIMARY KEY, val BLOB)')
+        db[1].add(tbl)
+      return fn(db[0], tbl)
+    except sqlite3.DatabaseError as e:
+      err, code = e, getattr(e, "sqlite_errorcode", 0) & 0xff
+      if code in _CORRUPT_CODES and not rebuilt: _drop_db(path); rebuilt = True  # rebuild from scratch and retry
+      # a BUSY that skipped the timeout is sqlite's deadlock avoidance (two readers upgrading, mostly while setting up a fresh db): back off, retry
+      elif code in _BUSY_CODES: time.sleep(0.002 * 2**attempt)
+      else: break
+    except OSError as e:  # unwritable cache dir and friends
+      err = e
+      break
+  if DEBUG >= 1: print(f"diskcache: skipping {table}: {err!r}")
+  return None
+
+def _key(key) -> str: return key if isinstance(key, str) else repr(sorted(key.items()) if isinstance(key, dict) else key)
+
+def diskcache_get(table:str, key) -> Any:
+  """the cached value or None; an entry that fails to unpickle is deleted"""
+  def get(conn:sqlite3.Connection, tbl:str):
+    if (row := conn.execute(f'SELECT val FROM "{tbl}" WHERE key=?', (k := _key(key),)).fetchone()) is None: return None
+    try: return pickle.loads(row[0])
+    except Exception:
+      conn.execute(f'DELETE FROM "{tbl}" WHERE key=?', (k,))
+      return None
+  return _db_run(table, get)
+
+def diskcache_put(table:str, key, val:T) -> T:
+  blob = pickle.dumps(val)  # outside the db guard: an unpicklable value is a caller bug
+  _db_run(table, lambda conn, tbl: conn.execute(f'INSERT OR REPLACE INTO "{tbl}" (key, val) VALUES (?, ?)', (_key(key), blob)))
+  return val
