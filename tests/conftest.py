@@ -54,3 +54,13 @@ def plugins(monkeypatch):
   p.reset()
   yield p
   p.reset()
+
+def _has_cc() -> bool: return any(shutil.which(c) for c in (os.environ.get("CC", ""), "clang", "gcc", "cc") if c)
+
+# the executing backends every op and kernel test runs on; a device string may carry its renderer (CPU:C)
+EXEC_DEVICES = [pytest.param("CPU", id="CPU-LLVM"),
+                pytest.param("CPU:C", id="CPU-C", marks=pytest.mark.skipif(not _has_cc(), reason="no C compiler (clang/gcc/cc) on PATH")),
+                pytest.param("PYTHON", id="PYTHON")]
+
+@pytest.fixture(params=EXEC_DEVICES)
+def device(request) -> str: return request.param

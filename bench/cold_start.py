@@ -1,0 +1,26 @@
+"""Wall time of a first tiny computation in a new process (import, device open, schedule, compile, run), beside upstream
+tinygrad's when UPSTREAM_PYTHON names a python with tinygrad 0.14 installed. The compile cache is disabled so every run compiles.
+Usage: python bench/cold_start.py [runs, default 5]"""
+import os, subprocess, sys, time
+
+STMT = "from tinygrad import Tensor; print((Tensor([1,2,3])*2).sum().item())"
+
+def cold_start_s(python:str, env_extra:dict) -> float:
+  env = {**os.environ, **env_extra}
+  st = time.perf_counter()
+  out = subprocess.run([python, "-c", STMT], capture_output=True, text=True, env=env, cwd="/")
+  et = time.perf_counter() - st
+  if out.returncode != 0 or out.stdout.strip() != "12": raise RuntimeError(f"{python} failed: {out.stdout}{out.stderr}")
+  return et
+
+if __name__ == "__main__":
+  runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+  nocache = {"CACHELEVEL": "0", "CCACHE": "0", "DISABLE_COMPILER_CACHE": "1"}
+  ours = sorted(cold_start_s(sys.executable, nocache) for _ in range(runs))
+  print(f"tg (CPU, llvmlite, no compile cache): best {ours[0]:.3f} s  median {ours[len(ours)//2]:.3f} s over {runs} runs")
+  ours_c = sorted(cold_start_s(sys.executable, {**nocache, "DEV": "CPU:C"}) for _ in range(runs))
+  print(f"tg (CPU:C, system cc, no compile cache): best {ours_c[0]:.3f} s  median {ours_c[len(ours_c)//2]:.3f} s")
+  if up := os.environ.get("UPSTREAM_PYTHON"):
+    theirs = sorted(cold_start_s(up, nocache) for _ in range(runs))
+    print(f"upstream tinygrad 0.14: best {theirs[0]:.3f} s  median {theirs[len(theirs)//2]:.3f} s  (ratio tg/upstream {ours[0]/theirs[0]:.2f})")
+  else: print("upstream tinygrad 0.14: 1.6-1.9 s here with clang (not measured; set UPSTREAM_PYTHON=/path/to/python with tinygrad 0.14)")

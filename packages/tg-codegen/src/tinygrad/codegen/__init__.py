@@ -1,0 +1,44 @@
+"""Kernel AST -> rendered program: lowering passes, linearize, render. Compiling and running belong to the engine."""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, KernelInfo
+from tinygrad.helpers import DEBUG, to_function_name
+from tinygrad.codegen.lowering import rewrite_to_program
+from tinygrad.codegen.linearize import linearize
+
+@dataclass(frozen=True)
+class ProgramSpec:
+  name: str
+  src: str
+  uops: tuple[UOp, ...]
+  nbufs: int                     # PARAM slots 0..nbufs-1 are the buffer arguments
+  vars: tuple[str, ...]          # then one int argument per variable, sorted by name
+  ops: int                       # estimated ALU ops per run (loops with constant bounds counted fully)
+  mem: int                       # estimated bytes loaded and stored per run
+
+def _estimates(lin:list[UOp]) -> tuple[int, int]:
+  ops, mem, mult = 0, 0, [1]
+  for u in lin:
+    if u.op is Ops.RANGE: mult.append(mult[-1] * (u.src[0].arg if u.src and u.src[0].op is Ops.CONST else 1))
+    elif u.op is Ops.END: mult.pop()
+    elif u.op in GroupOp.ALU: ops += mult[-1]
+    elif u.op is Ops.LOAD: mem += mult[-1] * u.dtype.itemsize
+    elif u.op is Ops.STORE: mem += mult[-1] * u.src[1].dtype.itemsize
+  return ops, mem
+
+def get_program(ast:UOp, renderer) -> ProgramSpec:
+  if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
+  lin = linearize(rewrite_to_program(ast))
+  name = to_function_name(ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel")
+  src = renderer.render(name, lin)
+  if DEBUG >= 4: print(src)
+  nbufs = max([u.arg.slot+1 for u in lin if u.op is Ops.PARAM], default=0)
+  variables = tuple(sorted({u.arg.name for u in lin if u.op is Ops.DEFINE_VAR}))
+  return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin))
+
+@functools.lru_cache(maxsize=4096)
+def get_program_cached(ast:UOp, renderer) -> ProgramSpec: return get_program(ast, renderer)
+
+__all__ = ["ProgramSpec", "get_program", "get_program_cached"]

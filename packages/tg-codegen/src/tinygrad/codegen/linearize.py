@@ -1,0 +1,109 @@
+"""Program graph -> list of UOps in execution order, with loops as RANGE ... END brackets.
+
+Every node is placed in the innermost loop among the RANGEs it depends on (a node that depends on none is hoisted to the top).
+Loops nest by evidence in the graph: an END of r that still depends on q means r is inside q, as does a range bound that depends
+on q; ranges that meet in one node without such evidence nest by axis id. Inside each loop body, nodes and child loops are
+ordered topologically (ties by the graph's own order), so AFTER edges order reads, writes and loops without emitting anything."""
+from __future__ import annotations
+import heapq
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.codegen.lowering import open_ranges
+
+_SILENT = {Ops.SINK, Ops.GROUP, Ops.AFTER, Ops.NOOP}
+
+def _nesting(sink:UOp, opn:dict[UOp, frozenset]) -> dict[UOp, set]:
+  """for each RANGE, every range it is inside of (transitively closed, and a chain)"""
+  rngs = [u for u in opn if u.op is Ops.RANGE]
+  outer: dict[UOp, set] = {r: set() for r in rngs}
+  for u in opn:
+    if u.op is Ops.END:
+      for r in u.ended_ranges: outer[r] |= opn[u]
+    if u.op is Ops.RANGE: outer[u] |= opn[u] - {u}
+  def key(r): return (len(outer[r]), r.arg[0])
+  for _ in range(len(rngs) + 2):
+    changed = False
+    groups = {frozenset(s) for s in opn.values() if len(s) > 1} | {frozenset(outer[r] | {r}) for r in rngs}
+    for g in groups:
+      chain = sorted(g, key=key)
+      for i, r in enumerate(chain):
+        new = outer[r] | set(chain[:i]) | set().union(*(outer[q] for q in chain[:i]))
+        if new != outer[r]: outer[r], changed = new, True
+    if not changed: break
+  for r in rngs:
+    if r in outer[r]: raise RuntimeError(f"loops nest both ways around range {r.arg}: the kernel's END/AFTER structure is inconsistent")
+  return outer
+
+def _split_ends(sink:UOp, outer:dict[UOp, set]) -> UOp:
+  """END(body, r0, r1) -> END(END(body, inner), outer): one END per loop, innermost first"""
+  done: dict[UOp, UOp] = {}
+  for u in sink.toposort():
+    nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
+    if nu.op is Ops.END and len(nu.ended_ranges) > 1:
+      if any(r.dtype.name == "void" for r in nu.ended_ranges): raise RuntimeError("a bound-less loop must be ended alone: END(body, loop, cond)")
+      body = nu.src[0]
+      for r in sorted(nu.ended_ranges, key=lambda r: -len(outer[r])): body = body.end(r)
+      nu = body
+    done[u] = nu
+  return done[sink]
+
+def linearize(sink:UOp) -> list[UOp]:
+  outer = _nesting(sink, open_ranges(sink))
+  sink = _split_ends(sink, outer)
+  opn = open_ranges(sink)
+  order = {u: i for i, u in enumerate(opn)}
+  def innermost(rs) -> UOp|None: return max(rs, key=lambda r: len(outer[r])) if rs else None
+  parent = {r: innermost(outer[r]) for r in outer}
+  # scope: the loop a node lives in (None = top level); a loop's RANGE and END belong to the loop itself
+  scope: dict[UOp, UOp|None] = {}
+  for u in opn:
+    if u.op is Ops.RANGE: scope[u] = u
+    elif u.op is Ops.END: scope[u] = u.ended_ranges[0]
+    else: scope[u] = innermost(opn[u])
+  def chain(s) -> list:
+    ret = [s]
+    while s is not None: s = parent[s]; ret.append(s)
+    return ret
+  chains = {u: chain(scope[u]) for u in opn}
+  def item_in(u:UOp, block) -> UOp|None:
+    """the node or child loop of `block` that contains u, None when u is outside the block or is the block's own RANGE/END"""
+    c = chains[u]
+    if block not in c: return None
+    i = c.index(block)
+    if i == 0: return None if u.op in (Ops.RANGE, Ops.END) and scope[u] is block else u
+    return c[i-1]
+  members: dict = {}
+  for u in opn:
+    for b in chains[u]: members.setdefault(b, []).append(u)
+  out: list[UOp] = []
+  def emit(block):
+    items: dict[UOp, None] = {}
+    deps: dict[UOp, set] = {}
+    for v in members.get(block, []):
+      if (iv := item_in(v, block)) is None: continue
+      items[iv] = None
+      for s in v.src:
+        if (is_ := item_in(s, block)) is not None and is_ is not iv: deps.setdefault(iv, set()).add(is_)
+    users: dict[UOp, list] = {}
+    for i, ds in deps.items():
+      for d in ds: users.setdefault(d, []).append(i)
+    pending = {i: len(deps.get(i, ())) for i in items}
+    heap = [(order[i], i) for i in items if pending[i] == 0]
+    heapq.heapify(heap)
+    while heap:
+      _, i = heapq.heappop(heap)
+      if i.op is Ops.RANGE and scope[i] is i and i is not block: emit_loop(i)
+      elif i.op not in _SILENT: out.append(i)
+      for nxt in users.get(i, ()):
+        pending[nxt] -= 1
+        if pending[nxt] == 0: heapq.heappush(heap, (order[nxt], nxt))
+    if any(p for p in pending.values()): raise RuntimeError("cycle while ordering a kernel body (an AFTER points at a later effect)")
+  def emit_loop(r:UOp):
+    out.append(r)
+    emit(r)
+    end = next((u for u in members[r] if u.op is Ops.END and u.ended_ranges[0] is r), None)
+    if end is None: raise RuntimeError(f"range {r.arg} is never ended")
+    i = end.src.index(r)
+    out.append(UOp(Ops.END, end.dtype, (r,) + end.src[i+1:i+2]))
+  emit(None)
+  return out

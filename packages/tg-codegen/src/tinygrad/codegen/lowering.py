@@ -1,0 +1,101 @@
+"""Kernel AST -> program-level graph: reductions become REG accumulators in loops, multi-axis indexing is flattened, python-style
+integer division and other ops a target lacks are decomposed, and weak index math gets a concrete integer type."""
+from __future__ import annotations
+import itertools, math
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
+from tinygrad.dtype import dtypes, AddrSpace
+
+def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
+  """for every node, the RANGEs it depends on that no END between it and them has closed"""
+  ret: dict[UOp, frozenset] = {}
+  for u in sink.toposort():
+    s = frozenset().union(*(ret[x] for x in u.src)) if u.src else frozenset()
+    if u.op is Ops.RANGE: s = s | {u}
+    elif u.op is Ops.END: s = s - set(u.ended_ranges)
+    ret[u] = s
+  return ret
+
+_IDENTITY = {Ops.ADD: 0, Ops.MUL: 1}
+
+def lower_reduces(sink:UOp) -> UOp:
+  """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first."""
+  slot = itertools.count(max([u.arg.slot+1 for u in sink.toposort() if u.op is Ops.BUFFER], default=0))
+  def fix(r:UOp):
+    val, rngs, op = r.src[0], r.src[1:], r.arg
+    outer = sorted(open_ranges(val)[val] - set(rngs), key=lambda x: x.arg)
+    acc = UOp.placeholder((1,), r.dtype, next(slot), addrspace=AddrSpace.REG)
+    ident = _IDENTITY.get(op, -math.inf if dtypes.is_float(r.dtype) else dtypes.min(r.dtype))
+    init = acc.after(*outer)[0].store(ident)
+    cur = acc.after(init, *rngs)
+    upd = cur[0].store(cur[0].load().alu(op, val))
+    return acc.after(upd.end(*rngs))[0].load()
+  done: dict[UOp, UOp] = {}
+  for u in sink.toposort():
+    nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
+    done[u] = fix(nu) if nu.op is Ops.REDUCE else nu
+  return done[sink]
+
+def _flatten_index(x:UOp) -> UOp|None:
+  buf, idx = x.src[0], x.src[1:]
+  if buf._shape is None or len(idx) < 2: return None
+  lin, stride = UOp.const(dtypes.weakint, 0), 1
+  for i, s in reversed(list(zip(idx, buf.shape))):
+    lin, stride = lin + i * stride, stride * s
+  return UOp(Ops.INDEX, x.dtype, (buf, lin))
+
+def _floordiv(a:UOp, b:UOp) -> UOp:
+  if a.vmin >= 0 and b.vmin > 0: return a.alu(Ops.CDIV, b)
+  q = a.alu(Ops.CDIV, b)
+  # C division truncates; python floors: step down when the signs differ and there is a remainder
+  fix = a.alu(Ops.CMOD, b).alu(Ops.CMPNE, a.const_like(0)) & (a < 0).alu(Ops.CMPNE, b < 0)
+  return fix.where(q + q.const_like(-1), q)
+
+def _floormod(a:UOp, b:UOp) -> UOp:
+  if a.vmin >= 0 and b.vmin > 0: return a.alu(Ops.CMOD, b)
+  r = a.alu(Ops.CMOD, b)
+  fix = r.alu(Ops.CMPNE, r.const_like(0)) & (r < 0).alu(Ops.CMPNE, b < 0)
+  return fix.where(r + b, r)
+
+def _pow(a:UOp, b:UOp) -> UOp:
+  if not dtypes.is_float(a.dtype):
+    raise RuntimeError(f"POW of {a.dtype} is not supported in kernels; cast to a float dtype first")
+  mag = a.alu(Ops.MAX, a.alu(Ops.NEG)).alu(Ops.LOG2).alu(Ops.MUL, b).alu(Ops.EXP2)
+  # negative base: defined only for integer exponents, with the sign of (-1)^b
+  b_int = b.alu(Ops.TRUNC).alu(Ops.CMPNE, b).logical_not()
+  odd = (b * 0.5).alu(Ops.TRUNC).alu(Ops.CMPNE, b * 0.5)
+  neg = b_int.where(odd.where(mag.alu(Ops.NEG), mag), mag.const_like(math.nan))
+  zero = a.alu(Ops.CMPNE, a.const_like(0)).logical_not()
+  return (a < 0).where(neg, zero.where((b < 0).where(a.const_like(math.inf), (b.alu(Ops.CMPNE, b.const_like(0))).where(a.const_like(0), a.const_like(1))), mag))
+
+pm_decompose = PatternMatcher([
+  # p[i, j] -> p[i*cols + j]: renderers see one linear index per access
+  (UPat(Ops.INDEX, name="x"), _flatten_index),
+  (UPat(Ops.FLOORDIV, src=(UPat.var("a"), UPat.var("b"))), _floordiv),
+  (UPat(Ops.FLOORMOD, src=(UPat.var("a"), UPat.var("b"))), _floormod),
+  (UPat(Ops.POW, src=(UPat.var("a"), UPat.var("b"))), _pow),
+  # an ungated load whose gate folded to True
+  (UPat(Ops.LOAD, src=(UPat.var("i"), UPat(), UPat.const(dtypes.bool, True))), lambda i: i.load()),
+])
+
+def _index_dtype(sink:UOp):
+  return dtypes.int64 if any(u.dtype is dtypes.weakint and not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in sink.toposort()) else dtypes.int32
+
+def lower_weak(sink:UOp) -> UOp:
+  """commit weak dtypes: index math -> int32 (int64 when its bounds need it), weak floats -> default_float"""
+  idt = _index_dtype(sink)
+  done: dict[UOp, UOp] = {}
+  for u in sink.toposort():
+    src = tuple(done[s] for s in u.src)
+    dt = idt if u.dtype is dtypes.weakint else dtypes.default_float if u.dtype is dtypes.weakfloat else u.dtype
+    arg = dtypes.as_const(u.arg, dt) if u.op is Ops.CONST else u.arg
+    done[u] = u if (src, dt, arg) == (u.src, u.dtype, u.arg) else UOp(u.op, dt, src, arg, u.tag)
+  return done[sink]
+
+def rewrite_to_program(sink:UOp) -> UOp:
+  from tinygrad.uop.symbolic import symbolic
+  sink = graph_rewrite(sink, symbolic, name="simplify")
+  sink = lower_reduces(sink)
+  sink = graph_rewrite(sink, pm_decompose, name="decompose")
+  sink = graph_rewrite(sink, symbolic, name="simplify lowered")
+  return lower_weak(sink)

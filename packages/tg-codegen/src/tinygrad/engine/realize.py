@@ -1,0 +1,73 @@
+"""Run a schedule: allocate buffers, compile kernels (memoised per AST and device, disk-cached by the compiler), launch in order."""
+from __future__ import annotations
+import time, weakref
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.helpers import DEBUG, GlobalCounters, colored
+from tinygrad.schedule.rangeify import ExecItem, create_schedule
+from tinygrad.codegen import get_program_cached, ProgramSpec
+
+_buffers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BUFFER UOp -> device Buffer, freed with the UOp
+
+def buffer_of(u:UOp):
+  """the device Buffer behind a BUFFER UOp, allocated on first use"""
+  from tinygrad.device import Buffer
+  while u.op is Ops.AFTER: u = u.src[0]
+  if u.op is not Ops.BUFFER: raise RuntimeError(f"{u.op} is not a buffer (realize it first)")
+  if (b := _buffers.get(u)) is None:
+    if not isinstance(u.arg.device, str): raise RuntimeError(f"buffer has no single device: {u.arg.device}")
+    b = _buffers[u] = Buffer(u.arg.device, u.arg.shape[0], u.dtype)
+  if not b.is_allocated(): b.allocate()
+  return b
+
+_runtimes: dict[tuple, object] = {}
+
+def _runtime(spec:ProgramSpec, device:str, dev):
+  key = (spec.src, device)
+  if (prg := _runtimes.get(key)) is None:
+    lib = dev.compiler.compile_cached(spec.src)
+    prg = _runtimes[key] = dev.runtime(spec.name, lib)
+  return prg
+
+def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
+  from tinygrad.device import Device
+  dev = Device[device]
+  spec = get_program_cached(ast, dev.renderer)
+  if len(bufs) < spec.nbufs: raise RuntimeError(f"kernel {spec.name} takes {spec.nbufs} buffers, got {len(bufs)}")
+  missing = [v for v in spec.vars if v not in var_vals]
+  if missing: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
+  prg = _runtime(spec, device, dev)
+  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), wait=DEBUG >= 2)
+  GlobalCounters.kernel_count += 1
+  GlobalCounters.global_ops += spec.ops
+  GlobalCounters.global_mem += spec.mem
+  if et is not None: GlobalCounters.time_sum_s += et
+  if DEBUG >= 2:
+    tm = f"{et*1e6:9.2f} us" if et is not None else " " * 12
+    gflops = f"{spec.ops/et*1e-9:9.2f} GFLOPS" if et else ""
+    print(f"{colored(f'*** {device:7s}', 'magenta')} {GlobalCounters.kernel_count:4d} {spec.name:30s} {tm} {gflops}")
+  return et
+
+def run_schedule(items:list[ExecItem]):
+  for it in items:
+    bufs = [buffer_of(b) for b in it.bufs]
+    if it.kind == "copy":
+      dst, src = bufs
+      st = time.perf_counter()
+      data = memoryview(bytearray(src.nbytes))
+      src.copyout(data)
+      dst.copyin(data)
+      if DEBUG >= 2: print(f"{colored(f'*** {dst.device:7s}', 'yellow')}      copy {src.nbytes:8d} bytes {src.device} -> {dst.device}"
+                           f"  {(time.perf_counter()-st)*1e6:9.2f} us")
+    else:
+      devices = {b.device for b in bufs}
+      if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
+      run_kernel(it.ast, bufs, it.var_vals, devices.pop())
+
+def realize_uops(uops:list[UOp]) -> list[UOp]:
+  """schedule and run what `uops` need; each result is an equivalent UOp whose base is a BUFFER"""
+  if not uops: return []
+  items, results = create_schedule(uops)
+  if DEBUG >= 3: print(f"schedule: {len(items)} items")
+  run_schedule(items)
+  return [results[u] for u in uops]

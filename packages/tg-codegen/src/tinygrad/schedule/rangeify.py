@@ -1,0 +1,109 @@
+"""Schedule: decide which tensor-level nodes live in buffers, then cut the graph into kernels (one per realized node) and copies.
+Everything between realized nodes is fused: elementwise chains, movement (as index math) and reductions whose result is not
+broadcast back; a reduced value that is broadcast (softmax, layernorm) gets its own kernel instead of being recomputed per element."""
+from __future__ import annotations
+from dataclasses import dataclass, field
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp
+from tinygrad.helpers import prod, all_int
+from tinygrad.schedule.indexing import build_kernel
+
+@dataclass
+class ExecItem:
+  kind: str                      # "kernel" (ast is a SINK over PARAMs), "copy" (bufs = [dst, src])
+  ast: UOp|None
+  bufs: list[UOp]                # BUFFER UOps in PARAM slot order
+  var_vals: dict[str, int] = field(default_factory=dict)
+
+def _numel(u:UOp) -> int|None:
+  return prod(u.shape) if u._shape is not None and all_int(u.shape) else None
+
+def _is_plain_buffer(u:UOp) -> bool:
+  """a node that already is a whole, contiguous buffer"""
+  while u.op is Ops.AFTER: u = u.src[0]
+  return u.op is Ops.BUFFER
+
+def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
+  want: dict[UOp, None] = {}
+  for t in targets:
+    if t.base.op is not Ops.BUFFER: want[t] = None
+  for u in sink.toposort():
+    if u.op is Ops.CONTIGUOUS: want[u] = None
+    if u.op is Ops.COPY:
+      want[u] = None
+      if not _is_plain_buffer(u.src[0]): want[u.src[0]] = None
+    if u.op is Ops.CALL:
+      for a in u.src[1:]:
+        if not _is_plain_buffer(a): want[a] = None
+  return want
+
+def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set]]:
+  """reduces read where something bigger than their output is computed (broadcast back), and which kernel roots reach each reduce"""
+  bcast: dict[UOp, None] = {}
+  reached: dict[UOp, set] = {}
+  for root in roots:
+    seen: set = set()
+    stack = [(root, _numel(root) or 0)]
+    while stack:
+      u, maxn = stack.pop()
+      if (u, maxn) in seen: continue
+      seen.add((u, maxn))
+      if u is not root and (u in stop or u.op is Ops.BUFFER): continue
+      n = _numel(u)
+      if u.op is Ops.REDUCE_AXIS and u is not root:
+        reached.setdefault(u, set()).add(root)
+        if n is None or maxn > n: bcast[u] = None
+      nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
+      stack.extend((s, nmax) for s in u.src if s._shape is not None)
+  return bcast, reached
+
+def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
+  """the work that realizes `targets`, in order, and for each target the buffer-based UOp that replaces it"""
+  sink = UOp.sink(*targets)
+  want = _must_realize(sink, targets)
+  # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2))
+  while True:
+    bcast, reached = _broadcast_reduces(want, want)
+    extra = {r: None for r in bcast} | {r: None for r, roots in reached.items() if len(roots) > 1}
+    if not (extra.keys() - want.keys()): break
+    want |= extra
+  items: list[ExecItem] = []
+  realized: dict[UOp, UOp] = {}
+  for u in sink.toposort():
+    if u.op is Ops.BUFFER: realized[u] = u; continue
+    if u.op is Ops.AFTER and u.src[0] in realized and any(s.op is Ops.CALL for s in u.src[1:]):
+      realized[u] = realized[u.src[0]]
+      continue
+    if u.op is Ops.CALL: items.append(_custom_call(u, realized)); continue
+    if u not in want: continue
+    if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
+    out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
+    if u.op is Ops.COPY:
+      items.append(ExecItem("copy", None, [out, _as_buffer(u.src[0], realized)]))
+    else:
+      ast, kb = build_kernel(u, out, realized)
+      bufs = [out] + [b for b in kb.inputs if b is not out]
+      items.append(ExecItem("kernel", _to_params(ast, bufs), bufs, {v.arg.name: val for v, val in kb.variables.items()}))
+    realized[u] = out
+  return items, {t: _result(t, realized) for t in targets}
+
+def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
+  if u in realized: return realized[u]
+  while u.op is Ops.AFTER: u = u.src[0]
+  if u.op is Ops.BUFFER: return u
+  raise RuntimeError(f"internal error: {u.op} of shape {u._shape} was not realized")
+
+def _custom_call(call:UOp, realized:dict[UOp, UOp]) -> ExecItem:
+  bufs = [_as_buffer(a, realized) for a in call.src[1:]]
+  ast = call.src[0]
+  if ast.op is not Ops.SINK: raise RuntimeError(f"custom kernel must return a SINK UOp, got {ast.op}")
+  return ExecItem("kernel", ast, bufs)
+
+def _to_params(ast:UOp, bufs:list[UOp]) -> UOp:
+  """buffers become numbered PARAMs so that equal kernels on different buffers are the same AST (and share a compile)"""
+  return ast.substitute({b: UOp.param(i, b.dtype, b.arg.shape) for i, b in enumerate(bufs)})
+
+def _result(t:UOp, realized:dict[UOp, UOp]) -> UOp:
+  if t not in realized: return t  # a view of a buffer stays a view
+  buf = realized[t]
+  return buf if tuple(t.shape) == tuple(buf.shape) else buf.reshape(t.shape)

@@ -1,0 +1,56 @@
+"""Hand-written UOp kernels through Tensor.custom_kernel, including bound-less do-while loops (UOp.loop + END(body, loop, cond)),
+on every executing backend."""
+import pytest
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, KernelInfo
+from tinygrad.dtype import dtypes, AddrSpace
+
+def counter():
+  i = UOp.placeholder((1,), dtypes.int, 0, addrspace=AddrSpace.REG)
+  return i.after(i[0].store(0))  # i = 0
+
+def wait_loop_kernel(C:UOp) -> UOp:
+  # i = 0; do { inc = i + 1; i = inc } while (inc < 10). The condition uses the computed value, not a reload.
+  l, i = UOp.loop(0), counter()
+  inc = i.after(l)[0].load() + 1
+  i = i.after(i[0].store(inc).end(l, inc < 10))
+  return C[0].store(i[0].load()).sink(arg=KernelInfo(name="wait_loop"))
+
+def nested_loop_kernel(C:UOp) -> UOp:
+  r, l, i = UOp.range(4, 0), UOp.loop(1), counter()
+  inc = i.after(l, r)[0].load() + 1
+  lend = i[0].store(inc).end(l, inc < (r.cast(dtypes.int)+1)*3)
+  i = i.after(lend.end(r))
+  return C[0].store(i[0].load()).sink(arg=KernelInfo(name="nested_loop", opts_to_apply=()))
+
+def two_loops_kernel(C:UOp) -> UOp:
+  l1, l2, i = UOp.loop(0), UOp.loop(1), counter()
+  inc1 = i.after(l1)[0].load() + 1
+  i = i.after(i[0].store(inc1).end(l1, inc1 < 10))
+  inc2 = i.after(l2)[0].load() + 1
+  i = i.after(i[0].store(inc2).end(l2, inc2 < 25))
+  return C[0].store(i[0].load()).sink(arg=KernelInfo(name="two_loops", opts_to_apply=()))
+
+def loop_in_loop_kernel(C:UOp) -> UOp:
+  # outer loop while i < 12; the inner loop increments until i % 4 == 0; the outer condition reloads i after the inner loop
+  l1, l2, i = UOp.loop(0), UOp.loop(1), counter()
+  inc = i.after(l1, l2)[0].load() + 1
+  e2 = i[0].store(inc).end(l2, inc % 4 != 0)
+  oc = i.after(e2)[0].load()
+  i = i.after(e2.end(l1, oc < 12))
+  return C[0].store(i[0].load()).sink(arg=KernelInfo(name="loop_in_loop", opts_to_apply=()))
+
+@pytest.mark.parametrize("fxn, expected", [(wait_loop_kernel, 10), (nested_loop_kernel, 12), (two_loops_kernel, 25), (loop_in_loop_kernel, 12)])
+def test_do_while_loops(device, fxn, expected):
+  c = Tensor.empty(1, dtype=dtypes.int, device=device)
+  c = Tensor.custom_kernel(c, fxn=fxn)[0]
+  assert c.realize().item() == expected
+
+def test_custom_elementwise_kernel(device):
+  import numpy as np
+  def add_kernel(out:UOp, a:UOp, b:UOp) -> UOp:
+    r = UOp.range(a.shape[0], 0)
+    return out[r].store(a[r].load() + b[r].load()).end(r).sink(arg=KernelInfo(name="custom_add"))
+  a, b = Tensor([1., 2., 3., 4.], device=device), Tensor([10., 20., 30., 40.], device=device)
+  out = Tensor.custom_kernel(Tensor.empty(4, device=device), a, b, fxn=add_kernel)[0]
+  np.testing.assert_allclose(out.numpy(), [11., 22., 33., 44.])

@@ -1,0 +1,87 @@
+"""Kernel counts and fusion decisions of the scheduler, checked on tensor-level UOp graphs (no device needed)."""
+import pytest
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.dtype import dtypes
+from tinygrad.schedule.rangeify import create_schedule
+
+def buf(*shape, dtype=dtypes.float):
+  n = 1
+  for s in shape: n *= s
+  return UOp.new_buffer("CPU", n, dtype).reshape(shape)
+
+def kernels(*targets): return [it for it in create_schedule(list(targets))[0] if it.kind == "kernel"]
+
+def matmul(a, b): return (a.reshape((a.shape[0], 1, a.shape[1])) * b.T.reshape((1, b.shape[1], b.shape[0]))).sum(2)
+
+def test_elementwise_chain_is_one_kernel():
+  a, b, c = buf(3, 4), buf(3, 4), buf(3, 4)
+  assert len(kernels((a+b)*c)) == 1
+
+def test_elementwise_into_reduce_is_one_kernel():
+  a, b, c = buf(3, 4), buf(3, 4), buf(3, 4)
+  assert len(kernels(((a+b)*c).sum())) == 1
+
+def test_matmul_relu_is_one_kernel():
+  assert len(kernels(matmul(buf(3, 4), buf(4, 5)).relu())) == 1
+
+def test_softmax_at_most_three_kernels():
+  x = buf(8, 16)
+  e = (x - x.max(1, keepdim=True)).exp()
+  assert len(kernels(e / e.sum(1, keepdim=True))) <= 3
+
+def test_reduce_broadcast_back_is_realized():
+  x = buf(3, 4)
+  ks = kernels(x - x.sum(1, keepdim=True))
+  assert len(ks) == 2
+  # the first kernel computes the (3,1) sums, the second reads them
+  assert ks[0].bufs[0].arg.shape == (3,)
+
+def test_nested_reduce_fuses():
+  assert len(kernels(buf(3, 4).sum(1).sum(0))) == 1
+
+def test_reduce_shared_by_two_outputs_is_computed_once():
+  x = buf(3, 4)
+  s = x.sum(1)
+  assert len(kernels(s + 1, s * 2)) == 3
+
+def test_movement_is_index_math_not_copies():
+  x = buf(3, 4)
+  ks = kernels((x.T.flip(0)[1:3] + 1).pad(((1, 1), (0, 0))).reshape((12,)))
+  assert len(ks) == 1
+  ast = ks[0].ast
+  assert not any(u.op in {Ops.RESHAPE, Ops.PERMUTE, Ops.FLIP, Ops.PAD, Ops.SHRINK, Ops.EXPAND} for u in ast.toposort())
+
+def test_pad_gates_loads():
+  ks = kernels(buf(4).pad(((2, 2),)) + 1)
+  loads = [u for u in ks[0].ast.toposort() if u.op is Ops.LOAD]
+  assert len(loads) == 1 and len(loads[0].src) == 3, "a padded read must be a gated load"
+
+def test_view_of_buffer_needs_no_kernel():
+  x = buf(3, 4)
+  items, res = create_schedule([x.T])
+  assert items == [] and res[x.T] is x.T
+
+def test_contiguous_realizes():
+  x = buf(3, 4)
+  assert len(kernels(x.T.contiguous())) == 1
+
+def test_const_tensor_gets_a_buffer():
+  c = UOp.const(dtypes.float, 1.5, "CPU").reshape((1, 1)).expand((2, 3))
+  items, res = create_schedule([c])
+  assert len(items) == 1 and res[c].base.op is Ops.BUFFER and res[c].shape == (2, 3)
+
+def test_copy_between_devices():
+  x = buf(4)
+  items, _ = create_schedule([(x + 1).copy_to_device("PYTHON")])
+  assert [it.kind for it in items] == ["kernel", "copy"]
+  assert items[1].bufs[0].arg.device == "PYTHON"
+
+def test_kernels_are_parameterised():
+  # the same computation on different buffers is the same AST, so it compiles once
+  a, b = buf(3, 4), buf(3, 4)
+  assert kernels(a + 1)[0].ast is kernels(b + 1)[0].ast
+
+def test_fusion_error_names_the_op():
+  with pytest.raises(RuntimeError, match="cannot fuse"):
+    from tinygrad.schedule.indexing import KernelBuilder
+    KernelBuilder({}, None).value(UOp(Ops.SINK), (), UOp.const(dtypes.bool, True))
