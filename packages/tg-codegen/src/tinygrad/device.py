@@ -82,3 +82,4 @@ class _Device:
     return [s.name for s in self.installed() if reg.probe(s.name)[0]]
 
 Device = _Device()
+from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, Compiler, Compiled, CompileError  # noqa: E402

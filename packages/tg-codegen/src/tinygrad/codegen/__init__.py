@@ -28,9 +28,24 @@ def _estimates(lin:list[UOp]) -> tuple[int, int]:
     elif u.op is Ops.STORE: mem += mult[-1] * u.src[1].dtype.itemsize
   return ops, mem
 
+def strip_after(lin:list[UOp]) -> list[UOp]:
+  """renderers address the buffer itself: INDEX(AFTER(buf, ...), i) -> INDEX(buf, i). AFTER made two reads of one address
+  different nodes; each rebuilt INDEX/LOAD is tagged with its position so they stay different (and are rendered twice)."""
+  new: dict[UOp, UOp] = {}
+  out = []
+  for pos, u in enumerate(lin):
+    src = tuple(new.get(s, s) for s in u.src)
+    if u.op is Ops.INDEX:
+      b = src[0]
+      while b.op is Ops.AFTER: b = b.src[0]
+      src = (b,) + src[1:]
+    if src != u.src: new[u] = u.replace(src=src, tag=pos if u.op in (Ops.INDEX, Ops.LOAD) else u.tag)
+    out.append(new.get(u, u))
+  return out
+
 def get_program(ast:UOp, renderer) -> ProgramSpec:
   if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
-  lin = linearize(rewrite_to_program(ast))
+  lin = strip_after(linearize(rewrite_to_program(ast)))
   name = to_function_name(ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel")
   src = renderer.render(name, lin)
   if DEBUG >= 4: print(src)

@@ -7,4 +7,6 @@ class Renderer:
   suffix: str = ""
   has_local: bool = False
   global_max: tuple[int, ...]|None = None
-  def render(self, uops:list) -> str: raise NotImplementedError(f"{type(self).__name__} does not implement render")
+  # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
+  code_for_op: dict = {}
+  def render(self, name:str, uops:list) -> str: raise NotImplementedError(f"{type(self).__name__} does not implement render")

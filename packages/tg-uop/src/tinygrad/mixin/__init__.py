@@ -2,5 +2,6 @@
 from tinygrad.mixin.elementwise import ElementwiseMixin
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
+from tinygrad.mixin.linalg import LinalgMixin
 
-class OpMixin(ElementwiseMixin, MovementMixin, ReduceMixin): pass
+class OpMixin(ElementwiseMixin, MovementMixin, ReduceMixin, LinalgMixin): pass

@@ -1,8 +1,11 @@
 """Movement ops shared by UOp and Tensor. A class using it provides: shape, _mop(op, arg). Arguments are normalised here, once,
-so the IR only ever sees full-rank tuples; no-op movements return self."""
+so the IR only ever sees full-rank tuples; no-op movements return self. The composites at the end (padding with a value, cat, _arange)
+also use the elementwise core: dtype, cast, const_like and alu through the operators."""
 from __future__ import annotations
+import functools, itertools
 from typing import Any
 from tinygrad.uop import Ops
+from tinygrad.dtype import dtypes, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 
 def _argfix(*x) -> tuple:
@@ -88,3 +91,91 @@ class MovementMixin:
     shp = tuple(x.shape)
     x = x.reshape(tuple(v for s in shp for v in (1, s))).expand(tuple(v for r, s in zip(reps, shp) for v in (r, s)))
     return x.reshape(tuple(r*s for r, s in zip(reps, shp)))
+
+  # *** basic indexing: ints, slices (any step), None, one Ellipsis ***
+  def _getitem(self, idx:tuple):
+    for i in idx:
+      if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
+        raise TypeError(f"index {i!r} of type {type(i).__name__} is not supported: use ints, slices, None or ...")
+    if (n_ell := sum(i is Ellipsis for i in idx)) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    if (n_real := sum(isinstance(i, (int, slice)) for i in idx)) > len(self.shape):
+      raise IndexError(f"too many indices for a tensor of shape {tuple(self.shape)}: {n_real} given")
+    fill = (slice(None),) * (len(self.shape) - n_real)
+    idx = tuple(x for i in idx for x in (fill if i is Ellipsis else (i,))) + (() if n_ell else fill)
+    bounds, flips, picks, out, dim = [], [], [], [], 0  # picks: (count, stride) per axis
+    for i in idx:
+      if i is None: out.append(1); continue
+      size = self.shape[dim]
+      if isinstance(i, int):
+        if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
+        bounds.append((i % size, i % size + 1)); flips.append(False); picks.append((1, 1))
+      else:
+        start, stop, step = i.indices(size)
+        n = len(range(start, stop, step))
+        last = start + (n-1)*step
+        # shrink to the span of the picked elements, flip it for a negative step, then keep every |step|-th
+        bounds.append((0, 0) if n == 0 else (start, last+1) if step > 0 else (last, start+1))
+        flips.append(step < 0 and n > 0); picks.append((n, abs(step) if n > 1 else 1)); out.append(n)
+      dim += 1
+    x = self.shrink(tuple(bounds)).flip(tuple(d for d, f in enumerate(flips) if f))
+    if any(s > 1 for _, s in picks):
+      # a span of (n-1)*s+1 padded to n*s splits into (n, s); the first of each s is the element
+      x = x._pad(tuple((0, s-1) for _, s in picks)).reshape(tuple(v for n, s in picks for v in (n, s)))
+      x = x.shrink(tuple(b for n, _ in picks for b in ((0, n), (0, 1)))).reshape(tuple(n for n, _ in picks))
+    return x.reshape(tuple(out))
+
+  # *** padding with a value or a border mode ***
+  def pad(self, padding, value:float=0.0, mode:str="constant"):
+    """torch-style flat padding (last axis first: (left, right, top, bottom, ...)) or one (before, after)/None per axis.
+    Negative amounts crop. mode: constant (with `value`), reflect, replicate, circular."""
+    nd = len(self.shape)
+    if all(isinstance(p, int) for p in padding):
+      if len(padding) % 2 or len(padding) > 2*nd: raise ValueError(f"flat padding {tuple(padding)} needs an even length of at most {2*nd}")
+      pairs = [(0, 0)]*(nd - len(padding)//2) + [(padding[i], padding[i+1]) for i in range(len(padding)-2, -1, -2)]
+    else:
+      if len(padding) != nd: raise ValueError(f"padding {tuple(padding)} needs one (before, after) or None per axis of {tuple(self.shape)}")
+      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
+    pairs = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    if mode == "constant":
+      if value == 0: return x._pad(tuple(pairs))
+      inside = x.const_like(True, dtypes.bool).reshape((1,)*nd).expand(x.shape)._pad(tuple(pairs))
+      return inside.where(x._pad(tuple(pairs)), x.const_like(value))  # value takes self's dtype, like torch
+    if mode not in ("reflect", "replicate", "circular"): raise NotImplementedError(f"pad mode {mode!r}: use constant, reflect, replicate or circular")
+    for d, (b, a) in enumerate(pairs):
+      if not b and not a: continue
+      s = x.shape[d]
+      if mode == "circular" and max(b, a) > s: raise ValueError(f"circular padding {(b, a)} is larger than axis {d} of size {s}")
+      if mode == "reflect" and max(b, a) >= s: raise ValueError(f"reflect padding {(b, a)} needs axis {d} longer than {max(b, a)}, it is {s}")
+      def part(lo, hi): return x.shrink(tuple((lo, hi) if i == d else None for i in range(nd)))
+      def edge(i, n): return part(i, i+1).expand(tuple(n if i2 == d else m for i2, m in enumerate(x.shape)))
+      if mode == "circular": before, after = part(s-b, s), part(0, a)
+      elif mode == "reflect": before, after = part(1, b+1).flip(d), part(s-a-1, s-1).flip(d)
+      else: before, after = edge(0, b), edge(s-1, a)
+      pieces = ([before] if b else []) + [x] + ([after] if a else [])
+      x = pieces[0].cat(*pieces[1:], dim=d)
+    return x
+
+  # *** joining ***
+  def cat(self, *args, dim:int=0):
+    """concatenate along dim: each piece is zero-padded to the full length and the pieces are summed"""
+    dim, xs = self._resolve_dim(dim), (self,) + args
+    for t in args:
+      if len(t.shape) != len(self.shape) or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
+        raise ValueError(f"cat needs equal shapes outside dim {dim}, got {tuple(self.shape)} and {tuple(t.shape)}")
+    dt = least_upper_dtype(*[t.dtype for t in xs])
+    offs, total = [0, *itertools.accumulate(t.shape[dim] for t in xs)], sum(t.shape[dim] for t in xs)
+    parts = [t.cast(dt)._pad(tuple((o, total-o-t.shape[dim]) if i == dim else (0, 0) for i in range(len(t.shape)))) for t, o in zip(xs, offs)]
+    return functools.reduce(lambda a, b: a | b if dt is dtypes.bool else a + b, parts)
+  def stack(self, *args, dim:int=0):
+    dim = self._resolve_dim(dim, extra=True)
+    return self.unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in args], dim=dim)
+
+  # *** 0, 1, ..., n-1 along a new axis, on self's device ***
+  def _arange(self, n:int, dtype=None):
+    """sum of k binary digits, one size-2 axis each ([0, 2^j] as a padded constant): O(log n) work per element and no reduce"""
+    dtype = dtype or dtypes.default_int
+    k = max(n-1, 0).bit_length()
+    ret = self.const_like(0, dtype).reshape((1,)*k)
+    for j in range(k): ret = ret + self.const_like(1 << (k-1-j), dtype).reshape((1,))._pad(((1, 0),)).reshape((1,)*j + (2,) + (1,)*(k-1-j))
+    return ret.reshape((1 << k,)).shrink(((0, n),))

@@ -333,10 +333,11 @@ def _min_max(u:UOp) -> tuple:
   if op is Ops.BIND: return s[0]._min_max
   if op in (Ops.RANGE, Ops.SPECIAL) and s: return (0, s[0].vmax - 1)
   if op is Ops.PARAM and u.arg.vmin_vmax is not None: return u.arg.vmin_vmax
-  if op is Ops.CAST and not dtypes.is_float(u.dtype):
+  if op is Ops.CAST and not dtypes.is_float(u.dtype) and not dtypes.is_float(s[0].dtype):  # float->int truncates: bounds don't carry over
     lo, hi = _dtype_bounds(u.dtype)
     if s[0].vmin >= lo and s[0].vmax <= hi: return s[0]._min_max
-  if op is Ops.WHERE: return (min(s[1].vmin, s[2].vmin), max(s[1].vmax, s[2].vmax))
+  # float branches may be NaN, which min/max can't order: their bounds would lie
+  if op is Ops.WHERE and not dtypes.is_float(u.dtype): return (min(s[1].vmin, s[2].vmin), max(s[1].vmax, s[2].vmax))
   if op in GroupOp.Comparison:
     (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
     if op is Ops.CMPLT: return (a1 < b0, a0 < b1)

@@ -1,0 +1,111 @@
+"""What every device is made of: Buffer (typed memory on a device), Allocator, Compiler (with the disk cache) and Compiled."""
+from __future__ import annotations
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+from tinygrad.dtype import DType
+from tinygrad.helpers import GlobalCounters, diskcache_get, diskcache_put, getenv
+
+class CompileError(RuntimeError):
+  """a renderer's source did not compile: the message holds the compiler's output"""
+
+@dataclass(frozen=True)
+class BufferSpec:
+  """allocation options a device may honor; the default is plain device memory"""
+  uncached: bool = False
+  cpu_access: bool = False
+  host: bool = False
+  nolru: bool = False
+  external_ptr: int|None = None
+
+class Allocator:
+  """device memory by bytes. Subclasses implement _alloc/_copyin/_copyout, optionally _free, _as_buffer (zero-copy host view) and _offset (views)"""
+  def __init__(self, dev:Any=None): self.dev, self.default_buffer_spec = dev, BufferSpec()
+  def alloc(self, size:int, options:BufferSpec|None=None):
+    if size <= 0: raise ValueError(f"{type(self).__name__}: cannot allocate {size} bytes (sizes must be positive)")
+    return self._alloc(size, options or self.default_buffer_spec)
+  def free(self, opaque, size:int, options:BufferSpec|None=None): self._free(opaque, options or self.default_buffer_spec)
+  def _alloc(self, size:int, options:BufferSpec): raise NotImplementedError(f"{type(self).__name__} does not implement _alloc")
+  def _free(self, opaque, options:BufferSpec): pass  # most host memory is freed by the garbage collector
+  def _copyin(self, dest, src:memoryview): raise NotImplementedError(f"{type(self).__name__} does not implement _copyin")
+  def _copyout(self, dest:memoryview, src): raise NotImplementedError(f"{type(self).__name__} does not implement _copyout")
+
+class Buffer:
+  """`size` elements of `dtype` on `device`; memory comes on allocate(). A view (base=, offset= in bytes) shares its base's memory."""
+  def __init__(self, device:str, size:int, dtype:DType, opaque:Any=None, options:BufferSpec|None=None, base:Buffer|None=None, offset:int=0):
+    if base is not None:
+      if base._base is not None: raise ValueError("a view's base must not be a view itself (use base.base)")
+      if offset + size*dtype.itemsize > base.nbytes:
+        raise ValueError(f"view of {size} {dtype} at byte {offset} does not fit in a buffer of {base.nbytes} bytes")
+    self.device, self.size, self.dtype, self.options, self.offset, self._base = device, size, dtype, options, offset, base
+    if opaque is not None: self.allocate(opaque)
+  @property
+  def base(self) -> Buffer: return self._base if self._base is not None else self
+  @property
+  def nbytes(self) -> int: return self.size * self.dtype.itemsize
+  @functools.cached_property
+  def allocator(self) -> Allocator:  # looked up once: freeing must not reopen a device (e.g. after the registry was reset)
+    from tinygrad.device import Device
+    return Device[self.device].allocator
+  def is_allocated(self) -> bool: return hasattr(self, "_buf")
+  def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
+  def allocate(self, opaque:Any=None) -> Buffer:
+    if self.is_allocated(): raise RuntimeError(f"{self} is already allocated")
+    if self._base is not None:
+      self._base.ensure_allocated()
+      if not hasattr(self.allocator, "_offset"): raise RuntimeError(f"device {self.device} does not support buffer views")
+      self._buf = self.allocator._offset(self._base._buf, self.nbytes, self.offset)
+    else:
+      self._buf, self._owned = (opaque, False) if opaque is not None else (self.allocator.alloc(self.nbytes, self.options), True)
+      if self._owned: GlobalCounters.mem_used += self.nbytes
+    return self
+  def deallocate(self):
+    if not self.is_allocated(): return
+    if self._base is None and self._owned:
+      GlobalCounters.mem_used -= self.nbytes
+      self.allocator.free(self._buf, self.nbytes, self.options)
+    del self._buf
+  def __del__(self):
+    try: self.deallocate()
+    except Exception: pass  # at interpreter exit the device may already be gone
+  def view(self, size:int, dtype:DType, offset:int) -> Buffer:
+    """`size` elements of `dtype` starting `offset` bytes into this buffer"""
+    return Buffer(self.device, size, dtype, base=self.base, offset=self.offset + offset)
+  def _check(self, mv:memoryview, what:str) -> memoryview:
+    if not self.is_allocated(): raise RuntimeError(f"{what} on an unallocated {self}: call allocate() first")
+    if (mv := mv.cast("B")).nbytes != self.nbytes: raise ValueError(f"{what}: {mv.nbytes} bytes given for {self} which holds {self.nbytes}")
+    return mv
+  def copyin(self, mv:memoryview) -> Buffer:
+    self.allocator._copyin(self._buf, self._check(memoryview(mv), "copyin"))
+    return self
+  def copyout(self, mv:memoryview) -> memoryview:
+    self.allocator._copyout(mv := self._check(memoryview(mv), "copyout"), self._buf)
+    return mv
+  def as_buffer(self, allow_zero_copy=False, force_zero_copy=False) -> memoryview:
+    """the contents as host bytes: zero-copy when allowed and the device has host-visible memory, else a copy"""
+    if (allow_zero_copy or force_zero_copy) and hasattr(self.allocator, "_as_buffer"): return self.allocator._as_buffer(self._buf)
+    if force_zero_copy: raise RuntimeError(f"device {self.device} has no zero-copy host view of its buffers")
+    return self.copyout(memoryview(bytearray(self.nbytes)))
+  def numpy(self):
+    import numpy as np
+    if self.dtype.fmt is None: raise TypeError(f"numpy has no {self.dtype} dtype")
+    return np.frombuffer(self.as_buffer(), dtype=np.dtype(self.dtype.fmt))
+  def __repr__(self): return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}" + (f" offset:{self.offset}>" if self._base else ">")
+
+class Compiler:
+  """source -> binary. compile_cached keeps results in the sqlite disk cache under `cachekey` (which must name the compiler and its version);
+  no cachekey, CACHELEVEL=0 or CCACHE=0 skip the cache"""
+  def __init__(self, cachekey:str|None=None): self.cachekey = cachekey if getenv("CCACHE", 1) else None
+  def compile(self, src:str) -> bytes: return src.encode()  # a target that runs its source as is
+  def compile_cached(self, src:str) -> bytes:
+    if self.cachekey is None: return self.compile(src)
+    if (lib := diskcache_get(self.cachekey, src)) is None: lib = diskcache_put(self.cachekey, src, self.compile(src))
+    return lib
+
+class Compiled:
+  """a device that runs compiled kernels: `runtime(name, lib)` gives a program, called as `program(*bufs, vals=(), wait=False)`
+  returning seconds when `wait`"""
+  def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, runtime:Callable[[str, bytes], Callable]):
+    self.device, self.allocator, self.renderer, self.compiler, self.runtime = device, allocator, renderer, compiler or Compiler(), runtime
+  def synchronize(self):
+    """wait until all queued work is done; host devices run synchronously"""

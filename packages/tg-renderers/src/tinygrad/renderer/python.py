@@ -1,0 +1,80 @@
+"""The python emulator's renderer: a linear program serialised as JSON (op, dtype, sources, arg) rows, plus what every op means in python.
+The meaning is exact: ints wrap around, CDIV/CMOD truncate like C, float32/float16/bfloat16 round after every op."""
+from __future__ import annotations
+import json, math, operator, struct
+from typing import Callable
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes, truncate
+from tinygrad.helpers import cdiv, cmod, prod
+from tinygrad.renderer import Renderer
+
+def _fdiv(a:float, b:float) -> float:
+  if b != 0: return a / b
+  return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, b)
+def _log2(x:float) -> float: return math.log2(x) if x > 0 else -math.inf if x == 0 else math.nan  # math.log2 raises on 0, <0; nan -> nan
+def _exp2(x:float) -> float:
+  try: return math.exp2(x)
+  except OverflowError: return math.inf
+def _trunc(x:float) -> float: return x if math.isinf(x) or math.isnan(x) else math.copysign(float(math.trunc(x)), x)  # keeps -0.0
+
+# op -> (operand dtype -> function of the operand values); results are truncated to the node's dtype by the emulator
+def _float_or_int(f:Callable, i:Callable) -> Callable: return lambda dt: f if dtypes.is_float(dt) else i
+python_ops: dict[Ops, Callable[[DType], Callable]] = {
+  Ops.ADD: lambda dt: operator.add, Ops.SUB: lambda dt: operator.sub, Ops.MUL: lambda dt: operator.mul,
+  Ops.NEG: lambda dt: operator.not_ if dt is dtypes.bool else operator.neg,
+  Ops.MAX: _float_or_int(lambda a, b: a if a != a or a > b else b, max),  # a NaN wins, as in the C and LLVM targets
+  Ops.CMPLT: lambda dt: operator.lt, Ops.CMPNE: lambda dt: operator.ne, Ops.CMPEQ: lambda dt: operator.eq,
+  Ops.AND: lambda dt: operator.and_, Ops.OR: lambda dt: operator.or_, Ops.XOR: lambda dt: operator.xor,
+  Ops.SHL: lambda dt: operator.lshift, Ops.SHR: lambda dt: operator.rshift,
+  Ops.CDIV: lambda dt: cdiv, Ops.CMOD: lambda dt: cmod, Ops.FDIV: lambda dt: _fdiv,
+  Ops.WHERE: lambda dt: lambda c, a, b: a if c else b,
+  Ops.RECIPROCAL: lambda dt: lambda x: _fdiv(1.0, x), Ops.SQRT: lambda dt: lambda x: math.sqrt(x) if x >= 0 or x != x else math.nan,
+  Ops.EXP2: lambda dt: _exp2, Ops.LOG2: lambda dt: _log2, Ops.SIN: lambda dt: lambda x: math.nan if math.isinf(x) else math.sin(x),
+  Ops.TRUNC: lambda dt: _trunc}
+
+# *** values <-> bits: float16 and bfloat16 live in memory as 16 bit patterns ***
+_UINT = {1: "B", 2: "H", 4: "I", 8: "Q"}
+def to_bits(x, dt:DType) -> int:
+  if dt is dtypes.bfloat16: return struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+  return struct.unpack(f"<{_UINT[dt.itemsize]}", struct.pack(f"<{dt.fmt}", x))[0]
+def from_bits(b:int, dt:DType):
+  if dt is dtypes.bfloat16: return struct.unpack("<f", struct.pack("<I", b << 16))[0]
+  return struct.unpack(f"<{dt.fmt}", struct.pack(f"<{_UINT[dt.itemsize]}", b))[0]
+
+def _int_to_float(x:int, dt:DType) -> float:
+  # float(x) rounds to double first; for float32 that double rounding can be off by one ulp, so round to odd at 53 bits instead
+  if dt is not dtypes.float32 or abs(x) < 1 << 53: return truncate[dt](float(x))
+  s = abs(x).bit_length() - 53
+  return truncate[dt](math.copysign(float((abs(x) >> s) | (abs(x) & ((1 << s) - 1) != 0)) * 2.0**s, x))
+def cast_fn(src:DType, dst:DType) -> Callable:
+  if dst is dtypes.bool: return bool
+  if dtypes.is_int(dst) and dtypes.is_float(src): return lambda x: truncate[dst](int(x)) if math.isfinite(x) else 0  # int() truncates toward 0
+  if dtypes.is_int(dst): return lambda x: truncate[dst](int(x))
+  return truncate[dst] if dtypes.is_float(src) else lambda x: _int_to_float(int(x), dst)
+def bitcast_fn(src:DType, dst:DType) -> Callable: return lambda x: from_bits(to_bits(x, src), dst)
+
+def _arg(u:UOp):
+  """the part of a node's arg the emulator needs, as JSON"""
+  if u.op is Ops.CONST: return u.arg
+  if u.op is Ops.PARAM: return u.arg.slot
+  if u.op is Ops.DEFINE_VAR: return u.arg.name
+  if u.op is Ops.BUFFER: return prod(u.arg.shape)
+  if u.op is Ops.SPECIAL: return u.arg
+  return None
+
+# what the emulator runs besides the ALU ops
+_RUNS = {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD, Ops.STORE,
+         Ops.CAST, Ops.BITCAST, Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER}
+
+_DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
+
+class PythonRenderer(Renderer):
+  device = "PYTHON"
+  code_for_op = python_ops
+  def render(self, name:str, uops:list[UOp]) -> str:
+    idx = {u: i for i, u in enumerate(uops)}
+    for u in uops:
+      if u.op not in python_ops and u.op not in _RUNS: raise RuntimeError(f"PythonRenderer cannot render {u.op} (on {u.dtype}): lower it first")
+      if u.dtype not in _DTYPES: raise RuntimeError(f"PythonRenderer has no {u.dtype} values (in {u.op})")
+    return json.dumps({"name": name, "uops": [(u.op.name, u.dtype.name, [idx.get(s) for s in u.src], _arg(u)) for u in uops]})

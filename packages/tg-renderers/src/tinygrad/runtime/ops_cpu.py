@@ -1,0 +1,109 @@
+"""CPU: host memory, kernels compiled in process by LLVM through llvmlite (the default) or by a system C compiler (DEV=CPU:C),
+called through ctypes. llvmlite is imported on first use, never at import."""
+from __future__ import annotations
+import ctypes, functools, hashlib, mmap, os, pathlib, platform, shutil, subprocess, tempfile, time
+from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.renderer.llvmir import LLVMRenderer
+
+class CPUAllocator(Allocator):
+  """anonymous mmaps (page aligned, zero filled, returned to the OS when dropped); the handle is a ctypes byte array over one"""
+  def _alloc(self, size:int, options:BufferSpec):
+    if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
+    return (ctypes.c_uint8 * size).from_buffer(mmap.mmap(-1, size))
+  def _as_buffer(self, src) -> memoryview: return memoryview(src).cast("B")
+  def _copyin(self, dest, src:memoryview): memoryview(dest).cast("B")[:] = src
+  def _copyout(self, dest:memoryview, src): dest[:] = memoryview(src).cast("B")
+  def _offset(self, buf, size:int, offset:int): return (ctypes.c_uint8 * size).from_buffer(buf, offset)
+
+class CPUProgram:
+  """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""
+  def __init__(self, name:str, addr:int, keepalive):
+    self.name, self.addr, self.keepalive, self.fxns = name, addr, keepalive, {}
+  def __call__(self, *bufs, vals:tuple[int, ...]=(), wait=False) -> float|None:
+    if (fxn := self.fxns.get(key := (len(bufs), len(vals)))) is None:
+      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*len(vals))(self.addr)
+    st = time.perf_counter()
+    fxn(*[ctypes.addressof(b) for b in bufs], *vals)
+    return time.perf_counter() - st if wait else None
+
+# *** LLVM: IR -> object file (cached) -> MCJIT ***
+
+class LLVMCompiler(Compiler):
+  """LLVM IR -> an object file for this host: llvmlite parses, runs the O2 pipeline of the new pass manager and emits"""
+  def __init__(self):
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    self.llvm, self.triple, self.cpu = llvm, llvm.get_process_triple(), llvm.get_host_cpu_name()
+    self.features = llvm.get_host_cpu_features().flatten()
+    self.tm = self.target_machine()
+    self.data_layout = str(self.tm.target_data)
+    super().__init__(f"compile_llvm_{'.'.join(map(str, llvm.llvm_version_info))}_{self.triple}_{self.cpu}_"
+                     f"{hashlib.sha256(self.features.encode()).hexdigest()[:12]}")
+  def target_machine(self):
+    # the large code model: MCJIT may map code and constants more than 2GB apart
+    return self.llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features, opt=2, codemodel="large")
+  def compile(self, src:str) -> bytes:
+    try:
+      mod = self.llvm.parse_assembly(src)
+      mod.verify()
+    except RuntimeError as e: raise CompileError(f"LLVM rejected the IR: {e}\n{src}") from e
+    mod.triple, mod.data_layout = self.triple, self.data_layout
+    pto = self.llvm.create_pipeline_tuning_options(speed_level=2)
+    pto.slp_vectorization = True  # upcast kernels are straight-line code
+    pb = self.llvm.create_pass_builder(self.tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return self.tm.emit_object(mod)
+
+def load_object(compiler:LLVMCompiler, name:str, lib:bytes) -> CPUProgram:
+  import llvmlite.binding as llvm
+  # one engine per kernel, so kernels of the same name never clash; an engine owns (and frees) the target machine it is given
+  engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), compiler.target_machine())
+  engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
+  engine.finalize_object()
+  if not (addr := engine.get_function_address(name)): raise RuntimeError(f"the object file has no function {name}")
+  return CPUProgram(name, addr, engine)
+
+# *** C: source -> shared object (cached) -> dlopen ***
+
+def find_cc() -> str:
+  """the C compiler: $CC, else clang, gcc or cc on PATH"""
+  names = ([os.environ["CC"]] if os.environ.get("CC") else []) + ["clang", "gcc", "cc"]
+  for n in names:
+    if (path := shutil.which(n)) is not None: return path
+  searched = ", ".join(f"$CC={n}" if i == 0 and os.environ.get("CC") else n for i, n in enumerate(names))
+  raise CompileError(f"DEV=CPU:C needs a C compiler, but none was found (searched {searched} on PATH={os.environ.get('PATH', '')!r}). "
+                     "Install one (e.g. `apt install gcc`), point CC at one, or use the built-in LLVM: DEV=CPU:LLVM")
+
+class ClangCompiler(Compiler):
+  """C -> a shared object built by the system compiler. -fwrapv: ints wrap like the other targets; no contraction into fma"""
+  flags = ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-march=native")
+  def __init__(self):
+    self.cc = find_cc()
+    version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
+    super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {platform.machine()}'.encode()).hexdigest()[:16]}")
+  def compile(self, src:str) -> bytes:
+    with tempfile.TemporaryDirectory() as d:
+      out = os.path.join(d, "kernel.so")
+      p = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
+      if p.returncode != 0: raise CompileError(f"{self.cc} failed (exit {p.returncode}):\n{p.stderr.decode()}\n{src}")
+      return pathlib.Path(out).read_bytes()
+
+def load_shared(name:str, lib:bytes) -> CPUProgram:
+  with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f: f.write(lib)
+  try: dll = ctypes.CDLL(f.name)
+  finally: os.unlink(f.name)  # the mapping outlives the file
+  return CPUProgram(name, ctypes.cast(getattr(dll, name), ctypes.c_void_p).value, dll)
+
+class CPUDevice(Compiled):
+  """renderer "LLVM" (default) or "C"; None takes what DEV=CPU:<renderer> asked for through the Device registry"""
+  def __init__(self, device:str="CPU", renderer:str|None=None):
+    if renderer is None:
+      from tinygrad.device import Device
+      renderer = Device.requested_renderer(device)[0] or "LLVM"
+    if renderer == "LLVM":
+      comp = LLVMCompiler()
+      super().__init__(device, CPUAllocator(self), LLVMRenderer(), comp, functools.partial(load_object, comp))
+    elif renderer == "C": super().__init__(device, CPUAllocator(self), ClangRenderer(), ClangCompiler(), load_shared)
+    else: raise ValueError(f"device CPU has the renderers LLVM and C, not {renderer!r} (use DEV=CPU:LLVM or DEV=CPU:C)")

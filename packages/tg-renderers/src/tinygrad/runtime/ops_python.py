@@ -1,0 +1,100 @@
+"""PYTHON: runs kernels in an emulator, op by op, one work item after another, with exact dtype semantics. Slow; the tests' oracle."""
+from __future__ import annotations
+import itertools, json, time
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.dtype import DType, dtypes, truncate
+from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled
+from tinygrad.renderer.python import PythonRenderer, python_ops, cast_fn, bitcast_fn, to_bits, from_bits
+from tinygrad.renderer.linear import SKIP
+
+def _alu(f, t): return lambda *a: t(f(*a))
+
+class PythonProgram:
+  """the serialised linear program; called like any program, plus the launch grid for kernels with SPECIAL work item indices"""
+  def __init__(self, name:str, lib:bytes):
+    self.name, rows = name, json.loads(lib)["uops"]
+    self.uops: list[tuple[Ops, DType, tuple, object, object]] = []
+    self.jump: dict[int, int] = {}  # RANGE/IF -> its END/ENDIF, END -> its RANGE
+    for i, (op, dt, src, arg) in enumerate(rows):
+      op, dt, src = Ops[op], dtypes.fields()[dt], tuple(src)
+      sdt = self.uops[src[-1]][1] if src and src[-1] is not None else None
+      fn = _alu(python_ops[op](sdt), truncate[dt]) if op in GroupOp.ALU else cast_fn(sdt, dt) if op is Ops.CAST else \
+           bitcast_fn(sdt, dt) if op is Ops.BITCAST else None
+      if op is Ops.CONST and dtypes.is_float(dt): arg = float(arg)
+      if op is Ops.END:
+        rng = next(s for s in src if s is not None and self.uops[s][0] is Ops.RANGE)
+        self.jump[rng], self.jump[i] = i, rng
+        src = (rng, src[-1]) if self.uops[rng][1] is dtypes.void else (rng,)  # (loop, do-while condition) or (range,)
+      if op is Ops.ENDIF: self.jump[src[0]] = i
+      self.uops.append((op, dt, src, arg, fn))
+    self.params = sorted((arg, i) for i, (op, _, _, arg, _) in enumerate(self.uops) if op is Ops.PARAM)
+    self.vars = sorted((arg, i) for i, (op, _, _, arg, _) in enumerate(self.uops) if op is Ops.DEFINE_VAR)
+
+  def __call__(self, *bufs:memoryview, vals:tuple[int, ...]=(), wait=False, global_size=(1, 1, 1), local_size=(1, 1, 1)) -> float|None:
+    if len(bufs) != len(self.params) or len(vals) != len(self.vars):
+      raise TypeError(f"kernel {self.name} takes {len(self.params)} buffers and {len(self.vars)} vars, got {len(bufs)} and {len(vals)}")
+    st = time.perf_counter()
+    base: list = [None] * len(self.uops)
+    for (_, i), b in zip(self.params, bufs): base[i] = self._view(b, self.uops[i][1])
+    for (_, i), x in zip(self.vars, vals): base[i] = x
+    for i, (op, _, _, arg, _) in enumerate(self.uops):
+      if op is Ops.CONST: base[i] = arg
+    for gid in itertools.product(*[range(g) for g in global_size]):
+      for lid in itertools.product(*[range(lc) for lc in local_size]):
+        self._run(base.copy(), {**{f"gidx{d}": g for d, g in enumerate(gid)}, **{f"lidx{d}": lc for d, lc in enumerate(lid)},
+                                **{f"idx{d}": g*ls + lc for d, (g, ls, lc) in enumerate(zip(gid, local_size, lid))}})
+    return time.perf_counter() - st if wait else None
+
+  @staticmethod
+  def _view(b:memoryview, dt:DType) -> tuple:
+    """(indexable memory, value from stored, stored from value): float16/bfloat16 are stored as 16 bit patterns"""
+    if dt.fmt is None or dt is dtypes.float16: return (b.cast("H"), lambda x: from_bits(x, dt), lambda x: to_bits(x, dt))
+    return (b.cast(dt.fmt), None, None)
+
+  def _run(self, v:list, special:dict[str, int]):
+    uops, jump, pc = self.uops, self.jump, 0
+    while pc < len(uops):
+      op, dt, src, arg, fn = uops[pc]
+      if fn is not None: v[pc] = fn(*[v[s] for s in src])
+      elif op is Ops.INDEX: v[pc] = (v[src[0]], v[src[1]])
+      elif op is Ops.LOAD:
+        if len(src) == 3 and not v[src[2]]: v[pc] = v[src[1]]  # gated off: the alternative, memory untouched
+        else:
+          (mem, load, _), i = self._check(v[src[0]], pc)
+          v[pc] = mem[i] if load is None else load(mem[i])
+      elif op is Ops.STORE:
+        (mem, _, store), i = self._check(v[src[0]], pc)
+        mem[i] = v[src[1]] if store is None else store(v[src[1]])
+      elif op is Ops.RANGE:
+        if dt is not dtypes.void:
+          v[pc] = 0
+          if v[src[0]] <= 0: pc = jump[pc]  # an empty range skips its body
+      elif op is Ops.END:
+        rng = src[0]
+        if len(src) == 2:
+          if v[src[1]]: pc = rng  # do-while: back to the top of the loop while the condition holds
+        else:
+          v[rng] += 1
+          if v[rng] < v[uops[rng][2][0]]: pc = rng
+      elif op is Ops.IF:
+        if not v[src[0]]: pc = jump[pc]
+      elif op is Ops.BUFFER: v[pc] = ([dtypes.as_const(0, dt)] * arg, None, None)
+      elif op is Ops.SPECIAL: v[pc] = special[arg]
+      elif op not in SKIP and op not in (Ops.ENDIF, Ops.PARAM, Ops.DEFINE_VAR, Ops.CONST): raise RuntimeError(f"emulator cannot run {op}")
+      pc += 1
+
+  def _check(self, index:tuple, pc:int) -> tuple:
+    buf, i = index
+    if not 0 <= i < len(buf[0]): raise IndexError(f"kernel {self.name}: index {i} out of bounds of a buffer of {len(buf[0])} elements (uop {pc})")
+    return buf, i
+
+class PythonAllocator(Allocator):
+  """host bytearrays; the memoryview is both the handle and the zero-copy view"""
+  def _alloc(self, size:int, options:BufferSpec) -> memoryview: return memoryview(bytearray(size))
+  def _as_buffer(self, src:memoryview) -> memoryview: return src
+  def _copyin(self, dest:memoryview, src:memoryview): dest[:] = src
+  def _copyout(self, dest:memoryview, src:memoryview): dest[:] = src
+  def _offset(self, buf:memoryview, size:int, offset:int) -> memoryview: return buf[offset:offset+size]
+
+class PythonDevice(Compiled):
+  def __init__(self, device:str="PYTHON"): super().__init__(device, PythonAllocator(self), PythonRenderer(), Compiler(), PythonProgram)

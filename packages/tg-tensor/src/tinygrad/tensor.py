@@ -1,0 +1,292 @@
+"""Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
+realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
+from __future__ import annotations
+import functools, math, struct, time
+from typing import Any, Callable, ClassVar, Sequence
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes, to_dtype
+from tinygrad.helpers import prod, all_int
+from tinygrad.mixin import OpMixin
+from tinygrad.device import Device
+
+def _canonical(device:str|None) -> str:
+  return Device.canonicalize(device) if device is not None else Device.DEFAULT
+
+def _shape_arg(shape:tuple) -> tuple:
+  """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same"""
+  return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+
+def _nested(data:Any) -> tuple[tuple, list]:
+  """(shape, flat values) of a nested list; a ragged list names the rows that disagree"""
+  if not isinstance(data, (list, tuple)): return (), [data]
+  if not data: return (0,), []
+  parts = [_nested(d) for d in data]
+  for i, (s, _) in enumerate(parts):
+    if s != parts[0][0]:
+      raise ValueError(f"ragged nested list: item {i} has shape {s} but item 0 has shape {parts[0][0]}; every row needs the same shape")
+  return (len(data),) + parts[0][0], [v for _, f in parts for v in f]
+
+def _unflatten(flat:list, shape:tuple, off:int=0) -> Any:
+  if not shape: return flat[off]
+  step = prod(shape[1:])
+  return [_unflatten(flat, shape[1:], off + i*step) for i in range(shape[0])]
+
+def _from_np_dtype(npdt) -> DType:
+  try: return to_dtype(npdt.name)
+  except ValueError: raise TypeError(f"numpy dtype {npdt} has no tinygrad dtype") from None
+
+def _creates(fn):
+  """creation functions take requires_grad= and set it on the tensor they return"""
+  @functools.wraps(fn)
+  def wrapper(*args, requires_grad:bool|None=None, **kwargs) -> Tensor:
+    (ret := fn(*args, **kwargs)).requires_grad = requires_grad
+    return ret
+  return wrapper
+
+# threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
+_ROT = (13, 15, 26, 6, 17, 29, 16, 24)
+
+class Tensor(OpMixin):
+  """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
+  _seed: ClassVar[int] = int(time.time())
+  _rng_counter: ClassVar[int] = 0
+  # elementwise ==, so identity hashing (a Tensor in a set or dict key is that handle)
+  def __hash__(self): return id(self)
+
+  def __init__(self, data:Any, device:str|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
+    dtype = to_dtype(dtype) if dtype is not None else None
+    self.requires_grad, self.grad = requires_grad, None
+    if isinstance(data, UOp):
+      if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
+      uop = data if device is None or data.device == _canonical(device) else data.copy_to_device(_canonical(device))
+    elif data is None or isinstance(data, (bool, int, float, list, tuple)):
+      dev = _canonical(device)
+      if isinstance(data, (bool, int, float)): uop = UOp.const(dtype or dtypes.strong(dtypes.from_py(data)), data, dev)
+      else:
+        shape, flat = _nested([] if data is None else data)
+        dt = dtype or dtypes.strong(dtypes.from_py(flat))
+        uop = _buffer_from(dev, dt, shape, flat)
+    elif isinstance(data, (bytes, bytearray)):
+      dt = dtype or dtypes.uint8
+      if len(data) % dt.itemsize: raise ValueError(f"{len(data)} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
+      uop = _buffer_from(_canonical(device), dt, (len(data)//dt.itemsize,), bytes(data))
+    elif type(data).__module__ == "numpy":  # ndarray or numpy scalar; numpy is imported only by whoever made it
+      import numpy as np
+      arr = np.asarray(data)
+      dt = dtype or _from_np_dtype(arr.dtype)
+      mid = dt if dt.fmt is not None else dtypes.float32  # numpy has no bfloat16/fp8: go through float32
+      uop = _buffer_from(_canonical(device), mid, arr.shape, arr.astype(np.dtype(mid.fmt), copy=False).tobytes()).cast(dt)  # tobytes: row-major
+    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
+    self.uop: UOp = uop
+    uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+
+  # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
+  def alu(self, op:Ops, *src:Tensor) -> Tensor:
+    if any(s.device != self.device for s in src):
+      raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
+    ret = self.uop.alu(op, *[s.uop for s in src])
+    # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
+    return Tensor(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
+  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return Tensor(UOp.const(dtype or self.dtype, b, self.device))
+  def cast(self, dtype:DType|str) -> Tensor:
+    return self if (dt := to_dtype(dtype)) is self.dtype else Tensor(self.uop.cast(dt))
+  def bitcast(self, dtype:DType|str) -> Tensor:
+    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
+      raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
+    return self if dt is self.dtype else Tensor(self.uop.bitcast(dt))
+  def _mop(self, op:Ops, arg:Any) -> Tensor: return Tensor(self.uop._mop(op, arg))
+  def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return Tensor(self.uop._rop(op, axis))
+
+  # *** properties ***
+  @property
+  def device(self) -> str: return self.uop.device
+  @property
+  def dtype(self) -> DType: return self.uop.dtype
+  @property
+  def shape(self) -> tuple: return self.uop.shape
+  @property
+  def ndim(self) -> int: return len(self.shape)
+  def numel(self) -> int: return prod(self.shape)
+  def element_size(self) -> int: return self.dtype.itemsize
+  def nbytes(self) -> int: return self.numel() * self.element_size()
+  def size(self, dim:int|None=None): return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
+  def __len__(self) -> int:
+    if not self.shape: raise TypeError("len() of a 0-d tensor")
+    return self.shape[0]
+  def __iter__(self): return (self[i] for i in range(len(self)))
+  def __repr__(self): return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}, requires_grad={self.requires_grad}>"
+  def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous: use .item(), .any() or .all()")
+  def __eq__(self, x) -> Tensor: return self.eq(x)  # type: ignore[override]
+  def __getitem__(self, idx) -> Tensor: return self._getitem(idx if isinstance(idx, tuple) else (idx,))
+
+  # *** creation ***
+  @staticmethod
+  @_creates
+  def empty(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    """uninitialised memory: a fresh buffer, allocated when first used"""
+    shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
+    return Tensor(UOp.new_buffer(_canonical(device), prod(shape), dt).reshape(shape))
+  @staticmethod
+  @_creates
+  def full(shape, fill_value, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
+    return Tensor(UOp.const(dt, fill_value, _canonical(device))).reshape((1,)*len(shape)).expand(shape)
+  @staticmethod
+  def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
+  @staticmethod
+  def ones(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
+  def full_like(self, fill_value, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, **{"device": self.device, "dtype": self.dtype, **kwargs})
+  def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
+  @staticmethod
+  @_creates
+  def arange(start, stop=None, step=1, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    """like numpy: values start + i*step for i < ceil((stop-start)/step)"""
+    if stop is None: start, stop = 0, start
+    if step == 0: raise ValueError("arange step must not be 0")
+    if dtype is not None: dt = to_dtype(dtype)
+    else: dt = dtypes.default_float if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int
+    n, acc = max(0, math.ceil((stop - start) / step)), dtypes.sum_acc_dtype(dt)
+    return (Tensor(0, device, acc)._arange(n, acc) * step + start).cast(dt)
+  @staticmethod
+  @_creates
+  def linspace(start, stop, steps:int, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
+    dt = to_dtype(dtype or dtypes.default_float)
+    if steps == 1: return Tensor([start], device, dt)
+    return (Tensor.arange(steps, device=device, dtype=dtypes.float32) * ((stop - start) / max(steps - 1, 1)) + start).cast(dt)
+  @staticmethod
+  @_creates
+  def eye(n:int, m:int|None=None, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    x = Tensor(0, device)
+    return x._arange(n).reshape(n, 1).eq(x._arange(n if m is None else m)).cast(to_dtype(dtype or dtypes.default_float))
+
+  # *** random: threefry2x32 of a counter, keyed by (seed, call number); deterministic after manual_seed ***
+  @staticmethod
+  def manual_seed(seed:int=0):
+    Tensor._seed, Tensor._rng_counter = seed, 0
+  @staticmethod
+  def _threefry(c0:Tensor, c1:Tensor, k0:int, k1:int) -> tuple[Tensor, Tensor]:
+    """20 rounds of threefry2x32 on uint32 tensors; a key is injected after every 4th round"""
+    ks = (k0, k1, 0x1BD11BDA ^ k0 ^ k1)
+    x0, x1 = c0 + ks[0], c1 + ks[1]
+    for r in range(20):
+      x0 = x0 + x1
+      x1 = ((x1 << _ROT[r % 8]) | (x1 >> (32 - _ROT[r % 8]))) ^ x0
+      if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + ((ks[(r//4 + 2) % 3] + r//4 + 1) & 0xffffffff)
+    return x0, x1
+  @staticmethod
+  def _random_bits(n:int, device:str|None) -> Tensor:
+    """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1"""
+    key = (Tensor._seed & 0xffffffff, Tensor._rng_counter & 0xffffffff)
+    Tensor._rng_counter += 1
+    half = (n + 1) // 2
+    ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
+    x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), *key)
+    # materialised: fused into a consumer the 20 rounds would be recomputed for every use of every element
+    return x0.stack(x1, dim=1).flatten().shrink(((0, n),)).contiguous()
+  @staticmethod
+  @_creates
+  def rand(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    """uniform in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2); minus 1"""
+    shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
+    if not dtypes.is_float(dt): raise TypeError(f"rand makes floats, not {dt}: use randint for ints")
+    ebits, mbits = dtypes.finfo(dt)
+    ut = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dt.itemsize]
+    bits = Tensor._random_bits(prod(shape), device)
+    m = (bits >> (32 - mbits)).cast(ut) if mbits <= 32 else bits.cast(ut) << (mbits - 32)
+    return ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
+  @staticmethod
+  @_creates
+  def randn(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    """standard normal by Box-Muller; 1-u is in (0, 1], so the log is finite"""
+    shape = _shape_arg(shape)
+    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32)
+    return ((u[0] * (2*math.pi)).cos() * ((1 - u[1]).log() * -2).sqrt()).cast(to_dtype(dtype or dtypes.default_float))
+  @staticmethod
+  @_creates
+  def normal(*shape, mean=0.0, std=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    return std * Tensor.randn(*shape, device=device, dtype=dtype) + mean
+  @staticmethod
+  @_creates
+  def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    dt = to_dtype(dtype or dtypes.default_float)
+    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32) + low).cast(dt)
+  @staticmethod
+  @_creates
+  def randint(*shape, low:int=0, high:int=10, device:str|None=None, dtype:DType|str=dtypes.int32) -> Tensor:
+    """integers in [low, high)"""
+    if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
+    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32)).cast(to_dtype(dtype)) + low  # >= 0: cast floors
+  def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
+  def randn_like(self, **kwargs) -> Tensor: return Tensor.randn(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
+
+  # *** graph-level ops ***
+  def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
+  def detach(self) -> Tensor: return Tensor(self.uop.detach())
+  def to(self, device:str|None) -> Tensor:
+    return self if (dev := _canonical(device)) == self.device else Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+  def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:
+    """fxn gets one PARAM per tensor and returns a SINK (arg: KernelInfo) that writes them; the results read the written buffers"""
+    ts = (self,) + lst
+    call = fxn(*[UOp.param(i, t.dtype, t.shape) for i, t in enumerate(ts)]).call(*[t.uop for t in ts])
+    return [Tensor(t.uop.after(call)) for t in ts]
+
+  # *** realization and reading back ***
+  def _is_buffer(self) -> bool:
+    """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
+    u = self.uop
+    while u.op is Ops.RESHAPE: u = u.src[0]
+    return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
+  def realize(self, *lst:Tensor) -> Tensor:
+    """run everything self (and lst) need, together; each tensor then points at its buffer"""
+    if todo := [t for t in (self,) + lst if not t._is_buffer()]:
+      from tinygrad.engine.realize import realize_uops
+      for t, u in zip(todo, realize_uops([t.uop for t in todo])): t.uop = u
+    return self
+  def assign(self, x:Any) -> Tensor:
+    """x becomes self's value. This version realizes x and points self at its buffer; views taken of self earlier keep the old value"""
+    if not isinstance(x, Tensor): x = Tensor(x, self.device, self.dtype)
+    if x.shape != self.shape or x.dtype is not self.dtype or x.device != self.device:
+      raise ValueError(f"assign needs the same shape, dtype and device: {self.shape} {self.dtype} {self.device} <- {x.shape} {x.dtype} {x.device}")
+    self.uop = x.realize().uop
+    return self
+  def _data(self) -> memoryview:
+    """the raw bytes, row-major"""
+    if not self.numel(): return memoryview(bytearray(0))
+    # a realized tensor may still be a view (permuted, shrunk, ...) of its buffer: then copy it out through a contiguous one
+    if not (t := self.realize())._is_buffer(): t = t.contiguous().realize()
+    if not t._is_buffer(): raise RuntimeError(f"the engine returned {t.uop.op} instead of a buffer for {t.shape} {t.dtype}")
+    from tinygrad.engine.realize import buffer_of
+    ret = bytearray(self.nbytes())
+    buffer_of(t.uop.base).copyout(memoryview(ret))
+    return memoryview(ret)
+  def data(self) -> memoryview:
+    """a memoryview in the tensor's format and shape (python's memoryview has no float16, bfloat16 or fp8 and no size 0 shapes)"""
+    if self.dtype.fmt is None or self.dtype.fmt == "e": raise TypeError(f"memoryview cannot hold {self.dtype}: use .numpy() or .tolist()")
+    return self._data().cast(self.dtype.fmt, self.shape) if self.numel() else self._data().cast(self.dtype.fmt)
+  def tolist(self) -> Any:
+    if self.dtype.fmt is None: return self.float().tolist()
+    return _unflatten(list(struct.unpack(f"{self.numel()}{self.dtype.fmt}", self._data())), self.shape)
+  def item(self) -> Any:
+    if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
+    return self.realize().reshape(()).tolist()
+  def numpy(self):
+    import numpy as np
+    if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
+    return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.shape)
+
+def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
+  """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""
+  if not all_int(shape): raise ValueError(f"data needs a concrete shape, got {shape}")
+  if dtype.fmt is None:  # struct has no bfloat16/fp8: raw bytes go in as same-size uints, values as float32, converted lazily
+    if isinstance(data, bytes): return _buffer_from(device, {1: dtypes.uint8, 2: dtypes.uint16}[dtype.itemsize], shape, data).bitcast(dtype)
+    return _buffer_from(device, dtypes.float32, shape, data).cast(dtype)
+  raw = data if isinstance(data, bytes) else struct.pack(f"{len(data)}{dtype.fmt}", *[dtypes.as_const(v, dtype) for v in data])
+  buf = UOp.new_buffer(device, prod(shape), dtype)
+  if raw:
+    from tinygrad.engine.realize import buffer_of
+    buffer_of(buf).copyin(memoryview(bytearray(raw)))
+  return buf.reshape(shape)

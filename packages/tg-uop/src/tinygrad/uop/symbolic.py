@@ -1,0 +1,273 @@
+"""Algebraic simplification as rule tables.
+symbolic_simple: constant folding and identities that hold for every dtype they are applied to.
+symbolic: the normal form of index math on top: constants last, int sums as sum(base*coef)+const with like terms collected,
+floor div/mod and comparisons folded by value bounds. FLOORDIV/FLOORMOD have python (floor) semantics, so the identities used
+hold for negative values too; every rule that needs exact integers first checks the bounds prove nothing wrapped around."""
+from __future__ import annotations
+import math, operator
+from typing import Callable
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, _dtype_bounds
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import cdiv, cmod
+
+_INTS = (*dtypes.ints, dtypes.weakint)
+
+# *** helpers ***
+
+def _const(u:UOp, val) -> UOp:
+  """val as a literal standing in for u: same dtype, device and shape"""
+  return UOp.const(u.dtype, val, u.device, u._shape)
+
+def _same_shape(u:UOp, new:UOp) -> UOp|None:
+  # a rewrite must not change the shape; only implicit broadcasting in ALU ops can make it try
+  return new if not u._shape or new._shape == u._shape else None
+
+def _fits(x:UOp) -> bool:
+  """x's bounds lie inside its dtype, so no step computing x wrapped around (an op that may overflow gets the dtype's full range)"""
+  lo, hi = _dtype_bounds(x.dtype)
+  return lo < x.vmin and x.vmax < hi
+
+def _fits_const(dt:DType, v:int) -> bool: return (b := _dtype_bounds(dt))[0] <= v <= b[1]
+
+def _linear(x:UOp, limit:int=128) -> tuple[dict[UOp, int], int]|None:
+  """an int x as ({base: coefficient}, constant): ADD chains flattened, base*c split. None past `limit` nodes visited: collecting long
+  chains (unrolled reductions, not index math) on every ADD would be quadratic"""
+  coefs: dict[UOp, int] = {}
+  k, stack = 0, [x]
+  while stack:
+    if (limit := limit-1) < 0: return None
+    t = stack.pop()
+    if t.op is Ops.ADD: stack.extend(reversed(t.src))
+    elif t.op is Ops.CONST: k += t.arg
+    else:
+      b, m = (t.src[0], t.src[1].arg) if t.op is Ops.MUL and t.src[1].op is Ops.CONST else (t, 1)
+      coefs[b] = coefs.get(b, 0) + m
+  return {b: m for b, m in coefs.items() if m}, k
+
+def _build(like:UOp, coefs:dict[UOp, int], k:int) -> UOp:
+  """sum(base*coef) + k, left to right, constant last; coefficients wrap around like the dtype"""
+  ret: UOp|None = None
+  for b, m in coefs.items():
+    if (m := dtypes.as_const(m, like.dtype)) == 0: continue
+    t = b if m == 1 else b.alu(Ops.MUL, b.const_like(m))
+    ret = t if ret is None else ret.alu(Ops.ADD, t)
+  if ret is None: return _const(like, k)
+  return ret if dtypes.as_const(k, like.dtype) == 0 else ret.alu(Ops.ADD, ret.const_like(k))
+
+def _span(coefs:dict[UOp, int], k:int) -> tuple[int, int]:
+  lo = hi = k
+  for b, m in coefs.items(): lo, hi = lo + min(m*b.vmin, m*b.vmax), hi + max(m*b.vmin, m*b.vmax)
+  return lo, hi
+
+# *** constant folding: python computes what the device would, then the dtype truncates ***
+
+def _nonzero(b):
+  if not b: raise ZeroDivisionError("division by zero is left to the device")
+  return b
+def _shift(b):
+  if not 0 <= b < 64: raise ValueError(f"shift by {b} is left to the device")
+  return b
+def _pow(a, b):
+  if isinstance(a, float): return math.pow(a, b)
+  if not 0 <= b <= 64: raise ValueError(f"int power {b} is left to the device")
+  return a ** b
+def _fdiv(a, b): return a / b if b else math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1, b)
+
+_EXEC: dict[Ops, Callable] = {
+  Ops.ADD: operator.add, Ops.SUB: operator.sub, Ops.MUL: operator.mul, Ops.NEG: operator.neg, Ops.FDIV: _fdiv, Ops.POW: _pow,
+  Ops.FLOORDIV: operator.floordiv, Ops.FLOORMOD: operator.mod, Ops.CDIV: lambda a, b: cdiv(a, _nonzero(b)),
+  Ops.CMOD: lambda a, b: cmod(a, _nonzero(b)), Ops.SHL: lambda a, b: a << _shift(b), Ops.SHR: lambda a, b: a >> _shift(b),
+  Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
+  Ops.WHERE: lambda c, a, b: a if c else b, Ops.MULACC: lambda a, b, c: a*b+c,
+  Ops.MAX: lambda a, b: math.nan if isinstance(a, float) and (math.isnan(a) or math.isnan(b)) else max(a, b),  # NaN wins, like numpy
+  # IEEE results where python's math raises
+  Ops.RECIPROCAL: lambda a: 1/a if a else math.copysign(math.inf, a), Ops.SQRT: lambda a: math.sqrt(a) if a >= 0 else math.nan,
+  Ops.LOG2: lambda a: math.log2(a) if a > 0 else -math.inf if a == 0 else math.nan, Ops.EXP2: lambda a: math.inf if a >= 1024 else 2.0 ** a,
+  Ops.SIN: lambda a: math.sin(a) if math.isfinite(a) else math.nan, Ops.TRUNC: lambda a: float(math.trunc(a)) if math.isfinite(a) else a}
+
+def _fold_alu(u:UOp) -> UOp|None:
+  try: return _const(u, _EXEC[u.op](*[s.arg for s in u.src]))
+  except (ZeroDivisionError, ValueError, OverflowError): return None  # no python value to fold to: the op stays
+
+def _fold_cast(u:UOp, c:UOp) -> UOp|None:
+  try: return _const(u, c.arg)
+  except (ValueError, OverflowError): return None  # int(nan), int(inf)
+
+def _keep_shape(u:UOp, x:UOp) -> UOp|None: return x if x._shape == u._shape else None
+
+_T, _F = UPat.const(dtypes.bool, True), UPat.const(dtypes.bool, False)
+
+symbolic_simple = PatternMatcher([
+  # ** literals **
+  (UPat(tuple(_EXEC), src=UPat(Ops.CONST), name="u"), _fold_alu),
+  (UPat(Ops.CAST, src=(UPat(Ops.CONST, name="c"),), name="u"), _fold_cast),
+  (UPat(Ops.CAST, src=(UPat.var("x"),), name="u"), lambda u, x: x if x.dtype is u.dtype else None),  # cast to its own dtype -> x
+  # ** identities; x*0 and x-x only off floats (NaN*0, inf-inf); x+0 everywhere (floats: only -0.0+0 differs, in the sign of zero) **
+  (UPat.var("x") + UPat.cvar("c"), lambda x, c: x if c.arg == 0 else None),  # x+0 -> x
+  (UPat.var("x") * UPat.cvar("c"), lambda x, c: x if c.arg == 1 else _const(x, 0) if c.arg == 0 and not dtypes.is_float(x.dtype) else None),  # x*1 -> x, x*0 -> 0
+  (UPat((Ops.FLOORDIV, Ops.CDIV), _INTS, (UPat.var("x"), UPat.cvar("c"))), lambda x, c: x if c.arg == 1 else None),  # x//1 -> x
+  (UPat((Ops.FLOORMOD, Ops.CMOD), _INTS, (UPat.var("x"), UPat.cvar("c"))), lambda x, c: _const(x, 0) if abs(c.arg) == 1 else None),  # x%1 -> 0
+  (UPat.var("x") + UPat(Ops.NEG, src=(UPat.var("x"),)), lambda x: None if dtypes.is_float(x.dtype) else _const(x, 0)),  # x+(-x) -> 0
+  (UPat(Ops.NEG, src=(UPat(Ops.NEG, src=(UPat.var("x"),)),)), lambda x: x),  # -(-x) -> x
+  # ** idempotent and self-cancelling ops **
+  (UPat((Ops.AND, Ops.OR, Ops.MAX), src=(UPat.var("x"), UPat.var("x"))), lambda x: x),  # x&x, x|x, max(x,x) -> x
+  (UPat(Ops.XOR, src=(UPat.var("x"), UPat.var("x")), name="u"), lambda u, x: _const(u, 0)),  # x^x -> 0
+  (UPat(Ops.CMPLT, src=(UPat.var("x"), UPat.var("x")), name="u"), lambda u, x: _const(u, False)),  # x<x -> False (NaN too)
+  (UPat((Ops.CMPNE, Ops.CMPEQ), src=(UPat.var("x"), UPat.var("x")), name="u"),  # x!=x -> False, x==x -> True (not for NaN)
+   lambda u, x: None if dtypes.is_float(x.dtype) else _const(u, u.op is Ops.CMPEQ)),
+  # ** bitwise and bool with literals **
+  (UPat((Ops.OR, Ops.XOR), src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: x if c.arg == 0 else None),  # x|0, x^0 -> x
+  (UPat(Ops.AND, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: _const(x, 0) if c.arg == 0 else x if c.arg is True else None),  # x&0 -> 0, x&True -> x
+  (UPat(Ops.OR, dtypes.bool, [UPat.var("x"), _T], name="u"), lambda u, x: _const(u, True)),  # x|True -> True
+  (UPat(Ops.CMPNE, src=[UPat(Ops.CMPNE, src=(UPat.var("a"), UPat.var("b"))), _T]), lambda a, b: a.alu(Ops.CMPEQ, b)),  # !(a!=b) -> a==b
+  (UPat(Ops.CMPNE, src=[UPat(Ops.CMPEQ, src=(UPat.var("a"), UPat.var("b"))), _T]), lambda a, b: a.alu(Ops.CMPNE, b)),  # !(a==b) -> a!=b
+  (UPat(Ops.CMPNE, src=[UPat.var("x", dtypes.bool), _F]), lambda x: x),  # x!=False -> x
+  (UPat(Ops.CMPEQ, src=[UPat.var("x", dtypes.bool), _T]), lambda x: x),  # x==True -> x
+  (UPat(Ops.CMPEQ, src=[UPat.var("x", dtypes.bool), _F]), lambda x: x.alu(Ops.CMPNE, x.const_like(True))),  # x==False -> !x
+  # ** where **
+  (UPat(Ops.WHERE, src=(UPat.var(), UPat.var("a"), UPat.var("a")), name="u"), lambda u, a: _keep_shape(u, a)),  # where(c,a,a) -> a
+  (UPat(Ops.WHERE, src=(UPat.cvar("c"), UPat.var("a"), UPat.var("b")), name="u"), lambda u, c, a, b: _keep_shape(u, a if c.arg else b)),  # where(True,a,b) -> a
+])
+
+# *** index math ***
+
+def _fold_bounds(u:UOp) -> UOp|None:
+  # an int or bool value its bounds pin down is that constant (float bounds decide nothing: NaN)
+  if u.dtype is not dtypes.bool and not dtypes.is_int(u.dtype): return None
+  lo, hi = u._min_max
+  return _const(u, lo) if lo == hi else None
+
+def _fold_sum(u:UOp) -> UOp|None:
+  """like terms collected (x*a + x*b -> x*(a+b)), constants summed last, and x%c*m + (x//c)*(c*m) -> x*m (floor: x == (x//c)*c + x%c)"""
+  if (lin := _linear(u)) is None: return None
+  coefs, k = lin
+  while (pair := _divmod_pair(coefs)) is not None:
+    md, dv, x, m = pair
+    del coefs[md], coefs[dv]
+    if (xl := _linear(x)) is None: xl = ({x: 1}, 0)
+    for b, n in xl[0].items(): coefs[b] = coefs.get(b, 0) + n*m
+    k += xl[1]*m
+  return _same_shape(u, _build(u, coefs, k))
+
+def _divkey(x:UOp, c:int) -> tuple[UOp, int]: return (x.src[0], x.src[1].arg*c) if _cdivisor(x, Ops.FLOORDIV) else (x, c)  # (y//a)//c == y//(a*c)
+def _cdivisor(x:UOp, op:Ops) -> bool: return x.op is op and x.src[1].op is Ops.CONST and x.src[1].arg > 0
+
+def _divmod_pair(coefs:dict[UOp, int]) -> tuple[UOp, UOp, UOp, int]|None:
+  divs = {_divkey(b.src[0], b.src[1].arg): b for b in coefs if _cdivisor(b, Ops.FLOORDIV)}
+  for b, m in coefs.items():
+    if _cdivisor(b, Ops.FLOORMOD) and (d := divs.get(_divkey(b.src[0], c := b.src[1].arg))) is not None and coefs[d] == m*c: return b, d, b.src[0], m
+  return None
+
+def _distribute(s:UOp, c:UOp) -> UOp|None:  # (x+y)*c -> x*c+y*c
+  if (lin := _linear(s)) is None: return None
+  return _build(s, {b: m*c.arg for b, m in lin[0].items()}, lin[1]*c.arg)
+
+def _divmod_split(u:UOp, x:UOp, d:int) -> UOp|None:
+  """x = g*y + z with 0 <= z < g for a g dividing d: x//d -> y//(d/g), x%d -> (y%(d/g))*g + z. Floor semantics make this exact for any
+  sign of y. z may be shifted by a multiple of g into [0, g). g = d is plain bounds: x//d and x%d are fixed when x spans one quotient."""
+  if (lin := _linear(x)) is None: return None
+  coefs, k = lin
+  for g in sorted({math.gcd(m, d) for m in coefs.values()} | {math.gcd(d, *coefs.values()), d}, reverse=True):
+    if g == 1: break
+    small = {b: m for b, m in coefs.items() if m % g}
+    if (span := _span(small, k))[0] // g != span[1] // g: continue
+    q = span[0] // g
+    y = _build(x, {b: m//g for b, m in coefs.items() if m % g == 0}, q)
+    if u.op is Ops.FLOORDIV: return y if g == d else y.alu(Ops.FLOORDIV, y.const_like(d//g))
+    z = _build(x, small, k - q*g)
+    return z if g == d else y.alu(Ops.FLOORMOD, y.const_like(d//g)).alu(Ops.MUL, y.const_like(g)).alu(Ops.ADD, z)
+  # (x*d*q + y)//d -> x*q + y//d and (x*d*q + y)%d -> y%d: terms the divisor divides leave. div and mod keep the same rest y, so
+  # (x//d)*d + x%d still finds its pair and folds back to x
+  if not (exact := {b: m//d for b, m in coefs.items() if m % d == 0}): return None
+  rest = _build(x, {b: m for b, m in coefs.items() if m % d}, k)
+  if u.op is Ops.FLOORMOD: return rest.alu(Ops.FLOORMOD, rest.const_like(d))
+  return _build(x, exact, 0).alu(Ops.ADD, rest.alu(Ops.FLOORDIV, rest.const_like(d)))
+
+def _fold_div(u:UOp, x:UOp, c:UOp) -> UOp|None:
+  if c.arg <= 0 or not _fits(x): return None
+  if _cdivisor(x, Ops.FLOORDIV) and _fits_const(x.dtype, a := x.src[1].arg * c.arg): return x.src[0].alu(Ops.FLOORDIV, x.const_like(a))  # (y//a)//c -> y//(a*c)
+  return _divmod_split(u, x, c.arg)
+
+def _fold_mod(u:UOp, x:UOp, c:UOp) -> UOp|None:
+  if c.arg <= 0 or not _fits(x): return None
+  if _cdivisor(x, Ops.FLOORMOD) and x.src[1].arg % c.arg == 0: return x.src[0].alu(Ops.FLOORMOD, c)  # (y%(c*n))%c -> y%c
+  return _divmod_split(u, x, c.arg)
+
+def _fold_cmp(u:UOp, x:UOp, c:UOp) -> UOp|None:
+  """an int sum x against a constant c. A sum of only negative terms flips around (-s < c -> -c < s). Then x = g*y + z, where z (the
+  terms g doesn't divide, and the constant) spans a range too small to change the outcome: x < c -> y < (c-1-z)//g + 1 and
+  c < x -> (c-z)//g < y for every z in it. x != c with g the gcd of all coefficients: y != (c-k)/g, decided when g doesn't divide c-k"""
+  if not _fits(x) or (lin := _linear(x)) is None or not lin[0]: return None
+  coefs, k = lin
+  if all(m < 0 for m in coefs.values()):
+    if not _fits_const(x.dtype, -c.arg): return None
+    s, nc = _build(x, {b: -m for b, m in coefs.items()}, -k), x.const_like(-c.arg)
+    return s.alu(u.op, nc) if u.op is not Ops.CMPLT else nc.alu(Ops.CMPLT, s) if u.src[0] is x else s.alu(Ops.CMPLT, nc)
+  if u.op is not Ops.CMPLT:
+    g = math.gcd(*coefs.values())
+    if k == 0 and g == 1: return None
+    if (c.arg - k) % g: return _const(u, u.op is Ops.CMPNE)
+    return _lt_or(u.op, _build(x, {b: m//g for b, m in coefs.items()}, 0), (c.arg - k)//g, True)
+  for g in sorted({abs(m) for m in coefs.values()} | {math.gcd(*coefs.values()), 1}, reverse=True):
+    if not (big := {b: m//g for b, m in coefs.items() if m % g == 0}): continue
+    zlo, zhi = _span({b: m for b, m in coefs.items() if m % g}, k)
+    if u.src[0] is x and (q := (c.arg-1-zhi)//g) == (c.arg-1-zlo)//g: return None if g == 1 and k == 0 else _lt_or(Ops.CMPLT, _build(x, big, 0), q+1, True)
+    if u.src[1] is x and (q := (c.arg-zlo)//g) == (c.arg-zhi)//g: return None if g == 1 and k == 0 else _lt_or(Ops.CMPLT, _build(x, big, 0), q, False)
+  return None
+
+def _lt_or(op:Ops, s:UOp, v:int, s_left:bool) -> UOp|None:
+  """s op v (or v op s), if v fits s's dtype"""
+  if not _fits_const(s.dtype, v): return None
+  return s.alu(op, s.const_like(v)) if s_left else s.const_like(v).alu(op, s)
+
+def _holds(dt:DType, x:UOp) -> bool: return dt is dtypes.weakint or dtypes.min(dt) <= x.vmin and x.vmax <= dtypes.max(dt)
+
+symbolic = symbolic_simple + PatternMatcher([
+  (UPat(GroupOp.ALU, name="u"), _fold_bounds),
+  # ** canonical order: constants last **
+  (UPat(GroupOp.Commutative, src=(UPat.cvar("c"), UPat.var("x")), name="u"), lambda u, c, x: None if x.op is Ops.CONST else u.replace(src=(x, c))),
+  # ** int sums and products as sum(base*coef) + const (exact in wraparound arithmetic too) **
+  (UPat(Ops.NEG, _INTS, (UPat.var("x"),)), lambda x: x.alu(Ops.MUL, x.const_like(-1))),  # -x -> x*-1
+  (UPat(Ops.MUL, _INTS, (UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
+   lambda x, c1, c2: x.alu(Ops.MUL, x.const_like(c1.arg*c2.arg))),  # (x*c1)*c2 -> x*(c1*c2)
+  (UPat(Ops.MUL, _INTS, [UPat(Ops.MUL, src=(UPat.var("x"), UPat.cvar("c"))), UPat.var("y")]),
+   lambda x, c, y: None if y.op is Ops.CONST else x.alu(Ops.MUL, y).alu(Ops.MUL, c)),  # (x*c)*y -> (x*y)*c
+  (UPat(Ops.MUL, _INTS, (UPat(Ops.ADD, name="s"), UPat.cvar("c"))), _distribute),  # (x+y)*c -> x*c+y*c
+  (UPat(Ops.ADD, _INTS, (UPat(Ops.ADD, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
+   lambda x, c1, c2: x.alu(Ops.ADD, x.const_like(c1.arg+c2.arg))),  # (x+c1)+c2 -> x+(c1+c2), also on chains too long to collect
+  (UPat(Ops.ADD, _INTS, name="u"), _fold_sum),  # x*a + x*b -> x*(a+b), x+x -> x*2, (x//c)*c + x%c -> x
+  # ** floor div and mod by a positive constant **
+  (UPat(Ops.FLOORDIV, _INTS, (UPat.var("x"), UPat.cvar("c")), name="u"), _fold_div),
+  (UPat(Ops.FLOORMOD, _INTS, (UPat.var("x"), UPat.cvar("c")), name="u"), _fold_mod),
+  # ** comparisons of int sums with a constant: (x+c1)<c2 -> x<c2-c1, x*c<d -> x<ceil(d/c), -x<c -> -c<x **
+  (UPat(Ops.CMPLT, src=(UPat.var("x", _INTS), UPat.cvar("c")), name="u"), _fold_cmp),
+  (UPat(Ops.CMPLT, src=(UPat.cvar("c"), UPat.var("x", _INTS)), name="u"), _fold_cmp),
+  (UPat((Ops.CMPNE, Ops.CMPEQ), src=(UPat.var("x", _INTS), UPat.cvar("c")), name="u"), _fold_cmp),
+  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPLT, src=(UPat.var("x", _INTS), UPat.cvar("c"))), _T)), lambda x, c: x.const_like(c.arg-1).alu(Ops.CMPLT, x)),  # !(x<c) -> c-1<x
+  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPLT, src=(UPat.cvar("c"), UPat.var("x", _INTS))), _T)), lambda x, c: x.alu(Ops.CMPLT, x.const_like(c.arg+1))),  # !(c<x) -> x<c+1
+  # ** max, where, casts **
+  (UPat(Ops.MAX, _INTS, (UPat.var("x"), UPat.var("y"))), lambda x, y: x if x.vmin >= y.vmax else y if y.vmin >= x.vmax else None),  # max by bounds
+  (UPat(Ops.WHERE, dtypes.bool, (UPat.var("c"), _T, _F)), lambda c: c),  # where(c,True,False) -> c
+  (UPat(Ops.WHERE, dtypes.bool, (UPat.var("c"), _F, _T)), lambda c: c.alu(Ops.CMPNE, c.const_like(True))),  # where(c,False,True) -> !c
+  (UPat(Ops.WHERE, src=(UPat(Ops.CMPNE, src=(UPat.var("c", dtypes.bool), _T)), UPat.var("a"), UPat.var("b"))), lambda c, a, b: c.alu(Ops.WHERE, b, a)),  # where(!c,a,b) -> where(c,b,a)
+  # a round trip through an int dtype that holds every value of x (weakint holds all) is no cast at all
+  (UPat(Ops.CAST, _INTS, (UPat(Ops.CAST, _INTS, (UPat.var("x", _INTS),), name="mid"),), name="u"), lambda u, mid, x: x.cast(u.dtype) if _holds(mid.dtype, x) else None),
+])
+
+def _where_pick(u:UOp, c:UOp, a:UOp, d:UOp) -> UOp|None: return _same_shape(u, c.alu(Ops.WHERE, a, d))
+
+sym = symbolic + PatternMatcher([
+  # a nested where on the same condition takes the same side
+  (UPat(Ops.WHERE, src=(UPat.var("c"), UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat.var())), UPat.var("d")), name="u"), _where_pick),
+  (UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var("a"), UPat(Ops.WHERE, src=(UPat.var("c"), UPat.var(), UPat.var("d")))), name="u"), _where_pick),
+  # x//c < d -> x < d*c and d < x//c -> (d+1)*c-1 < x, for c > 0 (floor)
+  (UPat(Ops.CMPLT, src=(UPat(Ops.FLOORDIV, _INTS, (UPat.var("x"), UPat.cvar("c"))), UPat.cvar("d"))),
+   lambda x, c, d: x.alu(Ops.CMPLT, x.const_like(v)) if c.arg > 0 and _fits_const(x.dtype, v := d.arg*c.arg) else None),
+  (UPat(Ops.CMPLT, src=(UPat.cvar("d"), UPat(Ops.FLOORDIV, _INTS, (UPat.var("x"), UPat.cvar("c"))))),
+   lambda x, c, d: x.const_like(v).alu(Ops.CMPLT, x) if c.arg > 0 and _fits_const(x.dtype, v := (d.arg+1)*c.arg-1) else None),
+])
+
+def simplify_index(x:UOp) -> UOp:
+  """an index expression (or any graph) in sym's normal form"""
+  return graph_rewrite(x, sym, name="simplify_index")
