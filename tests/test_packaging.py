@@ -65,7 +65,8 @@ def test_full_install_then_remove_backend(wheels, tmp_path):
   for dev in ("CPU", "PYTHON", "NULL"): assert f" {dev} " in doctor, doctor
   assert "devices (default: CPU)" in doctor and " AMD " not in doctor and "refused or failed plugins:\n  none" in doctor
   sh(py, "-c", "import tinygrad.nn.onnx, tinygrad.uop, tinygrad.device", cwd=cwd)
-  if (REPO / "packages/tg-tensor/src/tinygrad/tensor.py").exists(): sh(py, "-c", "from tinygrad import Tensor", cwd=cwd)
+  r = sh(py, "-c", "from tinygrad import Tensor; print((Tensor([1,2,3])*2).sum().item())", cwd=cwd)
+  assert r.stdout.strip() == "12"
 
   install(py, wheels, "tg-hcq-amd", "tg-backend-example")
   doctor = sh(py, "-m", "tinygrad", cwd=cwd).stdout
@@ -77,3 +78,5 @@ def test_full_install_then_remove_backend(wheels, tmp_path):
   doctor = sh(py, "-m", "tinygrad", cwd=cwd).stdout
   assert " AMD " not in doctor and "tg-hcq-amd" not in doctor and " CPU " in doctor
   sh(py, "-c", "import tinygrad.runtime.hooks_host, tinygrad.plugins, tinygrad.nn.onnx; from tinygrad import Device; print(Device.DEFAULT)", cwd=cwd)
+  r = sh(py, "-c", "from tinygrad import Tensor; print((Tensor([1,2,3], device='EXAMPLE')*2).tolist())", cwd=cwd)
+  assert r.stdout.strip() == "[2, 4, 6]"

@@ -1,4 +1,4 @@
-import importlib.util, pathlib, sys
+import pathlib, sys
 import pytest
 from tinygrad.device import Device
 
@@ -22,7 +22,11 @@ def test_doctor_lists_example(example):
   out = report()
   assert "example    tg-backend-example" in out and "EXAMPLE" in out
 
-@pytest.mark.skipif(importlib.util.find_spec("tinygrad.runtime.ops_cpu") is None, reason="tinygrad.runtime.ops_cpu (CPU device) not written yet")
 def test_example_device_is_a_cpu_device(example):
   from tinygrad.runtime.ops_cpu import CPUDevice
   assert isinstance(Device["example"], CPUDevice)
+
+def test_example_device_runs_a_tensor_op(example):
+  from tinygrad import Tensor
+  t = Tensor([1, 2, 3], device="EXAMPLE") * 2 + 1
+  assert t.device == "EXAMPLE" and t.tolist() == [3, 5, 7]
