@@ -85,3 +85,23 @@ def test_fusion_error_names_the_op():
   with pytest.raises(RuntimeError, match="cannot fuse"):
     from tinygrad.schedule.indexing import KernelBuilder
     KernelBuilder({}, None).value(UOp(Ops.SINK), (), UOp.const(dtypes.bool, True))
+
+# *** the same counts through the Tensor API, measured by what actually ran ***
+
+def count_kernels(fn) -> int:
+  from tinygrad.helpers import GlobalCounters
+  GlobalCounters.reset()
+  fn().realize()
+  return GlobalCounters.kernel_count
+
+@pytest.fixture
+def t3():
+  from tinygrad import Tensor
+  return [Tensor.rand(16, 16).realize() for _ in range(3)]
+
+def test_tensor_kernel_counts(t3):
+  a, b, c = t3
+  assert count_kernels(lambda: (a+b)*c) == 1
+  assert count_kernels(lambda: ((a+b)*c).sum()) == 1
+  assert count_kernels(lambda: (a@b).relu()) == 1
+  assert count_kernels(lambda: a.softmax(-1)) <= 3
