@@ -136,3 +136,9 @@ def test_unsupported_dtype_is_named(target):  # rendering only: no compiler need
   from tinygrad.renderer.python import PythonRenderer
   ren = {"LLVM": LLVMRenderer, "C": ClangRenderer, "PYTHON": PythonRenderer}[target]()
   with pytest.raises(RuntimeError, match="fp8e4m3"): ren.render("k", elementwise(Ops.ADD, dtypes.fp8e4m3, 4).uops)
+
+def test_device_name_selects_renderer():
+  # the test matrix opens CPU (LLVM) and CPU:C side by side in one process
+  from tinygrad.device import Device
+  assert type(Device["CPU:C"].renderer).__name__ == "ClangRenderer"
+  assert type(Device["CPU:LLVM"].renderer).__name__ == "LLVMRenderer"

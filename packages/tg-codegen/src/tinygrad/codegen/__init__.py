@@ -4,7 +4,7 @@ import functools
 from dataclasses import dataclass
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, KernelInfo
-from tinygrad.helpers import DEBUG, to_function_name
+from tinygrad.helpers import DEBUG, TRANSCENDENTAL, to_function_name
 from tinygrad.codegen.lowering import rewrite_to_program
 from tinygrad.codegen.linearize import linearize
 
@@ -45,7 +45,7 @@ def strip_after(lin:list[UOp]) -> list[UOp]:
 
 def get_program(ast:UOp, renderer) -> ProgramSpec:
   if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
-  lin = strip_after(linearize(rewrite_to_program(ast)))
+  lin = strip_after(linearize(rewrite_to_program(ast, renderer)))
   name = to_function_name(ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel")
   src = renderer.render(name, lin)
   if DEBUG >= 4: print(src)
@@ -53,7 +53,11 @@ def get_program(ast:UOp, renderer) -> ProgramSpec:
   variables = tuple(sorted({u.arg.name for u in lin if u.op is Ops.DEFINE_VAR}))
   return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin))
 
+def get_program_cached(ast:UOp, renderer) -> ProgramSpec:
+  """get_program memoised per AST and renderer, and per switch that changes what lowering emits (TRANSCENDENTAL)"""
+  return _get_program_memo(ast, renderer, TRANSCENDENTAL.value)
+
 @functools.lru_cache(maxsize=4096)
-def get_program_cached(ast:UOp, renderer) -> ProgramSpec: return get_program(ast, renderer)
+def _get_program_memo(ast:UOp, renderer, transcendental:int) -> ProgramSpec: return get_program(ast, renderer)
 
 __all__ = ["ProgramSpec", "get_program", "get_program_cached"]

@@ -92,10 +92,12 @@ def lower_weak(sink:UOp) -> UOp:
     done[u] = u if (src, dt, arg) == (u.src, u.dtype, u.arg) else UOp(u.op, dt, src, arg, u.tag)
   return done[sink]
 
-def rewrite_to_program(sink:UOp) -> UOp:
+def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.uop.symbolic import symbolic
+  from tinygrad.codegen.transcendental import lower_transcendental
   sink = graph_rewrite(sink, symbolic, name="simplify")
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
+  sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(sink, symbolic, name="simplify lowered")
   return lower_weak(sink)

@@ -97,11 +97,11 @@ def load_shared(name:str, lib:bytes) -> CPUProgram:
   return CPUProgram(name, ctypes.cast(getattr(dll, name), ctypes.c_void_p).value, dll)
 
 class CPUDevice(Compiled):
-  """renderer "LLVM" (default) or "C"; None takes what DEV=CPU:<renderer> asked for through the Device registry"""
+  """renderer "LLVM" (default) or "C"; None takes the one in the device name (Device["CPU:C"]), else what DEV=CPU:<renderer> asked for"""
   def __init__(self, device:str="CPU", renderer:str|None=None):
     if renderer is None:
       from tinygrad.device import Device
-      renderer = Device.requested_renderer(device)[0] or "LLVM"
+      renderer = Device.parse(device)[1] or Device.requested_renderer(device)[0] or "LLVM"
     if renderer == "LLVM":
       comp = LLVMCompiler()
       super().__init__(device, CPUAllocator(self), LLVMRenderer(), comp, functools.partial(load_object, comp))

@@ -5,6 +5,7 @@ class FastEnum(Enum):
   # members compare by identity; a stable integer order makes sorted() and toposort tiebreaks deterministic
   def __lt__(self, other): return self.value < other.value
   def __repr__(self): return f"{type(self).__name__}.{self.name}"
+  __hash__ = object.__hash__  # members are singletons: identity hashing in C, not Enum's python-level hash of the name (hot in rewrites)
   @staticmethod
   def _generate_next_value_(_, __, ___, last_values): return 1 + max([0, *last_values])
 

@@ -34,7 +34,8 @@ class VarArg:
   vmin: int
   vmax: int
 
-def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else x  # keep 0.0 and -0.0 distinct in the cache
+# keep 0.0 and -0.0, and True and 1 (equal, same hash), distinct in the cache
+def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else (x, bool) if type(x) is bool else x
 
 class UOpMetaClass(type):
   # hash-consing: equal (op, dtype, src, arg, tag) give the same object; values are weak so dead graphs are freed
@@ -290,7 +291,7 @@ def _infer_shape(u:UOp) -> tuple|None:
     return broadcast_shape(*shapes)
   ss = src[0].shape
   if op is Ops.RESHAPE:
-    if prod(ss) != prod(arg) and all_int(ss) and all_int(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
+    if all_int(ss) and all_int(arg) and prod(ss) != prod(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
     return tuple(arg)
   if op is Ops.EXPAND:
     if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):

@@ -5,7 +5,7 @@ allows is rejected). check_graph: both over a whole graph, after every graph_rew
 re-checking a rewritten graph only looks at its new nodes."""
 from __future__ import annotations
 from typing import Callable
-from tinygrad.uop import Ops, GroupOp, AxisType
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, VarArg, ParamArg
 from tinygrad.dtype import dtypes
 
@@ -28,15 +28,17 @@ def _const_ok(u:UOp) -> bool:
   return type(u.arg) is int if dtypes.is_int(u.dtype) else dtypes.is_float(u.dtype) and type(u.arg) is float
 
 def _range_ok(u:UOp) -> bool:
-  if not (isinstance(u.arg, tuple) and any(isinstance(a, AxisType) for a in u.arg)): return False
+  if not (isinstance(u.arg, tuple) and u.arg and type(u.arg[0]) is int): return False
   return not u.src if u.dtype is dtypes.void else _is_int(u) and len(u.src) == 1 and _is_int(u.src[0])
 
 def _end_ok(u:UOp) -> bool:
-  if u.dtype is not dtypes.void or len(u.src) < 2: return False
-  if any(s.op is Ops.RANGE and s.dtype is dtypes.void for s in u.src[1:]):
+  # END(body, *ranges) in a graph; a linear program's END has no body: END(range)
+  rngs = u.src[1:] if u.src and u.src[0].op is not Ops.RANGE else u.src
+  if u.dtype is not dtypes.void or not rngs: return False
+  if any(s.op is Ops.RANGE and s.dtype is dtypes.void for s in rngs):
     # a loop has no induction variable to count: it closes alone, with the bool that decides whether to go round again (do-while)
-    return len(u.src) == 3 and u.src[1].op is Ops.RANGE and u.src[1].dtype is dtypes.void and u.src[2].dtype is dtypes.bool
-  return all(s.op is Ops.RANGE for s in u.src[1:])
+    return len(rngs) == 2 and rngs[0].op is Ops.RANGE and rngs[0].dtype is dtypes.void and rngs[1].dtype is dtypes.bool
+  return all(s.op is Ops.RANGE for s in rngs)
 
 def _mem_ok(u:UOp) -> bool: return bool(u.src) and (u.src[0].op is Ops.INDEX or _is_buffer(u.src[0]))
 
@@ -47,18 +49,23 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
    "a binary op takes two sources of its own dtype (cast one first)"),
   (GroupOp.Comparison, lambda u: u.dtype is dtypes.bool and len(u.src) == 2 and u.src[0].dtype is u.src[1].dtype,
    "a comparison is bool, over two sources of one dtype"),
-  ({Ops.SHL, Ops.SHR}, lambda u: len(u.src) == 2 and u.src[0].dtype is u.dtype and _is_int(u.src[1]), "a shift keeps its first source's dtype and shifts by an int"),
-  ({Ops.WHERE}, lambda u: len(u.src) == 3 and u.src[0].dtype is dtypes.bool and _same(u, u.src[1:]), "WHERE is (bool condition, a, b), a and b of its dtype"),
+  ({Ops.SHL, Ops.SHR}, lambda u: len(u.src) == 2 and u.src[0].dtype is u.dtype and _is_int(u.src[1]),
+   "a shift keeps its first source's dtype and shifts by an int"),
+  ({Ops.WHERE}, lambda u: len(u.src) == 3 and u.src[0].dtype is dtypes.bool and _same(u, u.src[1:]),
+   "WHERE is (bool condition, a, b), a and b of its dtype"),
   ({Ops.MULACC}, lambda u: len(u.src) == 3 and _same(u, u.src), "MULACC takes three sources of its own dtype"),
   ({Ops.CAST, Ops.BITCAST}, lambda u: len(u.src) == 1 and u.dtype is not dtypes.void, "a cast has one source and a value dtype"),
   ({Ops.CONST}, _const_ok, "a CONST holds a python value of its dtype's kind (bool, int, float), with at most a DEVICE source"),
   ({Ops.DEFINE_VAR}, lambda u: not u.src and isinstance(u.arg, VarArg) and _is_int(u) and u.arg.vmin <= u.arg.vmax,
    "a Variable is an int with VarArg(name, vmin <= vmax) and no sources"),
-  ({Ops.BIND}, lambda u: len(u.src) == 2 and u.src[0].op is Ops.DEFINE_VAR and u.src[1].op is Ops.CONST and _same(u, u.src), "BIND is (Variable, CONST)"),
+  ({Ops.BIND}, lambda u: len(u.src) == 2 and u.src[0].op is Ops.DEFINE_VAR and u.src[1].op is Ops.CONST and _same(u, u.src),
+   "BIND is (Variable, CONST of its dtype)"),
   ({Ops.PARAM, Ops.BUFFER}, lambda u: isinstance(u.arg, ParamArg), "PARAM and BUFFER carry a ParamArg"),
-  ({Ops.RANGE}, _range_ok, "a RANGE counts to one int bound in an int dtype (a bound-less loop: void, no sources); its arg holds an AxisType"),
-  ({Ops.SPECIAL}, lambda u: _is_int(u) and len(u.src) == 1 and _is_int(u.src[0]) and isinstance(u.arg, str), "SPECIAL is an int counting to one int bound, named"),
-  ({Ops.END}, _end_ok, "END is (body, *ranges); a loop (void RANGE) only as END(body, loop, bool condition)"),
+  ({Ops.RANGE}, _range_ok,
+   "a RANGE counts to one int bound in an int dtype (a bound-less loop: void, no sources); its arg starts with the int axis id"),
+  ({Ops.SPECIAL}, lambda u: _is_int(u) and len(u.src) == 1 and _is_int(u.src[0]) and isinstance(u.arg, str),
+   "SPECIAL is an int counting to one int bound, with a name"),
+  ({Ops.END}, _end_ok, "END is (body, *ranges), or (*ranges) in a linear program; a loop (void RANGE) only as END(body, loop, bool condition)"),
   ({Ops.INDEX}, lambda u: len(u.src) >= 2 and _is_buffer(u.src[0]) and all(_is_int(s) or s.dtype is dtypes.bool for s in u.src[1:]),
    "INDEX is (buffer, *int indices)"),
   ({Ops.LOAD}, lambda u: _mem_ok(u) and u.dtype.base is u.src[0].dtype.base, "LOAD reads an INDEX (or a buffer) of its own dtype"),
@@ -68,7 +75,7 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
    "REDUCE is (value, *ranges) with a reduce op (ADD, MUL, MAX) as arg"),
   ({Ops.REDUCE_AXIS}, lambda u: len(u.src) == 1 and _same(u, u.src) and isinstance(u.arg, tuple) and len(u.arg) == 2 and u.arg[0] in GroupOp.Reduce,
    "REDUCE_AXIS is one source with (reduce op, axes) as arg"),
-  (GroupOp.Movement, lambda u: len(u.src) == 1 and _same(u, u.src) and isinstance(u.arg, tuple), "a movement op is one source of its dtype, tuple arg"),
+  (GroupOp.Movement, lambda u: len(u.src) == 1 and _same(u, u.src) and isinstance(u.arg, tuple), "a movement op: one source of its dtype, tuple arg"),
   ({Ops.AFTER}, lambda u: bool(u.src) and _same(u, u.src[:1]), "AFTER has its first source's dtype"),
   ({Ops.SINK, Ops.GROUP, Ops.BARRIER}, lambda u: u.dtype is dtypes.void, "SINK, GROUP and BARRIER are void"),
   ({Ops.COPY}, lambda u: len(u.src) == 2 and u.src[1].op is Ops.DEVICE and _same(u, u.src[:1]), "COPY is (value, DEVICE)"),
@@ -94,7 +101,7 @@ def check_uop(u:UOp, stage:str|None=None) -> None:
 _EVERYWHERE = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONST, Ops.DEVICE, Ops.DEFINE_VAR, Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.AFTER,
                              Ops.CUSTOM, Ops.CUSTOMI, Ops.STACK, Ops.PARAM, Ops.BUFFER}
 _KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF}
-_ok = lambda: True  # noqa: E731
+_ok = lambda: True
 
 spec_tensor = PatternMatcher([
   (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL, Ops.FUNCTION,

@@ -105,7 +105,8 @@ symbolic_simple = PatternMatcher([
   (UPat(Ops.CAST, src=(UPat.var("x"),), name="u"), lambda u, x: x if x.dtype is u.dtype else None),  # cast to its own dtype -> x
   # ** identities; x*0 and x-x only off floats (NaN*0, inf-inf); x+0 everywhere (floats: only -0.0+0 differs, in the sign of zero) **
   (UPat.var("x") + UPat.cvar("c"), lambda x, c: x if c.arg == 0 else None),  # x+0 -> x
-  (UPat.var("x") * UPat.cvar("c"), lambda x, c: x if c.arg == 1 else _const(x, 0) if c.arg == 0 and not dtypes.is_float(x.dtype) else None),  # x*1 -> x, x*0 -> 0
+  (UPat.var("x") * UPat.cvar("c"), lambda x, c: x if c.arg == 1 else None),  # x*1 -> x
+  (UPat.var("x") * UPat.cvar("c"), lambda x, c: _const(x, 0) if c.arg == 0 and not dtypes.is_float(x.dtype) else None),  # x*0 -> 0
   (UPat((Ops.FLOORDIV, Ops.CDIV), _INTS, (UPat.var("x"), UPat.cvar("c"))), lambda x, c: x if c.arg == 1 else None),  # x//1 -> x
   (UPat((Ops.FLOORMOD, Ops.CMOD), _INTS, (UPat.var("x"), UPat.cvar("c"))), lambda x, c: _const(x, 0) if abs(c.arg) == 1 else None),  # x%1 -> 0
   (UPat.var("x") + UPat(Ops.NEG, src=(UPat.var("x"),)), lambda x: None if dtypes.is_float(x.dtype) else _const(x, 0)),  # x+(-x) -> 0
@@ -118,7 +119,7 @@ symbolic_simple = PatternMatcher([
    lambda u, x: None if dtypes.is_float(x.dtype) else _const(u, u.op is Ops.CMPEQ)),
   # ** bitwise and bool with literals **
   (UPat((Ops.OR, Ops.XOR), src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: x if c.arg == 0 else None),  # x|0, x^0 -> x
-  (UPat(Ops.AND, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: _const(x, 0) if c.arg == 0 else x if c.arg is True else None),  # x&0 -> 0, x&True -> x
+  (UPat(Ops.AND, src=[UPat.var("x"), UPat.cvar("c")]), lambda x, c: _const(x, 0) if c.arg == 0 else x if c.arg is True else None),  # x&0, x&True
   (UPat(Ops.OR, dtypes.bool, [UPat.var("x"), _T], name="u"), lambda u, x: _const(u, True)),  # x|True -> True
   (UPat(Ops.CMPNE, src=[UPat(Ops.CMPNE, src=(UPat.var("a"), UPat.var("b"))), _T]), lambda a, b: a.alu(Ops.CMPEQ, b)),  # !(a!=b) -> a==b
   (UPat(Ops.CMPNE, src=[UPat(Ops.CMPEQ, src=(UPat.var("a"), UPat.var("b"))), _T]), lambda a, b: a.alu(Ops.CMPNE, b)),  # !(a==b) -> a!=b
@@ -127,7 +128,8 @@ symbolic_simple = PatternMatcher([
   (UPat(Ops.CMPEQ, src=[UPat.var("x", dtypes.bool), _F]), lambda x: x.alu(Ops.CMPNE, x.const_like(True))),  # x==False -> !x
   # ** where **
   (UPat(Ops.WHERE, src=(UPat.var(), UPat.var("a"), UPat.var("a")), name="u"), lambda u, a: _keep_shape(u, a)),  # where(c,a,a) -> a
-  (UPat(Ops.WHERE, src=(UPat.cvar("c"), UPat.var("a"), UPat.var("b")), name="u"), lambda u, c, a, b: _keep_shape(u, a if c.arg else b)),  # where(True,a,b) -> a
+  (UPat(Ops.WHERE, src=(UPat.cvar("c"), UPat.var("a"), UPat.var("b")), name="u"),
+   lambda u, c, a, b: _keep_shape(u, a if c.arg else b)),  # where(True,a,b) -> a
 ])
 
 # *** index math ***
@@ -138,25 +140,43 @@ def _fold_bounds(u:UOp) -> UOp|None:
   lo, hi = u._min_max
   return _const(u, lo) if lo == hi else None
 
+def _normal_sum(u:UOp, limit:int=128) -> bool:
+  """u is what _build would make of it: a left chain of distinct bases with one constant at most, at the end. A mod term may pair with
+  its quotient, so a sum with one isn't known normal. Past `limit` terms: normal (long chains aren't collected)"""
+  seen: set[UOp] = set()
+  t = u.src[0] if u.src[1].op is Ops.CONST else u
+  while len(seen) < limit:
+    r = t.src[1] if t.op is Ops.ADD else t
+    b = r.src[0] if r.op is Ops.MUL and r.src[1].op is Ops.CONST else r
+    if b.op in (Ops.ADD, Ops.CONST, Ops.FLOORMOD) or b in seen: return False
+    if t.op is not Ops.ADD: return True
+    seen.add(b)
+    t = t.src[0]
+  return True
+
 def _fold_sum(u:UOp) -> UOp|None:
-  """like terms collected (x*a + x*b -> x*(a+b)), constants summed last, and x%c*m + (x//c)*(c*m) -> x*m (floor: x == (x//c)*c + x%c)"""
-  if (lin := _linear(u)) is None: return None
+  """like terms collected (x*a + x*b -> x*(a+b)), constants summed last, and (x%c)*m + (x//c)*(c*m) -> x*m"""
+  if _normal_sum(u) or (lin := _linear(u)) is None: return None
   coefs, k = lin
   while (pair := _divmod_pair(coefs)) is not None:
-    md, dv, x, m = pair
-    del coefs[md], coefs[dv]
-    if (xl := _linear(x)) is None: xl = ({x: 1}, 0)
+    md, (ql, qk) = pair
+    m, x = coefs.pop(md), md.src[0]
+    for b in ql: del coefs[b]
+    xl = _linear(x) or ({x: 1}, 0)
     for b, n in xl[0].items(): coefs[b] = coefs.get(b, 0) + n*m
-    k += xl[1]*m
+    k += xl[1]*m - qk*m*md.src[1].arg
   return _same_shape(u, _build(u, coefs, k))
 
-def _divkey(x:UOp, c:int) -> tuple[UOp, int]: return (x.src[0], x.src[1].arg*c) if _cdivisor(x, Ops.FLOORDIV) else (x, c)  # (y//a)//c == y//(a*c)
-def _cdivisor(x:UOp, op:Ops) -> bool: return x.op is op and x.src[1].op is Ops.CONST and x.src[1].arg > 0
+def _quotient(md:UOp) -> tuple[dict[UOp, int], int]|None:
+  # x//c in normal form, for x%c: simplifying may have reshaped it (nested divisions merged, gcds cancelled), so build it and look
+  if "_quot" not in md.__dict__: md.__dict__["_quot"] = _linear(graph_rewrite(md.src[0].alu(Ops.FLOORDIV, md.src[1]), symbolic, name="quotient"))
+  return md.__dict__["_quot"]
 
-def _divmod_pair(coefs:dict[UOp, int]) -> tuple[UOp, UOp, UOp, int]|None:
-  divs = {_divkey(b.src[0], b.src[1].arg): b for b in coefs if _cdivisor(b, Ops.FLOORDIV)}
+def _divmod_pair(coefs:dict[UOp, int]) -> tuple[UOp, tuple[dict[UOp, int], int]]|None:
+  """a term (x%c)*m whose quotient (x//c)*(c*m) is in the sum too: floor semantics give x == (x//c)*c + x%c for any c != 0"""
   for b, m in coefs.items():
-    if _cdivisor(b, Ops.FLOORMOD) and (d := divs.get(_divkey(b.src[0], c := b.src[1].arg))) is not None and coefs[d] == m*c: return b, d, b.src[0], m
+    if b.op is Ops.FLOORMOD and b.src[1].op is Ops.CONST and (q := _quotient(b)) is not None and q[0] and \
+       all(t is not b and coefs.get(t) == n*m*b.src[1].arg for t, n in q[0].items()): return b, q
   return None
 
 def _distribute(s:UOp, c:UOp) -> UOp|None:  # (x+y)*c -> x*c+y*c
@@ -184,9 +204,12 @@ def _divmod_split(u:UOp, x:UOp, d:int) -> UOp|None:
   if u.op is Ops.FLOORMOD: return rest.alu(Ops.FLOORMOD, rest.const_like(d))
   return _build(x, exact, 0).alu(Ops.ADD, rest.alu(Ops.FLOORDIV, rest.const_like(d)))
 
+def _cdivisor(x:UOp, op:Ops) -> bool: return x.op is op and x.src[1].op is Ops.CONST and x.src[1].arg > 0
+
 def _fold_div(u:UOp, x:UOp, c:UOp) -> UOp|None:
   if c.arg <= 0 or not _fits(x): return None
-  if _cdivisor(x, Ops.FLOORDIV) and _fits_const(x.dtype, a := x.src[1].arg * c.arg): return x.src[0].alu(Ops.FLOORDIV, x.const_like(a))  # (y//a)//c -> y//(a*c)
+  # (y//a)//c -> y//(a*c)
+  if _cdivisor(x, Ops.FLOORDIV) and _fits_const(x.dtype, a := x.src[1].arg * c.arg): return x.src[0].alu(Ops.FLOORDIV, x.const_like(a))
   return _divmod_split(u, x, c.arg)
 
 def _fold_mod(u:UOp, x:UOp, c:UOp) -> UOp|None:
@@ -208,15 +231,15 @@ def _fold_cmp(u:UOp, x:UOp, c:UOp) -> UOp|None:
     g = math.gcd(*coefs.values())
     if k == 0 and g == 1: return None
     if (c.arg - k) % g: return _const(u, u.op is Ops.CMPNE)
-    return _lt_or(u.op, _build(x, {b: m//g for b, m in coefs.items()}, 0), (c.arg - k)//g, True)
+    return _cmp_const(u.op, _build(x, {b: m//g for b, m in coefs.items()}, 0), (c.arg - k)//g, True)
   for g in sorted({abs(m) for m in coefs.values()} | {math.gcd(*coefs.values()), 1}, reverse=True):
     if not (big := {b: m//g for b, m in coefs.items() if m % g == 0}): continue
     zlo, zhi = _span({b: m for b, m in coefs.items() if m % g}, k)
-    if u.src[0] is x and (q := (c.arg-1-zhi)//g) == (c.arg-1-zlo)//g: return None if g == 1 and k == 0 else _lt_or(Ops.CMPLT, _build(x, big, 0), q+1, True)
-    if u.src[1] is x and (q := (c.arg-zlo)//g) == (c.arg-zhi)//g: return None if g == 1 and k == 0 else _lt_or(Ops.CMPLT, _build(x, big, 0), q, False)
+    if u.src[0] is x and (q := (c.arg-1-zhi)//g) == (c.arg-1-zlo)//g: return _cmp_const(Ops.CMPLT, _build(x, big, 0), q+1, True)
+    if u.src[1] is x and (q := (c.arg-zlo)//g) == (c.arg-zhi)//g: return _cmp_const(Ops.CMPLT, _build(x, big, 0), q, False)
   return None
 
-def _lt_or(op:Ops, s:UOp, v:int, s_left:bool) -> UOp|None:
+def _cmp_const(op:Ops, s:UOp, v:int, s_left:bool) -> UOp|None:
   """s op v (or v op s), if v fits s's dtype"""
   if not _fits_const(s.dtype, v): return None
   return s.alu(op, s.const_like(v)) if s_left else s.const_like(v).alu(op, s)
@@ -244,15 +267,18 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat(Ops.CMPLT, src=(UPat.var("x", _INTS), UPat.cvar("c")), name="u"), _fold_cmp),
   (UPat(Ops.CMPLT, src=(UPat.cvar("c"), UPat.var("x", _INTS)), name="u"), _fold_cmp),
   (UPat((Ops.CMPNE, Ops.CMPEQ), src=(UPat.var("x", _INTS), UPat.cvar("c")), name="u"), _fold_cmp),
-  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPLT, src=(UPat.var("x", _INTS), UPat.cvar("c"))), _T)), lambda x, c: x.const_like(c.arg-1).alu(Ops.CMPLT, x)),  # !(x<c) -> c-1<x
-  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPLT, src=(UPat.cvar("c"), UPat.var("x", _INTS))), _T)), lambda x, c: x.alu(Ops.CMPLT, x.const_like(c.arg+1))),  # !(c<x) -> x<c+1
+  # !(x<c) -> c-1<x and !(c<x) -> x<c+1 (c-1 and c+1 fit: a comparison against the dtype's end is decided by bounds first)
+  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPLT, src=(UPat.var("x", _INTS), UPat.cvar("c"))), _T)), lambda x, c: x.const_like(c.arg-1).alu(Ops.CMPLT, x)),
+  (UPat(Ops.CMPNE, src=(UPat(Ops.CMPLT, src=(UPat.cvar("c"), UPat.var("x", _INTS))), _T)), lambda x, c: x.alu(Ops.CMPLT, x.const_like(c.arg+1))),
   # ** max, where, casts **
   (UPat(Ops.MAX, _INTS, (UPat.var("x"), UPat.var("y"))), lambda x, y: x if x.vmin >= y.vmax else y if y.vmin >= x.vmax else None),  # max by bounds
   (UPat(Ops.WHERE, dtypes.bool, (UPat.var("c"), _T, _F)), lambda c: c),  # where(c,True,False) -> c
   (UPat(Ops.WHERE, dtypes.bool, (UPat.var("c"), _F, _T)), lambda c: c.alu(Ops.CMPNE, c.const_like(True))),  # where(c,False,True) -> !c
-  (UPat(Ops.WHERE, src=(UPat(Ops.CMPNE, src=(UPat.var("c", dtypes.bool), _T)), UPat.var("a"), UPat.var("b"))), lambda c, a, b: c.alu(Ops.WHERE, b, a)),  # where(!c,a,b) -> where(c,b,a)
+  (UPat(Ops.WHERE, src=(UPat(Ops.CMPNE, src=(UPat.var("c", dtypes.bool), _T)), UPat.var("a"), UPat.var("b"))),
+   lambda c, a, b: c.alu(Ops.WHERE, b, a)),  # where(!c,a,b) -> where(c,b,a)
   # a round trip through an int dtype that holds every value of x (weakint holds all) is no cast at all
-  (UPat(Ops.CAST, _INTS, (UPat(Ops.CAST, _INTS, (UPat.var("x", _INTS),), name="mid"),), name="u"), lambda u, mid, x: x.cast(u.dtype) if _holds(mid.dtype, x) else None),
+  (UPat(Ops.CAST, _INTS, (UPat(Ops.CAST, _INTS, (UPat.var("x", _INTS),), name="mid"),), name="u"),
+   lambda u, mid, x: x.cast(u.dtype) if _holds(mid.dtype, x) else None),
 ])
 
 def _where_pick(u:UOp, c:UOp, a:UOp, d:UOp) -> UOp|None: return _same_shape(u, c.alu(Ops.WHERE, a, d))

@@ -94,7 +94,7 @@ def _compile(p:UPat) -> Callable:
     perms = [tuple(pp) for pp in itertools.permutations(src)] if n <= 4 else [tuple(src)]
     def match_src(u, b):
       if len(u.src) != n: return []
-      return [r for pp in perms for r in _fold(pp, u.src, b)]
+      return _dedup([r for pp in perms for r in _fold(pp, u.src, b)])
   else:
     n, any_len = len(src), p.allow_any_len
     def match_src(u, b):
@@ -113,8 +113,11 @@ def _fold(pats:tuple, srcs:tuple, b:dict) -> list[dict]:
   for pat, s in zip(pats, srcs):
     res = [r2 for r in res for r2 in pat.match(s, r)]
     if not res: return res
+  return _dedup(res)
+
+def _dedup(res:list[dict]) -> list[dict]:
   # permutations of identical sources can produce the same binding twice; keep one
-  return res if len(res) < 2 else list({tuple((k, id(v)) for k, v in r.items()): r for r in res}.values())
+  return res if len(res) < 2 else list({tuple(sorted((k, id(v)) for k, v in r.items())): r for r in res}.values())
 
 class PatternMatcher:
   """rules tried in order; the first whose pattern matches and whose callback returns a UOp wins. Matchers compose with +."""

