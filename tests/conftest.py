@@ -3,6 +3,8 @@ import faulthandler, os, pathlib, shutil, sys, tempfile, threading
 import pytest
 
 TIMEOUT = float(os.environ.get("TEST_TIMEOUT", "300"))
+# every node built and every graph rewritten in the suite is checked against the IR spec (set before tinygrad is imported)
+os.environ.setdefault("SPEC", "2")
 _config, _backstop = None, None
 
 def pytest_configure(config):
