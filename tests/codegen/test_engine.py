@@ -35,3 +35,19 @@ def test_cpu_c_without_compiler_names_what_it_searched(tmp_path):
                        capture_output=True, text=True, env=env, cwd=str(tmp_path))
   assert out.returncode != 0
   assert "gcc" in out.stderr and "CPU:LLVM" in out.stderr
+
+def test_estimates_mark_unknown_trip_counts():
+  from tinygrad.codegen import get_program
+  from tinygrad.renderer.cstyle import ClangRenderer
+  from tinygrad.uop.ops import UOp, KernelInfo
+  from tinygrad.dtype import dtypes, AddrSpace
+  out = UOp.param(0, dtypes.int, (8,))
+  r = UOp.range(8, 0)
+  bounded = get_program(out[r].store(r.cast(dtypes.int) * 2).end(r).sink(arg=KernelInfo(name="k")), ClangRenderer())
+  assert bounded.exact and bounded.ops >= 8 and bounded.mem == 8 * 4
+  l, i = UOp.loop(0), UOp.placeholder((1,), dtypes.int, 0, addrspace=AddrSpace.REG)
+  i = i.after(i[0].store(0))
+  inc = i.after(l)[0].load() + 1
+  i = i.after(i[0].store(inc).end(l, inc < 10))
+  looped = get_program(out[0].store(i[0].load()).sink(arg=KernelInfo(name="l")), ClangRenderer())
+  assert not looped.exact

@@ -17,16 +17,20 @@ class ProgramSpec:
   vars: tuple[str, ...]          # then one int argument per variable, sorted by name
   ops: int                       # estimated ALU ops per run (loops with constant bounds counted fully)
   mem: int                       # estimated bytes loaded and stored per run
+  exact: bool                    # False when a loop's trip count is unknown (bound-less or symbolic): ops/mem count it once
 
-def _estimates(lin:list[UOp]) -> tuple[int, int]:
-  ops, mem, mult = 0, 0, [1]
+def _estimates(lin:list[UOp]) -> tuple[int, int, bool]:
+  ops, mem, mult, exact = 0, 0, [1], True
   for u in lin:
-    if u.op is Ops.RANGE: mult.append(mult[-1] * (u.src[0].arg if u.src and u.src[0].op is Ops.CONST else 1))
+    if u.op is Ops.RANGE:
+      known = bool(u.src) and u.src[0].op is Ops.CONST
+      mult.append(mult[-1] * (u.src[0].arg if known else 1))
+      exact = exact and known
     elif u.op is Ops.END: mult.pop()
     elif u.op in GroupOp.ALU: ops += mult[-1]
     elif u.op is Ops.LOAD: mem += mult[-1] * u.dtype.itemsize
     elif u.op is Ops.STORE: mem += mult[-1] * u.src[1].dtype.itemsize
-  return ops, mem
+  return ops, mem, exact
 
 def strip_after(lin:list[UOp]) -> list[UOp]:
   """renderers address the buffer itself: INDEX(AFTER(buf, ...), i) -> INDEX(buf, i). AFTER made two reads of one address

@@ -44,7 +44,7 @@ def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float
   if et is not None: GlobalCounters.time_sum_s += et
   if DEBUG >= 2:
     tm = f"{et*1e6:9.2f} us" if et is not None else " " * 12
-    gflops = f"{spec.ops/et*1e-9:9.2f} GFLOPS" if et else ""
+    gflops = f"{'>=' if not spec.exact else ''}{spec.ops/et*1e-9:.2f} GFLOPS" if et else ""  # unknown trip counts: a lower bound
     print(f"{colored(f'*** {device:7s}', 'magenta')} {GlobalCounters.kernel_count:4d} {spec.name:30s} {tm} {gflops}")
   return et
 
