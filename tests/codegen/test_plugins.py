@@ -85,6 +85,12 @@ def test_strict_plugins(plugins, monkeypatch):
   assert isinstance(e.value.__cause__, ModuleNotFoundError)
   with pytest.raises(PluginError, match="2.0"): plugins.register(make_plugin((2, 0)), name="future")
 
+def test_wrong_spec_type_refused(plugins):
+  plugins.register(make_plugin(devices=[("CPU", "tinygrad.runtime.ops_cpu", "CPUDevice")]), name="tuples")
+  plugins.register(make_plugin(renderers=[dev("CPU")]), name="swapped")
+  for f in plugins.registry().failures: assert "where a DeviceSpec/RendererSpec was expected" in str(f.error), f
+  assert len(plugins.registry().failures) == 2
+
 def test_device_clash_refused(plugins):
   plugins.register(make_plugin(devices=[dev("CPU")]), name="a", distribution="tg-a")
   plugins.register(make_plugin(devices=[dev("CPU")]), name="b", distribution="tg-b")

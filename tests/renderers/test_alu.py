@@ -184,3 +184,11 @@ def test_consts(target, dt):
   want = to_np(vals, dt) if dtypes.is_float(dt) else np.array(vals, NP[dt])
   if dtypes.is_float(dt): np.testing.assert_array_equal(np.signbit(as_float(got, dt)), np.signbit(as_float(want, dt)))
   np.testing.assert_array_equal(as_float(got, dt) if dtypes.is_float(dt) else got, as_float(want, dt) if dtypes.is_float(dt) else want)
+
+# *** ops a target has for ints only: refused on floats with the op's name, never miscompiled or rendered as invalid source ***
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t != "PYTHON"])
+@pytest.mark.parametrize("op", [Ops.CDIV, Ops.CMOD])
+def test_int_only_ops_refuse_floats(target, op):
+  with pytest.raises(RuntimeError, match=f"cannot render {op} on dtypes.float operands"):
+    run(target, elementwise(op, dtypes.float32, 4), *[np.zeros(4, np.float32)]*3)

@@ -73,7 +73,7 @@ def t_(dt): return Tensor.empty(2, dtype=dt)
   (lambda: i32(2) / 2, dtypes.float32), (lambda: i32(2) // 2, dtypes.int32), (lambda: i32(2) < 1.5, dtypes.bool),
   (lambda: i32(2) == i32(2), dtypes.bool), (lambda: (i32(2) > 0).where(1, 2), dtypes.int32), (lambda: (i32(2) > 0).where(1.0, 2), dtypes.float32),
   (lambda: (i32(2) > 0).where(i32(2), 0.5), dtypes.float32), (lambda: t_(dtypes.int8).sum(), dtypes.int32),
-  (lambda: t_(dtypes.uint8).sum(), dtypes.uint32), (lambda: t_(dtypes.bool).sum(), dtypes.int32), (lambda: t_(dtypes.float16).sum(), dtypes.float32),
+  (lambda: t_(dtypes.uint8).sum(), dtypes.uint32), (lambda: t_(dtypes.bool).sum(), dtypes.int32), (lambda: t_(dtypes.float16).sum(), dtypes.float16),
   (lambda: i32(2).mean(), dtypes.float32), (lambda: t_(dtypes.float16).mean(), dtypes.float16), (lambda: i32(2).max(), dtypes.int32),
   (lambda: i32(2).argmax(), dtypes.int32), (lambda: i32(2).exp(), dtypes.float32), (lambda: t_(dtypes.int8) @ t_(dtypes.int8), dtypes.int8),
   (lambda: t_(dtypes.float16) @ t_(dtypes.float16), dtypes.float16), (lambda: i32(2).cat(t_(dtypes.float32)), dtypes.float32),

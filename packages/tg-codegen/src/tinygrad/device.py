@@ -1,6 +1,7 @@
 import importlib, os
 from typing import Any
 from tinygrad.plugins.spec import DeviceError, DeviceSpec, RendererSpec
+from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, Compiler, Compiled, CompileError  # noqa: F401  (re-exported)
 
 # *** Device registry: device names -> instances of classes that plugins name, imported and opened on first use ***
 
@@ -12,18 +13,17 @@ class _Device:
     if (r := registry()) is not self._reg: self._reg, self._opened, self._default, self._requested = r, {}, None, {}
     return r
 
-  @staticmethod
-  def canonicalize(name:str) -> str:
-    """"cpu" -> "CPU", "cpu:1" -> "CPU:1", "CPU:0" -> "CPU": the name devices are cached and constructed under."""
+  def canonicalize(self, name:str|None) -> str:
+    """"cpu" -> "CPU", "cpu:1" -> "CPU:1", "CPU:0" -> "CPU", None -> DEFAULT: the name devices are cached and constructed under."""
+    if name is None: return self.DEFAULT
     base, sep, idx = name.partition(":")
     return base.upper() + ("" if idx in ("", "0") else sep + idx)
 
-  @staticmethod
-  def parse(spec:str) -> tuple[str, str|None, str|None]:
+  def parse(self, spec:str) -> tuple[str, str|None, str|None]:
     """DEV syntax NAME[:INDEX][:RENDERER[:ARCH]] -> (canonical device, renderer or None, arch or None)."""
     parts = spec.split(":")
     dev, rest = (parts[0] + ":" + parts[1], parts[2:]) if len(parts) > 1 and parts[1].isdigit() else (parts[0], parts[1:])
-    return _Device.canonicalize(dev), rest[0].upper() if rest else None, rest[1] if len(rest) > 1 else None
+    return self.canonicalize(dev), rest[0].upper() if rest else None, rest[1] if len(rest) > 1 else None
 
   def __getitem__(self, name:str) -> Any:
     full = self.canonicalize(name)
@@ -82,4 +82,3 @@ class _Device:
     return [s.name for s in self.installed() if reg.probe(s.name)[0]]
 
 Device = _Device()
-from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, Compiler, Compiled, CompileError  # noqa: E402

@@ -23,4 +23,4 @@ def __getattr__(name:str):
   globals()[name] = val = getattr(m, name)
   return val
 
-def __dir__(): return sorted(list(globals()) + __all__)
+def __dir__(): return sorted(set(globals()) | set(__all__))  # a public name used once is in both

@@ -5,13 +5,10 @@ import functools, math, struct, time
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, dtypes, to_dtype
+from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
 from tinygrad.device import Device
-
-def _canonical(device:str|None) -> str:
-  return Device.canonicalize(device) if device is not None else Device.DEFAULT
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same"""
@@ -59,9 +56,9 @@ class Tensor(OpMixin):
     self.requires_grad, self.grad = requires_grad, None
     if isinstance(data, UOp):
       if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
-      uop = data if device is None or data.device == _canonical(device) else data.copy_to_device(_canonical(device))
+      uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
     elif data is None or isinstance(data, (bool, int, float, list, tuple)):
-      dev = _canonical(device)
+      dev = Device.canonicalize(device)
       if isinstance(data, (bool, int, float)): uop = UOp.const(dtype or dtypes.strong(dtypes.from_py(data)), data, dev)
       else:
         shape, flat = _nested([] if data is None else data)
@@ -70,13 +67,14 @@ class Tensor(OpMixin):
     elif isinstance(data, (bytes, bytearray)):
       dt = dtype or dtypes.uint8
       if len(data) % dt.itemsize: raise ValueError(f"{len(data)} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
-      uop = _buffer_from(_canonical(device), dt, (len(data)//dt.itemsize,), bytes(data))
+      uop = _buffer_from(Device.canonicalize(device), dt, (len(data)//dt.itemsize,), bytes(data))
     elif type(data).__module__ == "numpy":  # ndarray or numpy scalar; numpy is imported only by whoever made it
       import numpy as np
       arr = np.asarray(data)
       dt = dtype or _from_np_dtype(arr.dtype)
       mid = dt if dt.fmt is not None else dtypes.float32  # numpy has no bfloat16/fp8: go through float32
-      uop = _buffer_from(_canonical(device), mid, arr.shape, arr.astype(np.dtype(mid.fmt), copy=False).tobytes()).cast(dt)  # tobytes: row-major
+      raw = arr.astype(np.dtype(mid.fmt), copy=False).tobytes()  # row-major
+      uop = _buffer_from(Device.canonicalize(device), mid, arr.shape, raw).cast(dt)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
     self.uop: UOp = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
@@ -125,13 +123,13 @@ class Tensor(OpMixin):
   @_creates
   def empty(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     """uninitialised memory: a fresh buffer, allocated when first used"""
-    shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
-    return Tensor(UOp.new_buffer(_canonical(device), prod(shape), dt).reshape(shape))
+    shape, dt, dev = _shape_arg(shape), to_dtype(dtype or dtypes.default_float), Device.canonicalize(device)
+    return Tensor(UOp.new_buffer(dev, prod(shape), dt).reshape(shape) if prod(shape) else _no_elements(dev, dt, shape))
   @staticmethod
   @_creates
-  def full(shape, fill_value, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+  def full(shape, fill_value, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
     shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
-    return Tensor(UOp.const(dt, fill_value, _canonical(device))).reshape((1,)*len(shape)).expand(shape)
+    return Tensor(UOp.const(dt, fill_value, Device.canonicalize(device))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
@@ -142,7 +140,7 @@ class Tensor(OpMixin):
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
   @_creates
-  def arange(start, stop=None, step=1, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+  def arange(start, stop=None, step=1, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
     """like numpy: values start + i*step for i < ceil((stop-start)/step)"""
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must not be 0")
@@ -152,14 +150,15 @@ class Tensor(OpMixin):
     return (Tensor(0, device, acc)._arange(n, acc) * step + start).cast(dt)
   @staticmethod
   @_creates
-  def linspace(start, stop, steps:int, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+  def linspace(start, stop, steps:int, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
     dt = to_dtype(dtype or dtypes.default_float)
     if steps == 1: return Tensor([start], device, dt)
-    return (Tensor.arange(steps, device=device, dtype=dtypes.float32) * ((stop - start) / max(steps - 1, 1)) + start).cast(dt)
+    acc = least_upper_dtype(dt, dtypes.float32)  # float64 steps in float64, everything else in float32
+    return (Tensor.arange(steps, device=device, dtype=acc) * ((stop - start) / (steps - 1)) + start).cast(dt)
   @staticmethod
   @_creates
-  def eye(n:int, m:int|None=None, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+  def eye(n:int, m:int|None=None, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
     x = Tensor(0, device)
     return x._arange(n).reshape(n, 1).eq(x._arange(n if m is None else m)).cast(to_dtype(dtype or dtypes.default_float))
 
@@ -227,7 +226,7 @@ class Tensor(OpMixin):
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
   def to(self, device:str|None) -> Tensor:
-    return self if (dev := _canonical(device)) == self.device else Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+    return self if (dev := Device.canonicalize(device)) == self.device else Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
   def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:
     """fxn gets one PARAM per tensor and returns a SINK (arg: KernelInfo) that writes them; the results read the written buffers"""
     ts = (self,) + lst
@@ -241,8 +240,8 @@ class Tensor(OpMixin):
     while u.op is Ops.RESHAPE: u = u.src[0]
     return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
   def realize(self, *lst:Tensor) -> Tensor:
-    """run everything self (and lst) need, together; each tensor then points at its buffer"""
-    if todo := [t for t in (self,) + lst if not t._is_buffer()]:
+    """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none)"""
+    if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import realize_uops
       for t, u in zip(todo, realize_uops([t.uop for t in todo])): t.uop = u
     return self
@@ -278,9 +277,14 @@ class Tensor(OpMixin):
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.shape)
 
+def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
+  """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""
+  return UOp.const(dtype, 0, device).reshape((1,)*len(shape)).expand(shape)
+
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""
   if not all_int(shape): raise ValueError(f"data needs a concrete shape, got {shape}")
+  if not prod(shape): return _no_elements(device, dtype, shape)
   if dtype.fmt is None:  # struct has no bfloat16/fp8: raw bytes go in as same-size uints, values as float32, converted lazily
     if isinstance(data, bytes): return _buffer_from(device, {1: dtypes.uint8, 2: dtypes.uint16}[dtype.itemsize], shape, data).bitcast(dtype)
     return _buffer_from(device, dtypes.float32, shape, data).cast(dtype)

@@ -74,10 +74,11 @@ class Registry:
       self.pm.register(obj, name=name)
       self.pm.check_pending()  # a misspelt hook name is an error, not a silently ignored function
       api = check_api_version(self._call(obj, "tg_plugin_api_version"), who, dist)
-      devs = [replace(d, name=d.name.upper(), distribution=d.distribution or dist) for d in self._call(obj, "tg_devices") or []]
-      rens = [replace(r, device=r.device.upper(), name=r.name.upper()) for r in self._call(obj, "tg_renderers") or []]
+      devs, rens = self._call(obj, "tg_devices") or [], self._call(obj, "tg_renderers") or []
       if bad := [x for x in devs if not isinstance(x, DeviceSpec)] + [x for x in rens if not isinstance(x, RendererSpec)]:
         raise PluginError(f"{who} returned {bad[0]!r} where a DeviceSpec/RendererSpec was expected")
+      devs = [replace(d, name=d.name.upper(), distribution=d.distribution or dist) for d in devs]
+      rens = [replace(r, device=r.device.upper(), name=r.name.upper()) for r in rens]
       if clash := [d.name for d in devs if d.name in self.devices]:
         raise PluginError(f"{who} provides {clash[0]}, already provided by {self.devices[clash[0]].distribution or 'another plugin'}")
     except Exception as e:

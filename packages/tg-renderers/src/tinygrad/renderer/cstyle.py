@@ -73,6 +73,8 @@ class CStyleLanguage(Renderer):
   # C repeats these operands, so an operand must be a variable, not an inlined expression (that would grow exponentially)
   repeats_operands = {Ops.MAX}
   exact_ops = {Ops.NEG, Ops.MAX, Ops.WHERE, Ops.TRUNC}  # need no rounding back to an emulated dtype
+  # C has these for ints only: on floats / would divide exactly and the others would not compile
+  int_ops = {Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}
 
   def value_type(self, dt:DType) -> str: return "float" if dt in self.emulated else self.ctype(dt)
   def storage_type(self, dt:DType) -> str: return "unsigned short" if dt in self.emulated else self.ctype(dt)
@@ -106,7 +108,8 @@ class CStyleLanguage(Renderer):
     return f"((union {{ {self.ctype(src)} a; {self.ctype(dst)} b; }}){{.a = {x}}}).b"  # C reads a union through another member as a bitcast
 
   def render_alu(self, op:Ops, srcs:list[str], u:UOp) -> str:
-    if (fn := self.code_for_op.get(op)) is None: raise RuntimeError(f"{type(self).__name__} cannot render {op} (on {u.dtype}): lower it first")
+    if (fn := self.code_for_op.get(op)) is None or (op in self.int_ops and dtypes.is_float(u.src[0].dtype)):
+      raise RuntimeError(f"{type(self).__name__} cannot render {op} on {u.src[0].dtype} operands: lower it first")
     ret = fn(*srcs, dt=u.src[-1].dtype)
     if u.dtype in self.emulated and op not in self.exact_ops: return f"{self.emulated[u.dtype][2]}({strip_parens(ret)})"
     # C computes narrow ints as int: wrap back to the dtype so later comparisons and shifts see the same bits as other targets

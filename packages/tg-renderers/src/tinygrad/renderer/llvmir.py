@@ -28,11 +28,11 @@ def render_const(x, dt:DType) -> str:
   return str(x - (1 << bits) if x >= 1 << (bits - 1) else x)  # two's complement: unsigned constants as their signed bit pattern
 
 def _by_kind(f:str|None, s:str|None, u:str|None=None, b:str|None=None) -> Callable:
-  """one instruction chosen by the operands' kind: float, signed int, unsigned int (default: signed) or bool (default: unsigned)"""
+  """one instruction chosen by the operands' kind: float, signed int, unsigned int (default: signed) or bool (default: unsigned);
+  None where that kind has none"""
   def fn(d, *a, dt):
     ins = f if dtypes.is_float(dt) else (b or u or s) if dt is dtypes.bool else (u or s) if dtypes.is_unsigned(dt) else s
-    if ins is None: raise RuntimeError(f"LLVMRenderer: no instruction for {dt} operands")
-    return [f"{d} = {ins} {ltype(dt)} {', '.join(a)}"]
+    return None if ins is None else [f"{d} = {ins} {ltype(dt)} {', '.join(a)}"]
   return fn
 def _intrinsic(name:str) -> Callable:
   def fn(d, *a, dt):
@@ -258,11 +258,10 @@ class LLVMRenderer(Renderer):
         if isinstance(out, str): r[u] = out
         else: body += [f"  {x}" for x in out]; r[u] = d
       elif op in GroupOp.ALU:
-        if (fn := self.code_for_op.get(op)) is None: raise RuntimeError(f"LLVMRenderer cannot render {op} (on {u.dtype}): lower it first")
-        if u.dtype in _EMULATED and op not in self.exact_ops:
-          body += [f"  {x}" for x in fn(f"{d}.u", *[r[s] for s in src], dt=src[-1].dtype)]
-          body.append(f"  {d} = call float {_EMULATED[u.dtype][2]}(float {d}.u)")
-        else: body += [f"  {x}" for x in fn(d, *[r[s] for s in src], dt=src[-1].dtype)]
+        rounds = u.dtype in _EMULATED and op not in self.exact_ops  # computed in float, then rounded to 16 bits
+        if (fn := self.code_for_op.get(op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[r[s] for s in src], dt=src[-1].dtype)) is None:
+          raise RuntimeError(f"LLVMRenderer cannot render {op} on {src[-1].dtype} operands: lower it first")
+        body += [f"  {x}" for x in lines] + ([f"  {d} = call float {_EMULATED[u.dtype][2]}(float {d}.u)"] if rounds else [])
         r[u] = d
       else: raise RuntimeError(f"LLVMRenderer cannot render {op} in a linear program")
     params, variables = param_order(uops)

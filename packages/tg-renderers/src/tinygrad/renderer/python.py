@@ -8,6 +8,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, truncate
 from tinygrad.helpers import cdiv, cmod, prod
 from tinygrad.renderer import Renderer
+from tinygrad.renderer.linear import SKIP
 
 def _fdiv(a:float, b:float) -> float:
   if b != 0: return a / b
@@ -63,9 +64,9 @@ def _arg(u:UOp):
   if u.op is Ops.SPECIAL: return u.arg
   return None
 
-# what the emulator runs besides the ALU ops
-_RUNS = {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD, Ops.STORE,
-         Ops.CAST, Ops.BITCAST, Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER}
+# what the emulator runs besides the ALU ops (SKIP: structure it steps over)
+_RUNS = SKIP | {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD,
+                Ops.STORE, Ops.CAST, Ops.BITCAST}
 
 _DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
 

@@ -4,6 +4,8 @@ from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
 
+_ROUNDING = {"trunc": Ops.CDIV, "floor": Ops.FLOORDIV}  # div's rounding_mode -> the int op
+
 class ElementwiseMixin:
   # *** python scalars and dtype promotion ***
   def ufix(self, x:Any):
@@ -33,23 +35,40 @@ class ElementwiseMixin:
   def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
   def __neg__(self): return self.logical_not() if self.dtype is dtypes.bool else self.alu(Ops.NEG)
   def __truediv__(self, x): return self.div(x)
-  def __rtruediv__(self, x): return self.ufix(x).div(self)
-  def div(self, x, reverse=False):
+  def __rtruediv__(self, x): return self.div(x, True)
+  def div(self, x, reverse=False, rounding_mode:str|None=None):
+    """true division (ints give default_float); rounding_mode "trunc" (toward 0) or "floor" (python's //) keeps int dtypes"""
+    if rounding_mode not in (None, *_ROUNDING): raise ValueError(f"div rounding_mode must be 'trunc', 'floor' or None, not {rounding_mode!r}")
     a, b = self._broadcasted(x, reverse)
+    if rounding_mode is not None and not dtypes.is_float(a.dtype): return a.alu(_ROUNDING[rounding_mode], b)
     if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
-    return a.alu(Ops.MUL, b.alu(Ops.RECIPROCAL))
-  def __floordiv__(self, x): return self._binop(Ops.FLOORDIV, x, False)
-  def __rfloordiv__(self, x): return self._binop(Ops.FLOORDIV, x, True)
-  def __mod__(self, x): return self._binop(Ops.FLOORMOD, x, False)
-  def __rmod__(self, x): return self._binop(Ops.FLOORMOD, x, True)
+    d = a.alu(Ops.MUL, b.alu(Ops.RECIPROCAL))
+    return d if rounding_mode is None else d.trunc() if rounding_mode == "trunc" else d.floor()
+  def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
+  def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
+  def mod(self, x, reverse=False):
+    """python's %: the remainder takes the divisor's sign"""
+    a, b = self._broadcasted(x, reverse)
+    return a.alu(Ops.FLOORMOD, b) if not dtypes.is_float(a.dtype) else a - a.div(b, rounding_mode="floor") * b
+  def __mod__(self, x): return self.mod(x)
+  def __rmod__(self, x): return self.mod(x, True)
   def __pow__(self, x): return self.pow(x)
-  def __rpow__(self, x): return self.ufix(x).pow(self)
-  def pow(self, x):
-    a, b = self._broadcasted(x)
+  def __rpow__(self, x): return self.pow(x, True)
+  def pow(self, x, reverse=False):
+    # kernels have POW for floats only: an int to a constant power is squarings and products
+    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x >= 0 and not dtypes.is_float(self.dtype):
+      if x <= 1: return self if x == 1 else self * 0 + 1
+      half = self.pow(x // 2)
+      return half * half * self if x % 2 else half * half
+    a, b = self._broadcasted(x, reverse)
     return a.alu(Ops.POW, b)
   def maximum(self, x): return self._binop(Ops.MAX, x, False)
-  def minimum(self, x): return -((-self).maximum(-self.ufix(x))) if self.dtype is not dtypes.bool else self & x
-  def idiv(self, x): return self._binop(Ops.CDIV, x, False)
+  def minimum(self, x):
+    a, b = self._broadcasted(x)
+    return a._inverse().maximum(b._inverse())._inverse()
+  def _inverse(self):
+    """an order-reversing map that is its own inverse and cannot overflow: -x for floats, else ~x (-x-1 signed, max-x unsigned, not x bool)"""
+    return -self if dtypes.is_float(self.dtype) else ~self
 
   # *** bitwise (ints and bools only) ***
   def _bitop(self, op:Ops, x, reverse):
@@ -65,7 +84,7 @@ class ElementwiseMixin:
   def __lshift__(self, x): return self._bitop(Ops.SHL, x, False)
   def __rshift__(self, x): return self._bitop(Ops.SHR, x, False)
   def __invert__(self): return self.logical_not() if self.dtype is dtypes.bool else self ^ -1
-  def logical_not(self): return self.alu(Ops.CMPNE, self.const_like(True, dtypes.bool))
+  def logical_not(self): return (b := self.bool()).alu(Ops.CMPNE, b.const_like(True))
 
   # *** comparisons: always bool ***
   def __lt__(self, x): return self._binop(Ops.CMPLT, x, False)
@@ -87,9 +106,7 @@ class ElementwiseMixin:
     return self.alu(Ops.WHERE, x, y)
 
   # *** unary math ***
-  def _float_unary(self, op:Ops):
-    x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
-    return x.alu(op)
+  def _float_unary(self, op:Ops): return self._float_cast().alu(op)
   def exp2(self): return self._float_unary(Ops.EXP2)
   def log2(self): return self._float_unary(Ops.LOG2)
   def sin(self): return self._float_unary(Ops.SIN)
@@ -104,12 +121,14 @@ class ElementwiseMixin:
   def rsqrt(self): return self.sqrt().reciprocal()
   def square(self): return self * self
   def abs(self): return self if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool else (self < 0).where(-self, self)
-  def sign(self): return self.ne(0).where((self < 0).where(self.const_like(-1), self.const_like(1)), self.const_like(0))
+  def sign(self):
+    ret = self.ne(0).where((self < 0).where(self.const_like(-1), self.const_like(1)), self.const_like(0))
+    return self.isnan().where(self, ret) if dtypes.is_float(self.dtype) else ret  # sign(nan) is nan, like numpy and torch
   def relu(self): return (self > 0).where(self, self.const_like(0))
   def sigmoid(self): return (1 + (self * -1.4426950408889634).exp2()).reciprocal()
   def tanh(self): return 2.0 * (2.0 * self).sigmoid() - 1.0
-  def floor(self): return (t := self.trunc()).ne(self).logical_not().where(t, (self < t).where(t - 1, t)) if dtypes.is_float(self.dtype) else self
-  def ceil(self): return (t := self.trunc()).ne(self).logical_not().where(t, (self > t).where(t + 1, t)) if dtypes.is_float(self.dtype) else self
+  def floor(self): return (self < (t := self.trunc())).where(t - 1, t) if dtypes.is_float(self.dtype) else self
+  def ceil(self): return (self > (t := self.trunc())).where(t + 1, t) if dtypes.is_float(self.dtype) else self
   def round(self):  # half to even, like numpy and torch
     if not dtypes.is_float(self.dtype): return self
     f = self.floor()

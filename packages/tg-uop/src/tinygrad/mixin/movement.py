@@ -25,7 +25,10 @@ class MovementMixin:
   def reshape(self, shape, *args):
     new = tuple(s if s is not None else self.shape[i] for i, s in enumerate(_argfix(shape, *args)))
     if (c := sum(1 for s in new if isinstance(s, int) and s == -1)) > 1: raise ValueError(f"only one -1 is allowed in reshape {new}")
-    if c: new = tuple(-prod(self.shape) // prod(new) if isinstance(s, int) and s == -1 else s for s in new)
+    if c:
+      if (known := prod(s for s in new if not (isinstance(s, int) and s == -1))) == 0:
+        raise ValueError(f"cannot reshape shape {tuple(self.shape)} to {new}: the -1 is ambiguous next to a size 0")
+      new = tuple(prod(self.shape) // known if isinstance(s, int) and s == -1 else s for s in new)
     if any(isinstance(s, int) and s < 0 for s in new): raise ValueError(f"negative size in reshape {new}")
     if all_int(self.shape) and all_int(new) and prod(self.shape) != prod(new):
       raise ValueError(f"cannot reshape shape {self.shape} (size {prod(self.shape)}) to {new} (size {prod(new)})")
@@ -33,11 +36,11 @@ class MovementMixin:
   def expand(self, shape, *args):
     new = _argfix(shape, *args)
     if len(new) < len(self.shape): raise ValueError(f"cannot expand {self.shape} to fewer dims {new}")
-    x = self.reshape((1,)*(len(new)-len(self.shape)) + tuple(self.shape)) if len(new) > len(self.shape) else self
-    new = tuple(s if not (isinstance(n, int) and n == -1) else s for s, n in zip(x.shape, new)) if any(isinstance(n, int) and n == -1 for n in new) \
-      else new
-    for s, n in zip(x.shape, new):
-      if not (s is n or s == n or (isinstance(s, int) and s == 1)): raise ValueError(f"cannot expand {self.shape} to {new}")
+    x = self.reshape((1,)*(len(new)-len(self.shape)) + tuple(self.shape))
+    new = tuple(s if isinstance(n, int) and n == -1 else n for s, n in zip(x.shape, new))  # -1 keeps the size
+    for i, (s, n) in enumerate(zip(x.shape, new)):
+      if not (s is n or s == n or (isinstance(s, int) and s == 1)):
+        raise ValueError(f"cannot expand {tuple(self.shape)} to {new}: axis {i} has size {s}, and only size-1 axes expand")
     return x if new == tuple(x.shape) else x._mop(Ops.EXPAND, new)
   def permute(self, order, *args):
     order = tuple(self._resolve_dim(o) for o in _argfix(order, *args))
@@ -53,8 +56,7 @@ class MovementMixin:
     full = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
     for (b, e), s in zip(full, self.shape):
       if all_int((b, e, s)) and not 0 <= b <= e <= s: raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
-    return self if all(b == 0 and e is s or (isinstance(e, int) and e == s and b == 0) for (b, e), s in zip(full, self.shape)) \
-      else self._mop(Ops.SHRINK, full)
+    return self if all(b == 0 and e == s for (b, e), s in zip(full, self.shape)) else self._mop(Ops.SHRINK, full)
   def _pad(self, arg:tuple):
     """pad with zeros; arg is one (before, after) per axis"""
     if len(arg) != len(self.shape): raise ValueError(f"pad {arg} needs one (before, after) per axis of {self.shape}")
@@ -86,6 +88,7 @@ class MovementMixin:
   def expand_as(self, other:Any): return self.expand(other.shape)
   def repeat(self, repeats, *args):
     reps = _argfix(repeats, *args)
+    if len(reps) < len(self.shape): raise ValueError(f"repeat {reps} needs a count for each of the {len(self.shape)} axes of {tuple(self.shape)}")
     base = tuple(self.shape)
     x = self.reshape((1,)*(len(reps)-len(base)) + base)
     shp = tuple(x.shape)
@@ -125,7 +128,7 @@ class MovementMixin:
     return x.reshape(tuple(out))
 
   # *** padding with a value or a border mode ***
-  def pad(self, padding, value:float=0.0, mode:str="constant"):
+  def pad(self, padding, mode:str="constant", value:float=0.0):
     """torch-style flat padding (last axis first: (left, right, top, bottom, ...)) or one (before, after)/None per axis.
     Negative amounts crop. mode: constant (with `value`), reflect, replicate, circular."""
     nd = len(self.shape)
@@ -159,6 +162,7 @@ class MovementMixin:
   # *** joining ***
   def cat(self, *args, dim:int=0):
     """concatenate along dim: each piece is zero-padded to the full length and the pieces are summed"""
+    if not self.shape: raise ValueError("cat of 0-d tensors: there is no axis to join along; use stack")
     dim, xs = self._resolve_dim(dim), (self,) + args
     for t in args:
       if len(t.shape) != len(self.shape) or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):

@@ -1,57 +1,57 @@
 """Reductions shared by UOp and Tensor. A class using it provides: shape, dtype, _rop(op, axes) (keepdim result), and the elementwise and
 movement mixins."""
 from __future__ import annotations
+import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 
+# summed in sum_acc_dtype (float32) but answered in their own dtype, like numpy and upstream tinygrad
+_NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
+
 class ReduceMixin:
   def _axes(self, axis) -> tuple[int, ...]:
     if axis is None: return tuple(range(len(self.shape)))
-    return tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    axes = tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    return axes if self.shape else ()  # a 0-d tensor takes axis 0 or -1, like torch, and has nothing to reduce
   def _count(self, axis) -> int: return prod(self.shape[a] for a in set(self._axes(axis)))
   def _reduce(self, op:Ops, axis=None, keepdim=False):
     axes = self._axes(axis)
     ret = self._rop(op, tuple(sorted(set(axes))))
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
   def sum(self, axis=None, keepdim=False, dtype=None):
-    x = self.cast(dtype) if dtype is not None else self.cast(dtypes.sum_acc_dtype(self.dtype))
-    return x._reduce(Ops.ADD, axis, keepdim)
+    ret = self.cast(dtype or dtypes.sum_acc_dtype(self.dtype))._reduce(Ops.ADD, axis, keepdim)
+    return ret.cast(self.dtype) if dtype is None and self.dtype in _NARROW_FLOATS else ret
   def prod(self, axis=None, keepdim=False, dtype=None):
     x = self.cast(dtype) if dtype is not None else self.cast(dtypes.sum_acc_dtype(self.dtype))
     return x._reduce(Ops.MUL, axis, keepdim)
   def max(self, axis=None, keepdim=False): return self._reduce(Ops.MAX, axis, keepdim)
-  def min(self, axis=None, keepdim=False):
-    if dtypes.is_unsigned(self.dtype): return dtypes.max(self.dtype) - (dtypes.max(self.dtype) - self).max(axis, keepdim)
-    if self.dtype is dtypes.bool: return self.logical_not().max(axis, keepdim).logical_not()
-    return -((-self).max(axis, keepdim))
+  def min(self, axis=None, keepdim=False): return self._inverse().max(axis, keepdim)._inverse()
 
   # *** statistics: accumulate in sum_acc_dtype, answer in self's float dtype (ints give default_float) ***
   def mean(self, axis=None, keepdim=False):
     out = self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
-    return self.sum(axis, keepdim).div(self._count(axis)).cast(out)  # 0 elements: 0/0 is nan, like numpy
+    return self.sum(axis, keepdim, dtypes.sum_acc_dtype(self.dtype)).div(self._count(axis)).cast(out)  # 0 elements: 0/0 is nan, like numpy
   def var(self, axis=None, keepdim=False, correction=1):
     sq = (self - self.mean(axis, keepdim=True)).square()
-    return sq.sum(axis, keepdim).div(max(0, self._count(axis) - correction)).cast(sq.dtype)
+    return sq.sum(axis, keepdim, dtypes.sum_acc_dtype(sq.dtype)).div(max(0, self._count(axis) - correction)).cast(sq.dtype)
   def std(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction).sqrt()
 
   # *** boolean reductions ***
   def any(self, axis=None, keepdim=False): return self.bool().max(axis, keepdim)
   def all(self, axis=None, keepdim=False): return self.logical_not().any(axis, keepdim).logical_not()
 
-  # *** arg reductions: the first index of the extreme value, as int32 ***
+  # *** arg reductions: the first index of the extreme value (or of the first NaN, like numpy), as int32 ***
   def argmax(self, axis=None, keepdim=False):
-    if axis is None: return self.flatten().argmax(0).reshape((1,)*len(self.shape) if keepdim else ())
+    if axis is None or not self.shape: return self.flatten().argmax(0).reshape((1,)*len(self.shape) if keepdim else ())
     axis = self._resolve_dim(axis)
-    n = self.shape[axis]
+    if (n := self.shape[axis]) == 0: raise ValueError(f"argmax over the empty axis {axis} of shape {tuple(self.shape)}: there is no index to return")
     # n - i is largest for the first hit, so a max over it finds the first index
     rev = (self._arange(n) * -1 + n).reshape((n,) + (1,)*(len(self.shape)-axis-1))
     hit = self.eq(self.max(axis, keepdim=True))
+    if dtypes.is_float(self.dtype): hit = hit | self.isnan()  # a NaN wins MAX and equals nothing, itself included
     return (n - hit.where(rev, 0).max(axis, keepdim)).cast(dtypes.int32)
-  def argmin(self, axis=None, keepdim=False):
-    # an order-reversing map that cannot overflow: -x for floats, ~x for ints (~x == -x-1; max-x for unsigned)
-    inv = self.logical_not() if self.dtype is dtypes.bool else -self if dtypes.is_float(self.dtype) else ~self
-    return inv.argmax(axis, keepdim)
+  def argmin(self, axis=None, keepdim=False): return self._inverse().argmax(axis, keepdim)
 
   # *** softmax family: subtract the max first so exp never overflows ***
   def softmax(self, axis=-1, dtype=None):
@@ -65,16 +65,17 @@ class ReduceMixin:
   def logsumexp(self, axis=None, keepdim=False):
     x = self._float_cast()
     m = x.max(axis, keepdim=True)
+    m = m.abs().eq(math.inf).where(0, m)  # an infinite max would make x - m nan: shift by 0 there (torch's choice)
     ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
 
   # *** scans ***
   def cumsum(self, axis=0):
-    """running sum: row i of a sliding window over the zero-padded axis holds x[:i+1], summed (O(n^2) work, fused)"""
+    """running sum in sum's dtype: row i of a sliding window over the zero-padded axis holds x[:i+1], summed (O(n^2) work, fused)"""
     axis = self._resolve_dim(axis)
-    x = self.cast(dtypes.sum_acc_dtype(self.dtype)).transpose(axis, -1)
+    if not self.shape or self.shape[axis] == 0: return self.sum(())  # nothing to accumulate: a sum over no axes is self in sum's dtype
+    x = self.transpose(axis, -1)
     lead, n = tuple(x.shape[:-1]), x.shape[-1]
-    if n == 0: return x.transpose(axis, -1)
     # window i starts at i in copy i of the padded row, so rows of length 2n (one past a copy) step one further each row
     p = x._pad(((0, 0),)*len(lead) + ((n-1, 0),))
     w = p.repeat((1,)*len(lead) + (n,))._pad(((0, 0),)*len(lead) + ((0, n),)).reshape(lead + (n, 2*n))
