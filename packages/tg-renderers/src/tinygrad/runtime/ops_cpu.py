@@ -76,13 +76,18 @@ def find_cc() -> str:
   raise CompileError(f"DEV=CPU:C needs a C compiler, but none was found (searched {searched} on PATH={os.environ.get('PATH', '')!r}). "
                      "Install one (e.g. `apt install gcc`), point CC at one, or use the built-in LLVM: DEV=CPU:LLVM")
 
+def _host_cpu() -> str:
+  """what -march=native compiles for: binaries in a cache shared between machines must not cross CPU models"""
+  try: return next((l for l in pathlib.Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")), platform.machine()) + platform.processor()
+  except OSError: return platform.machine() + platform.processor()
+
 class ClangCompiler(Compiler):
   """C -> a shared object built by the system compiler. -fwrapv: ints wrap like the other targets; no contraction into fma"""
   flags = ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-march=native")
   def __init__(self):
     self.cc = find_cc()
     version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
-    super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {platform.machine()}'.encode()).hexdigest()[:16]}")
+    super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {_host_cpu()}'.encode()).hexdigest()[:16]}")
   def compile(self, src:str) -> bytes:
     with tempfile.TemporaryDirectory() as d:
       out = os.path.join(d, "kernel.so")
