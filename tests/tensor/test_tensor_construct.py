@@ -172,3 +172,11 @@ def test_uop_gets_the_mixins():
   assert x.cat(x, dim=1).shape == (4, 12) and x.stack(x).shape == (2, 4, 6)
   assert x.argmax(1).dtype is dtypes.int32 and x.mean().shape == () and x.softmax().shape == (4, 6) and x.cumsum(1).shape == (4, 6)
   assert x._arange(10).shape == (10,)
+
+def test_int_list_overflow_is_an_error():
+  import pytest
+  from tinygrad import Tensor, dtypes
+  with pytest.raises(OverflowError, match="int64"): Tensor([1, 2**40])
+  with pytest.raises(OverflowError, match="300 does not fit in dtypes.uchar"): Tensor([300], dtype=dtypes.uint8)
+  assert Tensor([2**40], dtype=dtypes.int64).tolist() == [2**40]
+  assert Tensor([-1], dtype=dtypes.int8).tolist() == [-1]

@@ -288,6 +288,9 @@ def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> U
   if dtype.fmt is None:  # struct has no bfloat16/fp8: raw bytes go in as same-size uints, values as float32, converted lazily
     if isinstance(data, bytes): return _buffer_from(device, {1: dtypes.uint8, 2: dtypes.uint16}[dtype.itemsize], shape, data).bitcast(dtype)
     return _buffer_from(device, dtypes.float32, shape, data).cast(dtype)
+  if not isinstance(data, bytes) and dtypes.is_int(dtype) and (bad := next((v for v in data if not dtype.min <= v <= dtype.max), None)) is not None:
+    # like numpy and torch: a python int that doesn't fit is an error, never a silent wraparound
+    raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
   raw = data if isinstance(data, bytes) else struct.pack(f"{len(data)}{dtype.fmt}", *[dtypes.as_const(v, dtype) for v in data])
   buf = UOp.new_buffer(device, prod(shape), dtype)
   if raw:
