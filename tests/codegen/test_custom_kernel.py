@@ -1,9 +1,12 @@
-"""Hand-written UOp kernels through Tensor.custom_kernel, including bound-less do-while loops (UOp.loop + END(body, loop, cond)),
-on every executing backend."""
+"""Hand-written UOp kernels: through Tensor.custom_kernel on every executing backend, including bound-less do-while loops
+(UOp.loop + END(body, loop, cond)), and straight through lowering and the linearizer."""
 import pytest
 from tinygrad import Tensor
+from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.codegen.lowering import rewrite_to_program
+from tinygrad.codegen.linearize import linearize
 
 def counter():
   i = UOp.placeholder((1,), dtypes.int, 0, addrspace=AddrSpace.REG)
@@ -54,3 +57,17 @@ def test_custom_elementwise_kernel(device):
   a, b = Tensor([1., 2., 3., 4.], device=device), Tensor([10., 20., 30., 40.], device=device)
   out = Tensor.custom_kernel(Tensor.empty(4, device=device), a, b, fxn=add_kernel)[0]
   np.testing.assert_allclose(out.numpy(), [11., 22., 33., 44.])
+
+def four_axis_sum(n:int) -> UOp:
+  # one reduce over 4 axes, its index terms each on another subset of them: {0,2}, {1,3}, {0,1,3}, {0,2,3}
+  out, a = UOp.param(0, dtypes.float, (1,)), UOp.param(1, dtypes.float, (n**3,))
+  r0, r1, r2, r3 = rs = [UOp.range(n, i, AxisType.REDUCE) for i in range(4)]
+  i02, i13 = r0*n + r2, r1*n + r3
+  val = a[i02].load() + a[i13].load() + a[i13 + r0*n*n].load() + a[i02*n + r3].load()
+  return out[0].store(val.reduce(*rs, op=Ops.ADD)).sink(arg=KernelInfo(name="four_axis_sum"))
+
+def test_loop_nesting_ignores_visit_order():
+  # the linearizer visits groups of ranges in set order (object ids): fresh graphs give other orders, and the nesting must not change
+  # (it once ranked ranges by state built up along the way, and every few graphs nested two loops both ways)
+  keep = [rewrite_to_program(four_axis_sum(n)) for n in range(2, 52)]
+  for sink in keep: assert [u.arg[0] for u in linearize(sink) if u.op is Ops.RANGE] == [0, 1, 2, 3]

@@ -50,6 +50,9 @@ def strip_after(lin:list[UOp]) -> list[UOp]:
 def get_program(ast:UOp, renderer) -> ProgramSpec:
   if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
   lin = strip_after(linearize(rewrite_to_program(ast, renderer)))
+  # the engine passes buffers by slot: one whose reads all simplified away (where(c, a, a) -> a) is still an argument
+  used = set(lin)
+  lin = [u for u in ast.toposort() if u.op is Ops.PARAM and u not in used] + lin
   name = to_function_name(ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel")
   src = renderer.render(name, lin)
   if DEBUG >= 4: print(src)

@@ -20,18 +20,23 @@ def _nesting(sink:UOp, opn:dict[UOp, frozenset]) -> dict[UOp, set]:
     if u.op is Ops.END:
       for r in u.ended_ranges: outer[r] |= opn[u]
     if u.op is Ops.RANGE: outer[u] |= opn[u] - {u}
-  def key(r): return (len(outer[r]), r.arg[0])
+  # one global order that every chain follows (evidence first, then axis id): ordered per group, the nesting could depend on which group
+  # came first and end up cyclic
+  rank: dict[UOp, int] = {}
+  while len(rank) < len(rngs):
+    if not (free := [r for r in rngs if r not in rank and outer[r] <= rank.keys()]):
+      bad = sorted(r.arg for r in rngs if r not in rank)
+      raise RuntimeError(f"loops nest both ways around ranges {bad}: the kernel's END/AFTER structure is inconsistent")
+    rank[min(free, key=lambda r: r.arg[0])] = len(rank)
   for _ in range(len(rngs) + 2):
     changed = False
     groups = {frozenset(s) for s in opn.values() if len(s) > 1} | {frozenset(outer[r] | {r}) for r in rngs}
     for g in groups:
-      chain = sorted(g, key=key)
+      chain = sorted(g, key=rank.__getitem__)
       for i, r in enumerate(chain):
         new = outer[r] | set(chain[:i]) | set().union(*(outer[q] for q in chain[:i]))
         if new != outer[r]: outer[r], changed = new, True
     if not changed: break
-  for r in rngs:
-    if r in outer[r]: raise RuntimeError(f"loops nest both ways around range {r.arg}: the kernel's END/AFTER structure is inconsistent")
   return outer
 
 def _split_ends(sink:UOp, outer:dict[UOp, set]) -> UOp:

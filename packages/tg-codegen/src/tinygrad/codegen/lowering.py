@@ -57,6 +57,13 @@ def _floormod(a:UOp, b:UOp) -> UOp:
   fix = r.alu(Ops.CMPNE, r.const_like(0)) & (r < 0).alu(Ops.CMPNE, b < 0)
   return fix.where(r + b, r)
 
+def _nonzero_divisor(d:UOp, a:UOp, b:UOp) -> UOp|None:
+  """an int divisor that may be 0 is 1 there instead: x/0 traps on x86, and a kernel's padding divides what its gated loads read (0)
+  before a WHERE throws the quotient away"""
+  if dtypes.is_float(b.dtype) or b.vmin > 0 or b.vmax < 0: return None
+  if b.op is Ops.WHERE and b.src == (b.src[1].alu(Ops.CMPNE, b.const_like(0)), b.src[1], b.const_like(1)): return None  # guarded already
+  return d.replace(src=(a, b.alu(Ops.CMPNE, b.const_like(0)).where(b, b.const_like(1))))
+
 def _pow(a:UOp, b:UOp) -> UOp:
   if not dtypes.is_float(a.dtype):
     raise RuntimeError(f"POW of {a.dtype} is not supported in kernels; cast to a float dtype first")
@@ -73,6 +80,7 @@ pm_decompose = PatternMatcher([
   (UPat(Ops.INDEX, name="x"), _flatten_index),
   (UPat(Ops.FLOORDIV, src=(UPat.var("a"), UPat.var("b"))), _floordiv),
   (UPat(Ops.FLOORMOD, src=(UPat.var("a"), UPat.var("b"))), _floormod),
+  (UPat((Ops.CDIV, Ops.CMOD), src=(UPat.var("a"), UPat.var("b")), name="d"), _nonzero_divisor),
   (UPat(Ops.POW, src=(UPat.var("a"), UPat.var("b"))), _pow),
   # an ungated load whose gate folded to True
   (UPat(Ops.LOAD, src=(UPat.var("i"), UPat(), UPat.const(dtypes.bool, True))), lambda i: i.load()),
