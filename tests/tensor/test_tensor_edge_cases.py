@@ -111,3 +111,12 @@ def test_upstream_positional_order(device):
 
 def test_linspace_float64_is_computed_in_float64(device):
   np.testing.assert_allclose(Tensor.linspace(0, 1, 7, dtypes.float64, device=device).numpy(), np.linspace(0, 1, 7), rtol=1e-14)
+
+def test_int_division_never_traps(device):
+  # x86 traps on x/0 and INT_MIN/-1; numpy gives 0 for x//0 and x%0, and the wrapped value for INT_MIN//-1
+  a = Tensor([-2**31, 7, -7, 5, 0], dtype=dtypes.int32, device=device)
+  b = Tensor([-1, -1, 2, 0, 0], dtype=dtypes.int32, device=device)
+  na, nb = np.array([-2**31, 7, -7, 5, 0], dtype=np.int32), np.array([-1, -1, 2, 0, 0], dtype=np.int32)
+  with np.errstate(divide="ignore", over="ignore"):
+    assert (a // b).tolist() == (na // nb).tolist()
+    assert (a % b).tolist() == (na % nb).tolist()

@@ -57,12 +57,19 @@ def _floormod(a:UOp, b:UOp) -> UOp:
   fix = r.alu(Ops.CMPNE, r.const_like(0)) & (r < 0).alu(Ops.CMPNE, b < 0)
   return fix.where(r + b, r)
 
-def _nonzero_divisor(d:UOp, a:UOp, b:UOp) -> UOp|None:
-  """an int divisor that may be 0 is 1 there instead: x/0 traps on x86, and a kernel's padding divides what its gated loads read (0)
-  before a WHERE throws the quotient away"""
-  if dtypes.is_float(b.dtype) or b.vmin > 0 or b.vmax < 0: return None
-  if b.op is Ops.WHERE and b.src == (b.src[1].alu(Ops.CMPNE, b.const_like(0)), b.src[1], b.const_like(1)): return None  # guarded already
-  return d.replace(src=(a, b.alu(Ops.CMPNE, b.const_like(0)).where(b, b.const_like(1))))
+def _safe_divisor(d:UOp, a:UOp, b:UOp) -> UOp|None:
+  """x86 traps on x/0 and on INT_MIN/-1, and a kernel's padding divides what its gated loads read (0) before a WHERE throws the
+  quotient away: such a divisor is 1 instead (INT_MIN/1 is the wrapped INT_MIN/-1, and x%1 == 0 == INT_MIN%-1). x/0 is 0, as in numpy."""
+  if not dtypes.is_int(b.dtype) or b.tag == "safe divisor": return None
+  zero = b.vmin <= 0 <= b.vmax
+  wrap = not dtypes.is_unsigned(b.dtype) and b.vmin <= -1 <= b.vmax and a.vmin <= dtypes.min(a.dtype)
+  if not (zero or wrap): return None
+  ok = b.alu(Ops.CMPNE, b.const_like(0)) if zero else None
+  if wrap:
+    not_wrap = (b.alu(Ops.CMPEQ, b.const_like(-1)) & a.alu(Ops.CMPEQ, a.const_like(dtypes.min(a.dtype)))).logical_not()
+    ok = not_wrap if ok is None else ok & not_wrap
+  ret = d.replace(src=(a, ok.where(b, b.const_like(1)).replace(tag="safe divisor")))
+  return b.alu(Ops.CMPNE, b.const_like(0)).where(ret, ret.const_like(0)) if zero and d.op is Ops.CDIV else ret
 
 def _pow(a:UOp, b:UOp) -> UOp:
   if not dtypes.is_float(a.dtype):
@@ -80,7 +87,7 @@ pm_decompose = PatternMatcher([
   (UPat(Ops.INDEX, name="x"), _flatten_index),
   (UPat(Ops.FLOORDIV, src=(UPat.var("a"), UPat.var("b"))), _floordiv),
   (UPat(Ops.FLOORMOD, src=(UPat.var("a"), UPat.var("b"))), _floormod),
-  (UPat((Ops.CDIV, Ops.CMOD), src=(UPat.var("a"), UPat.var("b")), name="d"), _nonzero_divisor),
+  (UPat((Ops.CDIV, Ops.CMOD), src=(UPat.var("a"), UPat.var("b")), name="d"), _safe_divisor),
   (UPat(Ops.POW, src=(UPat.var("a"), UPat.var("b"))), _pow),
   # an ungated load whose gate folded to True
   (UPat(Ops.LOAD, src=(UPat.var("i"), UPat(), UPat.const(dtypes.bool, True))), lambda i: i.load()),
