@@ -58,6 +58,97 @@ def test_var_cvar_const_any_and_dtype_sets():
   assert matches(either, c(1)) == [{"a": c(1)}] and matches(either, x) == [{"a": x}] and matches(either, x + 1) == []
   assert matches(UPat((Ops.ADD, Ops.MUL), name="o"), x * 2) and not matches(UPat({Ops.ADD, Ops.MUL}), x // 2)
 
+# *** the generated matchers: each special case against a node-by-node reference ***
+
+def neg(a): return UOp(Ops.NEG, a.dtype, (a,))
+def mul(a, b): return UOp(Ops.MUL, a.dtype, (a, b))
+
+def test_nested_permutations():
+  p = UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[UPat.var("a"), UPat.cvar("k")]), UPat.var("b")])
+  for e in (add(mul(x, c(2)), y), add(mul(c(2), x), y), add(y, mul(x, c(2))), add(y, mul(c(2), x))):
+    assert matches(p, e) == [{"a": x, "k": c(2), "b": y}]
+  assert matches(p, add(mul(x, y), y)) == [] and matches(p, add(x, y)) == []
+
+def test_repeated_name_across_permutation_branches():
+  p = UPat.var("x") + UPat(Ops.NEG, src=(UPat.var("x"),))
+  assert matches(p, add(x, neg(x))) == [{"x": x}] and matches(p, add(neg(x), x)) == [{"x": x}]
+  assert matches(p, add(y, neg(x))) == [] and matches(p, add(neg(x), y)) == []
+  # v binds to a different source in each order of the outer list; a binding made in an order that failed must not carry over
+  both = UPat(Ops.MUL, src=[UPat.var("v"), UPat(Ops.ADD, src=[UPat.var("v"), UPat.cvar("k")])])
+  assert matches(both, mul(add(c(1), x), x)) == [{"v": x, "k": c(1)}] and matches(both, mul(add(c(1), y), x)) == []
+  assert matches(both, mul(c(1), add(c(1), c(1)))) == [{"v": c(1), "k": c(1)}]  # one binding, though four orders match
+
+def test_arg_is_type_exact():
+  for arg, good, bad in ((1, c(1), [c(True, dtypes.bool), c(1.0, dtypes.float32)]), (0, c(0), [c(False, dtypes.bool), c(0.0, dtypes.float32)]),
+                         (False, c(False, dtypes.bool), [c(0)]), (1.0, c(1.0, dtypes.float32), [c(1), c(True, dtypes.bool)])):
+    assert matches(UPat(Ops.CONST, arg=arg), good) == [{}] and all(matches(UPat(Ops.CONST, arg=arg), b) == [] for b in bad)
+    nested = UPat(Ops.SINK, src=(UPat.var("a"), UPat(Ops.CONST, arg=arg)))
+    assert matches(nested, UOp.sink(x, good)) == [{"a": x}] and all(matches(nested, UOp.sink(x, b)) == [] for b in bad)
+  nan = c(float("nan"), dtypes.float32)
+  assert matches(UPat(Ops.CONST, arg=float("nan")), nan) == []  # compared with ==, like the arg of any other type
+
+def test_source_counts():
+  assert matches(UPat(Ops.SINK, src=(), allow_any_len=True), UOp.sink(x, y)) == [{}] and matches(UPat(Ops.SINK, src=()), UOp.sink(x)) == []
+  assert matches(UPat(Ops.SINK, src=()), UOp(Ops.SINK, dtypes.void, ())) == [{}]
+  assert matches(UPat(Ops.SINK, src=(UPat.var("a"), UPat.var("b")), allow_any_len=True), UOp.sink(x)) == []
+  # a list is always the full count, allow_any_len or not
+  assert matches(UPat(Ops.SINK, src=[UPat.var("a"), UPat.cvar("k")], allow_any_len=True), UOp.sink(x, c(1), y)) == []
+  five = [UPat.var(n) for n in "abcd"] + [UPat.cvar("k")]  # past four sources a list is tried in the order given only
+  assert matches(UPat(Ops.SINK, src=five), UOp.sink(x, y, x, y, c(1))) == [{"a": x, "b": y, "c": x, "d": y, "k": c(1)}]
+  assert matches(UPat(Ops.SINK, src=five), UOp.sink(c(1), x, y, x, y)) == []
+
+def test_early_reject():
+  p = UPat(Ops.CMPNE, src=[UPat(Ops.CMPLT, src=(UPat.var("a"), UPat.var("b"))), UPat.const(dtypes.bool, True)])
+  lt = x < y
+  t = c(True, dtypes.bool)
+  assert p.early_reject == {Ops.CMPLT, Ops.CONST}
+  assert matches(p, lt.ne(t)) == [{"a": x, "b": y}] and matches(p, UOp(Ops.CMPNE, dtypes.bool, (t, lt))) == [{"a": x, "b": y}]
+  assert matches(p, UOp(Ops.CMPNE, dtypes.bool, (lt, lt))) == [] and matches(p, UOp(Ops.CMPNE, dtypes.bool, (t, t))) == []
+
+def test_every_source_pattern():
+  assert matches(UPat(Ops.SINK, src=UPat(Ops.CONST)), UOp(Ops.SINK, dtypes.void, ())) == [{}]  # no sources: all of them match
+  commuted = UPat(Ops.SINK, src=UPat(Ops.ADD, src=[UPat(Ops.DEFINE_VAR), UPat.cvar()]))  # a filter whose check loops
+  assert matches(commuted, UOp.sink(add(x, c(1)), add(c(2), y))) == [{}] and matches(commuted, UOp.sink(add(x, c(1)), add(x, y))) == []
+  same = UPat(Ops.SINK, src=UPat(name="v"))  # a name in it: every source must be the same node
+  assert matches(same, UOp.sink(x, x, x)) == [{"v": x}] and matches(same, UOp.sink(x, y)) == []
+
+def test_nested_alternatives():
+  either = UPat.any(UPat(Ops.CONST, name="k"), UPat(Ops.DEFINE_VAR, name="v"))
+  p = UPat(Ops.ADD, src=(UPat.var("a"), either))
+  assert matches(p, add(x, c(1))) == [{"a": x, "k": c(1)}] and matches(p, add(c(1), y)) == [{"a": c(1), "v": y}]
+  assert matches(p, add(x, add(x, y))) == []
+  again = UPat(Ops.ADD, src=[UPat.var("a"), UPat.any(UPat(Ops.NEG, src=(UPat.var("a"),)), UPat(Ops.CONST, name="k"))])
+  assert matches(again, add(neg(x), x)) == [{"a": x}] and matches(again, add(neg(x), y)) == []
+  assert matches(again, add(c(1), y)) == [{"a": y, "k": c(1)}]
+
+def test_match_with_store():
+  p = UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")])
+  assert p.match(add(x, y), {"a": y}) == [{"a": y, "b": x}]
+  assert p.match(add(x, y), {"z": c(1)}) == [{"z": c(1), "a": x, "b": y}, {"z": c(1), "a": y, "b": x}]
+  assert p.match(add(x, y), {"a": c(1)}) == []
+
+def _corpus() -> list:
+  from tinygrad.uop.symbolic import symbolic
+  pats = [p for p, _ in symbolic.patterns] + [
+    UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]), UPat(Ops.ADD, src=[UPat.var("c"), UPat.var("d")])]),
+    UPat(Ops.ADD, src=[UPat(Ops.MUL, src=[UPat.var("a"), UPat.var("b")]), UPat(Ops.MUL, src=[UPat.var("a"), UPat.var("c")])]),
+    UPat(Ops.ADD, src=(UPat.var("a"), UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]))),
+    UPat(Ops.WHERE, src=[UPat.var("a"), UPat.var("b"), UPat.var("b")]),
+    UPat(Ops.ADD, src=UPat(name="v")), UPat(src=(UPat.var("a"),), allow_any_len=True, name="u")]
+  leaves = [x, y, c(1), c(2), neg(x)]
+  nodes = leaves + [add(a, b) for a in leaves for b in leaves] + [mul(a, b) for a in leaves for b in leaves]
+  nodes += [add(add(x, y), add(y, x)), add(mul(x, y), mul(y, x)), add(mul(x, c(2)), mul(c(2), y)), add(x, add(y, x)),
+            UOp(Ops.WHERE, dtypes.weakint, (x < 3, x, x)), UOp(Ops.WHERE, dtypes.weakint, (x < y, y, y)), (x < y).ne(c(True, dtypes.bool))]
+  return [(p, u) for p in pats for u in nodes]
+
+def test_generated_matchers_agree_with_node_by_node_matching():
+  from tinygrad.uop.upat import _interpret, _plain
+  pairs = _corpus()
+  assert sum(_plain(p) for p, _ in pairs) > len(pairs) // 2
+  for p, u in pairs: assert matches(p, u) == _interpret(p, u, {}), (p, u)  # same bindings, in the same order
+  assert matches(pairs[-1][0], x + 1) == [{"a": x, "u": x + 1}]
+  assert len(matches(UPat(Ops.ADD, src=[UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]), UPat.var("c")]), add(add(x, y), x))) == 2
+
 # *** PatternMatcher ***
 
 def test_first_rule_wins_and_none_falls_through():
@@ -87,6 +178,19 @@ def test_ctx_callbacks():
   seen = []
   graph_rewrite(x + y, PatternMatcher([(UPat(Ops.DEFINE_VAR, name="v"), lambda ctx, v: ctx.append(v.arg.name))]), ctx=seen)
   assert seen == ["x", "y"]
+
+def test_top_level_alternatives_keep_rule_order():
+  pm = PatternMatcher([
+    (UPat.any(UPat(Ops.CONST, name="a"), UPat(name="a")), lambda a: None if a.op is Ops.CONST and a.arg == 1 else c(5)),
+    (UPat(Ops.CONST, name="a"), lambda a: c(6))])
+  # CONST 1: the first alternative declines, the second (a wildcard) matches the same node and declines too, then rule 2
+  assert pm.rewrite(c(1)) is c(6) and pm.rewrite(c(2)) is c(5) and pm.rewrite(x) is c(5)
+  assert PatternMatcher([(UPat.any(), lambda: c(1))]).rewrite(x) is None
+
+def test_every_binding_is_tried():
+  # x+y matches the commutative pattern twice; the callback declines the first binding and takes the second
+  pm = PatternMatcher([(UPat(Ops.ADD, src=[UPat.var("a"), UPat.var("b")]), lambda a, b: b if a is y else None)])
+  assert pm.rewrite(add(x, y)) is x and pm.rewrite(add(y, x)) is x
 
 # *** graph_rewrite ***
 
