@@ -71,3 +71,10 @@ def test_loop_nesting_ignores_visit_order():
   # (it once ranked ranges by state built up along the way, and every few graphs nested two loops both ways)
   keep = [rewrite_to_program(four_axis_sum(n)) for n in range(2, 52)]
   for sink in keep: assert [u.arg[0] for u in linearize(sink) if u.op is Ops.RANGE] == [0, 1, 2, 3]
+
+@pytest.mark.parametrize("fxn", [wait_loop_kernel, nested_loop_kernel, two_loops_kernel, loop_in_loop_kernel])
+def test_do_while_loops_compile_on_null(fxn):
+  from tinygrad.helpers import GlobalCounters
+  GlobalCounters.reset()
+  Tensor.custom_kernel(Tensor.empty(1, dtype=dtypes.int, device="NULL"), fxn=fxn)[0].realize()
+  assert GlobalCounters.kernel_count == 1
