@@ -180,3 +180,24 @@ def test_int_list_overflow_is_an_error():
   with pytest.raises(OverflowError, match="300 does not fit in dtypes.uchar"): Tensor([300], dtype=dtypes.uint8)
   assert Tensor([2**40], dtype=dtypes.int64).tolist() == [2**40]
   assert Tensor([-1], dtype=dtypes.int8).tolist() == [-1]
+
+def test_realize_retargets_other_tensors():
+  # b was built on a before a was realized: afterwards b reads a's buffer instead of recomputing a
+  from tinygrad.helpers import GlobalCounters
+  from tinygrad.uop import Ops
+  x = Tensor([1., 2., 3.])
+  a = (x + 1).sum()
+  b = a * 2
+  a.realize()
+  assert not any(u.op is Ops.REDUCE_AXIS for u in b.uop.toposort())
+  GlobalCounters.reset()
+  assert b.item() == 18.0 and GlobalCounters.kernel_count == 1
+
+def test_in_place_custom_kernel_runs_once():
+  from tinygrad.uop.ops import UOp, KernelInfo
+  def increment(c:UOp) -> UOp: return c[0].store(c[0].load() + 1).sink(arg=KernelInfo(name="inc"))
+  c = Tensor([5])
+  out = Tensor.custom_kernel(c, fxn=increment)[0]
+  view = out.reshape(1, 1)
+  out.realize()
+  assert view.tolist() == [[6]] and out.tolist() == [6]

@@ -1,7 +1,7 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, math, struct, time
+import functools, math, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
@@ -77,6 +77,7 @@ class Tensor(OpMixin):
       uop = _buffer_from(Device.canonicalize(device), mid, arr.shape, raw).cast(dt)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
     self.uop: UOp = uop
+    _live.add(self)
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
@@ -243,7 +244,8 @@ class Tensor(OpMixin):
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none)"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import realize_uops
-      for t, u in zip(todo, realize_uops([t.uop for t in todo])): t.uop = u
+      olds = [t.uop for t in todo]
+      _retarget({o: n for o, n in zip(olds, realize_uops(olds)) if o is not n})
     return self
   def assign(self, x:Any) -> Tensor:
     """x becomes self's value. This version realizes x and points self at its buffer; views taken of self earlier keep the old value"""
@@ -280,6 +282,15 @@ class Tensor(OpMixin):
 def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""
   return UOp.const(dtype, 0, device).reshape((1,)*len(shape)).expand(shape)
+
+_live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+
+def _retarget(becomes:dict[UOp, UOp]):
+  """every live tensor whose graph holds a just-realized node reads its buffer from now on: the work is never done twice (a custom
+  kernel that writes in place must not run again when another handle on its result is realized)"""
+  for t in list(_live):
+    if (new := becomes.get(t.uop)) is not None: t.uop = new
+    elif not t._is_buffer() and any(u in becomes for u in t.uop.toposort()): t.uop = t.uop.substitute(becomes)
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""
