@@ -77,7 +77,7 @@ class Tensor(OpMixin):
       uop = _buffer_from(Device.canonicalize(device), mid, arr.shape, raw).cast(dt)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
     self.uop: UOp = uop
-    _live.add(self)
+    if uop.base.op is not Ops.BUFFER: _live[id(self)] = self  # a view of a buffer holds nothing that a realize could replace
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
@@ -283,14 +283,16 @@ def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""
   return UOp.const(dtype, 0, device).reshape((1,)*len(shape)).expand(shape)
 
-_live: weakref.WeakSet[Tensor] = weakref.WeakSet()
+# keyed by id: Tensor's == is elementwise, so a WeakSet (which compares members) can't hold tensors
+_live: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 def _retarget(becomes:dict[UOp, UOp]):
   """every live tensor whose graph holds a just-realized node reads its buffer from now on: the work is never done twice (a custom
   kernel that writes in place must not run again when another handle on its result is realized)"""
-  for t in list(_live):
+  for t in list(_live.values()):
     if (new := becomes.get(t.uop)) is not None: t.uop = new
-    elif not t._is_buffer() and any(u in becomes for u in t.uop.toposort()): t.uop = t.uop.substitute(becomes)
+    elif any(u in becomes for u in t.uop.toposort()): t.uop = t.uop.substitute(becomes)
+    if t.uop.base.op is Ops.BUFFER: del _live[id(t)]
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""
