@@ -123,3 +123,14 @@ def test_spec2_checks_every_new_node():
     with pytest.raises(SpecError, match=r"^\[construction\]"): UOp(Ops.ADD, i32, (c(1, i32), c(12345)))
     with pytest.raises(SpecError, match="END"): buf.index(r).store(2.0).end(UOp.loop(77))
     assert (x * 3 + 1).simplify() is x * 3 + 1  # valid graphs build and rewrite as before
+
+def test_int_only_ops_reject_floats():
+  import pytest
+  from tinygrad.uop.ops import UOp, Ops
+  from tinygrad.dtype import dtypes
+  from tinygrad.uop.spec import check_uop, SpecError
+  a, b = UOp.variable("a", 0, 9, dtypes.int32), UOp.const(dtypes.int32, 2)
+  for op in (Ops.CDIV, Ops.CMOD, Ops.AND): check_uop(UOp(op, dtypes.int32, (a, b)))
+  x = UOp.const(dtypes.float32, 1.5)
+  for op in (Ops.CDIV, Ops.CMOD, Ops.AND, Ops.XOR):
+    with pytest.raises((SpecError, RuntimeError), match="ints and bools"): check_uop(UOp(op, dtypes.float32, (x, x)))

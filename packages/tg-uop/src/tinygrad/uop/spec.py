@@ -51,6 +51,8 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
    "a comparison is bool, over two sources of one dtype"),
   ({Ops.SHL, Ops.SHR}, lambda u: len(u.src) == 2 and u.src[0].dtype is u.dtype and _is_int(u.src[1]),
    "a shift keeps its first source's dtype and shifts by an int"),
+  ({Ops.CDIV, Ops.CMOD, Ops.SHL, Ops.SHR, Ops.AND, Ops.OR, Ops.XOR}, lambda u: _is_int(u) or u.dtype is dtypes.bool,
+   "C division, remainder and bitwise ops are for ints and bools (floats: divide with RECIPROCAL, floor with TRUNC)"),
   ({Ops.WHERE}, lambda u: len(u.src) == 3 and u.src[0].dtype is dtypes.bool and _same(u, u.src[1:]),
    "WHERE is (bool condition, a, b), a and b of its dtype"),
   ({Ops.MULACC}, lambda u: len(u.src) == 3 and _same(u, u.src), "MULACC takes three sources of its own dtype"),
