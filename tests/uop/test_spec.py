@@ -63,7 +63,9 @@ REJECT = [
   (lambda: UOp(Ops.REDUCE, f32, (fv, r), Ops.FDIV), "REDUCE"),
   (lambda: UOp(Ops.SINK, f32, (fv,)), "void"),
   (lambda: UOp(Ops.COPY, f32, (fv, fv)), "COPY"),
-  (lambda: UOp(Ops.RESHAPE, f32, (buf,), "4x4"), "movement"),
+  (lambda: UOp(Ops.RESHAPE, f32, (buf,), "4x4"), "RESHAPE"),
+  (lambda: UOp(Ops.RESHAPE, f32, (buf, fv)), "RESHAPE"),
+  (lambda: UOp(Ops.SHRINK, f32, (buf, UOp.const(dtypes.weakint, 0))), "SHRINK"),
 ]
 
 @pytest.mark.parametrize("build,why", REJECT)

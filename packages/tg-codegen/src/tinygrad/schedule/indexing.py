@@ -1,107 +1,130 @@
-"""Movement ops become index arithmetic: the value of a tensor-level node at an index (one expression per axis) is built as a
-kernel-level expression over RANGEs, loads of realized buffers and a validity predicate (from PAD). No data moves."""
+"""Movement ops become index arithmetic. `AT(x, valid, *idx)` asks for the value of the tensor-level node x at one index (an
+expression per axis) where `valid` holds; the rules below push it down the tensor graph until only kernel-level math over RANGEs,
+loads of realized buffers and validity predicates (from PAD) remain. No data moves. It is one bottom-up graph_rewrite: no recursion,
+so a graph of any depth builds, and a node asked for at the same index twice is built once (hash-consing)."""
 from __future__ import annotations
+from dataclasses import dataclass, field
 from tinygrad.uop import Ops, GroupOp, AxisType
-from tinygrad.uop.ops import UOp, KernelInfo, broadcast_axes
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo, broadcast_axes
 from tinygrad.dtype import dtypes
 
 def _idx(x) -> UOp: return x if isinstance(x, UOp) else UOp.const(dtypes.weakint, x)
-def _true() -> UOp: return UOp.const(dtypes.bool, True)
+def _is_one(s) -> bool: return isinstance(s, int) and s == 1
+def _is_true(v:UOp) -> bool: return v.op is Ops.CONST and v.arg is True
 
 def flat_index(idx:tuple, shape:tuple) -> UOp:
   """row-major linear index of a multi-axis index"""
   ret, stride = _idx(0), 1
   for i, s in reversed(list(zip(idx, shape))):
-    if not (isinstance(s, int) and s == 1): ret = ret + _idx(i) * stride
+    if not _is_one(s): ret = ret + _idx(i) * stride
     stride = stride * s
   return ret
 
 def unflat_index(lin:UOp, shape:tuple) -> tuple:
   ret, stride = [], 1
   for s in reversed(shape):
-    ret.append(_idx(0) if isinstance(s, int) and s == 1 else (lin // stride) % s)
+    ret.append(_idx(0) if _is_one(s) else (lin // stride) % s)
     stride = stride * s
   return tuple(reversed(ret))
 
-class KernelBuilder:
-  """Builds the body of one kernel. `realized` maps tensor-level nodes that live in buffers to the UOp used as that buffer
-  (a BUFFER, or what a realized node will be stored into); reading one becomes a LOAD and ends the fusion there."""
-  def __init__(self, realized:dict[UOp, UOp], root:UOp):
-    self.realized, self.root = realized, root
-    self.inputs: dict[UOp, None] = {}  # buffers this kernel reads, in first-use order
-    self.variables: dict[UOp, int] = {}  # bound variables -> value
-    self.next_axis = 0
-    self.cache: dict[tuple, UOp] = {}
+def at(x:UOp, valid:UOp, idx:tuple) -> UOp: return UOp(Ops.AT, x.dtype, (x, valid) + tuple(_idx(i) for i in idx))
 
-  def new_range(self, size, axis_type:AxisType) -> UOp:
+@dataclass
+class KernelCtx:
+  """what one kernel's build needs: `realized` maps tensor-level nodes that live in buffers to that buffer (reading one is a LOAD and ends
+  the fusion there); the build records which buffers it reads and which Variables it uses, and numbers the reduce ranges it opens"""
+  realized: dict[UOp, UOp]
+  root: UOp
+  inputs: dict[UOp, None] = field(default_factory=dict)
+  next_axis: int = 0
+  def new_range(self, size) -> UOp:
     self.next_axis += 1
-    return UOp.range(size, self.next_axis-1, axis_type)
+    return UOp.range(size, self.next_axis-1, AxisType.REDUCE)
 
-  def value(self, u:UOp, idx:tuple, valid:UOp) -> UOp:
-    key = (u, idx, valid)
-    if (ret := self.cache.get(key)) is None: ret = self.cache[key] = self._value(u, idx, valid)
-    return ret
+def _load(ctx:KernelCtx, buf:UOp, x:UOp, valid:UOp, idx:tuple) -> UOp:
+  ctx.inputs[buf] = None
+  index = buf.index(flat_index(idx, x.shape))
+  if _is_true(valid): return index.load()
+  return UOp(Ops.LOAD, buf.dtype, (index, UOp.const(buf.dtype, 0), valid))  # gated: padding reads nothing
 
-  def _load(self, buf:UOp, lin:UOp, valid:UOp) -> UOp:
-    self.inputs[buf] = None
-    index = buf.index(lin)
-    if valid.op is Ops.CONST and valid.arg is True: return index.load()
-    return UOp(Ops.LOAD, buf.dtype, (index, UOp.const(buf.dtype, 0), valid))  # gated: padding reads nothing
+def _at_realized(ctx:KernelCtx, a:UOp) -> UOp|None:
+  x = a.src[0]
+  if x.op is Ops.BUFFER: return _load(ctx, x, x, a.src[1], a.src[2:])
+  if x is not ctx.root and (buf := ctx.realized.get(x)) is not None: return _load(ctx, buf, x, a.src[1], a.src[2:])
+  return None
 
-  def _value(self, u:UOp, idx:tuple, valid:UOp) -> UOp:
-    if u is not self.root and u in self.realized:
-      buf = self.realized[u]
-      return self._load(buf, flat_index(idx, u.shape), valid)
-    op, src, arg = u.op, u.src, u.arg
-    if op is Ops.BUFFER: return self._load(u, flat_index(idx, u.shape), valid)
-    if op is Ops.CONST: return UOp.const(u.dtype, arg)
-    if op is Ops.BIND:
-      var, val = u.unbind()
-      self.variables[var] = val
-      return var
-    if op is Ops.DEFINE_VAR: return u
-    if op in {Ops.CONTIGUOUS, Ops.DETACH}: return self.value(src[0], idx, valid)
-    if op is Ops.AFTER: return self.value(src[0], idx, valid)
-    if op in {Ops.CAST, Ops.BITCAST}: return UOp(op, u.dtype, (self.value(src[0], idx, valid),))
-    if op in GroupOp.ALU:
-      vals = []
-      for s in src:
-        bcast = broadcast_axes(s.shape, u.shape)
-        off = len(u.shape) - len(s.shape)
-        vals.append(self.value(s, tuple(_idx(0) if i+off in bcast else idx[i+off] for i in range(len(s.shape))), valid))
-      return UOp(op, u.dtype, tuple(vals), arg)
-    if op is Ops.RESHAPE: return self.value(src[0], unflat_index(flat_index(idx, u.shape), src[0].shape), valid)
-    if op is Ops.EXPAND: return self.value(src[0], tuple(_idx(0) if s == 1 and n != 1 else i for i, s, n in zip(idx, src[0].shape, u.shape)), valid)
-    if op is Ops.PERMUTE:
-      inv = [0]*len(arg)
-      for i, p in enumerate(arg): inv[p] = idx[i]
-      return self.value(src[0], tuple(inv), valid)
-    if op is Ops.FLIP: return self.value(src[0], tuple(s-1-i if f else i for i, s, f in zip(idx, src[0].shape, arg)), valid)
-    if op is Ops.SHRINK: return self.value(src[0], tuple(_idx(i)+b if b != 0 else i for i, (b, _) in zip(idx, arg)), valid)
-    if op is Ops.PAD:
-      inner, pad_valid = [], _true()
-      for i, (b, _), s in zip(idx, arg, src[0].shape):
-        if b == 0 and _ == 0: inner.append(i); continue
-        j = _idx(i) - b if b != 0 else _idx(i)
-        pad_valid = pad_valid & (j >= 0) & (j < s)
-        inner.append(j)
-      val = self.value(src[0], tuple(inner), valid & pad_valid if not (valid.op is Ops.CONST and valid.arg is True) else pad_valid)
-      return pad_valid.where(val, UOp.const(u.dtype, 0))
-    if op is Ops.REDUCE_AXIS:
-      rop, axes = arg
-      rngs = {a: self.new_range(src[0].shape[a], AxisType.REDUCE) for a in axes if not (isinstance(src[0].shape[a], int) and src[0].shape[a] == 1)}
-      inner = tuple(rngs[a] if a in rngs else (_idx(0) if a in axes else i) for a, i in enumerate(idx))
-      return self.value(src[0], inner, valid).reduce(*rngs.values(), op=rop)
-    raise RuntimeError(f"cannot fuse {op} into a kernel (shape {u._shape}, dtype {u.dtype})")
+def _at_alu(a:UOp) -> UOp:
+  x, valid, idx = a.src[0], a.src[1], a.src[2:]
+  vals = []
+  for s in x.src:
+    bcast, off = broadcast_axes(s.shape, x.shape), len(x.shape) - len(s.shape)
+    vals.append(at(s, valid, tuple(_idx(0) if i+off in bcast else idx[i+off] for i in range(len(s.shape)))))
+  return UOp(x.op, x.dtype, tuple(vals), x.arg)
 
-def build_kernel(root:UOp, out_buf:UOp, realized:dict[UOp, UOp], name_hint:str="") -> tuple[UOp, KernelBuilder]:
+def _at_permute(x:UOp, valid:UOp, idx:tuple) -> UOp:
+  inv = [None]*len(idx)
+  for i, p in enumerate(x.marg): inv[p] = idx[i]
+  return at(x.src[0], valid, tuple(inv))
+
+def _at_pad(x:UOp, valid:UOp, idx:tuple) -> UOp:
+  inner, pad_valid = [], UOp.const(dtypes.bool, True)
+  for i, (b, e), s in zip(idx, x.marg, x.src[0].shape):
+    if _is_zero(b) and _is_zero(e): inner.append(i); continue
+    j = i - b
+    pad_valid = pad_valid & (j >= 0) & (j < s)
+    inner.append(j)
+  return pad_valid.where(at(x.src[0], pad_valid if _is_true(valid) else valid & pad_valid, tuple(inner)), UOp.const(x.dtype, 0))
+def _is_zero(s) -> bool: return isinstance(s, int) and s == 0
+
+def _at_reduce(ctx:KernelCtx, x:UOp, valid:UOp, idx:tuple) -> UOp:
+  rop, axes = x.arg
+  shape = x.src[0].shape
+  rngs = {a: ctx.new_range(shape[a]) for a in axes if not _is_one(shape[a])}
+  inner = tuple(rngs[a] if a in rngs else (_idx(0) if a in axes else i) for a, i in enumerate(idx))
+  return at(x.src[0], valid, inner).reduce(*rngs.values(), op=rop)
+
+def _x(op) -> UPat: return UPat(Ops.AT, src=(UPat(op, name="x"), UPat.var("valid")), allow_any_len=True, name="a")
+# AT(x, valid, *idx): the value of x at idx. Each rule moves the question one node down the tensor graph.
+pm_index = PatternMatcher([
+  # realized nodes and buffers are loads: fusion ends there
+  (UPat(Ops.AT, name="a"), _at_realized),
+  (_x(Ops.CONST), lambda x, **_: UOp.const(x.dtype, x.arg)),
+  (_x(Ops.DEFINE_VAR), lambda x, **_: x),
+  # nodes that don't change values or index
+  (_x((Ops.CONTIGUOUS, Ops.DETACH, Ops.AFTER)), lambda a, x, valid: at(x.src[0], valid, a.src[2:])),
+  (_x((Ops.CAST, Ops.BITCAST)), lambda a, x, valid: UOp(x.op, x.dtype, (at(x.src[0], valid, a.src[2:]),))),
+  # elementwise: a broadcast source is read at index 0 on the axes it is broadcast over
+  (_x(GroupOp.ALU), lambda a, **_: _at_alu(a)),
+  # movement: index math
+  (_x(Ops.RESHAPE), lambda a, x, valid: at(x.src[0], valid, unflat_index(flat_index(a.src[2:], x.shape), x.src[0].shape))),
+  (_x(Ops.EXPAND), lambda a, x, valid: at(x.src[0], valid, tuple(_idx(0) if _is_one(s) and not _is_one(n) else i
+                                                                     for i, s, n in zip(a.src[2:], x.src[0].shape, x.shape)))),
+  (_x(Ops.PERMUTE), lambda a, x, valid: _at_permute(x, valid, a.src[2:])),
+  (_x(Ops.FLIP), lambda a, x, valid: at(x.src[0], valid, tuple(s-1-i if f else i for i, s, f in zip(a.src[2:], x.shape, x.marg)))),
+  (_x(Ops.SHRINK), lambda a, x, valid: at(x.src[0], valid, tuple(i+b if not _is_zero(b) else i for i, (b, _) in zip(a.src[2:], x.marg)))),
+  (_x(Ops.PAD), lambda a, x, valid: _at_pad(x, valid, a.src[2:])),
+  # a reduction opens one REDUCE range per reduced axis
+  (_x(Ops.REDUCE_AXIS), lambda ctx, a, x, valid: _at_reduce(ctx, x, valid, a.src[2:])),
+])
+
+def _unfusable(a:UOp) -> UOp|None:
+  if a.op is not Ops.AT: return None
+  x = a.src[0]
+  raise RuntimeError(f"cannot fuse {x.op} into a kernel (shape {x._shape}, dtype {x.dtype})")
+pm_index_checked = pm_index + PatternMatcher([(UPat(Ops.AT, name="a"), _unfusable)])
+
+def _dim_name(s) -> str: return str(s) if isinstance(s, int) else s.render()
+
+def build_kernel(root:UOp, out_buf:UOp, realized:dict[UOp, UOp]) -> tuple[UOp, KernelCtx]:
   """the AST that computes `root` into `out_buf`: SINK(END(STORE(out[idx], value), ranges))"""
-  kb = KernelBuilder(realized, root)
   shape = root.shape
-  rngs = tuple(_idx(0) if isinstance(s, int) and s == 1 else kb.new_range(s, AxisType.LOOP) for s in shape)
-  val = kb.value(root, rngs, _true())
-  store = out_buf.index(flat_index(rngs, shape)).store(val)
-  open_rngs = [r for r in rngs if r.op is Ops.RANGE]
+  ctx = KernelCtx(realized, root, next_axis=sum(1 for s in shape if not _is_one(s)))
+  rngs, n = [], 0
+  for s in shape:
+    if _is_one(s): rngs.append(_idx(0))
+    else: rngs.append(UOp.range(s, n, AxisType.LOOP)); n += 1
+  val = graph_rewrite(at(root, UOp.const(dtypes.bool, True), tuple(rngs)), pm_index_checked, ctx=ctx, bottom_up=True, name="kernel")
+  store = out_buf.index(flat_index(tuple(rngs), shape)).store(val)
   red = any(u.op is Ops.REDUCE for u in val.toposort())
-  name = ("r" if red else "E") + "".join(f"_{s}" for s in shape if not (isinstance(s, int) and s == 1)) + name_hint
-  return store.end(*open_rngs).sink(arg=KernelInfo(name=name)), kb
+  name = ("r" if red else "E") + "".join(f"_{_dim_name(s)}" for s in shape if not _is_one(s))
+  return store.end(*[r for r in rngs if r.op is Ops.RANGE]).sink(arg=KernelInfo(name=name)), ctx

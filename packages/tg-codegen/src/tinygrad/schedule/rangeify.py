@@ -4,8 +4,8 @@ broadcast back; a reduced value that is broadcast (softmax, layernorm) gets its 
 from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
-from tinygrad.helpers import prod, all_int
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
+from tinygrad.helpers import prod
 from tinygrad.schedule.indexing import build_kernel
 
 @dataclass
@@ -16,12 +16,18 @@ class ExecItem:
   var_vals: dict[str, int] = field(default_factory=dict)
 
 def _numel(u:UOp) -> int|None:
-  return prod(u.shape) if u._shape is not None and all_int(u.shape) else None
+  """elements of u; a symbolic size counts its Variables' maximum (what a buffer for it holds)"""
+  if u._shape is None: return None
+  return int(n.vmax) if isinstance(n := prod(u.shape), UOp) else n
 
 def _is_plain_buffer(u:UOp) -> bool:
   """a node that already is a whole, contiguous buffer"""
   while u.op is Ops.AFTER: u = u.src[0]
   return u.op is Ops.BUFFER
+
+def _is_assign(u:UOp) -> bool:
+  """a tensor-level STORE(target view, value); a custom kernel's body (inside a CALL) stores through INDEX"""
+  return u.op is Ops.STORE and u.src[0].op is not Ops.INDEX
 
 def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   want: dict[UOp, None] = {}
@@ -57,13 +63,23 @@ def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dic
       stack.extend((s, nmax) for s in u.src if s._shape is not None)
   return bcast, reached
 
+# a bound Variable becomes its DEFINE_VAR and its value goes to the schedule: a kernel over a Variable is the same AST for every value
+pm_unbind = PatternMatcher([(UPat(Ops.BIND, name="b"), lambda ctx, b: _unbind(ctx, b))])
+def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
+  var, val = b.unbind()
+  if var_vals.setdefault(var.arg.name, val) != val:
+    raise ValueError(f"Variable {var.arg.name} is bound to both {var_vals[var.arg.name]} and {val} in one realize")
+  return var
+
 def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """the work that realizes `targets`, in order, and for each target the buffer-based UOp that replaces it"""
-  sink = UOp.sink(*targets)
-  want = _must_realize(sink, targets)
+  var_vals: dict[str, int] = {}
+  sink = graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor")
+  want = _must_realize(sink, list(sink.src))
+  stored = {u.src[1]: None for u in sink.toposort() if _is_assign(u)}  # an assign's value is computed by its own kernel
   # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2))
   while True:
-    bcast, reached = _broadcast_reduces(want, want)
+    bcast, reached = _broadcast_reduces(want | stored, want)
     extra = {r: None for r in bcast} | {r: None for r, roots in reached.items() if len(roots) > 1}
     if not (extra.keys() - want.keys()): break
     want |= extra
@@ -71,21 +87,31 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   realized: dict[UOp, UOp] = {}
   for u in sink.toposort():
     if u.op is Ops.BUFFER: realized[u] = u; continue
-    if u.op is Ops.AFTER and u.src[0] in realized and any(s.op is Ops.CALL for s in u.src[1:]):
-      realized[u] = realized[u.src[0]]
+    if u.op is Ops.AFTER and any(s.op is Ops.CALL or _is_assign(s) for s in u.src[1:]):
+      realized[u] = realized.get(u.src[0], u.src[0])  # read after the write: the written buffer (or view of it)
       continue
     if u.op is Ops.CALL: items.append(_custom_call(u, realized)); continue
+    if _is_assign(u): items.append(_assign_kernel(u, realized, var_vals)); continue
     if u not in want: continue
     if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
-    out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
+    out = UOp.new_buffer(u.device, max(_numel(u) or 1, 1), u.dtype)
     if u.op is Ops.COPY:
       items.append(ExecItem("copy", None, [out, _as_buffer(u.src[0], realized)]))
     else:
-      ast, kb = build_kernel(u, out, realized)
-      bufs = [out] + [b for b in kb.inputs if b is not out]
-      items.append(ExecItem("kernel", _to_params(ast, bufs), bufs, {v.arg.name: val for v, val in kb.variables.items()}))
+      ast, kctx = build_kernel(u, out, realized)
+      items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
     realized[u] = out
-  return items, {t: _result(t, realized) for t in targets}
+  return items, {t: _result(t, u, realized) for t, u in zip(targets, sink.src)}
+
+def _kernel_item(ast:UOp, bufs:list[UOp], var_vals:dict[str, int]) -> ExecItem:
+  ast = _to_params(ast, bufs)
+  return ExecItem("kernel", ast, bufs, {v.arg.name: var_vals[v.arg.name] for v in ast.variables()})
+
+def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) -> ExecItem:
+  """STORE(target, value) at tensor level: a kernel that writes value into the buffer the target views"""
+  target, value = store.src[0], store.src[1]
+  ast, kctx = build_kernel(value, target, realized)
+  return _kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)
 
 def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
   if u in realized: return realized[u]
@@ -103,7 +129,10 @@ def _to_params(ast:UOp, bufs:list[UOp]) -> UOp:
   """buffers become numbered PARAMs so that equal kernels on different buffers are the same AST (and share a compile)"""
   return ast.substitute({b: UOp.param(i, b.dtype, b.arg.shape) for i, b in enumerate(bufs)})
 
-def _result(t:UOp, realized:dict[UOp, UOp]) -> UOp:
-  if t not in realized: return t  # a view of a buffer stays a view
-  buf = realized[t]
+def _result(t:UOp, unbound:UOp, realized:dict[UOp, UOp]) -> UOp:
+  """t as a view of its buffer, in t's own (bound) shape"""
+  if unbound not in realized: return t  # a view of a buffer stays a view
+  buf = realized[unbound]
+  if buf.op is not Ops.BUFFER: return t.src[0]  # read after a write (assign, custom kernel): the written buffer or view of it
+  if isinstance(n := prod(t.shape), UOp): buf = buf.shrink(((0, n),))
   return buf if tuple(t.shape) == tuple(buf.shape) else buf.reshape(t.shape)

@@ -215,7 +215,19 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     if self.op is Ops.CONST: return UOp(Ops.CONST, dtype, self.src, dtypes.as_const(self.arg, dtype))  # a literal is folded right away
     return UOp(Ops.CAST, dtype, (self,))
   def bitcast(self, dtype:DType) -> UOp: return self if self.dtype is dtype else UOp(Ops.BITCAST, dtype, (self,))
-  def _mop(self, op:Ops, arg:Any) -> UOp: return UOp(op, self.dtype, (self,), arg)
+  def _mop(self, op:Ops, arg:Any) -> UOp:
+    # sizes and offsets are sources (so every graph walk sees a Variable in them); an axis order or flip mask is a plain arg
+    if op in _SIZED_MOVEMENT:
+      flat = arg if op in (Ops.RESHAPE, Ops.EXPAND) else tuple(x for pair in arg for x in pair)
+      return UOp(op, self.dtype, (self,)+tuple(_sint_uop(x) for x in flat))
+    return UOp(op, self.dtype, (self,), arg)
+  @property
+  def marg(self) -> tuple:
+    """a movement op's argument as python values: new shape (RESHAPE, EXPAND), (begin, end) or (before, after) pairs (SHRINK, PAD),
+    axis order (PERMUTE), flip mask (FLIP); a symbolic size stays a UOp"""
+    if self.op not in _SIZED_MOVEMENT: return self.arg
+    flat = tuple(_sint_py(s) for s in self.src[1:])
+    return flat if self.op in (Ops.RESHAPE, Ops.EXPAND) else tuple(zip(flat[0::2], flat[1::2]))
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> UOp: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(axis))) if axis else self
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
@@ -249,6 +261,15 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
 
 _buffer_num = itertools.count(1 << 20)
 
+_SIZED_MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK}
+def _sint_uop(x) -> UOp:
+  if isinstance(x, UOp):
+    if not dtypes.is_int(x.dtype): raise TypeError(f"a size or offset must be an int, got {x.dtype}: {x.render()}")
+    return x
+  if isinstance(x, bool) or not isinstance(x, int): raise TypeError(f"a size or offset must be an int or int UOp, got {type(x).__name__} {x!r}")
+  return UOp.const(dtypes.weakint, x)
+def _sint_py(x:UOp) -> sint: return x.arg if x.op is Ops.CONST else x
+
 def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tuple(s)
 
 # *** shape and device inference, one node at a time (callers walk the graph) ***
@@ -271,7 +292,7 @@ def broadcast_axes(src_shape:tuple, out_shape:tuple) -> tuple[int, ...]:
 
 _NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF, Ops.NOOP, Ops.CALL, Ops.LINEAR, Ops.PROGRAM,
              Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
-_SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI}
+_SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT}
 
 def _infer_shape(u:UOp) -> tuple|None:
   op, src, arg = u.op, u.src, u.arg
@@ -289,7 +310,7 @@ def _infer_shape(u:UOp) -> tuple|None:
     shapes = [s._shape for s in src]
     if any(s is None for s in shapes): raise RuntimeError(f"{op} has a source without a shape: {[s.op for s in src]}")
     return broadcast_shape(*shapes)
-  ss = src[0].shape
+  ss, arg = src[0].shape, u.marg
   if op is Ops.RESHAPE:
     if all_int(ss) and all_int(arg) and prod(ss) != prod(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
     return tuple(arg)
@@ -302,10 +323,10 @@ def _infer_shape(u:UOp) -> tuple|None:
     return tuple(ss[i] for i in arg)
   if op is Ops.PAD:
     if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
-    return tuple(s+b+a for s, (b, a) in zip(ss, arg))
+    return tuple(ssimplify(s+b+a) for s, (b, a) in zip(ss, arg))
   if op is Ops.SHRINK:
     if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
-    return tuple(e-b for b, e in arg)
+    return tuple(ssimplify(e-b) for b, e in arg)
   if op is Ops.FLIP: return ss
   if op is Ops.REDUCE_AXIS:
     if any(not 0 <= a < len(ss) for a in arg[1]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")

@@ -40,6 +40,7 @@ def _end_ok(u:UOp) -> bool:
     return len(rngs) == 2 and rngs[0].op is Ops.RANGE and rngs[0].dtype is dtypes.void and rngs[1].dtype is dtypes.bool
   return all(s.op is Ops.RANGE for s in rngs)
 
+def _sizes_ok(srcs) -> bool: return all(_is_int(s) and s._shape == () for s in srcs)
 def _mem_ok(u:UOp) -> bool: return bool(u.src) and (u.src[0].op is Ops.INDEX or _is_buffer(u.src[0]))
 
 # (ops, holds, what must hold): one invariant per line
@@ -77,7 +78,11 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
    "REDUCE is (value, *ranges) with a reduce op (ADD, MUL, MAX) as arg"),
   ({Ops.REDUCE_AXIS}, lambda u: len(u.src) == 1 and _same(u, u.src) and isinstance(u.arg, tuple) and len(u.arg) == 2 and u.arg[0] in GroupOp.Reduce,
    "REDUCE_AXIS is one source with (reduce op, axes) as arg"),
-  (GroupOp.Movement, lambda u: len(u.src) == 1 and _same(u, u.src) and isinstance(u.arg, tuple), "a movement op: one source of its dtype, tuple arg"),
+  ({Ops.RESHAPE, Ops.EXPAND}, lambda u: u.arg is None and bool(u.src) and _same(u, u.src[:1]) and _sizes_ok(u.src[1:]),
+   "RESHAPE/EXPAND is (source of its dtype, *new sizes as int scalars)"),
+  ({Ops.PAD, Ops.SHRINK}, lambda u: u.arg is None and len(u.src) % 2 == 1 and _same(u, u.src[:1]) and _sizes_ok(u.src[1:]),
+   "PAD/SHRINK is (source of its dtype, *(begin, end) pairs as int scalars)"),
+  ({Ops.PERMUTE, Ops.FLIP}, lambda u: len(u.src) == 1 and _same(u, u.src) and isinstance(u.arg, tuple), "PERMUTE/FLIP: one source of its dtype, tuple arg"),
   ({Ops.AFTER}, lambda u: bool(u.src) and _same(u, u.src[:1]), "AFTER has its first source's dtype"),
   ({Ops.SINK, Ops.GROUP, Ops.BARRIER}, lambda u: u.dtype is dtypes.void, "SINK, GROUP and BARRIER are void"),
   ({Ops.COPY}, lambda u: len(u.src) == 2 and u.src[1].op is Ops.DEVICE and _same(u, u.src[:1]), "COPY is (value, DEVICE)"),
@@ -105,9 +110,10 @@ _EVERYWHERE = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONST, Ops.DEVICE, Ops.D
 _KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF}
 _ok = lambda: True
 
+# a tensor graph; a custom kernel's body (the first source of a CALL) is kernel-level code inside it
 spec_tensor = PatternMatcher([
   (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL, Ops.FUNCTION,
-                                         Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE}), _ok),
+                                         Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE, Ops.LOAD, Ops.REDUCE} | _KERNEL), _ok),
 ])
 # a kernel: memory only through INDEX straight on a define (views are gone), loops are RANGEs
 _kernel_forms = [
