@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools, math, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, sym_infer, ssimplify
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
@@ -125,7 +125,9 @@ class Tensor(OpMixin):
   def empty(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     """uninitialised memory: a fresh buffer, allocated when first used"""
     shape, dt, dev = _shape_arg(shape), to_dtype(dtype or dtypes.default_float), Device.canonicalize(device)
-    return Tensor(UOp.new_buffer(dev, prod(shape), dt).reshape(shape) if prod(shape) else _no_elements(dev, dt, shape))
+    if not isinstance(n := ssimplify(prod(shape)), UOp): return Tensor(UOp.new_buffer(dev, n, dt).reshape(shape) if n else _no_elements(dev, dt, shape))
+    # a symbolic size: a buffer for the Variables' maximum, of which this tensor is the prefix
+    return Tensor(UOp.new_buffer(dev, max(int(n.vmax), 1), dt).shrink(((0, n),)).reshape(shape))
   @staticmethod
   @_creates
   def full(shape, fill_value, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
@@ -239,6 +241,8 @@ class Tensor(OpMixin):
     """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
     u = self.uop
     while u.op is Ops.RESHAPE: u = u.src[0]
+    # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
+    if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
     return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
   def realize(self, *lst:Tensor) -> Tensor:
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none)"""
@@ -256,28 +260,34 @@ class Tensor(OpMixin):
     return self
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
-    if not self.numel(): return memoryview(bytearray(0))
+    if not (n := prod(self.concrete_shape)): return memoryview(bytearray(0))
     # a realized tensor may still be a view (permuted, shrunk, ...) of its buffer: then copy it out through a contiguous one
     if not (t := self.realize())._is_buffer(): t = t.contiguous().realize()
     if not t._is_buffer(): raise RuntimeError(f"the engine returned {t.uop.op} instead of a buffer for {t.shape} {t.dtype}")
     from tinygrad.engine.realize import buffer_of
-    ret = bytearray(self.nbytes())
-    buffer_of(t.uop.base).copyout(memoryview(ret))
-    return memoryview(ret)
+    buf = buffer_of(t.uop.base)
+    return buf.copyout(memoryview(bytearray(buf.nbytes)))[:n*self.dtype.itemsize]  # a Variable-sized buffer: the used prefix
+  @property
+  def concrete_shape(self) -> tuple[int, ...]:
+    """the shape with each bound Variable replaced by its value"""
+    if all_int(self.shape): return tuple(self.shape)
+    vals = {v.arg.name: val for s in self.shape if isinstance(s, UOp) for v, val in (b.unbind() for b in s.toposort() if b.op is Ops.BIND)}
+    try: return tuple(int(sym_infer(s, vals)) for s in self.shape)
+    except KeyError as e: raise ValueError(f"shape {self.shape} holds an unbound Variable: bind it to read the data ({e})") from None
   def data(self) -> memoryview:
     """a memoryview in the tensor's format and shape (python's memoryview has no float16, bfloat16 or fp8 and no size 0 shapes)"""
     if self.dtype.fmt is None or self.dtype.fmt == "e": raise TypeError(f"memoryview cannot hold {self.dtype}: use .numpy() or .tolist()")
-    return self._data().cast(self.dtype.fmt, self.shape) if self.numel() else self._data().cast(self.dtype.fmt)
+    return self._data().cast(self.dtype.fmt, self.concrete_shape) if prod(self.concrete_shape) else self._data().cast(self.dtype.fmt)
   def tolist(self) -> Any:
     if self.dtype.fmt is None: return self.float().tolist()
-    return _unflatten(list(struct.unpack(f"{self.numel()}{self.dtype.fmt}", self._data())), self.shape)
+    return _unflatten(list(struct.unpack(f"{prod(self.concrete_shape)}{self.dtype.fmt}", self._data())), self.concrete_shape)
   def item(self) -> Any:
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
     return self.realize().reshape(()).tolist()
   def numpy(self):
     import numpy as np
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
-    return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.shape)
+    return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
 
 def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""

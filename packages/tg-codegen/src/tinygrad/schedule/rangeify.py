@@ -4,7 +4,7 @@ broadcast back; a reduced value that is broadcast (softmax, layernorm) gets its 
 from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
 from tinygrad.helpers import prod
 from tinygrad.schedule.indexing import build_kernel
 
@@ -134,5 +134,5 @@ def _result(t:UOp, unbound:UOp, realized:dict[UOp, UOp]) -> UOp:
   if unbound not in realized: return t  # a view of a buffer stays a view
   buf = realized[unbound]
   if buf.op is not Ops.BUFFER: return t.src[0]  # read after a write (assign, custom kernel): the written buffer or view of it
-  if isinstance(n := prod(t.shape), UOp): buf = buf.shrink(((0, n),))
+  if isinstance(n := ssimplify(prod(t.shape)), UOp): buf = buf.shrink(((0, n),))
   return buf if tuple(t.shape) == tuple(buf.shape) else buf.reshape(t.shape)

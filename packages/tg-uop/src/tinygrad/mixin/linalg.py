@@ -1,13 +1,14 @@
 """Matrix products shared by UOp and Tensor, built from reshape, implicit broadcasting and one sum: the scheduler fuses them into one kernel."""
 from __future__ import annotations
 from tinygrad.dtype import least_upper_dtype
+from tinygrad.helpers import sint_eq
 
 class LinalgMixin:
   def dot(self, w, dtype=None):
     """numpy matmul semantics: 1-D operands act as a row (left) or column (right) that is dropped after; batch dims broadcast"""
     n1, n2 = len(self.shape), len(w.shape)
     if n1 == 0 or n2 == 0: raise RuntimeError(f"matmul needs operands with at least 1 dim, got shapes {tuple(self.shape)} and {tuple(w.shape)}")
-    if self.shape[-1] != w.shape[-min(n2, 2)]:
+    if not sint_eq(self.shape[-1], w.shape[-min(n2, 2)]):
       raise RuntimeError(f"matmul shapes {tuple(self.shape)} and {tuple(w.shape)} don't fit: {self.shape[-1]} != {w.shape[-min(n2, 2)]}")
     out = dtype or least_upper_dtype(self.dtype, w.dtype)
     # (..., n, k) x (..., k, m) -> (..., n, 1, k) * (..., 1, m, k), summed over k

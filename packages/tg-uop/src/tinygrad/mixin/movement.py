@@ -6,7 +6,7 @@ import functools, itertools
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
-from tinygrad.helpers import prod, all_int
+from tinygrad.helpers import prod, all_int, sint_eq
 
 def _argfix(*x) -> tuple:
   if x and isinstance(x[0], (tuple, list)):
@@ -75,7 +75,7 @@ class MovementMixin:
   def squeeze(self, dim:int|None=None):
     if dim is None: return self.reshape(tuple(s for s in self.shape if not (isinstance(s, int) and s == 1)))
     dim = self._resolve_dim(dim)
-    return self if self.shape[dim] != 1 else self.reshape(tuple(self.shape[:dim]) + tuple(self.shape[dim+1:]))
+    return self if not sint_eq(self.shape[dim], 1) else self.reshape(tuple(self.shape[:dim]) + tuple(self.shape[dim+1:]))
   def unsqueeze(self, dim:int):
     dim = self._resolve_dim(dim, extra=True)
     return self.reshape(tuple(self.shape[:dim]) + (1,) + tuple(self.shape[dim:]))
@@ -165,7 +165,7 @@ class MovementMixin:
     if not self.shape: raise ValueError("cat of 0-d tensors: there is no axis to join along; use stack")
     dim, xs = self._resolve_dim(dim), (self,) + args
     for t in args:
-      if len(t.shape) != len(self.shape) or any(a != b for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
+      if len(t.shape) != len(self.shape) or any(not sint_eq(a, b) for i, (a, b) in enumerate(zip(t.shape, self.shape)) if i != dim):
         raise ValueError(f"cat needs equal shapes outside dim {dim}, got {tuple(self.shape)} and {tuple(t.shape)}")
     dt = least_upper_dtype(*[t.dtype for t in xs])
     offs, total = [0, *itertools.accumulate(t.shape[dim] for t in xs)], sum(t.shape[dim] for t in xs)

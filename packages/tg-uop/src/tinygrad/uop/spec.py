@@ -110,10 +110,9 @@ _EVERYWHERE = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONST, Ops.DEVICE, Ops.D
 _KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF}
 _ok = lambda: True
 
-# a tensor graph; a custom kernel's body (the first source of a CALL) is kernel-level code inside it
 spec_tensor = PatternMatcher([
   (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL, Ops.FUNCTION,
-                                         Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE, Ops.LOAD, Ops.REDUCE} | _KERNEL), _ok),
+                                         Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE}), _ok),
 ])
 # a kernel: memory only through INDEX straight on a define (views are gone), loops are RANGEs
 _kernel_forms = [
@@ -127,12 +126,20 @@ spec_program = PatternMatcher([(UPat(_EVERYWHERE | _KERNEL | {Ops.LINEAR, Ops.PR
 # stage name (graph_rewrite's name=) -> its spec; a pass may add its own names here
 SPECS: dict[str, PatternMatcher] = {"tensor": spec_tensor, "kernel": spec_kernel, "program": spec_program}
 
+# a graph of one stage can hold a graph of another: a tensor graph's CALL runs a custom kernel, its first source
+NESTED: dict[str, dict[Ops, str]] = {"tensor": {Ops.CALL: "kernel"}}
+
 def check_graph(sink:UOp, stage:str|None=None) -> None:
   """raise SpecError naming the first node of sink's graph that breaks check_uop or, for a stage in SPECS, is no form the stage allows"""
-  spec = SPECS.get(stage) if stage is not None else None
-  key = stage if spec is not None else None
-  todo = [u for u in sink.toposort(lambda u: key not in u.__dict__.get("_spec", ())) if key not in u.__dict__.get("_spec", ())]
-  for u in todo:
-    check_uop(u, stage)
-    if spec is not None and spec.rewrite(u) is not True: raise _fail(u, f"{u.op} in this form is not part of the {stage} stage", stage)
-  for u in todo: u.__dict__.setdefault("_spec", set()).add(key)
+  pending = [(sink, stage)]
+  while pending:
+    root, stage = pending.pop()
+    spec = SPECS.get(stage) if stage is not None else None
+    key, nested = (stage if spec is not None else None), NESTED.get(stage, {})
+    todo = [u for u in root.toposort(lambda u: u.op not in nested and key not in u.__dict__.get("_spec", ()))
+            if key not in u.__dict__.get("_spec", ())]
+    for u in todo:
+      check_uop(u, stage)
+      if spec is not None and spec.rewrite(u) is not True: raise _fail(u, f"{u.op} in this form is not part of the {stage} stage", stage)
+      if u.op in nested: pending += [(u.src[0], nested[u.op])] + [(s, stage) for s in u.src[1:]]
+    for u in todo: u.__dict__.setdefault("_spec", set()).add(key)

@@ -1,0 +1,66 @@
+"""Shapes that hold Variables: every graph walk sees them, buffers are sized by the maximum, and a kernel compiles once for all values."""
+import numpy as np, pytest
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, Ops, Variable
+from tinygrad.codegen import _get_program_memo
+
+def test_variable_in_movement_is_visible():
+  v = Variable("n", 1, 8)
+  x = Tensor(np.arange(8, dtype=np.float32))
+  y = x.shrink(((0, v.bind(3)),)) + 1
+  assert y.uop.variables() == [v]
+  assert any(u.op is Ops.BIND for u in y.uop.toposort())
+  # substitute and the content key both see it: another value is another graph
+  assert (x.shrink(((0, v.bind(4)),)) + 1).uop.key != y.uop.key
+  assert y.uop.substitute({v.bind(3): v.bind(5)}).shape[0] is v.bind(5)
+  np.testing.assert_equal(y.numpy(), [1, 2, 3])
+
+@pytest.mark.parametrize("make", [
+  lambda n, a: Tensor(a).shrink(((0, n), None)) * 2,                                   # shrink
+  lambda n, a: Tensor(a).shrink(((0, n), None)).sum(1),                                # reduce over a static axis
+  lambda n, a: Tensor(a).shrink(((0, n), None)).sum(0),                                # reduce over the symbolic axis
+  lambda n, a: Tensor(a).shrink(((0, n), None)).reshape(n, 2, 2).permute(0, 2, 1),     # reshape with a symbolic size
+  lambda n, a: Tensor(a).shrink(((0, n), None))._pad(((1, 2), (0, 0))) + 1,            # pad
+  lambda n, a: Tensor(a)[:1].expand(n, 4) + 0,                                          # expand to a symbolic size
+  lambda n, a: Tensor(a).shrink(((0, n), None)) @ Tensor(a).shrink(((0, n), None)).T,   # matmul n x n
+  lambda n, a: Tensor(a).shrink(((0, n), None)).T @ Tensor(a).shrink(((0, n), None)),   # matmul reducing over n
+])
+def test_symbolic_ops_match_numpy(make):
+  v = Variable("n", 1, 8)
+  a = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+  for val in (1, 3, 8):
+    want = make(val, a).numpy()
+    got = make(v.bind(val), a)
+    assert any(isinstance(s, UOp) for s in got.shape) or got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+def test_creation_with_symbolic_shape():
+  v = Variable("n", 1, 10)
+  for val in (2, 7):
+    n = v.bind(val)
+    np.testing.assert_equal(Tensor.zeros(n, 3).numpy(), np.zeros((val, 3)))
+    np.testing.assert_equal((Tensor.ones(n) * 3).numpy(), np.full(val, 3.0))
+    np.testing.assert_equal(Tensor.full((2, n), 5).numpy(), np.full((2, val), 5))
+    e = Tensor.empty(n, 2)
+    assert e.uop.base.arg.shape == (20,)  # sized by the maximum
+    np.testing.assert_equal((e.assign(Tensor.ones(n, 2)) + 1).numpy(), np.full((val, 2), 2.0))
+
+def test_one_compile_for_every_value():
+  v = Variable("n", 1, 64)
+  a = np.random.default_rng(1).standard_normal(64).astype(np.float32)
+  x = Tensor(a).realize()
+  _get_program_memo.cache_clear()
+  for val in (3, 17, 64, 1, 40):
+    out = (x.shrink(((0, v.bind(val)),)) * 2 + 1).exp().sum()
+    np.testing.assert_allclose(out.item(), np.exp(a[:val] * 2 + 1).sum(), rtol=1e-5)
+  # one kernel AST, compiled once; five runs with five values
+  assert _get_program_memo.cache_info().misses == 1 and _get_program_memo.cache_info().hits == 4
+
+def test_conflicting_values_in_one_realize():
+  v = Variable("n", 1, 8)
+  x = Tensor(np.arange(8, dtype=np.float32))
+  with pytest.raises(ValueError, match="bound to both"): (x.shrink(((0, v.bind(2)),)).sum() + x.shrink(((0, v.bind(3)),)).sum()).realize()
+
+def test_unbound_variable_shape_cannot_be_read():
+  v = Variable("n", 1, 8)
+  with pytest.raises(ValueError, match="unbound Variable"): Tensor.zeros(v, 2).numpy()
