@@ -110,9 +110,9 @@ def lower_weak(sink:UOp) -> UOp:
 def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.uop.symbolic import symbolic
   from tinygrad.codegen.transcendental import lower_transcendental
-  sink = graph_rewrite(sink, symbolic, name="simplify")
+  sink = graph_rewrite(sink, symbolic, name="simplify", memo="_simplified")
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
-  sink = graph_rewrite(sink, symbolic, name="simplify lowered")
+  sink = graph_rewrite(sink, symbolic, name="simplify lowered", memo="_simplified")
   return lower_weak(sink)

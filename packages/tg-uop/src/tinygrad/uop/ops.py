@@ -246,7 +246,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     return self.__dict__["_mm"]
   def simplify(self) -> UOp:
     from tinygrad.uop.symbolic import symbolic
-    return graph_rewrite(self, symbolic, name="simplify")
+    return graph_rewrite(self, symbolic, name="simplify", memo="_simplified")
   def ssimplify(self) -> UOp|int:
     ret = self.simplify()
     return ret.arg if ret.op is Ops.CONST else ret

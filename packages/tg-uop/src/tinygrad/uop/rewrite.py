@@ -3,16 +3,19 @@ from __future__ import annotations
 from typing import Any
 from tinygrad.helpers import SPEC
 
-def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=None):
+def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=None, memo:str|None=None):
   """Rewrite every node reachable from sink.
   default: a node's sources are rewritten first, then the node (rebuilt on the new sources); a node the matcher replaces is
            itself rewritten again, so the result is a fixed point.
-  bottom_up=True: the matcher is applied to a node before its sources (to a fixed point), then the sources are rewritten."""
+  bottom_up=True: the matcher is applied to a node before its sources (to a fixed point), then the sources are rewritten.
+  memo: for a matcher without ctx, a name under which each node is marked once it is a fixed point; a marked node is not looked at
+        again by any later rewrite with the same memo (simplifying a graph that holds already simplified parts costs only the new part)"""
   done: dict = {}
   stack: list = [(sink, 0, None)]
   while stack:
     node, stage, extra = stack.pop()
     if node in done: continue
+    if memo is not None and stage == 0 and memo in node.__dict__: done[node] = node; continue
     if stage == 0:
       if bottom_up:
         # pre-order: rewrite the node itself until nothing applies
@@ -35,7 +38,9 @@ def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=No
         else: stack.append((node, 2, rebuilt)); stack.append((rebuilt, 0, None))
         continue
       rw = pm.rewrite(rebuilt, ctx)
-      if rw is None: done[node] = rebuilt
+      if rw is None:
+        done[node] = rebuilt
+        if memo is not None: rebuilt.__dict__[memo] = True
       else: stack.append((node, 2, rw)); stack.append((rw, 0, None))
     else:
       done[node] = done[extra]

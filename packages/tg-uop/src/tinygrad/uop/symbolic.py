@@ -169,7 +169,8 @@ def _fold_sum(u:UOp) -> UOp|None:
 
 def _quotient(md:UOp) -> tuple[dict[UOp, int], int]|None:
   # x//c in normal form, for x%c: simplifying may have reshaped it (nested divisions merged, gcds cancelled), so build it and look
-  if "_quot" not in md.__dict__: md.__dict__["_quot"] = _linear(graph_rewrite(md.src[0].alu(Ops.FLOORDIV, md.src[1]), symbolic, name="quotient"))
+  if "_quot" not in md.__dict__: md.__dict__["_quot"] = _linear(graph_rewrite(md.src[0].alu(Ops.FLOORDIV, md.src[1]), symbolic, name="quotient",
+                                                                      memo="_simplified"))
   return md.__dict__["_quot"]
 
 def _divmod_pair(coefs:dict[UOp, int]) -> tuple[UOp, tuple[dict[UOp, int], int]]|None:
