@@ -168,23 +168,24 @@ class Tensor(OpMixin):
   def manual_seed(seed:int=0):
     Tensor._seed, Tensor._rng_counter = seed, 0
   @staticmethod
-  def _threefry(c0:Tensor, c1:Tensor, k0:int, k1:int) -> tuple[Tensor, Tensor]:
-    """20 rounds of threefry2x32 on uint32 tensors; a key is injected after every 4th round"""
-    ks = (k0, k1, 0x1BD11BDA ^ k0 ^ k1)
+  def _threefry(c0:Tensor, c1:Tensor, k0:Tensor, k1:Tensor) -> tuple[Tensor, Tensor]:
+    """20 rounds of threefry2x32 on uint32 tensors; the key schedule is computed from the key words, a key is injected after every 4th round"""
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
     x0, x1 = c0 + ks[0], c1 + ks[1]
     for r in range(20):
       x0 = x0 + x1
       x1 = ((x1 << _ROT[r % 8]) | (x1 >> (32 - _ROT[r % 8]))) ^ x0
-      if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + ((ks[(r//4 + 2) % 3] + r//4 + 1) & 0xffffffff)
+      if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + (ks[(r//4 + 2) % 3] + (r//4 + 1))
     return x0, x1
   @staticmethod
   def _random_bits(n:int, device:str|None) -> Tensor:
     """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1"""
-    key = (Tensor._seed & 0xffffffff, Tensor._rng_counter & 0xffffffff)
+    # the key is a kernel input, not a constant: every seed and call runs the same compiled kernel
+    key = Tensor([Tensor._seed & 0xffffffff, Tensor._rng_counter & 0xffffffff], device, dtypes.uint32)
     Tensor._rng_counter += 1
     half = (n + 1) // 2
     ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
-    x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), *key)
+    x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), key[0], key[1])
     # materialised: fused into a consumer the 20 rounds would be recomputed for every use of every element
     return x0.stack(x1, dim=1).flatten().shrink(((0, n),)).contiguous()
   @staticmethod
