@@ -301,11 +301,13 @@ class _Realized:
   is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
   def __init__(self): self.epoch, self.nodes = 0, weakref.WeakKeyDictionary()
   def record(self, becomes:dict[UOp, UOp]):
+    if not becomes: return
     self.epoch += 1
     for old, new in becomes.items(): self.nodes[old] = (self.epoch, new)
   def since(self, u:UOp, epoch:int) -> UOp:
-    """u with each node realized after `epoch` replaced; again on the result, as a buffer view may itself have been realized later"""
-    while self.nodes and (hits := {x: r[1] for x in u.toposort() if (r := self.nodes.get(x)) is not None and r[0] > epoch}): u = u.substitute(hits)
+    """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
+    while self.nodes and (hits := {x: r[1] for x in u.toposort() if (r := self.nodes.get(x)) is not None and r[0] > epoch}):
+      u = u.substitute(hits)
     return u
 
 _realized = _Realized()
