@@ -328,8 +328,8 @@ def test_threefry_known_answers(device):
   for ctr, key, want in [((0, 0), (0, 0), (0x6b200159, 0x99ba4efe)), ((0xffffffff,)*2, (0xffffffff,)*2, (0x1cb996fc, 0xbb002be7)),
                          ((0x243f6a88, 0x85a308d3), (0x13198a2e, 0x03707344), (0xc4923a9c, 0x483df7a0))]:
     assert threefry_ref(*ctr, *key) == want
-    c0, c1 = (Tensor([c], device=device, dtype=dtypes.uint32) for c in ctr)
-    assert tuple(x.item() for x in Tensor._threefry(c0, c1, *key)) == want
+    c0, c1, k0, k1 = (Tensor([v], device=device, dtype=dtypes.uint32) for v in ctr + key)
+    assert tuple(x.item() for x in Tensor._threefry(c0, c1, k0, k1)) == want
 
 def test_rand_deterministic(device):
   Tensor.manual_seed(1234)

@@ -76,9 +76,16 @@ class Tensor(OpMixin):
       raw = arr.astype(np.dtype(mid.fmt), copy=False).tobytes()  # row-major
       uop = _buffer_from(Device.canonicalize(device), mid, arr.shape, raw).cast(dt)
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
-    self.uop: UOp = uop
-    if uop.base.op is not Ops.BUFFER: _live[id(self)] = self  # a view of a buffer holds nothing that a realize could replace
+    self.uop = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+
+  # *** the graph, caught up lazily with what realize() turned into buffers since this handle last looked ***
+  @property
+  def uop(self) -> UOp:
+    if self._epoch != _realized.epoch: self._uop, self._epoch = _realized.since(self._uop, self._epoch), _realized.epoch
+    return self._uop
+  @uop.setter
+  def uop(self, u:UOp): self._uop, self._epoch = u, _realized.epoch
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
@@ -170,23 +177,24 @@ class Tensor(OpMixin):
   def manual_seed(seed:int=0):
     Tensor._seed, Tensor._rng_counter = seed, 0
   @staticmethod
-  def _threefry(c0:Tensor, c1:Tensor, k0:int, k1:int) -> tuple[Tensor, Tensor]:
-    """20 rounds of threefry2x32 on uint32 tensors; a key is injected after every 4th round"""
-    ks = (k0, k1, 0x1BD11BDA ^ k0 ^ k1)
+  def _threefry(c0:Tensor, c1:Tensor, k0:Tensor, k1:Tensor) -> tuple[Tensor, Tensor]:
+    """20 rounds of threefry2x32 on uint32 tensors; the key schedule is computed from the key words, a key is injected after every 4th round"""
+    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
     x0, x1 = c0 + ks[0], c1 + ks[1]
     for r in range(20):
       x0 = x0 + x1
       x1 = ((x1 << _ROT[r % 8]) | (x1 >> (32 - _ROT[r % 8]))) ^ x0
-      if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + ((ks[(r//4 + 2) % 3] + r//4 + 1) & 0xffffffff)
+      if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + (ks[(r//4 + 2) % 3] + (r//4 + 1))
     return x0, x1
   @staticmethod
   def _random_bits(n:int, device:str|None) -> Tensor:
     """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1"""
-    key = (Tensor._seed & 0xffffffff, Tensor._rng_counter & 0xffffffff)
+    # the key is a kernel input, not a constant: every seed and call runs the same compiled kernel
+    key = Tensor([Tensor._seed & 0xffffffff, Tensor._rng_counter & 0xffffffff], device, dtypes.uint32)
     Tensor._rng_counter += 1
     half = (n + 1) // 2
     ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
-    x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), *key)
+    x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), key[0], key[1])
     # materialised: fused into a consumer the 20 rounds would be recomputed for every use of every element
     return x0.stack(x1, dim=1).flatten().shrink(((0, n),)).contiguous()
   @staticmethod
@@ -249,7 +257,9 @@ class Tensor(OpMixin):
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import realize_uops
       olds = [t.uop for t in todo]
-      _retarget({o: n for o, n in zip(olds, realize_uops(olds)) if o is not n})
+      news = realize_uops(olds)
+      _realized.record({o: n for o, n in zip(olds, news) if o is not n})
+      for t, n in zip(todo, news): t.uop = n
     return self
   def assign(self, x:Any) -> Tensor:
     """x becomes self's value. This version realizes x and points self at its buffer; views taken of self earlier keep the old value"""
@@ -293,16 +303,24 @@ def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""
   return UOp.const(dtype, 0, device).reshape((1,)*len(shape)).expand(shape)
 
-# keyed by id: Tensor's == is elementwise, so a WeakSet (which compares members) can't hold tensors
-_live: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+class _Realized:
+  """What realize() turned into buffers: old node -> (epoch, buffer view). A live tensor whose graph holds a realized node reads the buffer
+  from then on, so no work is done twice (an in-place custom kernel must not run again when another handle on its result is realized).
+  A realize only records and bumps the epoch: its cost does not depend on how many tensors are alive. Each handle catches up on its next
+  use, applying only what was realized after it last looked (a node built again after its realize, like a second in-place kernel call,
+  is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
+  def __init__(self): self.epoch, self.nodes = 0, weakref.WeakKeyDictionary()
+  def record(self, becomes:dict[UOp, UOp]):
+    if not becomes: return
+    self.epoch += 1
+    for old, new in becomes.items(): self.nodes[old] = (self.epoch, new)
+  def since(self, u:UOp, epoch:int) -> UOp:
+    """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
+    while self.nodes and (hits := {x: r[1] for x in u.toposort() if (r := self.nodes.get(x)) is not None and r[0] > epoch}):
+      u = u.substitute(hits)
+    return u
 
-def _retarget(becomes:dict[UOp, UOp]):
-  """every live tensor whose graph holds a just-realized node reads its buffer from now on: the work is never done twice (a custom
-  kernel that writes in place must not run again when another handle on its result is realized)"""
-  for t in list(_live.values()):
-    if (new := becomes.get(t.uop)) is not None: t.uop = new
-    elif any(u in becomes for u in t.uop.toposort()): t.uop = t.uop.substitute(becomes)
-    if t.uop.base.op is Ops.BUFFER: del _live[id(t)]
+_realized = _Realized()
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""

@@ -1,0 +1,76 @@
+"""realize() and the handles it does not name: every live tensor whose graph holds a realized node reads the buffer afterwards (nothing
+is computed twice, an in-place kernel runs once), and the cost of a realize does not depend on unrelated live tensors."""
+import gc, weakref
+from tinygrad import Tensor
+from tinygrad.helpers import GlobalCounters
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, KernelInfo
+
+def ops_of(t:Tensor) -> set[Ops]: return {u.op for u in t.uop.toposort()}
+
+def test_another_handle_on_the_node_reads_the_buffer():
+  x = Tensor([1., 2., 3.])
+  a = (x + 1).sum()
+  b, same = a * 2, Tensor(a.uop)  # b uses the node, `same` is a second handle on it
+  same.realize()
+  assert Ops.REDUCE_AXIS not in ops_of(a) | ops_of(b)
+  GlobalCounters.reset()
+  assert a.item() == 9.0 and b.item() == 18.0 and GlobalCounters.kernel_count == 1  # b's multiply only
+
+def increment(c:UOp) -> UOp: return c[0].store(c[0].load() + 1).sink(arg=KernelInfo(name="inc"))
+
+def test_in_place_kernel_runs_once_for_all_handles():
+  c = Tensor([5])
+  out = Tensor.custom_kernel(c, fxn=increment)[0]
+  user, view, stale, same = out + 0, out.reshape(1, 1), out * 1, Tensor(out.uop)
+  same.realize()
+  assert user.tolist() == [6] and out.tolist() == [6] and c.tolist() == [6] and view.tolist() == [[6]]
+  # the same kernel called again after that realize is new work, even while `stale` keeps the old node alive (hash-consing returns it)
+  again = Tensor.custom_kernel(c, fxn=increment)[0]
+  (Tensor([1.]) + 1).realize()  # an unrelated realize in between
+  assert again.tolist() == [7] and stale.tolist() == [7] and c.tolist() == [7]
+
+def test_replacement_realized_later_is_followed():
+  # epoch 1: a becomes a buffer; epoch 2: a node built on that buffer becomes another. A handle that saw neither follows both.
+  a = Tensor([1., 2.]) + 1
+  w = (a * 3) * 2
+  a.realize()
+  m = a * 3
+  held = m.uop  # the record of a node lives while some graph holds the node
+  m.realize()
+  assert m.uop is not held and [u.op for u in w.uop.toposort()].count(Ops.MUL) == 1 and m.uop.base in w.uop.toposort()
+  GlobalCounters.reset()
+  assert w.tolist() == [12., 18.] and GlobalCounters.kernel_count == 1
+
+def test_records_are_freed_with_their_graphs():
+  from tinygrad.tensor import _realized
+  a = Tensor([1., 2.]) + 1
+  b = a * 2
+  node = weakref.ref(a.uop)
+  a.realize()
+  assert node() in _realized.nodes  # b still holds it
+  buf = weakref.ref(_realized.nodes[node()][1].base)
+  del b
+  gc.collect()
+  assert node() is None and buf() is not None  # a holds the buffer
+  del a
+  gc.collect()
+  assert buf() is None
+
+def test_realize_does_not_walk_unrelated_tensors(monkeypatch):
+  walked: list[dict] = []
+  toposort = UOp.toposort
+  def counting(self, gate=None):
+    walked.append(ret := toposort(self, gate))
+    return ret
+  def nodes_walked(n_live:int) -> int:
+    live = [(Tensor.arange(8) + 100 + i) * 2 for i in range(n_live)]
+    (Tensor([1.0, 2.0]) * 3 + 1).sum().realize()  # compiles outside the count
+    monkeypatch.setattr(UOp, "toposort", counting)
+    walked.clear()
+    (Tensor([1.0, 2.0]) * 3 + 1).sum().realize()
+    monkeypatch.setattr(UOp, "toposort", toposort)
+    roots = {id(t._uop) for t in live}
+    assert not any(id(u) in roots for w in walked for u in w)
+    return sum(len(w) for w in walked)
+  assert nodes_walked(10) == nodes_walked(1000)
