@@ -3,7 +3,7 @@ realize() hands the graph to the engine and retargets the handle to the resultin
 from __future__ import annotations
 import functools, math, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
@@ -256,17 +256,23 @@ class Tensor(OpMixin):
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none)"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import realize_uops
-      olds = [t.uop for t in todo]
-      news = realize_uops(olds)
-      _realized.record({o: n for o, n in zip(olds, news) if o is not n})
-      for t, n in zip(todo, news): t.uop = n
+      becomes = realize_uops(olds := [t.uop for t in todo])
+      _realized.record({o: n for o, n in becomes.items() if o is not n})
+      for t, o in zip(todo, olds): t.uop = becomes[o]
     return self
   def assign(self, x:Any) -> Tensor:
-    """x becomes self's value. This version realizes x and points self at its buffer; views taken of self earlier keep the old value"""
+    """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values"""
     if not isinstance(x, Tensor): x = Tensor(x, self.device, self.dtype)
-    if x.shape != self.shape or x.dtype is not self.dtype or x.device != self.device:
-      raise ValueError(f"assign needs the same shape, dtype and device: {self.shape} {self.dtype} {self.device} <- {x.shape} {x.dtype} {x.device}")
-    self.uop = x.realize().uop
+    for what, mine, theirs in (("shape", self.shape, x.shape), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
+      if not (mine is theirs or mine == theirs):
+        raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
+    if 0 in self.shape: return self
+    if self.uop.base.op is not Ops.BUFFER: self.realize()  # a lazy target gets its buffer first
+    target = self.uop
+    if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
+      raise ValueError(f"cannot assign into an expanded or padded view of shape {self.shape}: several elements (or none) share an address")
+    value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
+    Tensor(target.after(target.store(value))).realize()
     return self
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
@@ -298,6 +304,16 @@ class Tensor(OpMixin):
     import numpy as np
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
+
+def _reads_elsewhere(value:UOp, target:UOp) -> bool:
+  """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place
+  would read elements the same kernel already overwrote"""
+  buf, moves = target.base, {Ops.REDUCE_AXIS} | GroupOp.Movement
+  reads: dict[UOp, bool] = {}
+  for u in value.toposort(lambda u: u is not target):
+    reads[u] = u is target or u is buf or any(reads[s] for s in u.src)
+    if reads[u] and u is not target and u.op in moves: return True
+  return False
 
 def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""

@@ -64,10 +64,11 @@ def run_schedule(items:list[ExecItem]):
       if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
       run_kernel(it.ast, bufs, it.var_vals, devices.pop())
 
-def realize_uops(uops:list[UOp]) -> list[UOp]:
-  """schedule and run what `uops` need; each result is an equivalent UOp whose base is a BUFFER"""
-  if not uops: return []
-  items, results = create_schedule(uops)
+def realize_uops(uops:list[UOp]) -> dict[UOp, UOp]:
+  """schedule and run what `uops` need; returns, for each of them and each node on the way that was materialised, an equivalent UOp
+  whose base is a BUFFER"""
+  if not uops: return {}
+  items, becomes = create_schedule(uops)
   if DEBUG >= 3: print(f"schedule: {len(items)} items")
   run_schedule(items)
-  return [results[u] for u in uops]
+  return becomes

@@ -34,7 +34,7 @@ class KernelCtx:
   """what one kernel's build needs: `realized` maps tensor-level nodes that live in buffers to that buffer (reading one is a LOAD and ends
   the fusion there); the build records which buffers it reads and which Variables it uses, and numbers the reduce ranges it opens"""
   realized: dict[UOp, UOp]
-  root: UOp
+  root: UOp|None
   inputs: dict[UOp, None] = field(default_factory=dict)
   next_axis: int = 0
   def new_range(self, size) -> UOp:
@@ -113,18 +113,26 @@ def _unfusable(a:UOp) -> UOp|None:
   raise RuntimeError(f"cannot fuse {x.op} into a kernel (shape {x._shape}, dtype {x.dtype})")
 pm_index_checked = pm_index + PatternMatcher([(UPat(Ops.AT, name="a"), _unfusable)])
 
+def _store_index(out:UOp, rngs:tuple, shape:tuple) -> UOp:
+  if out.op is Ops.BUFFER: return out.index(flat_index(rngs, shape))
+  # a view: its address is what reading it at the same index would load
+  addr = graph_rewrite(at(out, UOp.const(dtypes.bool, True), rngs), pm_index_checked, ctx=KernelCtx({}, out), bottom_up=True, name="kernel")
+  if addr.op is not Ops.LOAD or len(addr.src) != 1: raise RuntimeError(f"cannot write through a padded view of shape {out.shape}")
+  return addr.src[0]
+
 def _dim_name(s) -> str: return str(s) if isinstance(s, int) else s.render()
 
-def build_kernel(root:UOp, out_buf:UOp, realized:dict[UOp, UOp]) -> tuple[UOp, KernelCtx]:
-  """the AST that computes `root` into `out_buf`: SINK(END(STORE(out[idx], value), ranges))"""
+def build_kernel(root:UOp, out:UOp, realized:dict[UOp, UOp], assign:bool=False) -> tuple[UOp, KernelCtx]:
+  """the AST that computes `root` into `out`: SINK(END(STORE(out[idx], value), ranges)). For an assign, `out` may be a view of a
+  buffer that the kernel writes through, and root is the value: read from its buffer if it was realized (it is not what this kernel makes)"""
   shape = root.shape
-  ctx = KernelCtx(realized, root, next_axis=sum(1 for s in shape if not _is_one(s)))
+  ctx = KernelCtx(realized, None if assign else root, next_axis=sum(1 for s in shape if not _is_one(s)))
   rngs, n = [], 0
   for s in shape:
     if _is_one(s): rngs.append(_idx(0))
     else: rngs.append(UOp.range(s, n, AxisType.LOOP)); n += 1
   val = graph_rewrite(at(root, UOp.const(dtypes.bool, True), tuple(rngs)), pm_index_checked, ctx=ctx, bottom_up=True, name="kernel")
-  store = out_buf.index(flat_index(tuple(rngs), shape)).store(val)
+  store = _store_index(out, tuple(rngs), shape).store(val)
   red = any(u.op is Ops.REDUCE for u in val.toposort())
   name = ("r" if red else "E") + "".join(f"_{_dim_name(s)}" for s in shape if not _is_one(s))
   return store.end(*[r for r in rngs if r.op is Ops.RANGE]).sink(arg=KernelInfo(name=name)), ctx

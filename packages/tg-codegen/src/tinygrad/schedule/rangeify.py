@@ -72,7 +72,7 @@ def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
   return var
 
 def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
-  """the work that realizes `targets`, in order, and for each target the buffer-based UOp that replaces it"""
+  """the work that realizes `targets`, in order, and the buffer-based UOp that replaces each target and each other node it materialises"""
   var_vals: dict[str, int] = {}
   sink = graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor")
   want = _must_realize(sink, list(sink.src))
@@ -101,7 +101,10 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       ast, kctx = build_kernel(u, out, realized)
       items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
     realized[u] = out
-  return items, {t: _result(t, u, realized) for t, u in zip(targets, sink.src)}
+  # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
+  bound = UOp.sink(*targets).toposort()
+  becomes = {u: _result(u, u, realized) for u in realized if u in bound and u.op is not Ops.BUFFER}
+  return items, becomes | {t: _result(t, u, realized) for t, u in zip(targets, sink.src)}
 
 def _kernel_item(ast:UOp, bufs:list[UOp], var_vals:dict[str, int]) -> ExecItem:
   ast = _to_params(ast, bufs)
@@ -110,7 +113,7 @@ def _kernel_item(ast:UOp, bufs:list[UOp], var_vals:dict[str, int]) -> ExecItem:
 def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) -> ExecItem:
   """STORE(target, value) at tensor level: a kernel that writes value into the buffer the target views"""
   target, value = store.src[0], store.src[1]
-  ast, kctx = build_kernel(value, target, realized)
+  ast, kctx = build_kernel(value, target, realized, assign=True)
   return _kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)
 
 def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:

@@ -1,0 +1,56 @@
+"""In-place assign: a kernel stores into the target's buffer, so every view of it (taken before or after) reads the new values."""
+import numpy as np, pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.helpers import GlobalCounters
+
+def test_assign_writes_into_the_buffer(device):
+  a = Tensor(np.arange(6, dtype=np.float32), device=device).reshape(2, 3).realize()
+  buf = a.uop.base
+  row, col = a[1], a[:, 2]   # views taken before
+  a.assign(Tensor(np.full((2, 3), 5, np.float32), device=device) * 2)
+  assert a.uop.base is buf  # same buffer, not a new one
+  np.testing.assert_equal(a.numpy(), np.full((2, 3), 10))
+  np.testing.assert_equal(row.numpy(), [10, 10, 10])
+  np.testing.assert_equal(col.numpy(), [10, 10])
+
+def test_assign_is_one_kernel():
+  a = Tensor.zeros(4, 4).contiguous().realize()
+  GlobalCounters.reset()
+  a.assign(a + 1)
+  assert GlobalCounters.kernel_count == 1
+  np.testing.assert_equal(a.numpy(), np.ones((4, 4)))
+
+def test_assign_through_a_view(device):
+  a = Tensor(np.zeros((3, 4), np.float32), device=device).realize()
+  a[1].assign(Tensor([1., 2., 3., 4.], device=device))
+  a.T[0].assign(Tensor([7., 8., 9.], device=device))        # a permuted view: column 0
+  a[2, 1:3].assign(Tensor([5., 6.], device=device))
+  want = np.zeros((3, 4), np.float32)
+  want[1] = [1, 2, 3, 4]; want[:, 0] = [7, 8, 9]; want[2, 1:3] = [5, 6]
+  np.testing.assert_equal(a.numpy(), want)
+
+@pytest.mark.parametrize("make", [lambda a: a.flip(1) * 2, lambda a: a.T.reshape(2, 3) + 0, lambda a: a - a.sum(1, keepdim=True),
+                                  lambda a: a[:, ::-1].contiguous() + a])
+def test_value_reading_other_elements_of_the_target(make):
+  # the value reads elements the write would overwrite first: it is computed into its own buffer first
+  src = np.arange(6, dtype=np.float32).reshape(2, 3)
+  a = Tensor(src).realize()
+  want = make(Tensor(src)).numpy()
+  a.assign(make(a))
+  np.testing.assert_equal(a.numpy(), want)
+
+def test_assign_to_a_lazy_tensor_and_python_values():
+  a = Tensor.ones(3) * 2
+  a.assign([4., 5., 6.])
+  np.testing.assert_equal(a.numpy(), [4, 5, 6])
+  b = Tensor.zeros(2, dtype=dtypes.int32).contiguous()
+  b.assign(Tensor([3, 4], dtype=dtypes.int32))
+  assert b.tolist() == [3, 4]
+
+def test_assign_errors_name_both_sides():
+  a = Tensor.zeros(2, 3).contiguous().realize()
+  with pytest.raises(ValueError, match=r"same shape: target is \(2, 3\).*value is \(3, 2\)"): a.assign(Tensor.ones(3, 2))
+  with pytest.raises(ValueError, match="same dtype: target is .*float.*value is .*int"): a.assign(Tensor.ones(2, 3, dtype=dtypes.int32))
+  with pytest.raises(ValueError, match="same device: target is .* on CPU, value is .* on PYTHON"): a.assign(Tensor.ones(2, 3, device="PYTHON"))
+  with pytest.raises(ValueError, match="expanded or padded view"): a[:1].expand(4, 3).assign(Tensor.ones(4, 3))
+  np.testing.assert_equal(a.numpy(), np.zeros((2, 3)))  # nothing was written
