@@ -1,5 +1,5 @@
 from __future__ import annotations
-import os, sys, re, time, string, pickle, sqlite3, pathlib, tempfile, functools, itertools, operator, contextlib
+import os, sys, gc, re, time, string, pickle, sqlite3, pathlib, tempfile, functools, itertools, operator, contextlib
 from typing import Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -101,6 +101,16 @@ class GlobalCounters:
   mem_used: ClassVar[int] = 0  # bytes currently allocated: tracks live buffers, so reset() leaves it alone
   @staticmethod
   def reset(): GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
+
+@contextlib.contextmanager
+def gc_paused():
+  """no cyclic garbage collection inside: a pass that builds a big acyclic graph would otherwise pay a collection that walks the whole
+  heap every few thousand nodes (time per node growing with graph size); cycles made inside are collected after"""
+  was = gc.isenabled()
+  gc.disable()
+  try: yield
+  finally:
+    if was: gc.enable()
 
 class Timing(contextlib.ContextDecorator):
   """prints the wall time of a block in ms; on_exit(ns) may append to the message"""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, gc_paused
 from tinygrad.schedule.indexing import build_kernel
 
 @dataclass
@@ -71,6 +71,7 @@ def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
     raise ValueError(f"Variable {var.arg.name} is bound to both {var_vals[var.arg.name]} and {val} in one realize")
   return var
 
+@gc_paused()
 def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """the work that realizes `targets`, in order, and the buffer-based UOp that replaces each target and each other node it materialises"""
   var_vals: dict[str, int] = {}
