@@ -141,7 +141,7 @@ class CStyleLanguage(Renderer):
       return f"{prefix}{names[prefix]-1}" if numbered else prefix if names[prefix] == 1 else f"{prefix}_{names[prefix]-1}"
     for u in uops:
       op, src = u.op, u.src
-      if op in SKIP:
+      if op in SKIP or op is Ops.BARRIER:
         if op is Ops.BARRIER and self.barrier: emit(self.barrier)
         continue
       if op is Ops.PARAM: r[u] = f"data{u.arg.slot}"

@@ -195,7 +195,7 @@ class LLVMRenderer(Renderer):
       label = nm
     for u in uops:
       op, src, i, d = u.op, u.src, idx[u], f"%v{idx[u]}"
-      if op in SKIP: continue
+      if op in SKIP or op is Ops.BARRIER: continue
       if op is Ops.PARAM: r[u] = f"%data{u.arg.slot}"
       elif op is Ops.DEFINE_VAR: r[u] = f"%var.{u.arg.name}"
       elif op is Ops.CONST: r[u] = render_const(u.arg, u.dtype)
