@@ -4,7 +4,7 @@ stay loops. Ids count the fastest axis first: the last GLOBAL axis is gidx0, so 
 dim 0 has the largest limit. More axes than ids, or an axis over its id's limit (Renderer.global_max / local_max): adjacent axes
 share one id, or their flat index is split into factors over several ids, and each axis is recovered with div/mod."""
 from __future__ import annotations
-import itertools, math, re
+import itertools, math, operator, re
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, sint
 from tinygrad.dtype import AddrSpace
@@ -51,15 +51,15 @@ def _ids(rngs:list[UOp], maxes:tuple[int, ...]|None, prefix:str) -> dict[UOp, UO
   sizes = [r.src[0].arg if r.src[0].op is Ops.CONST else r.src[0] for r in rngs]
   ret: dict[UOp, UOp] = {}
   dim = 0
-  for g, ps in zip(*fit_dims(sizes, maxes)):
-    flat, stride = None, 1
-    for p in ps:  # the group's flat index, its ids as digits
-      sp = UOp.special(p, f"{prefix}{dim}", rngs[0].dtype)
-      flat, stride, dim = sp if flat is None else flat + sp * stride, stride * p, dim + 1
+  for run, pieces in zip(*fit_dims(sizes, maxes)):
+    ids = [UOp.special(p, f"{prefix}{dim+j}", rngs[0].dtype) for j, p in enumerate(pieces)]
+    dim += len(ids)
+    flat = ids[0]  # the run's flat index, its ids as digits
+    for sp, stride in zip(ids[1:], itertools.accumulate(pieces, operator.mul)): flat = flat + sp * stride
     stride = 1
-    for k, i in enumerate(g):  # each axis is a digit of the flat index
-      idx = flat if _limit(stride) == 1 else flat // stride
-      ret[rngs[i]] = idx if k == len(g) - 1 else idx % sizes[i]
+    for k, i in enumerate(run):  # each axis is a digit of the flat index
+      idx = flat if isinstance(stride, int) and stride == 1 else flat // stride
+      ret[rngs[i]] = idx if k == len(run) - 1 else idx % sizes[i]
       stride = stride * sizes[i]
   return ret
 
