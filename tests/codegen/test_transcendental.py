@@ -8,6 +8,7 @@ from tinygrad.helpers import Context
 from tinygrad.uop import Ops
 from tinygrad.codegen import get_program, get_program_cached
 from tinygrad.codegen.lowering import rewrite_to_program
+from tinygrad.renderer import Renderer
 from tinygrad.schedule.rangeify import create_schedule
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # inputs and references that overflow on purpose
@@ -122,7 +123,7 @@ def test_program_cache_follows_transcendental():
   with Context(TRANSCENDENTAL=2): assert not _ops(get_program_cached(ast, renderer).uops)
   assert _ops(get_program_cached(ast, renderer).uops) == {Ops.EXP2}
 
-class _NoExp2:
+class _NoExp2(Renderer):
   code_for_op = {Ops.LOG2: None, Ops.SIN: None}
 
 def test_only_missing_ops_are_lowered():

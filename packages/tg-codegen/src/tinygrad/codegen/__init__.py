@@ -3,10 +3,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, KernelInfo
-from tinygrad.helpers import DEBUG, TRANSCENDENTAL, to_function_name
+from tinygrad.uop.ops import UOp, KernelInfo, sint, sym_infer
+from tinygrad.helpers import DEBUG, TRANSCENDENTAL, to_function_name, prod, all_int
 from tinygrad.codegen.lowering import rewrite_to_program
 from tinygrad.codegen.linearize import linearize
+from tinygrad.codegen.gpudims import workitem
 
 @dataclass(frozen=True)
 class ProgramSpec:
@@ -18,9 +19,28 @@ class ProgramSpec:
   ops: int                       # estimated ALU ops per run (loops with constant bounds counted fully)
   mem: int                       # estimated bytes loaded and stored per run
   exact: bool                    # False when a loop's trip count is unknown (bound-less or symbolic): ops/mem count it once
+  # launch grid, read off the work-item ids (SPECIALs): groups per dim and items per group; symbolic sizes resolve with launch_dims
+  global_size: tuple[sint, ...] = (1, 1, 1)
+  local_size: tuple[sint, ...] = (1, 1, 1)
 
-def _estimates(lin:list[UOp]) -> tuple[int, int, bool]:
-  ops, mem, mult, exact = 0, 0, [1], True
+  def launch_dims(self, var_vals:dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(global_size, local_size) as ints, symbolic sizes evaluated with the variables' values"""
+    return tuple(int(sym_infer(s, var_vals)) for s in self.global_size), tuple(int(sym_infer(s, var_vals)) for s in self.local_size)
+
+def launch_grid(lin:list[UOp]) -> tuple[tuple[sint, ...], tuple[sint, ...]]:
+  """(groups per dim, items per group per dim) from the sizes of a program's work-item ids"""
+  size: dict[tuple[str, int], UOp] = {}
+  for u in lin:
+    if u.op is Ops.SPECIAL and size.setdefault(k := workitem(u.arg), u.src[0]) is not u.src[0]:
+      raise RuntimeError(f"work item {u.arg} has two sizes: {size[k].render()} and {u.src[0].render()}")
+  def dim(kind:str, d:int, default:sint) -> sint: return default if (s := size.get((kind, d))) is None else s.arg if s.op is Ops.CONST else s
+  local = tuple(dim("lidx", d, 1) for d in range(3))
+  # idx counts the items of the grid: that many items, in groups of local_size
+  return tuple(dim("gidx", d, 1) if ("gidx", d) in size else dim("idx", d, local[d]) // local[d] for d in range(3)), local
+
+def _estimates(lin:list[UOp], items:int|None) -> tuple[int, int, bool]:
+  """(ops, mem, exact) of a run, over all `items` work items (None: a symbolic grid, counted once)"""
+  ops, mem, mult, exact = 0, 0, [1 if items is None else items], items is not None
   for u in lin:
     if u.op is Ops.RANGE:
       known = bool(u.src) and u.src[0].op is Ops.CONST
@@ -58,7 +78,9 @@ def get_program(ast:UOp, renderer) -> ProgramSpec:
   if DEBUG >= 4: print(src)
   nbufs = max([u.arg.slot+1 for u in lin if u.op is Ops.PARAM], default=0)
   variables = tuple(sorted({u.arg.name for u in lin if u.op is Ops.DEFINE_VAR}))
-  return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin))
+  glob, local = launch_grid(lin)
+  items = prod(glob) * prod(local) if all_int(glob + local) else None
+  return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin, items), glob, local)
 
 def get_program_cached(ast:UOp, renderer) -> ProgramSpec:
   """get_program memoised per AST and renderer, and per switch that changes what lowering emits (TRANSCENDENTAL)"""

@@ -1,10 +1,12 @@
-"""Kernel AST -> program-level graph: reductions become REG accumulators in loops, multi-axis indexing is flattened, python-style
-integer division and other ops a target lacks are decomposed, and weak index math gets a concrete integer type."""
+"""Kernel AST -> program-level graph: GLOBAL/LOCAL ranges become work-item ids where the target has them, reductions become REG
+accumulators in loops, multi-axis indexing is flattened, python-style integer division and other ops a target lacks are decomposed,
+and weak index math gets a concrete integer type."""
 from __future__ import annotations
 import itertools, math
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.codegen.gpudims import add_gpudims
 
 def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
   """for every node, the RANGEs it depends on that no END between it and them has closed"""
@@ -111,6 +113,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.uop.symbolic import symbolic
   from tinygrad.codegen.transcendental import lower_transcendental
   sink = graph_rewrite(sink, symbolic, name="simplify", memo="_simplified")
+  sink = add_gpudims(sink, renderer)
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)

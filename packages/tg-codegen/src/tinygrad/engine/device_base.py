@@ -103,7 +103,8 @@ class Compiler:
     return lib
 
 class Compiled:
-  """a device that runs compiled kernels: `runtime(name, lib)` gives a program, called as `program(*bufs, vals=(), wait=False)`
+  """a device that runs compiled kernels: `runtime(name, lib)` gives a program, called as
+  `program(*bufs, vals=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False)` (the launch grid: groups, items per group)
   returning seconds when `wait`"""
   def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, runtime:Callable[[str, bytes], Callable]):
     self.device, self.allocator, self.renderer, self.compiler, self.runtime = device, allocator, renderer, compiler or Compiler(), runtime

@@ -37,7 +37,9 @@ def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float
   missing = [v for v in spec.vars if v not in var_vals]
   if missing: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
   prg = _runtime(spec, device, dev)
-  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), wait=DEBUG >= 2)
+  global_size, local_size = spec.launch_dims(var_vals)
+  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), global_size=global_size, local_size=local_size,
+           wait=DEBUG >= 2)
   GlobalCounters.kernel_count += 1
   GlobalCounters.global_ops += spec.ops
   GlobalCounters.global_mem += spec.mem

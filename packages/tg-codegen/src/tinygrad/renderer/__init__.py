@@ -5,8 +5,13 @@ class Renderer:
   """Turns a linearized list of UOps into source code for one target."""
   device: str = ""
   suffix: str = ""
+  # work items (codegen.gpudims): with has_local, GLOBAL/LOCAL ranges become group ids (gidx0..2, at most global_max[d] groups) and
+  # ids within the group (lidx0..2, at most local_max[d] items) and the program is launched over that grid; without, they stay loops
   has_local: bool = False
   global_max: tuple[int, ...]|None = None
+  local_max: tuple[int, ...]|None = None
+  # LOCAL buffers are shared by the items of a work group (needs has_local; without work items a LOCAL buffer is a plain array)
+  has_shared: bool = False
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
   def render(self, name:str, uops:list) -> str: raise NotImplementedError(f"{type(self).__name__} does not implement render")

@@ -1,58 +1,86 @@
-"""C-family source from a linear program. CStyleLanguage is the C every dialect shares, driven by tables a dialect overrides
-(types, op spellings, prefixes); ClangRenderer is plain C for the CPU."""
+"""C-family source from a linear program. CStyleLanguage is the C every dialect shares: `base_rewrite`, a string-rewrite table keyed
+by op whose rules return a node's C text, plus tables a dialect overrides (types, op spellings, prefixes, work items). A dialect adds
+rules in front (`string_rewrite = PatternMatcher([...]) + base_rewrite`); render() only names values and lays out lines.
+ClangRenderer is plain C for the CPU."""
 from __future__ import annotations
 import math
 from collections import defaultdict
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod, strip_parens
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
+from tinygrad.codegen.gpudims import workitem
+from tinygrad.renderer.c_emulation import EMULATION
 
 def _fmax(a, b, dt): return f"(({a}!={a}||{a}>{b})?{a}:{b})" if dtypes.is_float(dt) else f"(({a}>{b})?{a}:{b})"  # a NaN wins, as in numpy
 def _math(name:str) -> Callable:  # float versions end in f; half/bfloat16 are held as float
   return lambda *a, dt: f"{name}{'' if dt is dtypes.float64 else 'f'}({', '.join(a)})"
 
-# float16/bfloat16 where the C compiler has no usable type: held as float in registers (rounded after every op), 16 bits in memory.
-# h2f/f2h and bf2f/f2bf convert (round to nearest even); d2fo rounds double to float to odd, so rounding on to 16 bits is exact.
-_EMULATION = """static inline float __tg_h2f(unsigned short h) {
-  unsigned int em = h & 0x7fffu, b;
-  if (em >= 0x7c00u) b = (em << 13) + 0x70000000u;
-  else if (em >= 0x400u) b = (em << 13) + 0x38000000u;
-  else { float s = (float)em * 5.9604644775390625e-08f; __builtin_memcpy(&b, &s, 4); }
-  b |= (unsigned int)(h & 0x8000u) << 16; float f; __builtin_memcpy(&f, &b, 4); return f;
-}
-static inline unsigned short __tg_f2h(float f) {
-  unsigned int u; __builtin_memcpy(&u, &f, 4);
-  unsigned int s = (u >> 16) & 0x8000u; u &= 0x7fffffffu;
-  if (u >= 0x47800000u) return s | (u > 0x7f800000u ? 0x7e00u : 0x7c00u);
-  if (u < 0x38800000u) { float a; __builtin_memcpy(&a, &u, 4); a += 0.5f; __builtin_memcpy(&u, &a, 4); return s | (u - 0x3f000000u); }
-  return s | ((u + 0xc8000fffu + ((u >> 13) & 1u)) >> 13);
-}
-static inline float __tg_bf2f(unsigned short h) { unsigned int u = (unsigned int)h << 16; float f; __builtin_memcpy(&f, &u, 4); return f; }
-static inline unsigned short __tg_f2bf(float f) {
-  unsigned int u; __builtin_memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
-  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-}
-static inline float __tg_d2fo(double d) {
-  float f = (float)d; unsigned int u; __builtin_memcpy(&u, &f, 4);
-  if ((double)f != d) { if (__builtin_fabs((double)f) > __builtin_fabs(d)) u -= 1; u |= 1; __builtin_memcpy(&f, &u, 4); }
-  return f;
-}
-static inline float __tg_rh(float x) { return __tg_h2f(__tg_f2h(x)); }
-static inline float __tg_rbf(float x) { return __tg_bf2f(__tg_f2bf(x)); }
-"""
+def _buffer(ctx:CStyleLanguage, x:UOp) -> str:
+  if x.arg.addrspace not in (AddrSpace.REG, AddrSpace.LOCAL): raise RuntimeError(f"a linear program has no {x.arg.addrspace} BUFFER")
+  return f"{ctx.smem_prefix if x.arg.addrspace is AddrSpace.LOCAL else ''}{ctx.value_type(x.dtype)} {ctx[x]}[{prod(x.arg.shape)}];"
+
+def _end(ctx:CStyleLanguage, x:UOp) -> str:
+  cond = loop_of(x)[1]
+  return "}" if cond is None else f"if (!({strip_parens(ctx[cond])})) break;\n}}"
+
+# node -> its C text: an expression for values (render() decides whether to inline it), a statement otherwise. ctx is the renderer;
+# ctx[x] is x's C text. Names of declared variables (ctx[x] of a RANGE, BUFFER, SPECIAL) are given before the rule runs.
+base_rewrite = PatternMatcher([
+  (UPat(Ops.PARAM, name="x"), lambda ctx, x: f"data{x.arg.slot}"),
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: x.arg.name),
+  (UPat(Ops.CONST, name="x"), lambda ctx, x: ctx.render_const(x.arg, x.dtype)),
+  (UPat(Ops.SPECIAL, name="x"), lambda ctx, x: f"{ctx.ctype(x.dtype)} {ctx[x]} = {ctx.render_workitem(x.arg)}; /* {ctx[x.src[0]]} */"),
+  # memory: REG/LOCAL arrays hold values as computed, global buffers of an emulated dtype hold its 16 bits
+  (UPat(Ops.BUFFER, name="x"), _buffer),
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("i"))), lambda ctx, buf, i: f"{ctx[buf]}[{strip_parens(ctx[i])}]"),
+  (UPat(Ops.LOAD, src=(UPat.var("idx"),), name="x"), lambda ctx, x, idx: ctx.render_load(x.dtype, idx)),
+  # a gated load: the conditional only reads memory when the gate is true
+  (UPat(Ops.LOAD, src=(UPat.var("idx"), UPat.var("alt"), UPat.var("gate")), name="x"),
+   lambda ctx, x, idx, alt, gate: f"({ctx[gate]}?{ctx.render_load(x.dtype, idx)}:{ctx[alt]})"),
+  (UPat(Ops.STORE, src=(UPat.var("idx"), UPat.var("val"))), lambda ctx, idx, val: f"{ctx[idx]} = {strip_parens(ctx.render_store(idx, val))};"),
+  # control flow: a bound-less loop is a for (;;) left by its do-while condition
+  (UPat(Ops.RANGE, dtype=dtypes.void), lambda: "for (;;) {"),
+  (UPat(Ops.RANGE, name="x"), lambda ctx, x: f"for ({ctx.ctype(x.dtype)} {ctx[x]} = 0; {ctx[x]} < {strip_parens(ctx[x.src[0]])}; {ctx[x]}++) {{"),
+  (UPat(Ops.END, name="x"), _end),
+  (UPat(Ops.IF, name="x"), lambda ctx, x: f"if ({strip_parens(ctx[x.src[0]])}) {{"),
+  (UPat(Ops.ENDIF), lambda: "}"),
+  (UPat(Ops.BARRIER), lambda ctx: ctx.barrier),
+  # values
+  (UPat(Ops.CAST, src=(UPat.var("a"),), name="x"), lambda ctx, x, a: ctx.render_cast(ctx[a], a.dtype, x.dtype)),
+  (UPat(Ops.BITCAST, src=(UPat.var("a"),), name="x"), lambda ctx, x, a: ctx.render_bitcast(ctx[a], a.dtype, x.dtype)),
+  (UPat(GroupOp.ALU, name="x"), lambda ctx, x: ctx.render_alu(x.op, [ctx[s] for s in x.src], x)),
+])
+
+_EXPRESSIONS = {Ops.PARAM, Ops.DEFINE_VAR, Ops.CONST, Ops.INDEX}  # always inlined into their users
+# values: named in a variable of this prefix, or inlined (see _inlined)
+_VALUES = {Ops.LOAD: "val", Ops.CAST: "cast", Ops.BITCAST: "cast", **dict.fromkeys(GroupOp.ALU, "alu")}
+
+def _scopes(name:str, uops:list[UOp]) -> tuple[dict[UOp, UOp|None], dict[UOp, list[UOp]]]:
+  """each node's innermost open RANGE/IF (END/ENDIF are inside what they close), and each node's users"""
+  users: dict[UOp, list[UOp]] = defaultdict(list)
+  scope: dict[UOp, UOp|None] = {}
+  opened: list[UOp] = []
+  for u in uops:
+    for s in u.src: users[s].append(u)
+    scope[u] = opened[-1] if opened else None
+    if u.op in (Ops.END, Ops.ENDIF) and not opened: raise RuntimeError(f"{u.op} without an open RANGE/IF in kernel {name}")
+    if u.op in (Ops.END, Ops.ENDIF): opened.pop()
+    if u.op in (Ops.RANGE, Ops.IF): opened.append(u)
+  if opened: raise RuntimeError(f"{len(opened)} RANGE/IF left open at the end of kernel {name}")
+  return scope, users
 
 class CStyleLanguage(Renderer):
   kernel_prefix: str = ""       # before `void name(`, e.g. "__kernel " (OpenCL), 'extern "C" __global__ ' (CUDA)
   buffer_prefix: str = ""       # before a global buffer's element type, e.g. "__global "
   buffer_suffix: str = ""       # after its `*`, e.g. " restrict"
   smem_prefix: str = ""         # before a LOCAL (work group shared) array, e.g. "__local "
-  barrier: str = ""             # the work group barrier statement
-  code_for_workitem: dict[str, Callable[[int], str]] = {}  # SPECIAL name's first letter (g/l/i) -> expression of the axis
+  barrier: str = ""             # the work group barrier statement (none: one work item runs the group)
+  code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx: codegen.gpudims.workitem) -> C of dim d
+  string_rewrite: PatternMatcher = base_rewrite
   infinity, nan = "INFINITY", "NAN"
   type_map: dict[DType, str] = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
     dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long", dtypes.uint64: "unsigned long",
@@ -119,78 +147,51 @@ class CStyleLanguage(Renderer):
   def render_kernel(self, name:str, body:list[str], params:list[UOp], variables:list[UOp], uops:list[UOp]) -> str:
     args = [f"{self.buffer_prefix}{self.storage_type(p.dtype)}*{self.buffer_suffix} data{p.arg.slot}" for p in params] + \
            [f"const {self.ctype(v.dtype)} {v.arg.name}" for v in variables]
-    prelude = _EMULATION if any(u.dtype in self.emulated for u in uops) else ""
+    prelude = EMULATION if any(u.dtype in self.emulated for u in uops) else ""
     return prelude + f"{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}\n"
 
+  def __getitem__(self, u:UOp) -> str: return self.r[u]  # a rule's view of the C text of the nodes before it
+  def render_workitem(self, name:str) -> str:
+    kind, dim = workitem(name)
+    if (fn := self.code_for_workitem.get(kind)) is None: raise RuntimeError(f"{type(self).__name__} has no work items (SPECIAL {name})")
+    return fn(dim)
+  def render_load(self, dt:DType, idx:UOp) -> str:
+    return self[idx] if dt not in self.emulated or self._is_reg(idx) else f"{self.emulated[dt][0]}({self[idx]})"
+  def render_store(self, idx:UOp, val:UOp) -> str:
+    return self[val] if val.dtype not in self.emulated or self._is_reg(idx) else f"{self.emulated[val.dtype][1]}({self[val]})"
+
   def render(self, name:str, uops:list[UOp]) -> str:
-    users: dict[UOp, list[UOp]] = defaultdict(list)
-    scope: dict[UOp, UOp|None] = {}  # innermost open RANGE/IF: an expression is inlined only into its own scope, never into a deeper loop
-    opened: list[UOp] = []
-    for u in uops:
-      for s in u.src: users[s].append(u)
-      scope[u] = opened[-1] if opened else None  # END/ENDIF are inside what they close: a do-while condition inlines into its END
-      if u.op in (Ops.END, Ops.ENDIF) and not opened: raise RuntimeError(f"{u.op} without an open RANGE/IF in kernel {name}")
-      if u.op in (Ops.END, Ops.ENDIF): opened.pop()
-      if u.op in (Ops.RANGE, Ops.IF): opened.append(u)
-    r: dict[UOp, str] = {}  # each value's C expression or variable name
+    scope, users = _scopes(name, uops)
+    self.r: dict[UOp, str] = {}
     names: dict[str, int] = defaultdict(int)
-    body: list[str] = []
-    def emit(line:str): body.append("  " * (len(opened) + 1) + line)
     def fresh(prefix:str, numbered=True) -> str:
       names[prefix] += 1
       return f"{prefix}{names[prefix]-1}" if numbered else prefix if names[prefix] == 1 else f"{prefix}_{names[prefix]-1}"
+    body: list[str] = []
+    depth = 1
+    def emit(text:str):  # lines indented by the braces that open and close blocks
+      nonlocal depth
+      for line in text.split("\n") if text else []:
+        depth -= line.startswith("}")
+        body.append("  " * depth + line)
+        depth += line.endswith("{")
     for u in uops:
-      op, src = u.op, u.src
-      if op in SKIP:
-        if op is Ops.BARRIER and self.barrier: emit(self.barrier)
-        continue
-      if op is Ops.PARAM: r[u] = f"data{u.arg.slot}"
-      elif op is Ops.DEFINE_VAR: r[u] = u.arg.name
-      elif op is Ops.CONST: r[u] = self.render_const(u.arg, u.dtype)
-      elif op is Ops.INDEX: r[u] = f"{r[src[0]]}[{strip_parens(r[src[1]])}]"
-      elif op is Ops.SPECIAL:
-        if (fn := self.code_for_workitem.get(u.arg[0])) is None: raise RuntimeError(f"{type(self).__name__} has no work items (SPECIAL {u.arg})")
-        emit(f"{self.ctype(u.dtype)} {u.arg} = {fn(int(u.arg[-1]))}; /* {r[src[0]]} */")
-        r[u] = u.arg
-      elif op is Ops.BUFFER:
-        if u.arg.addrspace not in (AddrSpace.REG, AddrSpace.LOCAL): raise RuntimeError(f"a linear program has no {u.arg.addrspace} BUFFER")
-        r[u] = fresh("reg" if u.arg.addrspace is AddrSpace.REG else "smem")
-        emit(f"{self.smem_prefix if u.arg.addrspace is AddrSpace.LOCAL else ''}{self.value_type(u.dtype)} {r[u]}[{prod(u.arg.shape)}];")
-      elif op is Ops.RANGE:
-        if u.dtype is dtypes.void: emit("for (;;) {")
-        else:
-          r[u] = fresh(f"ridx{u.arg[0]}", numbered=False)
-          emit(f"for ({self.ctype(u.dtype)} {r[u]} = 0; {r[u]} < {strip_parens(r[src[0]])}; {r[u]}++) {{")
-        opened.append(u)
-      elif op is Ops.END:
-        if (cond := loop_of(u)[1]) is not None: emit(f"if (!({strip_parens(r[cond])})) break;")
-        opened.pop()
-        emit("}")
-      elif op is Ops.IF:
-        emit(f"if ({strip_parens(r[src[0]])}) {{")
-        opened.append(u)
-      elif op is Ops.ENDIF:
-        opened.pop()
-        emit("}")
-      elif op is Ops.STORE:
-        val = r[src[1]] if src[1].dtype not in self.emulated or self._is_reg(src[0]) else f"{self.emulated[src[1].dtype][1]}({r[src[1]]})"
-        emit(f"{r[src[0]]} = {strip_parens(val)};")
-      elif op is Ops.LOAD:
-        val = r[src[0]] if u.dtype not in self.emulated or self._is_reg(src[0]) else f"{self.emulated[u.dtype][0]}({r[src[0]]})"
-        if len(src) == 3: val = f"({r[src[2]]}?{val}:{r[src[1]]})"  # the conditional only reads memory when the gate is true
-        r[u] = fresh("val")
-        emit(f"{self.value_type(u.dtype)} {r[u]} = {strip_parens(val)};")
-      elif op in GroupOp.ALU or op in (Ops.CAST, Ops.BITCAST):
-        if op is Ops.CAST: expr = self.render_cast(r[src[0]], src[0].dtype, u.dtype)
-        elif op is Ops.BITCAST: expr = self.render_bitcast(r[src[0]], src[0].dtype, u.dtype)
-        else: expr = self.render_alu(op, [r[s] for s in src], u)
-        if len(us := users[u]) == 1 and us[0].op not in self.repeats_operands and scope[us[0]] is scope[u]: r[u] = expr
-        else:
-          r[u] = fresh("cast" if op in (Ops.CAST, Ops.BITCAST) else "alu")
-          emit(f"{self.value_type(u.dtype)} {r[u]} = {strip_parens(expr)};")
-      else: raise RuntimeError(f"{type(self).__name__} cannot render {op} in a linear program")
-    if opened: raise RuntimeError(f"{len(opened)} RANGE/IF left open at the end of kernel {name}")
+      if u.op in SKIP: continue
+      if u.op is Ops.SPECIAL: self.r[u] = u.arg
+      elif u.op is Ops.RANGE and u.dtype is not dtypes.void: self.r[u] = fresh(f"ridx{u.arg[0]}", numbered=False)
+      elif u.op is Ops.BUFFER: self.r[u] = fresh("reg" if u.arg.addrspace is AddrSpace.REG else "smem")
+      if (text := self.string_rewrite.rewrite(u, ctx=self)) is None:
+        raise RuntimeError(f"{type(self).__name__} cannot render {u.op} in a linear program")
+      if u.op in _EXPRESSIONS or (u.op in _VALUES and self._inlined(u, users[u], scope)): self.r[u] = text
+      elif u.op in _VALUES:
+        self.r[u] = fresh(_VALUES[u.op])
+        emit(f"{self.value_type(u.dtype)} {self.r[u]} = {strip_parens(text)};")
+      else: emit(text)
     return self.render_kernel(name, body, *param_order(uops), uops)
+
+  def _inlined(self, u:UOp, users:list[UOp], scope:dict[UOp, UOp|None]) -> bool:
+    """a value goes inline into its one user in the same scope (never into a deeper loop), unless C repeats that operand; a load never"""
+    return u.op is not Ops.LOAD and len(users) == 1 and users[0].op not in self.repeats_operands and scope[users[0]] is scope[u]
 
   @staticmethod
   def _is_reg(idx:UOp) -> bool: return idx.src[0].op is Ops.BUFFER  # REG/LOCAL arrays hold values as computed, not as stored in 16 bits

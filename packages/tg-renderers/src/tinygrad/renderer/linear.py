@@ -3,8 +3,8 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 
-# structure left over from scheduling: nothing to run (BARRIER only matters with work groups, which these targets run one at a time)
-SKIP = {Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.BARRIER}
+# structure left over from scheduling: nothing to run
+SKIP = {Ops.SINK, Ops.GROUP, Ops.NOOP}
 
 def loop_of(end:UOp) -> tuple[UOp, UOp|None]:
   """(the RANGE an END closes, the do-while condition or None). END is (RANGE,) or (loop RANGE, cond), optionally after its body"""

@@ -1,14 +1,18 @@
 """Textual LLVM IR from a linear program: one function, loops as basic blocks with a phi induction variable, math through llvm.*
-intrinsics. No fast-math flags: results follow IEEE (NaN, inf, rounding) like the C and python targets."""
+intrinsics. No fast-math flags: results follow IEEE (NaN, inf, rounding) like the C and python targets. `base_rewrite` is a rule
+table keyed by op whose rules return a node's instructions (or, for one that needs none, its operand); a target dialect (AMDGPU)
+adds rules in front."""
 from __future__ import annotations
 import math, re, struct
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
+from tinygrad.codegen.gpudims import workitem
+from tinygrad.renderer.llvm_emulation import HELPERS
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
@@ -50,97 +54,86 @@ def _neg(d, a, dt):
   t = ltype(dt)
   return [f"{d} = fneg {t} {a}" if dtypes.is_float(dt) else f"{d} = xor i1 {a}, true" if dt is dtypes.bool else f"{d} = sub {t} 0, {a}"]
 
-# float16/bfloat16 conversions (round to nearest even) and double -> float rounding to odd, so a second rounding to 16 bits is exact
-_HELPERS = """define internal float @__tg_h2f(i16 %h) alwaysinline {
-  %x = zext i16 %h to i32
-  %em = and i32 %x, 32767
-  %sh = shl i32 %em, 13
-  %nb = add i32 %sh, 939524096
-  %ib = add i32 %sh, 1879048192
-  %sf = uitofp i32 %em to float
-  %sv = fmul float %sf, 0x3E70000000000000
-  %sb = bitcast float %sv to i32
-  %isnorm = icmp uge i32 %em, 1024
-  %isinf = icmp uge i32 %em, 31744
-  %b0 = select i1 %isnorm, i32 %nb, i32 %sb
-  %b1 = select i1 %isinf, i32 %ib, i32 %b0
-  %s = and i32 %x, 32768
-  %ss = shl i32 %s, 16
-  %b = or i32 %b1, %ss
-  %f = bitcast i32 %b to float
-  ret float %f
-}
-define internal i16 @__tg_f2h(float %f) alwaysinline {
-  %u0 = bitcast float %f to i32
-  %s0 = lshr i32 %u0, 16
-  %s = and i32 %s0, 32768
-  %u = and i32 %u0, 2147483647
-  %big = icmp uge i32 %u, 1199570944
-  %isnan = icmp ugt i32 %u, 2139095040
-  %inf = select i1 %isnan, i32 32256, i32 31744
-  %small = icmp ult i32 %u, 947912704
-  %af = bitcast i32 %u to float
-  %a = fadd float %af, 0x3FE0000000000000
-  %ab = bitcast float %a to i32
-  %sub = sub i32 %ab, 1056964608
-  %o0 = lshr i32 %u, 13
-  %odd = and i32 %o0, 1
-  %n0 = add i32 %u, -939520001
-  %n1 = add i32 %n0, %odd
-  %n = lshr i32 %n1, 13
-  %r0 = select i1 %small, i32 %sub, i32 %n
-  %r1 = select i1 %big, i32 %inf, i32 %r0
-  %r = or i32 %r1, %s
-  %h = trunc i32 %r to i16
-  ret i16 %h
-}
-define internal float @__tg_bf2f(i16 %h) alwaysinline {
-  %x = zext i16 %h to i32
-  %s = shl i32 %x, 16
-  %f = bitcast i32 %s to float
-  ret float %f
-}
-define internal i16 @__tg_f2bf(float %f) alwaysinline {
-  %u = bitcast float %f to i32
-  %a = and i32 %u, 2147483647
-  %isnan = icmp ugt i32 %a, 2139095040
-  %hi = lshr i32 %u, 16
-  %q = or i32 %hi, 64
-  %odd = and i32 %hi, 1
-  %r0 = add i32 %u, 32767
-  %r1 = add i32 %r0, %odd
-  %r2 = lshr i32 %r1, 16
-  %r = select i1 %isnan, i32 %q, i32 %r2
-  %h = trunc i32 %r to i16
-  ret i16 %h
-}
-define internal float @__tg_d2fo(double %d) alwaysinline {
-  %f = fptrunc double %d to float
-  %b = fpext float %f to double
-  %exact = fcmp oeq double %b, %d
-  %ab = call double @llvm.fabs.f64(double %b)
-  %ad = call double @llvm.fabs.f64(double %d)
-  %away = fcmp ogt double %ab, %ad
-  %u = bitcast float %f to i32
-  %dn = sub i32 %u, 1
-  %u1 = select i1 %away, i32 %dn, i32 %u
-  %u2 = or i32 %u1, 1
-  %r = select i1 %exact, i32 %u, i32 %u2
-  %o = bitcast i32 %r to float
-  ret float %o
-}
-declare double @llvm.fabs.f64(double)
-define internal float @__tg_rh(float %x) alwaysinline {
-  %h = call i16 @__tg_f2h(float %x)
-  %f = call float @__tg_h2f(i16 %h)
-  ret float %f
-}
-define internal float @__tg_rbf(float %x) alwaysinline {
-  %h = call i16 @__tg_f2bf(float %x)
-  %f = call float @__tg_bf2f(i16 %h)
-  ret float %f
-}
-"""
+# *** the rules: ctx is the renderer, ctx[x] x's operand (an instruction's destination is given before its rule runs: %v<position>),
+# ctx.label the block being filled (a phi's predecessor), ctx.pos[x] x's position (names its blocks) ***
+
+def _indent(lines:list[str]|str) -> list[str]|str: return lines if isinstance(lines, str) else [f"  {x}" for x in lines]
+
+def _special(ctx:LLVMRenderer, x:UOp) -> list[str]:
+  kind, dim = workitem(x.arg)
+  if (fn := ctx.code_for_workitem.get(kind)) is None:
+    raise RuntimeError(f"{type(ctx).__name__} has no work items (SPECIAL {x.arg}): it renders single threaded kernels")
+  return [f"  {ctx[x]} = {fn(dim)}"]
+
+def _buffer(ctx:LLVMRenderer, x:UOp) -> list[str]:
+  if x.arg.addrspace not in (AddrSpace.REG, AddrSpace.LOCAL): raise RuntimeError(f"a linear program has no {x.arg.addrspace} BUFFER")
+  return [f"  {ctx[x]} = alloca [{prod(x.arg.shape)} x {ltype(x.dtype)}]"]
+
+def _range(ctx:LLVMRenderer, x:UOp) -> list[str]:
+  d, i = ctx[x], ctx.pos[x]
+  head = [f"  br label %L{i}", f"L{i}:"]
+  if x.dtype is dtypes.void: return head
+  t = ltype(x.dtype)
+  return head + [f"  {d} = phi {t} [0, %{ctx.label}], [{d}.next, %L{i}.latch]", f"  {d}.c = icmp slt {t} {d}, {ctx[x.src[0]]}",
+                 f"  br i1 {d}.c, label %L{i}.body, label %L{i}.exit", f"L{i}.body:"]
+
+def _end(ctx:LLVMRenderer, x:UOp) -> list[str]:
+  rng, cond = loop_of(x)
+  j = ctx.pos[rng]
+  if cond is not None: return [f"  br i1 {ctx[cond]}, label %L{j}, label %L{j}.exit", f"L{j}.exit:"]  # do-while: back while it holds
+  return [f"  br label %L{j}.latch", f"L{j}.latch:", f"  %v{j}.next = add {ltype(rng.dtype)} %v{j}, 1", f"  br label %L{j}", f"L{j}.exit:"]
+
+def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
+  v, t, lines = ctx[val], ctx.elem(idx), []
+  if t != ltype(val.dtype):  # to the in-memory form: bool as a byte, float16/bfloat16 as 16 bits
+    lines.append(f"  {ctx[x]}.m = zext i1 {v} to i8" if val.dtype is dtypes.bool else f"  {ctx[x]}.m = call i16 {_EMULATED[val.dtype][1]}(float {v})")
+    v = f"{ctx[x]}.m"
+  return lines + [f"  store {t} {v}, ptr {ctx[idx]}"]
+
+def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
+  d, i, idx = ctx[x], ctx.pos[x], x.src[0]
+  t, vt, gated = ctx.elem(idx), ltype(x.dtype), len(x.src) == 3
+  # gated: branch around the load, so memory is not touched when the gate is false
+  lines = [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
+  val = f"{d}.m" if t != vt or gated else d
+  lines.append(f"  {val} = load {t}, ptr {ctx[idx]}")
+  if t != vt:  # from the in-memory form
+    conv = f"{d}.x" if gated else d
+    lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
+    val = conv
+  if not gated: return lines
+  return lines + [f"  br label %L{i}.join", f"L{i}.join:", f"  {d} = phi {vt} [{val}, %L{i}.load], [{ctx[x.src[1]]}, %{ctx.label}]"]
+
+def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
+  d, rounds = ctx[x], x.dtype in _EMULATED and x.op not in ctx.exact_ops  # computed in float, then rounded to 16 bits
+  if (fn := ctx.code_for_op.get(x.op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[ctx[s] for s in x.src], dt=x.src[-1].dtype)) is None:
+    raise RuntimeError(f"{type(ctx).__name__} cannot render {x.op} on {x.src[-1].dtype} operands: lower it first")
+  return _indent(lines) + ([f"  {d} = call float {_EMULATED[x.dtype][2]}(float {d}.u)"] if rounds else [])
+
+base_rewrite = PatternMatcher([
+  # operands: no instruction
+  (UPat(Ops.PARAM, name="x"), lambda x: f"%data{x.arg.slot}"),
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda x: f"%var.{x.arg.name}"),
+  (UPat(Ops.CONST, name="x"), lambda x: render_const(x.arg, x.dtype)),
+  (UPat(Ops.SPECIAL, name="x"), _special),
+  # memory: a REG/LOCAL buffer is an alloca in the entry block, so a loop does not grow the stack
+  (UPat(Ops.BUFFER, name="x"), _buffer),
+  (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("i")), name="x"),
+   lambda ctx, x, buf, i: [f"  {ctx[x]} = getelementptr inbounds {ctx.elem(x)}, ptr {ctx[buf]}, {ltype(i.dtype)} {ctx[i]}"]),
+  (UPat(Ops.LOAD, name="x"), _load),
+  (UPat(Ops.STORE, src=(UPat.var("idx"), UPat.var("val")), name="x"), _store),
+  # control flow: blocks named after the position of the RANGE/IF that opens them
+  (UPat(Ops.RANGE, name="x"), _range),
+  (UPat(Ops.END, name="x"), _end),
+  (UPat(Ops.IF, name="x"), lambda ctx, x: [f"  br i1 {ctx[x.src[0]]}, label %L{ctx.pos[x]}.then, label %L{ctx.pos[x]}.end", f"L{ctx.pos[x]}.then:"]),
+  (UPat(Ops.ENDIF, src=(UPat.var("i"),)), lambda ctx, i: [f"  br label %L{ctx.pos[i]}.end", f"L{ctx.pos[i]}.end:"]),
+  # one work item runs the whole group: nothing to wait for (a GPU dialect puts its own rule in front)
+  (UPat(Ops.BARRIER), lambda: []),
+  # values
+  (UPat(Ops.CAST, src=(UPat.var("a"),), name="x"), lambda ctx, x, a: _indent(ctx.render_cast(ctx[x], ctx[a], a.dtype, x.dtype))),
+  (UPat(Ops.BITCAST, src=(UPat.var("a"),), name="x"), lambda ctx, x, a: _indent(ctx.render_bitcast(ctx[x], ctx[a], a.dtype, x.dtype))),
+  (UPat(GroupOp.ALU, name="x"), _alu),
+])
 
 class LLVMRenderer(Renderer):
   device = "CPU"
@@ -156,6 +149,8 @@ class LLVMRenderer(Renderer):
     Ops.SQRT: _intrinsic("sqrt"), Ops.EXP2: _intrinsic("exp2"), Ops.LOG2: _intrinsic("log2"), Ops.SIN: _intrinsic("sin"),
     Ops.TRUNC: _intrinsic("trunc")}
   exact_ops = {Ops.NEG, Ops.MAX, Ops.WHERE, Ops.TRUNC}  # need no rounding back to an emulated dtype
+  code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx) -> the instruction reading dim d
+  string_rewrite: PatternMatcher = base_rewrite
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
     """instructions computing d, or the operand itself when the value types agree"""
@@ -183,96 +178,33 @@ class LLVMRenderer(Renderer):
     if src is dtypes.bool or dst is dtypes.bool: return self.render_cast(d, x, src, dst)  # bool is one bit in registers, a byte in memory
     return x if ltype(src) == ltype(dst) else [f"{d} = bitcast {ltype(src)} {x} to {ltype(dst)}"]
 
+  def __getitem__(self, u:UOp) -> str: return self.r[u]
+
   def render(self, name:str, uops:list[UOp]) -> str:
-    idx = {u: i for i, u in enumerate(uops)}
-    r: dict[UOp, str] = {}  # each value's operand text
+    self.pos = {u: i for i, u in enumerate(uops)}
+    self.r: dict[UOp, str] = {}
+    self.label = "entry"
     allocas: list[str] = []
     body: list[str] = []
-    label = "entry"  # the block being filled, for phi predecessors
-    def block(nm:str):
-      nonlocal label
-      body.append(f"{nm}:")
-      label = nm
     for u in uops:
-      op, src, i, d = u.op, u.src, idx[u], f"%v{idx[u]}"
-      if op in SKIP: continue
-      if op is Ops.PARAM: r[u] = f"%data{u.arg.slot}"
-      elif op is Ops.DEFINE_VAR: r[u] = f"%var.{u.arg.name}"
-      elif op is Ops.CONST: r[u] = render_const(u.arg, u.dtype)
-      elif op is Ops.SPECIAL: raise RuntimeError(f"LLVMRenderer renders single threaded CPU kernels, it has no work items (SPECIAL {u.arg})")
-      elif op is Ops.BUFFER:
-        if u.arg.addrspace not in (AddrSpace.REG, AddrSpace.LOCAL): raise RuntimeError(f"a linear program has no {u.arg.addrspace} BUFFER")
-        allocas.append(f"  {d} = alloca [{prod(u.arg.shape)} x {ltype(u.dtype)}]")  # in the entry block, so a loop does not grow the stack
-        r[u] = d
-      elif op is Ops.INDEX:
-        body.append(f"  {d} = getelementptr inbounds {self._elem(u)}, ptr {r[src[0]]}, {ltype(src[1].dtype)} {r[src[1]]}")
-        r[u] = d
-      elif op is Ops.RANGE:
-        body.append(f"  br label %L{i}")
-        pre = label
-        block(f"L{i}")
-        if u.dtype is not dtypes.void:
-          t = ltype(u.dtype)
-          body += [f"  {d} = phi {t} [0, %{pre}], [{d}.next, %L{i}.latch]", f"  {d}.c = icmp slt {t} {d}, {r[src[0]]}",
-                   f"  br i1 {d}.c, label %L{i}.body, label %L{i}.exit"]
-          block(f"L{i}.body")
-          r[u] = d
-      elif op is Ops.END:
-        rng, cond = loop_of(u)
-        j = idx[rng]
-        if cond is None: body += [f"  br label %L{j}.latch", f"L{j}.latch:", f"  %v{j}.next = add {ltype(rng.dtype)} %v{j}, 1", f"  br label %L{j}"]
-        else: body.append(f"  br i1 {r[cond]}, label %L{j}, label %L{j}.exit")  # do-while: back while the condition holds
-        block(f"L{j}.exit")
-      elif op is Ops.IF:
-        body.append(f"  br i1 {r[src[0]]}, label %L{i}.then, label %L{i}.end")
-        block(f"L{i}.then")
-      elif op is Ops.ENDIF:
-        body.append(f"  br label %L{idx[src[0]]}.end")
-        block(f"L{idx[src[0]]}.end")
-      elif op is Ops.STORE:
-        val, t = r[src[1]], self._elem(src[0])
-        if t != ltype(src[1].dtype):  # to the in-memory form: bool as a byte, float16/bfloat16 as 16 bits
-          body.append(f"  {d}.m = zext i1 {val} to i8" if src[1].dtype is dtypes.bool else
-                      f"  {d}.m = call i16 {_EMULATED[src[1].dtype][1]}(float {val})")
-          val = f"{d}.m"
-        body.append(f"  store {t} {val}, ptr {r[src[0]]}")
-      elif op is Ops.LOAD:
-        t, vt, gated = self._elem(src[0]), ltype(u.dtype), len(src) == 3
-        if gated:  # branch around the load, so memory is not touched when the gate is false
-          pre = label
-          body.append(f"  br i1 {r[src[2]]}, label %L{i}.load, label %L{i}.join")
-          block(f"L{i}.load")
-        val = f"{d}.m" if t != vt or gated else d
-        body.append(f"  {val} = load {t}, ptr {r[src[0]]}")
-        if t != vt:  # from the in-memory form
-          conv = f"{d}.x" if gated else d
-          body.append(f"  {conv} = icmp ne i8 {val}, 0" if u.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[u.dtype][0]}(i16 {val})")
-          val = conv
-        if gated:
-          body.append(f"  br label %L{i}.join")
-          block(f"L{i}.join")
-          body.append(f"  {d} = phi {vt} [{val}, %L{i}.load], [{r[src[1]]}, %{pre}]")
-        r[u] = d
-      elif op in (Ops.CAST, Ops.BITCAST):
-        out = (self.render_cast if op is Ops.CAST else self.render_bitcast)(d, r[src[0]], src[0].dtype, u.dtype)
-        if isinstance(out, str): r[u] = out
-        else: body += [f"  {x}" for x in out]; r[u] = d
-      elif op in GroupOp.ALU:
-        rounds = u.dtype in _EMULATED and op not in self.exact_ops  # computed in float, then rounded to 16 bits
-        if (fn := self.code_for_op.get(op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[r[s] for s in src], dt=src[-1].dtype)) is None:
-          raise RuntimeError(f"LLVMRenderer cannot render {op} on {src[-1].dtype} operands: lower it first")
-        body += [f"  {x}" for x in lines] + ([f"  {d} = call float {_EMULATED[u.dtype][2]}(float {d}.u)"] if rounds else [])
-        r[u] = d
-      else: raise RuntimeError(f"LLVMRenderer cannot render {op} in a linear program")
+      if u.op in SKIP: continue
+      self.r[u] = f"%v{self.pos[u]}"
+      if (out := self.string_rewrite.rewrite(u, ctx=self)) is None:
+        raise RuntimeError(f"{type(self).__name__} cannot render {u.op} in a linear program")
+      if isinstance(out, str): self.r[u] = out  # an operand, no instruction
+      elif u.op is Ops.BUFFER: allocas += out
+      else:
+        body += out
+        self.label = next((x[:-1] for x in reversed(out) if not x.startswith(" ")), self.label)  # the last block label the lines open
     params, variables = param_order(uops)
     args = [f"ptr noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables]
     fn = f'define void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
     # declare each llvm intrinsic the kernel calls, with the argument types of the call
-    decls = {f"declare {m[1]} {m[2]}({', '.join(a.split()[0] for a in m[3].split(', '))})"
+    decls = {f"declare {m[1]} {m[2]}({', '.join(a.split()[0] for a in m[3].split(', ') if a)})"
              for m in re.finditer(r"call (\w+) (@llvm\.[\w.]+)\(([^)]*)\)", fn)}
-    return fn + "".join(f"{x}\n" for x in sorted(decls)) + (_HELPERS if any(u.dtype in _EMULATED for u in uops) else "")
+    return fn + "".join(f"{x}\n" for x in sorted(decls)) + (HELPERS if any(u.dtype in _EMULATED for u in uops) else "")
 
   @staticmethod
-  def _elem(idx:UOp) -> str:
+  def elem(idx:UOp) -> str:
     """the element type an INDEX points at: REG/LOCAL arrays hold values, global buffers their in-memory form"""
     return ltype(idx.dtype) if idx.src[0].op is Ops.BUFFER else mtype(idx.src[0].dtype)

@@ -5,7 +5,7 @@ import json, math, operator, struct
 from typing import Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, dtypes, truncate
+from tinygrad.dtype import DType, dtypes, truncate, AddrSpace
 from tinygrad.helpers import cdiv, cmod, prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP
@@ -60,18 +60,21 @@ def _arg(u:UOp):
   if u.op is Ops.CONST: return u.arg
   if u.op is Ops.PARAM: return u.arg.slot
   if u.op is Ops.DEFINE_VAR: return u.arg.name
-  if u.op is Ops.BUFFER: return prod(u.arg.shape)
+  if u.op is Ops.BUFFER: return (prod(u.arg.shape), u.arg.addrspace is AddrSpace.LOCAL)  # a LOCAL buffer is one per work group
   if u.op is Ops.SPECIAL: return u.arg
   return None
 
 # what the emulator runs besides the ALU ops (SKIP: structure it steps over)
 _RUNS = SKIP | {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD,
-                Ops.STORE, Ops.CAST, Ops.BITCAST}
+                Ops.STORE, Ops.CAST, Ops.BITCAST, Ops.BARRIER}
 
 _DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
 
 class PythonRenderer(Renderer):
+  """a GPU-shaped target: work items in groups, memory shared by a group and barriers, so GPU kernels are tested on any machine"""
   device = "PYTHON"
+  has_local, has_shared = True, True
+  global_max, local_max = (2**31-1, 65535, 65535), (1024, 1024, 64)
   code_for_op = python_ops
   def render(self, name:str, uops:list[UOp]) -> str:
     idx = {u: i for i, u in enumerate(uops)}

@@ -20,7 +20,8 @@ class CPUProgram:
   """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""
   def __init__(self, name:str, addr:int, keepalive):
     self.name, self.addr, self.keepalive, self.fxns = name, addr, keepalive, {}
-  def __call__(self, *bufs, vals:tuple[int, ...]=(), wait=False) -> float|None:
+  # the CPU renderers have no work items: the grid is always one item (global_size, local_size are accepted for the common call)
+  def __call__(self, *bufs, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
     if (fxn := self.fxns.get(key := (len(bufs), len(vals)))) is None:
       fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*len(vals))(self.addr)
     st = time.perf_counter()

@@ -14,7 +14,8 @@ class NullCompiler(Compiler):
 
 class NullProgram:
   def __init__(self, name:str, lib:bytes): self.name = name
-  def __call__(self, *bufs, vals:tuple[int, ...]=(), wait=False) -> float|None: return 1e-6 if wait else None  # nonzero: callers divide by it
+  def __call__(self, *bufs, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
+    return 1e-6 if wait else None  # nonzero: callers divide by it
 
 class NullDevice(Compiled):
   def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), ClangRenderer(), NullCompiler(), NullProgram)

@@ -1,4 +1,6 @@
-"""PYTHON: runs kernels in an emulator, op by op, one work item after another, with exact dtype semantics. Slow; the tests' oracle."""
+"""PYTHON: runs kernels in an emulator, op by op, with exact dtype semantics. Slow; the tests' oracle. A launch is a grid of work
+groups run one after another; the items of a group run in turns, each until its next barrier, so a barrier separates phases and a
+LOCAL buffer is shared by the group."""
 from __future__ import annotations
 import itertools, json, time
 from tinygrad.uop import Ops, GroupOp
@@ -6,6 +8,7 @@ from tinygrad.dtype import DType, dtypes, truncate
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled
 from tinygrad.renderer.python import PythonRenderer, python_ops, cast_fn, bitcast_fn, to_bits, from_bits
 from tinygrad.renderer.linear import SKIP
+from tinygrad.codegen.gpudims import workitem
 
 def _alu(f, t): return lambda *a: t(f(*a))
 
@@ -26,11 +29,13 @@ class PythonProgram:
         self.jump[rng], self.jump[i] = i, rng
         src = (rng, src[-1]) if self.uops[rng][1] is dtypes.void else (rng,)  # (loop, do-while condition) or (range,)
       if op is Ops.ENDIF: self.jump[src[0]] = i
+      if op is Ops.SPECIAL: arg = workitem(arg)
       self.uops.append((op, dt, src, arg, fn))
     self.params = sorted((arg, i) for i, (op, _, _, arg, _) in enumerate(self.uops) if op is Ops.PARAM)
     self.vars = sorted((arg, i) for i, (op, _, _, arg, _) in enumerate(self.uops) if op is Ops.DEFINE_VAR)
+    self.shared = [(i, arg[0], dt) for i, (op, dt, _, arg, _) in enumerate(self.uops) if op is Ops.BUFFER and arg[1]]  # LOCAL buffers
 
-  def __call__(self, *bufs:memoryview, vals:tuple[int, ...]=(), wait=False, global_size=(1, 1, 1), local_size=(1, 1, 1)) -> float|None:
+  def __call__(self, *bufs:memoryview, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
     if len(bufs) != len(self.params) or len(vals) != len(self.vars):
       raise TypeError(f"kernel {self.name} takes {len(self.params)} buffers and {len(self.vars)} vars, got {len(bufs)} and {len(vals)}")
     st = time.perf_counter()
@@ -39,11 +44,20 @@ class PythonProgram:
     for (_, i), x in zip(self.vars, vals): base[i] = x
     for i, (op, _, _, arg, _) in enumerate(self.uops):
       if op is Ops.CONST: base[i] = arg
-    for gid in itertools.product(*[range(g) for g in global_size]):
-      for lid in itertools.product(*[range(lc) for lc in local_size]):
-        self._run(base.copy(), {**{f"gidx{d}": g for d, g in enumerate(gid)}, **{f"lidx{d}": lc for d, lc in enumerate(lid)},
-                                **{f"idx{d}": g*ls + lc for d, (g, ls, lc) in enumerate(zip(gid, local_size, lid))}})
+    gs, ls = (tuple(d) + (1,) * (3 - len(d)) for d in (global_size, local_size))
+    for gid in itertools.product(*[range(g) for g in gs]):
+      group = base.copy()
+      for i, n, dt in self.shared: group[i] = self._buffer(n, dt)
+      items = [self._run(group.copy(), {"gidx": gid, "lidx": lid, "idx": tuple(g*s + lc for g, s, lc in zip(gid, ls, lid))})
+               for lid in itertools.product(*[range(lc) for lc in ls])]
+      while items:  # one phase: each item runs to its next barrier; the group goes on when all are there, or all have ended
+        at = [next(it, None) for it in items]
+        if len(set(at)) > 1: raise RuntimeError(f"kernel {self.name}: the items of group {gid} diverge at barriers (uops {sorted(set(at), key=str)})")
+        if at[0] is None: break
     return time.perf_counter() - st if wait else None
+
+  @staticmethod
+  def _buffer(n:int, dt:DType) -> tuple: return ([dtypes.as_const(0, dt)] * n, None, None)
 
   @staticmethod
   def _view(b:memoryview, dt:DType) -> tuple:
@@ -51,7 +65,8 @@ class PythonProgram:
     if dt.fmt is None or dt is dtypes.float16: return (b.cast("H"), lambda x: from_bits(x, dt), lambda x: to_bits(x, dt))
     return (b.cast(dt.fmt), None, None)
 
-  def _run(self, v:list, special:dict[str, int]):
+  def _run(self, v:list, ids:dict[str, tuple[int, ...]]):
+    """one work item, a generator: it stops at each barrier (yielding its position) until the whole group is there"""
     uops, jump, pc = self.uops, self.jump, 0
     while pc < len(uops):
       op, dt, src, arg, fn = uops[pc]
@@ -78,8 +93,10 @@ class PythonProgram:
           if v[rng] < v[uops[rng][2][0]]: pc = rng
       elif op is Ops.IF:
         if not v[src[0]]: pc = jump[pc]
-      elif op is Ops.BUFFER: v[pc] = ([dtypes.as_const(0, dt)] * arg, None, None)
-      elif op is Ops.SPECIAL: v[pc] = special[arg]
+      elif op is Ops.BUFFER:
+        if v[pc] is None: v[pc] = self._buffer(arg[0], dt)  # a REG buffer per item; a LOCAL one is the group's, set before
+      elif op is Ops.SPECIAL: v[pc] = ids[arg[0]][arg[1]]
+      elif op is Ops.BARRIER: yield pc
       elif op not in SKIP and op not in (Ops.ENDIF, Ops.PARAM, Ops.DEFINE_VAR, Ops.CONST): raise RuntimeError(f"emulator cannot run {op}")
       pc += 1
 
