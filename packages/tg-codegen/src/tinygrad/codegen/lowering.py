@@ -112,10 +112,11 @@ def lower_weak(sink:UOp) -> UOp:
 def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.uop.symbolic import symbolic
   from tinygrad.codegen.transcendental import lower_transcendental
-  sink = graph_rewrite(sink, symbolic, name="simplify", memo="_simplified")
+  # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
+  sink = graph_rewrite(sink, symbolic, name="kernel", memo="_simplified")
   sink = add_gpudims(sink, renderer)
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
-  sink = graph_rewrite(sink, symbolic, name="simplify lowered", memo="_simplified")
+  sink = graph_rewrite(sink, symbolic, name="program", memo="_simplified")
   return lower_weak(sink)
