@@ -64,3 +64,14 @@ def test_conflicting_values_in_one_realize():
 def test_unbound_variable_shape_cannot_be_read():
   v = Variable("n", 1, 8)
   with pytest.raises(ValueError, match="unbound Variable"): Tensor.zeros(v, 2).numpy()
+
+def test_slicing_with_a_variable():
+  v = Variable("n", 1, 10)
+  a = np.arange(30, dtype=np.float32).reshape(10, 3)
+  x = Tensor(a).realize()
+  for val in (1, 4, 10):
+    n = v.bind(val)
+    np.testing.assert_equal((x[:n] + Tensor.ones(n, 3)).numpy(), a[:val] + 1)
+    np.testing.assert_equal(x[:n, 1:].sum(0).numpy(), a[:val, 1:].sum(0))
+    np.testing.assert_equal(x[:n][1:].numpy() if val > 1 else a[1:val], a[1:val])
+  with pytest.raises(IndexError, match="symbolic bound"): x[:v.bind(3):2]

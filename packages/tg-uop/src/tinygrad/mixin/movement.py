@@ -112,6 +112,12 @@ class MovementMixin:
       if isinstance(i, int):
         if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
         bounds.append((i % size, i % size + 1)); flips.append(False); picks.append((1, 1))
+      elif not all_int(v for v in (i.start, i.stop, size) if v is not None):
+        # symbolic: a bound Variable as a bound or size. Plain ranges only (nothing to normalise or check at build time)
+        if i.step not in (None, 1) or any(isinstance(v, int) and v < 0 for v in (i.start, i.stop)):
+          raise IndexError(f"a slice with a symbolic bound or axis size needs step 1 and no negative ends, got {i} on axis {dim} of size {size}")
+        start, stop = 0 if i.start is None else i.start, size if i.stop is None else i.stop
+        bounds.append((start, stop)); flips.append(False); picks.append((1, 1)); out.append(stop if sint_eq(start, 0) else stop - start)
       else:
         start, stop, step = i.indices(size)
         n = len(range(start, stop, step))
