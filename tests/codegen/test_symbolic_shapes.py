@@ -75,3 +75,14 @@ def test_slicing_with_a_variable():
     np.testing.assert_equal(x[:n, 1:].sum(0).numpy(), a[:val, 1:].sum(0))
     np.testing.assert_equal(x[:n][1:].numpy() if val > 1 else a[1:val], a[1:val])
   with pytest.raises(IndexError, match="symbolic bound"): x[:v.bind(3):2]
+
+def test_pad_by_a_variable_and_mean_over_one():
+  v = Variable("n", 1, 8)
+  a = np.arange(4, dtype=np.float32)
+  x = Tensor(a).realize()
+  for val in (1, 5):
+    n = v.bind(val)
+    np.testing.assert_equal(x.pad((n, 1)).numpy(), np.pad(a, (val, 1)))
+    np.testing.assert_equal(x.pad(((0, n),), value=7.0).numpy(), np.pad(a, (0, val), constant_values=7))
+    np.testing.assert_allclose(Tensor(np.arange(8, dtype=np.float32))[:n].mean().item(), np.arange(val).mean())
+    np.testing.assert_allclose((Tensor.ones(n, 3) * 2).mean(0).numpy(), np.full(3, 2.0))

@@ -89,7 +89,8 @@ class Tensor(OpMixin):
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
-    if any(s.device != self.device for s in src):
+    # a symbolic scalar (a Variable's value) has no device: it is a kernel argument, usable on any device
+    if any(s.device != self.device and s.device is not None and self.device is not None for s in src):
       raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
     ret = self.uop.alu(op, *[s.uop for s in src])
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype

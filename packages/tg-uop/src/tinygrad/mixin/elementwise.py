@@ -10,7 +10,9 @@ class ElementwiseMixin:
   # *** python scalars and dtype promotion ***
   def ufix(self, x:Any):
     """x as a node like self: python scalars become weakly typed constants, so int32 + 2 stays int32"""
-    return x if isinstance(x, type(self)) else self.const_like(x, dtypes.from_py(x))
+    if isinstance(x, type(self)): return x
+    # a symbolic scalar (a UOp size, e.g. a count over a Variable axis) keeps its int dtype, weak like a python int
+    return self.const_like(x, x.dtype if hasattr(x, "dtype") else dtypes.from_py(x))
   def _broadcasted(self, y:Any, reverse=False, match_dtype=True) -> tuple:
     x, y = self, self.ufix(y)
     if reverse: x, y = y, x

@@ -138,14 +138,16 @@ class MovementMixin:
     """torch-style flat padding (last axis first: (left, right, top, bottom, ...)) or one (before, after)/None per axis.
     Negative amounts crop. mode: constant (with `value`), reflect, replicate, circular."""
     nd = len(self.shape)
-    if all(isinstance(p, int) for p in padding):
+    if all(p is not None and not isinstance(p, (tuple, list)) for p in padding):
       if len(padding) % 2 or len(padding) > 2*nd: raise ValueError(f"flat padding {tuple(padding)} needs an even length of at most {2*nd}")
       pairs = [(0, 0)]*(nd - len(padding)//2) + [(padding[i], padding[i+1]) for i in range(len(padding)-2, -1, -2)]
     else:
       if len(padding) != nd: raise ValueError(f"padding {tuple(padding)} needs one (before, after) or None per axis of {tuple(self.shape)}")
       pairs = [(0, 0) if p is None else tuple(p) for p in padding]
-    x = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
-    pairs = [(max(b, 0), max(a, 0)) for b, a in pairs]
+    # a symbolic amount (a bound Variable) pads: only an int can be negative, and crop
+    def crop(p): return min(p, 0) if isinstance(p, int) else 0
+    x = self.shrink(tuple((-crop(b), s + crop(a)) for (b, a), s in zip(pairs, self.shape)))
+    pairs = [(b - crop(b), a - crop(a)) for b, a in pairs]
     if mode == "constant":
       if value == 0: return x._pad(tuple(pairs))
       inside = x.const_like(True, dtypes.bool).reshape((1,)*nd).expand(x.shape)._pad(tuple(pairs))
