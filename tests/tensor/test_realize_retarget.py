@@ -74,3 +74,11 @@ def test_realize_does_not_walk_unrelated_tensors(monkeypatch):
     assert not any(id(u) in roots for w in walked for u in w)
     return sum(len(w) for w in walked)
   assert nodes_walked(10) == nodes_walked(1000)
+
+def test_in_place_kernel_under_a_realized_view_runs_once():
+  # realizing a view of the kernel's result materialises the kernel's node itself: handles that use it directly read the buffer too
+  c = Tensor([5])
+  out = Tensor.custom_kernel(c, fxn=increment)[0]
+  user = out + 0
+  out.reshape(1, 1).realize()
+  assert user.tolist() == [6] and c.tolist() == [6]

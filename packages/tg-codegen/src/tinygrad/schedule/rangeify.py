@@ -95,7 +95,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     if _is_assign(u): items.append(_assign_kernel(u, realized, var_vals)); continue
     if u not in want: continue
     if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
-    out = UOp.new_buffer(u.device, max(_numel(u) or 1, 1), u.dtype)
+    out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
     if u.op is Ops.COPY:
       items.append(ExecItem("copy", None, [out, _as_buffer(u.src[0], realized)]))
     else:
