@@ -57,13 +57,25 @@ class ElementwiseMixin:
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, True)
   def pow(self, x, reverse=False):
+    """a float operand (or a float python exponent) gives a float result; ints stay ints, wrapping like numpy"""
     # kernels have POW for floats only: an int to a constant power is squarings and products
-    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x >= 0 and not dtypes.is_float(self.dtype):
+    if not reverse and isinstance(x, int) and not isinstance(x, bool) and not dtypes.is_float(self.dtype):
+      if x < 0: raise RuntimeError(f"{self.dtype} to the negative integer power {x} is not an integer: cast to a float dtype first")
       if x <= 1: return self if x == 1 else self * 0 + 1
       half = self.pow(x // 2)
       return half * half * self if x % 2 else half * half
     a, b = self._broadcasted(x, reverse)
-    return a.alu(Ops.POW, b)
+    return a.alu(Ops.POW, b) if dtypes.is_float(a.dtype) else a._int_pow(b)
+  def _int_pow(self, e):
+    """self ** e for int tensors by squaring, one step per bit of e; a negative e gives the truncated value (1, -1 or 0), like C"""
+    if self.dtype is dtypes.bool: self, e = self.cast(dtypes.default_int), e.cast(dtypes.default_int)
+    ret, sq = self.const_like(1), self
+    for i in range(8 * self.dtype.itemsize - int(not dtypes.is_unsigned(self.dtype))):
+      ret = ((e >> i) & 1).ne(0).where(ret * sq, ret)
+      sq = sq * sq
+    if dtypes.is_unsigned(self.dtype): return ret
+    # 1 ** -n is 1, (-1) ** -n is +-1 by parity, anything else truncates to 0
+    return (e < 0).where(self.eq(1).where(1, self.eq(-1).where((e & 1).ne(0).where(-1, 1), 0)), ret)
   def maximum(self, x): return self._binop(Ops.MAX, x, False)
   def minimum(self, x):
     a, b = self._broadcasted(x)
@@ -99,7 +111,7 @@ class ElementwiseMixin:
   def __ne__(self, x): return self.ne(x)  # type: ignore[override]
 
   def where(self, x, y):
-    if self.dtype is not dtypes.bool: raise RuntimeError(f"where needs a bool condition, got {self.dtype}")
+    if self.dtype is not dtypes.bool: raise RuntimeError(f"where needs a bool condition, got {self.dtype}: use cond.bool().where(x, y) (nonzero is True)")
     if isinstance(x, type(self)): x, y = x._broadcasted(y)
     elif isinstance(y, type(self)): y, x = y._broadcasted(x)
     else:
