@@ -9,6 +9,9 @@ from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
 from tinygrad.device import Device
+from tinygrad.tensor_nn import TensorNNMixin
+from tinygrad.tensor_random import TensorRandomMixin
+from tinygrad.tensor_create import TensorCreateMixin
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -50,7 +53,7 @@ def _creates(fn):
 # threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
-class Tensor(OpMixin):
+class Tensor(OpMixin, TensorNNMixin, TensorRandomMixin, TensorCreateMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[int] = 0
