@@ -91,7 +91,9 @@ def test_float_pow(device):
   (dtypes.uint8, 1, dtypes.uint8), (dtypes.float16, 2.0, dtypes.float16), (dtypes.bool, 1, dtypes.default_int), (dtypes.bool, True, dtypes.bool)])
 @pytest.mark.parametrize("op", ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "maximum", "minimum"])
 def test_python_scalars_are_weak(dt, scalar, want, op):
-  if dt is dtypes.bool and op in ("__sub__", "__rsub__") and scalar is True: return  # bool - bool is not a number
+  if dt is dtypes.bool and op in ("__sub__", "__rsub__") and scalar is True:
+    with pytest.raises(RuntimeError, match="subtracting bools"): getattr(Tensor([1, 0], dtype=dt), op)(scalar)
+    return
   assert getattr(Tensor([1, 0], dtype=dt), op)(scalar).dtype is want
 
 def test_weak_scalar_values():
@@ -119,3 +121,11 @@ def test_clip_lerp(device):
   check(f.clip(max_=0.25), np.minimum(F, 0.25), dtypes.float32)
   check(Tensor(A, device=device).clip(-2, 5), np.clip(A, -2, 5), dtypes.int32)
   check(f.lerp(Tensor(F[::-1].copy(), device=device), 0.25), F + (F[::-1] - F) * np.float32(0.25))
+
+def test_unsupported_dtype_combinations_name_the_dtypes():
+  with pytest.raises(RuntimeError, match=r"dtypes.bool - dtypes.bool.*\^"): Tensor([True]) - Tensor([False])
+  with pytest.raises(RuntimeError, match=r"dtypes.bool"): True - Tensor([False])
+  with pytest.raises(RuntimeError, match=r"AND needs int or bool operands, got dtypes.half and dtypes.int"):
+    Tensor([1.5], dtype=dtypes.float16) & Tensor([1])
+  with pytest.raises(RuntimeError, match=r"SHR.*dtypes.int and dtypes.float"): Tensor([3]) >> Tensor([1.0])
+  check(Tensor([True, False]) - 1, [0, -1], dtypes.default_int)  # a bool meets an int: numbers, fine

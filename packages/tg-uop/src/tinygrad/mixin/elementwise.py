@@ -27,11 +27,11 @@ class ElementwiseMixin:
   # *** arithmetic ***
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
   def __radd__(self, x): return self._binop(Ops.ADD, x, True)
-  def __sub__(self, x):
-    a, b = self._broadcasted(x)
-    return a.alu(Ops.ADD, b.alu(Ops.NEG))
-  def __rsub__(self, x):
-    a, b = self._broadcasted(x, True)
+  def __sub__(self, x): return self._sub(x, False)
+  def __rsub__(self, x): return self._sub(x, True)
+  def _sub(self, x, reverse:bool):
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype is dtypes.bool: raise RuntimeError("subtracting bools is not supported (dtypes.bool - dtypes.bool): use ^ (xor) or .logical_not()")
     return a.alu(Ops.ADD, b.alu(Ops.NEG))
   def __mul__(self, x): return self._binop(Ops.MUL, x, False)
   def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
@@ -87,7 +87,8 @@ class ElementwiseMixin:
   # *** bitwise (ints and bools only) ***
   def _bitop(self, op:Ops, x, reverse):
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): raise RuntimeError(f"{op.name} needs int or bool operands, got {a.dtype}")
+    if dtypes.is_float(a.dtype):
+      raise RuntimeError(f"{op.name} needs int or bool operands, got {self.dtype} and {self.ufix(x).dtype}: cast floats with .int() first")
     return a.alu(op, b)
   def __and__(self, x): return self._bitop(Ops.AND, x, False)
   def __rand__(self, x): return self._bitop(Ops.AND, x, True)
