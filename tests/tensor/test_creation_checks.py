@@ -53,3 +53,9 @@ def test_numpy_missing_says_pip_install(tmp_path):
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
   assert out.returncode == 0, out.stderr
   assert "pip install numpy" in out.stdout and ".tolist()" in out.stdout
+
+def test_cast_helpers():
+  x = Tensor([1.5, -2.0])
+  assert x.short().dtype is dtypes.int16 and x.short().tolist() == [1, -2]
+  assert x.bfloat16().dtype is dtypes.bfloat16 and x.bfloat16().tolist() == [1.5, -2.0]
+  assert x.is_floating_point() and not x.int().is_floating_point() and not x.bool().is_floating_point()

@@ -162,3 +162,6 @@ class ElementwiseMixin:
   def bool(self): return self.cast(dtypes.bool)
   def long(self): return self.cast(dtypes.int64)
   def double(self): return self.cast(dtypes.float64)
+  def short(self): return self.cast(dtypes.int16)
+  def bfloat16(self): return self.cast(dtypes.bfloat16)
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)
