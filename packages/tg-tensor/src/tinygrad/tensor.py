@@ -9,10 +9,19 @@ from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
 from tinygrad.device import Device
+from tinygrad.tensor_nn import TensorNNMixin
+from tinygrad.tensor_random import TensorRandomMixin
+from tinygrad.tensor_create import TensorCreateMixin
 
 def _shape_arg(shape:tuple) -> tuple:
-  """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same"""
-  return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+  """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
+  ret = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+  for s in ret:
+    if isinstance(s, UOp): continue
+    # anything with __index__ (numpy ints too) is an int; a float, even 2.0, is not
+    if isinstance(s, bool) or not hasattr(s, "__index__"): raise TypeError(f"sizes must be ints, got {s!r} ({type(s).__name__}) in shape {ret}")
+    if s < 0: raise ValueError(f"sizes must be >= 0, got {s} in shape {ret}")
+  return tuple(s if isinstance(s, UOp) else s.__index__() for s in ret)
 
 def _nested(data:Any) -> tuple[tuple, list]:
   """(shape, flat values) of a nested list; a ragged list names the rows that disagree"""
@@ -44,7 +53,7 @@ def _creates(fn):
 # threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
-class Tensor(OpMixin):
+class Tensor(OpMixin, TensorNNMixin, TensorRandomMixin, TensorCreateMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[int] = 0
@@ -170,6 +179,7 @@ class Tensor(OpMixin):
   @staticmethod
   @_creates
   def eye(n:int, m:int|None=None, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+    _shape_arg((n,) if m is None else (n, m))
     x = Tensor(0, device)
     return x._arange(n).reshape(n, 1).eq(x._arange(n if m is None else m)).cast(to_dtype(dtype or dtypes.default_float))
 
@@ -302,7 +312,8 @@ class Tensor(OpMixin):
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
     return self.realize().reshape(()).tolist()
   def numpy(self):
-    import numpy as np
+    try: import numpy as np
+    except ImportError: raise ImportError("Tensor.numpy() needs numpy: pip install numpy, or use .tolist()") from None
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
 

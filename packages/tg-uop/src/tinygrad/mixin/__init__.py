@@ -1,7 +1,9 @@
 """Tensor-style methods shared by UOp and Tensor, so the IR and the front end speak one language."""
 from tinygrad.mixin.elementwise import ElementwiseMixin
+from tinygrad.mixin.math import MathMixin
+from tinygrad.mixin.activation import ActivationMixin
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.mixin.linalg import LinalgMixin
 
-class OpMixin(ElementwiseMixin, MovementMixin, ReduceMixin, LinalgMixin): pass
+class OpMixin(ElementwiseMixin, MathMixin, ActivationMixin, MovementMixin, ReduceMixin, LinalgMixin): pass

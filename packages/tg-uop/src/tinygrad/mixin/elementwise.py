@@ -27,11 +27,11 @@ class ElementwiseMixin:
   # *** arithmetic ***
   def __add__(self, x): return self._binop(Ops.ADD, x, False)
   def __radd__(self, x): return self._binop(Ops.ADD, x, True)
-  def __sub__(self, x):
-    a, b = self._broadcasted(x)
-    return a.alu(Ops.ADD, b.alu(Ops.NEG))
-  def __rsub__(self, x):
-    a, b = self._broadcasted(x, True)
+  def __sub__(self, x): return self._sub(x, False)
+  def __rsub__(self, x): return self._sub(x, True)
+  def _sub(self, x, reverse:bool):
+    a, b = self._broadcasted(x, reverse)
+    if a.dtype is dtypes.bool: raise RuntimeError("subtracting bools is not supported (dtypes.bool - dtypes.bool): use ^ (xor) or .logical_not()")
     return a.alu(Ops.ADD, b.alu(Ops.NEG))
   def __mul__(self, x): return self._binop(Ops.MUL, x, False)
   def __rmul__(self, x): return self._binop(Ops.MUL, x, True)
@@ -57,13 +57,25 @@ class ElementwiseMixin:
   def __pow__(self, x): return self.pow(x)
   def __rpow__(self, x): return self.pow(x, True)
   def pow(self, x, reverse=False):
+    """a float operand (or a float python exponent) gives a float result; ints stay ints, wrapping like numpy"""
     # kernels have POW for floats only: an int to a constant power is squarings and products
-    if not reverse and isinstance(x, int) and not isinstance(x, bool) and x >= 0 and not dtypes.is_float(self.dtype):
+    if not reverse and isinstance(x, int) and not isinstance(x, bool) and not dtypes.is_float(self.dtype):
+      if x < 0: raise RuntimeError(f"{self.dtype} to the negative integer power {x} is not an integer: cast to a float dtype first")
       if x <= 1: return self if x == 1 else self * 0 + 1
       half = self.pow(x // 2)
       return half * half * self if x % 2 else half * half
     a, b = self._broadcasted(x, reverse)
-    return a.alu(Ops.POW, b)
+    return a.alu(Ops.POW, b) if dtypes.is_float(a.dtype) else a._int_pow(b)
+  def _int_pow(self, e):
+    """self ** e for int tensors by squaring, one step per bit of e; a negative e gives the truncated value (1, -1 or 0), like C"""
+    if self.dtype is dtypes.bool: self, e = self.cast(dtypes.default_int), e.cast(dtypes.default_int)
+    ret, sq = self.const_like(1), self
+    for i in range(8 * self.dtype.itemsize - int(not dtypes.is_unsigned(self.dtype))):
+      ret = ((e >> i) & 1).ne(0).where(ret * sq, ret)
+      sq = sq * sq
+    if dtypes.is_unsigned(self.dtype): return ret
+    # 1 ** -n is 1, (-1) ** -n is +-1 by parity, anything else truncates to 0
+    return (e < 0).where(self.eq(1).where(1, self.eq(-1).where((e & 1).ne(0).where(-1, 1), 0)), ret)
   def maximum(self, x): return self._binop(Ops.MAX, x, False)
   def minimum(self, x):
     a, b = self._broadcasted(x)
@@ -75,7 +87,8 @@ class ElementwiseMixin:
   # *** bitwise (ints and bools only) ***
   def _bitop(self, op:Ops, x, reverse):
     a, b = self._broadcasted(x, reverse)
-    if dtypes.is_float(a.dtype): raise RuntimeError(f"{op.name} needs int or bool operands, got {a.dtype}")
+    if dtypes.is_float(a.dtype):
+      raise RuntimeError(f"{op.name} needs int or bool operands, got {self.dtype} and {self.ufix(x).dtype}: cast floats with .int() first")
     return a.alu(op, b)
   def __and__(self, x): return self._bitop(Ops.AND, x, False)
   def __rand__(self, x): return self._bitop(Ops.AND, x, True)
@@ -99,7 +112,7 @@ class ElementwiseMixin:
   def __ne__(self, x): return self.ne(x)  # type: ignore[override]
 
   def where(self, x, y):
-    if self.dtype is not dtypes.bool: raise RuntimeError(f"where needs a bool condition, got {self.dtype}")
+    if self.dtype is not dtypes.bool: raise RuntimeError(f"where needs a bool condition, got {self.dtype}: use cond.bool().where(x, y) (nonzero is True)")
     if isinstance(x, type(self)): x, y = x._broadcasted(y)
     elif isinstance(y, type(self)): y, x = y._broadcasted(x)
     else:
@@ -149,3 +162,6 @@ class ElementwiseMixin:
   def bool(self): return self.cast(dtypes.bool)
   def long(self): return self.cast(dtypes.int64)
   def double(self): return self.cast(dtypes.float64)
+  def short(self): return self.cast(dtypes.int16)
+  def bfloat16(self): return self.cast(dtypes.bfloat16)
+  def is_floating_point(self) -> bool: return dtypes.is_float(self.dtype)

@@ -151,7 +151,8 @@ class MovementMixin:
     if mode == "constant":
       if value == 0: return x._pad(tuple(pairs))
       inside = x.const_like(True, dtypes.bool).reshape((1,)*nd).expand(x.shape)._pad(tuple(pairs))
-      return inside.where(x._pad(tuple(pairs)), x.const_like(value))  # value takes self's dtype, like torch
+      # value is a weak python scalar: 2.5 makes an int tensor float, 2 makes a bool tensor int, True keeps any dtype
+      return inside.where(x._pad(tuple(pairs)), value)
     if mode not in ("reflect", "replicate", "circular"): raise NotImplementedError(f"pad mode {mode!r}: use constant, reflect, replicate or circular")
     for d, (b, a) in enumerate(pairs):
       if not b and not a: continue

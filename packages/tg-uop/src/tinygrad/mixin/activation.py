@@ -1,0 +1,27 @@
+"""Activation functions, composed from elementwise math. Written so large inputs don't overflow: softplus and logsigmoid never take the
+exp of a positive number."""
+from __future__ import annotations
+import math
+
+class ActivationMixin:
+  def relu6(self): return self.relu() - (self - 6).relu()
+  def hardtanh(self, min_val=-1, max_val=1): return self.clip(min_val, max_val)
+  def leaky_relu(self, neg_slope=0.01): return (self < 0).where(self * neg_slope, self)
+  def hardsigmoid(self, alpha:float=1/6, beta:float=0.5): return (self * alpha + beta).clip(0, 1)
+  def hardswish(self): return self * (self + 3).relu6() * (1/6)
+  def elu(self, alpha=1.0): return (self > 0).where(self, alpha * (self.exp() - 1))
+  def celu(self, alpha=1.0): return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def selu(self, alpha=1.67326, gamma=1.0507): return gamma * self.elu(alpha)
+  def silu(self): return self * self.sigmoid()
+  def swish(self): return self.silu()
+  def quick_gelu(self): return self * (self * 1.702).sigmoid()
+  def gelu(self):
+    """the tanh approximation, like upstream"""
+    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
+  def softplus(self, beta=1.0):
+    """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log(1 + exp(-|bx|)) / beta"""
+    bx = self * beta
+    return (bx.relu() + (1 + (-bx.abs()).exp()).log()) * (1 / beta)
+  def logsigmoid(self): return -(-self).softplus()
+  def mish(self): return self * self.softplus().tanh()
+  def softsign(self): return self / (1 + self.abs())

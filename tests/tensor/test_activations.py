@@ -1,0 +1,44 @@
+"""Activation functions against numpy formulas (in float64), on CPU: negatives, 0, large magnitudes where overflow could bite."""
+import math
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+X = np.array([-100.0, -20.0, -3.0, -1.0, -0.25, 0.0, 0.25, 1.0, 2.9, 3.0, 6.5, 20.0, 100.0], dtype=np.float32)
+x64 = X.astype(np.float64)
+
+def sigmoid(x): return 1 / (1 + np.exp(-x))
+def softplus(x, beta=1.0): return np.logaddexp(0, beta * x) / beta
+erf = np.vectorize(math.erf)
+
+@pytest.mark.parametrize("name, kwargs, want", [
+  ("relu", {}, np.maximum(x64, 0)), ("relu6", {}, np.clip(x64, 0, 6)), ("hardtanh", {}, np.clip(x64, -1, 1)),
+  ("hardtanh", {"min_val": -2, "max_val": 3}, np.clip(x64, -2, 3)), ("leaky_relu", {}, np.where(x64 < 0, 0.01 * x64, x64)),
+  ("leaky_relu", {"neg_slope": 0.2}, np.where(x64 < 0, 0.2 * x64, x64)), ("hardsigmoid", {}, np.clip(x64 / 6 + 0.5, 0, 1)),
+  ("hardswish", {}, x64 * np.clip(x64 + 3, 0, 6) / 6), ("elu", {}, np.where(x64 > 0, x64, np.expm1(x64))),
+  ("elu", {"alpha": 0.5}, np.where(x64 > 0, x64, 0.5 * np.expm1(x64))), ("celu", {"alpha": 2.0}, np.maximum(x64, 0) + np.minimum(0, 2 * np.expm1(x64 / 2))),
+  ("selu", {}, 1.0507 * np.where(x64 > 0, x64, 1.67326 * np.expm1(x64))), ("sigmoid", {}, sigmoid(x64)), ("tanh", {}, np.tanh(x64)),
+  ("silu", {}, x64 * sigmoid(x64)), ("swish", {}, x64 * sigmoid(x64)), ("quick_gelu", {}, x64 * sigmoid(1.702 * x64)),
+  ("gelu", {}, 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)))),
+  ("softplus", {}, softplus(x64)), ("softplus", {"beta": 2.0}, softplus(x64, 2.0)), ("logsigmoid", {}, -softplus(-x64)),
+  ("mish", {}, x64 * np.tanh(softplus(x64))), ("softsign", {}, x64 / (1 + np.abs(x64))),
+])
+def test_activation(name, kwargs, want):
+  got = getattr(Tensor(X), name)(**kwargs)
+  assert got.dtype is dtypes.float32
+  np.testing.assert_allclose(got.numpy(), want.astype(np.float32), rtol=2e-6, atol=2e-6)
+
+def test_gelu_close_to_exact():
+  """the tanh form stays within 1e-3 of x * Phi(x)"""
+  np.testing.assert_allclose(Tensor(X).gelu().numpy(), 0.5 * x64 * (1 + erf(x64 / math.sqrt(2))), atol=1e-3)
+
+@pytest.mark.parametrize("name", ["relu", "sigmoid", "silu", "gelu", "softplus", "elu", "hardswish"])
+def test_activation_keeps_half(name):
+  x = np.array([-2.0, 0.0, 1.5], np.float16)
+  got = getattr(Tensor(x), name)()
+  assert got.dtype is dtypes.float16
+  np.testing.assert_allclose(got.numpy().astype(np.float32), getattr(Tensor(x.astype(np.float32)), name)().numpy(), rtol=2e-3, atol=2e-3)
+
+@pytest.mark.parametrize("name", ["sigmoid", "silu", "softplus", "elu", "gelu", "mish"])
+def test_activation_of_int_is_float(name):
+  assert getattr(Tensor([-1, 0, 2]), name)().dtype is dtypes.default_float

@@ -1,0 +1,131 @@
+"""Binary ops against numpy: named arithmetic with upstream's keywords, comparisons, bitwise ops and shifts, pow's dtype rules, and the
+seed's promotion semantics (weak python scalars, where's bool condition, pad's value)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+A = np.array([-7, -3, -1, 0, 1, 4, 9, 100], dtype=np.int32)
+B = np.array([2, -2, 3, 5, -4, 4, 2, 7], dtype=np.int32)
+F = np.array([-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, 1e6, -1e-6], dtype=np.float32)
+
+def check(got:Tensor, want, dtype=None):
+  want = np.asarray(want)
+  if dtype is not None: assert got.dtype is dtype, f"dtype {got.dtype} != {dtype}"
+  np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6) if want.dtype.kind == "f" else np.testing.assert_array_equal(got.numpy(), want)
+
+def test_named_arithmetic(device):
+  a, b, f = Tensor(A, device=device), Tensor(B, device=device), Tensor(F, device=device)
+  check(a.add(b), A + B, dtypes.int32)
+  check(a.sub(b), A - B, dtypes.int32)
+  check(a.sub(3, reverse=True), 3 - A, dtypes.int32)
+  check(a.mul(b), A * B, dtypes.int32)
+  check(a.div(b), A / B, dtypes.default_float)
+  check(a.div(b, rounding_mode="floor"), A // B, dtypes.int32)
+  check(a.div(b, rounding_mode="trunc"), np.trunc(A / B).astype(np.int32), dtypes.int32)
+  check(a.idiv(b), np.trunc(A / B).astype(np.int32), dtypes.int32)
+  check(a.mod(b), np.mod(A, B), dtypes.int32)
+  check(f.div(1.5, rounding_mode="floor"), np.floor(F / np.float32(1.5)), dtypes.float32)
+  check(f.div(1.5, rounding_mode="trunc"), np.trunc(F / np.float32(1.5)), dtypes.float32)
+  check(a.maximum(b), np.maximum(A, B), dtypes.int32)
+  check(a.minimum(b), np.minimum(A, B), dtypes.int32)
+  check(f.neg(), -F, dtypes.float32)
+
+def test_named_comparisons(device):
+  a, b = Tensor(A, device=device), Tensor(B, device=device)
+  for name, fn in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
+    check(getattr(a, name)(b), fn(A, B), dtypes.bool)
+  check(a < 1, A < 1, dtypes.bool)
+  check(a >= b, A >= B, dtypes.bool)
+  check(a == b, A == B, dtypes.bool)
+  check(a != 4, A != 4, dtypes.bool)
+
+def test_bitwise_and_shifts(device):
+  a, b = Tensor(A, device=device), Tensor(np.abs(B), device=device)
+  check(a.bitwise_and(b), A & np.abs(B), dtypes.int32)
+  check(a.bitwise_or(b), A | np.abs(B), dtypes.int32)
+  check(a.bitwise_xor(b), A ^ np.abs(B), dtypes.int32)
+  check(a.bitwise_not(), ~A, dtypes.int32)
+  check(~a, ~A, dtypes.int32)
+  check(a.lshift(2), A << 2, dtypes.int32)
+  check(a.rshift(1), A >> 1, dtypes.int32)
+  check(1 << b, 1 << np.abs(B), dtypes.int32)
+  check(256 >> b, 256 >> np.abs(B), dtypes.int32)
+  bools = Tensor([True, False, True], device=device)
+  check(bools.bitwise_not(), [False, True, False], dtypes.bool)
+  check(bools.bitwise_xor(True), [False, True, False], dtypes.bool)
+
+@pytest.mark.parametrize("op", ["bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"])
+def test_bitwise_on_floats_raises(op):
+  with pytest.raises(RuntimeError, match="float"): getattr(Tensor([1.5]), op)(1)
+  with pytest.raises(RuntimeError, match="float"): Tensor([1.5]).bitwise_not()
+
+def test_idiv_on_floats_raises():
+  with pytest.raises(RuntimeError, match="rounding_mode='trunc'"): Tensor([1.5]).idiv(2)
+
+@pytest.mark.parametrize("e", [0.5, 1.5, 2.0, -1.0, 0.0])
+def test_int_to_float_power_is_float(device, e):
+  """no rounding back to int: numpy's float answer"""
+  got = Tensor([1, 2, 3, 4], device=device, dtype=dtypes.int32) ** e
+  assert got.dtype is dtypes.default_float
+  np.testing.assert_allclose(got.numpy(), np.array([1, 2, 3, 4], dtype=np.float32) ** np.float32(e), rtol=1e-6)
+
+def test_int_powers(device):
+  base, e = np.array([0, 1, -1, 2, -3, 7, 3, -2], np.int32), np.array([3, 9, 4, 10, 5, 0, 19, 31], np.int32)
+  check(Tensor(base, device=device) ** Tensor(e, device=device), base ** e, dtypes.int32)  # 3**19 and -2**31 wrap like numpy
+  check(2 ** Tensor(e, device=device), np.int32(2) ** e, dtypes.int32)
+  check(Tensor(base, device=device) ** 3, base ** 3, dtypes.int32)
+  check(Tensor([3, 5], device=device, dtype=dtypes.uint8) ** Tensor([5, 3], device=device, dtype=dtypes.uint8),
+        np.array([3, 5], np.uint8) ** np.array([5, 3], np.uint8), dtypes.uint8)
+
+def test_int_negative_powers():
+  # a tensor exponent can't be checked while building: 1 and -1 keep their exact values, everything else truncates to 0, like C
+  check(Tensor([1, -1, -1, 2, 5]) ** Tensor([-3, -3, -2, -1, -2]), [1, -1, 1, 0, 0], dtypes.int32)
+  with pytest.raises(RuntimeError, match="negative integer power -1"): Tensor([1, 2]) ** -1
+
+def test_float_pow(device):
+  f = np.array([0.5, 2.0, 3.0, 10.0], np.float32)
+  check(Tensor(f, device=device).pow(Tensor([2.0, -1.0, 0.5, 3.0], device=device)), f ** np.array([2.0, -1.0, 0.5, 3.0], np.float32))
+  check(Tensor(f, device=device).pow(2, reverse=True), np.float32(2) ** f)
+
+@pytest.mark.parametrize("dt, scalar, want", [(dtypes.int8, 1, dtypes.int8), (dtypes.int8, 1.5, dtypes.default_float),
+  (dtypes.uint8, 1, dtypes.uint8), (dtypes.float16, 2.0, dtypes.float16), (dtypes.bool, 1, dtypes.default_int), (dtypes.bool, True, dtypes.bool)])
+@pytest.mark.parametrize("op", ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "maximum", "minimum"])
+def test_python_scalars_are_weak(dt, scalar, want, op):
+  if dt is dtypes.bool and op in ("__sub__", "__rsub__") and scalar is True:
+    with pytest.raises(RuntimeError, match="subtracting bools"): getattr(Tensor([1, 0], dtype=dt), op)(scalar)
+    return
+  assert getattr(Tensor([1, 0], dtype=dt), op)(scalar).dtype is want
+
+def test_weak_scalar_values():
+  check(Tensor([1, 2, 127], dtype=dtypes.int8) + 1, np.array([1, 2, 127], np.int8) + np.int8(1), dtypes.int8)
+  check(Tensor([1, 2], dtype=dtypes.int8) + 1.5, [2.5, 3.5], dtypes.default_float)
+  check(Tensor([1, 2], dtype=dtypes.int8) < 1.5, [True, False], dtypes.bool)
+
+def test_where_needs_bool():
+  with pytest.raises(RuntimeError, match=r"\.bool\(\)"): Tensor([1, 0]).where(1, 2)
+  check(Tensor([1, 0]).bool().where(1, 2), [1, 2], dtypes.int32)
+  check(Tensor([True, False]).where(Tensor([1.5, 2.5]), 0), [1.5, 0.0], dtypes.float32)
+
+@pytest.mark.parametrize("dt, value, want", [(dtypes.int32, 2.3, dtypes.default_float), (dtypes.bool, 2.3, dtypes.default_float),
+  (dtypes.int32, 2, dtypes.int32), (dtypes.int8, 2, dtypes.int8), (dtypes.int8, True, dtypes.int8), (dtypes.bool, True, dtypes.bool),
+  (dtypes.bool, 2, dtypes.default_int), (dtypes.float16, 2.3, dtypes.float16), (dtypes.int32, 0.0, dtypes.int32)])
+def test_pad_value_dtype(dt, value, want):
+  got = Tensor([1, 0], dtype=dt).pad((1, 2), value=value)
+  assert got.dtype is want
+  np.testing.assert_allclose(got.numpy().astype(np.float64), np.pad(np.array([1, 0], np.float64), (1, 2), constant_values=float(value)), rtol=1e-3)
+
+def test_clip_lerp(device):
+  f = Tensor(F, device=device)
+  check(f.clip(-1, 2), np.clip(F, -1, 2), dtypes.float32)
+  check(f.clamp(min_=0), np.maximum(F, 0), dtypes.float32)
+  check(f.clip(max_=0.25), np.minimum(F, 0.25), dtypes.float32)
+  check(Tensor(A, device=device).clip(-2, 5), np.clip(A, -2, 5), dtypes.int32)
+  check(f.lerp(Tensor(F[::-1].copy(), device=device), 0.25), F + (F[::-1] - F) * np.float32(0.25))
+
+def test_unsupported_dtype_combinations_name_the_dtypes():
+  with pytest.raises(RuntimeError, match=r"dtypes.bool - dtypes.bool.*\^"): Tensor([True]) - Tensor([False])
+  with pytest.raises(RuntimeError, match=r"dtypes.bool"): True - Tensor([False])
+  with pytest.raises(RuntimeError, match=r"AND needs int or bool operands, got dtypes.half and dtypes.int"):
+    Tensor([1.5], dtype=dtypes.float16) & Tensor([1])
+  with pytest.raises(RuntimeError, match=r"SHR.*dtypes.int and dtypes.float"): Tensor([3]) >> Tensor([1.0])
+  check(Tensor([True, False]) - 1, [0, -1], dtypes.default_int)  # a bool meets an int: numbers, fine

@@ -1,0 +1,59 @@
+"""Unary math against numpy on every executing backend (CPU-LLVM, CPU-C, PYTHON): values at edges (0, negatives, large, inf, nan)
+and the result dtype (ints and bools give default_float)."""
+import math
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+X = np.array([-1e4, -3.0, -1.0, -0.5, -0.0, 0.0, 1e-3, 0.5, 1.0, 2.5, 80.0], dtype=np.float32)
+UNIT = np.array([-1.0, -0.99, -0.5, -1e-3, 0.0, 0.3, 0.7071, 0.999, 1.0], dtype=np.float32)
+SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -2.0, 3.0], dtype=np.float32)
+
+def erf(x): return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+@pytest.mark.parametrize("name, fn, x, atol", [
+  ("exp", np.exp, X[1:-1], 1e-6), ("log", np.log, np.abs(X) + 1e-3, 1e-6), ("exp2", np.exp2, X[1:-1], 1e-6),
+  ("log2", np.log2, np.abs(X) + 1e-3, 1e-6), ("sqrt", np.sqrt, np.abs(X), 1e-6), ("rsqrt", lambda x: 1/np.sqrt(x), np.abs(X) + 0.25, 1e-6),
+  ("sin", np.sin, X[1:], 1e-5), ("cos", np.cos, X[1:], 1e-5), ("tan", np.tan, X[1:-1], 1e-5),
+  ("sinh", np.sinh, X[1:-1], 1e-5), ("cosh", np.cosh, X[1:-1], 1e-5), ("tanh", np.tanh, X, 1e-6),
+  ("asinh", np.arcsinh, X, 1e-6), ("acosh", np.arccosh, np.abs(X) + 1, 1e-6), ("atanh", np.arctanh, UNIT, 1e-5),
+  ("asin", np.arcsin, UNIT, 1e-6), ("acos", np.arccos, UNIT, 1e-6), ("atan", np.arctan, X, 1e-6),
+  ("erf", erf, X, 2e-7), ("sigmoid", lambda x: 1/(1+np.exp(-x.astype(np.float64))), X, 1e-6),
+  ("abs", np.abs, X, 0), ("sign", np.sign, X, 0), ("reciprocal", np.reciprocal, X[X != 0], 1e-6), ("square", np.square, X[1:], 0),
+  ("floor", np.floor, X, 0), ("ceil", np.ceil, X, 0), ("trunc", np.trunc, X, 0), ("round", np.round, np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.7, -2.2], np.float32), 0),
+])
+def test_unary_float(device, name, fn, x, atol):
+  got = getattr(Tensor(x, device=device), name)()
+  assert got.dtype is dtypes.float32
+  with np.errstate(all="ignore"): want = fn(x).astype(np.float32)  # overflow to inf is part of the expected answer
+  np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=atol)
+
+@pytest.mark.parametrize("name, fn", [("exp", np.exp), ("sqrt", np.sqrt), ("sin", np.sin), ("erf", erf), ("atan", np.arctan), ("sinh", np.sinh)])
+def test_unary_int_gives_default_float(device, name, fn):
+  x = np.array([0, 1, 2, 3], dtype=np.int32)
+  got = getattr(Tensor(x, device=device), name)()
+  assert got.dtype is dtypes.default_float
+  np.testing.assert_allclose(got.numpy(), fn(x).astype(np.float32), rtol=1e-5, atol=2e-7)
+
+@pytest.mark.parametrize("name, fn", [("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("sin", np.sin), ("tanh", np.tanh),
+                                      ("atan", np.arctan), ("asinh", np.arcsinh), ("erf", erf), ("sign", np.sign), ("abs", np.abs)])
+def test_unary_special_values(device, name, fn):
+  """inf, -inf and nan in, what numpy gives out (log of a negative is nan, log(0) is -inf)"""
+  with np.errstate(all="ignore"): want = fn(SPECIAL).astype(np.float32)
+  np.testing.assert_allclose(getattr(Tensor(SPECIAL, device=device), name)().numpy(), want, rtol=1e-6, atol=1e-7)
+
+def test_inf_nan_tests(device):
+  t = Tensor(SPECIAL, device=device)
+  for got, want in ((t.isinf(), np.isinf(SPECIAL)), (t.isnan(), np.isnan(SPECIAL)), (t.isfinite(), np.isfinite(SPECIAL)),
+                    (t.isinf(detect_negative=False), np.isposinf(SPECIAL)), (t.isinf(detect_positive=False), np.isneginf(SPECIAL))):
+    assert got.dtype is dtypes.bool
+    np.testing.assert_array_equal(got.numpy(), want)
+  ints = Tensor([0, -5, 7], device=device)
+  assert ints.isinf().tolist() == [False]*3 and ints.isfinite().tolist() == [True]*3
+
+def test_int_rounding_and_sign_keep_dtype(device):
+  x = np.array([-7, 0, 3], dtype=np.int8)
+  for name in ("floor", "ceil", "round", "trunc", "abs", "sign", "square"):
+    got = getattr(Tensor(x, device=device), name)()
+    assert got.dtype is dtypes.int8, name
+    np.testing.assert_array_equal(got.numpy(), getattr(np, name)(x))
