@@ -8,6 +8,7 @@ from tinygrad.uop.ops import UOp, sym_infer, ssimplify
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
+from tinygrad.tensor_index import TensorIndexMixin
 from tinygrad.device import Device
 
 def _shape_arg(shape:tuple) -> tuple:
@@ -44,7 +45,7 @@ def _creates(fn):
 # threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
-class Tensor(OpMixin):
+class Tensor(TensorIndexMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[int] = 0
