@@ -9,6 +9,11 @@ from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
 from tinygrad.device import Device
+from tinygrad.tensor_index import TensorIndexMixin
+from tinygrad.tensor_conv import TensorConvMixin
+from tinygrad.tensor_pool import TensorPoolMixin
+from tinygrad.tensor_resize import TensorResizeMixin
+from tinygrad.tensor_attention import TensorAttentionMixin
 from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
@@ -53,7 +58,8 @@ def _creates(fn):
 # threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
-class Tensor(OpMixin, TensorNNMixin, TensorRandomMixin, TensorCreateMixin):
+class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMixin, TensorAttentionMixin, TensorNNMixin, TensorRandomMixin,
+             TensorCreateMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_counter: ClassVar[int] = 0

@@ -5,5 +5,11 @@ from tinygrad.mixin.activation import ActivationMixin
 from tinygrad.mixin.movement import MovementMixin
 from tinygrad.mixin.reduce import ReduceMixin
 from tinygrad.mixin.linalg import LinalgMixin
+from tinygrad.mixin.views import ViewsMixin
+from tinygrad.mixin.select import SelectMixin
+from tinygrad.mixin.scan import ScanMixin
+from tinygrad.mixin.sorting import SortingMixin
+from tinygrad.mixin.einsum import EinsumMixin
 
-class OpMixin(ElementwiseMixin, MathMixin, ActivationMixin, MovementMixin, ReduceMixin, LinalgMixin): pass
+class OpMixin(ElementwiseMixin, MathMixin, ActivationMixin, MovementMixin, ReduceMixin, LinalgMixin, ViewsMixin, SelectMixin, ScanMixin,
+              SortingMixin, EinsumMixin): pass

@@ -75,7 +75,7 @@ class MovementMixin:
   def squeeze(self, dim:int|None=None):
     if dim is None: return self.reshape(tuple(s for s in self.shape if not (isinstance(s, int) and s == 1)))
     dim = self._resolve_dim(dim)
-    return self if not sint_eq(self.shape[dim], 1) else self.reshape(tuple(self.shape[:dim]) + tuple(self.shape[dim+1:]))
+    return self if not self.shape or not sint_eq(self.shape[dim], 1) else self.reshape(tuple(self.shape[:dim]) + tuple(self.shape[dim+1:]))
   def unsqueeze(self, dim:int):
     dim = self._resolve_dim(dim, extra=True)
     return self.reshape(tuple(self.shape[:dim]) + (1,) + tuple(self.shape[dim:]))

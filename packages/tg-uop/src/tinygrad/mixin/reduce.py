@@ -36,6 +36,8 @@ class ReduceMixin:
     sq = (self - self.mean(axis, keepdim=True)).square()
     return sq.sum(axis, keepdim, dtypes.sum_acc_dtype(sq.dtype)).div(max(0, self._count(axis) - correction)).cast(sq.dtype)
   def std(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction).sqrt()
+  def var_mean(self, axis=None, keepdim=False, correction=1) -> tuple: return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
+  def std_mean(self, axis=None, keepdim=False, correction=1) -> tuple: return self.std(axis, keepdim, correction), self.mean(axis, keepdim)
 
   # *** boolean reductions ***
   def any(self, axis=None, keepdim=False): return self.bool().max(axis, keepdim)

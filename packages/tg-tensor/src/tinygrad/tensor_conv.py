@@ -1,0 +1,79 @@
+"""Convolutions over any number of spatial axes (conv2d takes (N, C, *spatial) with a (Cout, Cin/groups, *kernel) weight, so 1-D and 3-D
+work too): the input is seen as sliding windows, a view built from pad, repeat, reshape and shrink, multiplied with the weight and
+summed, one fused kernel. conv_transpose2d is a convolution of the stride-dilated input with the flipped, transposed weight."""
+from __future__ import annotations
+
+def _per_axis(x, nd:int, what:str) -> tuple:
+  ret = (x,)*nd if isinstance(x, int) else tuple(x)
+  if len(ret) != nd: raise ValueError(f"{what} {x} needs one value per spatial axis ({nd})")
+  return ret
+
+def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
+  """pad()'s flat form (last axis first): from an int, one per axis, torch's flat (left, right, top, bottom, ...), 'same' or 'valid'"""
+  nd = len(ks)
+  if padding == "valid": return [0]*2*nd
+  if padding == "same":
+    if any(s != 1 for s in strides): raise ValueError(f"padding='same' needs stride 1, got {strides}")
+    tot = [d*(k-1) for k, d in zip(ks, dils)]
+    return [p for t in reversed(tot) for p in (t//2, t - t//2)]  # the odd one out goes after, like torch
+  if isinstance(padding, int): return [padding]*2*nd
+  if len(padding) == nd: return [p for p in reversed(tuple(padding)) for _ in range(2)]
+  if len(padding) == 2*nd: return list(padding)
+  raise ValueError(f"padding {padding} needs an int, one per spatial axis ({nd}), two per axis ({2*nd}), 'same' or 'valid'")
+
+def _window(x, k:int, s:int, d:int):
+  """the last axis (size i) as (k, o) windows: out[..., j, t] = x[..., t*s + j*d]"""
+  i = x.shape[-1]
+  if (o := (i - d*(k-1) - 1)//s + 1) <= 0: raise ValueError(f"kernel {k} with dilation {d} doesn't fit an axis of size {i}")
+  lead = tuple(x.shape[:-1])
+  # k copies of the row padded to i+d, read as rows of i+2d: row j starts j*d further in, so column t is x[t + j*d]
+  x = x.pad(((0, 0),)*len(lead) + ((0, d),)).unsqueeze(-2).expand(lead + (k, i+d)).reshape(lead + (k*(i+d),))
+  x = x.pad(((0, 0),)*len(lead) + ((0, k*d),)).reshape(lead + (k, i+2*d)).shrink(tuple((0, n) for n in lead) + ((0, k), (0, (o-1)*s+1)))
+  if s == 1: return x
+  return x.pad(((0, 0),)*(len(lead)+1) + ((0, s-1),)).reshape(lead + (k, o, s)).shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(lead + (k, o))
+
+def _windows(x, ks:tuple, strides:tuple, dils:tuple):
+  """(*lead, *spatial) -> (*lead, *out, *ks): every window of the last len(ks) axes"""
+  nd, nl = len(ks), x.ndim - len(ks)
+  for a, (k, s, d) in enumerate(zip(ks, strides, dils)):
+    # move axis nl+a last, window it into (k, o), put o back in its place and k after the earlier windows' k's
+    rest = [j for j in range(x.ndim) if j != nl + a]
+    x = _window(x.permute(rest + [nl + a]), k, s, d)
+    r = x.ndim - 2
+    x = x.permute(list(range(nl + a)) + [r + 1] + list(range(nl + a, nl + nd - 1)) + list(range(nl + nd - 1, r)) + [r])
+  return x
+
+class TensorConvMixin:
+  def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
+    """cross-correlation like torch's conv2d, over as many spatial axes as weight has after (Cout, Cin/groups)"""
+    cout, cin_g, *ks = weight.shape
+    nd, ks = len(ks), tuple(ks)
+    if self.ndim != nd + 2 or self.shape[1] != groups*cin_g or cout % groups:
+      raise ValueError(f"conv2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
+                       f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
+    strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
+    x = _windows(self.pad(_flat_pads(padding, ks, dils, strides)), ks, strides, dils)  # (N, Cin, *out, *ks)
+    out = tuple(x.shape[2:2+nd])
+    x = x.reshape((self.shape[0], groups, 1, cin_g) + out + ks)
+    w = weight.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + ks)
+    ret = (x * w).sum((3,) + tuple(range(4+nd, 4+2*nd)), dtype=dtype).reshape((self.shape[0], cout) + out)
+    return ret if bias is None else ret + bias.reshape((1, cout) + (1,)*nd)
+  def conv_transpose2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, output_padding=0):
+    """the gradient of conv2d with respect to its input, like torch's conv_transpose2d; weight is (Cin, Cout/groups, *kernel)"""
+    cin, cout_g, *ks = weight.shape
+    nd = len(ks)
+    if self.ndim != nd + 2 or self.shape[1] != cin or cin % groups:
+      raise ValueError(f"conv_transpose2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
+                       f"the input needs {nd+2} dims and {cin} channels, divisible by groups")
+    strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
+    pads, out_pads = _per_axis(padding, nd, "padding"), _per_axis(output_padding, nd, "output_padding")
+    x = self
+    for a, s in enumerate(strides):  # s-1 zeros between neighbours
+      if s == 1: continue
+      n, ax = x.shape[2+a], 2+a
+      x = x.unsqueeze(ax+1).pad(tuple((0, s-1) if j == ax+1 else None for j in range(x.ndim+1))).flatten(ax, ax+1)
+      x = x.shrink(tuple((0, (n-1)*s+1) if j == ax else None for j in range(x.ndim)))
+    w = weight.reshape((groups, cin//groups, cout_g) + tuple(ks)).transpose(1, 2).reshape((groups*cout_g, cin//groups) + tuple(ks))
+    w = w.flip(tuple(range(2, 2+nd)))
+    flat = [p for k, d, pd, op in reversed(list(zip(ks, dils, pads, out_pads))) for p in (d*(k-1)-pd, d*(k-1)-pd+op)]
+    return x.conv2d(w, bias, groups, 1, dils, flat)

@@ -1,0 +1,102 @@
+"""Indexing with tensors, lists and boolean masks (numpy's advanced indexing), writing through an index (__setitem__), and
+masked_select. Each tensor index is compared with an arange of its axis (a one-hot mask) and the mask selects by where and a sum,
+so x[idx] is one lazy graph. A boolean mask becomes the positions of its True elements, which needs its values: it is realized."""
+from __future__ import annotations
+from typing import Any
+from tinygrad.uop import Ops
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod, all_int
+
+def _broadcast_shape(*shapes:tuple) -> tuple:
+  nd = max((len(s) for s in shapes), default=0)
+  out = []
+  for sizes in zip(*[(1,)*(nd-len(s)) + tuple(s) for s in shapes]):
+    if len(big := {s for s in sizes if s != 1}) > 1: raise IndexError(f"index tensors of shapes {[tuple(s) for s in shapes]} don't broadcast together")
+    out.append(big.pop() if big else 1)
+  return tuple(out)
+
+def _positions(mask:list, shape:tuple) -> list[list[int]]:
+  """one list of coordinates per axis of the True elements of a flat row-major mask of `shape`"""
+  coords: list[list[int]] = [[] for _ in shape]
+  for flat, m in enumerate(mask):
+    if not m: continue
+    for d in reversed(range(len(shape))): coords[d].append(flat % shape[d]); flat //= shape[d]
+  return coords
+
+class TensorIndexMixin:
+  def _index_tensors(self, idx:tuple) -> tuple:
+    """idx with lists as tensors, '...' spelled out as slices, and each boolean mask replaced by one int tensor per axis it covers"""
+    from tinygrad.tensor import Tensor
+    idx = tuple(Tensor(i, self.device) if isinstance(i, list) else i for i in idx)
+    for i in idx:
+      if isinstance(i, Tensor) and (dtypes.is_float(i.dtype) and i.numel()): raise IndexError(f"index tensors must be int or bool, got {i.dtype}")
+    width = sum(i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1 for i in idx if i is not None and i is not Ellipsis)
+    if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
+    if width > self.ndim: raise IndexError(f"too many indices for a tensor of shape {tuple(self.shape)}: {width} given")
+    fill = (slice(None),) * (self.ndim - width)
+    idx = tuple(x for i in idx for x in (fill if i is Ellipsis else (i,))) + (() if any(i is Ellipsis for i in idx) else fill)
+    out, dim = [], 0
+    for i in idx:
+      if isinstance(i, Tensor) and i.dtype is dtypes.bool:
+        if tuple(i.shape) != tuple(self.shape[dim:dim+i.ndim]):
+          raise IndexError(f"boolean mask of shape {tuple(i.shape)} doesn't match axes {dim}..{dim+i.ndim-1} of shape {tuple(self.shape)}")
+        out.extend(Tensor(c, self.device, dtypes.int32) for c in _positions(i.flatten().tolist(), tuple(i.shape)))
+      elif isinstance(i, Tensor) and not i.numel(): out.append(i.cast(dtypes.int32))  # Tensor([]) is float
+      else: out.append(i)
+      dim += 0 if i is None else i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1
+    return tuple(out)
+
+  def _getitem(self, idx:tuple):
+    from tinygrad.tensor import Tensor
+    if not any(isinstance(i, (Tensor, list)) for i in idx): return super()._getitem(idx)
+    idx = self._index_tensors(idx)
+    # the basic part first (tensor axes kept whole), noting where each tensor's axis lands in its result
+    x = super()._getitem(tuple(slice(None) if isinstance(i, Tensor) else i for i in idx))
+    tdims, tensors, first, odim = [], [], None, 0
+    adv = [p for p, i in enumerate(idx) if isinstance(i, (Tensor, int))]  # ints count as advanced next to tensors, like numpy
+    for p, i in enumerate(idx):
+      if p == adv[0]: first = odim
+      if isinstance(i, Tensor): tdims.append(odim); tensors.append(i)
+      if not isinstance(i, int): odim += 1
+    sizes = [x.shape[d] for d in tdims]
+    B = _broadcast_shape(*[t.shape for t in tensors])
+    rest = [d for d in range(x.ndim) if d not in tdims]
+    # one-hot over the indexed axes, flattened into one: (B..., N) against x's (N, rest...)
+    mask = None
+    for k, (t, n) in enumerate(zip(tensors, sizes)):
+      t = (t < 0).where(t + n, t).reshape((1,)*(len(B)-t.ndim) + tuple(t.shape))
+      hit = t.reshape(tuple(t.shape) + (1,)*len(sizes)).eq(x._arange(n).reshape(tuple(n if j == k else 1 for j in range(len(sizes)))))
+      mask = hit if mask is None else mask & hit
+    N = prod(sizes)
+    mask = mask.expand(B + tuple(sizes)).reshape(B + (N,) + (1,)*len(rest))
+    ret = x.permute(tdims + rest).reshape((1,)*len(B) + (N,) + tuple(x.shape[d] for d in rest))._pick(mask, len(B))
+    if adv[-1] - adv[0] + 1 != len(adv): return ret  # advanced indices apart: their axes go first
+    order = list(range(len(B), len(B) + first)) + list(range(len(B))) + list(range(len(B) + first, ret.ndim))
+    return ret.permute(order)
+
+  def __setitem__(self, indices, v:Any):
+    """self[indices] = v writes into self's buffer (v broadcasts to the indexed shape and takes self's dtype). With tensor or list
+    indices (or a step other than 1) the whole tensor is rewritten; where an index repeats a position the last write wins"""
+    from tinygrad.tensor import Tensor
+    idx = indices if isinstance(indices, tuple) else (indices,)
+    v = (v if isinstance(v, Tensor) else Tensor(v, self.device, self.dtype)).cast(self.dtype)
+    if self.uop.base.op is not Ops.BUFFER: self.realize()  # writes go into a buffer, so a lazy tensor gets its own first
+    view = self._getitem(idx)
+    try: v = v.expand(view.shape)
+    except ValueError: raise ValueError(f"cannot assign a value of shape {tuple(v.shape)} to the indexed shape {tuple(view.shape)}") from None
+    if not any(u.op in (Ops.PAD, Ops.EXPAND) for u in view.uop.toposort(lambda u: u is not self.uop)):
+      view.assign(v)
+      return
+    if not all_int(self.shape): raise ValueError(f"setitem through tensor indices or steps needs a concrete shape, got {self.shape}")
+    # each written element's flat position, one-hot against every position of self
+    pos = self._arange(self.numel()).reshape(self.shape)._getitem(idx).flatten()
+    hit = self._last_of(pos._one_hot_at(self.numel(), 1), 0)
+    written = hit.any(0).reshape(self.shape)
+    self.assign(written.where(v.flatten().unsqueeze(1)._pick(hit, 0).reshape(self.shape), self))
+
+  def masked_select(self, mask):
+    """the elements where mask (broadcast to self's shape) is True, as a 1-D tensor; the mask is realized to know how many"""
+    from tinygrad.tensor import Tensor
+    mask = (mask if isinstance(mask, Tensor) else Tensor(mask, self.device)).expand(self.shape)
+    if mask.dtype is not dtypes.bool: raise TypeError(f"masked_select needs a bool mask, got {mask.dtype}")
+    return self.flatten()[mask.flatten()]

@@ -1,0 +1,59 @@
+"""Pooling over the last len(kernel_size) axes, like torch's: windows of the (padded) input reduced by max or mean, and max_unpool2d,
+which puts values back at the positions max_pool2d's indices name."""
+from __future__ import annotations
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod
+from tinygrad.tensor_conv import _per_axis, _flat_pads, _windows
+
+def _pool_geometry(shape:tuple, kernel_size, stride, dilation, padding, ceil_mode:bool):
+  """(kernel, strides, dilations, flat user padding, flat extra padding after each axis for ceil_mode)"""
+  ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size")
+  nd = len(ks)
+  if len(shape) < nd: raise ValueError(f"pooling with kernel {ks} needs at least {nd} dims, got shape {tuple(shape)}")
+  strides, dils = _per_axis(ks if stride is None else stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
+  pads = _flat_pads(padding, ks, dils, strides)
+  extra = [0]*2*nd
+  if ceil_mode:
+    for a, (i, k, s, d) in enumerate(zip(shape[-nd:], ks, strides, dils)):
+      before, after = pads[2*(nd-1-a)], pads[2*(nd-1-a)+1]
+      span = i + before + after - d*(k-1) - 1
+      o = -(-span // s) + 1
+      if (o-1)*s >= i + before: o -= 1  # the last window must start inside the input or the left padding, like torch
+      extra[2*(nd-1-a)+1] = max(0, (o-1)*s + d*(k-1) + 1 - (i + before + after))
+  return ks, strides, dils, pads, extra
+
+class TensorPoolMixin:
+  def _pooled(self, ks, strides, dils):
+    """windows flattened: (*lead, *out, prod(ks))"""
+    w = _windows(self, ks, strides, dils)
+    return w.reshape(tuple(w.shape[:w.ndim-len(ks)]) + (prod(ks),))
+  def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, return_indices:bool=False):
+    """max over windows; return_indices adds each max's flat position within its channel's spatial axes (int64, the first if tied)"""
+    ks, strides, dils, pads, extra = _pool_geometry(self.shape, kernel_size, stride, dilation, padding, ceil_mode)
+    low = self.dtype.min
+    x = self.pad(pads, value=low).pad(extra, value=low)._pooled(ks, strides, dils)
+    ret = x.max(-1)
+    if not return_indices: return ret
+    sp = tuple(self.shape[-len(ks):])
+    pos = self._arange(prod(sp), dtypes.int64).reshape(sp).pad(pads, value=-1).pad(extra, value=-1)._pooled(ks, strides, dils)
+    return ret, x.eq(ret.unsqueeze(-1)).where(pos, prod(sp)).min(-1)
+  def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, count_include_pad:bool=True):
+    """mean over windows; the divisor counts the padding when count_include_pad, never the extra room ceil_mode adds"""
+    ks, strides, dils, pads, extra = _pool_geometry(self.shape, kernel_size, stride, dilation, padding, ceil_mode)
+    total = self.pad(pads).pad(extra)._pooled(ks, strides, dils).sum(-1)
+    sp = tuple(self.shape[-len(ks):])
+    ones = self.const_like(1, dtypes.int32).reshape((1,)*len(sp)).expand(sp)
+    count = ones.pad(pads, value=int(count_include_pad)).pad(extra)._pooled(ks, strides, dils).sum(-1)
+    return total.div(count).cast(self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
+  def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):
+    """zeros of the pooled-from size with each value at the position its index (from max_pool2d's return_indices) names"""
+    ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size")
+    nd = len(ks)
+    strides, dils, pads = _per_axis(ks if stride is None else stride, nd, "stride"), _per_axis(dilation, nd, "dilation"), _per_axis(padding, nd, "padding")
+    if tuple(indices.shape) != tuple(self.shape): raise ValueError(f"max_unpool2d indices of shape {tuple(indices.shape)} need the input's shape {tuple(self.shape)}")
+    sp = tuple(self.shape[-nd:])
+    out = tuple(output_size)[-nd:] if output_size is not None else tuple((i-1)*s - 2*p + d*(k-1) + 1 for i, k, s, d, p in zip(sp, ks, strides, dils, pads))
+    lead = tuple(self.shape[:-nd])
+    x, idx = self.reshape(lead + (prod(sp),)), indices.reshape(lead + (prod(sp),))
+    hit = self._last_of(idx._one_hot_at(prod(out), len(lead) + 1), len(lead))
+    return x.unsqueeze(-1)._pick(hit, len(lead)).reshape(lead + out)

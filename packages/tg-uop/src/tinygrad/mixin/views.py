@@ -1,0 +1,50 @@
+"""Movement composites shared by UOp and Tensor: rolling, interleaved repeats, splitting and grids. Each is a view (reshape, expand,
+shrink, pad) of its input, so the scheduler fuses it into whatever reads it. A class using it provides the movement mixin."""
+from __future__ import annotations
+from tinygrad.helpers import all_int
+
+def _ints(x) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+class ViewsMixin:
+  def roll(self, shifts, dims=None):
+    """elements shifted by `shifts` along `dims`, the ones pushed off the end coming back at the start; dims=None rolls the flattened tensor"""
+    if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
+    shifts, dims = _ints(shifts), tuple(self._resolve_dim(d) for d in _ints(dims))
+    if len(shifts) != len(dims): raise ValueError(f"roll needs one shift per dim, got shifts {shifts} for dims {dims}")
+    x = self
+    for s, d in zip(shifts, dims):
+      if not (n := x.shape[d]) or not (s := s % n): continue
+      # two copies side by side; the window starting n-s into them is the rolled axis
+      x = x.repeat(tuple(2 if i == d else 1 for i in range(len(x.shape)))).shrink(tuple((n-s, 2*n-s) if i == d else None for i in range(len(x.shape))))
+    return x
+  def repeat_interleave(self, repeats:int, dim:int|None=None):
+    """each element `repeats` times in a row along dim (the flattened tensor for dim=None): [1, 2] -> [1, 1, 2, 2]"""
+    if not isinstance(repeats, int) or repeats < 0: raise ValueError(f"repeat_interleave needs an int repeats >= 0, got {repeats!r}")
+    x, dim = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
+    shp = tuple(x.shape)
+    return x.unsqueeze(dim+1).expand(shp[:dim+1] + (repeats,) + shp[dim+1:]).flatten(dim, dim+1)
+  def split(self, sizes, dim:int=0) -> tuple:
+    """pieces along dim: of `sizes` each (the last one smaller) for an int, else of the listed sizes, which must add up to the axis"""
+    dim = self._resolve_dim(dim)
+    n = self.shape[dim]
+    if isinstance(sizes, int):
+      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+      sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
+    if sum(sizes) != n: raise ValueError(f"split sizes {tuple(sizes)} add up to {sum(sizes)}, but axis {dim} of shape {tuple(self.shape)} has {n}")
+    offs = [sum(sizes[:i]) for i in range(len(sizes)+1)]
+    return tuple(self.shrink(tuple((offs[i], offs[i+1]) if d == dim else None for d in range(len(self.shape)))) for i in range(len(sizes)))
+  def chunk(self, chunks:int, dim:int=0) -> tuple:
+    """at most `chunks` pieces of equal size (the last one smaller) along dim"""
+    if not isinstance(chunks, int) or chunks <= 0: raise ValueError(f"chunk needs a positive int number of chunks, got {chunks!r}")
+    dim = self._resolve_dim(dim)
+    n = self.shape[dim]
+    if not all_int((n,)): raise ValueError(f"chunk needs a concrete size on axis {dim}, got {n}")
+    return self.split(-(-n // chunks) if n else [0]*chunks, dim)
+  def meshgrid(self, *args, indexing:str="ij") -> tuple:
+    """coordinate grids of self and args (each flattened): "ij" puts the i-th tensor on axis i, "xy" swaps the first two axes, like numpy"""
+    if indexing not in ("ij", "xy"): raise ValueError(f"meshgrid indexing must be 'ij' or 'xy', not {indexing!r}")
+    ts = [t.flatten() for t in (self,) + args]
+    shape = [t.shape[0] for t in ts]
+    axes = list(range(len(ts)))
+    if indexing == "xy" and len(ts) > 1: axes[0], axes[1], shape[0], shape[1] = 1, 0, shape[1], shape[0]
+    return tuple(t.reshape(tuple(t.shape[0] if i == a else 1 for i in range(len(ts)))).expand(tuple(shape)) for t, a in zip(ts, axes))

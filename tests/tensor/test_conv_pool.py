@@ -1,0 +1,169 @@
+"""Convolutions, pooling, interpolate, attention and normalisation against small numpy references (CPU only: the kernels are big)."""
+import itertools, math
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+R = np.random.default_rng(1)
+def rnd(*shape): return R.standard_normal(shape).astype(np.float32)
+
+def np_conv(x, w, b=None, stride=1, dilation=1, pads=0, groups=1):
+  """direct loops over outputs: x (N, C, *sp), w (Cout, C/groups, *k); pads: one (before, after) per spatial axis"""
+  nd = w.ndim - 2
+  st, dl = (stride,)*nd if isinstance(stride, int) else stride, (dilation,)*nd if isinstance(dilation, int) else dilation
+  pads = [(pads, pads)]*nd if isinstance(pads, int) else pads
+  x = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in pads])
+  ks = w.shape[2:]
+  out = [(x.shape[2+a] - dl[a]*(ks[a]-1) - 1)//st[a] + 1 for a in range(nd)]
+  cout, cin_g = w.shape[:2]
+  ret = np.zeros((x.shape[0], cout, *out), np.float64)
+  for co in range(cout):
+    g = co // (cout // groups)
+    for o in itertools.product(*[range(n) for n in out]):
+      win = x[(slice(None), slice(g*cin_g, (g+1)*cin_g)) + tuple(slice(o[a]*st[a], o[a]*st[a] + dl[a]*(ks[a]-1) + 1, dl[a]) for a in range(nd))]
+      ret[(slice(None), co) + o] = (win * w[co]).reshape(x.shape[0], -1).sum(1)
+  return ret + (0 if b is None else b.reshape(1, -1, *([1]*nd)))
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2), dict(dilation=2, padding=1), dict(groups=2, padding=(1, 2)), dict(stride=(2, 1), padding="same"),
+                                dict(padding=(1, 0, 2, 1)), dict(padding="valid", stride=3, dilation=(1, 2))])
+def test_conv2d(kw):
+  if kw.get("padding") == "same": kw["stride"] = 1
+  x, w, b = rnd(2, 4, 7, 8), rnd(6, 4 // kw.get("groups", 1), 3, 3), rnd(6)
+  p = kw.get("padding", 0)
+  pads = {"same": [(1, 1), (1, 1)], "valid": 0}.get(p, p) if isinstance(p, str) else p
+  if isinstance(p, tuple): pads = [(p[0], p[0]), (p[1], p[1])] if len(p) == 2 else [(p[2], p[3]), (p[0], p[1])]
+  want = np_conv(x, w, b, kw.get("stride", 1), kw.get("dilation", 1), pads, kw.get("groups", 1))
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), Tensor(b), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
+
+def test_conv_1d_3d_and_errors():
+  x, w = rnd(2, 3, 9), rnd(4, 3, 2)
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), stride=2, padding=1).numpy(), np_conv(x, w, stride=2, pads=1), rtol=1e-4, atol=1e-4)
+  x3, w3 = rnd(1, 2, 4, 3, 5), rnd(2, 2, 2, 2, 3)
+  np.testing.assert_allclose(Tensor(x3).conv2d(Tensor(w3)).numpy(), np_conv(x3, w3), rtol=1e-4, atol=1e-4)
+  with pytest.raises(ValueError, match=r"input \(2, 3, 9\) with weight \(4, 2, 2\).*groups=1"): Tensor(x).conv2d(Tensor.ones(4, 2, 2))
+  with pytest.raises(ValueError, match="'same' needs stride 1"): Tensor(x).conv2d(Tensor(w), stride=2, padding="same")
+  with pytest.raises(ValueError, match="doesn't fit an axis of size"): Tensor(x).conv2d(Tensor.ones(4, 3, 10))
+
+def np_conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
+  """scatter form: every input element adds weight * value to the output window it came from"""
+  n, cin, *sp = x.shape
+  _, cout_g, *ks = w.shape
+  out = [(i-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1 for i, k in zip(sp, ks)]
+  full = np.zeros((n, cout_g*groups, *[o + 2*padding for o in out]))
+  cin_g = cin // groups
+  for ci in range(cin):
+    g = ci // cin_g
+    for pos in itertools.product(*[range(i) for i in sp]):
+      for kp in itertools.product(*[range(k) for k in ks]):
+        tgt = tuple(p*stride + k*dilation for p, k in zip(pos, kp))
+        full[(slice(None), slice(g*cout_g, (g+1)*cout_g)) + tgt] += x[(slice(None), ci) + pos][:, None] * w[(ci, slice(None)) + kp]
+  return full[(slice(None), slice(None)) + tuple(slice(padding, padding + o) for o in out)]
+
+@pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [(1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 0, 2, 2, 2), (2, 2, 0, 1, 2)])
+def test_conv_transpose2d(stride, padding, output_padding, dilation, groups):
+  x, w = rnd(2, 4, 3, 4), rnd(4, 3, 3, 2)
+  got = Tensor(x).conv_transpose2d(Tensor(w), groups=groups, stride=stride, dilation=dilation, padding=padding, output_padding=output_padding)
+  np.testing.assert_allclose(got.numpy(), np_conv_transpose(x, w, stride, padding, output_padding, dilation, groups), rtol=1e-4, atol=1e-4)
+
+def np_pool(x, k, s, pad, ceil_mode, reduce, count_include_pad=True):
+  """torch's pooling rules by loops over output windows: -inf/0 padding, ceil_mode windows that start inside input or left padding"""
+  H, W = x.shape[-2:]
+  def n_out(i):
+    span = i + 2*pad - k
+    o = (-(-span // s) if ceil_mode else span // s) + 1
+    return o - 1 if ceil_mode and (o-1)*s >= i + pad else o
+  oh, ow = n_out(H), n_out(W)
+  out, idx = np.zeros(x.shape[:-2] + (oh, ow), np.float64), np.zeros(x.shape[:-2] + (oh, ow), np.int64)
+  for i, j in itertools.product(range(oh), range(ow)):
+    h0, w0 = i*s - pad, j*s - pad
+    h1, w1 = min(h0 + k, H + pad), min(w0 + k, W + pad)
+    hs, ws = slice(max(h0, 0), min(h1, H)), slice(max(w0, 0), min(w1, W))
+    win = x[..., hs, ws]
+    if reduce == "max":
+      flat = win.reshape(win.shape[:-2] + (-1,))
+      out[..., i, j] = flat.max(-1)
+      a = flat.argmax(-1)
+      idx[..., i, j] = (hs.start + a // win.shape[-1]) * W + ws.start + a % win.shape[-1]
+    else: out[..., i, j] = win.sum((-2, -1)) / ((h1 - h0) * (w1 - w0) if count_include_pad else win.shape[-2] * win.shape[-1])
+  return out, idx
+
+@pytest.mark.parametrize("k,s,pad,ceil_mode", [(2, 2, 0, False), (3, 2, 1, False), (3, 2, 1, True), (2, 3, 0, True), (3, 1, 1, False)])
+def test_pools(k, s, pad, ceil_mode):
+  x = rnd(2, 3, 7, 6)
+  want, want_idx = np_pool(x, k, s, pad, ceil_mode, "max")
+  got, got_idx = Tensor(x).max_pool2d(k, s, padding=pad, ceil_mode=ceil_mode, return_indices=True)
+  np.testing.assert_allclose(got.numpy(), want, rtol=1e-6)
+  np.testing.assert_array_equal(got_idx.numpy(), want_idx)
+  assert got_idx.dtype is dtypes.int64
+  for cip in (True, False):
+    np.testing.assert_allclose(Tensor(x).avg_pool2d(k, s, padding=pad, ceil_mode=ceil_mode, count_include_pad=cip).numpy(),
+                               np_pool(x, k, s, pad, ceil_mode, "avg", cip)[0], rtol=1e-5, atol=1e-6)
+
+def test_pool_defaults_dilation_and_unpool():
+  x = rnd(1, 2, 6, 6)
+  np.testing.assert_allclose(Tensor(x).max_pool2d().numpy(), x.reshape(1, 2, 3, 2, 3, 2).max((3, 5)))
+  np.testing.assert_allclose(Tensor(x).avg_pool2d().numpy(), x.reshape(1, 2, 3, 2, 3, 2).mean((3, 5)), rtol=1e-6)
+  np.testing.assert_allclose(Tensor(x).max_pool2d(2, 1, dilation=2).numpy(),
+                             np.maximum.reduce([x[..., i:i+4, j:j+4] for i in (0, 2) for j in (0, 2)]))  # window taps 2 apart
+  v, idx = Tensor(x).max_pool2d(2, return_indices=True)
+  un = v.max_unpool2d(idx, 2).numpy()
+  want = np.zeros_like(x).reshape(1, 2, 36)
+  np.put_along_axis(want, idx.numpy().reshape(1, 2, -1), v.numpy().reshape(1, 2, -1), -1)
+  np.testing.assert_array_equal(un, want.reshape(x.shape))
+  assert v.max_unpool2d(idx, 2, output_size=(1, 2, 7, 7)).shape == (1, 2, 7, 7)
+
+def np_interp_axis(x, axis, o, mode, align_corners):
+  i = x.shape[axis]
+  if mode == "nearest": src = np.minimum(np.floor(np.arange(o) * i / o).astype(int), i-1); return np.take(x, src, axis)
+  if mode == "nearest-exact": src = np.minimum(np.floor((np.arange(o) + 0.5) * i / o).astype(int), i-1); return np.take(x, src, axis)
+  src = np.arange(o) * (i-1) / (o-1) if align_corners and o > 1 else np.zeros(o) if align_corners else np.maximum((np.arange(o) + 0.5) * i / o - 0.5, 0)
+  lo = np.minimum(np.floor(src).astype(int), i-1); hi = np.minimum(lo + 1, i-1); f = src - lo
+  shape = [1]*x.ndim; shape[axis] = o
+  return np.take(x, lo, axis) * (1 - f).reshape(shape) + np.take(x, hi, axis) * f.reshape(shape)
+
+@pytest.mark.parametrize("mode,align_corners,size", [("linear", False, (7, 3)), ("bilinear", True, (2, 9)), ("linear", True, (1, 5)),
+                                                     ("nearest", False, (9, 2)), ("nearest-exact", False, (3, 8))])
+def test_interpolate(mode, align_corners, size):
+  x = rnd(2, 3, 4, 5)
+  want = x
+  for a, o in zip((2, 3), size): want = np_interp_axis(want, a, o, mode, align_corners)
+  np.testing.assert_allclose(Tensor(x).interpolate(size, mode, align_corners).numpy(), want, rtol=1e-5, atol=1e-6)
+
+def test_interpolate_ints_and_errors():
+  assert Tensor([[1, 2], [3, 4]]).interpolate((4,), "nearest").tolist() == [[1, 1, 2, 2], [3, 3, 4, 4]]
+  np.testing.assert_allclose(Tensor([0, 4]).interpolate((3,), align_corners=True).numpy(), [0, 2, 4])
+  with pytest.raises(ValueError, match="'cubic'"): Tensor.ones(2, 2).interpolate((3, 3), "cubic")
+  with pytest.raises(ValueError, match="'bilinear' resizes 2 axes"): Tensor.ones(2, 2).interpolate((3,), "bilinear")
+
+def np_softmax(x): e = np.exp(x - x.max(-1, keepdims=True)); return e / e.sum(-1, keepdims=True)
+
+def test_scaled_dot_product_attention():
+  q, k, v = rnd(2, 3, 4, 8), rnd(2, 3, 5, 8), rnd(2, 3, 5, 6)
+  s = q @ k.swapaxes(-1, -2) / math.sqrt(8)
+  np.testing.assert_allclose(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v)).numpy(), np_softmax(s) @ v, rtol=1e-5, atol=1e-5)
+  causal = np.tril(np.ones((4, 5), bool))
+  np.testing.assert_allclose(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), is_causal=True).numpy(),
+                             np_softmax(np.where(causal, s, -np.inf)) @ v, rtol=1e-5, atol=1e-5)
+  bias = rnd(4, 5)
+  np.testing.assert_allclose(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), attn_mask=Tensor(bias)).numpy(),
+                             np_softmax(s + bias) @ v, rtol=1e-5, atol=1e-5)
+  keep = R.random((4, 5)) > 0.3; keep[:, 0] = True
+  np.testing.assert_allclose(Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), attn_mask=Tensor(keep)).numpy(),
+                             np_softmax(np.where(keep, s, -np.inf)) @ v, rtol=1e-5, atol=1e-5)
+  kg, vg = rnd(2, 1, 5, 8), rnd(2, 1, 5, 6)  # one key/value head shared by 3 query heads
+  np.testing.assert_allclose(Tensor(q).scaled_dot_product_attention(Tensor(kg), Tensor(vg), enable_gqa=True).numpy(),
+                             np_softmax(q @ kg.swapaxes(-1, -2) / math.sqrt(8)) @ vg, rtol=1e-5, atol=1e-5)
+  with pytest.raises(ValueError, match="attn_mask or is_causal"): Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), Tensor(keep), is_causal=True)
+
+def test_norms():
+  x = rnd(3, 4, 5)
+  y = x - x.mean(-1, keepdims=True)
+  np.testing.assert_allclose(Tensor(x).layernorm().numpy(), y / np.sqrt((y*y).mean(-1, keepdims=True) + 1e-5), rtol=1e-4, atol=1e-5)
+  y = x - x.mean((1, 2), keepdims=True)
+  np.testing.assert_allclose(Tensor(x).layernorm((1, 2), eps=0.1).numpy(), y / np.sqrt((y*y).mean((1, 2), keepdims=True) + 0.1), rtol=1e-4, atol=1e-5)
+  w, b, m, inv = rnd(4), rnd(4), rnd(4), np.abs(rnd(4))
+  sh = (1, 4, 1)
+  np.testing.assert_allclose(Tensor(x).batchnorm(Tensor(w), Tensor(b), Tensor(m), Tensor(inv)).numpy(),
+                             (x - m.reshape(sh)) * w.reshape(sh) * inv.reshape(sh) + b.reshape(sh), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(Tensor(x).batchnorm(None, None, Tensor(m[:3]), Tensor(inv[:3]), axis=0).numpy(),
+                             (x - m[:3].reshape(3, 1, 1)) * inv[:3].reshape(3, 1, 1), rtol=1e-5, atol=1e-6)

@@ -1,0 +1,139 @@
+"""Movement composites, gather/scatter and advanced indexing against numpy; the core subset on every executing backend."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+
+X = np.arange(60, dtype=np.float32).reshape(3, 4, 5) - 20
+
+def check(t, want):
+  got = t.numpy()
+  assert got.shape == np.shape(want), f"shape {got.shape} != {np.shape(want)}"
+  np.testing.assert_array_equal(got, want)
+
+def test_roll_repeat_interleave_split(device):
+  t = Tensor(X, device=device)
+  check(t.roll(2, 2), np.roll(X, 2, 2))
+  check(t.roll((1, -3), (0, -1)), np.roll(X, (1, -3), (0, 2)))
+  check(t.roll(7), np.roll(X, 7))
+  check(t.repeat_interleave(2, 1), np.repeat(X, 2, 1))
+  check(t.repeat_interleave(3), np.repeat(X, 3))
+  for got, want in zip(t.split([1, 3], 1), np.split(X, [1], 1)): check(got, want)
+  assert [p.shape for p in t.split(2, -1)] == [(3, 4, 2), (3, 4, 2), (3, 4, 1)]
+
+def test_chunk_meshgrid_squeeze():
+  t = Tensor(X)
+  assert [p.shape for p in t.chunk(2, 2)] == [(3, 4, 3), (3, 4, 2)]
+  assert [p.shape for p in Tensor.zeros(6).chunk(4)] == [(2,), (2,), (2,)]  # like torch: fewer chunks when they divide unevenly
+  assert [p.shape for p in Tensor.zeros(0).chunk(2)] == [(0,), (0,)]
+  for ix in ("ij", "xy"):
+    for got, want in zip(Tensor([1, 2, 3]).meshgrid(Tensor([4, 5]), Tensor([6]), indexing=ix), np.meshgrid([1, 2, 3], [4, 5], [6], indexing=ix)):
+      check(got, want.astype(np.int32))
+  assert Tensor(3.0).squeeze(0).shape == () and Tensor.zeros(2, 1).squeeze(-1).shape == (2,) and Tensor.zeros(2, 1).squeeze(0).shape == (2, 1)
+
+def test_movement_errors():
+  t = Tensor(X)
+  with pytest.raises(ValueError, match=r"add up to 4, but axis 1 of shape \(3, 4, 5\) has 4|add up to 3"): t.split([1, 2], 1)
+  with pytest.raises(ValueError, match="one shift per dim"): t.roll((1, 2), 0)
+  with pytest.raises(ValueError, match="'ij' or 'xy'"): t.meshgrid(t, indexing="ji")
+  with pytest.raises(IndexError, match="out of range"): t.roll(1, 3)
+
+def test_gather(device):
+  idx = np.array([[[0, 2, 1], [3, 3, 0]], [[1, 1, 1], [0, 0, 2]]])
+  check(Tensor(X, device=device).gather(1, Tensor(idx, device=device)), np.take_along_axis(X[:2, :, :3], idx, 1))
+  idx2 = np.array([[4, 0], [1, 1], [2, 3]])
+  check(Tensor(X[:, 0], device=device).gather(-1, Tensor(idx2, device=device)), np.take_along_axis(X[:, 0], idx2, -1))
+  check(Tensor([[True, False], [False, True]], device=device).gather(1, Tensor([[1, 1], [0, 1]], device=device)), np.array([[False, False], [False, True]]))
+
+def np_scatter(base, dim, idx, src, op):
+  out = base.copy()
+  for pos in np.ndindex(*idx.shape):
+    tgt = list(pos); tgt[dim] = idx[pos]; tgt = tuple(tgt)
+    out[tgt] = src[pos] if op is None else op(out[tgt], src[pos])
+  return out
+
+def test_scatter(device):
+  base = np.arange(15, dtype=np.float32).reshape(3, 5)
+  idx = np.array([[0, 1, 2, 0, 0], [2, 0, 0, 1, 2]])
+  src = np.arange(10, dtype=np.float32).reshape(2, 5) + 100
+  t, i, s = Tensor(base, device=device), Tensor(idx, device=device), Tensor(src, device=device)
+  check(t.scatter(0, i, s), np_scatter(base, 0, idx, src, None))
+  check(t.scatter(0, i, 7.0), np_scatter(base, 0, idx, np.full(idx.shape, 7.0), None))
+  check(t.scatter(0, i, s, reduce="add"), np_scatter(base, 0, idx, src, np.add))
+  check(t.scatter(0, i, s, reduce="multiply"), np_scatter(base, 0, idx, src, np.multiply))
+  idx1 = np.array([[4, 4, 0], [1, 1, 1], [3, 2, 3]])  # repeated positions: the last write wins, like numpy
+  check(t.scatter(1, Tensor(idx1, device=device), s[:, :3].pad(((0, 1), None))), np_scatter(base, 1, idx1, np.pad(src[:, :3], ((0, 1), (0, 0))), None))
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+  base = np.array([[1, -2, 3, 4], [5, 6, -7, 8]], np.float32)
+  idx = np.array([[0, 1, 1, 3, 0], [2, 2, 2, 0, 1]])
+  src = np.array([[2, -3, 4, 5, 0.5], [1, 9, -6, 2, 3]], np.float32)
+  groups = {}
+  for pos in np.ndindex(*idx.shape): groups.setdefault((pos[0], idx[pos]), []).append(src[pos])
+  want = base.copy()
+  red = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce]
+  for (r, c), vals in groups.items(): want[r, c] = red(vals + ([base[r, c]] if include_self else []))
+  got = Tensor(base).scatter_reduce(1, Tensor(idx), Tensor(src), reduce, include_self=include_self).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+
+def test_scatter_gather_errors():
+  t = Tensor.zeros(3, 4)
+  with pytest.raises(ValueError, match=r"index of shape \(4, 4\) needs 2 dims, each at most self's \(3, 4\) off dim 1"): t.gather(1, Tensor.zeros(4, 4, dtype=dtypes.int32))
+  with pytest.raises(TypeError, match="int index tensor, got dtypes.float"): t.scatter(0, Tensor.zeros(3, 4), 1.0)
+  with pytest.raises(ValueError, match="must be one of"): t.scatter_reduce(0, Tensor.zeros(3, 4, dtype=dtypes.int32), t, "max")
+
+def test_masked_fill_and_select(device):
+  t, m = Tensor(X, device=device), X % 3 == 0
+  check(t.masked_fill(Tensor(m, device=device), -1.5), np.where(m, -1.5, X))
+  check(t.masked_select(Tensor(m, device=device)), X[m])
+  check(t.masked_select(Tensor(m[0, 0], device=device)), X[np.broadcast_to(m[0, 0], X.shape)])
+
+INDEX_CASES = [([0, 2],), ([[0, -1], [1, 2]],), (slice(None), [1, 3]), (0, slice(None), [1, -1]), ([0, 1], slice(None), [2, 3]),
+               ([0, 1], [1, 2]), (Ellipsis, [4, 0]), (None, [2, 0], slice(1, 3)), ([[0], [2]], [1, 2, 3]), (slice(None, None, -1), [0, 0, 1]),
+               ([True, False, True],), (1, [0, 1], 2), ([0, 2], 1, slice(None), None), (slice(1, None), [-4, 3], slice(None, None, 2)), ([],)]
+
+@pytest.mark.parametrize("idx", INDEX_CASES, ids=[str(i) for i in range(len(INDEX_CASES))])
+def test_advanced_getitem(idx):
+  want = X[tuple(np.array(i, dtype=None if i else np.int64) if isinstance(i, list) else i for i in idx)]
+  check(Tensor(X)[idx], want)
+  check(Tensor(X)[tuple(Tensor(i) if isinstance(i, list) and i else i for i in idx)], want)
+
+def test_advanced_getitem_devices(device):
+  t = Tensor(X, device=device)
+  check(t[Tensor([[2, 0]], device=device), :, Tensor([1, -1], device=device)], X[[[2, 0]], :, [1, -1]])
+  m = X[:, :, 0] > -10
+  check(t[Tensor(m, device=device)], X[m])
+  check(Tensor(X[0, 0].astype(np.int32), device=device)[[True, False, True, True, False]], X[0, 0, [0, 2, 3]].astype(np.int32))
+
+def test_getitem_errors():
+  t = Tensor(X)
+  with pytest.raises(IndexError, match="int or bool, got dtypes.float"): t[Tensor([0.5])]
+  with pytest.raises(IndexError, match=r"boolean mask of shape \(2,\) doesn't match axes 0..0 of shape \(3, 4, 5\)"): t[[True, False]]
+  with pytest.raises(IndexError, match="don't broadcast"): t[[0, 1], [0, 1, 2]]
+  with pytest.raises(IndexError, match="too many indices"): t[0, 0, 0, [0]]
+
+def test_setitem(device):
+  a, want = Tensor(np.zeros((4, 5), np.float32), device=device).realize(), np.zeros((4, 5), np.float32)
+  view = a[1]
+  def both(idx, v):
+    a[idx] = Tensor(v, device=device) if isinstance(v, np.ndarray) else v
+    want[idx] = v
+  both((slice(1, 3),), 5.0)
+  both((0, slice(None, None, 2)), np.array([1, 2, 3], np.float32))
+  both(([3, 0, 3], [1, 1, 1]), np.array([7, 8, 9], np.float32))
+  both((slice(None), 4), np.arange(4, dtype=np.float32))
+  both((Ellipsis, -1), 2)
+  both(([True, False, True, False],), -1.0)
+  check(a, want)
+  check(view, want[1])  # a view taken before reads the writes: they went into the same buffer
+
+def test_setitem_reads_itself_and_casts():
+  a = Tensor(np.arange(6, dtype=np.int32)).realize()
+  a[1:] = a[:-1]
+  a[0] = 2.7  # takes a's dtype
+  assert a.tolist() == [2, 0, 1, 2, 3, 4]
+  b = Tensor.ones(3) * 2  # lazy: realized first, then written
+  b[[0, 2]] = Tensor([5., 6.])
+  assert b.tolist() == [5, 2, 6]
+  with pytest.raises(ValueError, match=r"shape \(3,\) to the indexed shape \(2,\)"): b[:2] = Tensor([1., 2., 3.])
