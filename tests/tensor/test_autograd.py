@@ -282,6 +282,13 @@ def test_creation_requires_grad():
   (x * 2).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), [2, 2, 2])
 
+def test_equal_constant_leaves_have_their_own_gradients():
+  # two Tensor.zeros(3) are one hash-consed node until requires_grad gives each a buffer of its own
+  a, b, c = Tensor.zeros(3, requires_grad=True), Tensor.zeros(3, requires_grad=True), Tensor(2.0, requires_grad=True)
+  (a + b * 2 + c * Tensor.ones(3)).sum().backward()
+  np.testing.assert_equal([a.grad.numpy(), b.grad.numpy(), c.grad.numpy()], [[1, 1, 1], [2, 2, 2], 3])
+  np.testing.assert_equal(a.numpy(), [0, 0, 0])
+
 def test_python_device():
   check(lambda x, y: (x @ y).relu().sum(0) * x.max(), lambda x, y: np.maximum(x @ y, 0).sum(0) * x.max(), distinct(2, 3), anyv(3, 2) + 0.05,
         device="PYTHON")

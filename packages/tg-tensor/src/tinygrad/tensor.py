@@ -54,7 +54,7 @@ class Tensor(OpMixin):
 
   def __init__(self, data:Any, device:str|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
     dtype = to_dtype(dtype) if dtype is not None else None
-    self.requires_grad, self.grad = requires_grad, None
+    self._requires_grad, self.grad = None, None
     if isinstance(data, UOp):
       if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
       uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
@@ -79,6 +79,7 @@ class Tensor(OpMixin):
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
     self.uop = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+    self.requires_grad = requires_grad
 
   # *** the graph, caught up lazily with what realize() turned into buffers since this handle last looked ***
   @property
@@ -252,7 +253,10 @@ class Tensor(OpMixin):
   @requires_grad.setter
   def requires_grad(self, v:bool|None):
     self._requires_grad = v
-    if v: _needs_grad[id(self)] = self
+    if not v: return
+    _needs_grad[id(self)] = self
+    # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
+    if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = self.contiguous().realize().uop
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
     return self
