@@ -8,7 +8,9 @@ or realized together in one schedule.
 numpy computes in float64/int64, and each value carries a bound on how far float32 may drift from that: 0 while float math
 stays exact (inputs are multiples of 1/4, so +, -, *, max and sums are exact until a result needs more than float32's 24 bits),
 which is also what comparisons and casts to int/bool require, since an ulp's difference could flip them. Exact values must match
-bit for bit; the rest within the propagated rounding bound."""
+bit for bit; the rest within the propagated rounding bound.
+A few programs also check autograd: the gradient of an output's sum along a random direction against central differences of the same
+graph with its inputs moved."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, note, HealthCheck, strategies as st
