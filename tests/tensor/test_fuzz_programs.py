@@ -8,11 +8,14 @@ or realized together in one schedule.
 numpy computes in float64/int64, and each value carries a bound on how far float32 may drift from that: 0 while float math
 stays exact (inputs are multiples of 1/4, so +, -, *, max and sums are exact until a result needs more than float32's 24 bits),
 which is also what comparisons and casts to int/bool require, since an ulp's difference could flip them. Exact values must match
-bit for bit; the rest within the propagated rounding bound."""
+bit for bit; the rest within the propagated rounding bound.
+A few programs also check autograd: the gradient of an output's sum along a random direction against central differences of the same
+graph with its inputs moved."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, note, HealthCheck, strategies as st
 from tinygrad import Tensor, dtypes
+from tinygrad.uop.ops import UOp
 
 EPS = 2.0**-22  # one float32 rounding (2^-24), with slack; transcendentals (polynomial approximations) get 8x
 F32, I32, BOOL = dtypes.float32, dtypes.int32, dtypes.bool
@@ -379,18 +382,23 @@ def check(v:V):
                           f"got {got[bad][:4]}, numpy {v.n[bad][:4]}"
   else: np.testing.assert_array_equal(got, v.n.astype(got.dtype), err_msg=f"{v.name} ({v.t.dtype})")
 
+def build(data, device:str) -> tuple[list[V], list[V]]:
+  """a random program: (its inputs, every value no later op used, so each value computed reaches an output)"""
+  p = Program(data, device)
+  draw_inputs(p, np.random.default_rng(data.draw(st.integers(0, 2**32-1), label="seed")))
+  n_inputs = len(p.pool)
+  for _ in range(data.draw(st.integers(1, 12), label="ops")): data.draw(st.sampled_from(OPS))(p)
+  made = p.pool[n_inputs:] or p.pool
+  return p.pool[:n_inputs], [v for v in made if v not in p.used] or made[-1:]
+
+SETTINGS = dict(deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
 def fuzz(device:str, examples:int):
-  @settings(max_examples=examples, deadline=None, derandomize=True, database=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+  @settings(max_examples=examples, **SETTINGS)
   @given(st.data())
   def run(data):
-    p = Program(data, device)
-    draw_inputs(p, np.random.default_rng(data.draw(st.integers(0, 2**32-1), label="seed")))
-    n_inputs = len(p.pool)
-    for _ in range(data.draw(st.integers(1, 12), label="ops")): data.draw(st.sampled_from(OPS))(p)
-    made = p.pool[n_inputs:] or p.pool
-    # every value no later op used, so each value computed reaches an output: one by one, or realized in one schedule
-    outs = [v for v in made if v not in p.used] or made[-1:]
+    _, outs = build(data, device)
     if len(outs) > 1 and data.draw(st.booleans()):
       note(f"Tensor.realize({', '.join(v.name for v in outs)})")
       outs[0].t.realize(*[v.t for v in outs[1:]])
@@ -401,3 +409,33 @@ def fuzz(device:str, examples:int):
 EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60}
 
 def test_fuzz_programs(device): fuzz(device, EXAMPLES[device])
+
+# *** autograd: d sum(output) / d inputs along a random direction, against central differences of the same graph ***
+
+def grad_check(inputs:list[V], v:V, rng):
+  """At a point near the inputs (moved off the quarter grid, so max ties and the jumps of floor, casts and comparisons are not right at
+  it), the gradient's directional derivative must match central differences of the same graph at steps h and h/2. Where those two
+  disagree a kink is within reach of the step and the check is skipped."""
+  xs = [x for x in inputs if x.dtype is F32 and x.t.uop in v.t.uop.toposort()]
+  if v.dtype is not F32 or not xs: return
+  root = v.t.sum().uop
+  base = [x.n + rng.uniform(-1/16, 1/16, x.shape) for x in xs]
+  dirs = [rng.uniform(-1, 1, x.shape) for x in xs]
+  def moved(step:float) -> dict[UOp, UOp]: return {x.t.uop: Tensor((b + step*d).astype(np.float32)).uop for x, b, d in zip(xs, base, dirs)}
+  start = moved(0.0)
+  grads = Tensor(root.substitute(start)).gradient(*[Tensor(u) for u in start.values()], materialize_grads=True)
+  want = sum(float((g.numpy().astype(np.float64) * d).sum()) for g, d in zip(grads, dirs))
+  def fd(h:float) -> float: return (Tensor(root.substitute(moved(h))).item() - Tensor(root.substitute(moved(-h))).item()) / (2*h)
+  h = 2.0**-7
+  fd1, fd2 = fd(h), fd(h/2)
+  # float32 rounding of two evaluations of the loss, divided by the step
+  noise = 64 * (EPS * float(np.abs(v.n).sum()) + v.err * v.n.size) / h + 1e-3 * abs(fd2)
+  note(f"grad check of {v.name}: gradient says {want:.6g}, differences {fd1:.6g} (h={h}), {fd2:.6g} (h={h/2}), noise {noise:.3g}")
+  if abs(fd1 - fd2) > noise: return
+  assert abs(want - fd2) <= 2 * noise + abs(fd1 - fd2), f"d sum({v.name}): gradient {want}, finite differences {fd2}"
+
+@settings(max_examples=30, **SETTINGS)
+@given(st.data())
+def test_fuzz_program_gradients(data):
+  inputs, outs = build(data, "CPU")
+  grad_check(inputs, outs[-1], np.random.default_rng(data.draw(st.integers(0, 2**32-1), label="direction")))

@@ -17,6 +17,7 @@ from tinygrad.tensor_attention import TensorAttentionMixin
 from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
+from tinygrad.uop.gradient import compute_gradient
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -68,7 +69,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 
   def __init__(self, data:Any, device:str|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
     dtype = to_dtype(dtype) if dtype is not None else None
-    self.requires_grad, self.grad = requires_grad, None
+    self._requires_grad, self.grad = None, None
     if isinstance(data, UOp):
       if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
       uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
@@ -93,6 +94,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
     self.uop = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+    self.requires_grad = requires_grad
 
   # *** the graph, caught up lazily with what realize() turned into buffers since this handle last looked ***
   @property
@@ -261,6 +263,47 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     call = fxn(*[UOp.param(i, t.dtype, t.shape) for i, t in enumerate(ts)]).call(*[t.uop for t in ts])
     return [Tensor(t.uop.after(call)) for t in ts]
 
+  # *** autograd: the rules are tinygrad.uop.gradient's table ***
+  @property
+  def requires_grad(self) -> bool|None: return self._requires_grad
+  @requires_grad.setter
+  def requires_grad(self, v:bool|None):
+    self._requires_grad = v
+    if not v: return
+    _needs_grad[id(self)] = self
+    # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
+    if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = self.contiguous().realize().uop
+  def requires_grad_(self, requires_grad:bool=True) -> Tensor:
+    self.requires_grad = requires_grad
+    return self
+  def gradient(self, *targets:Tensor, gradient:Tensor|None=None, materialize_grads:bool=False) -> list[Tensor]:
+    """d(self)/d(target) for each target, as new lazy tensors (.grad is left alone). self must be 0-d unless `gradient`, the gradient
+    of some loss with respect to self, is given. A target no gradient reaches (not in the graph, or only through detach()) raises,
+    or gives zeros with materialize_grads=True. requires_grad is not needed on the targets."""
+    if gradient is None:
+      if self.shape != (): raise RuntimeError(f"gradient of a tensor of shape {self.shape} needs gradient= (d loss/d self, of that shape); "
+                                              f"without one only a 0-d (scalar) tensor can be differentiated: take .sum() or .mean() first")
+      gradient = Tensor(1.0, self.device, self.dtype)
+    if gradient.shape != self.shape: raise ValueError(f"gradient= has shape {gradient.shape}, but the tensor it is for has shape {self.shape}")
+    if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
+      raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
+    grads = compute_gradient(self.uop, gradient.uop.cast(self.dtype), {t.uop for t in targets})
+    ret = []
+    for t in targets:
+      if (g := grads.get(t.uop)) is None and not materialize_grads:
+        raise RuntimeError(f"no gradient reaches the {t.shape} {t.dtype} target from this {self.shape} tensor: it is not in its graph, or only "
+                           f"through detach(); pass materialize_grads=True for zeros")
+      ret.append(t.zeros_like() if g is None else Tensor(g))
+    return ret
+  def backward(self, gradient:Tensor|None=None) -> Tensor:
+    """add d(self)/d(t) to t.grad for every live tensor t with requires_grad=True in self's graph (zeros where only detach() leads to t)"""
+    nodes = self.uop.toposort()
+    if not (ts := [t for t in list(_needs_grad.values()) if t.requires_grad and t.uop in nodes]):
+      raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor (a realize replaces the "
+                         f"graph by a buffer: call backward before reading the loss)")
+    for t, g in zip(ts, self.gradient(*ts, gradient=gradient, materialize_grads=True)): t.grad = g if t.grad is None else t.grad + g
+    return self
+
   # *** realization and reading back ***
   def _is_buffer(self) -> bool:
     """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
@@ -355,6 +398,8 @@ class _Realized:
     return u
 
 _realized = _Realized()
+# every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
+_needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""
