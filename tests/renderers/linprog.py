@@ -41,13 +41,11 @@ class Prog:
 
 @functools.cache
 def device(target:str):
-  if target == "PYTHON":
-    from tinygrad.runtime.ops_python import PythonDevice
-    return PythonDevice("PYTHON")
+  from tinygrad.device import Device
+  if target == "PYTHON": return Device["PYTHON"]
   if target == "C" and not (os.environ.get("CC") or any(shutil.which(c) for c in ("clang", "gcc", "cc"))):
     return None
-  from tinygrad.runtime.ops_cpu import CPUDevice
-  return CPUDevice("CPU", target)
+  return Device[f"CPU:{target}"]
 
 NP = {dtypes.bool: np.bool_, dtypes.int8: np.int8, dtypes.uint8: np.uint8, dtypes.int16: np.int16, dtypes.uint16: np.uint16,
       dtypes.int32: np.int32, dtypes.uint32: np.uint32, dtypes.int64: np.int64, dtypes.uint64: np.uint64, dtypes.float16: np.float16,

@@ -45,9 +45,9 @@ def test_dev_env_picks_cpu_renderer(host, monkeypatch, dev_env, renderer, compil
   cpu = host["CPU"]
   assert (type(cpu.renderer).__name__, type(cpu.compiler).__name__) == (renderer, compiler)
 
-def test_cpu_unknown_renderer():
-  from tinygrad.runtime.ops_cpu import CPUDevice
-  with pytest.raises(ValueError, match="DEV=CPU:C"): CPUDevice("CPU", "PTX")
+def test_cpu_unknown_renderer(host):
+  from tinygrad.device import DeviceError
+  with pytest.raises(DeviceError, match="'CPU:PTX': device CPU has no renderer 'PTX'; available: LLVM, C"): host["CPU:PTX"]
 
 def test_no_c_compiler(monkeypatch, tmp_path):
   from tinygrad.runtime.ops_cpu import ClangCompiler

@@ -63,12 +63,26 @@ def test_cdiv_cmod_match_c(x, y):
 
 def test_cdiv_zero(): assert cdiv(5, 0) == 0
 
-def test_colors():
+class _Terminal:
+  def isatty(self): return True
+
+def test_colors_only_on_a_terminal(monkeypatch):
+  monkeypatch.delenv("NO_COLOR", raising=False)
+  assert colored("hi", "red") == "hi"  # pytest captures stdout: not a terminal
+  monkeypatch.setattr("sys.stdout", _Terminal())
+  assert colored("hi", "red") == "\x1b[31mhi\x1b[0m"
+  monkeypatch.setenv("NO_COLOR", "1")
+  assert colored("hi", "red") == "hi"
+
+def test_colors(monkeypatch):
+  monkeypatch.delenv("NO_COLOR", raising=False)
+  monkeypatch.setattr("sys.stdout", _Terminal())
   s = colored("hi", "red")
   assert s == "\x1b[31mhi\x1b[0m" and colored("hi", "RED") == "\x1b[91mhi\x1b[0m" and colored("hi", "green", background=True) == "\x1b[42mhi\x1b[0m"
   assert colored("hi", None) == "hi" and ansistrip(s + "!") == "hi!" and ansilen(s) == 2
 
-def test_to_function_name():
+def test_to_function_name(monkeypatch):
+  monkeypatch.setattr("sys.stdout", _Terminal())
   assert to_function_name("r_4_4") == "r_4_4" and to_function_name(colored("E_4", "green")) == "E_4"
   assert to_function_name("a-b c") == "a2Db20c"
 

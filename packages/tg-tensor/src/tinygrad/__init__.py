@@ -1,26 +1,46 @@
 """tinygrad: public names handed out lazily, so `import tinygrad` imports nothing else."""
-import os, sys
+import glob, os, sys, warnings
 
 # tinygrad/ is shipped by several distributions; in a development install each has its own src folder on sys.path,
 # and this file makes tinygrad a regular package, so gather every tinygrad/ folder (a wheel install has just one)
 __path__ = list(dict.fromkeys(__path__ + list(filter(os.path.isdir, (os.path.join(os.path.abspath(e or "."), "tinygrad") for e in sys.path)))))
 
-# public name -> (module, distribution that ships it)
+# upstream tinygrad installed beside tg: both wheels ship tinygrad/, so one overwrote the other and its leftovers break the first op
+for _info in sorted({i for p in __path__ for i in glob.glob(os.path.join(os.path.dirname(p), "tinygrad-*.dist-info"))}):
+  warnings.warn(f"another distribution ships the `tinygrad` package beside tg: {os.path.basename(_info)[:-len('.dist-info')].replace('-', ' ')} "
+                f"in {os.path.dirname(_info)}; one overwrote the other's files. Use a separate virtual environment, or `pip uninstall "
+                "tinygrad` and then `pip install --force-reinstall tg-tensor` (`python -m tinygrad` lists every such distribution)",
+                RuntimeWarning, stacklevel=2)
+
+# public name -> (module, distribution that ships it); a name is offered only when its module is there
 _PUBLIC = {"Tensor": ("tinygrad.tensor", "tg-tensor"), "TinyJit": ("tinygrad.engine.jit", "tg-codegen"), "dtypes": ("tinygrad.dtype", "tg-uop"),
            "Device": ("tinygrad.device", "tg-codegen"), "UOp": ("tinygrad.uop.ops", "tg-uop"), "Variable": ("tinygrad.uop.ops", "tg-uop"),
            "Context": ("tinygrad.helpers", "tg-uop"), "GlobalCounters": ("tinygrad.helpers", "tg-uop"), "getenv": ("tinygrad.helpers", "tg-uop")}
-__all__ = list(_PUBLIC)
+
+def _present(mod:str) -> bool:
+  # a file check, not an import: tinygrad.uop.ops -> uop/ops.py (or uop/ops/__init__.py) in one of the tinygrad/ folders
+  rel = os.path.join(*mod.split(".")[1:])
+  return any(os.path.isfile(os.path.join(p, rel + ".py")) or os.path.isfile(os.path.join(p, rel, "__init__.py")) for p in __path__)
+
+def _missing(name:str) -> str:
+  mod, dist = _PUBLIC[name]
+  return f"tinygrad.{name} comes from {mod} in {dist}, which is not installed (or this version of {dist} lacks it): pip install -U {dist}"
+
+def _from_import() -> bool:
+  # `from tinygrad import X` turns an AttributeError into a bare "cannot import name"; raise ImportError there to keep the message
+  import dis
+  f = sys._getframe(2)
+  return f.f_code.co_code[f.f_lasti] == dis.opmap["IMPORT_FROM"]
 
 def __getattr__(name:str):
+  if name == "__all__": return [n for n, (mod, _) in _PUBLIC.items() if _present(mod)]
   if name not in _PUBLIC: raise AttributeError(f"module 'tinygrad' has no attribute {name!r}")
   mod, dist = _PUBLIC[name]
+  if not _present(mod): raise (ImportError(_missing(name), name=mod) if _from_import() else AttributeError(_missing(name)))
   import importlib
-  try: m = importlib.import_module(mod)
-  except ModuleNotFoundError as e:
-    if e.name is None or not (mod == e.name or mod.startswith(e.name + ".")): raise
-    raise ImportError(f"tinygrad.{name} lives in {mod}, which is not installed: pip install {dist}", name=mod) from e
-  if not hasattr(m, name): raise ImportError(f"tinygrad.{name}: {mod} (from {dist}) does not define {name}; is {dist} up to date?", name=mod)
+  m = importlib.import_module(mod)
+  if not hasattr(m, name): raise AttributeError(f"tinygrad.{name}: {mod} (from {dist}) does not define {name}; is {dist} up to date? pip install -U {dist}")
   globals()[name] = val = getattr(m, name)
   return val
 
-def __dir__(): return sorted(set(globals()) | set(__all__))  # a public name used once is in both
+def __dir__(): return sorted(set(globals()) | set(__getattr__("__all__")))  # a public name used once is in both

@@ -72,9 +72,12 @@ def cdiv(x:int, y:int) -> int: return abs(x) // abs(y) * (1 if (x < 0) == (y < 0
 def cmod(x:int, y:int) -> int: return x - cdiv(x, y) * y  # C remainder takes the sign of x
 
 _COLORS = ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+def use_color() -> bool:
+  """ANSI colours only when stdout is a terminal, and never with NO_COLOR set (no-color.org)"""
+  return "NO_COLOR" not in os.environ and sys.stdout is not None and sys.stdout.isatty()
 def colored(st:str, color:str|None, background=False) -> str:
-  """ANSI color; an UPPERCASE color name selects the bright variant"""
-  if color is None: return st
+  """ANSI color (when use_color()); an UPPERCASE color name selects the bright variant"""
+  if color is None or not use_color(): return st
   return f"\x1b[{30 + 10*background + 60*color.isupper() + _COLORS.index(color.lower())}m{st}\x1b[0m"
 def ansistrip(s:str) -> str: return re.sub(r"\x1b\[(K|.*?m)", "", s)
 def ansilen(s:str) -> int: return len(ansistrip(s))

@@ -1,11 +1,11 @@
 """Plugin discovery: entry points of group "tinygrad", each loaded in its own try/except, into one Registry of
 devices and renderers. Nothing a plugin names is imported here; tinygrad.device imports a device on first use."""
-import importlib, os, re
+import importlib, os, re, traceback, warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 import pluggy
 from tinygrad.plugins import hookspecs
-from tinygrad.plugins.spec import PLUGIN_API_VERSION, KNOWN_DEVICES, DeviceSpec, RendererSpec, PluginError, DeviceError
+from tinygrad.plugins.spec import PLUGIN_API_VERSION, KNOWN_DEVICES, FIRST_PARTY, DeviceSpec, RendererSpec, PluginError, DeviceError
 
 def _env_on(name:str, default:str) -> bool: return os.environ.get(name, default) not in ("", "0")
 def _norm(dist:str|None) -> str|None: return re.sub(r"[-_.]+", "-", dist).lower() if dist else None
@@ -24,7 +24,16 @@ class Failure:
   name: str
   distribution: str|None
   error: BaseException
-  def __str__(self): return f"{self.name}" + (f" ({self.distribution})" if self.distribution else "") + f": {self.error}"
+  @property
+  def where(self) -> str:
+    """file:line that raised: the innermost frame of the error's traceback outside the import machinery's frozen modules"""
+    tb = [f for f in traceback.extract_tb(self.error.__traceback__) if not f.filename.startswith("<frozen")]
+    return f"{tb[-1].filename}:{tb[-1].lineno}" if tb else "unknown location"
+  def __str__(self):
+    return f"{self.name}" + (f" ({self.distribution})" if self.distribution else "") + f": {type(self.error).__name__}: {self.error}" + \
+           f" (raised at {self.where})"
+
+def _first_party(spec:DeviceSpec) -> bool: return _norm(spec.distribution) in FIRST_PARTY
 
 def check_api_version(api:Any, who:str, dist:str|None) -> tuple[int, int]:
   if not (isinstance(api, tuple) and len(api) == 2 and all(isinstance(x, int) for x in api)):
@@ -48,7 +57,8 @@ class Registry:
     self.failures: list[Failure] = []
     self.devices: dict[str, DeviceSpec] = {}
     self.renderers: dict[str, list[RendererSpec]] = {}
-    self._probed: dict[str, tuple[bool, str]] = {}
+    self.clashes: list[str] = []  # a device or renderer name offered twice: which one lost, and why
+    self._probed: dict[tuple[str, str|None], tuple[bool, str]] = {}
     if autoload: self.load_entry_points()
 
   def load_entry_points(self):
@@ -79,17 +89,36 @@ class Registry:
         raise PluginError(f"{who} returned {bad[0]!r} where a DeviceSpec/RendererSpec was expected")
       devs = [replace(d, name=d.name.upper(), distribution=d.distribution or dist) for d in devs]
       rens = [replace(r, device=r.device.upper(), name=r.name.upper()) for r in rens]
-      if clash := [d.name for d in devs if d.name in self.devices]:
-        raise PluginError(f"{who} provides {clash[0]}, already provided by {self.devices[clash[0]].distribution or 'another plugin'}")
     except Exception as e:
       if obj is not None and self.pm.is_registered(obj): self.pm.unregister(obj)
       self.failures.append(Failure(name, dist, e))
       if _env_on("TG_STRICT_PLUGINS", "0"): raise PluginError(f"{who} failed (TG_STRICT_PLUGINS=1): {e}") from e
       return None
     self.plugins[name] = p = Plugin(name, dist, version, api, devs, rens)
-    for d in devs: self.devices[d.name] = d
-    for r in rens: self.renderers.setdefault(r.device, []).append(r)
+    for d in devs: self._add_device(d, name)
+    for r in rens:
+      if (old := next((o for o in self.renderers.get(r.device, []) if o.name == r.name), None)) is None:
+        self.renderers.setdefault(r.device, []).append(r)
+      else: self._clash(f"renderer {r.device}:{r.name} from {who} is refused: {old.module}.{old.cls} already provides it (registered first)")
     return p
+
+  def _add_device(self, new:DeviceSpec, plugin:str):
+    # a name clash refuses only the clashing device: the higher priority wins, a tie goes to tg's own distribution, then to the first
+    if (old := self.devices.get(new.name)) is None:
+      self.devices[new.name] = new
+      return
+    wins = (new.priority, _first_party(new)) > (old.priority, _first_party(old))
+    win, lose = (new, old) if wins else (old, new)
+    if wins: self.devices[new.name] = new
+    why = "a higher priority" if win.priority != lose.priority else "tg's own distribution" if _first_party(win) != _first_party(lose) \
+          else "registered first"
+    self._clash(f"device {new.name} is offered by {win.distribution or plugin} (priority {win.priority}) and by "
+                f"{lose.distribution or plugin} (priority {lose.priority}); {win.distribution or plugin} provides it ({why}). "
+                f"Uninstall {lose.distribution or 'the other plugin'} if it should not be offered")
+
+  def _clash(self, msg:str):
+    self.clashes.append(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=2)
 
   # *** queries used by tinygrad.device.Device and the doctor ***
 
@@ -104,17 +133,28 @@ class Registry:
     if self.failures: msg += f". Plugins that failed to load: {'; '.join(map(str, self.failures))}"
     raise DeviceError(msg) from (self.failures[0].error if self.failures else None)
 
-  def probe(self, name:str) -> tuple[bool, str]:
-    if name not in self._probed:
-      spec = self.device(name)
-      try: self._probed[name] = (True, "") if spec.probe is None else tuple(spec.probe())
-      except Exception as e: self._probed[name] = (False, f"availability probe raised {e!r}")
-    return self._probed[name]
+  @staticmethod
+  def _run_probe(probe) -> tuple[bool, str]:
+    try: return (True, "") if probe is None else tuple(probe())
+    except Exception as e: return (False, f"availability probe raised {e!r}")
+
+  def probe(self, name:str, renderer:str|None=None) -> tuple[bool, str]:
+    """(available, reason) of a device, or of one of its renderers. A device whose renderers are all unavailable is unavailable."""
+    if (name, renderer) not in self._probed:
+      if renderer is not None: self._probed[(name, renderer)] = self._run_probe(self.renderer(name, renderer).probe)
+      elif not (ok := self._run_probe(self.device(name).probe))[0] or not (rens := self.renderers.get(name)): self._probed[(name, None)] = ok
+      else:
+        res = {r.name: self.probe(name, r.name) for r in rens}
+        why = "; ".join(f"renderer {r}: {reason}" for r, (_, reason) in res.items())
+        self._probed[(name, None)] = (True, "") if any(ok for ok, _ in res.values()) else (False, f"no renderer is usable ({why})")
+    return self._probed[(name, renderer)]
 
   def renderer(self, device:str, name:str|None=None) -> RendererSpec|None:
-    """The renderer `name` for `device`, or its default (the first marked default, else the first offered)."""
+    """The renderer `name` for `device`, or its default: the first available one marked default, else the first available."""
     opts = self.renderers.get(device, [])
-    if name is None: return next((r for r in opts if r.default), opts[0] if opts else None)
+    if name is None:
+      usable = [r for r in opts if self.probe(device, r.name)[0]]
+      return next((r for r in usable if r.default), usable[0] if usable else None)
     if (r := next((r for r in opts if r.name == name.upper()), None)) is None:
       raise DeviceError(f"device {device} has no renderer {name!r}; available: {', '.join(r.name for r in opts) or 'none'}")
     return r

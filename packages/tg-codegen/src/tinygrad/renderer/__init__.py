@@ -1,5 +1,6 @@
 # renderers live in several distributions (tg-renderers, third parties): gather every tinygrad/renderer folder
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
+from tinygrad.dtype import DType, dtypes
 
 class Renderer:
   """Turns a linearized list of UOps into source code for one target."""
@@ -14,4 +15,10 @@ class Renderer:
   has_shared: bool = False
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
+  def __init__(self, arch:str|None=None):
+    """`arch` is the ARCH of DEV=DEVICE:RENDERER:ARCH (None: the machine's own); a renderer for one target may ignore it"""
+    self.arch = arch
+  def supported_dtypes(self) -> frozenset[DType]:
+    """the dtypes kernels rendered by this renderer can hold (tinygrad.device.is_dtype_supported asks this); all by default"""
+    return frozenset(dt for dt in dtypes.fields().values() if dt is not dtypes.void and not dtypes.is_weak(dt))
   def render(self, name:str, uops:list) -> str: raise NotImplementedError(f"{type(self).__name__} does not implement render")

@@ -18,8 +18,13 @@ def probe() -> tuple[bool, str]:
   except OSError as e: return False, f"{NODES} cannot be read ({e.strerror}): KFD topology missing"
   return (True, "") if any(_is_gpu_node(n) for n in nodes) else (False, f"no GPU node in {NODES}: KFD sees no AMD GPU")
 
+def unavailable_until_implemented() -> tuple[bool, str]:
+  # this version has discovery and the driver probe but no runtime: never offer AMD as a device that would only raise
+  ok, reason = probe()
+  return False, "not implemented yet: tg-hcq-amd has no AMD runtime in this version (use DEV=CPU); " + ("the driver and a GPU were found" if ok else reason)
+
 @hookimpl
 def tg_plugin_api_version(): return (1, 0)
 
 @hookimpl
-def tg_devices(): return [DeviceSpec("AMD", "tinygrad.runtime.ops_amd", "AMDDevice", probe, priority=200)]
+def tg_devices(): return [DeviceSpec("AMD", "tinygrad.runtime.ops_amd", "AMDDevice", unavailable_until_implemented, priority=200)]

@@ -12,8 +12,13 @@ def probe() -> tuple[bool, str]:
     except OSError as e: return False, f"{dev} cannot be opened ({e.strerror}): check its permissions (usually the 'video' group)"
   return True, ""
 
+def unavailable_until_implemented() -> tuple[bool, str]:
+  # this version has discovery and the driver probe but no runtime: never offer NV as a device that would only raise
+  ok, reason = probe()
+  return False, "not implemented yet: tg-hcq-nv has no NV runtime in this version (use DEV=CPU); " + ("the driver and a GPU were found" if ok else reason)
+
 @hookimpl
 def tg_plugin_api_version(): return (1, 0)
 
 @hookimpl
-def tg_devices(): return [DeviceSpec("NV", "tinygrad.runtime.ops_nv", "NVDevice", probe, priority=200)]
+def tg_devices(): return [DeviceSpec("NV", "tinygrad.runtime.ops_nv", "NVDevice", unavailable_until_implemented, priority=200)]

@@ -1,10 +1,9 @@
 """CPU: host memory, kernels compiled in process by LLVM through llvmlite (the default) or by a system C compiler (DEV=CPU:C),
 called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
-import ctypes, functools, hashlib, mmap, os, pathlib, platform, shutil, subprocess, tempfile, time
-from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError
-from tinygrad.renderer.cstyle import ClangRenderer
-from tinygrad.renderer.llvmir import LLVMRenderer
+import ctypes, hashlib, mmap, os, pathlib, platform, subprocess, tempfile, time
+from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError, Device, DeviceError
+from tinygrad.runtime import host_toolchain
 
 class CPUAllocator(Allocator):
   """anonymous mmaps (page aligned, zero filled, returned to the OS when dropped); the handle is a ctypes byte array over one"""
@@ -31,13 +30,14 @@ class CPUProgram:
 # *** LLVM: IR -> object file (cached) -> MCJIT ***
 
 class LLVMCompiler(Compiler):
-  """LLVM IR -> an object file for this host: llvmlite parses, runs the O2 pipeline of the new pass manager and emits"""
-  def __init__(self):
+  """LLVM IR -> an object file for this host (or for the CPU model `arch`, as in DEV=CPU:LLVM:x86-64): llvmlite parses, runs the O2
+  pipeline of the new pass manager and emits"""
+  def __init__(self, arch:str|None=None):
     import llvmlite.binding as llvm
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    self.llvm, self.triple, self.cpu = llvm, llvm.get_process_triple(), llvm.get_host_cpu_name()
-    self.features = llvm.get_host_cpu_features().flatten()
+    self.llvm, self.triple, self.cpu = llvm, llvm.get_process_triple(), arch or llvm.get_host_cpu_name()
+    self.features = "" if arch else llvm.get_host_cpu_features().flatten()
     self.tm = self.target_machine()
     self.data_layout = str(self.tm.target_data)
     super().__init__(f"compile_llvm_{'.'.join(map(str, llvm.llvm_version_info))}_{self.triple}_{self.cpu}_"
@@ -56,11 +56,12 @@ class LLVMCompiler(Compiler):
     pb = self.llvm.create_pass_builder(self.tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return self.tm.emit_object(mod)
+  def load(self, name:str, lib:bytes) -> CPUProgram:
+    # one engine per kernel, so kernels of the same name never clash; an engine owns (and frees) the target machine it is given
+    return load_object(self.llvm, self.target_machine(), name, lib)
 
-def load_object(compiler:LLVMCompiler, name:str, lib:bytes) -> CPUProgram:
-  import llvmlite.binding as llvm
-  # one engine per kernel, so kernels of the same name never clash; an engine owns (and frees) the target machine it is given
-  engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), compiler.target_machine())
+def load_object(llvm, tm, name:str, lib:bytes) -> CPUProgram:
+  engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
   engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
   engine.finalize_object()
   if not (addr := engine.get_function_address(name)): raise RuntimeError(f"the object file has no function {name}")
@@ -69,13 +70,9 @@ def load_object(compiler:LLVMCompiler, name:str, lib:bytes) -> CPUProgram:
 # *** C: source -> shared object (cached) -> dlopen ***
 
 def find_cc() -> str:
-  """the C compiler: $CC, else clang, gcc or cc on PATH"""
-  names = ([os.environ["CC"]] if os.environ.get("CC") else []) + ["clang", "gcc", "cc"]
-  for n in names:
-    if (path := shutil.which(n)) is not None: return path
-  searched = ", ".join(f"$CC={n}" if i == 0 and os.environ.get("CC") else n for i, n in enumerate(names))
-  raise CompileError(f"DEV=CPU:C needs a C compiler, but none was found (searched {searched} on PATH={os.environ.get('PATH', '')!r}). "
-                     "Install one (e.g. `apt install gcc`), point CC at one, or use the built-in LLVM: DEV=CPU:LLVM")
+  if (cc := host_toolchain.find_cc()) is None: raise CompileError(f"DEV=CPU:C needs a C compiler, but there is none: {host_toolchain.no_cc_reason()}; "
+                                                                  "or use the built-in LLVM: DEV=CPU:LLVM")
+  return cc
 
 def _host_cpu() -> str:
   """what -march=native compiles for: binaries in a cache shared between machines must not cross CPU models"""
@@ -83,10 +80,10 @@ def _host_cpu() -> str:
   except OSError: return platform.machine() + platform.processor()
 
 class ClangCompiler(Compiler):
-  """C -> a shared object built by the system compiler. -fwrapv: ints wrap like the other targets; no contraction into fma"""
-  flags = ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", "-march=native")
-  def __init__(self):
-    self.cc = find_cc()
+  """C -> a shared object built by the system compiler for this host (or for `arch`, as in DEV=CPU:C:x86-64).
+  -fwrapv: ints wrap like the other targets; no contraction into fma"""
+  def __init__(self, arch:str|None=None):
+    self.cc, self.flags = find_cc(), ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", f"-march={arch or 'native'}")
     version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
     super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {_host_cpu()}'.encode()).hexdigest()[:16]}")
   def compile(self, src:str) -> bytes:
@@ -95,6 +92,7 @@ class ClangCompiler(Compiler):
       p = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
       if p.returncode != 0: raise CompileError(f"{self.cc} failed (exit {p.returncode}):\n{p.stderr.decode()}\n{src}")
       return pathlib.Path(out).read_bytes()
+  def load(self, name:str, lib:bytes) -> CPUProgram: return load_shared(name, lib)
 
 def load_shared(name:str, lib:bytes) -> CPUProgram:
   with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f: f.write(lib)
@@ -103,13 +101,11 @@ def load_shared(name:str, lib:bytes) -> CPUProgram:
   return CPUProgram(name, ctypes.cast(getattr(dll, name), ctypes.c_void_p).value, dll)
 
 class CPUDevice(Compiled):
-  """renderer "LLVM" (default) or "C"; None takes the one in the device name (Device["CPU:C"]), else what DEV=CPU:<renderer> asked for"""
-  def __init__(self, device:str="CPU", renderer:str|None=None):
-    if renderer is None:
-      from tinygrad.device import Device
-      renderer = Device.parse(device)[1] or Device.requested_renderer(device)[0] or "LLVM"
-    if renderer == "LLVM":
-      comp = LLVMCompiler()
-      super().__init__(device, CPUAllocator(self), LLVMRenderer(), comp, functools.partial(load_object, comp))
-    elif renderer == "C": super().__init__(device, CPUAllocator(self), ClangRenderer(), ClangCompiler(), load_shared)
-    else: raise ValueError(f"device CPU has the renderers LLVM and C, not {renderer!r} (use DEV=CPU:LLVM or DEV=CPU:C)")
+  """Host memory and kernels run through ctypes. The renderer comes from the RendererSpecs registered for this device (LLVM and C
+  by tg-renderers, more by other plugins); its compiler makes host code and loads it: `load(name, lib)` returns the program."""
+  def __init__(self, device:str="CPU"):
+    renderer, compiler = Device.renderer_for(device)
+    if not callable(getattr(compiler, "load", None)):
+      raise DeviceError(f"device {device}: renderer {type(renderer).__name__} needs a compiler with load(name, lib) for host code, "
+                        f"got {compiler!r}; name one in its RendererSpec(compiler='module:Class')")
+    super().__init__(device, CPUAllocator(self), renderer, compiler, compiler.load)

@@ -1,7 +1,6 @@
-"""NULL: renders kernels (C) and schedules them, but compiles nothing, runs nothing and holds no memory: copies out read zeros."""
+"""NULL: renders kernels (C, or a renderer registered for NULL) and schedules them, but compiles nothing, runs nothing and holds no memory: copies out read zeros."""
 from __future__ import annotations
-from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled
-from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, Device
 
 class NullAllocator(Allocator):
   def _alloc(self, size:int, options:BufferSpec) -> int: return size
@@ -18,4 +17,5 @@ class NullProgram:
     return 1e-6 if wait else None  # nonzero: callers divide by it
 
 class NullDevice(Compiled):
-  def __init__(self, device:str="NULL"): super().__init__(device, NullAllocator(self), ClangRenderer(), NullCompiler(), NullProgram)
+  def __init__(self, device:str="NULL"):
+    super().__init__(device, NullAllocator(self), Device.renderer_for(device)[0], NullCompiler(), NullProgram)

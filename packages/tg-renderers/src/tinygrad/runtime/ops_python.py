@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools, json, time
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, truncate
-from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled
-from tinygrad.renderer.python import PythonRenderer, python_ops, cast_fn, bitcast_fn, to_bits, from_bits
+from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, Device
+from tinygrad.renderer.python import python_ops, cast_fn, bitcast_fn, to_bits, from_bits
 from tinygrad.renderer.linear import SKIP
 from tinygrad.codegen.gpudims import workitem
 
@@ -114,4 +114,5 @@ class PythonAllocator(Allocator):
   def _offset(self, buf:memoryview, size:int, offset:int) -> memoryview: return buf[offset:offset+size]
 
 class PythonDevice(Compiled):
-  def __init__(self, device:str="PYTHON"): super().__init__(device, PythonAllocator(self), PythonRenderer(), Compiler(), PythonProgram)
+  def __init__(self, device:str="PYTHON"):
+    super().__init__(device, PythonAllocator(self), Device.renderer_for(device)[0], Compiler(), PythonProgram)
