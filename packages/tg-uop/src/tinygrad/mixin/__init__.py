@@ -10,6 +10,7 @@ from tinygrad.mixin.select import SelectMixin
 from tinygrad.mixin.scan import ScanMixin
 from tinygrad.mixin.sorting import SortingMixin
 from tinygrad.mixin.einsum import EinsumMixin
+from tinygrad.mixin.compare import CompareMixin
 
 class OpMixin(ElementwiseMixin, MathMixin, ActivationMixin, MovementMixin, ReduceMixin, LinalgMixin, ViewsMixin, SelectMixin, ScanMixin,
-              SortingMixin, EinsumMixin): pass
+              SortingMixin, EinsumMixin, CompareMixin): pass

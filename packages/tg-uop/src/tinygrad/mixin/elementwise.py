@@ -104,8 +104,12 @@ class ElementwiseMixin:
   # *** comparisons: always bool ***
   def __lt__(self, x): return self._binop(Ops.CMPLT, x, False)
   def __gt__(self, x): return self._binop(Ops.CMPLT, x, True)
-  def __ge__(self, x): return (self < x).logical_not()
-  def __le__(self, x): return (self > x).logical_not()
+  # not-less is greater-or-equal only without NaN: a float compare is (a > b) | (a == b), so NaN compares False as in numpy
+  def __ge__(self, x): return self._or_equal(x, self > x, self < x)
+  def __le__(self, x): return self._or_equal(x, self < x, self > x)
+  def _or_equal(self, x, strict, opposite):
+    a, _ = self._broadcasted(x)
+    return strict | self.eq(x) if dtypes.is_float(a.dtype) else opposite.logical_not()
   def ne(self, x): return self._binop(Ops.CMPNE, x, False)
   def eq(self, x): return self._binop(Ops.CMPEQ, x, False)
   # only != builds a node here: == stays identity so hash-consed nodes work as dict keys (Tensor makes == elementwise itself)
