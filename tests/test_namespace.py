@@ -1,4 +1,5 @@
-"""DESIGN §2: one `tinygrad` namespace from seven src folders (development layout), with or without tg-tensor's __init__."""
+"""DESIGN §2: one `tinygrad` namespace from seven src folders (development layout). tg-uop, the base every install has, ships
+tinygrad/__init__.py, so the package root and its public-name table are there whatever else is installed."""
 import os, pathlib, subprocess, sys
 import pytest
 
@@ -22,10 +23,17 @@ def test_codegen_and_renderers_without_tensor():
   r = run_with(["tg-uop", "tg-codegen", "tg-renderers", "tg-hcq-amd"], code)
   assert r.returncode == 0 and "Renderer" in r.stdout, r.stderr
 
-@pytest.mark.parametrize("order", ["tensor first", "tensor last"])
-def test_all_folders_with_tensor_init(order):
+def test_uop_alone_names_the_missing_distribution():
+  code = "import tinygrad\ntry: from tinygrad import Tensor\nexcept ImportError as e: print(e)\nprint(hasattr(tinygrad, 'Tensor'), tinygrad.__all__)"
+  r = run_with(["tg-uop"], code)
+  out = r.stdout.splitlines()
+  assert r.returncode == 0 and "pip install -U tg-tensor" in out[0], r.stderr
+  assert out[1].startswith("False") and "'dtypes'" in out[1] and "'Tensor'" not in out[1]
+
+@pytest.mark.parametrize("order", ["uop first", "uop last"])
+def test_all_folders_with_the_package_root(order):
   dists = sorted(p.name for p in PACKAGES.iterdir() if (p / "src").is_dir())
-  dists = sorted(dists, key=lambda d: (d != "tg-tensor") == (order == "tensor first"))
+  dists = sorted(dists, key=lambda d: (d != "tg-uop") == (order == "uop first"))
   r = run_with(dists, "import tinygrad, tinygrad.uop, tinygrad.plugins, tinygrad.runtime.hooks_host, tinygrad.runtime.hooks_nv, tinygrad.nn.onnx, "
                       "tinygrad.onnx; print(len(tinygrad.__path__))")
   assert r.returncode == 0 and int(r.stdout) == len(dists), r.stderr

@@ -56,15 +56,17 @@ def test_no_file_in_two_wheels(wheels):
       if ".dist-info/" in f: continue
       assert f not in seen, f"{f} is shipped by both {seen[f]} and {whl.name}"
       seen[f] = whl.name
-  assert "tinygrad/__init__.py" in seen and seen["tinygrad/__init__.py"].startswith("tg_tensor-")
+  assert "tinygrad/__init__.py" in seen and seen["tinygrad/__init__.py"].startswith("tg_uop-")  # the base every install has
 
 def test_uop_alone(wheels, tmp_path):
   py = make_venv(tmp_path / "venv")
   install(py, wheels, "tg-uop")
   code = "import tinygrad.uop, importlib.util as u; print(u.find_spec('pluggy'))\n" \
-         "try: import tinygrad.tensor\nexcept ModuleNotFoundError: print('no tensor')"
+         "try: import tinygrad.tensor\nexcept ModuleNotFoundError: print('no tensor')\n" \
+         "try: from tinygrad import Tensor\nexcept ImportError as e: print(e)"
   r = sh(py, "-c", code, cwd=tmp_path)
-  assert r.stdout.split() == ["None", "no", "tensor"]
+  lines = r.stdout.splitlines()
+  assert lines[:2] == ["None", "no tensor"] and "pip install -U tg-tensor" in lines[2], r.stdout
 
 def test_full_install_then_remove_backend(wheels, tmp_path):
   py, cwd = make_venv(tmp_path / "venv"), tmp_path
