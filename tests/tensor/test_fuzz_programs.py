@@ -2,6 +2,7 @@
 
 A program is a random sequence of ops over 1-3 numpy inputs (float32, int32, bool; 1-4 dims of 1-6): elementwise math and
 comparisons, casts, python-style // and %, movement (reshape, permute, expand, pad, shrink, flip, strided getitem, cat, repeat),
+selection (gather, int-tensor indexing, roll, masked_fill, repeat_interleave, split, sort, cummax),
 reductions, cumsum, argmax, matmul, softmax, and realizing values midway. Every op is applied to a Tensor and to numpy alike, and
 any earlier value may be an operand again (diamonds, reduce-then-broadcast). Every value no later op used is checked, one by one
 or realized together in one schedule.
@@ -348,6 +349,46 @@ def op_pad_reduce(p:Program):
   if (v := p.add(v.t.flip(axes), np.flip(v.n, axes), v.err, f"{v.name}.flip({axes})")) is None: return
   return v if p.draw(st.integers(0, 2)) == 0 else op_reduce(p, v)
 
+def op_select(p:Program):
+  """ops that pick elements (no arithmetic, so the error bound carries over): gather, indexing with an int tensor (negative indices
+  too), roll, masked_fill, repeat_interleave, split; sort and cummax compare, so only exact values"""
+  if (a := p.pick(lambda v: isinstance(v.t, Tensor) and v.n.ndim)) is None: return
+  kinds = ["gather", "index", "roll", "masked_fill", "repeat_interleave", "split"] + (["sort", "cummax"] if a.err == 0 else [])
+  kind, axis = p.draw(st.sampled_from(kinds)), p.draw(st.integers(0, a.n.ndim-1))
+  s = a.shape[axis]
+  if kind == "gather":
+    ishape = tuple(p.draw(st.integers(1, 4)) if i == axis else p.draw(st.integers(1, d)) for i, d in enumerate(a.shape))
+    idx = np.asarray(p.draw(st.lists(st.integers(0, s-1), min_size=int(np.prod(ishape)), max_size=int(np.prod(ishape))))).reshape(ishape)
+    sub = a.n[tuple(slice(0, d) if i != axis else slice(None) for i, d in enumerate(ishape))]
+    return p.add(a.t.gather(axis, Tensor(idx.astype(np.int32), device=a.t.device)), np.take_along_axis(sub, idx, axis), a.err, f"{a.name}.gather({axis}, {idx.tolist()})")
+  if kind == "index":
+    idx = p.draw(st.lists(st.integers(-a.shape[0], a.shape[0]-1), min_size=1, max_size=5))
+    return p.add(a.t[Tensor(np.asarray(idx, np.int32), device=a.t.device)], a.n[idx], a.err, f"{a.name}[Tensor({idx})]")
+  if kind == "roll":
+    shift = p.draw(st.integers(-2*s, 2*s))
+    return p.add(a.t.roll(shift, axis), np.roll(a.n, shift, axis), a.err, f"{a.name}.roll({shift}, {axis})")
+  if kind == "masked_fill":
+    def fits(v):
+      try: return v.dtype is BOOL and isinstance(v.t, Tensor) and np.broadcast_shapes(v.shape, a.shape) == a.shape
+      except ValueError: return False
+    if (m := p.pick(fits)) is None: return
+    value = p.draw(st.sampled_from([True] if a.dtype is BOOL else [0, -3] if a.dtype is I32 else [0.5, -2.0]))
+    return p.add(a.t.masked_fill(m.t, value), np.where(m.n, value, a.n), a.err, f"{a.name}.masked_fill({m.name}, {value})")
+  if kind == "repeat_interleave":
+    r = p.draw(st.integers(1, 3))
+    return p.add(a.t.repeat_interleave(r, axis), np.repeat(a.n, r, axis), a.err, f"{a.name}.repeat_interleave({r}, {axis})")
+  if kind == "split":
+    size = p.draw(st.integers(1, s))
+    i = p.draw(st.integers(0, (s - 1) // size))
+    part = a.n[tuple(slice(i*size, (i+1)*size) if d == axis else slice(None) for d in range(a.n.ndim))]
+    return p.add(a.t.split(size, axis)[i], part, a.err, f"{a.name}.split({size}, {axis})[{i}]")
+  if kind == "sort":
+    desc = p.draw(st.booleans())
+    n = np.flip(np.sort(a.n, axis), axis) if desc else np.sort(a.n, axis)
+    return p.add(a.t.sort(axis, descending=desc)[0], n, 0.0, f"{a.name}.sort({axis}, descending={desc})[0]")
+  if a.dtype is BOOL: return
+  return p.add(a.t.cummax(axis)[0], np.maximum.accumulate(a.n, axis), 0.0, f"{a.name}.cummax({axis})[0]")
+
 def op_realize(p:Program):
   """realize an earlier value now: later ops read its buffer (maybe through a view) instead of fusing its graph"""
   if (a := p.pick(lambda v: isinstance(v.t, Tensor), use=False)) is not None:
@@ -357,7 +398,7 @@ def op_realize(p:Program):
 # weights by repetition: movement has the most ways to go wrong (index math, padding validity, views of realized buffers)
 OPS = [op_arith, op_arith, op_cmp, op_where, op_cast, op_unary, op_piecewise, op_div, op_floordiv, op_floordiv, op_reduce, op_reduce, op_scan,
        op_reduce_bcast, op_softmax, op_matmul, op_movement, op_movement, op_movement, op_movement, op_cat, op_pad_reduce, op_pad_reduce,
-       op_realize]
+       op_select, op_realize]
 
 # *** programs ***
 
