@@ -62,6 +62,18 @@ def test_multinomial_rows():
   assert Tensor([1.0, 2.0]).multinomial().shape == (1,)
 
 def test_multinomial_errors():
-  with pytest.raises(NotImplementedError, match="replacement=True"): Tensor([1.0, 2.0]).multinomial(2)
+  with pytest.raises(ValueError, match="at most 2 samples"): Tensor([1.0, 2.0]).multinomial(3)
   with pytest.raises(ValueError, match="1-D or 2-D"): Tensor.ones(2, 2, 2).multinomial()
   with pytest.raises(ValueError, match="num_samples"): Tensor([1.0]).multinomial(0)
+
+def test_multinomial_without_replacement():
+  w = np.array([1.0, 2.0, 3.0, 4.0, 0.0], np.float32)
+  s = Tensor(np.tile(w, (3000, 1))).multinomial(3).numpy()
+  assert s.shape == (3000, 3) and all(len(set(r)) == 3 for r in s) and not (s == 4).any()  # distinct; a zero weight is never drawn
+  first = np.bincount(s[:, 0], minlength=5) / 3000
+  np.testing.assert_allclose(first[:4], w[:4] / w.sum(), atol=0.03)  # the first draw is proportional to the weights
+  # the second draw, given the first: P(j second) = sum_i w_i/W * w_j/(W - w_i)
+  second = np.bincount(s[:, 1], minlength=5) / 3000
+  W = w.sum()
+  want = [sum(w[i] / W * w[j] / (W - w[i]) for i in range(4) if i != j) for j in range(4)]
+  np.testing.assert_allclose(second[:4], want, atol=0.03)

@@ -43,9 +43,14 @@ class TensorRandomMixin:
     """int32 indices drawn with probability proportional to self's (non-negative) weights, per row of a 2-D self"""
     if not 1 <= self.ndim <= 2: raise ValueError(f"multinomial needs 1-D or 2-D weights, got shape {tuple(self.shape)}")
     if num_samples < 1: raise ValueError(f"multinomial needs num_samples >= 1, got {num_samples}")
-    if not replacement and num_samples > 1:
-      raise NotImplementedError(f"multinomial without replacement draws 1 sample, not {num_samples}: pass replacement=True")
     w = self.unsqueeze(0) if self.ndim == 1 else self
+    if not replacement and num_samples > 1:
+      if num_samples > w.shape[1]: raise ValueError(f"multinomial without replacement draws at most {w.shape[1]} samples, not {num_samples}")
+      # exponential races: each class draws an Exp(1) time divided by its weight; the first num_samples to finish are a weighted
+      # sample without replacement (zero weights finish at +inf, never before a positive one)
+      finish = -(1 - type(self).rand(*w.shape, device=self.device)).log() / w.float()
+      ret = finish.topk(num_samples, dim=1, largest=False)[1].cast(dtypes.int32)
+      return ret.reshape(num_samples) if self.ndim == 1 else ret
     cdf = w.float().cumsum(1)
     cdf = cdf / cdf[:, -1:]  # the last entry is exactly 1, and u < 1, so every draw lands on a class
     u = type(self).rand(w.shape[0], num_samples, 1, device=self.device)
