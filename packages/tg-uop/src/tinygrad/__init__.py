@@ -1,12 +1,20 @@
 """tinygrad: public names handed out lazily, so `import tinygrad` imports nothing else."""
-import glob, os, sys, warnings
+import os, sys, warnings
 
 # tinygrad/ is shipped by several distributions; in a development install each has its own src folder on sys.path,
 # and this file makes tinygrad a regular package, so gather every tinygrad/ folder (a wheel install has just one)
 __path__ = list(dict.fromkeys(__path__ + list(filter(os.path.isdir, (os.path.join(os.path.abspath(e or "."), "tinygrad") for e in sys.path)))))
 
 # upstream tinygrad installed beside tg: both wheels ship tinygrad/, so one overwrote the other and its leftovers break the first op
-for _info in sorted({i for p in __path__ for i in glob.glob(os.path.join(os.path.dirname(p), "tinygrad-*.dist-info"))}):
+def _foreign_dists() -> list[str]:
+  # a listdir, not glob: glob pulls in re and fnmatch, several times the cost of the rest of `import tinygrad`
+  found = set()
+  for parent in {os.path.dirname(p) for p in __path__}:
+    try: found |= {os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("tinygrad-") and n.endswith(".dist-info")}
+    except OSError: pass
+  return sorted(found)
+
+for _info in _foreign_dists():
   warnings.warn(f"another distribution ships the `tinygrad` package beside tg: {os.path.basename(_info)[:-len('.dist-info')].replace('-', ' ')} "
                 f"in {os.path.dirname(_info)}; one overwrote the other's files. Use a separate virtual environment, or `pip uninstall "
                 "tinygrad` and then `pip install --force-reinstall tg-tensor` (`python -m tinygrad` lists every such distribution)",
