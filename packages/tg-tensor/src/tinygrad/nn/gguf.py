@@ -78,6 +78,6 @@ def gguf_load(src) -> tuple[dict, dict]:
     if kind in ("F32", "F16"): out[tname] = Tensor(raw, dtype=dtypes.float32 if kind == "F32" else dtypes.float16).reshape(shape)
     elif n: out[tname] = _dequantize(kind, Tensor(raw).reshape(-1, block_bytes)).reshape(shape)
     else: out[tname] = Tensor.zeros(shape)
-  for (_, end, a), (begin, _, b) in zip(sorted(spans), sorted(spans)[1:]):
+  for (_, end, a), (begin, _, b) in zip(spans := sorted(spans), spans[1:]):
     if begin < end: raise FormatError(f"{name}: tensors {a!r} and {b!r} overlap in the data section (starting at byte offset {start})")
   return kv, out
