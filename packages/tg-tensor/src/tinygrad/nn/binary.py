@@ -1,0 +1,30 @@
+"""What every model-file loader shares: the error it raises, where its bytes come from, and a cursor that never reads past the end."""
+from __future__ import annotations
+import struct
+from tinygrad.dtype import dtypes
+
+class FormatError(ValueError):
+  """a model file that breaks its format; the message names the file, the field and the byte offset"""
+
+def source_bytes(src) -> tuple[bytes, str]:
+  """(the bytes, a name for messages) of a path or of a uint8 Tensor holding a file"""
+  from tinygrad.tensor import Tensor
+  if isinstance(src, Tensor):
+    if src.dtype is not dtypes.uint8 or src.ndim != 1: raise TypeError(f"a model file as a Tensor must be 1-d uint8, got {src.shape} {src.dtype}")
+    return bytes(src._data()), f"<Tensor of {src.numel()} bytes>"
+  with open(src, "rb") as f: return f.read(), str(src)
+
+class Cursor:
+  """reads little-endian fields from a byte buffer; a field that runs past the end is a FormatError naming it and its offset"""
+  def __init__(self, data:bytes|memoryview, name:str, pos:int=0): self.data, self.name, self.pos = memoryview(data), name, pos
+  def left(self) -> int: return len(self.data) - self.pos
+  def fail(self, msg:str, at:int|None=None):
+    raise FormatError(f"{self.name}: {msg} (at byte offset {self.pos if at is None else at})")
+  def take(self, n:int, field:str) -> memoryview:
+    if not 0 <= n <= self.left(): self.fail(f"{field} needs {n} bytes but the file has {self.left()} left")
+    self.pos += n
+    return self.data[self.pos-n:self.pos]
+  def unpack(self, fmt:str, field:str) -> tuple: return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt), field))
+  def need(self, count:int, each:int, field:str):
+    """count items of at least `each` bytes must fit in what is left: a lying count fails here, before anything is allocated"""
+    if count * each > self.left(): self.fail(f"{field} = {count} needs at least {count*each} bytes but the file has {self.left()} left")

@@ -1,0 +1,70 @@
+"""safetensors: an 8-byte little-endian header length, a JSON header {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}},
+then the tensors' bytes; data_offsets are [begin, end) relative to the end of the header."""
+from __future__ import annotations
+import json, struct
+from tinygrad.dtype import DType, dtypes
+from tinygrad.helpers import prod
+from tinygrad.nn.binary import FormatError, Cursor, source_bytes
+
+SAFE_DTYPES: dict[str, DType] = {"F64": dtypes.float64, "F32": dtypes.float32, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
+  "F8_E4M3": dtypes.fp8e4m3, "F8_E5M2": dtypes.fp8e5m2, "I64": dtypes.int64, "I32": dtypes.int32, "I16": dtypes.int16, "I8": dtypes.int8,
+  "U64": dtypes.uint64, "U32": dtypes.uint32, "U16": dtypes.uint16, "U8": dtypes.uint8, "BOOL": dtypes.bool}
+SAFE_NAMES = {v: k for k, v in SAFE_DTYPES.items()}
+
+def _is_uint(x) -> bool: return type(x) is int and x >= 0
+
+def _check_entry(name:str, e, data_len:int, fail):
+  if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
+    fail(f"header entry {name!r} must be an object with exactly dtype, shape, data_offsets, got {e!r:.200}")
+  if e["dtype"] not in SAFE_DTYPES: fail(f"header entry {name!r} has dtype {e['dtype']!r:.50}; known: {', '.join(SAFE_DTYPES)}")
+  if not isinstance(e["shape"], list) or not all(_is_uint(s) for s in e["shape"]):
+    fail(f"header entry {name!r} has shape {e['shape']!r:.200}: it must be a list of ints >= 0")
+  if not (isinstance(offs := e["data_offsets"], list) and len(offs) == 2 and all(_is_uint(o) for o in offs) and offs[0] <= offs[1] <= data_len):
+    fail(f"header entry {name!r} has data_offsets {offs!r:.200}: they must be [begin, end] with 0 <= begin <= end <= {data_len} (the data size)")
+  if (want := prod(e["shape"]) * SAFE_DTYPES[e["dtype"]].itemsize) != offs[1] - offs[0]:
+    fail(f"header entry {name!r}: shape {e['shape']} of {e['dtype']} is {want} bytes but data_offsets {offs} span {offs[1]-offs[0]}")
+
+def read_header(data:bytes, name:str) -> tuple[dict, dict, int]:
+  """(tensor entries, metadata, where the data starts), every entry checked against the file's size and the others"""
+  c = Cursor(data, name)
+  (n,) = c.unpack("Q", "header length")
+  hdr = c.take(n, "JSON header")
+  def fail(msg:str): raise FormatError(f"{name}: {msg} (header at byte offset 8)")
+  try: header = json.loads(bytes(hdr))
+  except (UnicodeDecodeError, json.JSONDecodeError) as e: fail(f"the header is not JSON: {e}")
+  if not isinstance(header, dict): fail(f"the header must be a JSON object, got {type(header).__name__}")
+  meta = header.pop("__metadata__", {})
+  if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
+    fail("__metadata__ must be an object of strings to strings")
+  for k, e in header.items(): _check_entry(k, e, c.left(), fail)
+  spans = sorted((e["data_offsets"][0], e["data_offsets"][1], k) for k, e in header.items() if e["data_offsets"][0] != e["data_offsets"][1])
+  for (_, end, a), (begin, _, b) in zip(spans, spans[1:]):
+    if begin < end: fail(f"tensors {a!r} and {b!r} overlap: {a!r} ends at {end}, {b!r} begins at {begin}")
+  return header, meta, c.pos
+
+def safe_load_metadata(src) -> tuple:
+  """(the raw bytes as a uint8 Tensor, the header's JSON length, the header with its __metadata__), like upstream"""
+  from tinygrad.tensor import Tensor
+  data, name = source_bytes(src)
+  header, meta, start = read_header(data, name)
+  return Tensor(data), start - 8, {**header, "__metadata__": meta} if meta else header
+
+def safe_load(src) -> dict:
+  """{name: Tensor} of a .safetensors path, or of a uint8 Tensor holding one"""
+  from tinygrad.tensor import Tensor
+  data, name = source_bytes(src)
+  header, _, start = read_header(data, name)
+  return {k: Tensor(data[start+e["data_offsets"][0]:start+e["data_offsets"][1]], dtype=SAFE_DTYPES[e["dtype"]]).reshape(tuple(e["shape"]))
+          for k, e in header.items()}
+
+def safe_save(tensors:dict, path, metadata:dict|None=None):
+  """write {name: Tensor} as safetensors, in the dict's order; the header is padded with spaces to a multiple of 8 bytes"""
+  header, blobs, off = {}, [], 0
+  for k, t in tensors.items():
+    if t.dtype not in SAFE_NAMES: raise TypeError(f"safetensors has no dtype for {t.dtype} (tensor {k!r})")
+    blobs.append(raw := bytes(t._data()))
+    header[k], off = {"dtype": SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}, off + len(raw)
+  if metadata: header["__metadata__"] = metadata
+  js = json.dumps(header, separators=(",", ":")).encode()
+  js += b" " * (-len(js) % 8)
+  with open(path, "wb") as f: f.write(struct.pack("<Q", len(js)) + js + b"".join(blobs))

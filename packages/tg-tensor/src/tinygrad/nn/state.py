@@ -1,0 +1,48 @@
+"""Model state: name every Tensor a model holds, load values into them, and read and write model files (safetensors, torch, gguf)."""
+from __future__ import annotations
+from collections import OrderedDict
+from tinygrad.nn.binary import FormatError
+from tinygrad.nn.safetensors import safe_load, safe_save, safe_load_metadata
+from tinygrad.nn.torch_load import torch_load
+from tinygrad.nn.gguf import gguf_load
+
+__all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_load", "safe_save", "safe_load_metadata", "torch_load", "gguf_load",
+           "FormatError"]
+
+def get_state_dict(obj, prefix:str="", tensor_type=None) -> dict:
+  """{dotted name: Tensor} of every Tensor reachable through attributes, lists, tuples and dicts ("layers.0.weight"); an object met
+  again on the path to itself (a back-reference) is not walked twice"""
+  from tinygrad.tensor import Tensor
+  ret: dict = {}
+  def walk(o, name:str, path:set):
+    if isinstance(o, tensor_type or Tensor): ret[name.strip(".")] = o
+    elif id(o) in path: return
+    elif hasattr(o, "_asdict"): walk(o._asdict(), name, path | {id(o)})  # a namedtuple: by field name
+    elif isinstance(o, OrderedDict): walk(dict(o), name, path | {id(o)})
+    elif isinstance(o, (list, tuple)):
+      for i, x in enumerate(o): walk(x, f"{name}{i}.", path | {id(o)})
+    elif isinstance(o, dict):
+      for k, x in o.items(): walk(x, f"{name}{k}.", path | {id(o)})
+    elif hasattr(o, "__dict__"): walk(o.__dict__, name, path | {id(o)})
+  walk(obj, prefix, set())
+  return ret
+
+def get_parameters(obj) -> list:
+  """every Tensor of get_state_dict(obj), each once (a tensor shared by two layers is one parameter)"""
+  return list({id(t): t for t in get_state_dict(obj).values()}.values())
+
+def load_state_dict(model, state_dict:dict, strict:bool=True, verbose:bool=True, consume:bool=False) -> None:
+  """assign each value of state_dict into the model's tensor of that name (in place: the model's buffers get the values).
+  strict: every model tensor must be in state_dict and nothing else may be; shapes and dtypes must match either way"""
+  model_state = get_state_dict(model)
+  missing, unexpected = [k for k in model_state if k not in state_dict], [k for k in state_dict if k not in model_state]
+  mismatched = [f"{k}: model has {v.shape} {v.dtype}, state_dict has {state_dict[k].shape} {state_dict[k].dtype}"
+                for k, v in model_state.items() if k in state_dict and (v.shape != state_dict[k].shape or v.dtype != state_dict[k].dtype)]
+  problems = ([f"missing keys: {missing}", f"unexpected keys: {unexpected}"] if strict else []) + ([f"mismatched: {mismatched}"] if mismatched else [])
+  if mismatched or (strict and (missing or unexpected)):
+    raise ValueError("load_state_dict: " + "; ".join(p for p in problems if not p.endswith("[]")))
+  for k, v in model_state.items():
+    if k not in state_dict: continue
+    v.assign(state_dict[k].to(v.device))
+    if consume: del state_dict[k]
+  if verbose: print(f"load_state_dict: loaded {len(model_state) - len(missing)} tensors" + (f", skipped missing {missing}" if missing else ""))

@@ -1,0 +1,52 @@
+import pathlib, struct, sys
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.nn.state import gguf_load, FormatError
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: the writer beside this file is found by path
+from gguf_writer import gguf_file, q8_0, q4_0
+
+KV = {"general.architecture": "llama", "n": 7, "neg": -3, "big": 1 << 40, "pi": 1.5, "ok": True, "tokens": ["a", "bc", "€"], "nums": [1, 2, 3],
+      "nested": [[1, 2], [3]], "empty": []}
+
+def test_metadata_and_float_tensors(tmp_path):
+  f32 = struct.pack("<6f", *range(6))
+  (p := tmp_path / "m.gguf").write_bytes(gguf_file(KV, {"w": (0, (3, 2), f32), "h": (1, (2,), struct.pack("<2e", 0.5, -2.0))}))
+  kv, ts = gguf_load(p)
+  assert kv == KV
+  assert ts["w"].shape == (2, 3) and ts["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+  assert ts["h"].dtype is dtypes.float16 and ts["h"].tolist() == [0.5, -2.0]
+
+def test_quantized_blocks_dequantize(tmp_path):
+  q8 = [[(i * 7) % 256 - 128 for i in range(32)], [i - 16 for i in range(32)]]
+  q4 = [[i % 16 for i in range(32)], [15 - i % 16 for i in range(32)]]
+  blob = gguf_file({"general.alignment": 64}, {"a": (8, (32, 2), q8_0([0.5, -0.25], q8)), "b": (2, (64,), q4_0([2.0, 0.125], q4))}, align=64)
+  _, ts = gguf_load(Tensor(blob))
+  assert ts["a"].shape == (2, 32) and ts["a"].tolist() == [[q * 0.5 for q in q8[0]], [q * -0.25 for q in q8[1]]]
+  assert ts["b"].tolist() == [(q - 8) * 2.0 for q in q4[0]] + [(q - 8) * 0.125 for q in q4[1]]
+
+GOOD = gguf_file({"k": "v"}, {"w": (0, (4,), b"\0" * 16)})
+
+@pytest.mark.parametrize("blob, match", [
+  (b"GGML" + GOOD[4:], "magic"),
+  (GOOD[:4] + struct.pack("<I", 1) + GOOD[8:], "version 1"),
+  (GOOD[:16] + struct.pack("<Q", 1 << 60) + GOOD[24:], "metadata count = 1152921504606846976"),
+  (GOOD[:8] + struct.pack("<Q", 1 << 60) + GOOD[16:], "tensor count"),
+  (GOOD[:24] + struct.pack("<Q", 1 << 40) + GOOD[32:], "metadata key 0 needs 1099511627776 bytes"),
+  (gguf_file({"a": [1]}, {})[:52], "metadata 'a' array count = 1 needs at least 4"),
+  (gguf_file({}, {"w": (3, (32,), b"\0" * 20)}), "ggml type 3"),
+  (gguf_file({}, {"w": (8, (31,), b"\0" * 34)}), "whole number of Q8_0 blocks"),
+  (gguf_file({}, {"w": (0, (1 << 30, 1 << 30), b"\0" * 16)}), "runs past the file's end"),
+  (gguf_file({"general.alignment": 3}, {}), "alignment"),
+  (gguf_file({"x": [[[[[1]]]]]}, {}), "nests arrays deeper"),
+  (GOOD[:-20], "runs past"),
+])
+def test_malformed_files_name_the_problem(tmp_path, blob, match):
+  (p := tmp_path / "bad.gguf").write_bytes(blob)
+  with pytest.raises(FormatError, match=match): gguf_load(p)
+
+def test_overlapping_tensors(tmp_path):
+  blob = bytearray(gguf_file({}, {"a": (0, (8,), b"\0" * 32), "b": (0, (8,), b"\0" * 32)}))
+  at = blob.index(b"\x01\x00\x00\x00\x00\x00\x00\x00\x62") + 9 + 4 + 8 + 4  # tensor b's offset field: point it into a's bytes
+  blob[at:at+8] = struct.pack("<Q", 0)
+  (p := tmp_path / "o.gguf").write_bytes(blob)
+  with pytest.raises(FormatError, match="overlap"): gguf_load(p)

@@ -1,0 +1,47 @@
+from collections import OrderedDict, namedtuple
+import pytest
+from tinygrad import Tensor
+from tinygrad.nn.state import get_state_dict, get_parameters, load_state_dict
+
+class Lin:
+  def __init__(self, i, o): self.weight, self.bias = Tensor.ones(o, i).contiguous(), Tensor.zeros(o).contiguous()
+class Net:
+  def __init__(self):
+    self.layers = [Lin(2, 3), Lin(3, 1)]
+    self.extra = {"scale": Tensor([2.0]), "pair": (Tensor([1.0]), 3)}
+    self.od = OrderedDict(b=Tensor([5.0]))
+    self.name = "net"
+
+def test_names_follow_attributes_lists_dicts():
+  assert list(get_state_dict(Net())) == ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias", "extra.scale", "extra.pair.0", "od.b"]
+  assert list(get_state_dict(Lin(1, 1), prefix="enc.")) == ["enc.weight", "enc.bias"]
+  assert list(get_state_dict(namedtuple("P", "x y")(Tensor([1]), Tensor([2])))) == ["x", "y"]
+
+def test_parameters_shared_once_and_cycles_end():
+  n = Net()
+  n.tied = n.layers[0].weight
+  n.parent = n  # a back-reference is not walked again
+  ps = get_parameters(n)
+  assert len(ps) == 7 and sum(p is n.layers[0].weight for p in ps) == 1
+  assert "tied" in get_state_dict(n)
+
+def test_load_writes_into_existing_buffers():
+  n = Net()
+  w = n.layers[0].weight
+  view = w.reshape(6)
+  sd = {k: Tensor.full(v.shape, 7.0) for k, v in get_state_dict(n).items()}
+  load_state_dict(n, sd, verbose=False)
+  assert n.layers[0].weight is w and view.tolist() == [7.0] * 6 and n.od["b"].tolist() == [7.0]
+
+def test_strict_names_missing_unexpected_and_shapes():
+  n = Lin(2, 3)
+  with pytest.raises(ValueError) as e: load_state_dict(n, {"weight": Tensor.zeros(3, 3), "other": Tensor.zeros(1)}, verbose=False)
+  assert "missing keys: ['bias']" in str(e.value) and "unexpected keys: ['other']" in str(e.value) and "(3, 2)" in str(e.value) and "(3, 3)" in str(e.value)
+
+def test_not_strict_skips_missing_but_not_mismatches(capsys):
+  n = Lin(2, 1)
+  sd = {"weight": Tensor([[4.0, 5.0]]), "junk": Tensor([1])}
+  load_state_dict(n, sd, strict=False, consume=True)
+  assert n.weight.tolist() == [[4.0, 5.0]] and n.bias.tolist() == [0.0] and list(sd) == ["junk"]
+  assert "skipped missing ['bias']" in capsys.readouterr().out
+  with pytest.raises(ValueError, match="dtypes.int32|int"): load_state_dict(n, {"weight": Tensor([[1, 2]])}, strict=False, verbose=False)
