@@ -15,6 +15,19 @@ def signature(t) -> tuple[tuple, Any, Any]:
 
 def _show(shape:tuple) -> tuple: return tuple(s.render() if isinstance(s, UOp) else s for s in shape)
 
+def _digest(log:list) -> tuple[list, list, dict, dict]:
+  """the log as device Buffers per item, (kind, ast, var_vals) per item, a weak reference to each Buffer's BUFFER UOp and whether it
+  was first allocated for the step; the log is emptied (it holds the step's UOps)"""
+  owner: dict[Any, weakref.ref] = {}
+  first_fresh: dict[Any, bool] = {}
+  for it, bufs, fresh in log:
+    for u, b, f in zip(it.bufs, bufs, fresh):
+      owner.setdefault(b, weakref.ref(u))
+      first_fresh.setdefault(b, f)
+  ret = [bufs for _, bufs, _ in log], [(it.kind, it.ast, dict(it.var_vals)) for it, _, _ in log], owner, first_fresh
+  log.clear()
+  return ret
+
 class CapturedJit:
   """log: (ExecItem, device Buffers, first allocated for it) per item run while capturing; emptied here, so that the liveness of the
   step's buffers can be read off their BUFFER UOps. inputs: (name, realized tensor); outputs: realized tensors"""
@@ -22,15 +35,7 @@ class CapturedJit:
     self.names, self.sigs = [n for n, _ in inputs], [signature(t) for _, t in inputs]
     in_bufs = [realize.buffer_of(t.uop.base) for _, t in inputs]
     out_bufs = {realize.buffer_of(o.uop.base) for o in outputs if o.uop.base.op is Ops.BUFFER}
-    steps = [bufs for _, bufs, _ in log]
-    owner: dict[Any, weakref.ref] = {}  # device Buffer -> its BUFFER UOp, weakly
-    first_fresh: dict[Any, bool] = {}
-    for it, bufs, fresh in log:
-      for u, b, f in zip(it.bufs, bufs, fresh):
-        owner.setdefault(b, weakref.ref(u))
-        first_fresh.setdefault(b, f)
-    kernels = [(it.kind, it.ast, dict(it.var_vals)) for it, _, _ in log]
-    log.clear()
+    steps, kernels, owner, first_fresh = _digest(log)
     gc.collect()  # drop the step's dead graphs: a BUFFER UOp still alive is a buffer someone reads after the call
     plannable = [b for b, f in first_fresh.items() if f and b not in out_bufs and b not in in_bufs and owner[b]() is None]
     planned = plan_memory(steps, plannable)
