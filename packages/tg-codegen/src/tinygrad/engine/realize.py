@@ -20,6 +20,10 @@ def buffer_of(u:UOp):
   if not b.is_allocated(): b.allocate()
   return b
 
+def existing_buffer(u:UOp):
+  """the allocated device Buffer behind a BUFFER UOp, or None (never allocates)"""
+  return b if (b := _buffers.get(u)) is not None and b.is_allocated() else None
+
 def adopt_buffer(u:UOp, buf) -> UOp:
   """make the device Buffer `buf` the memory behind the new BUFFER UOp u (an unpickled tensor brings its own)"""
   if u.op is not Ops.BUFFER or (u.arg.shape[0], u.dtype, u.arg.device) != (buf.size, buf.dtype, buf.device):
