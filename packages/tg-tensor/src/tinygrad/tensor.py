@@ -66,6 +66,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   _rng_counter: ClassVar[int] = 0
   # elementwise ==, so identity hashing (a Tensor in a set or dict key is that handle)
   def __hash__(self): return id(self)
+  def __reduce__(self):
+    from tinygrad.tensor_pickle import tensor_reduce
+    return tensor_reduce(self)
 
   def __init__(self, data:Any, device:str|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
     dtype = to_dtype(dtype) if dtype is not None else None

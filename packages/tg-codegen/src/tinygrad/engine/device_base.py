@@ -1,6 +1,6 @@
 """What every device is made of: Buffer (typed memory on a device), Allocator, Compiler (with the disk cache) and Compiled."""
 from __future__ import annotations
-import functools
+import functools, pickle
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.dtype import DType
@@ -90,7 +90,22 @@ class Buffer:
     import numpy as np
     if self.dtype.fmt is None: raise TypeError(f"numpy has no {self.dtype} dtype")
     return np.frombuffer(self.as_buffer(), dtype=np.dtype(self.dtype.fmt))
+  def __reduce_ex__(self, protocol:int):
+    """with its contents (a view pickles as a buffer of its own): protocol 5 hands them out of band as a PickleBuffer over the memory
+    itself where the device has a host view, no copy; lower protocols carry bytes"""
+    data = None
+    if self.is_allocated():
+      mv = self.as_buffer(allow_zero_copy=True)
+      data = pickle.PickleBuffer(mv) if protocol >= 5 else bytes(mv)
+    return _unpickle_buffer, (self.device, self.size, self.dtype, self.options, data)
   def __repr__(self): return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}" + (f" offset:{self.offset}>" if self._base else ">")
+
+def _unpickle_buffer(device:str, size:int, dtype:DType, options:BufferSpec|None, data) -> Buffer:
+  buf = Buffer(device, size, dtype, options=options)
+  if data is not None:
+    with memoryview(data) as mv: buf.allocate().copyin(mv)
+    if isinstance(data, pickle.PickleBuffer): data.release()  # the sender's memory (or the receiver's buffers=) is not held on to
+  return buf
 
 class Compiler:
   """source -> binary. compile_cached keeps results in the sqlite disk cache under `cachekey` (which must name the compiler and its version);

@@ -20,6 +20,18 @@ def buffer_of(u:UOp):
   if not b.is_allocated(): b.allocate()
   return b
 
+def existing_buffer(u:UOp):
+  """the allocated device Buffer behind a BUFFER UOp, or None (never allocates)"""
+  return b if (b := _buffers.get(u)) is not None and b.is_allocated() else None
+
+def adopt_buffer(u:UOp, buf) -> UOp:
+  """make the device Buffer `buf` the memory behind the new BUFFER UOp u (an unpickled tensor brings its own)"""
+  if u.op is not Ops.BUFFER or (u.arg.shape[0], u.dtype, u.arg.device) != (buf.size, buf.dtype, buf.device):
+    raise ValueError(f"{buf} does not fit {u.op} of {u.arg.shape} {u.dtype} on {u.arg.device}")
+  if u in _buffers: raise RuntimeError(f"{u.op} {u.arg.slot} already has a device buffer")
+  _buffers[u] = buf
+  return u
+
 _runtimes: dict[tuple, object] = {}
 
 def _runtime(spec:ProgramSpec, device:str, dev):
@@ -29,14 +41,17 @@ def _runtime(spec:ProgramSpec, device:str, dev):
     prg = _runtimes[key] = dev.runtime(spec.name, lib)
   return prg
 
-def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
+def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
+  """the compiled program for a kernel AST on a device (memoised: a replay skips this)"""
   from tinygrad.device import Device
   dev = Device[device]
   spec = get_program_cached(ast, dev.renderer)
+  return spec, _runtime(spec, device, dev)
+
+def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
   if len(bufs) < spec.nbufs: raise RuntimeError(f"kernel {spec.name} takes {spec.nbufs} buffers, got {len(bufs)}")
   missing = [v for v in spec.vars if v not in var_vals]
   if missing: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
-  prg = _runtime(spec, device, dev)
   global_size, local_size = spec.launch_dims(var_vals)
   et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), global_size=global_size, local_size=local_size,
            wait=DEBUG >= 2)
@@ -50,21 +65,33 @@ def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float
     print(f"{colored(f'*** {device:7s}', 'magenta')} {GlobalCounters.kernel_count:4d} {spec.name:30s} {tm} {gflops}")
   return et
 
+def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
+  return launch(*prepare_kernel(ast, device), bufs, var_vals, device)
+
+def run_copy(dst, src):
+  st = time.perf_counter()
+  data = memoryview(bytearray(src.nbytes))
+  src.copyout(data)
+  dst.copyin(data)
+  if DEBUG >= 2: print(f"{colored(f'*** {dst.device:7s}', 'yellow')}      copy {src.nbytes:8d} bytes {src.device} -> {dst.device}"
+                       f"  {(time.perf_counter()-st)*1e6:9.2f} us")
+
+def kernel_device(it:ExecItem, bufs:list) -> str:
+  devices = {b.device for b in bufs}
+  if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
+  return devices.pop()
+
+# TinyJit's capture: while this is a list, every item run is also appended to it as (ExecItem, device Buffers, which of them were first
+# allocated for this item)
+capturing: list|None = None
+
 def run_schedule(items:list[ExecItem]):
   for it in items:
+    fresh = [(b := _buffers.get(u)) is None or not b.is_allocated() for u in it.bufs] if capturing is not None else None
     bufs = [buffer_of(b) for b in it.bufs]
-    if it.kind == "copy":
-      dst, src = bufs
-      st = time.perf_counter()
-      data = memoryview(bytearray(src.nbytes))
-      src.copyout(data)
-      dst.copyin(data)
-      if DEBUG >= 2: print(f"{colored(f'*** {dst.device:7s}', 'yellow')}      copy {src.nbytes:8d} bytes {src.device} -> {dst.device}"
-                           f"  {(time.perf_counter()-st)*1e6:9.2f} us")
-    else:
-      devices = {b.device for b in bufs}
-      if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
-      run_kernel(it.ast, bufs, it.var_vals, devices.pop())
+    if capturing is not None: capturing.append((it, bufs, fresh))
+    if it.kind == "copy": run_copy(*bufs)
+    else: run_kernel(it.ast, bufs, it.var_vals, kernel_device(it, bufs))
 
 def realize_uops(uops:list[UOp]) -> dict[UOp, UOp]:
   """schedule and run what `uops` need; returns, for each of them and each node on the way that was materialised, an equivalent UOp

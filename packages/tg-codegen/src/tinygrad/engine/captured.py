@@ -1,0 +1,81 @@
+"""A captured TinyJit step: the kernels and copies one call ran, over fixed device buffers, replayed with new input buffers and
+Variable values. Buffers that live only inside the step are memory-planned."""
+from __future__ import annotations
+import gc, weakref
+from typing import Any
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.helpers import sint_eq
+from tinygrad.engine import realize
+from tinygrad.engine.memory import plan_memory
+
+def signature(t) -> tuple[tuple, Any, Any]:
+  """what a replay needs to stay the same: shape (a bound Variable counts as its Variable), dtype, device"""
+  return tuple(s.substitute({b: b.src[0] for b in s.toposort() if b.op is Ops.BIND}) if isinstance(s, UOp) else s for s in t.shape), t.dtype, t.device
+
+def _show(shape:tuple) -> tuple: return tuple(s.render() if isinstance(s, UOp) else s for s in shape)
+
+def _digest(log:list) -> tuple[list, list, dict, dict]:
+  """the log as device Buffers per item, (kind, ast, var_vals) per item, a weak reference to each Buffer's BUFFER UOp and whether it
+  was first allocated for the step; the log is emptied (it holds the step's UOps)"""
+  owner: dict[Any, weakref.ref] = {}
+  first_fresh: dict[Any, bool] = {}
+  for it, bufs, fresh in log:
+    for u, b, f in zip(it.bufs, bufs, fresh):
+      owner.setdefault(b, weakref.ref(u))
+      first_fresh.setdefault(b, f)
+  ret = [bufs for _, bufs, _ in log], [(it.kind, it.ast, dict(it.var_vals)) for it, _, _ in log], owner, first_fresh
+  log.clear()
+  return ret
+
+class CapturedJit:
+  """log: (ExecItem, device Buffers, first allocated for it) per item run while capturing; emptied here, so that the liveness of the
+  step's buffers can be read off their BUFFER UOps. inputs: (name, realized tensor); outputs: realized tensors"""
+  def __init__(self, log:list, inputs:list[tuple[str, Any]], outputs:list):
+    self.names, self.sigs = [n for n, _ in inputs], [signature(t) for _, t in inputs]
+    in_bufs = [realize.buffer_of(t.uop.base) for _, t in inputs]
+    out_bufs = {realize.buffer_of(o.uop.base) for o in outputs if o.uop.base.op is Ops.BUFFER}
+    steps, kernels, owner, first_fresh = _digest(log)
+    gc.collect()  # drop the step's dead graphs: a BUFFER UOp still alive is a buffer someone reads after the call
+    plannable = [b for b, f in first_fresh.items() if f and b not in out_bufs and b not in in_bufs and owner[b]() is None]
+    planned = plan_memory(steps, plannable)
+    slot = {id(b): i for i, b in enumerate(in_bufs)}
+    self.items: list[tuple] = []
+    for (kind, ast, var_vals), bufs in zip(kernels, steps):
+      bufs = [slot.get(id(b), planned.get(b, b)) for b in bufs]
+      fixed = [b for b in bufs if not isinstance(b, int)]
+      runner = None if kind == "copy" else realize.prepare_kernel(ast, fixed[0].device if fixed else in_bufs[bufs[0]].device)
+      self.items.append((kind, runner, bufs, var_vals))
+    # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
+    self.outputs = [(type(o), o.uop, slot.get(id(realize.buffer_of(o.uop.base))) if o.uop.base.op is Ops.BUFFER else None) for o in outputs]
+
+  def buffers(self) -> list:
+    """the distinct device memories the replay uses, inputs excluded"""
+    return list({id(b.base): b.base for _, _, bufs, _ in self.items for b in bufs if not isinstance(b, int)}.values())
+
+  def check(self, inputs:list[tuple[str, Any]]):
+    if (names := [n for n, _ in inputs]) != self.names:
+      raise TypeError(f"TinyJit was captured with tensors as {', '.join(self.names) or 'no arguments'}, now called with them as "
+                      f"{', '.join(names) or 'no arguments'}: pass tensors in the same places (or reset() the jit)")
+    for name, (old_shape, old_dt, old_dev), (_, t) in zip(self.names, self.sigs, inputs):
+      shape, dt, dev = signature(t)
+      if len(shape) != len(old_shape) or not all(sint_eq(a, b) for a, b in zip(shape, old_shape)):
+        raise ValueError(f"TinyJit {name}: shape {_show(shape)} now, {_show(old_shape)} when captured; only the value of a bound Variable "
+                         f"in a shape may change between calls (use another TinyJit, or reset() this one, for other shapes)")
+      if dt != old_dt: raise TypeError(f"TinyJit {name}: dtype {dt} now, {old_dt} when captured; cast it, or use another TinyJit")
+      if dev != old_dev: raise ValueError(f"TinyJit {name}: device {dev} now, {old_dev} when captured; move it with .to({old_dev!r})")
+
+  def __call__(self, inputs:list[tuple[str, Any]], var_vals:dict[str, int]) -> list:
+    """replay into the captured buffers; returns the outputs as tensors of the captured classes"""
+    self.check(inputs)
+    bufs = [realize.buffer_of(t.uop.base) for _, t in inputs]
+    for kind, runner, slots, vals in self.items:
+      b = [bufs[s] if isinstance(s, int) else s for s in slots]
+      if kind == "copy": realize.run_copy(*b)
+      else: realize.launch(*runner, b, {k: var_vals.get(k, v) for k, v in vals.items()}, b[0].device)
+    ret = []
+    for cls, u, inp in self.outputs:
+      sub = {b: b.src[0].bind(var_vals[b.src[0].arg.name]) for b in u.toposort() if b.op is Ops.BIND and b.src[0].arg.name in var_vals}
+      if inp is not None: sub[u.base] = inputs[inp][1].uop.base  # the function returned (a view of) an input
+      ret.append(cls(u.substitute(sub) if sub else u))
+    return ret

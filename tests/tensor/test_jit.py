@@ -1,0 +1,145 @@
+"""TinyJit: call 1 runs, call 2 captures, later calls replay the captured kernels into the same buffers; numpy is the oracle."""
+import numpy as np, pytest
+from tinygrad import Tensor, TinyJit, dtypes
+from tinygrad.uop.ops import Variable
+from tinygrad.helpers import Context, GlobalCounters
+from tinygrad.engine import realize
+
+def _sgd_step_numpy(w, x, y, lr):
+  pred = x @ w
+  grad = 2 * x.T @ (pred - y) / len(x)
+  return ((pred - y) ** 2).mean(), w - lr * grad
+
+def _model(device, lr=0.1):
+  w = Tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), device=device).realize()
+  def step(x, y):
+    pred = x @ w
+    loss = ((pred - y) ** 2).mean()
+    w.assign(w - lr * (2 * x.T @ (pred - y) / x.shape[0]))  # the gradient of the loss, written by hand
+    return loss
+  return w, step
+
+def test_replay_matches_numpy_with_assign_state(device):
+  w, step = _model(device)
+  jstep, ws, rng = TinyJit(step), w.numpy(), np.random.default_rng(0)
+  for _ in range(5):
+    x, y = rng.standard_normal((8, 4), dtype=np.float32), rng.standard_normal((8, 3), dtype=np.float32)
+    loss = jstep(Tensor(x, device=device), Tensor(y, device=device))
+    ref_loss, ws = _sgd_step_numpy(ws, x, y, 0.1)
+    np.testing.assert_allclose(loss.numpy(), ref_loss, rtol=1e-5)
+    np.testing.assert_allclose(w.numpy(), ws, rtol=1e-5, atol=1e-6)
+  assert jstep.captured is not None
+
+def test_replay_equals_unjitted_runs():
+  (w1, step), (w2, jstep) = _model("CPU"), _model("CPU")
+  jstep, rng = TinyJit(jstep), np.random.default_rng(1)
+  for _ in range(4):
+    x, y = rng.standard_normal((8, 4), dtype=np.float32), rng.standard_normal((8, 3), dtype=np.float32)
+    np.testing.assert_equal(jstep(Tensor(x), Tensor(y)).numpy(), step(Tensor(x), Tensor(y)).numpy())
+    np.testing.assert_equal(w2.numpy(), w1.numpy())
+
+def test_replay_runs_no_python_and_no_scheduling(monkeypatch):
+  calls, schedules = [], []
+  inner = realize.create_schedule
+  monkeypatch.setattr(realize, "create_schedule", lambda *a: schedules.append(1) or inner(*a))
+  @TinyJit
+  def f(a, b):
+    calls.append(1)
+    return (a * b).sum(0).contiguous() + a.max()
+  def ref(a, b): return (a * b).sum(0) + a.max()
+  x = [np.random.default_rng(i).standard_normal((5, 6), dtype=np.float32) for i in range(10)]
+  for i in range(2): f(Tensor(x[i]), Tensor(x[i+1]))
+  assert len(calls) == 2 and f.captured is not None
+  kernels = len([it for it in f.captured.items if it[0] == "kernel"])
+  for i in range(2, 8):
+    a, b = Tensor(x[i]).realize(), Tensor(x[i+1]).realize()
+    schedules.clear(); GlobalCounters.reset()
+    out = f(a, b)
+    assert (len(schedules), GlobalCounters.kernel_count) == (0, kernels)
+    np.testing.assert_allclose(out.numpy(), ref(x[i], x[i+1]), rtol=1e-6)
+  assert len(calls) == 2
+
+def test_outputs_view_the_captured_buffers():
+  f = TinyJit(lambda a: (a + 1, a * 2))
+  outs = [f(Tensor([float(i), 2.0])) for i in range(4)]
+  assert isinstance(outs[3], tuple) and outs[2][0].uop.base is outs[3][0].uop.base  # a replay writes into the same output buffers
+  np.testing.assert_equal([o.numpy() for o in outs[3]], [[4, 3], [6, 4]])
+
+def test_returning_an_input_returns_the_new_input():
+  f = TinyJit(lambda a, b: [a, a + b])
+  for i in range(4): r = f(Tensor([float(i)]), Tensor([10.0]))
+  assert isinstance(r, list)
+  np.testing.assert_equal([t.numpy() for t in r], [[3], [13]])
+
+def test_variable_shape_replays_one_capture():
+  v = Variable("n", 1, 10)
+  data = np.arange(40, dtype=np.float32).reshape(10, 4)
+  f = TinyJit(lambda x: (x * 2).sum(1))
+  captured = None
+  for n in (3, 5, 7, 2, 10):
+    out = f(Tensor(data).shrink(((0, v.bind(n)), None)).contiguous())
+    if n == 7: captured = f.captured
+    assert out.shape[0].unbind() == (v, n)
+    np.testing.assert_equal(out.numpy(), (data[:n] * 2).sum(1))
+  assert f.captured is captured is not None
+
+@pytest.mark.parametrize("first, second, match", [
+  (lambda: Tensor.ones(3, 4), lambda: Tensor.ones(4, 3), r"argument 0: shape \(4, 3\) now, \(3, 4\) when captured"),
+  (lambda: Tensor.ones(3, 4), lambda: Tensor.ones(3, 4, dtype=dtypes.int32), "argument 0: dtype dtypes.int now, dtypes.float when captured"),
+  (lambda: Tensor.ones(3, 4), lambda: Tensor.ones(3, 4, device="PYTHON"), "argument 0: device PYTHON now, CPU when captured"),
+])
+def test_changed_input_raises_naming_it(first, second, match):
+  f = TinyJit(lambda x: x * 2)
+  for _ in range(3): f(first())
+  with pytest.raises((ValueError, TypeError), match=match): f(second())
+
+def test_moved_or_duplicated_tensor_arguments_raise():
+  f = TinyJit(lambda x, y=None: x + (0 if y is None else y))
+  for _ in range(3): f(Tensor([1.0, 2.0]), y=Tensor([3.0, 4.0]))
+  with pytest.raises(TypeError, match="captured with tensors as argument 0, keyword argument 'y', now called with them as argument 0, argument 1"):
+    f(Tensor([1.0, 2.0]), Tensor([3.0, 4.0]))
+  t = Tensor.ones(2).contiguous().realize()
+  with pytest.raises(ValueError, match="argument 0 and keyword argument 'y' are the same buffer"): f(t, y=t)
+
+def test_non_tensor_return_raises():
+  f = TinyJit(lambda x: x.sum().item())
+  with pytest.raises(TypeError, match="not float"): f(Tensor.ones(2))
+
+def test_jit_0_disables_capture():
+  calls = []
+  def f(x):
+    calls.append(1)
+    return x + 1
+  jf = TinyJit(f)
+  with Context(JIT=0):
+    for i in range(4): np.testing.assert_equal(jf(Tensor([float(i)])).numpy(), [i + 1])
+  assert len(calls) == 4 and jf.captured is None
+
+def test_memory_planner_shares_step_local_buffers():
+  # a chain of realized intermediates of one size: each dies after the next is computed, so two memories serve them all
+  def chain(x):
+    for i in range(6): x = (x * 2 + i).contiguous()
+    return x.sum()
+  f = TinyJit(chain)
+  data = [np.random.default_rng(i).standard_normal(64, dtype=np.float32) for i in range(5)]
+  for d in data[:2]: f(Tensor(d))
+  intermediates = len([it for it in f.captured.items if it[0] == "kernel"]) - 1
+  assert intermediates == 6 and len(f.captured.buffers()) == 3  # two shared intermediates and the output
+  mem = GlobalCounters.mem_used
+  for d in data[2:]:
+    ref = d.astype(np.float64)
+    for i in range(6): ref = ref * 2 + i
+    np.testing.assert_allclose(f(Tensor(d)).numpy(), ref.sum(), rtol=1e-5)
+  assert GlobalCounters.mem_used <= mem + 64 * 4 * 3  # a replay allocates nothing but its inputs
+
+def test_buffers_alive_after_the_call_are_not_shared():
+  kept = []
+  def f(x):
+    a = (x + 1).contiguous().realize()
+    kept.append(a)  # lives on after the call: its memory must not be reused within the step
+    return (a * 3).contiguous() + 1
+  jf = TinyJit(f)
+  for i in range(4):
+    out = jf(Tensor([float(i)] * 8))
+    np.testing.assert_equal(out.numpy(), [(i + 1) * 3 + 1] * 8)
+  np.testing.assert_equal(kept[1].numpy(), [4] * 8)  # the captured buffer, written again by every replay
