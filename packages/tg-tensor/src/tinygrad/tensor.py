@@ -63,7 +63,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
              TensorCreateMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
-  _rng_counter: ClassVar[int] = 0
+  _rng_state: ClassVar[dict[str, Tensor]] = {}  # device -> its uint32 (seed, counter) buffer
   # elementwise ==, so identity hashing (a Tensor in a set or dict key is that handle)
   def __hash__(self): return id(self)
   def __reduce__(self):
@@ -197,7 +197,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** random: threefry2x32 of a counter, keyed by (seed, call number); deterministic after manual_seed ***
   @staticmethod
   def manual_seed(seed:int=0):
-    Tensor._seed, Tensor._rng_counter = seed, 0
+    Tensor._seed, Tensor._rng_state = seed, {}
   @staticmethod
   def _threefry(c0:Tensor, c1:Tensor, k0:Tensor, k1:Tensor) -> tuple[Tensor, Tensor]:
     """20 rounds of threefry2x32 on uint32 tensors; the key schedule is computed from the key words, a key is injected after every 4th round"""
@@ -211,9 +211,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   def _random_bits(n:int, device:str|None) -> Tensor:
     """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1"""
-    # the key is a kernel input, not a constant: every seed and call runs the same compiled kernel
-    key = Tensor([Tensor._seed & 0xffffffff, Tensor._rng_counter & 0xffffffff], device, dtypes.uint32)
-    Tensor._rng_counter += 1
+    # the key (seed, call number) is a kernel input, not a constant: every seed and call runs the same compiled kernel. It lives in one
+    # buffer per device that a kernel advances after each call, so a TinyJit replay of the call draws new numbers too; each call reads
+    # a snapshot taken before the advance (its rand kernel runs later, when realized)
+    dev = Device.canonicalize(device)
+    if (state := Tensor._rng_state.get(dev)) is None:
+      state = Tensor._rng_state[dev] = Tensor([Tensor._seed & 0xffffffff, 0], dev, dtypes.uint32)
+    key = state.contiguous().realize()
+    state.assign(state + state._arange(2, dtypes.uint32))
     half = (n + 1) // 2
     ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
     x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), key[0], key[1])
