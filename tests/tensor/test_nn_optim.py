@@ -79,3 +79,15 @@ def test_requires_grad_and_errors():
   with Tensor.train(), pytest.raises(RuntimeError, match=r"parameters \[0\] have no .grad"): opt.step()
   with pytest.raises(ValueError, match="no parameters that need gradients"): nn.optim.Adam([frozen])
   with pytest.raises(ValueError, match=r"SGD\(nesterov=True\) needs momentum"): nn.optim.SGD([w], nesterov=True)
+
+@pytest.mark.parametrize("make", [lambda ps: nn.optim.SGD(ps, lr=0.5), lambda ps: nn.optim.Adam(ps, lr=0.5)])
+def test_each_gradient_reads_the_other_parameter_before_it_is_written(make):
+  # loss = sum(a * b): grad a = b and grad b = a, so a step must read both parameters before writing either
+  a, b = Tensor([1.0, 2.0]), Tensor([3.0, -4.0])
+  opt = make([a, b])
+  with Tensor.train():
+    (a * b).sum().backward()
+    opt.step()
+  if isinstance(opt, nn.optim.SGD): want_a, want_b = [1 - 0.5*3, 2 + 0.5*4], [3 - 0.5*1, -4 - 0.5*2]
+  else: want_a, want_b = [1 - 0.5, 2 + 0.5], [3 - 0.5, -4 - 0.5]  # Adam's first step moves each element by lr * sign(grad)
+  np.testing.assert_allclose(a.numpy(), want_a, rtol=1e-5); np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-5)

@@ -26,12 +26,12 @@ class Optimizer:
       raise RuntimeError("Optimizer.step() with Tensor.training=False: set Tensor.training = True (or use `with Tensor.train():`) while training")
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
-    updates, state = self._updates([t.grad for t in self.params])
+    grads = [t.grad for t in self.params]
+    updates, state = self._updates(grads)
     # two realizes: every parameter's gradient may read every other parameter, and a kernel writing a buffer is not ordered after the
-    # other kernels of its schedule that read it; so the state and the amounts first, then the writes, which read only fresh buffers
-    amounts = [u.contiguous() for u in updates]
-    Tensor.realize(*state, *amounts)
-    Tensor.realize(*[pending_write(t, (t.detach() - a).cast(t.dtype)) for t, a in zip(self.params, amounts)])
+    # other kernels of its schedule that read it; so the gradients and the state first, then the writes, which read only those
+    Tensor.realize(*grads, *state)
+    Tensor.realize(*[pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)])
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
     raise NotImplementedError(f"{type(self).__name__} must define _updates")
