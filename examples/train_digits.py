@@ -17,9 +17,9 @@ def load_digits_split(seed:int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
 class Model:
   def __init__(self):
-    # (N, 1, 8, 8) -> conv -> (N, 8, 8, 8) -> pool -> (N, 8, 4, 4) -> conv -> (N, 16, 4, 4) -> linear -> (N, 10)
-    self.layers = [nn.Conv2d(1, 8, 3, padding=1), Tensor.relu, Tensor.max_pool2d, nn.Conv2d(8, 16, 3, padding=1), Tensor.relu,
-                   lambda x: x.flatten(1), nn.Linear(16*4*4, 10)]
+    # (N, 1, 8, 8) -> conv -> (N, 16, 8, 8) -> pool -> (N, 16, 4, 4) -> conv -> (N, 32, 4, 4) -> linear -> (N, 10)
+    self.layers = [nn.Conv2d(1, 16, 3, padding=1), Tensor.relu, Tensor.max_pool2d, nn.Conv2d(16, 32, 3, padding=1), Tensor.relu,
+                   lambda x: x.flatten(1), nn.Linear(32*4*4, 10)]
   def __call__(self, x:Tensor) -> Tensor: return x.sequential(self.layers)
   def parameters(self) -> list[Tensor]: return [t for l in self.layers if isinstance(l, (nn.Conv2d, nn.Linear)) for t in (l.weight, l.bias)]
 
@@ -49,7 +49,7 @@ if __name__ == "__main__":
   model = Model()
   opt = nn.optim.Adam(model.parameters(), lr=getenv("LR", 1e-2))
   train_step = make_train_step(model, opt, X_train, Y_train, bs := getenv("BS", 128))
-  steps, start = getenv("STEPS", 150), time.perf_counter()
+  steps, start = getenv("STEPS", 200), time.perf_counter()
   for i in range(steps):
     if i == steps * 2 // 3: opt.lr.assign(opt.lr * 0.1)  # lr is a Tensor: a schedule writes into it, the step reads it
     t0 = time.perf_counter()

@@ -21,7 +21,8 @@ class Optimizer:
   def zero_grad(self):
     for t in self.params: t.grad = None
   def step(self):
-    """one update from each parameter's .grad (set by loss.backward()); parameters and state are realized together"""
+    """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
+    writes of every parameter in a second"""
     if not Tensor.training:
       raise RuntimeError("Optimizer.step() with Tensor.training=False: set Tensor.training = True (or use `with Tensor.train():`) while training")
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
