@@ -1,0 +1,43 @@
+"""nn.Conv1d/Conv2d and nn.ConvTranspose1d/2d: weights and bias uniform in +-1/sqrt(fan_in), as torch and upstream."""
+from __future__ import annotations
+import math
+from tinygrad.tensor import Tensor
+from tinygrad.helpers import prod
+
+def _kernel(kernel_size:int|tuple[int, ...]) -> tuple[int, ...]:
+  return (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
+
+class Conv2d:
+  """a cross-correlation over as many spatial axes as kernel_size has (an int means two); padding may be 'same' or 'valid'"""
+  def __init__(self, in_channels:int, out_channels:int, kernel_size:int|tuple[int, ...], stride=1, padding:int|tuple[int, ...]|str=0,
+               dilation=1, groups:int=1, bias:bool=True):
+    if in_channels % groups or out_channels % groups:
+      raise ValueError(f"Conv2d: in_channels={in_channels} and out_channels={out_channels} must both be divisible by groups={groups}")
+    self.kernel_size = _kernel(kernel_size)
+    self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+    bound = 1 / math.sqrt(in_channels * prod(self.kernel_size))
+    self.weight = Tensor.uniform(out_channels, in_channels//groups, *self.kernel_size, low=-bound, high=bound)
+    self.bias = Tensor.uniform(out_channels, low=-bound, high=bound) if bias else None
+  def __call__(self, x:Tensor) -> Tensor:
+    return x.conv2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding)
+
+def Conv1d(in_channels:int, out_channels:int, kernel_size:int, stride=1, padding:int|str=0, dilation=1, groups:int=1, bias:bool=True) -> Conv2d:
+  """a Conv2d with a one-axis kernel: input (N, C, L)"""
+  return Conv2d(in_channels, out_channels, (kernel_size,), stride, padding, dilation, groups, bias)
+
+class ConvTranspose2d(Conv2d):
+  """the transpose (input gradient) of Conv2d; weight is (in_channels, out_channels//groups, *kernel_size)"""
+  def __init__(self, in_channels:int, out_channels:int, kernel_size:int|tuple[int, ...], stride=1, padding=0, output_padding=0,
+               dilation=1, groups:int=1, bias:bool=True):
+    super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
+    bound = 1 / math.sqrt(in_channels * prod(self.kernel_size))
+    self.weight = Tensor.uniform(in_channels, out_channels//groups, *self.kernel_size, low=-bound, high=bound)
+    self.output_padding = output_padding
+  def __call__(self, x:Tensor) -> Tensor:
+    return x.conv_transpose2d(self.weight, self.bias, groups=self.groups, stride=self.stride, dilation=self.dilation, padding=self.padding,
+                              output_padding=self.output_padding)
+
+def ConvTranspose1d(in_channels:int, out_channels:int, kernel_size:int, stride=1, padding=0, output_padding=0, dilation=1, groups:int=1,
+                    bias:bool=True) -> ConvTranspose2d:
+  """a ConvTranspose2d with a one-axis kernel: input (N, C, L)"""
+  return ConvTranspose2d(in_channels, out_channels, (kernel_size,), stride, padding, output_padding, dilation, groups, bias)

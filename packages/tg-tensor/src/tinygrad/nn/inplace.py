@@ -1,0 +1,22 @@
+"""Deferred in-place writes: Tensor.assign writes now, one realize per call; an optimizer step (or a BatchNorm's running statistics)
+writes many buffers, so it builds every write first and realizes them together, one schedule for the lot."""
+from __future__ import annotations
+from tinygrad.tensor import Tensor, _reads_elsewhere
+
+def buffer_of(t:Tensor) -> Tensor:
+  """t in a buffer of its own, realized now (a constant or lazy graph becomes memory a write can land in)"""
+  return t.contiguous().realize()
+
+def pending_write(target:Tensor, value:Tensor) -> Tensor:
+  """a lazy tensor that, when realized, writes value into target's buffer and reads as the written buffer; target must be realized.
+  Writes realized together must not read each other's targets (other than through these returned tensors): the schedule does not
+  order a write after another kernel's read of the same buffer"""
+  if target.shape != value.shape or target.dtype is not value.dtype or target.device != value.device:
+    raise ValueError(f"in-place write needs the same shape, dtype and device: target is {target.shape} {target.dtype} on {target.device}, "
+                     f"value is {value.shape} {value.dtype} on {value.device}")
+  if not target._is_buffer(): raise RuntimeError(f"in-place write into an unrealized {target.shape} tensor: realize it first")
+  # a value that reads the target at other indices (a norm of it, a transpose) is computed whole before the write lands
+  v = value.contiguous() if _reads_elsewhere(value.uop, target.uop) else value
+  # through the flat buffer: the schedule reads an AFTER of a reshaped view as no buffer at all
+  buf = target.uop.base
+  return Tensor(buf.after(buf.store(v.reshape(-1).uop))).reshape(target.shape)

@@ -1,0 +1,94 @@
+"""Normalisation layers: BatchNorm (train/eval, running statistics), LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm, RMSNorm."""
+from __future__ import annotations
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes
+from tinygrad.nn.inplace import buffer_of, pending_write
+
+def _affine(x:Tensor, weight:Tensor|None, bias:Tensor|None) -> Tensor:
+  """x * weight + bias per channel (axis 1)"""
+  if weight is None: return x
+  shape = (1, -1) + (1,)*(x.ndim-2)
+  return x * weight.reshape(shape) + bias.reshape(shape)
+
+class BatchNorm:
+  """normalise each channel (axis 1) by the batch's statistics while Tensor.training, by the running ones otherwise; a training call
+  updates running_mean/running_var (unbiased variance) in place with weight `momentum`, and counts num_batches_tracked"""
+  def __init__(self, sz:int, eps:float=1e-5, affine:bool=True, track_running_stats:bool=True, momentum:float=0.1):
+    self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
+    self.weight = Tensor.ones(sz) if affine else None
+    self.bias = Tensor.zeros(sz) if affine else None
+    if track_running_stats:
+      self.running_mean = buffer_of(Tensor.zeros(sz, requires_grad=False))
+      self.running_var = buffer_of(Tensor.ones(sz, requires_grad=False))
+      self.num_batches_tracked = buffer_of(Tensor.zeros(1, dtype=dtypes.int64, requires_grad=False))
+
+  def calc_stats(self, x:Tensor) -> tuple[Tensor, Tensor]:
+    """(mean, biased variance) per channel: the running ones in eval mode, the batch's otherwise"""
+    if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    mean = x.mean(axes)
+    y = x - mean.detach().reshape((1, -1) + (1,)*(x.ndim-2))  # the mean's gradient through the variance is zero: skip it
+    return mean, (y*y).mean(axes)
+
+  def __call__(self, x:Tensor) -> Tensor:
+    if x.ndim < 2 or x.shape[1] != (sz := self.running_mean.shape[0] if self.track_running_stats else x.shape[1]):
+      raise ValueError(f"BatchNorm({sz}) got input of shape {tuple(x.shape)}: axis 1 must hold the {sz} channels")
+    mean, var = self.calc_stats(x)
+    if self.track_running_stats and Tensor.training:
+      n, m = x.numel() // x.shape[1], self.momentum
+      Tensor.realize(pending_write(self.running_mean, (1-m)*self.running_mean + m*mean.detach()),
+                     pending_write(self.running_var, (1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()),
+                     pending_write(self.num_batches_tracked, self.num_batches_tracked + 1))
+    return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
+
+# upstream names: the channel axis is 1 whatever the rank
+BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm
+
+class LayerNorm:
+  """normalise over the trailing axes given by normalized_shape, then weight * x + bias (shape normalized_shape)"""
+  def __init__(self, normalized_shape:int|tuple[int, ...], eps:float=1e-5, elementwise_affine:bool=True):
+    self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    self.axis, self.eps, self.elementwise_affine = tuple(-1-i for i in range(len(self.normalized_shape))), eps, elementwise_affine
+    self.weight = Tensor.ones(*self.normalized_shape) if elementwise_affine else None
+    self.bias = Tensor.zeros(*self.normalized_shape) if elementwise_affine else None
+  def __call__(self, x:Tensor) -> Tensor:
+    if tuple(x.shape[-len(self.normalized_shape):]) != self.normalized_shape:
+      raise ValueError(f"LayerNorm{self.normalized_shape} got input of shape {tuple(x.shape)}: its trailing axes must be {self.normalized_shape}")
+    x = x.layernorm(eps=self.eps, axis=self.axis)
+    return x * self.weight + self.bias if self.elementwise_affine else x
+
+class LayerNorm2d(LayerNorm):
+  """LayerNorm over the channels of an (N, C, H, W) input"""
+  def __call__(self, x:Tensor) -> Tensor: return super().__call__(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+class GroupNorm:
+  """normalise each of num_groups groups of channels (with their spatial axes) per sample, then a per-channel affine"""
+  def __init__(self, num_groups:int, num_channels:int, eps:float=1e-5, affine:bool=True):
+    if num_channels % num_groups: raise ValueError(f"GroupNorm: {num_channels} channels do not split into {num_groups} groups")
+    self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+    self.weight = Tensor.ones(num_channels) if affine else None
+    self.bias = Tensor.zeros(num_channels) if affine else None
+  def __call__(self, x:Tensor) -> Tensor:
+    if x.ndim < 2 or x.shape[1] != self.num_channels:
+      raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}) got input of shape {tuple(x.shape)}: axis 1 must hold {self.num_channels}")
+    return _affine(x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape), self.weight, self.bias)
+
+class InstanceNorm:
+  """normalise each channel of each sample over its spatial axes, then a per-channel affine"""
+  def __init__(self, num_features:int, eps:float=1e-5, affine:bool=True):
+    self.num_features, self.eps = num_features, eps
+    self.weight = Tensor.ones(num_features) if affine else None
+    self.bias = Tensor.zeros(num_features) if affine else None
+  def __call__(self, x:Tensor) -> Tensor:
+    if x.ndim < 3 or x.shape[1] != self.num_features:
+      raise ValueError(f"InstanceNorm({self.num_features}) got input of shape {tuple(x.shape)}: needs (N, {self.num_features}, *spatial)")
+    return _affine(x.reshape(x.shape[0], self.num_features, -1).layernorm(eps=self.eps).reshape(x.shape), self.weight, self.bias)
+
+class RMSNorm:
+  """x / sqrt(mean(x^2 over the last axis) + eps), computed in float32, times weight (dim)"""
+  def __init__(self, dim:int, eps:float=1e-6, elementwise_affine:bool=True):
+    self.eps, self.weight = eps, Tensor.ones(dim) if elementwise_affine else None
+  def _norm(self, x:Tensor) -> Tensor: return x * (x.square().mean(-1, keepdim=True) + self.eps).rsqrt()
+  def __call__(self, x:Tensor) -> Tensor:
+    x = self._norm(x.float()).cast(x.dtype)
+    return x if self.weight is None else x * self.weight

@@ -1,0 +1,83 @@
+"""Optimizers: SGD (momentum, nesterov, weight decay), LAMB, and Adam/AdamW as LAMB without the trust ratio. step() writes the new
+parameters and optimizer state into their own buffers (parameter handles and their buffers stay the same); lr is a Tensor, so a
+schedule can assign to it."""
+from __future__ import annotations
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import dedup
+from tinygrad.nn.inplace import buffer_of, pending_write
+
+class Optimizer:
+  """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,)"""
+  def __init__(self, params:list[Tensor], lr:float):
+    for t in params:
+      if t.requires_grad is None: t.requires_grad_(True)
+    self.params = dedup([t for t in params if t.requires_grad])
+    if not self.params:
+      raise ValueError(f"the optimizer got no parameters that need gradients (of {len(params)} tensors, none has requires_grad): pass the model's")
+    Tensor.realize(*self.params)  # steps write into the parameters' buffers
+    self.device = self.params[0].device
+    self.lr = buffer_of(Tensor([lr], device=self.device, dtype=dtypes.float32, requires_grad=False))
+  def zero_grad(self):
+    for t in self.params: t.grad = None
+  def step(self):
+    """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
+    writes of every parameter in a second"""
+    if not Tensor.training:
+      raise RuntimeError("Optimizer.step() with Tensor.training=False: set Tensor.training = True (or use `with Tensor.train():`) while training")
+    if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
+      raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
+    grads = [t.grad for t in self.params]
+    updates, state = self._updates(grads)
+    # two realizes: every parameter's gradient may read every other parameter, and a kernel writing a buffer is not ordered after the
+    # other kernels of its schedule that read it; so the gradients and the state first, then the writes, which read only those
+    Tensor.realize(*grads, *state)
+    Tensor.realize(*[pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)])
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
+    raise NotImplementedError(f"{type(self).__name__} must define _updates")
+
+def _zeros_like(t:Tensor) -> Tensor: return buffer_of(Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False))
+
+class SGD(Optimizer):
+  """g = grad + weight_decay * p; with momentum, b = momentum * b + g and the step is lr * (g + momentum * b if nesterov else b);
+  without, lr * g (torch's rule)"""
+  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False):
+    if nesterov and not momentum: raise ValueError("SGD(nesterov=True) needs momentum > 0")
+    super().__init__(params, lr)
+    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    self.b = [_zeros_like(t) for t in self.params] if momentum else []
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    gs = [g + self.wd * t.detach() for t, g in zip(self.params, grads)]
+    if not self.momentum: return [g * self.lr for g in gs], []
+    bs = [pending_write(b, self.momentum * b + g) for b, g in zip(self.b, gs)]
+    return [(g + self.momentum * b if self.nesterov else b) * self.lr for g, b in zip(gs, bs)], bs
+
+class LAMB(Optimizer):
+  """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
+  |p| / |u| (1 where either norm is 0); adam=True drops the ratio. b1_t, b2_t hold b1^t, b2^t"""
+  def __init__(self, params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-6, weight_decay:float=0.0, adam:bool=False):
+    super().__init__(params, lr)
+    self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
+    self.b1_t, self.b2_t = (buffer_of(Tensor.ones(1, dtype=dtypes.float32, device=self.device, requires_grad=False)) for _ in range(2))
+    self.m, self.v = [_zeros_like(t) for t in self.params], [_zeros_like(t) for t in self.params]
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    b1_t, b2_t = pending_write(self.b1_t, self.b1_t * self.b1), pending_write(self.b2_t, self.b2_t * self.b2)
+    ms = [pending_write(m, self.b1 * m + (1 - self.b1) * g.float()) for m, g in zip(self.m, grads)]
+    vs = [pending_write(v, self.b2 * v + (1 - self.b2) * g.float().square()) for v, g in zip(self.v, grads)]
+    ret = []
+    for t, m, v in zip(self.params, ms, vs):
+      u = (m / (1 - b1_t)) / ((v / (1 - b2_t)).sqrt() + self.eps) + self.wd * t.detach().float()
+      if not self.adam:
+        pn, un = t.detach().float().square().sum().sqrt(), u.square().sum().sqrt()
+        u = u * ((pn > 0) & (un > 0)).where(pn / un, 1.0)
+      ret.append(self.lr * u)
+    return ret, [b1_t, b2_t, *ms, *vs]
+
+def Adam(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8) -> LAMB:
+  """Adam (Kingma & Ba) with bias correction"""
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)
+
+def AdamW(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, weight_decay:float=0.01) -> LAMB:
+  """Adam with decoupled weight decay: lr * weight_decay * p added to each step"""
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)

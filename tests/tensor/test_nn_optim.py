@@ -1,0 +1,93 @@
+"""nn.optim: a few steps of each optimizer against numpy implementations of its update rule, on a loss whose gradient is known
+(sum(p * c) + sum(p^2)/2: grad = c + p), with parameters and state updated in their own buffers."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, nn
+
+R = np.random.default_rng(5)
+P0, C = [R.standard_normal((3, 4)).astype(np.float32), R.standard_normal(5).astype(np.float32)], \
+        [R.standard_normal((3, 4)).astype(np.float32), R.standard_normal(5).astype(np.float32)]
+
+def run(make_opt, steps=4):
+  """the params after `steps` optimizer steps; checks each step writes into the same buffers"""
+  ps = [Tensor(p.copy()) for p in P0]
+  opt = make_opt(ps)
+  bufs = [p.uop.base for p in ps]
+  with Tensor.train():
+    for _ in range(steps):
+      opt.zero_grad()
+      sum((p * Tensor(c)).sum() + (p * p).sum() / 2 for p, c in zip(ps, C)).backward()
+      opt.step()
+  assert [p.uop.base for p in ps] == bufs
+  return [p.numpy() for p in ps]
+
+def np_sgd(lr, momentum=0.0, wd=0.0, nesterov=False, steps=4):
+  ps, bs = [p.astype(np.float64) for p in P0], [np.zeros_like(p, np.float64) for p in P0]
+  for _ in range(steps):
+    for i, (p, c) in enumerate(zip(ps, C)):
+      g = c + p + wd * p
+      if momentum:
+        bs[i] = momentum * bs[i] + g
+        g = g + momentum * bs[i] if nesterov else bs[i]
+      ps[i] = p - lr * g
+  return ps
+
+def np_lamb(lr, b1, b2, eps, wd, adam, steps=4):
+  ps = [p.astype(np.float64) for p in P0]
+  ms, vs = [np.zeros_like(p) for p in ps], [np.zeros_like(p) for p in ps]
+  for t in range(1, steps+1):
+    for i, (p, c) in enumerate(zip(ps, C)):
+      g = c + p
+      ms[i], vs[i] = b1 * ms[i] + (1 - b1) * g, b2 * vs[i] + (1 - b2) * g * g
+      u = (ms[i] / (1 - b1**t)) / (np.sqrt(vs[i] / (1 - b2**t)) + eps) + wd * p
+      r = 1.0 if adam else np.linalg.norm(p) / np.linalg.norm(u)
+      ps[i] = p - lr * r * u
+  return ps
+
+def check(got, want):
+  for g, w in zip(got, want): np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+@pytest.mark.parametrize("kw", [dict(), dict(momentum=0.9), dict(momentum=0.9, nesterov=True), dict(momentum=0.5, weight_decay=0.1)])
+def test_sgd(kw):
+  check(run(lambda ps: nn.optim.SGD(ps, lr=0.05, **kw)), np_sgd(0.05, kw.get("momentum", 0.0), kw.get("weight_decay", 0.0), kw.get("nesterov", False)))
+
+def test_adam_adamw_lamb():
+  check(run(lambda ps: nn.optim.Adam(ps, lr=0.01)), np_lamb(0.01, 0.9, 0.999, 1e-8, 0.0, True))
+  check(run(lambda ps: nn.optim.AdamW(ps, lr=0.01, weight_decay=0.1)), np_lamb(0.01, 0.9, 0.999, 1e-8, 0.1, True))
+  check(run(lambda ps: nn.optim.LAMB(ps, lr=0.01, b1=0.8, weight_decay=0.05)), np_lamb(0.01, 0.8, 0.999, 1e-6, 0.05, False))
+
+def test_state_is_tensors_and_lr_can_be_changed():
+  ps = [Tensor(p.copy()) for p in P0]
+  opt = nn.optim.Adam(ps, lr=0.01)
+  assert isinstance(opt.lr, Tensor) and opt.lr.shape == (1,)
+  with Tensor.train():
+    for lr in (0.01, 0.0):
+      opt.lr.assign(Tensor([lr]))
+      opt.zero_grad()
+      sum((p * Tensor(c)).sum() + (p * p).sum() / 2 for p, c in zip(ps, C)).backward()
+      before = [p.numpy().copy() for p in ps]
+      opt.step()
+  check([p.numpy() for p in ps], before)  # lr 0: the last step moved nothing
+  np.testing.assert_allclose(opt.b1_t.numpy(), [0.81], rtol=1e-6)
+  np.testing.assert_allclose(opt.m[1].numpy(), 0.1 * 0.9 * (C[1] + P0[1]) + 0.1 * (C[1] + before[1]), rtol=1e-4, atol=1e-6)
+
+def test_requires_grad_and_errors():
+  w, frozen = Tensor.ones(3), Tensor.ones(2, requires_grad=False)
+  opt = nn.optim.SGD([w, frozen], lr=0.1)
+  assert w.requires_grad and opt.params == [w]
+  with pytest.raises(RuntimeError, match="Tensor.training=False"): opt.step()
+  with Tensor.train(), pytest.raises(RuntimeError, match=r"parameters \[0\] have no .grad"): opt.step()
+  with pytest.raises(ValueError, match="no parameters that need gradients"): nn.optim.Adam([frozen])
+  with pytest.raises(ValueError, match=r"SGD\(nesterov=True\) needs momentum"): nn.optim.SGD([w], nesterov=True)
+
+@pytest.mark.parametrize("make", [lambda ps: nn.optim.SGD(ps, lr=0.5), lambda ps: nn.optim.Adam(ps, lr=0.5)])
+def test_each_gradient_reads_the_other_parameter_before_it_is_written(make):
+  # loss = sum(a * b): grad a = b and grad b = a, so a step must read both parameters before writing either
+  a, b = Tensor([1.0, 2.0]), Tensor([3.0, -4.0])
+  opt = make([a, b])
+  with Tensor.train():
+    (a * b).sum().backward()
+    opt.step()
+  if isinstance(opt, nn.optim.SGD): want_a, want_b = [1 - 0.5*3, 2 + 0.5*4], [3 - 0.5*1, -4 - 0.5*2]
+  else: want_a, want_b = [1 - 0.5, 2 + 0.5], [3 - 0.5, -4 - 0.5]  # Adam's first step moves each element by lr * sign(grad)
+  np.testing.assert_allclose(a.numpy(), want_a, rtol=1e-5); np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-5)
