@@ -54,3 +54,19 @@ def test_assign_errors_name_both_sides():
   with pytest.raises(ValueError, match="same device: target is .* on CPU, value is .* on PYTHON"): a.assign(Tensor.ones(2, 3, device="PYTHON"))
   with pytest.raises(ValueError, match="expanded or padded view"): a[:1].expand(4, 3).assign(Tensor.ones(4, 3))
   np.testing.assert_equal(a.numpy(), np.zeros((2, 3)))  # nothing was written
+
+def _deferred_write(target:Tensor, value:Tensor) -> Tensor:
+  # the tensor-level form assign realizes at once: AFTER(target, STORE(target, value)), left lazy here to share one schedule
+  return Tensor(target.uop.after(target.uop.store(value.uop)))
+
+def test_writes_in_one_schedule_run_after_the_reads_of_old_values():
+  a, b = Tensor([1., 2., 3.]).realize(), Tensor([10., 20., 30.]).realize()
+  Tensor.realize(_deferred_write(a, a - b.sum()), _deferred_write(b, b - a.sum()))
+  np.testing.assert_equal(a.numpy(), [-59., -58., -57.])
+  np.testing.assert_equal(b.numpy(), [4., 14., 24.])  # b's write read the old a, although a's write is in the same schedule
+
+def test_reading_a_write_through_a_reshaped_view_in_the_same_schedule():
+  a = Tensor([1., 2., 3., 4.]).realize()
+  w = _deferred_write(a.reshape(2, 2), Tensor([[5., 6.], [7., 8.]]))
+  np.testing.assert_equal((w.T + 1).numpy(), [[6., 8.], [7., 9.]])
+  np.testing.assert_equal(a.numpy(), [5., 6., 7., 8.])

@@ -50,7 +50,9 @@ def _load(ctx:KernelCtx, buf:UOp, x:UOp, valid:UOp, idx:tuple) -> UOp:
 def _at_realized(ctx:KernelCtx, a:UOp) -> UOp|None:
   x = a.src[0]
   if x.op is Ops.BUFFER: return _load(ctx, x, x, a.src[1], a.src[2:])
-  if x is not ctx.root and (buf := ctx.realized.get(x)) is not None: return _load(ctx, buf, x, a.src[1], a.src[2:])
+  if x is not ctx.root and (buf := ctx.realized.get(x)) is not None:
+    # read after an in-place write: the written buffer, or the view of it that was written through (index it like the view)
+    return _load(ctx, buf, x, a.src[1], a.src[2:]) if buf.op is Ops.BUFFER else at(buf, a.src[1], a.src[2:])
   return None
 
 def _at_alu(a:UOp) -> UOp:

@@ -86,7 +86,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     want |= extra
   items: list[ExecItem] = []
   realized: dict[UOp, UOp] = {}
-  for u in sink.toposort():
+  for u in _writes_last(sink):
     if u.op is Ops.BUFFER: realized[u] = u; continue
     if u.op is Ops.AFTER and any(s.op is Ops.CALL or _is_assign(s) for s in u.src[1:]):
       realized[u] = realized.get(u.src[0], u.src[0])  # read after the write: the written buffer (or view of it)
@@ -106,6 +106,23 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   bound = UOp.sink(*targets).toposort()
   becomes = {u: _result(u, u, realized) for u in realized if u in bound and u.op is not Ops.BUFFER}
   return items, becomes | {t: _result(t, u, realized) for t, u in zip(targets, sink.src)}
+
+def _writes_last(sink:UOp) -> list[UOp]:
+  """the graph in an order where each in-place write (a tensor-level STORE) comes as late as it can: after every kernel that does not
+  depend on it, so those read the buffer's old values; what reads the written buffer (through its AFTER) depends on it and follows"""
+  nodes = sink.toposort()
+  users: dict[UOp, list[UOp]] = {u: [] for u in nodes}
+  waiting = {u: len(set(u.src)) for u in nodes}
+  for u in nodes:
+    for s in set(u.src): users[s].append(u)
+  ready, writes, order = [u for u in nodes if not waiting[u]], [], []
+  while ready or writes:
+    u = ready.pop() if ready else writes.pop(0)
+    order.append(u)
+    for v in users[u]:
+      waiting[v] -= 1
+      if not waiting[v]: (writes if _is_assign(v) else ready).append(v)
+  return order
 
 def _kernel_item(ast:UOp, bufs:list[UOp], var_vals:dict[str, int]) -> ExecItem:
   ast = _to_params(ast, bufs)

@@ -9,8 +9,8 @@ def buffer_of(t:Tensor) -> Tensor:
 
 def pending_write(target:Tensor, value:Tensor) -> Tensor:
   """a lazy tensor that, when realized, writes value into target's buffer and reads as the written buffer; target must be realized.
-  Writes realized together must not read each other's targets (other than through these returned tensors): the schedule does not
-  order a write after another kernel's read of the same buffer"""
+  Writes realized together run after every kernel of that schedule that reads their targets' old values; two writes whose values
+  read each other's targets directly (not through a reduce or another realized value) would still see each other's new values"""
   if target.shape != value.shape or target.dtype is not value.dtype or target.device != value.device:
     raise ValueError(f"in-place write needs the same shape, dtype and device: target is {target.shape} {target.dtype} on {target.device}, "
                      f"value is {value.shape} {value.dtype} on {value.device}")
