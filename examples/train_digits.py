@@ -1,8 +1,9 @@
 """Train a small CNN on scikit-learn's 8x8 digits (1,797 images, shipped inside scikit-learn: no download) on the default device.
   pip install scikit-learn && python examples/train_digits.py        STEPS=, BS=, LR=, SEED= override the defaults below"""
-import time
+import os, tempfile, time
 import numpy as np
-from tinygrad import Tensor, nn
+from tinygrad import Tensor, TinyJit, nn
+from tinygrad.nn.state import get_state_dict, load_state_dict, safe_load, safe_save
 from tinygrad.helpers import getenv
 
 def load_digits_split(seed:int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -24,7 +25,9 @@ class Model:
   def parameters(self) -> list[Tensor]: return [t for l in self.layers if isinstance(l, (nn.Conv2d, nn.Linear)) for t in (l.weight, l.bias)]
 
 def make_train_step(model:Model, opt:nn.optim.Optimizer, X:Tensor, Y:Tensor, bs:int):
-  # the lead adds @TinyJit here after merging the jit branch: the step's kernels are then captured once and replayed
+  # captured on the second call, then replayed: no scheduling or compiling per step (the batch indices come from the RNG, whose key
+  # buffer the replay advances, so every step draws a new batch)
+  @TinyJit
   def train_step() -> Tensor:
     with Tensor.train():
       samples = Tensor.randint(bs, high=X.shape[0])
@@ -36,10 +39,12 @@ def make_train_step(model:Model, opt:nn.optim.Optimizer, X:Tensor, Y:Tensor, bs:
       return loss
   return train_step
 
-def save_and_reload(model:Model) -> Model:
-  # the lead adds the safetensors round trip here after merging the state branch (safe_save(get_state_dict(model)), then safe_load and
-  # load_state_dict into a fresh Model); until then the trained model is evaluated as it is
-  return model
+def save_and_reload(model:Model, path:str) -> Model:
+  """the weights through a safetensors file into a freshly initialised model"""
+  safe_save(get_state_dict(model), path)
+  fresh = Model()
+  load_state_dict(fresh, safe_load(path), verbose=False)
+  return fresh
 
 def accuracy(model:Model, X:Tensor, Y:Tensor) -> float: return (model(X).argmax(axis=1) == Y).mean().item() * 100
 
@@ -56,4 +61,6 @@ if __name__ == "__main__":
     loss = train_step().item()
     print(f"\rstep {i+1:4d}/{steps}  loss {loss:6.3f}  {(time.perf_counter()-t0)*1000:6.1f} ms/step", end="", flush=True)
   print(f"\ntrained {steps} steps of {bs} in {time.perf_counter()-start:.1f} s")
-  print(f"accuracy: {accuracy(save_and_reload(model), X_test, Y_test):.1f}%")
+  print(f"accuracy: {accuracy(model, X_test, Y_test):.1f}%")
+  path = os.path.join(tempfile.mkdtemp(), "digits.safetensors")
+  print(f"saved to {path} and reloaded: accuracy {accuracy(save_and_reload(model, path), X_test, Y_test):.1f}%")

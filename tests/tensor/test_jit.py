@@ -154,3 +154,14 @@ def test_random_numbers_advance_on_replay():
   want = [Tensor.rand(4).numpy() for _ in range(5)]
   np.testing.assert_equal(np.stack(got), np.stack(want))
   assert len({tuple(g) for g in got}) == 5
+
+def test_memory_shared_across_dtypes_replays():
+  # an int32 intermediate may reuse a dead float32 intermediate's memory through a view: the view must be allocated before replay
+  @TinyJit
+  def f(x:Tensor) -> Tensor:
+    a = (x + 1).contiguous()
+    b = (a * 2).contiguous()
+    c = b.cast(dtypes.int32).contiguous()
+    return (c.float() * 3).realize()
+  for k in range(5):
+    np.testing.assert_equal(f(Tensor.full((8,), float(k)).contiguous().realize()).numpy(), np.full(8, (k + 1) * 2 * 3.0))

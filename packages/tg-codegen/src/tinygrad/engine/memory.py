@@ -22,6 +22,6 @@ def plan_memory(steps:list[list[Buffer]], plannable:list[Buffer]) -> dict[Buffer
     # a device without buffer views shares only between buffers of one dtype
     key = (b.device, b.nbytes) if hasattr(Device[b.device].allocator, "_offset") else (b.device, b.nbytes, b.dtype)
     base = free[key].pop() if free.get(key) else b
-    ret[b] = base if base.dtype == b.dtype else base.view(b.size, b.dtype, 0)
+    ret[b] = base if base.dtype == b.dtype else base.view(b.size, b.dtype, 0).ensure_allocated()  # a view is allocated from its base
     held.append((last[b], key, base))
   return ret
