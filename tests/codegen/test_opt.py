@@ -115,6 +115,12 @@ def test_invalid_opts_say_why(opts, msg):
   (ast, _), _ = matmul(8, 24, 36)
   with pytest.raises(OptError, match=msg.replace("(", r"\(")): apply_opts(ast, opts)
 
+def test_empty_axis_takes_no_opts():
+  (ast, ins), ref = row_reduce(3, 0)
+  with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])
+  assert hand_coded_opts(ast, Device["CPU"].renderer) == []
+  np.testing.assert_equal(run_cpu(apply_opts(ast, hand_coded_opts(ast, Device["CPU"].renderer)), ins, 3), np.zeros(3, np.float32))
+
 def test_thread_axis_is_a_kernel_argument_on_the_cpu():
   (ast, ins), ref = elementwise(8, 8)
   spec = get_program(apply_opts(ast, [Opt(T, 0, 4)]), Device["CPU"].renderer)

@@ -11,7 +11,7 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInf
 class OptOps(Enum):
   UPCAST = auto(); UNROLL = auto(); THREAD = auto() # noqa: E702
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Opt:
   op: OptOps
   axis: int
@@ -62,7 +62,7 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   if (n := size(r)) is None: raise OptError(f"{opt}: axis {opt.axis} has no constant size; opts split constant-size axes only")
   want = REDUCE if opt.op is OptOps.UNROLL else OUTPUT
   if r.arg[1] not in want: raise OptError(f"{opt}: {opt.op.name} splits a {'/'.join(t.name for t in want)} axis, axis {opt.axis} is {r.arg[1].name}")
-  if opt.amt < 2 or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
+  if opt.amt < 2 or opt.amt > n or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
   if limit is not None and lanes(ast) * opt.amt > MAX_LANES: raise OptError(f"{opt}: {lanes(ast)*opt.amt} unrolled lanes, at most {MAX_LANES}")
