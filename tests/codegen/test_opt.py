@@ -12,6 +12,9 @@ from tinygrad.codegen import get_program
 from tinygrad.codegen.opt import Opt, OptOps, OptError, apply_opts, hand_coded_opts
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.runtime.ops_python import PythonProgram
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.runtime import host_toolchain
+from tinygrad.runtime.ops_cpu import ClangCompiler
 
 U, N, T = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD
 rng = np.random.default_rng(0)
@@ -52,10 +55,10 @@ def matmul(m, n, k):
     return i*n + j, (a[i*k + r].load() * b[r*n + j].load()).reduce(r, op=Ops.ADD), (i, j)
   return kernel((m, n, k), body, 2, [m*k, k*n], m*n, "mm"), lambda a, b: (a.reshape(m, k) @ b.reshape(k, n)).ravel()
 
-def run_cpu(ast:UOp, ins:list[np.ndarray], out_size:int) -> np.ndarray:
+def run_cpu(ast:UOp, ins:list[np.ndarray], out_size:int, renderer=None, compiler=None) -> np.ndarray:
   dev = Device["CPU"]
-  spec = get_program(ast, dev.renderer)
-  prg = dev.runtime(spec.name, dev.compiler.compile_cached(spec.src))
+  spec = get_program(ast, renderer or dev.renderer)
+  prg = (compiler or dev.compiler).load(spec.name, (compiler or dev.compiler).compile(spec.src))
   out = np.zeros(out_size, np.float32)
   gs, ls = spec.launch_dims({})
   prg(*[(ctypes.c_uint8 * x.nbytes).from_buffer(x) for x in [out, *ins]], global_size=gs, local_size=ls)
@@ -120,6 +123,12 @@ def test_empty_axis_takes_no_opts():
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])
   assert hand_coded_opts(ast, Device["CPU"].renderer) == []
   np.testing.assert_equal(run_cpu(apply_opts(ast, hand_coded_opts(ast, Device["CPU"].renderer)), ins, 3), np.zeros(3, np.float32))
+
+@pytest.mark.skipif(host_toolchain.find_cc() is None, reason="no C compiler")
+def test_c_renderer_runs_threads_and_lanes():
+  (ast, ins), ref = matmul(8, 16, 12)
+  out = run_cpu(apply_opts(ast, [Opt(T, 0, 4), Opt(U, 1, 8), Opt(N, 2, 3)]), ins, 8 * 16, ClangRenderer(), ClangCompiler())
+  np.testing.assert_allclose(out, ref(*ins), rtol=1e-5, atol=1e-5)
 
 def test_thread_axis_is_a_kernel_argument_on_the_cpu():
   (ast, ins), ref = elementwise(8, 8)
