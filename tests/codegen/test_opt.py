@@ -118,6 +118,12 @@ def test_invalid_opts_say_why(opts, msg):
   (ast, _), _ = matmul(8, 24, 36)
   with pytest.raises(OptError, match=msg.replace("(", r"\(")): apply_opts(ast, opts)
 
+def test_long_chains_are_not_copied_into_lanes():
+  out, a = UOp.param(0, dtypes.float, (64,)), UOp.param(1, dtypes.float, (64,))
+  i, v = UOp.range(64, 0), a[UOp.range(64, 0)].load()
+  for k in range(9000): v = v * 0.999 + float(k % 3)  # 18k nodes: not even 2 lanes fit the budget
+  assert hand_coded_opts(out[i].store(v).end(i).sink(arg=KernelInfo(name="chain")), Device["CPU"].renderer) == []
+
 def test_empty_axis_takes_no_opts():
   (ast, ins), ref = row_reduce(3, 0)
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])

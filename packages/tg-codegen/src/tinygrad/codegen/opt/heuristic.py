@@ -5,10 +5,11 @@ import os
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import ContextVar, prod
 from tinygrad.uop import AxisType
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, axes, ranges, size
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, axes, lanes, ranges, size
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which another thread costs more than it saves
+CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
@@ -16,10 +17,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # LOOP axes only: a GLOBAL axis is a grid someone laid out by hand
   out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP]
   red = [i for i, r in enumerate(ax) if r.arg[1] in REDUCE]
-  work, chosen = prod(size(r) for r in ax), []
+  work, chosen, nodes = prod(size(r) for r in ax), [], len(ast.toposort())
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:
+      if op is not OptOps.THREAD and nodes * lanes(ast) * amt > CODE_BUDGET: continue
       try: ast = apply_opt(ast, o := Opt(op, axis, amt))
       except OptError: continue
       chosen.append(o)
