@@ -113,4 +113,5 @@ def test_work_item_dispatch_is_not_by_first_letter(name):
   with pytest.raises(ValueError, match="is no work item"): CLike().render("k", special(name))
 
 def test_renderer_without_work_items_says_so():
-  with pytest.raises(RuntimeError, match="ClangRenderer has no work items"): ClangRenderer().render("k", special("gidx0"))
+  # gidx0 is the CPU's thread id (a THREAD axis); group-local ids are not
+  with pytest.raises(RuntimeError, match="ClangRenderer has no work items"): ClangRenderer().render("k", special("lidx0"))

@@ -59,7 +59,8 @@ def test_dialect_renders_work_items_and_barrier():
   llvm.parse_assembly(src).verify()  # intrinsics without arguments are declared right
 
 def test_cpu_llvm_has_no_work_items():
-  with pytest.raises(RuntimeError, match=r"LLVMRenderer has no work items \(SPECIAL gidx0\)"): LLVMRenderer().render("k", grid_program())
+  # gidx0 is the CPU's thread id (a THREAD axis); group-local ids are not
+  with pytest.raises(RuntimeError, match=r"LLVMRenderer has no work items \(SPECIAL lidx0\)"): LLVMRenderer().render("k", grid_program())
 
 def test_work_item_dispatch_is_not_by_first_letter():
   p = Prog()

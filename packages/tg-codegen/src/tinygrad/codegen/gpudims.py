@@ -85,3 +85,10 @@ def add_gpudims(sink:UOp, renderer) -> UOp:
     raise RuntimeError(f"{type(renderer).__name__} has no memory shared by a work group: a LOCAL buffer needs a renderer with has_shared")
   ctx = {**_ids(_axes(topo, AxisType.GLOBAL), renderer.global_max, "gidx"), **_ids(_axes(topo, AxisType.LOCAL), renderer.local_max, "lidx")}
   return graph_rewrite(sink, pm_gpudims, ctx=ctx, bottom_up=True, name="gpudims") if ctx else sink
+
+def add_threads(sink:UOp, renderer) -> UOp:
+  """a THREAD range -> the thread's id (SPECIAL gidx0, its size the thread count) on renderers with has_threads; elsewhere a loop"""
+  if renderer is None or not renderer.has_threads or renderer.has_local: return sink
+  if not (thr := [u for u in sink.toposort() if u.op is Ops.RANGE and u.arg[1] is AxisType.THREAD]): return sink
+  if len(thr) > 1: raise RuntimeError(f"a kernel has one THREAD axis, got {len(thr)}: {[r.arg for r in thr]}")
+  return graph_rewrite(sink, pm_gpudims, ctx={thr[0]: UOp.special(thr[0].src[0].arg, "gidx0", thr[0].dtype)}, bottom_up=True, name="threads")

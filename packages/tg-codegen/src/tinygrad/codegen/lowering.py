@@ -6,7 +6,9 @@ import itertools, math
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, AddrSpace
-from tinygrad.codegen.gpudims import add_gpudims
+from tinygrad.codegen.gpudims import add_gpudims, add_threads
+from tinygrad.codegen.opt import optimize
+from tinygrad.codegen.expander import expand
 
 def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
   """for every node, the RANGEs it depends on that no END between it and them has closed"""
@@ -114,7 +116,8 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.transcendental import lower_transcendental
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(sink, symbolic, name="kernel", memo="_simplified")
-  sink = add_gpudims(sink, renderer)
+  sink = expand(optimize(sink, renderer))
+  sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)

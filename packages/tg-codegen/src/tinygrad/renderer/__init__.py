@@ -13,6 +13,9 @@ class Renderer:
   local_max: tuple[int, ...]|None = None
   # LOCAL buffers are shared by the items of a work group (needs has_local; without work items a LOCAL buffer is a plain array)
   has_shared: bool = False
+  # without work items: a THREAD range (codegen.opt) becomes the thread id gidx0 and the program is called once per id, concurrently
+  # (CPU cores); elsewhere it is a loop
+  has_threads: bool = False
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
   def __init__(self, arch:str|None=None):

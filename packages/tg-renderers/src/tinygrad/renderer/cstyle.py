@@ -146,7 +146,8 @@ class CStyleLanguage(Renderer):
 
   def render_kernel(self, name:str, body:list[str], params:list[UOp], variables:list[UOp], uops:list[UOp]) -> str:
     args = [f"{self.buffer_prefix}{self.storage_type(p.dtype)}*{self.buffer_suffix} data{p.arg.slot}" for p in params] + \
-           [f"const {self.ctype(v.dtype)} {v.arg.name}" for v in variables]
+           [f"const {self.ctype(v.dtype)} {v.arg.name}" for v in variables] + \
+           (["const int core_id"] if self.has_threads and any(u.op is Ops.SPECIAL for u in uops) else [])
     prelude = EMULATION if any(u.dtype in self.emulated for u in uops) else ""
     return prelude + f"{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}\n"
 
@@ -200,6 +201,8 @@ class ClangRenderer(CStyleLanguage):
   """C99 for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, half/bfloat16 emulated"""
   device = "CPU"
   buffer_suffix = " restrict"
+  # the thread id is the kernel's last argument (runtime/ops_cpu.py calls it once per thread)
+  has_threads, code_for_workitem = True, {"gidx": lambda d: "core_id" if d == 0 else None}
   infinity, nan = "__builtin_inff()", '__builtin_nanf("")'
   # plain char may be unsigned (ARM) and long 32 bits (Windows): spell the widths out
   type_map = {**CStyleLanguage.type_map, dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.int64: "long long",

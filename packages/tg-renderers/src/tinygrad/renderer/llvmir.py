@@ -59,8 +59,10 @@ def _neg(d, a, dt):
 
 def _indent(lines:list[str]|str) -> list[str]|str: return lines if isinstance(lines, str) else [f"  {x}" for x in lines]
 
-def _special(ctx:LLVMRenderer, x:UOp) -> list[str]:
+def _special(ctx:LLVMRenderer, x:UOp) -> list[str]|str:
   kind, dim = workitem(x.arg)
+  # the CPU's thread id is the kernel's last argument (runtime/ops_cpu.py calls it once per thread)
+  if ctx.has_threads and not ctx.has_local and (kind, dim) == ("gidx", 0): return "%core_id" if ltype(x.dtype) == "i32" else [f"  {ctx[x]} = sext i32 %core_id to i64"]
   if (fn := ctx.code_for_workitem.get(kind)) is None:
     raise RuntimeError(f"{type(ctx).__name__} has no work items (SPECIAL {x.arg}): it renders single threaded kernels")
   return [f"  {ctx[x]} = {fn(dim)}"]
@@ -137,6 +139,7 @@ base_rewrite = PatternMatcher([
 
 class LLVMRenderer(Renderer):
   device = "CPU"
+  has_threads = True
   # (destination, operands..., dt= the operands' dtype) -> instruction lines
   code_for_op: dict[Ops, Callable[..., list[str]]] = {
     Ops.ADD: _by_kind("fadd", "add", b="or"), Ops.SUB: _by_kind("fsub", "sub"), Ops.MUL: _by_kind("fmul", "mul", b="and"),
@@ -197,7 +200,8 @@ class LLVMRenderer(Renderer):
         body += out
         self.label = next((x[:-1] for x in reversed(out) if not x.startswith(" ")), self.label)  # the last block label the lines open
     params, variables = param_order(uops)
-    args = [f"ptr noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables]
+    args = [f"ptr noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables] + \
+           (["i32 %core_id"] if self.has_threads and not self.has_local and any(u.op is Ops.SPECIAL for u in uops) else [])
     fn = f'define void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
     # declare each llvm intrinsic the kernel calls, with the argument types of the call
     decls = {f"declare {m[1]} {m[2]}({', '.join(a.split()[0] for a in m[3].split(', ') if a)})"

@@ -2,6 +2,7 @@
 called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
 import ctypes, hashlib, mmap, os, pathlib, platform, subprocess, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 
@@ -19,13 +20,23 @@ class CPUProgram:
   """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""
   def __init__(self, name:str, addr:int, keepalive):
     self.name, self.addr, self.keepalive, self.fxns = name, addr, keepalive, {}
-  # the CPU renderers have no work items: the grid is always one item (global_size, local_size are accepted for the common call)
+  # the CPU renderers' only work item is the thread id (a THREAD axis, codegen/opt): global_size[0] > 1 calls the kernel once per id,
+  # concurrently, with the id as a last int32 argument. ctypes releases the GIL during the call, so python threads use every core.
   def __call__(self, *bufs, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
-    if (fxn := self.fxns.get(key := (len(bufs), len(vals)))) is None:
-      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*len(vals))(self.addr)
+    threads = global_size[0]
+    if (fxn := self.fxns.get(key := (len(bufs), len(vals), threads > 1))) is None:
+      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*(len(vals) + (threads > 1)))(self.addr)
+    args = [ctypes.addressof(b) for b in bufs] + list(vals)
     st = time.perf_counter()
-    fxn(*[ctypes.addressof(b) for b in bufs], *vals)
+    if threads > 1: list(_pool(threads).map(lambda i: fxn(*args, i), range(threads)))
+    else: fxn(*args)
     return time.perf_counter() - st if wait else None
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+def _pool(n:int) -> ThreadPoolExecutor:
+  """a pool of n workers, kept for the next kernel with n threads"""
+  if (p := _pools.get(n)) is None: p = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="tg-cpu")
+  return p
 
 # *** LLVM: IR -> object file (cached) -> MCJIT ***
 

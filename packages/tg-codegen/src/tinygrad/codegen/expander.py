@@ -1,0 +1,35 @@
+"""UPCAST and UNROLL axes -> straight-line code, before reductions are lowered. An UNROLL axis of a REDUCE becomes that many partial
+reductions (each its own accumulator, so no serial chain runs through the axis), combined pairwise after. An UPCAST axis of a store
+becomes one copy of the store per lane; lanes that read neighbouring addresses are what LLVM's SLP vectorizer packs into vectors."""
+from __future__ import annotations
+import itertools
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
+
+def _lanes(x:UOp, rngs:tuple[UOp, ...]) -> list[UOp]:
+  """x once per combination of values of rngs (constant ranges), first range slowest"""
+  return [x.substitute({r: r.const_like(v) for r, v in zip(rngs, vals)}) for vals in itertools.product(*(range(r.src[0].arg) for r in rngs))]
+
+def _pairwise(xs:list[UOp], op) -> UOp:
+  while len(xs) > 1: xs = [xs[i].alu(op, xs[i+1]) if i+1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+  return xs[0]
+
+def _is(t:AxisType): return lambda r: r.op is Ops.RANGE and r.arg[1] is t
+
+def _unroll_reduce(red:UOp) -> UOp|None:
+  if not (unr := tuple(filter(_is(AxisType.UNROLL), red.src[1:]))): return None
+  rest = tuple(r for r in red.src[1:] if r not in unr)
+  return _pairwise([x.reduce(*rest, op=red.arg) for x in _lanes(red.src[0], unr)], red.arg)
+
+def _upcast_end(e:UOp) -> UOp|None:
+  if not (up := tuple(filter(_is(AxisType.UPCAST), e.src[1:]))): return None
+  return UOp(Ops.GROUP, e.dtype, tuple(_lanes(e.src[0], up))).end(*[r for r in e.src[1:] if r not in up])
+
+pm_expand = PatternMatcher([
+  # REDUCE(x, r, u) -> REDUCE(x[u=0], r) + REDUCE(x[u=1], r) + ...: one accumulator per lane
+  (UPat(Ops.REDUCE, name="red"), _unroll_reduce),
+  # END(store, r, u) -> END(GROUP(store[u=0], store[u=1], ...), r)
+  (UPat(Ops.END, name="e"), _upcast_end),
+])
+
+def expand(sink:UOp) -> UOp: return graph_rewrite(sink, pm_expand, name="expand")

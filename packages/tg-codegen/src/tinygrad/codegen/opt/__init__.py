@@ -1,0 +1,15 @@
+"""The kernel optimizer: opts (codegen/opt/kernel.py) chosen by KernelInfo.opts_to_apply, else by the hand-coded heuristic
+(heuristic.py), none under NOOPT=1. Runs on the kernel AST before lowering."""
+from __future__ import annotations
+from tinygrad.uop.ops import UOp, KernelInfo
+from tinygrad.helpers import NOOPT
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, apply_opt, apply_opts, axes
+from tinygrad.codegen.opt.heuristic import THREADS, hand_coded_opts
+
+def optimize(ast:UOp, renderer) -> UOp:
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  if info.applied_opts: return ast
+  if info.opts_to_apply is not None: return apply_opts(ast, info.opts_to_apply)
+  return ast if NOOPT else apply_opts(ast, hand_coded_opts(ast, renderer))
+
+__all__ = ["Opt", "OptOps", "OptError", "apply_opt", "apply_opts", "axes", "optimize", "hand_coded_opts", "THREADS"]

@@ -1,0 +1,93 @@
+"""Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an
+output or reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt)
++ r_inner, each thread a contiguous block). Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order;
+a split keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
+from __future__ import annotations
+from dataclasses import dataclass
+from enum import Enum, auto
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
+
+class OptOps(Enum):
+  UPCAST = auto(); UNROLL = auto(); THREAD = auto() # noqa: E702
+
+@dataclass(frozen=True)
+class Opt:
+  op: OptOps
+  axis: int
+  amt: int
+  def __repr__(self): return f"Opt({self.op.name}, {self.axis}, {self.amt})"
+
+class OptError(ValueError):
+  """an opt that does not fit the kernel (axis kind, divisibility, limits): the message says which and why"""
+
+OUTPUT, REDUCE = (AxisType.LOOP, AxisType.GLOBAL), (AxisType.REDUCE,)
+# loop order after every opt: threads outermost, unrolled lanes innermost (they become straight-line code)
+_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.REDUCE: 3, AxisType.UPCAST: 4,
+          AxisType.UNROLL: 5}
+MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x unroll lanes of a kernel (code size)
+
+def ranges(ast:UOp) -> list[UOp]: return sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0])
+def axes(ast:UOp) -> list[UOp]:
+  """the splittable axes: output (LOOP/GLOBAL) then REDUCE ranges, each group in loop order"""
+  rs = ranges(ast)
+  return [r for r in rs if r.arg[1] in OUTPUT] + [r for r in rs if r.arg[1] in REDUCE]
+def size(r:UOp) -> int|None: return r.src[0].arg if r.src and r.src[0].op is Ops.CONST else None  # None: symbolic or bound-less
+def lanes(ast:UOp) -> int:
+  n = 1
+  for r in ranges(ast):
+    if r.arg[1] in (AxisType.UPCAST, AxisType.UNROLL): n *= size(r)
+  return n
+
+def _split_use(ctx:dict[UOp, tuple[UOp, list[UOp]]], x:UOp) -> UOp|None:
+  if not any(s in ctx for s in x.src[1:]): return None
+  return x.replace(src=(x.src[0],) + tuple(n for s in x.src[1:] for n in (ctx[s][1] if s in ctx else [s])))
+
+# applied node before sources (bottom_up), so END/REDUCE still see the range they list
+pm_split = PatternMatcher([
+  # END(body, r) / REDUCE(x, r) -> END(body, r_outer, r_inner): both parts are looped over
+  (UPat((Ops.END, Ops.REDUCE), name="x"), _split_use),
+  # r -> r_outer*amt + r_inner in index math
+  (UPat(Ops.RANGE, name="r"), lambda ctx, r: ctx[r][0] if r in ctx else None),
+])
+
+def _renumber(ast:UOp) -> UOp:
+  rs = sorted(ranges(ast), key=lambda r: (_ORDER[r.arg[1]], r.arg[0]))
+  return ast.substitute({r: r.replace(arg=(i, r.arg[1])) for i, r in enumerate(rs) if r.arg[0] != i})
+
+def _check(ast:UOp, opt:Opt) -> UOp:
+  ax = axes(ast)
+  if not 0 <= opt.axis < len(ax): raise OptError(f"{opt}: the kernel has {len(ax)} splittable axes (sizes {[size(r) for r in ax]})")
+  r = ax[opt.axis]
+  if (n := size(r)) is None: raise OptError(f"{opt}: axis {opt.axis} has no constant size; opts split constant-size axes only")
+  want = REDUCE if opt.op is OptOps.UNROLL else OUTPUT
+  if r.arg[1] not in want: raise OptError(f"{opt}: {opt.op.name} splits a {'/'.join(t.name for t in want)} axis, axis {opt.axis} is {r.arg[1].name}")
+  if opt.amt < 2 or opt.amt > n or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
+  limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
+  if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
+  if limit is not None and lanes(ast) * opt.amt > MAX_LANES: raise OptError(f"{opt}: {lanes(ast)*opt.amt} unrolled lanes, at most {MAX_LANES}")
+  if opt.op is OptOps.THREAD:
+    if any(u.arg[1] is AxisType.THREAD for u in ranges(ast)): raise OptError(f"{opt}: the kernel already has a THREAD axis")
+    if not all(r in e.src[1:] for e in ast.src if e.op is Ops.END) or any(e.op is not Ops.END for e in ast.src):
+      raise OptError(f"{opt}: a THREAD axis must enclose every store of the kernel, axis {opt.axis} does not")
+  return r
+
+def apply_opt(ast:UOp, opt:Opt) -> UOp:
+  r = _check(ast, opt)
+  n, fresh = size(r), max(u.arg[0] for u in ranges(ast)) + 1
+  kind = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL}[opt.op]
+  part = UOp.range(opt.amt, fresh, kind, r.dtype)
+  if n == opt.amt: new = (part, [part])  # the whole axis: retyped, no loop of one trip
+  elif opt.op is OptOps.THREAD:
+    rest = r.replace(src=(r.src[0].const_like(n // opt.amt),))
+    new = (part * (n // opt.amt) + rest, [part, rest])
+  else:
+    rest = r.replace(src=(r.src[0].const_like(n // opt.amt),))
+    new = (rest * opt.amt + part, [rest, part])
+  return _renumber(graph_rewrite(ast, pm_split, ctx={r: new}, bottom_up=True, name="opt split"))
+
+def apply_opts(ast:UOp, opts:list[Opt]|tuple[Opt, ...]) -> UOp:
+  """the opts in order; the applied list is recorded in KernelInfo.applied_opts (and names the kernel apart from its unoptimized self)"""
+  for o in opts: ast = apply_opt(ast, o)
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  return ast.replace(arg=KernelInfo(info.name, info.opts_to_apply, info.dont_use_locals, tuple(info.applied_opts) + tuple(opts)))

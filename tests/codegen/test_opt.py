@@ -1,0 +1,153 @@
+"""Kernel opts (codegen/opt): every opt list the heuristic may choose, and hand-picked ones, give numpy's results on the CPU (LLVM) and
+on the PYTHON emulator; opts that do not fit say why."""
+import ctypes
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp, KernelInfo
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
+from tinygrad.codegen import get_program
+from tinygrad.codegen.opt import Opt, OptOps, OptError, apply_opts, hand_coded_opts
+from tinygrad.renderer.python import PythonRenderer
+from tinygrad.runtime.ops_python import PythonProgram
+from tinygrad.renderer.cstyle import ClangRenderer
+from tinygrad.runtime import host_toolchain
+from tinygrad.runtime.ops_cpu import ClangCompiler
+
+U, N, T = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD
+rng = np.random.default_rng(0)
+
+def kernel(shape:tuple[int, ...], body, nin:int, in_sizes:list[int], out_size:int, name:str) -> tuple[UOp, list[np.ndarray]]:
+  out = UOp.param(0, dtypes.float, (out_size,))
+  ins = [UOp.param(i+1, dtypes.float, (n,)) for i, n in enumerate(in_sizes)]
+  idx, val, ends = body(out, *ins)
+  return out[idx].store(val).end(*ends).sink(arg=KernelInfo(name=name)), [rng.standard_normal(n).astype(np.float32) for n in in_sizes]
+
+def elementwise(h, w):
+  def body(out, a):
+    i, j = UOp.range(h, 0), UOp.range(w, 1)
+    return i*w + j, a[i*w + j].load() * 2.0 + 1.0, (i, j)
+  return kernel((h, w), body, 1, [h*w], h*w, "ew"), lambda a: a * 2 + 1
+
+def broadcast(h, w):
+  def body(out, a, b):
+    i, j = UOp.range(h, 0), UOp.range(w, 1)
+    return i*w + j, a[i*w + j].load() + b[j].load(), (i, j)
+  return kernel((h, w), body, 2, [h*w, w], h*w, "bc"), lambda a, b: (a.reshape(h, w) + b).ravel()
+
+def row_reduce(h, w, op=Ops.ADD):
+  def body(out, a):
+    i, j = UOp.range(h, 0), UOp.range(w, 1, AxisType.REDUCE)
+    return i, a[i*w + j].load().reduce(j, op=op), (i,)
+  return kernel((h, w), body, 1, [h*w], h, "red"), lambda a: (a.reshape(h, w).sum(1) if op is Ops.ADD else a.reshape(h, w).max(1))
+
+def full_sum(n):
+  def body(out, a):
+    k = UOp.range(n, 0, AxisType.REDUCE)
+    return UOp.const(dtypes.weakint, 0), a[k].load().reduce(k, op=Ops.ADD), ()
+  return kernel((n,), body, 1, [n], 1, "sum"), lambda a: a.sum(keepdims=True)
+
+def matmul(m, n, k):
+  def body(out, a, b):
+    i, j, r = UOp.range(m, 0), UOp.range(n, 1), UOp.range(k, 2, AxisType.REDUCE)
+    return i*n + j, (a[i*k + r].load() * b[r*n + j].load()).reduce(r, op=Ops.ADD), (i, j)
+  return kernel((m, n, k), body, 2, [m*k, k*n], m*n, "mm"), lambda a, b: (a.reshape(m, k) @ b.reshape(k, n)).ravel()
+
+def run_cpu(ast:UOp, ins:list[np.ndarray], out_size:int, renderer=None, compiler=None) -> np.ndarray:
+  dev = Device["CPU"]
+  spec = get_program(ast, renderer or dev.renderer)
+  prg = (compiler or dev.compiler).load(spec.name, (compiler or dev.compiler).compile(spec.src))
+  out = np.zeros(out_size, np.float32)
+  gs, ls = spec.launch_dims({})
+  prg(*[(ctypes.c_uint8 * x.nbytes).from_buffer(x) for x in [out, *ins]], global_size=gs, local_size=ls)
+  return out
+
+def run_python(ast:UOp, ins:list[np.ndarray], out_size:int) -> np.ndarray:
+  spec = get_program(ast, PythonRenderer())
+  bufs = [memoryview(bytearray(x.tobytes())) for x in [np.zeros(out_size, np.float32), *ins]]
+  gs, ls = spec.launch_dims({})
+  PythonProgram(spec.name, spec.src.encode())(*bufs, global_size=gs, local_size=ls)
+  return np.frombuffer(bufs[0], np.float32)
+
+# (kernel, opt lists): each list is applied in order, axes numbered output axes first, then reduce axes
+CASES = [
+  (elementwise(6, 24), [[], [Opt(U, 1, 8)], [Opt(U, 1, 12)], [Opt(U, 0, 2), Opt(U, 1, 4)], [Opt(T, 0, 3)], [Opt(U, 1, 4), Opt(T, 0, 2)]]),
+  (elementwise(5, 7), [[], [Opt(U, 1, 7)], [Opt(T, 0, 5)], [Opt(U, 0, 5), Opt(T, 0, 7)]]),
+  (broadcast(4, 16), [[Opt(U, 1, 8)], [Opt(U, 0, 4), Opt(U, 0, 4)], [Opt(T, 1, 4), Opt(U, 1, 2)]]),
+  (row_reduce(12, 40), [[], [Opt(N, 1, 8)], [Opt(N, 1, 20)], [Opt(U, 0, 4), Opt(N, 1, 2)], [Opt(T, 0, 4), Opt(N, 1, 4)]]),
+  (row_reduce(6, 9, Ops.MAX), [[Opt(N, 1, 3)], [Opt(U, 0, 3), Opt(N, 1, 9)], [Opt(T, 0, 2)]]),
+  (full_sum(96), [[Opt(N, 0, 8)], [Opt(N, 0, 32), Opt(N, 0, 3)]]),
+  (matmul(8, 16, 12), [[Opt(U, 1, 8)], [Opt(U, 1, 8), Opt(U, 0, 4)], [Opt(U, 1, 4), Opt(N, 2, 4)], [Opt(T, 0, 4), Opt(U, 1, 8)],
+                       [Opt(N, 2, 12), Opt(T, 1, 2)]]),
+  (matmul(7, 5, 3), [[Opt(U, 1, 5)], [Opt(U, 0, 7), Opt(N, 1, 3)], [Opt(T, 0, 7)]]),
+]
+PARAMS = [(k, opts) for k, lists in CASES for opts in lists]
+def _id(p): return f"{p[0][0][0].arg.name}-{'+'.join(f'{o.op.name}{o.axis}x{o.amt}' for o in p[1]) or 'none'}"
+
+@pytest.mark.parametrize("case", PARAMS, ids=[_id(p) for p in PARAMS])
+@pytest.mark.parametrize("run", [run_cpu, run_python], ids=["CPU", "PYTHON"])
+def test_opts_match_numpy(case, run):
+  ((ast, ins), ref), opts = case
+  out = run(apply_opts(ast, opts), ins, ref(*ins).size)
+  np.testing.assert_allclose(out, ref(*ins), rtol=1e-5, atol=1e-5)
+
+@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("k, big", [(elementwise(256, 520), True), (row_reduce(512, 300), True), (matmul(64, 96, 40), True),
+                                    (full_sum(4096), False), (elementwise(3, 5), False)], ids=["ew", "red", "mm", "sum", "tiny"])
+def test_heuristic_opts_match_numpy(k, big, threads):
+  (ast, ins), ref = k
+  with Context(THREADS=threads):
+    opts = hand_coded_opts(ast, Device["CPU"].renderer)
+    assert any(o.op is T for o in opts) == (big and threads > 1), opts  # enough work (and an output axis) gets threads
+    for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("opts, msg", [
+  ([Opt(U, 1, 5)], "amount 5 must be at least 2 and divide the axis size 24"),
+  ([Opt(U, 0, 1)], "amount 1 must be at least 2"),
+  ([Opt(N, 0, 2)], "UNROLL splits a REDUCE axis, axis 0 is LOOP"),
+  ([Opt(U, 2, 4)], "UPCAST splits a LOOP/GLOBAL axis, axis 2 is REDUCE"),
+  ([Opt(T, 2, 2)], "THREAD splits a LOOP/GLOBAL axis"),
+  ([Opt(U, 3, 2)], "the kernel has 3 splittable axes"),
+  ([Opt(U, 1, 24)], "at most 16 lanes per UPCAST axis"),
+  ([Opt(T, 0, 2), Opt(T, 1, 2)], "already has a THREAD axis"),
+  ([Opt(U, 1, 12), Opt(U, 0, 8), Opt(N, 1, 4)], "384 unrolled lanes, at most 256"),
+])
+def test_invalid_opts_say_why(opts, msg):
+  (ast, _), _ = matmul(8, 24, 36)
+  with pytest.raises(OptError, match=msg.replace("(", r"\(")): apply_opts(ast, opts)
+
+def test_long_chains_are_not_copied_into_lanes():
+  out, a = UOp.param(0, dtypes.float, (64,)), UOp.param(1, dtypes.float, (64,))
+  i, v = UOp.range(64, 0), a[UOp.range(64, 0)].load()
+  for k in range(9000): v = v * 0.999 + float(k % 3)  # 18k nodes: not even 2 lanes fit the budget
+  assert hand_coded_opts(out[i].store(v).end(i).sink(arg=KernelInfo(name="chain")), Device["CPU"].renderer) == []
+
+def test_empty_axis_takes_no_opts():
+  (ast, ins), ref = row_reduce(3, 0)
+  with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])
+  assert hand_coded_opts(ast, Device["CPU"].renderer) == []
+  np.testing.assert_equal(run_cpu(apply_opts(ast, hand_coded_opts(ast, Device["CPU"].renderer)), ins, 3), np.zeros(3, np.float32))
+
+@pytest.mark.skipif(host_toolchain.find_cc() is None, reason="no C compiler")
+def test_c_renderer_runs_threads_and_lanes():
+  (ast, ins), ref = matmul(8, 16, 12)
+  out = run_cpu(apply_opts(ast, [Opt(T, 0, 4), Opt(U, 1, 8), Opt(N, 2, 3)]), ins, 8 * 16, ClangRenderer(), ClangCompiler())
+  np.testing.assert_allclose(out, ref(*ins), rtol=1e-5, atol=1e-5)
+
+def test_thread_axis_is_a_kernel_argument_on_the_cpu():
+  (ast, ins), ref = elementwise(8, 8)
+  spec = get_program(apply_opts(ast, [Opt(T, 0, 4)]), Device["CPU"].renderer)
+  assert spec.global_size == (4, 1, 1) and "core_id" in spec.src
+  assert get_program(apply_opts(ast, [Opt(T, 0, 4)]), PythonRenderer()).global_size == (1, 1, 1)  # work items there: a loop
+
+@pytest.mark.parametrize("noopt", [0, 1])
+def test_tensor_results_with_and_without_opts(noopt):
+  a, b, c = (np.random.default_rng(i).standard_normal(s).astype(np.float32) for i, s in enumerate([(33, 64), (64, 40), (40,)]))
+  with Context(NOOPT=noopt):
+    ta, tb, tc = Tensor(a), Tensor(b), Tensor(c)
+    np.testing.assert_allclose((ta @ tb + tc).relu().numpy(), np.maximum(a @ b + c, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ta.sum(1).numpy(), a.sum(1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ta.max().numpy(), a.max())
+    np.testing.assert_allclose(ta.softmax(1).numpy(), np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
