@@ -288,11 +288,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """d(self)/d(target) for each target, as new lazy tensors (.grad is left alone). self must be 0-d unless `gradient`, the gradient
     of some loss with respect to self, is given. A target no gradient reaches (not in the graph, or only through detach()) raises,
     or gives zeros with materialize_grads=True. requires_grad is not needed on the targets."""
-    if gradient is None:
-      if self.shape != (): raise RuntimeError(f"gradient of a tensor of shape {self.shape} needs gradient= (d loss/d self, of that shape); "
-                                              f"without one only a 0-d (scalar) tensor can be differentiated: take .sum() or .mean() first")
-      gradient = Tensor(1.0, self.device, self.dtype)
-    if gradient.shape != self.shape: raise ValueError(f"gradient= has shape {gradient.shape}, but the tensor it is for has shape {self.shape}")
+    gradient = self._root_gradient(gradient)
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
     grads = compute_gradient(self.uop, gradient.uop.cast(self.dtype), {t.uop for t in targets})
@@ -303,8 +299,17 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
                            f"through detach(); pass materialize_grads=True for zeros")
       ret.append(t.zeros_like() if g is None else Tensor(g))
     return ret
+  def _root_gradient(self, gradient:Tensor|None) -> Tensor:
+    """the gradient self starts with: given (of self's shape), or 1 for a 0-d self"""
+    if gradient is None:
+      if self.shape != (): raise RuntimeError(f"gradient of a tensor of shape {self.shape} needs gradient= (d loss/d self, of that shape); "
+                                              f"without one only a 0-d (scalar) tensor can be differentiated: take .sum() or .mean() first")
+      return Tensor(1.0, self.device, self.dtype)
+    if gradient.shape != self.shape: raise ValueError(f"gradient= has shape {gradient.shape}, but the tensor it is for has shape {self.shape}")
+    return gradient
   def backward(self, gradient:Tensor|None=None) -> Tensor:
     """add d(self)/d(t) to t.grad for every live tensor t with requires_grad=True in self's graph (zeros where only detach() leads to t)"""
+    gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
     nodes = self.uop.toposort()
     if not (ts := [t for t in list(_needs_grad.values()) if t.requires_grad and t.uop in nodes]):
       raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor (a realize replaces the "
