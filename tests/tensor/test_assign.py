@@ -70,3 +70,28 @@ def test_reading_a_write_through_a_reshaped_view_in_the_same_schedule():
   w = _deferred_write(a.reshape(2, 2), Tensor([[5., 6.], [7., 8.]]))
   np.testing.assert_equal((w.T + 1).numpy(), [[6., 8.], [7., 9.]])
   np.testing.assert_equal(a.numpy(), [5., 6., 7., 8.])
+
+def test_equal_lazy_tensors_do_not_share_a_written_buffer():
+  # two Tensor.zeros(4) are one node (hash-consing): writing into one must not show in the other, as in torch
+  a, b = Tensor.zeros(4), Tensor.zeros(4)
+  a[1] = 5
+  np.testing.assert_equal(a.numpy(), [0, 5, 0, 0])
+  np.testing.assert_equal(b.numpy(), [0, 0, 0, 0])
+  c, d = Tensor.zeros(3).contiguous(), Tensor.zeros(3).contiguous()
+  c.assign(Tensor([1., 2., 3.]))
+  np.testing.assert_equal(d.numpy(), [0, 0, 0])
+  e, f = Tensor.ones(2), Tensor.ones(2)
+  e.realize()
+  e.assign(Tensor([3., 4.]))
+  np.testing.assert_equal(f.numpy(), [1, 1])
+
+def test_two_equal_layers_load_their_own_weights():
+  from tinygrad import nn
+  from tinygrad.nn.state import load_state_dict
+  class Two:
+    def __init__(self): self.a, self.b = nn.LayerNorm(3), nn.LayerNorm(3)
+  m = Two()
+  load_state_dict(m, {"a.weight": Tensor([1., 2., 3.]), "a.bias": Tensor([0., 0., 0.]),
+                      "b.weight": Tensor([7., 8., 9.]), "b.bias": Tensor([1., 1., 1.])}, verbose=False)
+  np.testing.assert_equal(m.a.weight.numpy(), [1, 2, 3])
+  np.testing.assert_equal(m.b.weight.numpy(), [7, 8, 9])

@@ -280,7 +280,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not v: return
     _needs_grad[id(self)] = self
     # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
-    if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = self.contiguous().realize().uop
+    if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = _private_buffer(self.uop)
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
     return self
@@ -330,7 +330,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import realize_uops
       becomes = realize_uops(olds := [t.uop for t in todo])
-      _realized.record({o: n for o, n in becomes.items() if o is not n})
+      # constant-only graphs are not shared: two Tensor.zeros(4) are one node (hash-consing), and a write into one must not show in the
+      # other; recomputing a constant is cheap
+      reads = _reads_memory(olds)
+      _realized.record({o: n for o, n in becomes.items() if o is not n and o in reads})
       for t, o in zip(todo, olds): t.uop = becomes[o]
     return self
   def assign(self, x:Any) -> Tensor:
@@ -340,7 +343,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
     if 0 in self.shape: return self
-    if self.uop.base.op is not Ops.BUFFER: self.realize()  # a lazy target gets its buffer first
+    if self.uop.base.op is not Ops.BUFFER: self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
     target = self.uop
     if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
       raise ValueError(f"cannot assign into an expanded or padded view of shape {self.shape}: several elements (or none) share an address")
@@ -378,6 +381,20 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     except ImportError: raise ImportError("Tensor.numpy() needs numpy: pip install numpy, or use .tolist()") from None
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
+
+def _reads_memory(roots:list[UOp]) -> set[UOp]:
+  """the nodes of these graphs that read a buffer or run a custom kernel (the rest compute from constants alone)"""
+  ret: set[UOp] = set()
+  for u in UOp.sink(*roots).toposort():
+    if u.op in (Ops.BUFFER, Ops.CALL) or any(s in ret for s in u.src): ret.add(u)
+  return ret
+
+def _private_buffer(u:UOp) -> UOp:
+  """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
+  graph is the same node, and an in-place write into it would show in all of them"""
+  target = Tensor.empty(*u.shape, device=u.device, dtype=u.dtype).uop
+  Tensor(target.after(target.store(u))).realize()
+  return target
 
 def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place

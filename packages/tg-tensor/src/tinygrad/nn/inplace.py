@@ -1,11 +1,11 @@
 """Deferred in-place writes: Tensor.assign writes now, one realize per call; an optimizer step (or a BatchNorm's running statistics)
 writes many buffers, so it builds every write first and realizes them together, one schedule for the lot."""
 from __future__ import annotations
-from tinygrad.tensor import Tensor, _reads_elsewhere
+from tinygrad.tensor import Tensor, _reads_elsewhere, _private_buffer
 
 def buffer_of(t:Tensor) -> Tensor:
-  """t in a buffer of its own, realized now (a constant or lazy graph becomes memory a write can land in)"""
-  return t.contiguous().realize()
+  """t in a buffer of its own, realized now (a constant or lazy graph becomes memory a write can land in, shared with no other tensor)"""
+  return Tensor(_private_buffer(t.uop), requires_grad=t.requires_grad)
 
 def pending_write(target:Tensor, value:Tensor) -> Tensor:
   """a lazy tensor that, when realized, writes value into target's buffer and reads as the written buffer; target must be realized.
