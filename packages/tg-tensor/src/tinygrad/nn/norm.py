@@ -73,16 +73,15 @@ class GroupNorm:
       raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}) got input of shape {tuple(x.shape)}: axis 1 must hold {self.num_channels}")
     return _affine(x.reshape(x.shape[0], self.num_groups, -1).layernorm(eps=self.eps).reshape(x.shape), self.weight, self.bias)
 
-class InstanceNorm:
-  """normalise each channel of each sample over its spatial axes, then a per-channel affine"""
+class InstanceNorm(GroupNorm):
+  """normalise each channel of each sample over its spatial axes, then a per-channel affine: a GroupNorm with one channel per group"""
   def __init__(self, num_features:int, eps:float=1e-5, affine:bool=True):
-    self.num_features, self.eps = num_features, eps
-    self.weight = Tensor.ones(num_features) if affine else None
-    self.bias = Tensor.zeros(num_features) if affine else None
+    super().__init__(num_features, num_features, eps, affine)
+    self.num_features = num_features
   def __call__(self, x:Tensor) -> Tensor:
     if x.ndim < 3 or x.shape[1] != self.num_features:
       raise ValueError(f"InstanceNorm({self.num_features}) got input of shape {tuple(x.shape)}: needs (N, {self.num_features}, *spatial)")
-    return _affine(x.reshape(x.shape[0], self.num_features, -1).layernorm(eps=self.eps).reshape(x.shape), self.weight, self.bias)
+    return super().__call__(x)
 
 class RMSNorm:
   """x / sqrt(mean(x^2 over the last axis) + eps), computed in float32, times weight (dim)"""
