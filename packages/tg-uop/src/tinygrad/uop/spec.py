@@ -13,7 +13,7 @@ class SpecError(RuntimeError): pass
 
 # *** node-local invariants ***
 
-_TO_BUFFER = {Ops.AFTER, Ops.INDEX, Ops.CAST, Ops.BITCAST} | GroupOp.Movement
+_TO_BUFFER = {Ops.AFTER, Ops.INDEX, Ops.CAST, Ops.BITCAST, Ops.MULTI} | GroupOp.Movement  # a MULTI of buffers: through its pieces
 def _is_buffer(x:UOp) -> bool:
   """x reaches memory: a PARAM or BUFFER, possibly under views, AFTERs, INDEXes and pointer casts"""
   while x.op in _TO_BUFFER and x.src: x = x.src[0]
