@@ -5,13 +5,16 @@ ordinary kernel of the normal pipeline.
 allreduce: every device gets the reduction of all pieces, either
   naive: each device copies every other piece and reduces them (n-1 full copies into each device), or
   ring:  reduce-scatter then allgather of n chunks around the ring (2(n-1)/n of a piece into each device, in 2(n-1) steps);
-  ring pays off with more than two devices and big pieces: RING_ALLREDUCE_THRESHOLD (elements, default 65536) or RING=0/1 decide."""
+  ring pays off with more than two devices and big pieces: RING_ALLREDUCE_THRESHOLD (elements, default 65536) decides, RING=0/1 forces
+  (both ContextVars: `with Context(RING=1):`)."""
 from __future__ import annotations
 import functools
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.multi import split_sizes, bounds
-from tinygrad.helpers import getenv, prod
+from tinygrad.helpers import ContextVar, prod
+
+RING, RING_ALLREDUCE_THRESHOLD = ContextVar("RING", -1), ContextVar("RING_ALLREDUCE_THRESHOLD", 65536)
 
 def to_device(x:UOp, device:str) -> UOp: return x if x.device == device else x.copy_to_device(device)
 
@@ -51,8 +54,8 @@ def ring_allgather(chunks:list[UOp]) -> list[list[UOp]]:
 def _use_ring(pieces:list[UOp]) -> bool:
   n = prod(pieces[0].shape)
   if not isinstance(n, int) or n < len(pieces): return False  # every device needs a chunk of at least one element
-  if (force := getenv("RING", -1)) >= 0: return bool(force)
-  return len(pieces) > 2 and n >= getenv("RING_ALLREDUCE_THRESHOLD", 65536)
+  if RING.value >= 0: return bool(RING.value)
+  return len(pieces) > 2 and n >= RING_ALLREDUCE_THRESHOLD.value
 
 def allreduce(op:Ops, pieces:list[UOp]) -> list[UOp]:
   """each device's copy of op(piece_0, ..., piece_n-1), elementwise"""
