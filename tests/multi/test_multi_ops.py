@@ -121,6 +121,13 @@ def test_to_single_gathers(devs, axis):
   assert t.device == "CPU"
   close(t, X)
 
+def test_in_place_moves(devs):
+  t = Tensor(X)
+  assert t.to_(devs) is t and t.device == devs and t.uop.axis is None
+  assert t.shard_(devs, 1) is t and t.uop.axis == 1
+  close(t.to_("CPU:3"), X)
+  assert t.device == "CPU:3"
+
 def test_reshard(devs):
   close(Tensor(X).shard(devs, 0).shard(devs, 1), X)
   assert Tensor(X).shard(devs, 0).shard(devs, 1).uop.axis == 1
@@ -133,3 +140,19 @@ def test_shard_errors():
 def test_python_devices():
   t = Tensor(X).shard(("PYTHON:1", "PYTHON:2"), 1)
   close((t * 2).sum(1), (X * 2).sum(1))
+
+def test_symbolic_axis_beside_the_shard(devs):
+  # a bound Variable on the other axis: each device's kernels compile once and run for every value
+  from tinygrad import Variable
+  from tinygrad.engine import realize
+  n, t = Variable("n", 1, 7), Tensor(X).shard(devs, 0)
+  for k in (2, 5, 3):
+    r = (t[:, :n.bind(k)] * 2).realize()
+    close(r, X[:, :k] * 2)
+    close(t[:, :n.bind(k)].sum(1), X[:, :k].sum(1))
+    if k == 2: compiled = len(realize._runtimes)
+  assert len(realize._runtimes) == compiled
+
+def test_symbolic_shard_axis_is_refused(devs):
+  from tinygrad import Variable
+  with pytest.raises(ValueError, match="symbolic size"): Tensor(X)[:Variable("m", 3, 5).bind(4)].shard(devs, 0)

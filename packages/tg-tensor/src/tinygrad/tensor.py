@@ -273,6 +273,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if (dev := Device.canonicalize(device)) == self.device: return self
     if isinstance(dev, tuple) and isinstance(self.device, tuple): return self.to(self.device[0]).to(dev)
     return Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+  def to_(self, device:str|tuple|None) -> Tensor:
+    """move in place: this handle now points at the copy on `device`"""
+    self.uop = self.to(device).uop
+    return self
   def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:
     """fxn gets one PARAM per tensor and returns a SINK (arg: KernelInfo) that writes them; the results read the written buffers"""
     ts = (self,) + lst

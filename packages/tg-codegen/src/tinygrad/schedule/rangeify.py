@@ -109,8 +109,13 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
   bound = UOp.sink(*targets).toposort()
   becomes = {u: _result(u, u, realized) for u in realized if u in bound and u.op is not Ops.BUFFER}
-  return items, becomes | {t: UOp.multi([_result(p, p, realized) for p in u.src], u.arg) if u.op is Ops.MULTI else _result(t, u, realized)
-                           for t, u in zip(targets, pushed)}
+  return items, becomes | {t: _rebind(UOp.multi([_result(p, p, realized) for p in u.src], u.arg), var_vals) if u.op is Ops.MULTI
+                           else _result(t, u, realized) for t, u in zip(targets, pushed)}
+
+def _rebind(u:UOp, var_vals:dict[str, int]) -> UOp:
+  """u (built after the unbind) with its Variables bound again to this realize's values, as the caller's graph had them"""
+  vs = {v: v.bind(var_vals[v.arg.name]) for v in u.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name in var_vals}
+  return u.substitute(vs) if vs else u
 
 def _writes_last(sink:UOp) -> list[UOp]:
   """the graph in an order where each in-place write (a tensor-level STORE) comes as late as it can: after every kernel that does not

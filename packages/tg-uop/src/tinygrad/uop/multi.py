@@ -16,6 +16,9 @@ def bounds(sizes:tuple) -> list[tuple]:
   offs = [0, *itertools.accumulate(sizes)]
   return list(zip(offs[:-1], offs[1:]))
 
+def _same_shape(a:tuple, b:tuple, skip:int|None=None) -> bool:
+  return len(a) == len(b) and all(sint_eq(x, y) for i, (x, y) in enumerate(zip(a, b)) if i != skip)
+
 def multi_shape(u) -> tuple|None:
   from tinygrad.uop.ops import ssimplify
   if u.op is Ops.MSELECT:
@@ -24,9 +27,9 @@ def multi_shape(u) -> tuple|None:
     return ss if axis is None else tuple(ssimplify(e - b) if i == axis else s for i, s in enumerate(ss))
   if (ss := u.src[0]._shape) is None: return None  # a MULTI of stores
   if u.arg is None:
-    if any(s.shape != ss for s in u.src): raise ValueError(f"replicated pieces differ in shape: {[s.shape for s in u.src]}")
+    if any(not _same_shape(s.shape, ss) for s in u.src): raise ValueError(f"replicated pieces differ in shape: {[s.shape for s in u.src]}")
     return ss
-  if any(len(s.shape) != len(ss) or any(a != b for i, (a, b) in enumerate(zip(s.shape, ss)) if i != u.arg) for s in u.src):
+  if any(not _same_shape(s.shape, ss, skip=u.arg) for s in u.src):
     raise ValueError(f"pieces sharded on axis {u.arg} differ off that axis: {[s.shape for s in u.src]}")
   return tuple(ssimplify(sum(s.shape[u.arg] for s in u.src)) if i == u.arg else d for i, d in enumerate(ss))
 
