@@ -156,3 +156,15 @@ def test_symbolic_axis_beside_the_shard(devs):
 def test_symbolic_shard_axis_is_refused(devs):
   from tinygrad import Variable
   with pytest.raises(ValueError, match="symbolic size"): Tensor(X)[:Variable("m", 3, 5).bind(4)].shard(devs, 0)
+
+def test_tinyjit_with_sharded_arguments(devs):
+  from tinygrad import TinyJit
+  @TinyJit
+  def f(x:Tensor, w:Tensor) -> Tensor: return (x @ w).relu().sum(0)
+  W = RNG.standard_normal((7, 3)).astype(np.float32)
+  w = Tensor(W).to(devs).realize()
+  for i in range(4):
+    xs = X + i
+    close(f(Tensor(xs).shard(devs, 0), w), np.maximum(xs @ W, 0).sum(0), rtol=1e-4)
+  assert f.captured is not None
+  with pytest.raises(ValueError, match="split over its devices"): f(Tensor(X).shard(devs, 1), w)
