@@ -39,6 +39,7 @@ def test_copy_paths(monkeypatch):
   assert moved == [("CPU:1", "CPU:3", 24)]  # device to device, no stop in host memory
   b1, b2 = realize.buffer_of(src.uop.base), realize.buffer_of(Tensor(x, device="PYTHON:1").realize().uop.base)
   assert realize.copy_path(b2, b1) == "host" and realize.copy_path(b1, b2) == "host"
+  assert realize.copy_path(realize.buffer_of(Tensor(x, device="PYTHON:2").realize().uop.base), b2) == "transfer"
   np.testing.assert_equal(src.to("PYTHON:2").to("CPU").numpy(), x)
   assert len(moved) == 1
 
@@ -47,3 +48,10 @@ def test_copy_size_mismatch_is_an_error():
   from tinygrad.dtype import dtypes
   a, b = Buffer("CPU:1", 4, dtypes.float32).allocate(), Buffer("CPU:2", 3, dtypes.float32).allocate()
   with pytest.raises(RuntimeError, match="12 bytes on CPU:2"): realize.run_copy(b, a)
+
+def test_shard_over_devices_of_two_kinds():
+  # CPU:1 and PYTHON:1: each piece is computed by its own device's kernels, the allreduce's copies go through host memory
+  x = np.arange(12, dtype=np.float32).reshape(4, 3)
+  t = Tensor(x).shard(("CPU:1", "PYTHON:1"), 0)
+  np.testing.assert_allclose((t * 2).sum(0).numpy(), (x * 2).sum(0))
+  np.testing.assert_allclose((t.exp() @ Tensor(x.T).to(("CPU:1", "PYTHON:1"))).numpy(), np.exp(x) @ x.T, rtol=1e-5)
