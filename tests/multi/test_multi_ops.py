@@ -128,6 +128,13 @@ def test_in_place_moves(devs):
   close(t.to_("CPU:3"), X)
   assert t.device == "CPU:3"
 
+def test_shard_like(devs, axis):
+  y = Tensor(Y).shard(devs, axis)
+  t = Tensor(X).shard_like(y)
+  assert t.device == devs and t.uop.axis == axis and t.shard_sizes == y.shard_sizes
+  close(t + y, X + Y)
+  assert Tensor(X).shard_like(Tensor(Y, device="CPU:3")).device == "CPU:3"
+
 def test_reshard(devs):
   close(Tensor(X).shard(devs, 0).shard(devs, 1), X)
   assert Tensor(X).shard(devs, 0).shard(devs, 1).uop.axis == 1

@@ -32,6 +32,9 @@ class TensorMultiMixin:
     """shard in place: this handle now points at the sharded tensor"""
     self.uop = self.shard(devices, axis).uop
     return self
+  def shard_like(self, y):
+    """this tensor laid out like y: on y's devices, split on y's axis (or replicated), or on y's one device"""
+    return self.shard(y.device, y.uop.axis) if isinstance(y.device, tuple) else self.to(y.device)
   @property
   def shard_sizes(self) -> tuple|None:
     """per-device sizes along the shard axis; None when replicated or on one device"""

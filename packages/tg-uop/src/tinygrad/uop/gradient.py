@@ -63,6 +63,7 @@ pm_gradient = PatternMatcher([
   # graph structure
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
   (UPat(Ops.DETACH), lambda ctx: (None,)),
+  (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (ctx.contiguous(),)),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (ctx.copy_to_device(ret.src[0].device),)),
   # multi-device: each piece gets its device's part of the gradient, laid out like the piece
   (UPat(Ops.MULTI, name="ret"), _multi_grad),
