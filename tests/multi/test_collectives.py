@@ -51,3 +51,10 @@ def test_reduce_scatter_and_allgather():
   for d, got in zip(D3, allreduce(Ops.MAX, [p.uop for p in parts])):
     assert got.device == d
     np.testing.assert_allclose(Tensor(got).numpy(), X[:3].max(0))
+
+def test_window_of_the_shard_axis_copies_only_its_rows():
+  x = Tensor(X).shard(D3, 0).realize()  # rows 0-1, 2-3, 4-5
+  assert copies(x[0]) == 2            # row 0 from CPU:1 to the two others
+  assert copies(x[1:4, 2:5]) == 2 * 2  # rows 1-3 live on CPU:1 and CPU:2: each device gets the part it lacks
+  np.testing.assert_allclose(x[1:4, 2:5].numpy(), X[1:4, 2:5])
+  np.testing.assert_allclose(x[5].numpy(), X[5])

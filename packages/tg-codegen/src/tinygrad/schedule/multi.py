@@ -46,9 +46,21 @@ def _piece_arg(u:UOp, piece:UOp, layout:tuple|None, i:int):
   if u.op is Ops.SHRINK: return tuple((0, piece.shape[j]) if j == axis else p for j, p in enumerate(arg))
   return arg
 
+def _window(m:UOp, axis:int, begin, end, device:str) -> UOp:
+  """[begin, end) of the shard axis of the sharded MULTI m, on `device`: only the pieces that overlap the window are copied there"""
+  parts = []
+  for p, (b, e) in zip(m.src, bounds(shard_of(m)[1])):
+    lo, hi = max(b, begin), min(e, end)
+    if lo < hi: parts.append(to_device(p.shrink(tuple((lo-b, hi-b) if j == axis else (0, s) for j, s in enumerate(p.shape))), device))
+  return parts[0].cat(*parts[1:], dim=axis)
+
 def _movement(u:UOp) -> UOp|None:
   if (m := u.src[0]).op is not Ops.MULTI: return None
   layout, sh = shard_of(u), shard_of(m)
+  if u.op is Ops.SHRINK and sh is not None and layout is None and all(isinstance(x, int) for x in u.marg[sh[0]]):
+    # a window of the shard axis (x[2:5], x[0]): each device gets the window's rows from the pieces that hold them
+    (b, e), other = u.marg[sh[0]], tuple((0, s) if j == sh[0] else p for j, (p, s) in enumerate(zip(u.marg, u.shape)))
+    return UOp.multi([_window(m, sh[0], b, e, d).shrink(other) for d in m.device], None)
   # a movement across the shard axis (pad, shrink or flip of it, a reshape that splits a device's block) needs the whole value
   pieces = list(m.src) if layout is not None or sh is None else [allgather(list(m.src), sh[0], d) for d in m.device]
   return UOp.multi([p._mop(u.op, _piece_arg(u, p, layout, i)) for i, p in enumerate(pieces)], None if layout is None else layout[0])
