@@ -18,6 +18,8 @@ from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
+from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
+from tinygrad.uop.multi import shard_of
 from tinygrad.uop.gradient import compute_gradient
 
 def _shape_arg(shape:tuple) -> tuple:
@@ -61,7 +63,7 @@ def _creates(fn):
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
 class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMixin, TensorAttentionMixin, TensorNNMixin, TensorRandomMixin,
-             TensorCreateMixin, TensorLinalgMixin, OpMixin):
+             TensorCreateMixin, TensorLinalgMixin, TensorMultiMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_state: ClassVar[dict[str, Tensor]] = {}  # device -> its uint32 (seed, counter) buffer
@@ -71,10 +73,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     from tinygrad.tensor_pickle import tensor_reduce
     return tensor_reduce(self)
 
-  def __init__(self, data:Any, device:str|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
+  def __init__(self, data:Any, device:str|tuple|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
     dtype = to_dtype(dtype) if dtype is not None else None
     self._requires_grad, self.grad = None, None
-    if isinstance(data, UOp):
+    if isinstance(device, (tuple, list)) and not isinstance(data, (UOp, bool, int, float)) and isinstance(devs := Device.canonicalize(device), tuple):
+      uop = Tensor(data, devs[0], dtype).uop.copy_to_device(devs)  # data on several devices: made on the first, copied to every one
+    elif isinstance(data, UOp):
       if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
       uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
     elif data is None or isinstance(data, (bool, int, float, list, tuple)):
@@ -128,7 +132,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 
   # *** properties ***
   @property
-  def device(self) -> str: return self.uop.device
+  def device(self) -> str|tuple[str, ...]: return self.uop.device
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
@@ -156,9 +160,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** creation ***
   @staticmethod
   @_creates
-  def empty(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    """uninitialised memory: a fresh buffer, allocated when first used"""
+  def empty(*shape, device:str|tuple|None=None, dtype:DType|str|None=None) -> Tensor:
+    """uninitialised memory: a fresh buffer, allocated when first used (on several devices: one buffer each, replicated)"""
     shape, dt, dev = _shape_arg(shape), to_dtype(dtype or dtypes.default_float), Device.canonicalize(device)
+    if isinstance(dev, tuple): return Tensor(UOp.multi([Tensor.empty(*shape, device=d, dtype=dt).uop for d in dev], None))
     if not isinstance(n := ssimplify(prod(shape)), UOp): return Tensor(UOp.new_buffer(dev, n, dt).reshape(shape) if n else _no_elements(dev, dt, shape))
     # a symbolic size: a buffer for the Variables' maximum, of which this tensor is the prefix
     return Tensor(UOp.new_buffer(dev, max(int(n.vmax), 1), dt).shrink(((0, n),)).reshape(shape))
@@ -241,7 +246,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # the key (seed, call number) is a kernel input, not a constant: every seed and call runs the same compiled kernel. It lives in one
     # buffer per device that a kernel advances after each call, so a TinyJit replay of the call draws new numbers too; each call reads
     # a snapshot taken before the advance (its rand kernel runs later, when realized)
-    dev = Device.canonicalize(device)
+    if isinstance(dev := Device.canonicalize(device), tuple): return Tensor._random_bits(n, dev[0]).to(dev)  # drawn once, replicated
     if (state := Tensor._rng_state.get(dev)) is None:
       state = Tensor._rng_state[dev] = Tensor([Tensor._seed & 0xffffffff, 0], dev, dtypes.uint32)
     key = state.contiguous().realize()
@@ -303,8 +308,15 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       raise ValueError(f"replace needs the same shape and dtype: self is {self.shape} {self.dtype}, x is {x.shape} {x.dtype}")
     self.uop = x.uop
     return self
-  def to(self, device:str|None) -> Tensor:
-    return self if (dev := Device.canonicalize(device)) == self.device else Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+  def to(self, device:str|tuple|None) -> Tensor:
+    """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
+    if (dev := Device.canonicalize(device)) == self.device: return self
+    if isinstance(dev, tuple) and isinstance(self.device, tuple): return self.to(self.device[0]).to(dev)
+    return Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+  def to_(self, device:str|tuple|None) -> Tensor:
+    """move in place: this handle now points at the copy on `device`"""
+    self.uop = self.to(device).uop
+    return self
   def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:
     """fxn gets one PARAM per tensor and returns a SINK (arg: KernelInfo) that writes them; the results read the written buffers"""
     ts = (self,) + lst
@@ -361,6 +373,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _is_buffer(self) -> bool:
     """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
     u = self.uop
+    if is_multi_buffer(u): return True
     while u.op is Ops.RESHAPE: u = u.src[0]
     # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
     if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
@@ -383,7 +396,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
     if 0 in self.shape: return self
-    if self.uop.base.op is not Ops.BUFFER: self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
+    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
     target = self.uop
     if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
       raise ValueError(f"cannot assign into an expanded or padded view of shape {self.shape}: several elements (or none) share an address")
@@ -393,6 +406,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
     if not (n := prod(self.concrete_shape)): return memoryview(bytearray(0))
+    if isinstance(self.device, tuple): return self.to(self.device[0])._data()  # gathered on the first device
     # a realized tensor may still be a view (permuted, shrunk, ...) of its buffer: then copy it out through a contiguous one
     if not (t := self.realize())._is_buffer(): t = t.contiguous().realize()
     if not t._is_buffer(): raise RuntimeError(f"the engine returned {t.uop.op} instead of a buffer for {t.shape} {t.dtype}")
@@ -432,7 +446,10 @@ def _reads_memory(roots:list[UOp]) -> set[UOp]:
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
   graph is the same node, and an in-place write into it would show in all of them"""
-  target = Tensor.empty(*u.shape, device=u.device, dtype=u.dtype).uop
+  if (sh := shard_of(u)) is not None:  # laid out like u: each device's buffer holds its piece
+    target = UOp.multi([Tensor.empty(*[n if i == sh[0] else s for i, s in enumerate(u.shape)], device=d, dtype=u.dtype).uop
+                        for n, d in zip(sh[1], u.device)], sh[0])
+  else: target = Tensor.empty(*u.shape, device=u.device, dtype=u.dtype).uop
   Tensor(target.after(target.store(u))).realize()
   return target
 

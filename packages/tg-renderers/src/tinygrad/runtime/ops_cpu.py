@@ -15,6 +15,8 @@ class CPUAllocator(Allocator):
   def _copyin(self, dest, src:memoryview): memoryview(dest).cast("B")[:] = src
   def _copyout(self, dest:memoryview, src): dest[:] = memoryview(src).cast("B")
   def _offset(self, buf, size:int, offset:int): return (ctypes.c_uint8 * size).from_buffer(buf, offset)
+  # CPU:0, CPU:1, ... are separate devices in one address space: a copy between them is one memmove
+  def _transfer(self, dest, src, nbytes:int, src_dev): ctypes.memmove(dest, src, nbytes)
 
 class CPUProgram:
   """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""

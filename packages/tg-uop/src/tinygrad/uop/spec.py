@@ -13,7 +13,7 @@ class SpecError(RuntimeError): pass
 
 # *** node-local invariants ***
 
-_TO_BUFFER = {Ops.AFTER, Ops.INDEX, Ops.CAST, Ops.BITCAST} | GroupOp.Movement
+_TO_BUFFER = {Ops.AFTER, Ops.INDEX, Ops.CAST, Ops.BITCAST, Ops.MULTI} | GroupOp.Movement  # a MULTI of buffers: through its pieces
 def _is_buffer(x:UOp) -> bool:
   """x reaches memory: a PARAM or BUFFER, possibly under views, AFTERs, INDEXes and pointer casts"""
   while x.op in _TO_BUFFER and x.src: x = x.src[0]
@@ -39,6 +39,11 @@ def _end_ok(u:UOp) -> bool:
     # a loop has no induction variable to count: it closes alone, with the bool that decides whether to go round again (do-while)
     return len(rngs) == 2 and rngs[0].op is Ops.RANGE and rngs[0].dtype is dtypes.void and rngs[1].dtype is dtypes.bool
   return all(s.op is Ops.RANGE for s in rngs)
+
+def _multi_ok(u:UOp) -> bool:
+  devs = [s.device for s in u.src]
+  return len(u.src) > 1 and _same(u, u.src) and all(isinstance(d, str) for d in devs) and len(set(devs)) == len(devs) and \
+    (u.op is Ops.ALLREDUCE or u.arg is None or type(u.arg) is int)
 
 def _sizes_ok(srcs) -> bool: return all(_is_int(s) and s._shape == () for s in srcs)
 def _mem_ok(u:UOp) -> bool: return bool(u.src) and (u.src[0].op is Ops.INDEX or _is_buffer(u.src[0]))
@@ -87,6 +92,9 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
   ({Ops.SINK, Ops.GROUP, Ops.BARRIER}, lambda u: u.dtype is dtypes.void, "SINK, GROUP and BARRIER are void"),
   ({Ops.COPY}, lambda u: len(u.src) == 2 and u.src[1].op is Ops.DEVICE and _same(u, u.src[:1]), "COPY is (value, DEVICE)"),
   ({Ops.DEVICE}, lambda u: not u.src, "DEVICE has no sources"),
+  ({Ops.MULTI, Ops.ALLREDUCE}, _multi_ok, "MULTI/ALLREDUCE join pieces of one dtype on distinct single devices (MULTI's arg: an axis or None)"),
+  ({Ops.MSELECT}, lambda u: len(u.src) == 1 and isinstance(u.src[0].device, tuple) and isinstance(u.arg, tuple) and len(u.arg) == 3,
+   "MSELECT is (multi-device value) with (device index, axis, bounds) as arg"),
   ({Ops.IF}, lambda u: bool(u.src) and u.src[0].dtype is dtypes.bool, "IF starts with a bool condition"),
 ]
 _NODE_BY_OP: dict[Ops, list[tuple[Callable[[UOp], bool], str]]] = {}
@@ -112,7 +120,7 @@ _ok = lambda: True
 
 spec_tensor = PatternMatcher([
   (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL,
-                                         Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE}), _ok),
+                                         Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE, Ops.MULTI, Ops.MSELECT, Ops.ALLREDUCE}), _ok),
 ])
 # a kernel: memory only through INDEX straight on a define (views are gone), loops are RANGEs
 _kernel_forms = [
