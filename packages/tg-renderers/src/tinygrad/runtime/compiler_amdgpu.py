@@ -68,6 +68,12 @@ class CodeObject:
   kd_offset: int                  # the descriptor: offset in .rodata
   entry_reloc: tuple[int, int]    # (relocation type, addend) that fills the descriptor's entry offset
 
+  def entry_offset(self, code_addr:int, kd_addr:int) -> int:
+    """KERNEL_CODE_ENTRY_BYTE_OFFSET once the kernel's code is at code_addr and its descriptor at kd_addr: R_AMDGPU_REL64 is S + A - P,
+    P the field itself (16 bytes into the descriptor)"""
+    if self.entry_reloc[0] != R_AMDGPU_REL64: raise ElfError(f"the descriptor's entry offset has relocation type {self.entry_reloc[0]}, not R_AMDGPU_REL64")
+    return code_addr + self.entry_reloc[1] - (kd_addr + 16)
+
 def read_code_object(lib:bytes, name:str) -> CodeObject:
   """the kernel `name` of a code object: its code, its descriptor, and the relocation that links the two. Raises ElfError naming what
   is missing or malformed."""
