@@ -84,9 +84,9 @@ class CUDADevice(Compiled):
     cc = [ctypes.c_int(), ctypes.c_int()]
     for v, attr in zip(cc, (CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)):
       self.cu("cuDeviceGetAttribute", ctypes.byref(v), attr, dev)
+    self.arch = f"sm_{cc[0].value}{cc[1].value}"
     renderer, compiler = Device.renderer_for(device)
     if Device.parse(device).arch is None and Device.requested_renderer(device)[1] is None:  # no arch asked for: this GPU's
-      self.arch = f"sm_{cc[0].value}{cc[1].value}"
       renderer, compiler = type(renderer)(self.arch), type(compiler)(self.arch)
     super().__init__(device, CUDAAllocator(self), renderer, compiler, lambda name, lib: CUDAProgram(self, name, lib))
   def synchronize(self): self.cu("cuCtxSynchronize")
