@@ -38,3 +38,13 @@ def test_code_object_checks(lib):
   with pytest.raises(ElfError, match="no symbol 'other'"): read_code_object(lib, "other")
   not_amd = patched(lib, 0x12, "<H", 62)  # x86-64
   with pytest.raises(ElfError, match="e_machine is 62"): read_code_object(not_amd, "do_while")
+
+def test_link_lays_out_and_relocates(lib):
+  from tinygrad.runtime.compiler_amdgpu import link, KernelDescriptor
+  image, syms = link(lib)
+  kd = KernelDescriptor.parse(image[syms["do_while.kd"]:syms["do_while.kd"] + 64])
+  assert kd.entry_offset == syms["do_while"] - syms["do_while.kd"] != 0  # the descriptor now points at the code
+  assert syms["do_while.kd"] % 64 == 0  # CP reads descriptors 64-byte aligned
+  co = read_code_object(lib, "do_while")
+  assert co.entry_offset(syms["do_while"], syms["do_while.kd"]) == kd.entry_offset
+  assert image[syms["do_while"]:syms["do_while"] + 16] == co.elf.content(co.elf.section(".text"))[co.text_offset:co.text_offset + 16]

@@ -8,7 +8,7 @@ import struct
 from dataclasses import dataclass
 from tinygrad.device import Compiler, CompileError
 from tinygrad.renderer.amdgpu import TRIPLE
-from tinygrad.runtime.elf import Elf, ElfError, EM_AMDGPU
+from tinygrad.runtime.elf import Elf, ElfError, EM_AMDGPU, SHF_ALLOC, SHT_NOBITS
 
 R_AMDGPU_REL64 = 5  # S + A - P, 64 bits: how LLVM fills the descriptor's code entry offset
 
@@ -73,6 +73,36 @@ class CodeObject:
     P the field itself (16 bytes into the descriptor)"""
     if self.entry_reloc[0] != R_AMDGPU_REL64: raise ElfError(f"the descriptor's entry offset has relocation type {self.entry_reloc[0]}, not R_AMDGPU_REL64")
     return code_addr + self.entry_reloc[1] - (kd_addr + 16)
+
+# the relative relocation types: type -> (bytes patched, value from S + A and P), AMDGPUUsage "Relocation Records". They do not depend on
+# where the image is loaded; absolute ones (ABS32/ABS64) would, and none of our kernels has them
+_RELOCS = {4: (4, lambda sa, p: sa - p), R_AMDGPU_REL64: (8, lambda sa, p: sa - p), 10: (4, lambda sa, p: (sa - p) & 0xffffffff),
+           11: (4, lambda sa, p: (sa - p) >> 32)}
+MAX_IMAGE = 1 << 28  # a kernel's code and data are kilobytes; a larger image is a malformed file, not something to allocate
+
+def link(lib:bytes) -> tuple[bytes, dict[str, int]]:
+  """the code object as one image for the GPU: its allocated sections laid out in file order at their alignment (uninitialized ones
+  zero) and its relocations applied. Returns (image, {symbol name: offset in the image}); a loader copies the image to GPU memory at
+  base B and dispatches with B + offset of `<name>.kd` as the kernel descriptor address."""
+  elf, base, size = Elf(lib), {}, 0
+  for i, sec in enumerate(elf.sections):
+    if not sec.flags & SHF_ALLOC: continue
+    align = max(sec.addralign, 1)
+    base[i] = size = (size + align - 1) // align * align
+    if (size := size + sec.size) > MAX_IMAGE: raise ElfError(f"allocated sections reach {size} bytes at section {sec.name!r}, more than {MAX_IMAGE}")
+  image = bytearray(size)
+  for i, off in base.items():
+    if elf.sections[i].type != SHT_NOBITS: image[off:off + elf.sections[i].size] = elf.content(elf.sections[i])
+  by_name = {s.name: i for i, s in enumerate(elf.sections)}
+  for r in elf.relocations():
+    if (where := base.get(by_name[r.section])) is None: continue  # debug info and the like: not loaded
+    if r.type not in _RELOCS: raise ElfError(f"relocation type {r.type} in {r.section!r} at {r.offset}: only relative relocations are applied")
+    if r.symbol.shndx not in base: raise ElfError(f"relocation in {r.section!r} at {r.offset} refers to {r.symbol.name!r}, which is not in the image")
+    width, calc = _RELOCS[r.type]
+    if not 0 <= r.offset <= elf.sections[by_name[r.section]].size - width: raise ElfError(f"relocation at {r.offset} lies outside {r.section!r}")
+    p, sa = where + r.offset, base[r.symbol.shndx] + r.symbol.value + r.addend
+    image[p:p + width] = (calc(sa, p) & (1 << 8 * width) - 1).to_bytes(width, "little")
+  return bytes(image), {s.name: base[s.shndx] + s.value for s in elf.symbols() if s.name and s.shndx in base}
 
 def read_code_object(lib:bytes, name:str) -> CodeObject:
   """the kernel `name` of a code object: its code, its descriptor, and the relocation that links the two. Raises ElfError naming what

@@ -9,6 +9,7 @@ class ElfError(ValueError):
   """the bytes are not a well-formed 64-bit little-endian ELF file: the message names the field and offset"""
 
 SHT_SYMTAB, SHT_RELA, SHT_NOBITS = 2, 4, 8
+SHF_ALLOC = 2
 ET_REL, ET_DYN, EM_AMDGPU = 1, 3, 224
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Section:
   size: int
   link: int
   info: int
+  addralign: int
   entsize: int
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class Elf:
       if h[1] != SHT_NOBITS: self._check(h[4], h[5], f"section {i}")
     if shnum and not 0 <= shstrndx < shnum: raise ElfError(f"section name table index {shstrndx} is not one of the {shnum} sections")
     names = (raw[shstrndx][4], raw[shstrndx][5]) if shnum else (0, 0)
-    self.sections = [Section(self._str(names, h[0]), *h[1:6], *h[6:8], h[9]) for h in raw]
+    self.sections = [Section(self._str(names, h[0]), *h[1:]) for h in raw]
 
   def _check(self, off:int, size:int, what:str):
     if off < 0 or size < 0 or off + size > len(self.data):
