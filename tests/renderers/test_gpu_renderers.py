@@ -379,3 +379,38 @@ def test_amdgpu_global_id_is_refused():
   p = Prog()
   p.store(p.param(0, dtypes.int32, 4), 0, p.add(UOp(Ops.SPECIAL, dtypes.int32, (p.const(4),), "idx0")))
   with pytest.raises(RuntimeError, match="AMDGPURenderer has no work item idx0"): AMDGPURenderer().render("k", p.uops)
+
+# *** PTX over every dtype: each ALU op, cast and bitcast the renderer has a rule for, accepted by ptxas ***
+
+PTX_DTYPES = [dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64,
+              dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]
+
+def ptx_dtype_kernels() -> list[str]:
+  from linprog import elementwise, unary
+  r, out = PTXRenderer(), []
+  for dt in PTX_DTYPES:
+    for op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.SUB, Ops.FDIV, Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR,
+               Ops.SHL, Ops.SHR):
+      if (op in (Ops.SUB, Ops.FDIV) and dt is dtypes.bool) or (op is Ops.FDIV and not dtypes.is_float(dt)) or \
+         (op in (Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR) and (dtypes.is_float(dt) or dt is dtypes.bool)): continue
+      out.append(r.render("k", elementwise(op, dt, 4).uops))
+    out.append(r.render("k", elementwise(Ops.WHERE, dt, 4, nin=3, in_dts=(dtypes.bool, dt, dt)).uops))
+    out.append(r.render("k", elementwise(Ops.NEG, dt, 4, nin=1).uops))
+    if dtypes.is_float(dt):
+      out += [r.render("k", elementwise(op, dt, 4, nin=1).uops) for op in (Ops.SQRT, Ops.RECIPROCAL, Ops.TRUNC)]
+    for dst in PTX_DTYPES:
+      out.append(r.render("k", unary(lambda p, x: p.cast(x, dst), dt, dst, 4).uops))
+      if dt.itemsize == dst.itemsize and dt is not dst and dtypes.bool not in (dt, dst):
+        out.append(r.render("k", unary(lambda p, x: p.bitcast(x, dst), dt, dst, 4).uops))
+  return out
+
+def test_ptx_every_dtype_is_well_formed():
+  srcs = ptx_dtype_kernels()
+  assert len(srcs) > 250
+  for s in srcs: check_ptx(s)
+
+@pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed (test_ptx_every_dtype_is_well_formed still runs)")
+def test_ptxas_accepts_every_dtype():
+  srcs = ptx_dtype_kernels()
+  module = srcs[0].partition(".visible .entry ")[0] + "\n".join(f".visible .entry k{i}" + s.partition(".visible .entry k")[2] for i, s in enumerate(srcs))
+  PTXCompiler("sm_80").compile(module)

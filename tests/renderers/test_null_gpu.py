@@ -5,6 +5,7 @@ compiles (kernel_collector.py); each is then rendered for every GPU target, chec
 import os, pathlib, pickle, re, subprocess, sys, tempfile
 import pytest
 from tinygrad.uop import Ops
+from tinygrad.dtype import AddrSpace
 from tinygrad.codegen import get_program
 from tinygrad.runtime import cuda_toolchain
 from tinygrad.runtime.ptx_check import check_ptx
@@ -61,7 +62,8 @@ def check_every_kernel(target:str, kernels:list, null):
     for p in progs:
       co = read_code_object(dev.compiler.compile(p.src), p.name)
       assert co.kd.kernarg_size == 8 * p.nbufs + 4 * len(p.vars)  # a pointer per buffer, an int32 per variable
-      assert co.kd.group_segment_size == sum(u.dtype.itemsize * u.arg.shape[0] for u in p.uops if u.op is Ops.BUFFER and u.arg.addrspace.name == "LOCAL")
+      lds = [u for u in p.uops if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.LOCAL]
+      assert co.kd.group_segment_size == sum(u.dtype.itemsize * u.arg.shape[0] for u in lds)
   elif target == "PTX":
     for p in progs: assert check_ptx(p.src) == {p.name: [("u64", f"data{i}") for i in range(p.nbufs)] + [("s32", f"var_{v}") for v in p.vars]}
     if dev.compiler.ptxas is not None: dev.compiler.compile(ptx_module(progs))

@@ -40,7 +40,8 @@ class CUDARenderer(CStyleLanguage):
   int_suffix = {dtypes.uint32: "u", dtypes.int64: "ll", dtypes.uint64: "ull"}
   code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _cuda_math("sqrt"), Ops.EXP2: _cuda_math("exp2"), Ops.LOG2: _cuda_math("log2"),
                  Ops.SIN: _cuda_math("sin"), Ops.TRUNC: _cuda_math("trunc"),
-                 Ops.RECIPROCAL: lambda a, dt: f"((({_HALF_TYPES[dt]})1.0f)/{a})" if dt in _HALF_TYPES else f"({'1.0' if dt is dtypes.float64 else '1.0f'}/{a})"}
+                 Ops.RECIPROCAL: lambda a, dt: f"((({_HALF_TYPES[dt]})1.0f)/{a})" if dt in _HALF_TYPES else
+                                               f"({'1.0' if dt is dtypes.float64 else '1.0f'}/{a})"}
 
   def __init__(self, arch:str|None=None):
     super().__init__(arch)

@@ -81,12 +81,14 @@ def _where(ctx, d, c, a, b, dt):
   t = ctx.tmp("p")
   return [f"and.pred {t}, {c}, {a};", f"not.pred {d}, {c};", f"and.pred {d}, {d}, {b};", f"or.pred {d}, {d}, {t};"]
 
-def _neg(ctx, d, a, dt): return [f"not.pred {d}, {a};" if dt is dtypes.bool else f"neg.{ptype(dt)} {d}, {a};"]
+def _neg(ctx, d, a, dt):  # neg has signed and float forms only: an unsigned negation is the same bits
+  return [f"not.pred {d}, {a};" if dt is dtypes.bool else f"neg.{ptype(dt).replace('u', 's')} {d}, {a};"]
 
 code_for_op: dict[Ops, Callable] = {
   Ops.ADD: _by_kind("add.rn", "add", "or"), Ops.SUB: _by_kind("sub.rn", "sub"), Ops.MUL: _by_kind("mul.rn", "mul.lo", "and"),
   Ops.FDIV: _by_kind("div.rn", None), Ops.CDIV: _by_kind(None, "div"), Ops.CMOD: _by_kind(None, "rem"),
-  Ops.AND: _by_kind(None, "and", "and", bits=True), Ops.OR: _by_kind(None, "or", "or", bits=True), Ops.XOR: _by_kind(None, "xor", "xor", bits=True),
+  Ops.AND: _by_kind(None, "and", "and", bits=True), Ops.OR: _by_kind(None, "or", "or", bits=True),
+  Ops.XOR: _by_kind(None, "xor", "xor", bits=True),
   Ops.SHL: _shift("shl"), Ops.SHR: _shift("shr"), Ops.NEG: _neg, Ops.MAX: _max, Ops.WHERE: _where,
   # comparisons: float < and == are ordered (false on NaN), != unordered, as in C; on bools a < b is !a & b
   Ops.CMPLT: _cmp("lt", "lt", ["not.pred {d}, {a};", "and.pred {d}, {d}, {b};"]), Ops.CMPNE: _cmp("neu", "ne", ["xor.pred {d}, {a}, {b};"]),
@@ -272,7 +274,8 @@ class PTXRenderer(Renderer):
     for u in uops:
       if u.op in SKIP: continue
       if u.op is Ops.INDEX and u.src[0] in self.reg_elems:
-        if not 0 <= (i := u.src[1].arg) < len(self.reg_elems[u.src[0]]): raise RuntimeError(f"index {i} is outside REG buffer of {len(self.reg_elems[u.src[0]])}")
+        if not 0 <= (i := u.src[1].arg) < len(elems := self.reg_elems[u.src[0]]):
+          raise RuntimeError(f"constant index {i} is outside a REG buffer of {len(elems)} elements")
         self.r[u] = self.reg_elems[u.src[0]][i]
       elif u.op is Ops.INDEX: self.r[u] = self.tmp("rd" if _space(u.src[0]) == "global" else "r")
       elif u.op in (Ops.PARAM,): self.r[u] = self.tmp("rd")

@@ -21,7 +21,8 @@ class AMDGPUCompiler(Compiler):
       llvm.initialize_all_targets()
       llvm.initialize_all_asmprinters()
       try: target = llvm.Target.from_triple(TRIPLE)
-      except RuntimeError as e: raise CompileError(f"unavailable: llvmlite {'.'.join(map(str, llvm.llvm_version_info))} has no AMDGPU target ({e})") from e
+      except RuntimeError as e:
+        raise CompileError(f"unavailable: llvmlite {'.'.join(map(str, llvm.llvm_version_info))} has no AMDGPU target ({e})") from e
     self.llvm, self.arch = llvm, arch or "gfx1100"
     self.tm = target.create_target_machine(cpu=self.arch, features="", opt=2, reloc="pic", codemodel="default")
     if self.tm.target_data is None or not str(self.tm.target_data): raise CompileError(f"llvmlite made no target machine for {TRIPLE} {self.arch}")
@@ -71,7 +72,8 @@ class CodeObject:
   def entry_offset(self, code_addr:int, kd_addr:int) -> int:
     """KERNEL_CODE_ENTRY_BYTE_OFFSET once the kernel's code is at code_addr and its descriptor at kd_addr: R_AMDGPU_REL64 is S + A - P,
     P the field itself (16 bytes into the descriptor)"""
-    if self.entry_reloc[0] != R_AMDGPU_REL64: raise ElfError(f"the descriptor's entry offset has relocation type {self.entry_reloc[0]}, not R_AMDGPU_REL64")
+    if self.entry_reloc[0] != R_AMDGPU_REL64:
+      raise ElfError(f"the descriptor's entry offset has relocation type {self.entry_reloc[0]}, not R_AMDGPU_REL64")
     return code_addr + self.entry_reloc[1] - (kd_addr + 16)
 
 # the relative relocation types: type -> (bytes patched, value from S + A and P), AMDGPUUsage "Relocation Records". They do not depend on
@@ -111,7 +113,8 @@ def read_code_object(lib:bytes, name:str) -> CodeObject:
   if elf.machine != EM_AMDGPU: raise ElfError(f"not an AMDGPU code object: e_machine is {elf.machine}, AMDGPU is {EM_AMDGPU}")
   fn, kd = elf.symbol(name), elf.symbol(f"{name}.kd")
   if kd.size != 64: raise ElfError(f"kernel descriptor {name}.kd is {kd.size} bytes, it must be 64")
-  if not (0 <= kd.shndx < len(elf.sections) and kd.value + 64 <= elf.sections[kd.shndx].size): raise ElfError(f"{name}.kd at {kd.value} lies outside its section {kd.shndx}")
+  if not (0 <= kd.shndx < len(elf.sections) and kd.value + 64 <= elf.sections[kd.shndx].size):
+    raise ElfError(f"{name}.kd at {kd.value} lies outside its section {kd.shndx}")
   ro = elf.sections[kd.shndx]
   entry = [r for r in elf.relocations() if r.section == ro.name and r.offset == kd.value + 16]
   if len(entry) != 1 or entry[0].symbol.name != name:

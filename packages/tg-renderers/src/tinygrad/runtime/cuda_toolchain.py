@@ -16,14 +16,15 @@ def find_library(stem:str) -> str|None:
   """the path of lib<stem>.so (or its newest lib<stem>.so.N), None when there is none"""
   for d in _dirs():
     if os.path.isfile(p := os.path.join(d, f"lib{stem}.so")): return p
-    if found := sorted(glob.glob(os.path.join(d, f"lib{stem}.so.*")), key=lambda p: [int(x) if x.isdigit() else 0 for x in p.split(".so.")[1].split(".")]):
-      return found[-1]
+    versions = glob.glob(os.path.join(d, f"lib{stem}.so.*"))
+    if versions: return max(versions, key=lambda p: [int(x) if x.isdigit() else 0 for x in p.split(".so.")[1].split(".")])
   return None
 
 def find_tool(name:str) -> str|None:
   """an NVIDIA tool (nvcc, ptxas): on PATH, else in a CUDA folder"""
   if p := shutil.which(name): return p
-  return next((p for r in ([os.environ.get("CUDA_PATH", "")] + sorted(glob.glob("/usr/local/cuda*"))) if r and os.access(p := os.path.join(r, "bin", name), os.X_OK)), None)
+  roots = [os.environ.get("CUDA_PATH", "")] + sorted(glob.glob("/usr/local/cuda*"))
+  return next((p for r in roots if r and os.access(p := os.path.join(r, "bin", name), os.X_OK)), None)
 
 def include_dir() -> str|None:
   """the CUDA headers (cuda_fp16.h): NVRTC builds in its own copies from CUDA 12 on, older versions need the folder"""

@@ -81,7 +81,8 @@ class Elf:
   def content(self, sec:Section) -> bytes: return b"" if sec.type == SHT_NOBITS else self.data[sec.offset:sec.offset + sec.size]
 
   def _entries(self, sec:Section, size:int) -> int:
-    if sec.entsize != size or sec.size % size: raise ElfError(f"section {sec.name!r}: entry size {sec.entsize}, size {sec.size}; expected {size}-byte entries")
+    if sec.entsize != size or sec.size % size:
+      raise ElfError(f"section {sec.name!r}: entry size {sec.entsize}, size {sec.size}; expected {size}-byte entries")
     return sec.size // size
 
   def _table_strings(self, sec:Section) -> tuple[int, int]:

@@ -13,7 +13,8 @@ def tg_devices(): return [DeviceSpec("CUDA", "tinygrad.runtime.ops_cuda", "CUDAD
 
 @hookimpl
 def tg_renderers():
-  cuda_c, ptx, amd = ("tinygrad.renderer.cuda", "CUDARenderer"), ("tinygrad.renderer.ptx", "PTXRenderer"), ("tinygrad.renderer.amdgpu", "AMDGPURenderer")
+  cuda_c, ptx = ("tinygrad.renderer.cuda", "CUDARenderer"), ("tinygrad.renderer.ptx", "PTXRenderer")
+  amd = ("tinygrad.renderer.amdgpu", "AMDGPURenderer")
   nvcc, ptxc = "tinygrad.runtime.compiler_cuda:CUDACompiler", "tinygrad.runtime.compiler_cuda:PTXCompiler"
   return [RendererSpec("CUDA", "CUDA", *cuda_c, True, nvcc, probe_cuda_c), RendererSpec("CUDA", "PTX", *ptx, False, ptxc),
           RendererSpec("NULL", "CUDA", *cuda_c, False, nvcc, probe_cuda_c), RendererSpec("NULL", "PTX", *ptx, False, ptxc),

@@ -38,7 +38,8 @@ class CUDAAllocator(Allocator):
     return ptr.value
   def _free(self, opaque:int, options:BufferSpec): self.dev.cu("cuMemFree_v2", opaque)
   def _copyin(self, dest:int, src:memoryview):
-    self.dev.cu("cuMemcpyHtoD_v2", dest, (ctypes.c_char * src.nbytes).from_buffer_copy(src) if src.readonly else (ctypes.c_char * src.nbytes).from_buffer(src), src.nbytes)
+    host = (ctypes.c_char * src.nbytes).from_buffer_copy(src) if src.readonly else (ctypes.c_char * src.nbytes).from_buffer(src)
+    self.dev.cu("cuMemcpyHtoD_v2", dest, host, src.nbytes)
   def _copyout(self, dest:memoryview, src:int): self.dev.cu("cuMemcpyDtoH_v2", (ctypes.c_char * dest.nbytes).from_buffer(dest), src, dest.nbytes)
   def _offset(self, buf:int, size:int, offset:int) -> int: return buf + offset
 
@@ -61,7 +62,8 @@ class CUDAProgram:
       events = (ctypes.c_void_p(), ctypes.c_void_p())
       for e in events: cu("cuEventCreate", ctypes.byref(e), 0)
       cu("cuEventRecord", events[0], None)
-    cu("cuLaunchKernel", self.fn, *global_size, *local_size, 0, None, params, None, detail=f"kernel {self.name} grid {global_size} block {local_size}")
+    cu("cuLaunchKernel", self.fn, *global_size, *local_size, 0, None, params, None,
+       detail=f"kernel {self.name} grid {global_size} block {local_size}")
     if events is None: return None
     ms = ctypes.c_float()
     cu("cuEventRecord", events[1], None)
