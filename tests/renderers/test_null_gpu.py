@@ -29,6 +29,9 @@ def op_matrix_kernels(files:list[str]) -> list:
 @pytest.fixture(scope="module")
 def kernels() -> list: return op_matrix_kernels(OPS)
 
+@pytest.fixture(scope="module")
+def more_kernels() -> list: return op_matrix_kernels(MORE_OPS)
+
 @pytest.fixture
 def null(plugins):
   plugins.register("tinygrad.runtime.hooks_host", name="host", distribution="tg-renderers")
@@ -86,9 +89,9 @@ def test_cuda_c_renders_every_op_matrix_kernel(kernels):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["PTX", "AMD", "CUDA"])
-def test_null_compiles_more_op_matrix_kernels(target, null):
+def test_null_compiles_more_op_matrix_kernels(target, more_kernels, null):
   if target == "CUDA" and not cuda_toolchain.probe_cuda_c()[0]: pytest.skip("no CUDA C compiler (libnvrtc or nvcc)")
-  check_every_kernel(target, op_matrix_kernels(MORE_OPS), null)
+  check_every_kernel(target, more_kernels, null)
 
 @pytest.mark.parametrize("target", ["PTX", "AMD"])
 def test_tensor_programs_compile_on_null(target, null, monkeypatch):
