@@ -106,3 +106,20 @@ def test_tensor_programs_compile_on_null(target, null, monkeypatch):
   ((x @ x.T).relu().sum(axis=1).exp2() + x.max(axis=1).sqrt()).realize()
   marker = ".visible .entry" if target == "PTX" else "amdgpu_kernel"
   assert len(compiled) >= 2 and all(marker in s for s in compiled)
+
+@pytest.mark.parametrize("target", ["PTX", "AMD", "CUDA"])
+def test_variables_are_int32_arguments(target, null):
+  # every runtime passes a Variable's value as int32: a kernel whose index math is 64-bit still takes 32 bits and widens them
+  from tinygrad import Variable
+  from tinygrad.codegen import get_program
+  from tinygrad.uop.ops import UOp, KernelInfo
+  from tinygrad.dtype import dtypes
+  n = Variable("n", 1, 2**20)
+  out, x = UOp.param(0, dtypes.float, (2**40,)), UOp.param(1, dtypes.float, (2**40,))
+  i = UOp.range(n, 0)
+  ast = out[i * 2**20].store(x[i * 2**20].load()).end(i).sink(arg=KernelInfo(name="strided", opts_to_apply=()))
+  renderer = null(target).renderer if target != "CUDA" else __import__("tinygrad.renderer.cuda", fromlist=["x"]).CUDARenderer()
+  src = get_program(ast, renderer).src
+  want = {"PTX": [".param .s32 var_n", "cvt.s64.s32"], "AMD": ["i32 %var.n", "sext i32 %var.n to i64"], "CUDA": ["const int n"]}[target]
+  assert all(w in src for w in want), src
+  if target == "AMD": assert read_code_object(null("AMD").compiler.compile(src), "strided").kd.kernarg_size == 8 * 2 + 4

@@ -116,7 +116,9 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
 base_rewrite = PatternMatcher([
   # operands: no instruction
   (UPat(Ops.PARAM, name="x"), lambda x: f"%data{x.arg.slot}"),
-  (UPat(Ops.DEFINE_VAR, name="x"), lambda x: f"%var.{x.arg.name}"),
+  # a variable arrives as an i32 argument (every runtime passes int32); 64-bit index math gets it sign-extended
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: f"%var.{x.arg.name}" if ltype(x.dtype) == "i32" else
+   [f"  {ctx[x]} = sext i32 %var.{x.arg.name} to {ltype(x.dtype)}"]),
   (UPat(Ops.CONST, name="x"), lambda x: render_const(x.arg, x.dtype)),
   (UPat(Ops.SPECIAL, name="x"), _special),
   # memory: a REG/LOCAL buffer is an alloca in the entry block, so a loop does not grow the stack
@@ -203,7 +205,7 @@ class LLVMRenderer(Renderer):
         body += out
         self.label = next((x[:-1] for x in reversed(out) if not x.startswith(" ")), self.label)  # the last block label the lines open
     params, variables = param_order(uops)
-    args = [f"{self.ptr(p)} noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables] + \
+    args = [f"{self.ptr(p)} noalias %data{p.arg.slot}" for p in params] + [f"i32 %var.{v.arg.name}" for v in variables] + \
            (["i32 %core_id"] if self.has_threads and not self.has_local and any(u.op is Ops.SPECIAL for u in uops) else [])
     fn = f'define {self.kernel_cc}void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
     # declare each llvm intrinsic the kernel calls, with the argument types of the call

@@ -171,7 +171,9 @@ def _alu(ctx:PTXRenderer, x:UOp) -> list[str]:
 
 base_rewrite = PatternMatcher([
   (UPat(Ops.PARAM, name="x"), lambda ctx, x: [f"ld.param.u64 {ctx[x]}, [data{x.arg.slot}];", f"cvta.to.global.u64 {ctx[x]}, {ctx[x]};"]),
-  (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: [f"ld.param.{ptype(x.dtype)} {ctx[x]}, [{ctx.var_name(x)}];"]),
+  # a variable is an s32 parameter (every runtime passes int32), sign-extended for 64-bit index math
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: [f"ld.param.s32 {ctx[x]}, [{ctx.var_name(x)}];"] if reg_kind(x.dtype) == "r" else
+   [f"ld.param.s32 {(t := ctx.tmp('r'))}, [{ctx.var_name(x)}];", f"cvt.s64.s32 {ctx[x]}, {t};"]),
   (UPat(Ops.CONST, name="x"), lambda ctx, x: [f"{'setp.ne.s32' if x.dtype is dtypes.bool else 'mov.b' + _DECL[reg_kind(x.dtype)][1:]} "
                                               f"{ctx[x]}, {const_bits(x.arg, x.dtype)}{', 0' if x.dtype is dtypes.bool else ''};"]),
   (UPat(Ops.SPECIAL, name="x"), _special),
@@ -285,7 +287,7 @@ class PTXRenderer(Renderer):
       if (lines := self.string_rewrite.rewrite(u, ctx=self)) is None: raise RuntimeError(f"PTXRenderer cannot render {u.op} in a linear program")
       body += [ln if ln.endswith(":") else f"\t{ln}" for ln in lines]
     params, variables = param_order(uops)
-    args = [f"\t.param .u64 data{p.arg.slot}" for p in params] + [f"\t.param .{ptype(v.dtype)} {self.var_name(v)}" for v in variables]
+    args = [f"\t.param .u64 data{p.arg.slot}" for p in params] + [f"\t.param .s32 {self.var_name(v)}" for v in variables]
     decls = [f"\t.reg .{_DECL[k]} %{k}<{n}>;" for k, n in self.count.items()] + [f"\t{a}" for a in self.arrays]
     return (f".version {self.isa_for_sm.get(self.sm, '7.0')}\n.target {self.arch}\n.address_size 64\n\n.visible .entry {name}(\n" +
             ",\n".join(args) + "\n)\n{\n" + "\n".join(decls + body) + "\n\tret;\n}\n")
