@@ -412,5 +412,7 @@ def test_ptx_every_dtype_is_well_formed():
 @pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed (test_ptx_every_dtype_is_well_formed still runs)")
 def test_ptxas_accepts_every_dtype():
   srcs = ptx_dtype_kernels()
-  module = srcs[0].partition(".visible .entry ")[0] + "\n".join(f".visible .entry k{i}" + s.partition(".visible .entry k")[2] for i, s in enumerate(srcs))
+  # one module: the first kernel's header, every kernel renamed k0, k1, ..
+  module = srcs[0].partition(".visible .entry ")[0] + "\n".join(f".visible .entry k{i}" + s.partition(".visible .entry k")[2]
+                                                                for i, s in enumerate(srcs))
   PTXCompiler("sm_80").compile(module)

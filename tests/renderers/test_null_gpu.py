@@ -15,22 +15,25 @@ ROOT = pathlib.Path(__file__).parents[2]
 OPS = ["tests/tensor/test_math_unary.py", "tests/tensor/test_math_binary.py"]
 MORE_OPS = ["tests/tensor/test_tensor_ops.py", "tests/tensor/test_movement_select.py", "tests/tensor/test_compare_misc.py",
             "tests/tensor/test_scan_sort.py", "tests/tensor/test_tensor_edge_cases.py"]
+# tests on the default device (CPU): symbolic shapes (variables as kernel arguments), convolutions, layers
+DEFAULT_DEVICE = ["tests/codegen/test_symbolic_shapes.py", "tests/tensor/test_conv_pool.py", "tests/tensor/test_nn_layers.py"]
 
-def op_matrix_kernels(files:list[str]) -> list:
-  """the kernel ASTs the op matrix's tests (on CPU-LLVM) compile"""
+def op_matrix_kernels(files:list[str], select:str|None="CPU-LLVM") -> list:
+  """the kernel ASTs the tests compile (of the op matrix: its CPU-LLVM run)"""
   with tempfile.TemporaryDirectory() as d:
     env = {**os.environ, "TG_KERNELS_OUT": os.path.join(d, "kernels.pkl"), "PYTHONPATH": str(ROOT / "tests" / "renderers")}
     for var in ("DEV", "TG_PLUGINS_AUTOLOAD"): env.pop(var, None)
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "kernel_collector", "-k", "CPU-LLVM", *files],
+    args = ["-q", "-p", "no:xdist", "-p", "kernel_collector", *(["-k", select] if select else []), *files]
+    p = subprocess.run([sys.executable, "-m", "pytest", *args],
                        cwd=ROOT, env=env, capture_output=True, text=True)
-    if p.returncode != 0: raise AssertionError(f"the op matrix failed on CPU-LLVM:\n{p.stdout[-3000:]}")
+    if p.returncode != 0: raise AssertionError(f"the tests that give the kernels failed:\n{p.stdout[-3000:]}")
     with open(env["TG_KERNELS_OUT"], "rb") as f: return pickle.load(f)
 
 @pytest.fixture(scope="module")
 def kernels() -> list: return op_matrix_kernels(OPS)
 
 @pytest.fixture(scope="module")
-def more_kernels() -> list: return op_matrix_kernels(MORE_OPS)
+def more_kernels() -> list: return op_matrix_kernels(MORE_OPS) + op_matrix_kernels(DEFAULT_DEVICE, select=None)
 
 @pytest.fixture
 def null(plugins):

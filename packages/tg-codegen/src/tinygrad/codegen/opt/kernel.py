@@ -1,8 +1,8 @@
 """Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an
 output or reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt)
 + r_inner, each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see
-codegen/gpudims.py) and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order;
-a split keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
+codegen/gpudims.py) and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. Axes are numbered by `axes(ast)`:
+the LOOP/GLOBAL axes then the REDUCE axes, in loop order; a split keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
 from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -67,12 +67,15 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
   if limit is not None and lanes(ast) * opt.amt > MAX_LANES: raise OptError(f"{opt}: {lanes(ast)*opt.amt} unrolled lanes, at most {MAX_LANES}")
-  if opt.op is OptOps.THREAD and any(u.arg[1] is AxisType.THREAD for u in ranges(ast)): raise OptError(f"{opt}: the kernel already has a THREAD axis")
+  if opt.op is OptOps.THREAD and any(u.arg[1] is AxisType.THREAD for u in ranges(ast)):
+    raise OptError(f"{opt}: the kernel already has a THREAD axis")
   if opt.op is OptOps.GLOBAL and (r.arg[1] is not AxisType.LOOP or opt.amt != n):
     raise OptError(f"{opt}: GLOBAL makes a whole LOOP axis a grid axis: amount {n} (the axis size), axis {opt.axis} is {r.arg[1].name}")
-  if opt.op is OptOps.LOCAL and r.arg[1] is not AxisType.GLOBAL: raise OptError(f"{opt}: LOCAL splits a GLOBAL axis, axis {opt.axis} is {r.arg[1].name}")
+  if opt.op is OptOps.LOCAL and r.arg[1] is not AxisType.GLOBAL:
+    raise OptError(f"{opt}: LOCAL splits a GLOBAL axis, axis {opt.axis} is {r.arg[1].name}")
   # each thread / work item runs the kernel for its own index: a store outside the axis would run once per index
-  if opt.op in (OptOps.THREAD, OptOps.GLOBAL) and (not all(r in e.src[1:] for e in ast.src if e.op is Ops.END) or any(e.op is not Ops.END for e in ast.src)):
+  encloses = all(r in e.src[1:] for e in ast.src if e.op is Ops.END) and all(e.op is Ops.END for e in ast.src)
+  if opt.op in (OptOps.THREAD, OptOps.GLOBAL) and not encloses:
     raise OptError(f"{opt}: a {opt.op.name} axis must enclose every store of the kernel, axis {opt.axis} does not")
   return r
 
