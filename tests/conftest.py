@@ -63,6 +63,8 @@ def _has_cc() -> bool: return any(shutil.which(c) for c in (os.environ.get("CC",
 EXEC_DEVICES = [pytest.param("CPU", id="CPU-LLVM"),
                 pytest.param("CPU:C", id="CPU-C", marks=pytest.mark.skipif(not _has_cc(), reason="no C compiler (clang/gcc/cc) on PATH")),
                 pytest.param("PYTHON", id="PYTHON")]
+# devices only some machines have join by name (bench/gpu_check.sh: TG_TEST_DEVICES=CUDA,CUDA:PTX); the id spells ':' as '-'
+EXEC_DEVICES += [pytest.param(d, id=d.replace(":", "-")) for d in os.environ.get("TG_TEST_DEVICES", "").split(",") if d]
 
 @pytest.fixture(params=EXEC_DEVICES)
 def device(request) -> str: return request.param
