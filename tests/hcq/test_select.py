@@ -46,16 +46,16 @@ def test_sdma_golden_splits_copies():
 NVSIG = 0x7F_0000_1000  # NV semaphores live below 2**40
 
 def test_nv_golden():
-  q = queue(wait(NVSIG, TL), barrier(), exec_kernel(0x7F00_0000_2000, 0x7F00_0000_3000, (4, 2, 1), (32, 1, 1)), store(NVSIG, TL + 1),
+  q = queue(wait(NVSIG, TL), barrier(), exec_kernel(0x7F_0000_2000, 0x7F_0000_3000, (4, 2, 1), (32, 1, 1)), store(NVSIG, TL + 1),
             copy(0x8000, 0x9000, 64))
   w = words(q, pm_nv, tl=9)
   assert w[:6] == [0x20050017, 0x1000, 0x7F, 9, 0, 0x1001003]                           # SEM_ACQUIRE >= 9 (64 bit)
   assert w[6:8] == [0x2001001E, 1]                                                         # WFI scope all
   launch = w[8:8 + 72]
-  assert launch[:3] == [0x200220C6, 0x7F, 0x00000030]                                     # inline QMD at kernargs (>> 8)
+  assert launch[:3] == [0x200220C6, 0, 0x7F000030]                                     # inline QMD at kernargs (>> 8)
   qmd = launch[4:68]
   assert (qmd[12], qmd[13], qmd[14], qmd[18], qmd[19]) == (4, 2, 1, 32 << 16 | 3 << 4, 1 | 1 << 16)  # grid, block, QMD version 3
-  assert (qmd[29], qmd[30], qmd[48], qmd[49]) == (0x3100, 0x7F00 | (0x1000 >> 4) << 17, 0x2000, 0x7F00)  # cbuf0 = kernargs+0x100, program
+  assert (qmd[29], qmd[30], qmd[48], qmd[49]) == (0x3100, 0x7F | (0x1000 >> 4) << 17, 0x2000, 0x7F)  # cbuf0 = kernargs+0x100, program
   assert launch[68:] == [0x200120AD, 0x7F000030, 0x200120B0, 3]
   assert w[80:86] == [0x20050017, 0x1000, 0x7F, 10, 0, 0x1100001]                      # SEM_RELEASE 10
   assert w[86:] == [0x20048100, 0, 0x9000, 0, 0x8000, 0x20018106, 64, 0x200180C0, 0x186]  # copy engine

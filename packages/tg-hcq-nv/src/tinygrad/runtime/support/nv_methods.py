@@ -36,25 +36,26 @@ def decode_header(word:int) -> tuple[int, int, int, int]:
   """(sec_op, count, subchannel, method byte address) of a method header"""
   return word >> 29, (word >> 16) & 0x1fff, (word >> 13) & 0x7, (word & 0xfff) << 2
 
-def _sem_addr(addr):
-  # SEM_ADDR_HI holds bits 39:32: a semaphore lives in the low 1 TiB of the GPU's address space
+def _addr40(addr, what:str):
+  # SEM_ADDR_HI holds bits 39:32 and SEND_PCAS_A a 32-bit address >> 8: semaphores and QMDs live in the low 1 TiB of the address space
   a = addr.arg if isinstance(addr, UOp) and addr.op is Ops.CONST else addr
-  if isinstance(a, int) and not 0 <= a < 1 << 40: raise ValueError(f"NV semaphore address {addr:#x} is not below 2**40")
+  if isinstance(a, int) and not 0 <= a < 1 << 40: raise ValueError(f"NV {what} address {a:#x} is not below 2**40")
   return addr
 
 def sem_acquire(addr, value) -> list:
   """wait until the 64-bit semaphore at addr >= value (circular compare)"""
-  addr = _sem_addr(addr)
+  addr = _addr40(addr, 'semaphore')
   return method(0, SEM_ADDR_LO, lo(addr), hi(addr) & 0xff, lo(value), hi(value), SEM_ACQ_CIRC_GEQ | SEM_ACQUIRE_SWITCH_TSG | SEM_PAYLOAD_64)
 
 def sem_release(addr, value, timestamp=False) -> list:
   """write value to the 64-bit semaphore at addr after the work before it (and the clock at addr+8 with timestamp)"""
-  addr = _sem_addr(addr)
+  addr = _addr40(addr, 'semaphore')
   return method(0, SEM_ADDR_LO, lo(addr), hi(addr) & 0xff, lo(value), hi(value),
                 SEM_RELEASE | SEM_RELEASE_WFI | SEM_PAYLOAD_64 | (SEM_RELEASE_TIMESTAMP if timestamp else 0))
 
 def launch(qmd_addr, qmd_words:list) -> list:
   """load the QMD inline at qmd_addr (256-byte aligned), then schedule it"""
+  qmd_addr = _addr40(qmd_addr, "QMD")
   return (method(SUBC_COMPUTE, SET_INLINE_QMD_ADDRESS_A, hi(qmd_addr >> 8), lo(qmd_addr >> 8)) +
           method(SUBC_COMPUTE, LOAD_INLINE_QMD_DATA, *qmd_words) +
           method(SUBC_COMPUTE, SEND_PCAS_A, lo(qmd_addr >> 8)) +
