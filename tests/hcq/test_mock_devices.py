@@ -107,3 +107,11 @@ def test_code_object_round_trip_and_corruption(name):
   assert CodeObject.unpack(co.pack()) == co
   with pytest.raises(ValueError, match="truncated"): CodeObject.unpack(co.pack()[:-1])
   with pytest.raises(ValueError, match="not a tg code object"): CodeObject.unpack(b"ELF\x00" + co.pack()[4:])
+
+def test_rings_wrap_around(name):
+  dev = private(name)
+  sig = dev.new_signal()
+  for v in range(1, 2001):  # past 16384 ring words (AMD) and 1024 GP entries (NV)
+    (dev.copy_queue() if v % 2 else dev.compute_queue()).wait(sig, v - 1).signal(sig, v).submit()
+  sig.wait(2000)
+  assert sig.value == 2000

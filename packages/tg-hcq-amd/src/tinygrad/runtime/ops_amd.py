@@ -67,10 +67,11 @@ class AMDDevice(HCQCompiled):
 
   def _put(self, q, words:list[int]):
     """append words to a ring, then publish the write pointer and ring the doorbell"""
-    ring = q.ring.cpu_view().cast("I")
-    wptr = q.wptr.cpu_view().cast("Q")
-    while wptr[0] + len(words) - q.read_ptr > len(ring):  # the ring is full: let the engine consume
+    unit = 4 if q.kind == "COPY" else 1  # SDMA ring pointers count bytes, PM4 ones dwords
+    ring, wptr = q.ring.cpu_view().cast("I"), q.wptr.cpu_view().cast("Q")
+    at = wptr[0] // unit
+    while at + len(words) - q.read_ptr // unit > len(ring):  # the ring is full: let the engine consume
       if not self.iface.progress(): raise RuntimeError(f"{self.device}: {q.kind} ring is full and the engine is stuck")
-    for i, w in enumerate(words): ring[(wptr[0] + i) % len(ring)] = w
-    wptr[0] += len(words)
+    for i, w in enumerate(words): ring[(at + i) % len(ring)] = w
+    wptr[0] = (at + len(words)) * unit
     q.ring_doorbell(wptr[0])

@@ -11,9 +11,10 @@ from tinygrad.runtime.support import amd_pm4 as pm4, amd_sdma as sdma
 HDP_FLUSH_REQ, HDP_FLUSH_DONE, HDP_CP_BIT = 0x106, 0x107, 1 << 2  # the mock's NBIO registers: done mirrors the request at once
 
 class MockQueue:
-  """a ring of 32-bit words at a GPU address, read pointer (words consumed) and write pointer (words written) in memory"""
+  """a ring of 32-bit words at a GPU address, read pointer (consumed) and write pointer (written) in memory, in dwords for PM4 and in
+  bytes for SDMA, as the engines count them"""
   def __init__(self, kfd:MockKFD, kind:str, ring_bytes:int):
-    self.kfd, self.kind = kfd, kind
+    self.kfd, self.kind, self.unit = kfd, kind, 4 if kind == "COPY" else 1
     self.ring = kfd.alloc(ring_bytes, True)
     self.rptr, self.wptr = kfd.alloc(8, True), kfd.alloc(8, True)
     self.words = self.ring.cpu_view().cast("I")
@@ -26,22 +27,23 @@ class MockQueue:
   def read_ptr(self) -> int: return self.rptr.cpu_view().cast("Q")[0]
   def _write_ptr(self) -> int: return self.wptr.cpu_view().cast("Q")[0]
   def pending(self) -> bool: return bool(self.ibs) or self.read_ptr < self._write_ptr()
+  def _word(self) -> int: return self.read_ptr // self.unit
   def fetch(self, n:int) -> list[int]:
     """the next n words (the packet under the read position) without consuming them"""
     if self.ibs:
       addr, left = self.ibs[-1]
       if n > left: raise MockGPUError(f"{self.kind}: packet of {n} words runs past the end of the indirect buffer at {addr:#x}")
       return list(self.kfd.mem.read(addr, f"<{n}I"))
-    r = self.read_ptr
-    if r + n > self._write_ptr(): raise MockGPUError(f"{self.kind}: packet of {n} words at ring word {r} runs past the write pointer")
+    r = self._word()
+    if r + n > self._write_ptr() // self.unit: raise MockGPUError(f"{self.kind}: packet of {n} words at ring word {r} runs past the write pointer")
     return [self.words[(r + i) % len(self.words)] for i in range(n)]
   def consume(self, n:int):
     if self.ibs:
       self.ibs[-1][0] += 4 * n
       self.ibs[-1][1] -= n
       if self.ibs[-1][1] == 0: self.ibs.pop()
-    else: self.rptr.cpu_view().cast("Q")[0] = self.read_ptr + n
-  def where(self) -> str: return f"indirect buffer word at {self.ibs[-1][0]:#x}" if self.ibs else f"ring word {self.read_ptr}"
+    else: self.rptr.cpu_view().cast("Q")[0] = self.read_ptr + n * self.unit
+  def where(self) -> str: return f"indirect buffer word at {self.ibs[-1][0]:#x}" if self.ibs else f"ring word {self._word()}"
 
 class MockKFD:
   """the driver interface of AMDDevice under MOCKGPU=1"""
