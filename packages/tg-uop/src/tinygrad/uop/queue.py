@@ -12,7 +12,7 @@ buffer at each submit (timeline values, input addresses). A vendor matcher selec
 (vendor, packet name) and dtype uint32 whose sources are the packet's words."""
 from __future__ import annotations
 from tinygrad.uop import Ops
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, sym_infer
 from tinygrad.dtype import dtypes
 
 def as_word(x, dtype=dtypes.uint64) -> UOp:
@@ -37,8 +37,9 @@ def queue(*cmds:UOp, name:str="COMPUTE") -> UOp:
 
 def _packet_word(w) -> UOp:
   if not isinstance(w, UOp): return as_word(w, dtypes.uint32)
-  # constant parts fold now (an address plus an offset is one constant word), what is left is patched at submit
-  return (w & 0xffffffff if w.dtype.itemsize > 4 else w).simplify().cast(dtypes.uint32)
+  # a word without Variables folds now (an address plus an offset is one constant word); the others are patched at submit
+  if w.op is Ops.CONST or not w.variables(): return as_word(int(sym_infer(w, {})) & 0xffffffff, dtypes.uint32)
+  return (w & 0xffffffff if w.dtype.itemsize > 4 else w).cast(dtypes.uint32)
 
 def packet(vendor:str, name:str, words:list) -> UOp:
   """a vendor packet: its 32-bit words in order (ints, or int UOps masked to their low 32 bits)"""

@@ -17,6 +17,12 @@ from tinygrad.runtime.support.hcq_select import select, CommandBuffer
 def mockgpu() -> bool: return os.environ.get("MOCKGPU", "0") not in ("", "0")
 def round_up(x:int, a:int) -> int: return (x + a - 1) // a * a
 
+def _var(name:str) -> UOp:
+  from tinygrad.dtype import dtypes
+  return UOp.variable(name, 0, 2**62, dtypes.uint64)
+# the values a recorded submission patches each time: the timeline value waited for and signalled, where the operands are
+WAIT, SIGNAL, KERNARGS, DEST, SRC = _var("hcq_wait"), _var("hcq_signal"), _var("hcq_kernargs"), _var("hcq_dest"), _var("hcq_src")
+
 class DeviceHang(RuntimeError):
   """a signal never reached its value: the GPU is stuck (or, on the mock, no queue can make progress)"""
 
@@ -110,6 +116,7 @@ class HCQCompiled(Compiled):
     self.kernargs = iface.alloc(self.KERNARGS_SIZE, host_visible=True)
     self._kernargs_at = 0
     self.staging = iface.alloc(self.STAGING_SIZE, host_visible=True)
+    self._copies: dict[int, CommandBuffer] = {}
     super().__init__(device, HCQAllocator(self), renderer, compiler, lambda name, lib: program_cls(self, name, lib))
 
   def select_pm(self, kind:str): raise NotImplementedError
@@ -136,15 +143,17 @@ class HCQCompiled(Compiled):
     return self.kernargs.offset(self._kernargs_at - size, size)
 
   def run_copy(self, dest:int, src:int, size:int):
-    """copy on the copy queue, ordered after everything submitted before"""
+    """copy on the copy queue, ordered after everything submitted before (one recorded command buffer per size, patched)"""
+    if (cb := self._copies.get(size)) is None:
+      cb = self._copies[size] = self.copy_queue().wait(self.timeline_signal, WAIT).copy(DEST, SRC, size).signal(self.timeline_signal, SIGNAL).record()
     v = self.next_timeline()
-    self.copy_queue().wait(self.timeline_signal, v - 1).copy(dest, src, size).signal(self.timeline_signal, v).submit()
+    self.submit("COPY", cb, {"hcq_wait": v - 1, "hcq_signal": v, "hcq_dest": dest, "hcq_src": src})
 
 class HCQProgram:
   """a kernel loaded on an HCQ device. Its arguments: each buffer's 64-bit address, then each variable as a 32-bit int; a vendor
   subclass says where they go in the kernargs block (args_offset) and loads the code (self.addr)"""
   args_offset = 0
-  def __init__(self, dev:HCQCompiled, name:str, addr:int): self.dev, self.name, self.addr = dev, name, addr
+  def __init__(self, dev:HCQCompiled, name:str, addr:int): self.dev, self.name, self.addr, self._launches = dev, name, addr, {}
   def kernargs_size(self, nbufs:int, nvals:int) -> int: return self.args_offset + 8 * nbufs + 4 * nvals
   def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple):
     data = struct.pack(f"<{len(bufs)}Q{len(vals)}i", *[b.va for b in bufs], *vals)
@@ -154,12 +163,16 @@ class HCQProgram:
     ka = dev.kernargs_alloc(self.kernargs_size(len(bufs), len(vals)))
     self.fill_kernargs(ka, bufs, vals)
     v = dev.next_timeline()
+    if not wait:  # a launch of this grid is recorded once, then patched with the timeline values and the kernargs address
+      if (cb := self._launches.get(key := (tuple(global_size), tuple(local_size)))) is None:
+        cb = self._launches[key] = dev.compute_queue().wait(dev.timeline_signal, WAIT).barrier().exec(self.addr, KERNARGS, *key) \
+                                      .signal(dev.timeline_signal, SIGNAL).record()
+      dev.submit("COMPUTE", cb, {"hcq_wait": v - 1, "hcq_signal": v, "hcq_kernargs": ka.va})
+      return None
     q = dev.compute_queue().wait(dev.timeline_signal, v - 1).barrier()
-    if wait: q.timestamp(start := dev.new_signal())
-    q.exec(self.addr, ka.va, tuple(global_size), tuple(local_size))
-    if wait: q.timestamp(end := dev.new_signal())
+    q.timestamp(start := dev.new_signal())
+    q.exec(self.addr, ka.va, tuple(global_size), tuple(local_size)).timestamp(end := dev.new_signal())
     q.signal(dev.timeline_signal, v).submit()
-    if not wait: return None
     dev.synchronize()
     et = (end.timestamp - start.timestamp) * dev.timestamp_ns * 1e-9
     dev._free_signals += [int((s.va - dev.signal_page.va) // 16) for s in (start, end)]
@@ -171,18 +184,15 @@ class HCQGraph:
   the timeline values (and symbolic launch sizes) into the buffer, and submits it once"""
   def __init__(self, dev:HCQCompiled, kernels:list[tuple]):
     """kernels: (ProgramSpec, program, buffers: an int for the replay's input of that index or a device Buffer, var_vals) each"""
-    from tinygrad.dtype import dtypes
     self.dev, self.kernels, self.last = dev, kernels, 0
     sizes = [round_up(prg.kernargs_size(spec.nbufs, len(spec.vars)), 256) for spec, prg, _, _ in kernels]
     self.kernargs = dev.iface.alloc(max(sum(sizes), 256), host_visible=True)
-    self.wait_var = UOp.variable("hcq_wait", 0, 2**62, dtypes.uint64)
-    self.signal_var = UOp.variable("hcq_signal", 0, 2**62, dtypes.uint64)
-    q, self.blocks, at = dev.compute_queue().wait(dev.timeline_signal, self.wait_var), [], 0
+    q, self.blocks, at = dev.compute_queue().wait(dev.timeline_signal, WAIT), [], 0
     for (spec, prg, _, _), size in zip(kernels, sizes):
       self.blocks.append(ka := self.kernargs.offset(at, size))
       at += size
       q.barrier().exec(prg.addr, ka.va, spec.global_size, spec.local_size)
-    self.cb = q.signal(dev.timeline_signal, self.signal_var).record()
+    self.cb = q.signal(dev.timeline_signal, SIGNAL).record()
     self.cb.persistent = True
   def __call__(self, inputs:list, var_vals:dict[str, int]):
     self.dev.timeline_signal.wait(self.last)  # the arguments of the previous replay are read until it is done
