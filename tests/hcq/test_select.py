@@ -72,3 +72,6 @@ def test_recorded_buffer_patches_only_symbolic_words():
 def test_selected_program_prints():
   text = render_queue(select(queue(wait(SIG, TL), name="COPY"), pm_sdma))
   assert text.splitlines()[1].split() == ["0", "SDMA.POLL_REGMEM", "0xd0000008", "0x1000", "0x7f00", "uint((tl&4294967295))", "0xffffffff", "0xfff0010"]
+
+def test_pm4_barrier_without_known_hdp_registers_only_invalidates():
+  assert words(queue(barrier()), pm_pm4, AMDSelectCtx()) == [0xC0065800, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0xA, 0xC3F1]

@@ -47,8 +47,9 @@ class KFDInterface:
     self.gpu_id, minor = nodes[index]
     self.drm = os.open(f"/dev/dri/renderD{minor}", os.O_RDWR | os.O_CLOEXEC)
     self._ioctl(kfd.AMDKFD_IOC_ACQUIRE_VM, kfd.kfd_ioctl_acquire_vm_args(drm_fd=self.drm, gpu_id=self.gpu_id))
-    # the HDP flush registers (NBIO) differ per ASIC and are not known to this version: the barrier's flush writes/polls register 0
-    self.hdp_flush = (0, 0, 0)
+    # the HDP flush registers (NBIO) differ per ASIC and this version does not know them: barriers invalidate caches without an HDP flush
+    # (host writes reach the GPU through uncached system memory here)
+    self.hdp_flush = None
     self._handles: dict[int, int] = {}
 
   def _ioctl(self, nr:int, args):

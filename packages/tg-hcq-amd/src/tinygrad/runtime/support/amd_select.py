@@ -10,7 +10,7 @@ from tinygrad.runtime.support import amd_pm4 as pm4, amd_sdma as sdma
 class AMDSelectCtx:
   """what selection needs from the device: each loaded program's resource registers by code address, the HDP flush registers"""
   programs: dict[int, tuple[int, int]] = field(default_factory=dict)
-  hdp_flush: tuple[int, int, int] = (0x0, 0x0, 0x1)  # (request register, done register, this engine's bit)
+  hdp_flush: tuple[int, int, int]|None = None  # (request register, done register, this engine's bit); None: no HDP flush known
 
 def _cmd(name:str, n:int) -> UPat: return UPat(Ops.INS, arg=name, src=tuple(UPat.var(f"s{i}") for i in range(n)))
 
@@ -26,8 +26,9 @@ pm_pm4 = PatternMatcher([
   (_cmd("store", 2), lambda s0, s1: packets("PM4", ("RELEASE_MEM", pm4.release_mem(s0, s1, interrupt=True)))),
   # timestamp: RELEASE_MEM of the GPU clock into the slot's timestamp field
   (_cmd("timestamp", 1), lambda s0: packets("PM4", ("RELEASE_MEM", pm4.release_mem(s0 + 8, 0, data_sel=pm4.DATA_SEL_GPU_CLOCK)))),
-  # barrier: flush the host data path, then invalidate the GPU caches
-  (_cmd("barrier", 0), lambda ctx: packets("PM4", ("WAIT_REG_MEM", pm4.hdp_flush(*ctx.hdp_flush)), ("ACQUIRE_MEM", pm4.acquire_mem()))),
+  # barrier: flush the host data path (where the device knows its registers), then invalidate the GPU caches
+  (_cmd("barrier", 0), lambda ctx: packets("PM4", *([("WAIT_REG_MEM", pm4.hdp_flush(*ctx.hdp_flush))] if ctx.hdp_flush else []),
+                                           ("ACQUIRE_MEM", pm4.acquire_mem()))),
   (_cmd("exec", 8), _dispatch),
 ])
 
