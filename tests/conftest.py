@@ -68,6 +68,8 @@ EXEC_DEVICES = [pytest.param("CPU", id="CPU-LLVM"),
                 pytest.param("CPU:C", id="CPU-C", marks=pytest.mark.skipif(not _has_cc(), reason="no C compiler (clang/gcc/cc) on PATH")),
                 pytest.param("PYTHON", id="PYTHON"),
                 pytest.param("AMD", id="AMD-MOCK"), pytest.param("NV", id="NV-MOCK")]
+# devices only some machines have join by name (bench/gpu_check.sh: TG_TEST_DEVICES=CUDA,CUDA:PTX); the id spells ':' as '-'
+EXEC_DEVICES += [pytest.param(d, id=d.replace(":", "-")) for d in os.environ.get("TG_TEST_DEVICES", "").split(",") if d]
 
 # the mock GPUs run the emulator under a python command processor: they take the tests marked hcq_matrix (a representative subset
 # of every op family, kept under ~60 s of CPU per device), the rest of the matrix runs on the host devices

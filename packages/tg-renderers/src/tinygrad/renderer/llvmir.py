@@ -69,7 +69,8 @@ def _special(ctx:LLVMRenderer, x:UOp) -> list[str]|str:
 
 def _buffer(ctx:LLVMRenderer, x:UOp) -> list[str]:
   if x.arg.addrspace not in (AddrSpace.REG, AddrSpace.LOCAL): raise RuntimeError(f"a linear program has no {x.arg.addrspace} BUFFER")
-  return [f"  {ctx[x]} = alloca [{prod(x.arg.shape)} x {ltype(x.dtype)}]"]
+  space = ctx.addrspace.get(x.arg.addrspace, 0)
+  return [f"  {ctx[x]} = alloca [{prod(x.arg.shape)} x {ltype(x.dtype)}]" + (f", addrspace({space})" if space else "")]
 
 def _range(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, i = ctx[x], ctx.pos[x]
@@ -90,7 +91,7 @@ def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
   if t != ltype(val.dtype):  # to the in-memory form: bool as a byte, float16/bfloat16 as 16 bits
     lines.append(f"  {ctx[x]}.m = zext i1 {v} to i8" if val.dtype is dtypes.bool else f"  {ctx[x]}.m = call i16 {_EMULATED[val.dtype][1]}(float {v})")
     v = f"{ctx[x]}.m"
-  return lines + [f"  store {t} {v}, ptr {ctx[idx]}"]
+  return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}"]
 
 def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, i, idx = ctx[x], ctx.pos[x], x.src[0]
@@ -98,7 +99,7 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   # gated: branch around the load, so memory is not touched when the gate is false
   lines = [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
   val = f"{d}.m" if t != vt or gated else d
-  lines.append(f"  {val} = load {t}, ptr {ctx[idx]}")
+  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {ctx[idx]}")
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
     lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
@@ -121,7 +122,7 @@ base_rewrite = PatternMatcher([
   # memory: a REG/LOCAL buffer is an alloca in the entry block, so a loop does not grow the stack
   (UPat(Ops.BUFFER, name="x"), _buffer),
   (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("i")), name="x"),
-   lambda ctx, x, buf, i: [f"  {ctx[x]} = getelementptr inbounds {ctx.elem(x)}, ptr {ctx[buf]}, {ltype(i.dtype)} {ctx[i]}"]),
+   lambda ctx, x, buf, i: [f"  {ctx[x]} = getelementptr inbounds {ctx.elem(x)}, {ctx.ptr(x)} {ctx[buf]}, {ltype(i.dtype)} {ctx[i]}"]),
   (UPat(Ops.LOAD, name="x"), _load),
   (UPat(Ops.STORE, src=(UPat.var("idx"), UPat.var("val")), name="x"), _store),
   # control flow: blocks named after the position of the RANGE/IF that opens them
@@ -153,6 +154,8 @@ class LLVMRenderer(Renderer):
     Ops.TRUNC: _intrinsic("trunc")}
   exact_ops = {Ops.NEG, Ops.MAX, Ops.WHERE, Ops.TRUNC}  # need no rounding back to an emulated dtype
   code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx) -> the instruction reading dim d
+  kernel_cc: str = ""  # the kernel's calling convention, e.g. "amdgpu_kernel "
+  addrspace: dict[AddrSpace, int] = {}  # LLVM address space of each kind of memory, 0 when absent (the CPU's flat memory)
   string_rewrite: PatternMatcher = base_rewrite
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
@@ -200,13 +203,19 @@ class LLVMRenderer(Renderer):
         body += out
         self.label = next((x[:-1] for x in reversed(out) if not x.startswith(" ")), self.label)  # the last block label the lines open
     params, variables = param_order(uops)
-    args = [f"ptr noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables] + \
+    args = [f"{self.ptr(p)} noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables] + \
            (["i32 %core_id"] if self.has_threads and not self.has_local and any(u.op is Ops.SPECIAL for u in uops) else [])
-    fn = f'define void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
+    fn = f'define {self.kernel_cc}void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
     # declare each llvm intrinsic the kernel calls, with the argument types of the call
     decls = {f"declare {m[1]} {m[2]}({', '.join(a.split()[0] for a in m[3].split(', ') if a)})"
              for m in re.finditer(r"call (\w+) (@llvm\.[\w.]+)\(([^)]*)\)", fn)}
     return fn + "".join(f"{x}\n" for x in sorted(decls)) + (HELPERS if any(u.dtype in _EMULATED for u in uops) else "")
+
+  def ptr(self, x:UOp) -> str:
+    """the pointer type of a PARAM, BUFFER or an INDEX into one: `ptr` in the address space of its memory"""
+    buf = x.src[0] if x.op is Ops.INDEX else x
+    space = self.addrspace.get(AddrSpace.GLOBAL if buf.op is Ops.PARAM else buf.arg.addrspace, 0)
+    return f"ptr addrspace({space})" if space else "ptr"
 
   @staticmethod
   def elem(idx:UOp) -> str:

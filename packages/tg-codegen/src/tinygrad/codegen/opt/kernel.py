@@ -1,6 +1,7 @@
 """Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an
 output or reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt)
-+ r_inner, each thread a contiguous block). Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order;
++ r_inner, each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see
+codegen/gpudims.py) and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order;
 a split keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
 from __future__ import annotations
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
 
 class OptOps(Enum):
-  UPCAST = auto(); UNROLL = auto(); THREAD = auto() # noqa: E702
+  UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto() # noqa: E702
 
 @dataclass(frozen=True)
 class Opt:
@@ -66,16 +67,20 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
   if limit is not None and lanes(ast) * opt.amt > MAX_LANES: raise OptError(f"{opt}: {lanes(ast)*opt.amt} unrolled lanes, at most {MAX_LANES}")
-  if opt.op is OptOps.THREAD:
-    if any(u.arg[1] is AxisType.THREAD for u in ranges(ast)): raise OptError(f"{opt}: the kernel already has a THREAD axis")
-    if not all(r in e.src[1:] for e in ast.src if e.op is Ops.END) or any(e.op is not Ops.END for e in ast.src):
-      raise OptError(f"{opt}: a THREAD axis must enclose every store of the kernel, axis {opt.axis} does not")
+  if opt.op is OptOps.THREAD and any(u.arg[1] is AxisType.THREAD for u in ranges(ast)): raise OptError(f"{opt}: the kernel already has a THREAD axis")
+  if opt.op is OptOps.GLOBAL and (r.arg[1] is not AxisType.LOOP or opt.amt != n):
+    raise OptError(f"{opt}: GLOBAL makes a whole LOOP axis a grid axis: amount {n} (the axis size), axis {opt.axis} is {r.arg[1].name}")
+  if opt.op is OptOps.LOCAL and r.arg[1] is not AxisType.GLOBAL: raise OptError(f"{opt}: LOCAL splits a GLOBAL axis, axis {opt.axis} is {r.arg[1].name}")
+  # each thread / work item runs the kernel for its own index: a store outside the axis would run once per index
+  if opt.op in (OptOps.THREAD, OptOps.GLOBAL) and (not all(r in e.src[1:] for e in ast.src if e.op is Ops.END) or any(e.op is not Ops.END for e in ast.src)):
+    raise OptError(f"{opt}: a {opt.op.name} axis must enclose every store of the kernel, axis {opt.axis} does not")
   return r
 
 def apply_opt(ast:UOp, opt:Opt) -> UOp:
   r = _check(ast, opt)
   n, fresh = size(r), max(u.arg[0] for u in ranges(ast)) + 1
-  kind = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL}[opt.op]
+  kind = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL, OptOps.GLOBAL: AxisType.GLOBAL,
+          OptOps.LOCAL: AxisType.LOCAL}[opt.op]
   part = UOp.range(opt.amt, fresh, kind, r.dtype)
   if n == opt.amt: new = (part, [part])  # the whole axis: retyped, no loop of one trip
   elif opt.op is OptOps.THREAD:
