@@ -2,6 +2,7 @@
 (MOCKGPU=1, then only when asked for: DEV=AMD or device="AMD")."""
 import os
 from tinygrad.plugins import hookimpl, DeviceSpec, RendererSpec
+from tinygrad.runtime.host_toolchain import probe_llvmlite
 
 KFD, NODES = "/dev/kfd", "/sys/devices/virtual/kfd/kfd/topology/nodes"
 
@@ -35,5 +36,7 @@ def tg_devices(): return [DeviceSpec("AMD", "tinygrad.runtime.ops_amd", "AMDDevi
 
 @hookimpl
 def tg_renderers():
+  # EMU (kernels as emulator UOps) is the mock's default; LLVM (llvmlite's AMDGPU target, the UOps carried beside) is the hardware's
   return [RendererSpec("AMD", "EMU", "tinygrad.runtime.ops_amd", "AMDEmulatedRenderer", True,
-                       "tinygrad.runtime.support.code_object:EmulatedCodeCompiler", emulated_probe)]
+                       "tinygrad.runtime.support.code_object:EmulatedCodeCompiler", emulated_probe),
+          RendererSpec("AMD", "LLVM", "tinygrad.runtime.ops_amd", "AMDHCQRenderer", True, "tinygrad.runtime.ops_amd:AMDHCQCompiler", probe_llvmlite)]

@@ -1,8 +1,10 @@
 """The AMD device: tg's HCQ core over the amdgpu kernel driver's KFD interface (or the mock driver under MOCKGPU=1). Kernels go to
 the compute queue as PM4 (dispatches run from command buffers through INDIRECT_BUFFER), copies to the SDMA queue."""
 from __future__ import annotations
-from tinygrad.device import Device
+import json
+from tinygrad.device import Device, Compiler
 from tinygrad.renderer.python import PythonRenderer
+from tinygrad.renderer.amdgpu import AMDGPURenderer
 from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round_up
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
@@ -14,6 +16,28 @@ class AMDEmulatedRenderer(PythonRenderer):
   the one for hardware)"""
   device = "AMD"
   global_max, local_max = (2**31-1, 65535, 65535), (1024, 1024, 1024)
+
+class AMDHCQRenderer(AMDGPURenderer):
+  """the AMDGPU LLVM renderer for the AMD device: the kernel's LLVM IR, and beside it its UOps as the emulator's JSON, which only the
+  mock driver reads (the code object carries both)"""
+  def render(self, name:str, uops:list) -> str:
+    return json.dumps({"name": name, "llvm": super().render(name, uops), "emu": PythonRenderer().render(name, uops)})
+
+class AMDHCQCompiler(Compiler):
+  """AMDHCQRenderer's output -> a tg code object: the kernel's machine code (from the ELF LLVM's AMDGPU target makes), its resource
+  registers from the kernel descriptor, and the UOps"""
+  def __init__(self, arch:str|None=None):
+    from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler
+    self.amdgpu = AMDGPUCompiler(arch)
+    super().__init__(f"tgco_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)
+  def compile(self, src:str) -> bytes:
+    from tinygrad.runtime.compiler_amdgpu import read_code_object
+    j = json.loads(src)
+    co = read_code_object(self.amdgpu.compile(j["llvm"]), j["name"])
+    text = co.elf.content(co.elf.sections[co.elf.symbol(j["name"]).shndx])[co.text_offset:]
+    meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
+            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size}
+    return CodeObject(j["name"], bytes(text), j["emu"].encode(), meta).pack()
 
 class AMDProgram(HCQProgram):
   def __init__(self, dev:AMDDevice, name:str, lib:bytes):
