@@ -19,6 +19,8 @@ from hypothesis import given, settings, note, HealthCheck, strategies as st
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import UOp
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 EPS = 2.0**-22  # one float32 rounding (2^-24), with slack; transcendentals (polynomial approximations) get 8x
 F32, I32, BOOL = dtypes.float32, dtypes.int32, dtypes.bool
 MAX_NUMEL, MAX_F, MAX_I = 4096, 1e6, 2**24
@@ -466,7 +468,7 @@ def fuzz(device:str, examples:int):
   run()
 
 # the compiled CPU path gets the most programs; the emulator and the C compiler are slower per kernel
-EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60}
+EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "AMD": 25, "NV": 25}
 
 def test_fuzz_programs(device): fuzz(device, EXAMPLES[device])
 

@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 R = np.random.default_rng(0)
 X = R.standard_normal((3, 4, 5)).astype(np.float32)
 

@@ -53,8 +53,17 @@ class CapturedJit:
       fixed = [b for b in bufs if not isinstance(b, int)]
       runner = None if kind == "copy" else realize.prepare_kernel(ast, fixed[0].device if fixed else in_bufs[bufs[0]].device)
       self.items.append((kind, runner, bufs, var_vals))
+    self.graph = self._graph(in_bufs)
     # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
     self.outputs = [(type(o), o.uop, slot.get(id(realize.buffer_of(o.uop.base))) if o.uop.base.op is Ops.BUFFER else None) for o in outputs]
+
+  def _graph(self, in_bufs:list):
+    """the device's graph of the step, when every item is a kernel on one device that has one"""
+    from tinygrad.device import Device
+    if not self.items or any(kind != "kernel" for kind, *_ in self.items): return None
+    devices = {b.device if not isinstance(b, int) else in_bufs[b].device for _, _, bufs, _ in self.items for b in bufs}
+    if len(devices) != 1 or (graph := getattr(Device[dev := devices.pop()], "graph", None)) is None: return None
+    return graph(Device[dev], [(*runner, bufs, vals) for _, runner, bufs, vals in self.items])
 
   def buffers(self) -> list:
     """the distinct device memories the replay uses, inputs excluded"""
@@ -78,7 +87,8 @@ class CapturedJit:
     """replay into the captured buffers; returns the outputs as tensors of the captured classes"""
     self.check(inputs)
     bufs = [b for _, t in inputs for b in input_buffers(t)]
-    for kind, runner, slots, vals in self.items:
+    if self.graph is not None: self.graph(bufs, var_vals)
+    for kind, runner, slots, vals in ([] if self.graph is not None else self.items):
       b = [bufs[s] if isinstance(s, int) else s for s in slots]
       if kind == "copy": realize.run_copy(*b)
       else: realize.launch(*runner, b, {k: var_vals.get(k, v) for k, v in vals.items()}, b[0].device)

@@ -124,5 +124,8 @@ class Compiled:
   returning seconds when `wait`"""
   def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, runtime:Callable[[str, bytes], Callable]):
     self.device, self.allocator, self.renderer, self.compiler, self.runtime = device, allocator, renderer, compiler or Compiler(), runtime
+  # a device that replays a TinyJit step's kernels as one unit: graph(device, kernels) -> callable(input Buffers, var_vals), kernels being
+  # (ProgramSpec, program, buffers (an int: the replay's input of that index), var_vals) each; None: kernel by kernel
+  graph: Any = None
   def synchronize(self):
     """wait until all queued work is done; host devices run synchronously"""

@@ -48,6 +48,15 @@ def _multi_ok(u:UOp) -> bool:
 def _sizes_ok(srcs) -> bool: return all(_is_int(s) and s._shape == () for s in srcs)
 def _mem_ok(u:UOp) -> bool: return bool(u.src) and (u.src[0].op is Ops.INDEX or _is_buffer(u.src[0]))
 
+# a queue command: its name -> how many int sources it takes (addresses and values, constants or symbolic)
+QUEUE_COMMANDS = {"wait": 2, "store": 2, "barrier": 0, "timestamp": 1, "exec": 8, "copy": 3}
+def _ins_ok(u:UOp) -> bool:
+  if u.dtype is not dtypes.void and u.dtype is not dtypes.uint32: return False
+  if isinstance(u.arg, str): return u.dtype is dtypes.void and QUEUE_COMMANDS.get(u.arg) == len(u.src) and _sizes_ok(u.src)
+  # a vendor packet: its words, each a uint32 (a constant, or an expression of the submission's variables patched at submit)
+  return isinstance(u.arg, tuple) and len(u.arg) == 2 and all(isinstance(a, str) for a in u.arg) and u.dtype is dtypes.uint32 and \
+    all(s.dtype is dtypes.uint32 and s._shape == () for s in u.src)
+
 # (ops, holds, what must hold): one invariant per line
 _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
   (GroupOp.Unary, lambda u: len(u.src) == 1 and _same(u, u.src), "a unary op takes one source of its own dtype"),
@@ -96,6 +105,8 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
   ({Ops.MSELECT}, lambda u: len(u.src) == 1 and isinstance(u.src[0].device, tuple) and isinstance(u.arg, tuple) and len(u.arg) == 3,
    "MSELECT is (multi-device value) with (device index, axis, bounds) as arg"),
   ({Ops.IF}, lambda u: bool(u.src) and u.src[0].dtype is dtypes.bool, "IF starts with a bool condition"),
+  ({Ops.INS}, lambda u: _ins_ok(u), "INS is a queue command (wait(signal, value), store(signal, value), barrier(), timestamp(dest), "
+   "exec(program, kernargs, 3 global, 3 local), copy(dest, src, size): int scalar sources) or a packet ((vendor, name) arg, uint32 words)"),
 ]
 _NODE_BY_OP: dict[Ops, list[tuple[Callable[[UOp], bool], str]]] = {}
 for _ops, _fn, _why in _NODE:
@@ -131,8 +142,14 @@ spec_kernel = PatternMatcher([(UPat(_EVERYWHERE | _KERNEL | {Ops.REDUCE}), _ok)]
 # a linear program: reductions are lowered to loops and accumulators
 spec_program = PatternMatcher([(UPat(_EVERYWHERE | _KERNEL | {Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE, Ops.BINARY}), _ok)] + _kernel_forms)
 
+# a queue program: LINEAR(INS...) whose command sources are int scalars (constants, Variables patched at submit, and their math)
+spec_queue = PatternMatcher([
+  (UPat(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.CAST, Ops.INS}), _ok),
+  (UPat(Ops.LINEAR, src=UPat(Ops.INS)), _ok),
+])
+
 # stage name (graph_rewrite's name=) -> its spec; a pass may add its own names here
-SPECS: dict[str, PatternMatcher] = {"tensor": spec_tensor, "kernel": spec_kernel, "program": spec_program}
+SPECS: dict[str, PatternMatcher] = {"tensor": spec_tensor, "kernel": spec_kernel, "program": spec_program, "queue": spec_queue}
 
 # a graph of one stage can hold a graph of another: a tensor graph's CALL runs a custom kernel, its first source
 NESTED: dict[str, dict[Ops, str]] = {"tensor": {Ops.CALL: "kernel"}}
