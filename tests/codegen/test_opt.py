@@ -82,6 +82,8 @@ CASES = [
   (matmul(8, 16, 12), [[Opt(U, 1, 8)], [Opt(U, 1, 8), Opt(U, 0, 4)], [Opt(U, 1, 4), Opt(N, 2, 4)], [Opt(T, 0, 4), Opt(U, 1, 8)],
                        [Opt(N, 2, 12), Opt(T, 1, 2)]]),
   (matmul(7, 5, 3), [[Opt(U, 1, 5)], [Opt(U, 0, 7), Opt(N, 1, 3)], [Opt(T, 0, 7)]]),
+  # loops of one trip (hand-built kernels have them; BEAM's fuzzed kernels found that they used to break the loop ordering)
+  (elementwise(1, 24), [[], [Opt(U, 1, 3)], [Opt(U, 1, 8), Opt(T, 1, 3)]]), (row_reduce(4, 1), [[], [Opt(U, 0, 4)]]),
 ]
 PARAMS = [(k, opts) for k, lists in CASES for opts in lists]
 def _id(p): return f"{p[0][0][0].arg.name}-{'+'.join(f'{o.op.name}{o.axis}x{o.amt}' for o in p[1]) or 'none'}"

@@ -1,15 +1,59 @@
-"""The default opts for a CPU-style target, chosen by hand: vector lanes along the stored (contiguous) axis, partial accumulators for a
-reduction that has no such lanes, then the outermost output axis split across cores when there is enough work."""
+"""The default opts for a CPU-style target, chosen by hand: output axes upcast where the lanes share loads (a register tile), partial
+accumulators for a reduction that has no such lanes, then the outermost output axis split across cores when there is enough work."""
 from __future__ import annotations
-import os
+import math, os
+from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
-from tinygrad.uop import AxisType
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, axes, lanes, ranges, size
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which another thread costs more than it saves
 CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
+TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers of 8 floats, leaving room for the loads
+VECTOR = 8                 # fp32 lanes of one AVX2 load: neighbouring lanes of a stride-1 axis cost one load together
+UPCAST_AMTS = (8, 4, 3, 2)
+
+class _Access:
+  """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
+  a branch per lane: it counts double and its lanes never share a vector load"""
+  def __init__(self, idx:UOp, gated:bool):
+    self.deps = {u for u in idx.toposort() if u.op is Ops.RANGE}
+    lin = _linear(idx)
+    self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
+    self.weight = 2 if gated else 1
+  def cost(self, tile:dict[UOp, int]) -> int:
+    """loads of this access per step of the tile"""
+    return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit else a for r, a in tile.items() if r in self.deps)
+
+def _accesses(ast:UOp) -> list[_Access]:
+  """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often)"""
+  reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
+  ret = []
+  for u in ast.toposort():
+    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2: ret.append(_Access(u.src[0].src[1], len(u.src) == 3))
+    if u.op is Ops.STORE and not reduce and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2: ret.append(_Access(u.src[0].src[1], False))
+  return ret
+
+def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
+
+def register_tile(ast:UOp, out:list[int]) -> dict[int, int]:
+  """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most TILE_LANES
+  lanes. Lanes that read the same address share the load (a matmul's A row across the lanes of j, B across i; a conv's input across
+  output channels, its weight across pixels); lanes along a stride-1 axis share vector loads"""
+  ax, acc, tile = axes(ast), _accesses(ast), {}
+  if not acc: return {}
+  while True:
+    best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()})
+    for i in out:
+      if i in tile: continue
+      for amt in UPCAST_AMTS:
+        if size(ax[i]) % amt or prod(tile.values()) * amt > TILE_LANES: continue
+        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()})
+        if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9): best = (c, i, amt)
+    if best is None: return tile
+    tile[best[1]] = best[2]
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
@@ -27,9 +71,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
       chosen.append(o)
       return True
     return False
-  # 8 fp32 lanes fill an AVX2 register; with a reduction each lane is its own accumulator, and a second upcast axis reuses loads
-  upcast = bool(out) and attempt(OptOps.UPCAST, out[-1], (8, 4, 2))
-  if upcast and red and len(out) > 1: attempt(OptOps.UPCAST, out[-2], (4, 2))
+  # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
+  upcast = False
+  for i, amt in sorted(register_tile(ast, out).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  # no shared loads across outputs: several partial accumulators instead of one serial chain
   if red and not upcast: attempt(OptOps.UNROLL, red[-1], (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
