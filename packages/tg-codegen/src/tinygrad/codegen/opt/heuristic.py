@@ -13,7 +13,8 @@ WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which ano
 CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
 TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers of 8 floats, leaving room for the loads
 VECTOR = 8                 # fp32 lanes of one AVX2 load: neighbouring lanes of a stride-1 axis cost one load together
-UPCAST_AMTS = (8, 4, 3, 2)
+WIDE = 16                  # two vectors along a stride-1 axis: then the tile's accumulators are whole vectors and 64 of them fit (8 of 16 ymm)
+UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
 
 class _Access:
   """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
@@ -27,29 +28,34 @@ class _Access:
     """loads of this access per step of the tile"""
     return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit else a for r, a in tile.items() if r in self.deps)
 
-def _accesses(ast:UOp) -> list[_Access]:
-  """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often)"""
+def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
+  """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
+  access (a store too) walks with stride 1"""
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
-  ret = []
+  inner, unit = [], set()
   for u in ast.toposort():
-    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2: ret.append(_Access(u.src[0].src[1], len(u.src) == 3))
-    if u.op is Ops.STORE and not reduce and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2: ret.append(_Access(u.src[0].src[1], False))
-  return ret
+    if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
+    a = _Access(u.src[0].src[1], u.op is Ops.LOAD and len(u.src) == 3)
+    unit |= a.unit
+    if u.op is Ops.LOAD or not reduce: inner.append(a)
+  return inner, unit
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
 
 def register_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most TILE_LANES
-  lanes. Lanes that read the same address share the load (a matmul's A row across the lanes of j, B across i; a conv's input across
+  lanes (twice that with a WIDE stride-1 axis). Lanes that read the same address share the load (a matmul's A row across the lanes of j, B across i; a conv's input across
   output channels, its weight across pixels); lanes along a stride-1 axis share vector loads"""
-  ax, acc, tile = axes(ast), _accesses(ast), {}
+  ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
   while True:
     best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()})
     for i in out:
       if i in tile: continue
       for amt in UPCAST_AMTS:
-        if size(ax[i]) % amt or prod(tile.values()) * amt > TILE_LANES: continue
+        if amt == WIDE and ax[i] not in unit: continue
+        limit = TILE_LANES * (2 if WIDE in tile.values() or amt == WIDE else 1)
+        if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
         c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()})
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9): best = (c, i, amt)
     if best is None: return tile
