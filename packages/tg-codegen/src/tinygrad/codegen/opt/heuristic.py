@@ -15,14 +15,16 @@ TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers o
 VECTOR = 8                 # fp32 lanes of one AVX2 load: neighbouring lanes of a stride-1 axis cost one load together
 WIDE = 16                  # two vectors along a stride-1 axis: then the tile's accumulators are whole vectors and 64 of them fit (8 of 16 ymm)
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
+L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
 
 class _Access:
   """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
   a branch per lane: it counts double and its lanes never share a vector load"""
-  def __init__(self, idx:UOp, gated:bool):
-    self.deps = {u for u in idx.toposort() if u.op is Ops.RANGE}
+  def __init__(self, idx:UOp, gated:bool, itemsize:int=4):
+    self.deps, self.itemsize = {u for u in idx.toposort() if u.op is Ops.RANGE}, itemsize
     lin = _linear(idx)
     self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
+    self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
     self.weight = 2 if gated else 1
   def cost(self, tile:dict[UOp, int]) -> int:
     """loads of this access per step of the tile"""
@@ -35,7 +37,7 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   inner, unit = [], set()
   for u in ast.toposort():
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
-    a = _Access(u.src[0].src[1], u.op is Ops.LOAD and len(u.src) == 3)
+    a = _Access(u.src[0].src[1], u.op is Ops.LOAD and len(u.src) == 3, u.src[0].src[0].dtype.itemsize)
     unit |= a.unit
     if u.op is Ops.LOAD or not reduce: inner.append(a)
   return inner, unit
@@ -61,6 +63,22 @@ def register_tile(ast:UOp, out:list[int]) -> dict[int, int]:
     if best is None: return tile
     tile[best[1]] = best[2]
 
+def panel_swap(ast:UOp) -> Opt|None:
+  """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
+  still in cache for the next tile if that tile reads the same panel: then the output axis it does not depend on goes innermost
+  (matmul: B's column panel is shared by the row tiles, so the rows loop inside the columns)"""
+  ax = axes(ast)
+  out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and size(r) > 1]
+  red = [r for r in ranges(ast) if r.arg[1] in REDUCE]
+  tile = [r for r in ranges(ast) if r.arg[1] is AxisType.UPCAST]
+  if len(out) < 2 or not red: return None
+  for a in _accesses(ast)[0]:
+    if not a.strided & set(red): continue
+    panel = prod(size(r) for r in red if r in a.deps) * prod(size(r) for r in tile if r in a.deps) * a.itemsize
+    free = [i for i in out if ax[i] not in a.deps]
+    if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
+  return None
+
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
   if not ax or any(size(r) is None for r in ranges(ast)): return []  # symbolic or bound-less loops: left as written
@@ -71,7 +89,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:
-      if op is not OptOps.THREAD and nodes * lanes(ast) * amt > CODE_BUDGET: continue
+      if op not in (OptOps.THREAD, OptOps.SWAP) and nodes * lanes(ast) * amt > CODE_BUDGET: continue
       try: ast = apply_opt(ast, o := Opt(op, axis, amt))
       except OptError: continue
       chosen.append(o)
@@ -82,6 +100,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   for i, amt in sorted(register_tile(ast, out).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain
   if red and not upcast: attempt(OptOps.UNROLL, red[-1], (8, 4, 2))
+  if (swap := panel_swap(ast)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     want = min(threads, work // WORK_PER_THREAD)

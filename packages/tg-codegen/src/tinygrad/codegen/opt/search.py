@@ -15,8 +15,11 @@ BEAM_AMTS = (2, 3, 4, 8, 16)
 
 def actions(ast:UOp, renderer) -> list[Opt]:
   """every opt BEAM may add to `ast` next: UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
-  count (once). Whether one fits is apply_opt's to say (OptError): the same rules as for any other opt list"""
+  count (once), SWAP of an output axis with the innermost one. Whether one fits is apply_opt's to say (OptError): the same rules as for
+  any other opt list"""
   ret, threads = [], THREADS.value if getattr(renderer, "has_threads", False) else 1
+  out = [i for i, r in enumerate(axes(ast)) if r.arg[1] in OUTPUT]
+  ret += [Opt(OptOps.SWAP, i, out[-1]) for i in out[:-1]]
   for i, r in enumerate(axes(ast)):
     if (n := size(r)) is None: continue
     kind = OptOps.UPCAST if r.arg[1] in OUTPUT else OptOps.UNROLL if r.arg[1] in REDUCE else None
