@@ -17,7 +17,6 @@ from tinygrad.tensor_attention import TensorAttentionMixin
 from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
-from tinygrad.uop.gradient import compute_gradient
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -291,6 +290,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     gradient = self._root_gradient(gradient)
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
+    from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     grads = compute_gradient(self.uop, gradient.uop.cast(self.dtype), {t.uop for t in targets})
     ret = []
     for t in targets:
