@@ -35,6 +35,7 @@ def _extend(ast:UOp, opts:tuple[Opt, ...], renderer) -> list[tuple[Opt, ...]]:
   base, nodes = apply_opts(ast, opts), len(ast.toposort())
   ret = []
   for o in actions(base, renderer):
+    if o.op is OptOps.SWAP and opts and opts[-1] == o: continue  # a swap twice is no swap
     try: new = apply_opts(base, [o])
     except OptError: continue
     if o.op is OptOps.THREAD or nodes * lanes(new) <= CODE_BUDGET: ret.append(opts + (o,))
