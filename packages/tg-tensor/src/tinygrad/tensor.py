@@ -20,7 +20,6 @@ from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
 from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
 from tinygrad.uop.multi import shard_of
-from tinygrad.uop.gradient import compute_gradient
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -343,6 +342,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     gradient = self._root_gradient(gradient)
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
+    from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     grads = compute_gradient(self.uop, gradient.uop.cast(self.dtype), {t.uop for t in targets})
     ret = []
     for t in targets:

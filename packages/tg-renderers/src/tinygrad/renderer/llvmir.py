@@ -93,18 +93,26 @@ def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
     v = f"{ctx[x]}.m"
   return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}"]
 
+def _nonempty(buf:UOp) -> bool:
+  return buf.op in (Ops.PARAM, Ops.BUFFER) and isinstance(buf.arg.shape, tuple) and bool(buf.arg.shape) and prod(buf.arg.shape) > 0
+
 def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, i, idx = ctx[x], ctx.pos[x], x.src[0]
   t, vt, gated = ctx.elem(idx), ltype(x.dtype), len(x.src) == 3
-  # gated: branch around the load, so memory is not touched when the gate is false
-  lines = [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
+  # gated: a gate that is false must not touch memory. With a buffer known to hold an element, the load reads the buffer's first element
+  # instead and a select picks the alternative: straight-line code, which LLVM can vectorize (a branch per lane splits the loop body
+  # into blocks the SLP vectorizer cannot pack across). Otherwise a branch around the load.
+  select = gated and _nonempty(idx.src[0])
+  lines = [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
+          [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
   val = f"{d}.m" if t != vt or gated else d
-  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {ctx[idx]}")
+  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}")
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
     lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
     val = conv
   if not gated: return lines
+  if select: return lines + [f"  {d} = select i1 {ctx[x.src[2]]}, {vt} {val}, {vt} {ctx[x.src[1]]}"]
   return lines + [f"  br label %L{i}.join", f"L{i}.join:", f"  {d} = phi {vt} [{val}, %L{i}.load], [{ctx[x.src[1]]}, %{ctx.label}]"]
 
 def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
