@@ -59,10 +59,26 @@ def plugins(monkeypatch):
 
 def _has_cc() -> bool: return any(shutil.which(c) for c in (os.environ.get("CC", ""), "clang", "gcc", "cc") if c)
 
-# the executing backends every op and kernel test runs on; a device string may carry its renderer (CPU:C)
+# the executing backends every op and kernel test runs on; a device string may carry its renderer (CPU:C). CL runs on whatever OpenCL
+# driver is installed (PoCL in CI); CL:QCOM runs the Adreno dialect there too
 EXEC_DEVICES = [pytest.param("CPU", id="CPU-LLVM"),
                 pytest.param("CPU:C", id="CPU-C", marks=pytest.mark.skipif(not _has_cc(), reason="no C compiler (clang/gcc/cc) on PATH")),
-                pytest.param("PYTHON", id="PYTHON")]
+                pytest.param("PYTHON", id="PYTHON"),
+                pytest.param("CL", id="CL"),
+                pytest.param("CL:QCOM", id="CL-QCOM")]
+
+_cl_probe: tuple[bool, str]|None = None
+def require_cl():
+  """skip when no OpenCL device can run, with the probe's reason; fail instead under TG_REQUIRE_CL=1 (CI after installing PoCL)"""
+  global _cl_probe
+  if _cl_probe is None:
+    from tinygrad.plugins.discovery import Registry
+    _cl_probe = Registry(autoload=True).probe("CL")  # a registry of its own: tests that reset the global one do not matter
+  if not _cl_probe[0]:
+    if os.environ.get("TG_REQUIRE_CL", "") not in ("", "0"): pytest.fail(f"TG_REQUIRE_CL is set but CL is unavailable: {_cl_probe[1]}")
+    pytest.skip(f"CL unavailable: {_cl_probe[1]}")
 
 @pytest.fixture(params=EXEC_DEVICES)
-def device(request) -> str: return request.param
+def device(request) -> str:
+  if request.param.split(":")[0] == "CL": require_cl()
+  return request.param
