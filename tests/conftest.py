@@ -78,6 +78,11 @@ def require_cl():
     if os.environ.get("TG_REQUIRE_CL", "") not in ("", "0"): pytest.fail(f"TG_REQUIRE_CL is set but CL is unavailable: {_cl_probe[1]}")
     pytest.skip(f"CL unavailable: {_cl_probe[1]}")
 
+@pytest.fixture
+def cl():
+  """for tests that run on the CL device: skips (or fails, under TG_REQUIRE_CL=1) when no OpenCL device can run"""
+  require_cl()
+
 @pytest.fixture(params=EXEC_DEVICES)
 def device(request) -> str:
   if request.param.split(":")[0] == "CL": require_cl()
