@@ -10,6 +10,7 @@ _config, _backstop = None, None
 def pytest_configure(config):
   global _config, _backstop
   config.addinivalue_line("markers", "slow: builds wheels or venvs; runs in CI (deselect with -m 'not slow')")
+  config.addinivalue_line("markers", "cl_subset: the op matrix tests that run on CL by default (conftest.CL_SUBSET; TG_CL_MATRIX=full runs all)")
   _config = config
   # stack dumps go to files in one folder: an xdist worker's stderr is not shown, so the controller prints them at the end
   if not hasattr(config, "workerinput"): os.environ["TG_TEST_TIMEOUT_DIR"] = tempfile.mkdtemp(prefix="tg-timeouts-")
@@ -66,6 +67,41 @@ EXEC_DEVICES = [pytest.param("CPU", id="CPU-LLVM"),
                 pytest.param("PYTHON", id="PYTHON"),
                 pytest.param("CL", id="CL"),
                 pytest.param("CL:QCOM", id="CL-QCOM")]
+
+# A CL test costs a driver compile per new kernel (PoCL: ~0.3 s of CPU each, cached on disk after), the whole op matrix on CL minutes of
+# CPU on a fresh machine. So the CL column runs this representative subset (marked cl_subset), and TG_CL_MATRIX=full runs all of it;
+# CL:QCOM always runs its own subset: its dialect has no double (and on PoCL no half), which many tests use. {file: test names}
+CL_SUBSET = {
+  "test_tensor_ops": "test_from_list test_numpy_roundtrip test_binary test_unary test_where test_casts test_bitcast test_reshape_expand_permute "
+                     "test_shrink_flip_pad test_getitem test_reduce test_matmul test_softmax_family test_threefry_known_answers test_to_device",
+  "test_tensor_edge_cases": "test_nan test_int_division_never_traps", "test_math_unary": "test_unary_float",
+  "test_math_binary": "test_float_pow", "test_movement_select": "test_gather test_advanced_getitem_devices", "test_scan_sort": "test_scans",
+  "test_compare_misc": "test_comparisons_with_nan_are_false", "test_assign": "test_assign_through_a_view",
+  "test_jit": "test_replay_matches_numpy_with_assign_state", "test_pickle": "test_realized_and_lazy_tensors_round_trip",
+  "test_custom_kernel": "test_do_while_loops test_custom_elementwise_kernel", "test_engine": "test_debug2_prints_kernels_with_time_and_gflops",
+  "test_transcendental": "test_same_bits_as_emulator[CL-float32-sin] test_same_bits_as_emulator[CL-float64-exp2]"}
+QCOM_SUBSET = {
+  "test_tensor_ops": "test_comparisons test_where test_arg_any_all", "test_movement_select": "test_masked_fill_and_select",
+  "test_math_binary": "test_bitwise_and_shifts", "test_custom_kernel": "test_custom_elementwise_kernel",
+  "test_transcendental": "test_same_bits_as_emulator[CL-QCOM-float32-sin]"}
+
+def _in_subset(item, table:dict[str, str]) -> bool:
+  names = table.get(item.path.stem, "").split()
+  return item.originalname in names or item.name in names
+
+def pytest_collection_modifyitems(config, items):
+  full, keep, dropped = os.environ.get("TG_CL_MATRIX", "") == "full", [], []
+  for item in items:
+    dev = item.callspec.params.get("device") if hasattr(item, "callspec") else None
+    if dev in ("CL", "CL:QCOM"):
+      if _in_subset(item, CL_SUBSET if dev == "CL" else QCOM_SUBSET): item.add_marker("cl_subset")
+      elif dev == "CL:QCOM" or not full:
+        dropped.append(item)
+        continue
+    keep.append(item)
+  if dropped:
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
 
 _cl_probe: tuple[bool, str]|None = None
 def require_cl():
