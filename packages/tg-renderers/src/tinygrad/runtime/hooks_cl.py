@@ -14,8 +14,7 @@ def probe_cl(adreno_only:bool=False) -> tuple[bool, str]:
   except cl.CLError as e:
     vendors = os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors")
     return False, f"libOpenCL finds no OpenCL platform ({e}): no driver is registered in {vendors}; {INSTALL}"
-  from tinygrad.runtime.ops_cl import find_devices
-  try: find_devices(adreno_only)
+  try: cl.find_devices(adreno_only)
   except Exception as e: return False, f"{e} (platforms: {', '.join(cl.platform_str(p, cl.PLATFORM_NAME) for p in platforms)})"
   return True, ""
 

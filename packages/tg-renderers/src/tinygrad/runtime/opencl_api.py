@@ -1,5 +1,6 @@
 """ctypes bindings for the part of the OpenCL 1.2 host API the CL device uses, written from the Khronos headers (CL/cl.h): the
-function signatures, the constants, and the error codes by name. `lib()` loads libOpenCL (the ICD loader) on first use."""
+function signatures, the constants, and the error codes by name. `lib()` loads libOpenCL (the ICD loader) on first use;
+`find_devices()` lists the devices (the CL device opens one, the probe asks whether there is one)."""
 from __future__ import annotations
 import ctypes, ctypes.util, functools, sys
 
@@ -120,3 +121,23 @@ def devices(platform:int, kind:int=DEVICE_TYPE_ALL) -> list[int]:
 def platform_str(p:int, what:int) -> str: return info_str(lib().clGetPlatformInfo, "clGetPlatformInfo", p, what)
 def device_str(d:int, what:int) -> str: return info_str(lib().clGetDeviceInfo, "clGetDeviceInfo", d, what)
 def device_uint(d:int, what:int) -> int: return info_uint(lib().clGetDeviceInfo, "clGetDeviceInfo", d, what)
+
+def is_adreno(vendor:str, name:str) -> bool: return any(k in f"{vendor} {name}".lower() for k in ("qualcomm", "adreno"))
+
+def find_devices(adreno_only:bool=False) -> list[tuple[int, int]]:
+  """(platform, device) of every OpenCL device (or every Adreno), platforms in the loader's order; raises OSError, CLError or
+  LookupError saying what is missing"""
+  found, seen = [], []
+  for p in platforms():
+    try: devs = devices(p)
+    except CLError as e:
+      if e.code != -1: raise  # CL_DEVICE_NOT_FOUND: a platform without devices
+      devs = []
+    for d in devs:
+      vendor, name = device_str(d, DEVICE_VENDOR), device_str(d, DEVICE_NAME)
+      seen.append(f"{name} ({vendor})")
+      if not adreno_only or is_adreno(vendor, name): found.append((p, d))
+  if not found:
+    raise LookupError("OpenCL found no Qualcomm Adreno device (devices: " + (", ".join(seen) or "none") + ")" if adreno_only else
+                      "the OpenCL platforms have no devices")
+  return found

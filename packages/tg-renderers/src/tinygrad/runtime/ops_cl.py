@@ -6,25 +6,6 @@ import ctypes, hashlib
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import opencl_api as cl
 
-def is_adreno(vendor:str, name:str) -> bool: return any(k in f"{vendor} {name}".lower() for k in ("qualcomm", "adreno"))
-
-def find_devices(adreno_only:bool=False) -> list[tuple[int, int]]:
-  """(platform, device) of every OpenCL device, platforms in the loader's order; raises OSError/CLError/DeviceError saying what is missing"""
-  found, seen = [], []
-  for p in cl.platforms():
-    try: devs = cl.devices(p)
-    except cl.CLError as e:
-      if e.code != -1: raise  # CL_DEVICE_NOT_FOUND: a platform without devices
-      devs = []
-    for d in devs:
-      vendor, name = cl.device_str(d, cl.DEVICE_VENDOR), cl.device_str(d, cl.DEVICE_NAME)
-      seen.append(f"{name} ({vendor})")
-      if not adreno_only or is_adreno(vendor, name): found.append((p, d))
-  if not found:
-    raise DeviceError("OpenCL found no Qualcomm Adreno device (devices: " + (", ".join(seen) or "none") + ")" if adreno_only else
-                      "the OpenCL platforms have no devices")
-  return found
-
 class CLMem:
   """a cl_mem, released when dropped (or at once by CLAllocator._free); a sub-buffer holds on to its parent"""
   def __init__(self, ptr:int, parent:CLMem|None=None): self.ptr, self.parent = ptr, parent
@@ -94,7 +75,8 @@ class CLProgram:
 
   def __call__(self, *bufs:CLMem, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
     lib = cl.lib()
-    for i, b in enumerate(bufs): cl.check(lib.clSetKernelArg(self.kernel, i, 8, ctypes.byref(ctypes.c_void_p(b.ptr))), f"clSetKernelArg {i}")
+    for i, b in enumerate(bufs):
+      cl.check(lib.clSetKernelArg(self.kernel, i, ctypes.sizeof(ctypes.c_void_p), ctypes.byref(ctypes.c_void_p(b.ptr))), f"clSetKernelArg {i}")
     for i, v in enumerate(vals, len(bufs)): cl.check(lib.clSetKernelArg(self.kernel, i, 4, ctypes.byref(ctypes.c_int32(v))), f"clSetKernelArg {i}")
     gs, ls = (tuple(d) + (1,) * (3 - len(d)) for d in (global_size, local_size))
     items, group = (ctypes.c_size_t * 3)(*[g * lc for g, lc in zip(gs, ls)]), (ctypes.c_size_t * 3)(*ls)  # OpenCL counts items, not groups
@@ -117,7 +99,8 @@ class CLDevice(Compiled):
   """CL[:INDEX] is the INDEX-th OpenCL device over all platforms; QCOM[:INDEX] the INDEX-th Qualcomm Adreno one"""
   def __init__(self, device:str="CL"):
     n = Device.parse(device)
-    devs = find_devices(adreno_only=n.base == "QCOM")
+    try: devs = cl.find_devices(adreno_only=n.base == "QCOM")
+    except LookupError as e: raise DeviceError(f"{device}: {e}") from None
     if n.index >= len(devs): raise DeviceError(f"{device}: there are only {len(devs)} {n.base} devices (indices 0..{len(devs)-1})")
     self.platform_id, self.device_id = devs[n.index]
     self.platform_name = cl.platform_str(self.platform_id, cl.PLATFORM_NAME)
