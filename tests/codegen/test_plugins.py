@@ -123,6 +123,38 @@ def test_device_clash_higher_priority_wins(plugins):
     plugins.register(make_plugin(devices=[dev("CPU", 150)]), name="fast", distribution="tg-fast")
   assert plugins.registry().devices["CPU"].distribution == "tg-fast" and "host" in plugins.registry().plugins
 
+def _third_party_dist(folder, priority):
+  """A distribution installed beside tg (its .dist-info with an entry point of group tinygrad) that also offers the PYTHON device."""
+  (folder / "tg_clasher.py").write_text(textwrap.dedent(f"""
+    from tinygrad.plugins import hookimpl, DeviceSpec
+    @hookimpl
+    def tg_plugin_api_version(): return (1, 0)
+    @hookimpl
+    def tg_devices(): return [DeviceSpec("PYTHON", "tg_clasher", "Nothing", None, {priority})]
+  """))
+  info = folder / "tg_clasher-1.0.dist-info"
+  info.mkdir()
+  (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tg-clasher\nVersion: 1.0\n")
+  (info / "entry_points.txt").write_text("[tinygrad]\nclasher = tg_clasher\n")
+
+@pytest.mark.parametrize("code", ["import tinygrad", "import tinygrad; from tinygrad import Device; Device['CPU']"])
+def test_device_clash_warns_once_at_import(tmp_path, code):
+  import os, subprocess
+  _third_party_dist(tmp_path, 5)
+  env = {k: v for k, v in os.environ.items() if k not in ("DEV", "TG_PLUGINS_AUTOLOAD", "TG_STRICT_PLUGINS")}
+  env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+  r = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", "-c", code], env=env, capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr
+  clashes = [line for line in r.stderr.splitlines() if "device PYTHON is offered by" in line]
+  assert len(clashes) == 1, r.stderr
+  assert "by tg-renderers (priority" in clashes[0] and "Uninstall tg-clasher" in clashes[0]
+
+def test_no_third_party_plugin_no_discovery_at_import():
+  import subprocess
+  code = "import sys, tinygrad; print('tinygrad.plugins.discovery' in sys.modules, tinygrad._third_party_plugins())"
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.stdout.split() == ["False", "[]"], r.stderr
+
 def test_renderer_clash_keeps_the_first(plugins):
   r = RendererSpec("CPU", "C", FAKE.__name__, "Opens")
   plugins.register(make_plugin(devices=[dev("CPU", 100)], renderers=[r]), name="host", distribution="tg-renderers")

@@ -17,6 +17,7 @@ from tinygrad.tensor_attention import TensorAttentionMixin
 from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
+from tinygrad.tensor_linalg import TensorLinalgMixin
 from tinygrad.uop.gradient import compute_gradient
 
 def _shape_arg(shape:tuple) -> tuple:
@@ -60,7 +61,7 @@ def _creates(fn):
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
 class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMixin, TensorAttentionMixin, TensorNNMixin, TensorRandomMixin,
-             TensorCreateMixin, OpMixin):
+             TensorCreateMixin, TensorLinalgMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_state: ClassVar[dict[str, Tensor]] = {}  # device -> its uint32 (seed, counter) buffer
@@ -135,6 +136,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> int: return prod(self.shape)
+  @property
+  def max_shape(self) -> tuple[int, ...]:
+    """the shape with each Variable at its maximum: the size of the buffer a symbolic shape is allocated with"""
+    return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
+  def max_numel(self) -> int: return prod(self.max_shape)
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def size(self, dim:int|None=None): return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
@@ -145,7 +151,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def __repr__(self): return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}, requires_grad={self.requires_grad}>"
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous: use .item(), .any() or .all()")
   def __eq__(self, x) -> Tensor: return self.eq(x)  # type: ignore[override]
-  def __getitem__(self, idx) -> Tensor: return self._getitem(idx if isinstance(idx, tuple) else (idx,))
+  def __getitem__(self, indices) -> Tensor: return self._getitem(indices if isinstance(indices, tuple) else (indices,))
 
   # *** creation ***
   @staticmethod
@@ -162,12 +168,33 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
     return Tensor(UOp.const(dt, fill_value, Device.canonicalize(device))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
+  @_creates
+  def from_blob(ptr:int, shape, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+    """a tensor of `shape` copied from host memory at address ptr (e.g. a numpy array's ctypes.data). Upstream wraps device memory
+    without a copy; here the bytes are copied once, so the memory may be freed afterwards"""
+    import ctypes
+    shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.default_float)
+    if not isinstance(ptr, int) or ptr <= 0: raise ValueError(f"from_blob needs a host address (a positive int), got {ptr!r}")
+    return Tensor(ctypes.string_at(ptr, prod(shape) * dt.itemsize), device, dt).reshape(shape)
+  @staticmethod
+  @_creates
+  def from_url(url:str, gunzip:bool=False, **kwargs) -> Tensor:
+    """the bytes at url (any scheme urllib opens: https, file, ...) as a uint8 tensor, or the dtype= given; gunzip decompresses"""
+    import urllib.request
+    with urllib.request.urlopen(url) as r: data = r.read()
+    if gunzip:
+      import gzip
+      data = gzip.decompress(data)
+    return Tensor(data, **kwargs)
+  @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
   def ones(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
-  def full_like(self, fill_value, **kwargs) -> Tensor:
-    return Tensor.full(self.shape, fill_value, **{"device": self.device, "dtype": self.dtype, **kwargs})
+  def full_like(self, fill_value, dtype:DType|str|None=None, device:str|None=None, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def empty_like(self, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+    return Tensor.empty(self.shape, dtype=dtype or self.dtype, device=device or self.device)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
   @_creates
@@ -226,21 +253,23 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return x0.stack(x1, dim=1).flatten().shrink(((0, n),)).contiguous()
   @staticmethod
   @_creates
-  def rand(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    """uniform in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2); minus 1"""
+  def rand(*shape, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
+    """uniform in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2); minus 1. contiguous=False leaves that last step
+    lazy, to fuse into the consumer"""
     shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise TypeError(f"rand makes floats, not {dt}: use randint for ints")
     ebits, mbits = dtypes.finfo(dt)
     ut = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dt.itemsize]
     bits = Tensor._random_bits(prod(shape), device)
     m = (bits >> (32 - mbits)).cast(ut) if mbits <= 32 else bits.cast(ut) << (mbits - 32)
-    return ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
+    ret = ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
+    return ret.contiguous() if contiguous else ret
   @staticmethod
   @_creates
   def randn(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     """standard normal by Box-Muller; 1-u is in (0, 1], so the log is finite"""
     shape = _shape_arg(shape)
-    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32)
+    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, contiguous=False)
     return ((u[0] * (2*math.pi)).cos() * ((1 - u[1]).log() * -2).sqrt()).cast(to_dtype(dtype or dtypes.default_float))
   @staticmethod
   @_creates
@@ -250,19 +279,30 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @_creates
   def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     dt = to_dtype(dtype or dtypes.default_float)
-    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32) + low).cast(dt)
+    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32, contiguous=False) + low).cast(dt)
   @staticmethod
   @_creates
   def randint(*shape, low:int=0, high:int=10, device:str|None=None, dtype:DType|str=dtypes.int32) -> Tensor:
     """integers in [low, high)"""
     if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
-    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32)).cast(to_dtype(dtype)) + low  # >= 0: cast floors
+    u = Tensor.rand(*shape, device=device, dtype=dtypes.float32, contiguous=False)
+    return ((high - low) * u).cast(to_dtype(dtype)) + low  # >= 0: cast floors
   def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
-  def randn_like(self, **kwargs) -> Tensor: return Tensor.randn(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
+  def randn_like(self, dtype:DType|str|None=None, **kwargs) -> Tensor:
+    return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
 
   # *** graph-level ops ***
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
+  def contiguous_backward(self) -> Tensor:
+    """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
+    return Tensor(self.uop.contiguous_backward())
+  def replace(self, x:Tensor) -> Tensor:
+    """self becomes x (its graph, no copy): same shape and dtype, another value. Views of self taken before keep the old value"""
+    if x.shape != self.shape or x.dtype != self.dtype:
+      raise ValueError(f"replace needs the same shape and dtype: self is {self.shape} {self.dtype}, x is {x.shape} {x.dtype}")
+    self.uop = x.uop
+    return self
   def to(self, device:str|None) -> Tensor:
     return self if (dev := Device.canonicalize(device)) == self.device else Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
   def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:

@@ -93,7 +93,7 @@ pm_index = PatternMatcher([
   (_x(Ops.CONST), lambda x, **_: UOp.const(x.dtype, x.arg)),
   (_x(Ops.DEFINE_VAR), lambda x, **_: x),
   # nodes that don't change values or index
-  (_x((Ops.CONTIGUOUS, Ops.DETACH, Ops.AFTER)), lambda a, x, valid: at(x.src[0], valid, a.src[2:])),
+  (_x((Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.AFTER)), lambda a, x, valid: at(x.src[0], valid, a.src[2:])),
   (_x((Ops.CAST, Ops.BITCAST)), lambda a, x, valid: UOp(x.op, x.dtype, (at(x.src[0], valid, a.src[2:]),))),
   # elementwise: a broadcast source is read at index 0 on the axes it is broadcast over
   (_x(GroupOp.ALU), lambda a, **_: _at_alu(a)),

@@ -18,6 +18,7 @@ class Ops(FastEnum):
   CUSTOM_FUNCTION = auto(); LINEAR = auto(); PROGRAM = auto(); SOURCE = auto(); BINARY = auto() # noqa: E702
   # tensor graph only
   COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); REDUCE_AXIS = auto() # noqa: E702
+  CONTIGUOUS_BACKWARD = auto()  # the value itself; its gradient is made contiguous
   AT = auto()  # scheduling: AT(x, valid, *idx), the value of tensor node x at an index, rewritten into kernel math
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto() # noqa: E702
   # kernel level

@@ -231,6 +231,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> UOp: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(axis))) if axis else self
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
+  def contiguous_backward(self) -> UOp: return UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self,))
   def copy_to_device(self, device:str|tuple) -> UOp: return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
 
   # *** symbolic ***
@@ -300,7 +301,8 @@ def _infer_shape(u:UOp) -> tuple|None:
   if op in _SCALAR: return ()
   if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
   if op in {Ops.PARAM, Ops.BUFFER}: return arg.shape
-  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}: return src[0]._shape
+  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}:
+    return src[0]._shape
   if op is Ops.INDEX:
     bs = src[0]._shape
     if bs is None or len(src)-1 > len(bs): return ()

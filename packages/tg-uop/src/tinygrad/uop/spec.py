@@ -111,8 +111,8 @@ _KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF}
 _ok = lambda: True
 
 spec_tensor = PatternMatcher([
-  (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL, Ops.FUNCTION,
-                                         Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE}), _ok),
+  (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL,
+                                         Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE}), _ok),
 ])
 # a kernel: memory only through INDEX straight on a define (views are gone), loops are RANGEs
 _kernel_forms = [
