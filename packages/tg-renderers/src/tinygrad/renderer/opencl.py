@@ -99,8 +99,9 @@ class OpenCLRenderer(CStyleLanguage):
   def render_kernel(self, name:str, body:list[str], params:list, variables:list, uops:list) -> str:
     used = {u.dtype for u in uops} | {u.src[1].dtype for u in uops if u.op is Ops.STORE}
     # OpenCL C may fuse a*b+c into one fma by default: every target computes the ops as written, so it must not
-    prelude = "#pragma OPENCL FP_CONTRACT OFF\n" + "".join(f"#pragma OPENCL EXTENSION {FEATURES[f]} : enable\n" for f, dt in (("fp16", dtypes.float16), ("fp64", dtypes.float64))
-                      if f in self.features and (dt in used or (f == "fp64" and dtypes.bfloat16 in used)))
+    needs = {"fp16": {dtypes.float16}, "fp64": {dtypes.float64, dtypes.bfloat16}}  # bfloat16 emulation rounds through double
+    prelude = "#pragma OPENCL FP_CONTRACT OFF\n" + \
+              "".join(f"#pragma OPENCL EXTENSION {FEATURES[f]} : enable\n" for f, dts in needs.items() if f in self.features and dts & used)
     if dtypes.float16 in used and dtypes.float16 in self.emulated: prelude += EMULATION_16
     if dtypes.bfloat16 in used and dtypes.bfloat16 in self.emulated: prelude += EMULATION_D2FO + EMULATION_BF16
     args = [f"{self.buffer_prefix}{self.storage_type(p.dtype)}* data{p.arg.slot}" for p in params] + \
