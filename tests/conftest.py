@@ -12,6 +12,11 @@ def pytest_configure(config):
   config.addinivalue_line("markers", "slow: builds wheels or venvs; runs in CI (deselect with -m 'not slow')")
   config.addinivalue_line("markers", "cl_subset: the op matrix tests that run on CL by default (conftest.CL_SUBSET; TG_CL_MATRIX=full runs all)")
   _config = config
+  # PoCL's kernel cache is not safe across processes (two workers building one kernel abort in pocl_binary.c): one per xdist worker,
+  # kept between runs. Set before anything loads libOpenCL.
+  if hasattr(config, "workerinput") and "POCL_CACHE_DIR" not in os.environ:
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    os.environ["POCL_CACHE_DIR"] = str(cache / "pocl" / f"tg-tests-{config.workerinput['workerid']}")
   # stack dumps go to files in one folder: an xdist worker's stderr is not shown, so the controller prints them at the end
   if not hasattr(config, "workerinput"): os.environ["TG_TEST_TIMEOUT_DIR"] = tempfile.mkdtemp(prefix="tg-timeouts-")
   _backstop = open(pathlib.Path(os.environ["TG_TEST_TIMEOUT_DIR"]) / f"backstop-{os.getpid()}.txt", "w")
