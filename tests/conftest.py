@@ -14,7 +14,13 @@ def pytest_configure(config):
   global _config, _backstop
   config.addinivalue_line("markers", "slow: builds wheels or venvs; runs in CI (deselect with -m 'not slow')")
   config.addinivalue_line("markers", "hcq_matrix: also runs on the mock AMD and NV devices (the device fixture's AMD-MOCK, NV-MOCK)")
+  config.addinivalue_line("markers", "cl_subset: the op matrix tests that run on CL by default (conftest.CL_SUBSET; TG_CL_MATRIX=full runs all)")
   _config = config
+  # PoCL's kernel cache is not safe across processes (two workers building one kernel abort in pocl_binary.c): one per xdist worker,
+  # kept between runs. Set before anything loads libOpenCL.
+  if hasattr(config, "workerinput") and "POCL_CACHE_DIR" not in os.environ:
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
+    os.environ["POCL_CACHE_DIR"] = str(cache / "pocl" / f"tg-tests-{config.workerinput['workerid']}")
   # stack dumps go to files in one folder: an xdist worker's stderr is not shown, so the controller prints them at the end
   if not hasattr(config, "workerinput"): os.environ["TG_TEST_TIMEOUT_DIR"] = tempfile.mkdtemp(prefix="tg-timeouts-")
   _backstop = open(pathlib.Path(os.environ["TG_TEST_TIMEOUT_DIR"]) / f"backstop-{os.getpid()}.txt", "w")
@@ -63,10 +69,13 @@ def plugins(monkeypatch):
 
 def _has_cc() -> bool: return any(shutil.which(c) for c in (os.environ.get("CC", ""), "clang", "gcc", "cc") if c)
 
-# the executing backends every op and kernel test runs on; a device string may carry its renderer (CPU:C)
+# the executing backends every op and kernel test runs on; a device string may carry its renderer (CPU:C). CL runs on whatever OpenCL
+# driver is installed (PoCL in CI); CL:QCOM runs the Adreno dialect there too
 EXEC_DEVICES = [pytest.param("CPU", id="CPU-LLVM"),
                 pytest.param("CPU:C", id="CPU-C", marks=pytest.mark.skipif(not _has_cc(), reason="no C compiler (clang/gcc/cc) on PATH")),
                 pytest.param("PYTHON", id="PYTHON"),
+                pytest.param("CL", id="CL"),
+                pytest.param("CL:QCOM", id="CL-QCOM"),
                 pytest.param("AMD", id="AMD-MOCK"), pytest.param("NV", id="NV-MOCK")]
 # devices only some machines have join by name (bench/gpu_check.sh: TG_TEST_DEVICES=CUDA,CUDA:PTX); the id spells ':' as '-'
 EXEC_DEVICES += [pytest.param(d, id=d.replace(":", "-")) for d in os.environ.get("TG_TEST_DEVICES", "").split(",") if d]
@@ -75,12 +84,61 @@ EXEC_DEVICES += [pytest.param(d, id=d.replace(":", "-")) for d in os.environ.get
 # of every op family, kept under ~60 s of CPU per device), the rest of the matrix runs on the host devices
 MOCK_DEVICES = {"AMD", "NV"}
 
+# A CL test costs a driver compile per new kernel (PoCL: ~0.3 s of CPU each, cached on disk after), the whole op matrix on CL minutes of
+# CPU on a fresh machine. So the CL column runs this representative subset (marked cl_subset), and TG_CL_MATRIX=full runs all of it;
+# CL:QCOM always runs its own subset: its dialect has no double (and on PoCL no half), which many tests use. {file: test names}
+CL_SUBSET = {
+  "test_tensor_ops": "test_from_list test_numpy_roundtrip test_binary test_unary test_where test_casts test_bitcast test_reshape_expand_permute "
+                     "test_shrink_flip_pad test_getitem test_reduce test_matmul test_softmax_family test_threefry_known_answers test_to_device",
+  "test_tensor_edge_cases": "test_nan test_int_division_never_traps", "test_math_unary": "test_unary_float",
+  "test_math_binary": "test_float_pow", "test_movement_select": "test_gather test_advanced_getitem_devices", "test_scan_sort": "test_scans",
+  "test_compare_misc": "test_comparisons_with_nan_are_false", "test_assign": "test_assign_through_a_view",
+  "test_jit": "test_replay_matches_numpy_with_assign_state", "test_pickle": "test_realized_and_lazy_tensors_round_trip",
+  "test_custom_kernel": "test_do_while_loops test_custom_elementwise_kernel", "test_engine": "test_debug2_prints_kernels_with_time_and_gflops",
+  "test_transcendental": "test_same_bits_as_emulator[CL-float32-sin] test_same_bits_as_emulator[CL-float64-exp2]"}
+QCOM_SUBSET = {
+  "test_tensor_ops": "test_comparisons test_where test_arg_any_all", "test_movement_select": "test_masked_fill_and_select",
+  "test_math_binary": "test_bitwise_and_shifts", "test_custom_kernel": "test_custom_elementwise_kernel",
+  "test_transcendental": "test_same_bits_as_emulator[CL-QCOM-float32-sin]"}
+
+def _in_subset(item, table:dict[str, str]) -> bool:
+  names = table.get(item.path.stem, "").split()
+  return item.originalname in names or item.name in names
+
 def pytest_collection_modifyitems(config, items):
-  keep = [it for it in items if getattr(getattr(it, "callspec", None), "params", {}).get("device") not in MOCK_DEVICES
-          or it.get_closest_marker("hcq_matrix") is not None]
-  if len(keep) != len(items):
-    config.hook.pytest_deselected(items=[it for it in items if it not in keep])
+  full, keep, dropped = os.environ.get("TG_CL_MATRIX", "") == "full", [], []
+  for item in items:
+    dev = item.callspec.params.get("device") if hasattr(item, "callspec") else None
+    if dev in MOCK_DEVICES and item.get_closest_marker("hcq_matrix") is None:
+      dropped.append(item)
+      continue
+    if dev in ("CL", "CL:QCOM"):
+      if _in_subset(item, CL_SUBSET if dev == "CL" else QCOM_SUBSET): item.add_marker("cl_subset")
+      elif dev == "CL:QCOM" or not full:
+        dropped.append(item)
+        continue
+    keep.append(item)
+  if dropped:
+    config.hook.pytest_deselected(items=dropped)
     items[:] = keep
 
+_cl_probe: tuple[bool, str]|None = None
+def require_cl():
+  """skip when no OpenCL device can run, with the probe's reason; fail instead under TG_REQUIRE_CL=1 (CI after installing PoCL)"""
+  global _cl_probe
+  if _cl_probe is None:
+    from tinygrad.plugins.discovery import Registry
+    _cl_probe = Registry(autoload=True).probe("CL")  # a registry of its own: tests that reset the global one do not matter
+  if not _cl_probe[0]:
+    if os.environ.get("TG_REQUIRE_CL", "") not in ("", "0"): pytest.fail(f"TG_REQUIRE_CL is set but CL is unavailable: {_cl_probe[1]}")
+    pytest.skip(f"CL unavailable: {_cl_probe[1]}")
+
+@pytest.fixture
+def cl():
+  """for tests that run on the CL device: skips (or fails, under TG_REQUIRE_CL=1) when no OpenCL device can run"""
+  require_cl()
+
 @pytest.fixture(params=EXEC_DEVICES)
-def device(request) -> str: return request.param
+def device(request) -> str:
+  if request.param.split(":")[0] == "CL": require_cl()
+  return request.param

@@ -1,6 +1,6 @@
 """The seven wheels install alone or together into clean venvs (one site-packages), share no file, and
-uninstalling a backend leaves the rest working; the embedded install (no llvmlite) runs on CPU:C; a third-party renderer plugs
-into CPU from its wheel; another distribution shipping into `tinygrad` (upstream tinygrad) is named by import and the doctor."""
+uninstalling a backend leaves the rest working; the embedded install (no llvmlite) runs on CPU:C, and on CL where OpenCL is; a
+third-party renderer plugs into CPU from its wheel; another distribution shipping into `tinygrad` (upstream tinygrad) is named by import and the doctor."""
 import fcntl, json, os, pathlib, shutil, subprocess, sys, venv, zipfile
 import pytest
 
@@ -107,10 +107,26 @@ def test_embedded_install_without_llvmlite(wheels, tmp_path):
   assert sh(py, "-c", "from tinygrad import Tensor; print(Tensor([4]).item())", cwd=tmp_path, DEV="CPU:C").stdout.strip() == "4"
   doctor = sh(py, "-m", "tinygrad", cwd=tmp_path).stdout
   assert "renderers LLVM* (unavailable), C" in doctor and "renderer LLVM: llvmlite is not installed: pip install llvmlite" in doctor
-  # and no C compiler either: the PYTHON emulator, with a warning that names both fixes
-  r = sh(py, "-c", "from tinygrad import Tensor; print((Tensor([1,2,3])*2).sum().item())", cwd=tmp_path, PATH=str(tmp_path / "venv" / "bin"))
+  # and no C compiler (nor an OpenCL driver) either: the PYTHON emulator, with a warning that names both fixes
+  r = sh(py, "-c", "from tinygrad import Tensor; print((Tensor([1,2,3])*2).sum().item())", cwd=tmp_path, PATH=str(tmp_path / "venv" / "bin"),
+         OCL_ICD_VENDORS=str(tmp_path))
   assert r.stdout.strip() == "12" and "default device is PYTHON, an emulator" in r.stderr
   assert "pip install llvmlite" in r.stderr and "no C compiler found" in r.stderr and r.stderr.count("Warning") == 1
+
+def test_embedded_install_runs_on_cl(wheels, tmp_path, cl):
+  # a board with OpenCL only: no llvmlite and no C compiler, so CL is the default device (the PYTHON emulator is not chosen). PoCL
+  # links its kernels with `ld`, which stays on PATH (a linker is no C compiler)
+  py = make_venv(tmp_path / "venv")
+  install(py, wheels, "--no-deps", "tg-uop", "tg-codegen", "tg-renderers", "tg-tensor", "pluggy")
+  (tools := tmp_path / "tools").mkdir()
+  if ld := shutil.which("ld"): (tools / "ld").symlink_to(ld)
+  path = f"{tmp_path / 'venv' / 'bin'}:{tools}"
+  code = "from tinygrad import Tensor, Device; a = Tensor([1.0, 2.0, 3.0]); m = Tensor([True, False, True])\n" \
+         "print(Device.DEFAULT, (a * 2).sum().item(), (m & (a < 2.5)).tolist())"
+  r = sh(py, "-c", code, cwd=tmp_path, PATH=path)
+  assert r.stdout.split("\n")[0] == "CL 12.0 [True, False, False]" and "Warning" not in r.stderr, r.stdout + r.stderr
+  r = sh(py, "-c", code, cwd=tmp_path, PATH=path, DEV="CL:QCOM")  # the Adreno dialect, on this driver
+  assert r.stdout.split("\n")[0] == "CL 12.0 [True, False, False]", r.stdout + r.stderr
 
 @pytest.mark.skipif(not HAS_CC, reason="no C compiler (clang/gcc/cc) on PATH")
 def test_renderer_plugin_from_its_wheel(wheels, tmp_path):

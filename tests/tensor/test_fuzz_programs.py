@@ -468,7 +468,7 @@ def fuzz(device:str, examples:int):
   run()
 
 # the compiled CPU path gets the most programs; the emulator and the C compiler are slower per kernel
-EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "AMD": 25, "NV": 25}
+EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "AMD": 25, "NV": 25, "CL": 60, "CL:QCOM": 30}
 
 def test_fuzz_programs(device): fuzz(device, EXAMPLES[device])
 

@@ -8,7 +8,7 @@ PLUGIN_API_VERSION = (1, 1)
 
 # well-known device names -> the distribution providing them, so `DEV=AMD` without tg-hcq-amd can say what to install
 KNOWN_DEVICES = {"AMD": "tg-hcq-amd", "NV": "tg-hcq-nv", "CPU": "tg-renderers", "PYTHON": "tg-renderers", "NULL": "tg-renderers",
-                 "CL": "tg-renderers", "CUDA": "tg-renderers"}
+                 "CL": "tg-renderers", "QCOM": "tg-renderers", "CUDA": "tg-renderers"}
 # tg's own distributions: a device name offered by one of them and by a third party at the same priority stays tg's
 FIRST_PARTY = frozenset({"tg-uop", "tg-codegen", "tg-renderers", "tg-hcq-amd", "tg-hcq-nv", "tg-tensor", "tg-onnx"})
 
