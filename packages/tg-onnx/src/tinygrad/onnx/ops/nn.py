@@ -1,0 +1,262 @@
+"""Network layers: convolution, pooling, normalisation, Gemm/MatMul, dropout, losses, attention."""
+from __future__ import annotations
+import math
+from tinygrad.tensor import Tensor
+from tinygrad.tensor_conv import _windows
+from tinygrad.dtype import dtypes
+from tinygrad.onnx.ops.registry import op
+from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype
+
+def _auto_pads(in_shape, kernel, strides, dilations, auto_pad, pads):
+  """ONNX pads (all begins, then all ends) for the spatial axes, auto_pad resolved"""
+  nd = len(kernel)
+  if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    begins, ends = [], []
+    for i, k, s, d in zip(in_shape, kernel, strides, dilations):
+      total = max((math.ceil(i / s) - 1) * s + (k - 1) * d + 1 - i, 0)
+      lo = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+      begins.append(lo); ends.append(total - lo)
+    return begins + ends
+  if auto_pad == "VALID": return [0] * 2 * nd
+  return list(pads) if pads is not None else [0] * 2 * nd
+
+def _torch_pads(pads):
+  """ONNX (b1, b2, .., e1, e2, ..) -> pad()'s flat form, last axis first: (b_last, e_last, ...)"""
+  n = len(pads) // 2
+  return [p for i in reversed(range(n)) for p in (pads[i], pads[i + n])]
+
+@op("Conv")
+def conv(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
+  nd = w.ndim - 2
+  strides, dilations = strides or [1] * nd, dilations or [1] * nd
+  p = _auto_pads(x.shape[2:], w.shape[2:], strides, dilations, auto_pad, pads)
+  return x.conv2d(w, b, groups=group, stride=strides, dilation=dilations, padding=_torch_pads(p))
+
+@op("ConvTranspose")
+def conv_transpose(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, output_padding=None, output_shape=None,
+                   pads=None, strides=None):
+  nd = w.ndim - 2
+  strides, dilations, output_padding = strides or [1] * nd, dilations or [1] * nd, output_padding or [0] * nd
+  ks = w.shape[2:]
+  if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+    out = output_shape[-nd:] if output_shape is not None else [i * s for i, s in zip(x.shape[2:], strides)]
+    total = [s * (i - 1) + op_ + ((k - 1) * d + 1) - o for i, s, op_, k, d, o in zip(x.shape[2:], strides, output_padding, ks, dilations, out)]
+    lo = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+    pads = lo + [t - l for t, l in zip(total, lo)]
+  pads = pads or [0] * 2 * nd
+  # conv_transpose2d takes symmetric padding: compute with none, then crop begins and ends (and extend by output_padding)
+  y = x.conv_transpose2d(w, None, groups=group, stride=strides, dilation=dilations, padding=0, output_padding=output_padding)
+  y = y.shrink(((0, y.shape[0]), (0, y.shape[1])) + tuple((pads[i], y.shape[2+i] - pads[i+nd]) for i in range(nd)))
+  return y if b is None else y + b.reshape(1, -1, *[1] * nd)
+
+def _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads):
+  nd = len(kernel_shape)
+  strides, dilations = strides or [1] * nd, dilations or [1] * nd
+  return strides, dilations, _auto_pads(x.shape[2:], kernel_shape, strides, dilations, auto_pad, pads)
+
+def _ceil_extra(x, kernel_shape, strides, dilations, p, ceil_mode):
+  """extra padding at the end for ceil_mode; ONNX drops a last window that would start in the end padding"""
+  nd, extra = len(kernel_shape), []
+  for i, (n, k, s, d) in enumerate(zip(x.shape[2:], kernel_shape, strides, dilations)):
+    eff, total = (k - 1) * d + 1, n + p[i] + p[i + nd]
+    out = (math.ceil if ceil_mode else math.floor)((total - eff) / s) + 1
+    if ceil_mode and (out - 1) * s >= n + p[i]: out -= 1
+    extra.append(max((out - 1) * s + eff - total, 0))
+  return extra
+
+def _windows_reduce(x, kernel_shape, strides, dilations, p, extra, value, reduce):
+  nd = len(kernel_shape)
+  flat = _torch_pads([p[i] for i in range(nd)] + [p[i + nd] + extra[i] for i in range(nd)])
+  w = _windows(x.pad(flat, value=value), tuple(kernel_shape), tuple(strides), tuple(dilations))
+  return reduce(w, tuple(range(-nd, 0)))
+
+@op("MaxPool")
+def max_pool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0, strides=None):
+  strides, dilations, p = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads)
+  extra = _ceil_extra(x, kernel_shape, strides, dilations, p, ceil_mode)
+  lowest = -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)
+  out = _windows_reduce(x, kernel_shape, strides, dilations, p, extra, lowest, lambda w, a: w.max(a))
+  # indices: flat position in the unpadded input (row-major, or column-major with storage_order=1)
+  nd, sp = len(kernel_shape), x.shape[2:]
+  pos = Tensor.arange(math.prod(sp), dtype=dtypes.int64).reshape(sp)
+  if storage_order: pos = Tensor.arange(math.prod(sp), dtype=dtypes.int64).reshape(sp[::-1]).permute(list(range(nd))[::-1])
+  pos = pos.reshape(1, 1, *sp).expand(x.shape)
+  big = _windows_reduce(x, kernel_shape, strides, dilations, p, extra, lowest, lambda w, a: w)
+  pw = _windows_reduce(pos, kernel_shape, strides, dilations, p, extra, -1, lambda w, a: w)
+  hit = big.eq(out.reshape(*out.shape, *[1] * nd))
+  n = x.shape[0] * x.shape[1] * math.prod(sp)
+  cand = hit.where(pw, n + 1).min(tuple(range(-nd, 0)))
+  base = (Tensor.arange(x.shape[0] * x.shape[1], dtype=dtypes.int64) * math.prod(sp)).reshape(x.shape[0], x.shape[1], *[1] * nd)
+  return out, cand + base
+
+@op("AveragePool")
+def avg_pool(x, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None, pads=None, strides=None):
+  strides, dilations, p = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads)
+  extra = _ceil_extra(x, kernel_shape, strides, dilations, p, ceil_mode)
+  s = _windows_reduce(x, kernel_shape, strides, dilations, p, extra, 0, lambda w, a: w.sum(a))
+  # the divisor: every in-bounds tap (count_include_pad counts the explicit padding too, never ceil_mode's extra)
+  nd = len(kernel_shape)
+  ones = Tensor.ones(1, 1, *x.shape[2:], dtype=x.dtype)
+  if count_include_pad: ones, p2 = ones.pad(_torch_pads(p), value=1), [0] * 2 * nd
+  else: p2 = p
+  cnt = _windows_reduce(ones, kernel_shape, strides, dilations, p2, extra, 0, lambda w, a: w.sum(a))
+  return s / cnt
+
+@op("LpPool")
+def lp_pool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None, strides=None):
+  strides, dilations, pd = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads)
+  extra = _ceil_extra(x, kernel_shape, strides, dilations, pd, ceil_mode)
+  return _windows_reduce(x.abs().pow(p), kernel_shape, strides, dilations, pd, extra, 0, lambda w, a: w.sum(a)).pow(1 / p)
+
+@op("GlobalAveragePool")
+def global_avg_pool(x): return x.mean(tuple(range(2, x.ndim)), keepdim=True)
+@op("GlobalMaxPool")
+def global_max_pool(x): return x.max(tuple(range(2, x.ndim)), keepdim=True)
+@op("GlobalLpPool")
+def global_lp_pool(x, p=2): return x.abs().pow(p).sum(tuple(range(2, x.ndim)), keepdim=True).pow(1 / p)
+
+@op("MaxUnpool", ctx=True)
+def max_unpool(ctx, x, indices, output_shape=None, kernel_shape=None, pads=None, strides=None):
+  nd = len(kernel_shape)
+  strides, pads = strides or [1] * nd, pads or [0] * 2 * nd
+  if output_shape is not None: out = ctx.ints(output_shape)
+  else: out = list(x.shape[:2]) + [(i - 1) * s - pads[j] - pads[j + nd] + k for j, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel_shape))]
+  n = math.prod(out)
+  flat = Tensor.zeros(n, dtype=x.dtype).scatter(0, indices.flatten(), x.flatten())
+  return flat.reshape(out)
+
+@op("BatchNormalization")
+def batch_norm(x, scale, b, mean, var, epsilon=1e-5, momentum=0.9, training_mode=0, spatial=1, is_test=0):
+  if training_mode:
+    ax = tuple(i for i in range(x.ndim) if i != 1)
+    bm, bv = x.mean(ax), x.var(ax, correction=0)
+    y = x.batchnorm(scale, b, bm, (bv + epsilon).rsqrt())
+    return y, mean * momentum + bm * (1 - momentum), var * momentum + bv * (1 - momentum)
+  return x.batchnorm(scale, b, mean, (var + epsilon).rsqrt())
+
+@op("InstanceNormalization")
+def instance_norm(x, scale, b, epsilon=1e-5):
+  y = x.layernorm(tuple(range(2, x.ndim)), epsilon)
+  shape = (1, -1) + (1,) * (x.ndim - 2)
+  return y * scale.reshape(shape) + b.reshape(shape)
+
+@op("LayerNormalization")
+def layer_norm(x, scale, b=None, axis=-1, epsilon=1e-5, stash_type=1):
+  a = norm_axis(axis, x.ndim)
+  ax = tuple(range(a, x.ndim))
+  xf = x.cast(dtypes.float32) if stash_type == 1 and x.dtype != dtypes.float64 else x
+  mean = xf.mean(ax, keepdim=True)
+  inv = ((xf - mean) * (xf - mean)).mean(ax, keepdim=True).add(epsilon).rsqrt()
+  y = ((xf - mean) * inv).cast(x.dtype) * scale
+  return (y if b is None else y + b), mean, inv
+
+@op("GroupNormalization")
+def group_norm(x, scale, bias, epsilon=1e-5, num_groups=1, stash_type=1):
+  n, c = x.shape[:2]
+  g = x.reshape(n, num_groups, -1).layernorm(-1, epsilon).reshape(x.shape)
+  shape = (1, c) + (1,) * (x.ndim - 2)
+  if scale.shape[0] != c:  # opset 18 had one scale per group
+    scale, bias = scale.repeat_interleave(c // num_groups, 0), bias.repeat_interleave(c // num_groups, 0)
+  return g * scale.reshape(shape) + bias.reshape(shape)
+
+@op("MeanVarianceNormalization")
+def mvn(x, axes=(0, 2, 3)):
+  ax = tuple(norm_axes(axes, x.ndim))
+  y = x - x.mean(ax, keepdim=True)
+  return y / ((y * y).mean(ax, keepdim=True).sqrt() + 1e-9)
+
+@op("LRN")
+def lrn(x, size, alpha=1e-4, beta=0.75, bias=1.0):
+  # the sum of squares over a window of `size` channels around each channel
+  n, c = x.shape[:2]
+  sq = (x * x).reshape(n, c, -1).permute(0, 2, 1).pad(((0, 0), (0, 0), ((size - 1) // 2, (size - 1) - (size - 1) // 2)))
+  s = _windows(sq, (size,), (1,), (1,)).sum(-1).permute(0, 2, 1).reshape(x.shape)
+  return x / (s * (alpha / size) + bias).pow(beta)
+
+@op("LpNormalization")
+def lp_norm(x, axis=-1, p=2):
+  n = x.abs().sum(axis, keepdim=True) if p == 1 else (x * x).sum(axis, keepdim=True).sqrt()
+  return x / n
+
+@op("Gemm")
+def gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
+  y = (a.T if transA else a) @ (b.T if transB else b)
+  if alpha != 1.0: y = y * alpha
+  return y if c is None else y + (c * beta if beta != 1.0 else c)
+
+@op("MatMul")
+def matmul(a, b): return a @ b
+
+@op("MatMulInteger")
+def matmul_integer(a, b, a_zero_point=None, b_zero_point=None):
+  a = a.cast(dtypes.int32) - (0 if a_zero_point is None else a_zero_point.cast(dtypes.int32).reshape(-1, 1) if a_zero_point.ndim == 1 and
+                               a_zero_point.shape[0] > 1 else a_zero_point.cast(dtypes.int32))
+  b = b.cast(dtypes.int32) - (0 if b_zero_point is None else b_zero_point.cast(dtypes.int32))
+  return a @ b
+
+@op("Einsum")
+def einsum(*xs, equation): return Tensor.einsum(equation, *xs)
+
+@op("Dropout", since=1)
+def dropout_v1(x, ratio=0.5, is_test=0, seed=None): return x, Tensor.ones(*x.shape, dtype=dtypes.bool)
+@op("Dropout", since=12, ctx=True)
+def dropout(ctx, x, ratio=None, training_mode=None, seed=None):
+  train = training_mode is not None and bool(ctx.vals(training_mode)[0])
+  r = 0.5 if ratio is None else float(ctx.vals(ratio)[0])
+  if not train or r == 0: return x, Tensor.ones(*x.shape, dtype=dtypes.bool)
+  if seed is not None: Tensor.manual_seed(seed)
+  mask = Tensor.rand(*x.shape) >= r
+  return mask.where(x / (1 - r), 0).cast(x.dtype), mask
+
+def _nll(logp, target, weight, ignore_index, reduction):
+  """logp (N, C, *d), target (N, *d)"""
+  c = logp.shape[1]
+  t = target.cast(dtypes.int64)
+  valid = t.ne(ignore_index) if ignore_index is not None else Tensor.ones(*t.shape, dtype=dtypes.bool)
+  tc = valid.where(t, 0)
+  picked = logp.gather(1, tc.unsqueeze(1)).squeeze(1)
+  w = (weight[tc.cast(dtypes.int32)] if weight is not None else Tensor.ones(*t.shape, dtype=logp.dtype)) * valid.cast(logp.dtype)
+  loss = -picked * w
+  if reduction == "none": return loss
+  if reduction == "sum": return loss.sum()
+  return loss.sum() / w.sum()
+
+@op("NegativeLogLikelihoodLoss")
+def nll_loss(x, target, weight=None, ignore_index=None, reduction="mean"): return _nll(x, target, weight, ignore_index, reduction)
+
+@op("SoftmaxCrossEntropyLoss")
+def softmax_ce(scores, labels, weights=None, ignore_index=None, reduction="mean"):
+  logp = scores.log_softmax(1)
+  return _nll(logp, labels, weights, ignore_index, reduction), logp
+
+@op("Attention", since=23)
+def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, is_causal=0, kv_num_heads=None, q_num_heads=None,
+              qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None):
+  three = q.ndim == 3
+  if three:  # (B, S, H*D) -> (B, H, S, D)
+    b, s, _ = q.shape
+    q = q.reshape(b, s, q_num_heads, -1).permute(0, 2, 1, 3)
+    k = k.reshape(b, k.shape[1], kv_num_heads, -1).permute(0, 2, 1, 3)
+    v = v.reshape(b, v.shape[1], kv_num_heads, -1).permute(0, 2, 1, 3)
+  if past_key is not None: k, v = past_key.cat(k, dim=2), past_value.cat(v, dim=2)
+  present_k, present_v = k, v
+  if k.shape[1] != q.shape[1]: k, v = k.repeat_interleave(q.shape[1] // k.shape[1], 1), v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+  sc = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
+  qk = (q @ k.transpose(-2, -1)) * sc
+  L, S = qk.shape[-2:]
+  bias = Tensor.zeros(L, S, dtype=qk.dtype)
+  if is_causal: bias = (Tensor.arange(L).reshape(L, 1) + (S - L) >= Tensor.arange(S).reshape(1, S)).where(bias, -math.inf)
+  if attn_mask is not None:
+    m = attn_mask.where(0, -math.inf) if attn_mask.dtype is dtypes.bool else attn_mask
+    if m.shape[-1] < S: m = m.pad([(0, 0)] * (m.ndim - 1) + [(0, S - m.shape[-1])], value=-math.inf)
+    bias = bias + m
+  qk_out = qk
+  qk = qk + bias
+  if qk_matmul_output_mode == 1: qk_out = qk
+  if softcap: qk = (qk / softcap).tanh() * softcap
+  if qk_matmul_output_mode == 2: qk_out = qk
+  w = qk.softmax(-1)
+  if qk_matmul_output_mode == 3: qk_out = w
+  y = w @ v
+  if three: y = y.permute(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+  return y, present_k, present_v, qk_out
