@@ -74,8 +74,8 @@ def div(a, b): return a / b if is_float(a) else a.div(b, rounding_mode="trunc") 
 
 @op("Mod")
 def mod(a, b, fmod=0):
-  if fmod or is_float(a): return a - a.div(b, rounding_mode="trunc") * b  # C fmod: the dividend's sign
-  return a.mod(b)
+  if fmod: return a - a.div(b, rounding_mode="trunc") * b  # C fmod: the dividend's sign
+  return a.mod(b)  # python's %: the divisor's sign
 
 @op("Pow")
 def pow_(base, exponent):
@@ -104,7 +104,12 @@ for _name, _fn in {"Equal": Tensor.eq, "Less": Tensor.__lt__, "Greater": Tensor.
   op(_name)(lambda a, b, _fn=_fn: _fn(a, b))
 
 @op("BitShift")
-def bitshift(x, y, direction="LEFT"): return x.lshift(y) if direction == "LEFT" else x.rshift(y)
+def bitshift(x, y, direction="LEFT"):
+  # a shift by the bit width or more (or by a negative amount) gives 0; in C it is undefined
+  bits = 8 * x.dtype.itemsize
+  ok = (y >= 0) & (y < bits)
+  ys = ok.where(y, 0)
+  return ok.where(x.lshift(ys) if direction == "LEFT" else x.rshift(ys), 0)
 
 @op("Where")
 def where(cond, x, y): return cond.where(x, y)

@@ -31,7 +31,7 @@ def size(ctx, x): return ctx.known(Tensor(math.prod(x.shape), dtype=dtypes.int64
 
 @op("Flatten")
 def flatten(x, axis=1):
-  a = norm_axis(axis, x.ndim + 1) if x.ndim else 0
+  a = axis + x.ndim if axis < 0 else axis
   return x.reshape(math.prod(x.shape[:a]), math.prod(x.shape[a:]))
 
 def _squeeze(x, ax):
@@ -227,10 +227,12 @@ def depth_to_space(x, blocksize, mode="DCR"):
   return y.reshape(n, c // (b*b), h * b, w * b)
 
 @op("SpaceToDepth")
-def space_to_depth(x, blocksize):
+def space_to_depth(x, blocksize, mode="DCR"):
   n, c, h, w = x.shape
   b = blocksize
-  return x.reshape(n, c, h // b, b, w // b, b).permute(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
+  y = x.reshape(n, c, h // b, b, w // b, b)
+  y = y.permute(0, 3, 5, 1, 2, 4) if mode == "DCR" else y.permute(0, 1, 3, 5, 2, 4)
+  return y.reshape(n, c * b * b, h // b, w // b)
 
 @op("EyeLike")
 def eye_like(x, dtype=None, k=0):

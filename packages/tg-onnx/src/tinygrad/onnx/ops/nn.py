@@ -46,7 +46,7 @@ def conv_transpose(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, ker
   pads = pads or [0] * 2 * nd
   # conv_transpose2d takes symmetric padding: compute with none, then crop begins and ends (and extend by output_padding)
   y = x.conv_transpose2d(w, None, groups=group, stride=strides, dilation=dilations, padding=0, output_padding=output_padding)
-  y = y.shrink(((0, y.shape[0]), (0, y.shape[1])) + tuple((pads[i], y.shape[2+i] - pads[i+nd]) for i in range(nd)))
+  y = y.pad([None, None] + [(-pads[i], -pads[i + nd]) for i in range(nd)])  # positive pads crop; negative ones (a larger output_shape) extend
   return y if b is None else y + b.reshape(1, -1, *[1] * nd)
 
 def _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads):
@@ -119,11 +119,11 @@ def global_lp_pool(x, p=2): return x.abs().pow(p).sum(tuple(range(2, x.ndim)), k
 def max_unpool(ctx, x, indices, output_shape=None, kernel_shape=None, pads=None, strides=None):
   nd = len(kernel_shape)
   strides, pads = strides or [1] * nd, pads or [0] * 2 * nd
-  if output_shape is not None: out = ctx.ints(output_shape)
-  else: out = list(x.shape[:2]) + [(i - 1) * s - pads[j] - pads[j + nd] + k for j, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel_shape))]
-  n = math.prod(out)
-  flat = Tensor.zeros(n, dtype=x.dtype).scatter(0, indices.flatten(), x.flatten())
-  return flat.reshape(out)
+  out = list(x.shape[:2]) + [(i - 1) * s - pads[j] - pads[j + nd] + k for j, (i, s, k) in enumerate(zip(x.shape[2:], strides, kernel_shape))]
+  y = Tensor.zeros(math.prod(out), dtype=x.dtype).scatter(0, indices.flatten(), x.flatten()).reshape(out)
+  if output_shape is None: return y
+  # indices address the default output; a larger output_shape gets the extra room at the end of each axis
+  return y.pad([(0, o - s) for o, s in zip(ctx.ints(output_shape), out)])
 
 @op("BatchNormalization")
 def batch_norm(x, scale, b, mean, var, epsilon=1e-5, momentum=0.9, training_mode=0, spatial=1, is_test=0):
@@ -176,7 +176,7 @@ def lrn(x, size, alpha=1e-4, beta=0.75, bias=1.0):
 @op("LpNormalization")
 def lp_norm(x, axis=-1, p=2):
   n = x.abs().sum(axis, keepdim=True) if p == 1 else (x * x).sum(axis, keepdim=True).sqrt()
-  return x / n
+  return n.eq(0).where(0, x / n)
 
 @op("Gemm")
 def gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
@@ -231,32 +231,38 @@ def softmax_ce(scores, labels, weights=None, ignore_index=None, reduction="mean"
 
 @op("Attention", since=23)
 def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, is_causal=0, kv_num_heads=None, q_num_heads=None,
-              qk_matmul_output_mode=0, scale=None, softcap=0.0, softmax_precision=None):
+              qk_matmul_output_mode=0, scale=None, softcap=None, softmax_precision=None, left_window_size=-1, right_window_size=-1):
   three = q.ndim == 3
   if three:  # (B, S, H*D) -> (B, H, S, D)
-    b, s, _ = q.shape
-    q = q.reshape(b, s, q_num_heads, -1).permute(0, 2, 1, 3)
-    k = k.reshape(b, k.shape[1], kv_num_heads, -1).permute(0, 2, 1, 3)
-    v = v.reshape(b, v.shape[1], kv_num_heads, -1).permute(0, 2, 1, 3)
+    q, k, v = (t.reshape(t.shape[0], t.shape[1], n, -1).permute(0, 2, 1, 3) for t, n in ((q, q_num_heads), (k, kv_num_heads), (v, kv_num_heads)))
   if past_key is not None: k, v = past_key.cat(k, dim=2), past_value.cat(v, dim=2)
   present_k, present_v = k, v
-  if k.shape[1] != q.shape[1]: k, v = k.repeat_interleave(q.shape[1] // k.shape[1], 1), v.repeat_interleave(q.shape[1] // v.shape[1], 1)
-  sc = scale if scale is not None else 1 / math.sqrt(q.shape[-1])
-  qk = (q @ k.transpose(-2, -1)) * sc
-  L, S = qk.shape[-2:]
-  bias = Tensor.zeros(L, S, dtype=qk.dtype)
-  if is_causal: bias = (Tensor.arange(L).reshape(L, 1) + (S - L) >= Tensor.arange(S).reshape(1, S)).where(bias, -math.inf)
+  L, S = q.shape[2], k.shape[2]
+  # one additive bias: the mask (bool: keep where True; padded with "masked" up to S), causal and sliding windows, kv padding
+  bias = Tensor.zeros(L, S, dtype=q.dtype)
   if attn_mask is not None:
-    m = attn_mask.where(0, -math.inf) if attn_mask.dtype is dtypes.bool else attn_mask
-    if m.shape[-1] < S: m = m.pad([(0, 0)] * (m.ndim - 1) + [(0, S - m.shape[-1])], value=-math.inf)
+    m = attn_mask.where(0, -math.inf).cast(q.dtype) if attn_mask.dtype is dtypes.bool else attn_mask
+    if m.shape[-1] < S: m = m.pad([None] * (m.ndim - 1) + [(0, S - m.shape[-1])], value=-math.inf)
     bias = bias + m
-  qk_out = qk
-  qk = qk + bias
-  if qk_matmul_output_mode == 1: qk_out = qk
+  i, j = Tensor.arange(L).reshape(L, 1), Tensor.arange(S).reshape(1, S)
+  # query i sits at position i + offset of the keys: after the past cache, or at the end of each batch entry's valid keys
+  offset = nonpad_kv_seqlen.reshape(-1, 1, 1, 1) - L if nonpad_kv_seqlen is not None and past_key is None else \
+    (past_key.shape[2] if past_key is not None else 0)
+  diff = i + offset - j
+  if is_causal: bias = (diff >= 0).where(bias, -math.inf)
+  if left_window_size >= 0: bias = (diff <= left_window_size).where(bias, -math.inf)
+  if right_window_size >= 0: bias = (-diff <= right_window_size).where(bias, -math.inf)
+  if nonpad_kv_seqlen is not None: bias = (j < nonpad_kv_seqlen.reshape(-1, 1, 1, 1)).where(bias, -math.inf)
+  if k.shape[1] != q.shape[1]: k, v = k.repeat_interleave(q.shape[1] // k.shape[1], 1), v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+  root = math.sqrt(scale if scale is not None else 1 / math.sqrt(q.shape[-1]))  # both sides scaled by its root, as the spec's function does
+  qk = (q * root) @ (k * root).transpose(-2, -1)
   if softcap: qk = (qk / softcap).tanh() * softcap
-  if qk_matmul_output_mode == 2: qk_out = qk
-  w = qk.softmax(-1)
+  qk_out, qkb = qk, qk + bias
+  if qk_matmul_output_mode == 2: qk_out = qkb
+  if softmax_precision is not None: qkb = qkb.cast(onnx_dtype(softmax_precision))
+  # a row with every key masked gives zeros, not the NaN of softmax over -inf
+  w = (bias.max(-1, keepdim=True) == -math.inf).where(0, qkb.softmax(-1))
   if qk_matmul_output_mode == 3: qk_out = w
-  y = w @ v
+  y = w.cast(q.dtype) @ v
   if three: y = y.permute(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
-  return y, present_k, present_v, qk_out
+  return y, present_k, present_v, qk_out.cast(q.dtype)
