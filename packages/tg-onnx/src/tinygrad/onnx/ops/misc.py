@@ -153,3 +153,78 @@ def affine_grid(ctx, theta, size, align_corners=0):
   xs = lin(w).reshape(1, 1, w).expand(d, h, w)
   base = Tensor.stack(xs, ys, zs, Tensor.ones(d, h, w), dim=-1).reshape(1, d * h * w, 4)
   return (base @ theta.transpose(1, 2).cast(dtypes.float32)).reshape(n, d, h, w, 3).cast(theta.dtype)
+
+@op("SwiGLU")
+def swiglu(a, b, alpha=1.0):
+  if a.shape != b.shape: raise ValueError(f"SwiGLU needs equal shapes (no broadcasting), got {a.shape} and {b.shape}")
+  return a * (a * alpha).sigmoid().cast(a.dtype) * b
+
+@op("BitCast")
+def bitcast(x, to): return x.bitcast(onnx_dtype(to))
+
+@op("CumProd", ctx=True)
+def cumprod(ctx, x, axis_t, exclusive=0, reverse=0):
+  a = norm_axis(ctx.ints(axis_t)[0], x.ndim)
+  if reverse: x = x.flip(a)
+  if exclusive:  # shift right by one along the axis, a 1 in front
+    x = x.pad([(1, -1) if i == a else None for i in range(x.ndim)], value=1)
+  y = x.cumprod(a)
+  return y.flip(a) if reverse else y
+
+@op("TensorScatter")
+def tensor_scatter(past, update, write_indices=None, mode="linear", axis=-2):
+  # cache position p of batch entry b takes update position p - write_indices[b] (mod the cache length when circular)
+  a = norm_axis(axis, past.ndim)
+  m, l = past.shape[a], update.shape[a]
+  w = Tensor.zeros(past.shape[0], dtype=dtypes.int64) if write_indices is None else write_indices.cast(dtypes.int64)
+  p = Tensor.arange(m, dtype=dtypes.int64).reshape([m if i == a else 1 for i in range(past.ndim)])
+  src = p - w.reshape([-1] + [1] * (past.ndim - 1))
+  if mode == "circular": src = src.mod(m)
+  valid = (src >= 0) & (src < l)
+  shape = [m if i == a else s for i, s in enumerate(past.shape)]
+  idx = valid.where(src, 0).expand(shape).cast(dtypes.int32)
+  return valid.expand(shape).where(update.gather(a, idx), past)
+
+@op("CausalConvWithState")
+def causal_conv_with_state(x, w, b=None, past_state=None, activation="none"):
+  n, c, _ = x.shape
+  k = w.shape[2]
+  pad = Tensor.zeros(n, c, k - 1, dtype=x.dtype) if past_state is None else past_state
+  xp = pad.cat(x, dim=2)
+  # depthwise, no padding (the state is the left context), accumulated in float32
+  y = xp.float().conv2d(w.float(), None if b is None else b.float(), groups=c).cast(x.dtype)
+  if activation in ("silu", "swish"): y = (y.cast(dtypes.float32) * y.cast(dtypes.float32).sigmoid()).cast(x.dtype)
+  return y, xp[:, :, xp.shape[2] - (k - 1):]
+
+def _corners(b:list[float], center:int) -> tuple[float, float, float, float]:
+  """(y1, x1, y2, x2) ordered so the first is the smaller; center_point_box boxes are (x_center, y_center, width, height)"""
+  if center: return (b[1] - b[3] / 2, b[0] - b[2] / 2, b[1] + b[3] / 2, b[0] + b[2] / 2)
+  return (min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3]))
+
+def _iou(a, b) -> float:
+  ih, iw = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
+  if ih <= 0 or iw <= 0: return 0.0
+  inter = ih * iw
+  union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+  return inter / union if union > 0 else 0.0
+
+@op("NonMaxSuppression", ctx=True)
+def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None, iou_threshold=None, score_threshold=None, center_point_box=0):
+  # the output's length depends on the values: computed in python from the (read once) boxes and scores
+  limit = ctx.ints(max_output_boxes_per_class)[0] if max_output_boxes_per_class is not None and max_output_boxes_per_class.numel() else 0
+  iou_t = float(ctx.vals(iou_threshold)[0]) if iou_threshold is not None and iou_threshold.numel() else 0.0
+  score_t = float(ctx.vals(score_threshold)[0]) if score_threshold is not None and score_threshold.numel() else None
+  nb, nc, n = scores.shape
+  bv, sv = ctx.vals(boxes), ctx.vals(scores)
+  out = []
+  for b in range(nb):
+    bx = [_corners(bv[(b * n + i) * 4:(b * n + i + 1) * 4], center_point_box) for i in range(n)]
+    for c in range(nc):
+      s = sv[(b * nc + c) * n:(b * nc + c + 1) * n]
+      cand = sorted((i for i in range(n) if score_t is None or s[i] > score_t), key=lambda i: (-s[i], i))
+      kept = []
+      for i in cand:
+        if len(kept) >= limit: break
+        if all(_iou(bx[i], bx[k]) <= iou_t for k in kept): kept.append(i)
+      out += [[b, c, i] for i in kept]
+  return Tensor(out, dtype=dtypes.int64) if out else Tensor.zeros(0, 3, dtype=dtypes.int64)

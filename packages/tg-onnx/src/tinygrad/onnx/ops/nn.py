@@ -30,7 +30,9 @@ def conv(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
   nd = w.ndim - 2
   strides, dilations = strides or [1] * nd, dilations or [1] * nd
   p = _auto_pads(x.shape[2:], w.shape[2:], strides, dilations, auto_pad, pads)
-  return x.conv2d(w, b, groups=group, stride=strides, dilation=dilations, padding=_torch_pads(p))
+  dt = x.dtype
+  if dt in (dtypes.float16, dtypes.bfloat16): x, w, b = x.float(), w.float(), None if b is None else b.float()  # accumulate in float32
+  return x.conv2d(w, b, groups=group, stride=strides, dilation=dilations, padding=_torch_pads(p)).cast(dt)
 
 @op("ConvTranspose")
 def conv_transpose(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, output_padding=None, output_shape=None,
