@@ -116,10 +116,10 @@ def where(cond, x, y): return cond.where(x, y)
 
 # *** casts ***
 @op("Cast")
-def cast(x, to, saturate=1, round_mode="up"): return cast_to(x, to, saturate)
+def cast(x, to, saturate=1, round_mode="up"): return cast_to(x, to, saturate, round_mode)
 
-@op("CastLike")
-def cast_like(x, like, saturate=1, round_mode="up"): return x.cast(like.dtype)
+@op("CastLike", ctx=True)
+def cast_like(ctx, x, like, saturate=1, round_mode="up"): return cast_to(x, ctx.onnx_type_id(like), saturate, round_mode)
 
 @op("Clip", since=1)
 def clip_v1(x, min=None, max=None): return x.clip(min, max)
@@ -137,13 +137,20 @@ def round_to_small_float(x, e_bits:int, m_bits:int, bias:int, max_val:float, kin
   x = x.cast(dtypes.float32)
   ax = x.abs()
   # the spacing of representable values at |x| is 2^(floor(log2|x|) - m_bits), never below the subnormals' spacing
-  step = (ax.maximum(2.0 ** (1 - bias)).log2().floor() - m_bits).exp2()
-  r = (ax / step).round() * step
-  r = (r > max_val).where(max_val if saturate or kind == "none" else math.inf if kind == "ieee" else math.nan, r)
-  if kind == "ieee": r = ax.isinf().where(math.inf, r)  # E5M2 keeps infinities even when saturating
+  finite = ax.isinf().where(0.0, ax)
+  step = (finite.maximum(2.0 ** (1 - bias)).log2().floor() - m_bits).exp2()
+  r = (finite / step).round() * step
+  r = (ax.isinf() | (r > max_val)).where(max_val if saturate or kind == "none" else math.inf if kind == "ieee" else math.nan, r)
   return x.isnan().where(math.nan, x.sign() * r)
 
-def cast_to(x, to:int, saturate=1):
+def _to_e8m0(x, round_mode:str):
+  """FLOAT8E8M0 holds powers of two 2^-127 .. 2^127: the exponent is rounded up, down or to the nearest, then clamped"""
+  lg = x.cast(dtypes.float32).maximum(2.0 ** -127).log2()
+  e = lg.ceil() if round_mode == "up" else lg.floor() if round_mode == "down" else lg.round()
+  return (x.isnan() | (x < 0)).where(math.nan, e.clip(-127, 127).exp2())
+
+def cast_to(x, to:int, saturate=1, round_mode="up"):
+  if to == 24: return _to_e8m0(x, round_mode)
   if to in _SMALL_FLOATS:
     e, m, b, mx, kind = _SMALL_FLOATS[to]
     return round_to_small_float(x, e, m, b, mx, kind, bool(saturate))

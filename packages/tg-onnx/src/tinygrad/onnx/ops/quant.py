@@ -10,7 +10,7 @@ _INT_RANGE = {21: (0, 15), 22: (-8, 7), 25: (0, 3), 26: (-2, 1)}
 
 def _per_axis(s, x, axis, block_size):
   """a scale or zero point broadcastable against x: scalar, one per element of `axis`, or one per block of `block_size` along it"""
-  if s.ndim == 0 or s.numel() == 1 and x.ndim == 0: return s.reshape(())
+  if s.ndim == 0 or (s.numel() == 1 and not block_size): return s.reshape(())
   a = norm_axis(axis, x.ndim)
   if block_size: return s.repeat_interleave(block_size, a).shrink(tuple((0, n) for n in x.shape))
   return s.reshape([-1 if i == a else 1 for i in range(x.ndim)])
