@@ -228,3 +228,43 @@ def non_max_suppression(ctx, boxes, scores, max_output_boxes_per_class=None, iou
         if all(_iou(bx[i], bx[k]) <= iou_t for k in kept): kept.append(i)
       out += [[b, c, i] for i in kept]
   return Tensor(out, dtype=dtypes.int64) if out else Tensor.zeros(0, 3, dtype=dtypes.int64)
+
+def _dft(x, length, axis, inverse, onesided):
+  """x (..., n, ..., 1 or 2): a real or (re, im) signal along `axis`; the transform as matmuls with cos/sin tables"""
+  a = norm_axis(axis, x.ndim)
+  re = x[..., 0].float()
+  im = x[..., 1].float() if x.shape[-1] == 2 else re * 0
+  re, im = re.transpose(a, -1), im.transpose(a, -1)
+  n = re.shape[-1]
+  if inverse and onesided:  # a half spectrum in, a real signal out: rebuild the other half from Hermitian symmetry
+    L = length or 2 * (n - 1)
+    re, im = re.cat(re[..., 1:L - n + 1].flip(-1), dim=-1), im.cat(-im[..., 1:L - n + 1].flip(-1), dim=-1)
+    out = _dft(Tensor.stack(re.transpose(a, -1), im.transpose(a, -1), dim=-1), L, a, 1, 0)
+    return out[..., :1]
+  L = length or n
+  if L != n: re, im = (t.pad([None] * (t.ndim - 1) + [(0, L - n)]) for t in (re, im))
+  k = L // 2 + 1 if onesided else L
+  sign = 1.0 if inverse else -1.0
+  ang = [[2 * math.pi * i * t / L for t in range(L)] for i in range(k)]
+  cos, sin = Tensor([[math.cos(v) for v in r] for r in ang]).T, Tensor([[sign * math.sin(v) for v in r] for r in ang]).T
+  out_re, out_im = re @ cos - im @ sin, re @ sin + im @ cos
+  if inverse: out_re, out_im = out_re / L, out_im / L
+  return Tensor.stack(out_re.transpose(a, -1), out_im.transpose(a, -1), dim=-1).cast(x.dtype)
+
+@op("DFT", since=17, ctx=True)
+def dft_v17(ctx, x, dft_length=None, axis=1, inverse=0, onesided=0):
+  return _dft(x, None if dft_length is None else ctx.ints(dft_length)[0], axis, inverse, onesided)
+
+@op("DFT", since=20, ctx=True)
+def dft(ctx, x, dft_length=None, axis=None, inverse=0, onesided=0):
+  return _dft(x, None if dft_length is None or not dft_length.numel() else ctx.ints(dft_length)[0],
+              -2 if axis is None else ctx.ints(axis)[0], inverse, onesided)
+
+@op("STFT", ctx=True)
+def stft(ctx, signal, frame_step, window=None, frame_length=None, onesided=1):
+  step = ctx.ints(frame_step)[0]
+  flen = ctx.ints(frame_length)[0] if frame_length is not None else window.shape[0]
+  n = signal.shape[1]
+  frames = Tensor.stack(*[signal[:, s:s + flen] for s in range(0, n - flen + 1, step)], dim=1)  # (B, F, flen, c)
+  if window is not None: frames = frames * window.reshape(1, 1, -1, 1)
+  return _dft(frames, None, 2, 0, onesided)
