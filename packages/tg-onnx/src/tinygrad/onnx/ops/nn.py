@@ -268,3 +268,27 @@ def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv
   y = w.cast(q.dtype) @ v
   if three: y = y.permute(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
   return y, present_k, present_v, qk_out.cast(q.dtype)
+
+@op("LinearAttention")
+def linear_attention(q, k, v, past_state=None, decay=None, beta=None, chunk_size=None, kv_num_heads=None, q_num_heads=None, scale=None,
+                     update_rule="gated_delta"):
+  # a recurrent state S (d_k x d_v) per head, stepped over time: decay gates it, the delta rule corrects v by what S already recalls
+  gating, delta = update_rule in ("gated", "gated_delta"), update_rule in ("delta", "gated_delta")
+  b, t, _ = q.shape
+  heads = lambda x, h: x.reshape(b, t, h, -1).permute(0, 2, 1, 3).float()
+  q4, k4, v4 = heads(q, q_num_heads), heads(k, kv_num_heads), heads(v, kv_num_heads)
+  dk, dv, group = q4.shape[-1], v4.shape[-1], q_num_heads // kv_num_heads
+  g4 = heads(decay, kv_num_heads) if gating else None  # (B, H, T, 1 or d_k)
+  b4 = beta.reshape(b, t, beta.shape[-1], 1).permute(0, 2, 1, 3).float() if delta else None
+  state = past_state.float() if past_state is not None else Tensor.zeros(b, kv_num_heads, dk, dv)
+  sc = scale if scale else 1 / math.sqrt(dk)
+  outs = []
+  for i in range(t):
+    kt, vt = k4[:, :, i], v4[:, :, i]
+    if gating: state = state * g4[:, :, i].exp().unsqueeze(-1)
+    if delta: vt = b4[:, :, i] * (vt - (state * kt.unsqueeze(-1)).sum(-2))
+    state = state + kt.unsqueeze(-1) * vt.unsqueeze(-2)
+    read = state.repeat_interleave(group, 1) if group > 1 else state
+    outs.append((q4[:, :, i].unsqueeze(-1) * read).sum(-2) * sc)
+  y = Tensor.stack(*outs, dim=2).permute(0, 2, 1, 3).reshape(b, t, -1)
+  return y.cast(q.dtype), state.cast(past_state.dtype if past_state is not None else q.dtype)
