@@ -109,7 +109,8 @@ def bitshift(x, y, direction="LEFT"):
   bits = 8 * x.dtype.itemsize
   ok = (y >= 0) & (y < bits)
   ys = ok.where(y, 0)
-  return ok.where(x.lshift(ys) if direction == "LEFT" else x.rshift(ys), 0)
+  if direction == "LEFT": return ok.where(x.lshift(ys), 0)
+  return ok.where(x.rshift(ys), (x < 0).where(-1, 0) if not dtypes.is_unsigned(x.dtype) else 0)  # arithmetic: the sign fills
 
 @op("Where")
 def where(cond, x, y): return cond.where(x, y)

@@ -186,8 +186,10 @@ def gemm(a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0, broadcast=0):
   if alpha != 1.0: y = y * alpha
   return y if c is None else y + (c * beta if beta != 1.0 else c)
 
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
 @op("MatMul")
-def matmul(a, b): return a @ b
+def matmul(a, b): return (a.float() @ b.float()).cast(a.dtype) if a.dtype in _HALF else a @ b  # half products accumulate in float32
 
 @op("MatMulInteger")
 def matmul_integer(a, b, a_zero_point=None, b_zero_point=None):
@@ -234,7 +236,11 @@ def softmax_ce(scores, labels, weights=None, ignore_index=None, reduction="mean"
 @op("Attention", since=23)
 def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv_seqlen=None, is_causal=0, kv_num_heads=None, q_num_heads=None,
               qk_matmul_output_mode=0, scale=None, softcap=None, softmax_precision=None, left_window_size=-1, right_window_size=-1):
-  three = q.ndim == 3
+  three, out_dt = q.ndim == 3, q.dtype
+  if out_dt in (dtypes.float16, dtypes.bfloat16):  # half inputs are computed in float32 and rounded once at the end
+    q, k, v = q.float(), k.float(), v.float()
+    past_key, past_value = (None if t is None else t.float() for t in (past_key, past_value))
+    attn_mask = attn_mask.float() if attn_mask is not None and attn_mask.dtype is not dtypes.bool else attn_mask
   if three:  # (B, S, H*D) -> (B, H, S, D)
     q, k, v = (t.reshape(t.shape[0], t.shape[1], n, -1).permute(0, 2, 1, 3) for t, n in ((q, q_num_heads), (k, kv_num_heads), (v, kv_num_heads)))
   if past_key is not None: k, v = past_key.cat(k, dim=2), past_value.cat(v, dim=2)
@@ -267,7 +273,7 @@ def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, nonpad_kv
   if qk_matmul_output_mode == 3: qk_out = w
   y = w.cast(q.dtype) @ v
   if three: y = y.permute(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
-  return y, present_k, present_v, qk_out.cast(q.dtype)
+  return y.cast(out_dt), present_k.cast(out_dt), present_v.cast(out_dt), qk_out.cast(out_dt)
 
 @op("LinearAttention")
 def linear_attention(q, k, v, past_state=None, decay=None, beta=None, chunk_size=None, kv_num_heads=None, q_num_heads=None, scale=None,

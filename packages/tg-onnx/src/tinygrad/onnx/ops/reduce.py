@@ -48,6 +48,8 @@ def argmax(x, axis=0, keepdims=1, select_last_index=0): return _arg(x, axis, kee
 @op("ArgMin")
 def argmin(x, axis=0, keepdims=1, select_last_index=0): return _arg(x, axis, keepdims, select_last_index, False)
 
+_HALF = (dtypes.float16, dtypes.bfloat16)  # computed in float32, rounded once
+
 def _flat2d(fn):
   """opsets < 13 coerce the input to 2-D at `axis` and apply over the second axis"""
   def run(x, axis=1):
@@ -61,8 +63,8 @@ def _hardmax(x, a):
 op("Softmax", since=1)(_flat2d(lambda x, a: x.softmax(a)))
 op("LogSoftmax", since=1)(_flat2d(lambda x, a: x.log_softmax(a)))
 op("Hardmax", since=1)(_flat2d(_hardmax))
-op("Softmax", since=13)(lambda x, axis=-1: x.softmax(axis))
-op("LogSoftmax", since=13)(lambda x, axis=-1: x.log_softmax(axis))
+op("Softmax", since=13)(lambda x, axis=-1: x.softmax(axis, dtype=dtypes.float32).cast(x.dtype) if x.dtype in _HALF else x.softmax(axis))
+op("LogSoftmax", since=13)(lambda x, axis=-1: x.log_softmax(axis, dtype=dtypes.float32).cast(x.dtype) if x.dtype in _HALF else x.log_softmax(axis))
 op("Hardmax", since=13)(lambda x, axis=-1: _hardmax(x, norm_axis(axis, x.ndim)))
 
 def _topk(x, k, axis, largest, sorted_):
