@@ -3,13 +3,15 @@ tensors but that must be python numbers to build the graph (shapes, axes, pads):
 constants and Shape outputs without running anything, so wrapping the runner in TinyJit compiles the whole model."""
 from __future__ import annotations
 import os
-from typing import Any
+from typing import Any, Callable
 from tinygrad.tensor import Tensor
+from tinygrad.engine.jit import TinyJit
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.onnx.model import Model, Graph, load_model, ValueType
 from tinygrad.onnx.tensor_data import TensorData, ONNX_TYPES
 from tinygrad.onnx.ops import resolve, OpImpl
+from tinygrad.onnx.fold import fold
 
 class RunContext:
   """What an op sees beyond its inputs: python values of inputs, its output count, subgraphs, the model's opsets."""
@@ -84,22 +86,41 @@ class OnnxRunner:
         if isinstance(want, str):
           if dims.setdefault(want, got) != got:
             raise ValueError(f"dimension {want!r} is {dims[want]} in one input and {got} in input {name!r}")
-          if want in self.variables: new[i] = self.variables[want].bind(got)
-      if new != list(t.shape): t = t.reshape(new)
+      if any(isinstance(s, str) and s in self.variables for s in vt.shape):
+        # a dynamic dimension: the data sits in a buffer sized by the Variable's maximum, seen through a bound view of it
+        # (contiguous: a view of a larger input buffer is not what TinyJit replays)
+        pads, view = [], []
+        for want, got in zip(vt.shape, t.shape):
+          v = self.variables.get(want) if isinstance(want, str) else None
+          if v is not None and got > v.arg.vmax: raise ValueError(f"input {name!r}: dimension {want!r} is {got}, above its maximum {v.arg.vmax}")
+          pads.append((0, v.arg.vmax - got) if v is not None else None)
+          view.append((0, v.bind(got)) if v is not None else None)
+        t = t.pad(pads).shrink(tuple(view)).contiguous()
     if vt.elem.fmt is None: self._onnx_types[t.uop] = next(k for k, v in ONNX_TYPES.items() if v is vt.elem)
     return t
 
   def __call__(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+    return dict(zip(self.graph.outputs, self._run_graph(self.graph, {**self.initializers, **self.prepare(inputs, **kw)})))
+
+  def prepare(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+    """inputs as Tensors, checked against the model's declared dtypes and shapes, dynamic dimensions bound"""
     inputs = {**(inputs or {}), **kw}
     if missing := [n for n in self.graph.inputs if n not in inputs and n not in self.initializers]:
       raise ValueError(f"missing model inputs {missing}; the model takes {list(self.graph.inputs)}")
     if extra := [n for n in inputs if n not in self.graph.inputs and n not in self.initializers]:
       raise ValueError(f"unknown inputs {extra}; the model takes {list(self.graph.inputs)}")
     dims: dict[str, int] = {}
-    env: dict[str, Any] = dict(self.initializers)
-    for name, v in inputs.items(): env[name] = self._input(name, v, self.graph.inputs.get(name), dims)
-    outs = self._run_graph(self.graph, env)
-    return dict(zip(self.graph.outputs, outs))
+    return {name: self._input(name, v, self.graph.inputs.get(name), dims) for name, v in inputs.items()}
+
+  def jit(self) -> Callable[..., dict[str, Any]]:
+    """the model under TinyJit: call 1 runs it, call 2 captures its kernels, later calls replay them. Inputs are prepared outside
+    the capture, so with dynamic= dimensions one capture serves every size up to the maximum"""
+    names = list(self.graph.inputs)
+    core = TinyJit(lambda *ts: tuple(self._run_graph(self.graph, {**self.initializers, **dict(zip(names, ts))})))
+    def run(inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+      prepared = self.prepare(inputs, **kw)
+      return dict(zip(self.graph.outputs, core(*[prepared[n] for n in names])))
+    return run
 
   def _run_graph(self, g:Graph, env:dict[str, Any]) -> list:
     for name, td in g.initializers.items(): env.setdefault(name, self._const(td))
@@ -114,6 +135,9 @@ class OnnxRunner:
         if hasattr(e, "add_note"): e.add_note(f"in ONNX node {i} {node.op} {node.name!r} (inputs {node.inputs}, outputs {node.outputs})")
         raise
       rets = ret if isinstance(ret, tuple) else (ret,)
+      if len(rets) == 1 and isinstance(ret, Tensor) and ret.uop not in self._pyvals and \
+         (vals := fold(node.op, args, lambda t: self._pyvals.get(t.uop), node.attrs)) is not None:
+        self._pyvals[ret.uop] = vals
       for name, v in zip(node.outputs, rets):
         if name: env[name] = v
     return [env[n] for n in g.outputs]

@@ -21,10 +21,9 @@ def reshape(ctx, x, shape, allowzero=0): return _reshape(x, ctx.ints(shape), all
 
 @op("Shape", ctx=True)
 def shape(ctx, x, start=0, end=None):
-  dims = list(x.shape)
-  sl = dims[slice(start, end)]
-  return ctx.known(Tensor([int(d) for d in sl], dtype=dtypes.int64) if all(isinstance(d, int) for d in sl) else
-                   Tensor.stack(*[Tensor(d).cast(dtypes.int64) if not isinstance(d, int) else Tensor(d, dtype=dtypes.int64) for d in sl]), sl)
+  # a symbolic size is its bound value in the tensor; its python value (what later shape ops read) stays the Variable
+  sl = slice(start, end)
+  return ctx.known(Tensor(list(x.concrete_shape[sl]), dtype=dtypes.int64), list(x.shape)[sl])
 
 @op("Size", ctx=True)
 def size(ctx, x): return ctx.known(Tensor(math.prod(x.shape), dtype=dtypes.int64), [math.prod(x.shape)])
