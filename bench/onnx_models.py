@@ -56,12 +56,13 @@ def transformer(seq=64, d=128, heads=4, ff=512, layers=2) -> onnx.ModelProto:
   x = "x"
   for _ in range(layers):
     q, k, v = (b.node("Transpose", [b.node("Reshape", [lin(x, d, d), split])], perm=[0, 2, 1, 3]) for _ in range(3))
-    att = b.node("Mul", [b.node("MatMul", [q, b.node("Transpose", [k], perm=[0, 1, 3, 2])]), b.const(np.array(1 / (d // heads) ** 0.5, np.float32))])
+    kt = b.node("Transpose", [k], perm=[0, 1, 3, 2])
+    att = b.node("Mul", [b.node("MatMul", [q, kt]), b.const(np.array(1 / (d // heads) ** 0.5, np.float32))])
     o = b.node("Reshape", [b.node("Transpose", [b.node("MatMul", [b.node("Softmax", [att], axis=-1), v])], perm=[0, 2, 1, 3]), merge])
     x = ln(b.node("Add", [x, lin(o, d, d)]))
     h = lin(x, d, ff)  # GELU as exporters write it: x * 0.5 * (1 + erf(x / sqrt(2)))
-    g = b.node("Mul", [b.node("Mul", [h, b.const(np.array(0.5, np.float32))]),
-                       b.node("Add", [b.node("Erf", [b.node("Div", [h, b.const(np.array(2 ** 0.5, np.float32))])]), b.const(np.array(1, np.float32))])])
+    erf = b.node("Erf", [b.node("Div", [h, b.const(np.array(2 ** 0.5, np.float32))])])
+    g = b.node("Mul", [b.node("Mul", [h, b.const(np.array(0.5, np.float32))]), b.node("Add", [erf, b.const(np.array(1, np.float32))])])
     x = ln(b.node("Add", [x, lin(g, ff, d)]))
   return b.model("x", [1, seq, d], x)
 
@@ -82,8 +83,8 @@ def bench(name:str, m:onnx.ModelProto, shape:tuple) -> dict:
   out = next(iter(got.values())).numpy()
   err = float(np.abs(out - ref).max() / (np.abs(ref).max() + 1e-12))
   def tg_once(): next(iter(run({"x": x}).values())).numpy()
-  res = {"bench": name, "nodes": len(m.graph.node), "tg_ms": median_ms(tg_once), "onnxruntime_ms": median_ms(lambda: sess.run(None, {"x": x})),
-         "max_rel_err": err}
+  res = {"bench": name, "nodes": len(m.graph.node), "tg_ms": median_ms(tg_once),
+         "onnxruntime_ms": median_ms(lambda: sess.run(None, {"x": x})), "max_rel_err": err}
   res["ratio_tg_over_ort"] = res["tg_ms"] / res["onnxruntime_ms"]
   print(json.dumps(res), flush=True)
   return res
@@ -91,4 +92,6 @@ def bench(name:str, m:onnx.ModelProto, shape:tuple) -> dict:
 if __name__ == "__main__":
   rows = [bench("resnet18-like 1x3x64x64", resnet18(), (1, 3, 64, 64)), bench("transformer 2x(d128 h4 ff512) seq64", transformer(), (1, 64, 128))]
   print(f"\n| model | nodes | tg (TinyJit) | onnxruntime {ort.__version__} | tg / ort | max rel. error |\n|---|---:|---:|---:|---:|---:|")
-  for r in rows: print(f"| {r['bench']} | {r['nodes']} | {r['tg_ms']:.2f} ms | {r['onnxruntime_ms']:.2f} ms | {r['ratio_tg_over_ort']:.1f}x | {r['max_rel_err']:.1e} |")
+  for r in rows:
+    print(f"| {r['bench']} | {r['nodes']} | {r['tg_ms']:.2f} ms | {r['onnxruntime_ms']:.2f} ms | {r['ratio_tg_over_ort']:.1f}x | "
+          f"{r['max_rel_err']:.1e} |")

@@ -2,10 +2,10 @@
 ops through the tg_onnx_ops plugin hook, external data, the CLI. numpy is the oracle."""
 import os, subprocess, sys
 import numpy as np, pytest
-onnx = pytest.importorskip("onnx")  # builds the models; a test-only dependency (requirements-test.txt)
-from onnx import helper, numpy_helper, TensorProto as TP
 from tinygrad.onnx import OnnxRunner, UnsupportedOp
 from tinygrad.nn.onnx import OnnxRunner as CompatRunner
+onnx = pytest.importorskip("onnx")  # builds the models; a test-only dependency (requirements-test.txt)
+helper, numpy_helper, TP = onnx.helper, onnx.numpy_helper, onnx.TensorProto
 
 def model(nodes, inputs, outputs, inits=(), opset=17, domains=()):
   g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
@@ -36,7 +36,8 @@ def test_bad_inputs_are_named(feeds, err, match):
 
 def test_named_dimension_must_agree_across_inputs():
   m = model([helper.make_node("Add", ["a", "b"], ["y"])], [vi("a", TP.FLOAT, ["N"]), vi("b", TP.FLOAT, ["N"])], [vi("y", TP.FLOAT, ["N"])])
-  with pytest.raises(ValueError, match="dimension 'N' is 2 in one input and 3 in input 'b'"): OnnxRunner(m)(a=np.ones(2, np.float32), b=np.ones(3, np.float32))
+  with pytest.raises(ValueError, match="dimension 'N' is 2 in one input and 3 in input 'b'"):
+    OnnxRunner(m)(a=np.ones(2, np.float32), b=np.ones(3, np.float32))
 
 def test_softmax_semantics_follow_the_opset():
   # opset < 13 coerces to 2-D at axis (a softmax over all trailing axes); 13 and later is one axis

@@ -4,7 +4,6 @@ type (through ml_dtypes, which onnx depends on) so the suite's dtype check compa
 import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
-from tinygrad.tensor import Tensor
 from tinygrad.onnx import OnnxRunner
 
 def _numpy(v, declared):

@@ -18,7 +18,8 @@ def _random_input(name:str, vt:ValueType|None, default_dim:int):
   shape = [s if isinstance(s, int) else default_dim for s in vt.shape]
   dt = vt.elem.dtype
   rng = np.random.default_rng(0)
-  if dt.name.startswith("float") or dt.name in ("half", "double", "bfloat16"): return rng.standard_normal(shape).astype(np.float32).astype(dt.fmt or "f")
+  if dt.name.startswith("float") or dt.name in ("half", "double", "bfloat16"):
+    return rng.standard_normal(shape).astype(np.float32).astype(dt.fmt or "f")
   if dt.name == "bool": return rng.integers(0, 2, shape).astype(bool)
   return rng.integers(0, 10, shape).astype(dt.fmt)
 

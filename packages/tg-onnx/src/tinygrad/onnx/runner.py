@@ -6,7 +6,6 @@ import os
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
 from tinygrad.engine.jit import TinyJit
-from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.onnx.model import Model, Graph, load_model, ValueType
 from tinygrad.onnx.tensor_data import TensorData, ONNX_TYPES
@@ -80,8 +79,7 @@ class OnnxRunner:
       t = t.cast(vt.elem.dtype)
     if vt.shape is not None:
       if len(vt.shape) != t.ndim: raise ValueError(f"input {name!r} has shape {tuple(t.shape)}, the model declares rank {len(vt.shape)}: {vt.shape}")
-      new = list(t.shape)
-      for i, (want, got) in enumerate(zip(vt.shape, t.shape)):
+      for want, got in zip(vt.shape, t.shape):
         if isinstance(want, int) and want != got: raise ValueError(f"input {name!r} has shape {tuple(t.shape)}, the model declares {vt.shape}")
         if isinstance(want, str):
           if dims.setdefault(want, got) != got:

@@ -59,7 +59,8 @@ class TensorData:
   def to_list(self) -> list:
     """flat python values (for shapes, axes and other constants ops need before running)"""
     if self.onnx_type.dtype is None: raise TypeError(f"tensor {self.name!r} is {self.onnx_type.name}, which has no tinygrad dtype")
-    if self.dtype is dtypes.bfloat16: return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in struct.unpack(f"<{len(self.data)//2}H", self.data)]
+    if self.dtype is dtypes.bfloat16:  # the upper half of a float32
+      return [struct.unpack("<f", struct.pack("<I", h << 16))[0] for h in struct.unpack(f"<{len(self.data)//2}H", self.data)]
     return list(struct.unpack(f"<{len(self.data)//self.dtype.itemsize}{self.dtype.fmt}", self.data))
   @property
   def dtype(self) -> DType|None: return self.onnx_type.dtype

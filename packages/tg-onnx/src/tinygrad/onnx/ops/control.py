@@ -3,7 +3,7 @@ from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
-from tinygrad.onnx.ops.common import norm_axis, onnx_dtype
+from tinygrad.onnx.ops.common import norm_axis
 
 @op("If", ctx=True)
 def if_(ctx, cond, then_branch, else_branch):

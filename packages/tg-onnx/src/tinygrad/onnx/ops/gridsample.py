@@ -2,7 +2,6 @@
 out-of-range taps by padding_mode (zeros, border, reflection). Taps are gathers from the flattened spatial axes."""
 from __future__ import annotations
 import itertools, math
-from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
 

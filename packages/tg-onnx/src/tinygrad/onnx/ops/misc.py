@@ -118,7 +118,8 @@ def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, interleaved=0, 
   rd = rotary_embedding_dim or d
   if position_ids is not None: cos, sin = cos_cache[position_ids], sin_cache[position_ids]  # (B, S, rd/2)
   else: cos, sin = cos_cache, sin_cache
-  cos, sin = cos[..., :rd // 2].unsqueeze(-3) if cos.ndim == 3 else cos[..., :rd // 2], sin[..., :rd // 2].unsqueeze(-3) if sin.ndim == 3 else sin[..., :rd // 2]
+  # (B, S, rd/2) tables broadcast over the heads axis
+  cos, sin = (t[..., :rd // 2].unsqueeze(-3) if t.ndim == 3 else t[..., :rd // 2] for t in (cos, sin))
   y = rotary(x, cos, sin, interleaved, rd)
   return y.permute(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1) if three else y
 
@@ -268,3 +269,19 @@ def stft(ctx, signal, frame_step, window=None, frame_length=None, onesided=1):
   frames = Tensor.stack(*[signal[:, s:s + flen] for s in range(0, n - flen + 1, step)], dim=1)  # (B, F, flen, c)
   if window is not None: frames = frames * window.reshape(1, 1, -1, 1)
   return _dft(frames, None, 2, 0, onesided)
+
+@op("MelWeightMatrix", ctx=True)
+def mel_weight_matrix(ctx, num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz, output_datatype=1):
+  """triangular filters evenly spaced on the mel scale (mel = 2595 log10(1 + f/700)), as (dft_length//2 + 1, num_mel_bins)"""
+  n_mel, n_dft, rate = ctx.ints(num_mel_bins)[0], ctx.ints(dft_length)[0], ctx.vals(sample_rate)[0]
+  lo, hi = (2595 * math.log10(1 + float(ctx.vals(t)[0]) / 700) for t in (lower_edge_hertz, upper_edge_hertz))
+  step = (hi - lo) / (n_mel + 2)
+  edges = [int((n_dft + 1) * (700 * (10 ** ((lo + i * step) / 2595) - 1)) // rate) for i in range(n_mel + 2)]  # spectrogram bin of each edge
+  w = [[0.0] * n_mel for _ in range(n_dft // 2 + 1)]
+  for m in range(n_mel):
+    left, center, right = edges[m:m + 3]
+    if center == left: w[center][m] = 1.0
+    for j in range(left, center + 1):
+      if center > left: w[j][m] = (j - left) / (center - left)
+    for j in range(center, right): w[j][m] = (right - j) / (right - center)
+  return Tensor(w, dtype=onnx_dtype(output_datatype))

@@ -1,6 +1,6 @@
 """Network layers: convolution, pooling, normalisation, Gemm/MatMul, dropout, losses, attention."""
 from __future__ import annotations
-import math
+import itertools, math
 from tinygrad.tensor import Tensor
 from tinygrad.tensor_conv import _windows
 from tinygrad.dtype import dtypes
@@ -214,7 +214,6 @@ def dropout(ctx, x, ratio=None, training_mode=None, seed=None):
 
 def _nll(logp, target, weight, ignore_index, reduction):
   """logp (N, C, *d), target (N, *d)"""
-  c = logp.shape[1]
   t = target.cast(dtypes.int64)
   valid = t.ne(ignore_index) if ignore_index is not None else Tensor.ones(*t.shape, dtype=dtypes.bool)
   tc = valid.where(t, 0)
@@ -298,3 +297,27 @@ def linear_attention(q, k, v, past_state=None, decay=None, beta=None, chunk_size
     outs.append((q4[:, :, i].unsqueeze(-1) * read).sum(-2) * sc)
   y = Tensor.stack(*outs, dim=2).permute(0, 2, 1, 3).reshape(b, t, -1)
   return y.cast(q.dtype), state.cast(past_state.dtype if past_state is not None else q.dtype)
+
+@op("Col2Im", ctx=True)
+def col2im(ctx, x, image_shape, block_shape, dilations=None, pads=None, strides=None):
+  """the sum of sliding blocks back into an image: for each kernel offset, its column of values is spread over the output grid with
+  the stride and shifted by offset * dilation (the inverse of an im2col)"""
+  img, blk = ctx.ints(image_shape), ctx.ints(block_shape)
+  nd = len(img)
+  dil, st, pd = dilations or [1] * nd, strides or [1] * nd, pads or [0] * 2 * nd
+  n, ck, _ = x.shape
+  c = ck // math.prod(blk)
+  padded = [i + pd[d] + pd[d + nd] for d, i in enumerate(img)]
+  grid = [(p - (k - 1) * dl - 1) // s + 1 for p, k, dl, s in zip(padded, blk, dil, st)]
+  cols = x.reshape(n, c, math.prod(blk), *grid)
+  out = None
+  for j, offs in enumerate(itertools.product(*[range(k) for k in blk])):
+    v = cols[:, :, j]
+    for d in range(nd):  # spread axis d by its stride: (g) -> (g*s), values at multiples of s
+      a = 2 + d
+      s = st[d]
+      v = v.unsqueeze(a + 1).pad([None] * (a + 1) + [(0, s - 1)] + [None] * (v.ndim - a - 1)).flatten(a, a + 1)
+      begin = offs[d] * dil[d]
+      v = v.pad([None] * a + [(begin, padded[d] - begin - v.shape[a])] + [None] * (v.ndim - a - 1))
+    out = v if out is None else out + v
+  return out.shrink(((0, n), (0, c)) + tuple((pd[d], pd[d] + img[d]) for d in range(nd)))

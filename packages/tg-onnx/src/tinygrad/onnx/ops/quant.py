@@ -1,6 +1,5 @@
 """Quantisation: (De)QuantizeLinear with per-tensor, per-axis and blocked scales, DynamicQuantizeLinear, the QLinear* and *Integer ops."""
 from __future__ import annotations
-from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
 from tinygrad.onnx.ops.common import norm_axis, onnx_dtype
@@ -43,11 +42,6 @@ def dynamic_quantize_linear(x):
   zp = (-lo / scale).round().clip(0, 255)
   y = ((x / scale).round() + zp).clip(0, 255).cast(dtypes.uint8)
   return y, scale, zp.cast(dtypes.uint8)
-
-def _deq(x, s, zp, axis=1):
-  y = x.cast(dtypes.float32) - (zp.cast(dtypes.float32) if zp is not None and zp.ndim == 0 else 0)
-  if zp is not None and zp.ndim == 1 and zp.shape[0] > 1: y = x.cast(dtypes.float32) - zp.cast(dtypes.float32).reshape([-1 if i == axis else 1 for i in range(x.ndim)])
-  return y, s
 
 def _requant(y, y_scale, y_zp):
   out = (y / y_scale).round() + y_zp.cast(dtypes.float32)
