@@ -19,11 +19,11 @@ class RunContext:
     self.opsets = runner.model.opsets
   def known(self, t:Tensor, values:list) -> Tensor:
     """remember the python values of a tensor built from them (Shape, Constant): later ops read them without running anything"""
-    self.runner._pyvals[t.uop] = list(values)
+    self.runner._vals[t.uop] = list(values)
     return t
   def vals(self, t:Tensor) -> list:
-    if (v := self.runner._pyvals.get(t.uop)) is None:
-      v = self.runner._pyvals[t.uop] = list(_flat(t.tolist()))
+    if (v := self.runner._vals.get(t.uop)) is None:
+      v = self.runner._vals[t.uop] = list(_flat(t.tolist()))
     return v
   def onnx_type_id(self, t:Tensor) -> int:
     """the ONNX data type a tensor was declared with (constants and inputs keep theirs; 4-bit ints and float8 compute wider)"""
@@ -51,7 +51,9 @@ class OnnxRunner:
     self.device = device
     self.graph = self.model.graph
     self.variables = {name: Variable(name, 1, mx) for name, mx in (dynamic or {}).items()}
+    # python values by UOp: the constants' for the runner's life, plus what one run computed (dropped when the next starts)
     self._pyvals: dict[UOp, list] = {}
+    self._vals: dict[UOp, list] = {}
     self._consts: dict[int, Tensor] = {}
     self._onnx_types: dict[UOp, int] = {}
     self.initializers = {name: self._const(td) for name, td in self.graph.initializers.items()}
@@ -64,7 +66,7 @@ class OnnxRunner:
         Tensor.zeros(*td.shape, dtype=td.dtype, device=self.device)
     self._consts[id(td)] = t
     self._onnx_types[t.uop] = next(k for k, v in ONNX_TYPES.items() if v is td.onnx_type)
-    if len(td.data) <= 8 * 64: self._pyvals[t.uop] = td.to_list()  # small constants are shapes and axes more often than not
+    if len(td.data) <= 8 * 64: self._pyvals[t.uop] = self._vals[t.uop] = td.to_list()  # small constants: shapes and axes, usually
     return t
 
   def _input(self, name:str, value:Any, vt:ValueType|None, dims:dict) -> Any:
@@ -98,7 +100,11 @@ class OnnxRunner:
     return t
 
   def __call__(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
-    return dict(zip(self.graph.outputs, self._run_graph(self.graph, {**self.initializers, **self.prepare(inputs, **kw)})))
+    return dict(zip(self.graph.outputs, self._run_model(self.prepare(inputs, **kw))))
+
+  def _run_model(self, inputs:dict[str, Any]) -> list:
+    self._vals = dict(self._pyvals)
+    return self._run_graph(self.graph, {**self.initializers, **inputs})
 
   def prepare(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
     """inputs as Tensors, checked against the model's declared dtypes and shapes, dynamic dimensions bound"""
@@ -114,7 +120,7 @@ class OnnxRunner:
     """the model under TinyJit: call 1 runs it, call 2 captures its kernels, later calls replay them. Inputs are prepared outside
     the capture, so with dynamic= dimensions one capture serves every size up to the maximum"""
     names = list(self.graph.inputs)
-    core = TinyJit(lambda *ts: tuple(self._run_graph(self.graph, {**self.initializers, **dict(zip(names, ts))})))
+    core = TinyJit(lambda *ts: tuple(self._run_model(dict(zip(names, ts)))))
     def run(inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
       prepared = self.prepare(inputs, **kw)
       return dict(zip(self.graph.outputs, core(*[prepared[n] for n in names])))
@@ -133,9 +139,9 @@ class OnnxRunner:
         if hasattr(e, "add_note"): e.add_note(f"in ONNX node {i} {node.op} {node.name!r} (inputs {node.inputs}, outputs {node.outputs})")
         raise
       rets = ret if isinstance(ret, tuple) else (ret,)
-      if len(rets) == 1 and isinstance(ret, Tensor) and ret.uop not in self._pyvals and \
-         (vals := fold(node.op, args, lambda t: self._pyvals.get(t.uop), node.attrs)) is not None:
-        self._pyvals[ret.uop] = vals
+      if len(rets) == 1 and isinstance(ret, Tensor) and ret.uop not in self._vals and \
+         (vals := fold(node.op, args, lambda t: self._vals.get(t.uop), node.attrs)) is not None:
+        self._vals[ret.uop] = vals
       for name, v in zip(node.outputs, rets):
         if name: env[name] = v
     return [env[n] for n in g.outputs]
