@@ -9,7 +9,10 @@ from cold_start import cold_start_s
 try: import torch
 except ImportError: torch = None
 
-RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+BEAM = int(sys.argv[sys.argv.index("--beam") + 1]) if "--beam" in sys.argv else 0
+if BEAM: ARGS.remove(str(BEAM))
+RUNS = int(ARGS[0]) if ARGS else 3
 
 def best(fn, runs=RUNS) -> float:
   fn()
@@ -28,6 +31,8 @@ def rand(*shape): return np.random.default_rng(0).standard_normal(shape, dtype=n
 def figure(name:str, unit:str, work:float, tg_fn, np_fn, torch_fn=None) -> dict:
   """work: FLOPs or bytes of one run; each fn runs the computation once (inputs already in place)"""
   out = {"bench": name, "unit": unit, "tg": work / best(tg_fn) / 1e9, "numpy": work / best(np_fn) / 1e9}
+  if BEAM:
+    with Context(BEAM=BEAM): out[f"tg BEAM={BEAM}"] = work / best(tg_fn) / 1e9
   out["torch"] = work / best(torch_fn) / 1e9 if torch is not None and torch_fn is not None else None
   return out
 
@@ -74,16 +79,20 @@ if __name__ == "__main__":
   rows = [matmul(512), matmul(1024), matmul(2048), conv2d(), elementwise(), total(), softmax()]
   nocache = {"CACHELEVEL": "0"}
   cs = min(cold_start_s(sys.executable, nocache) for _ in range(RUNS))
-  rows.append({"bench": "cold start (no compile cache)", "unit": "s", "tg": cs, "numpy": None, "torch": None})
+  rows.append({"bench": "cold start (no compile cache)", "unit": "s", "tg": cs, "numpy": None, "torch": None, f"tg BEAM={BEAM}": None})
   for r in rows:
     others = [v for v in (r["numpy"], r["torch"]) if v is not None]
     r["ratio_to_best_other"] = r["tg"] / max(others) if others else None
     ref = peak["fp32 GFLOP/s"] if r["unit"] == "GFLOP/s" else peak["copy GB/s"] if r["unit"] == "GB/s" else None
     r["tg_share_of_peak"] = r["tg"] / ref if ref else None
+    if BEAM and r[f"tg BEAM={BEAM}"] is not None and others: r[f"BEAM={BEAM} ratio_to_best_other"] = r[f"tg BEAM={BEAM}"] / max(others)
     print(json.dumps(r))
   fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"
   print(f"\nprobe: numpy fp32 matmul {peak['fp32 GFLOP/s']:.1f} GFLOP/s, numpy copy {peak['copy GB/s']:.1f} GB/s; THREADS={os.environ.get('THREADS', os.cpu_count())}")
-  print("| figure | unit | tg | numpy | torch | tg / best other | tg share of probe |\n|---|---|---:|---:|---:|---:|---:|")
+  beam_cols = f" tg BEAM={BEAM} | BEAM / best other |" if BEAM else ""
+  print(f"| figure | unit | tg | numpy | torch | tg / best other | tg share of probe |{beam_cols}\n|---|---|---:|---:|---:|---:|---:|" +
+        ("---:|---:|" if BEAM else ""))
   for r in rows:
+    beam = f" {fmt(r[f'tg BEAM={BEAM}'])} | {fmt(r.get(f'BEAM={BEAM} ratio_to_best_other'), 2)} |" if BEAM else ""
     print(f"| {r['bench']} | {r['unit']} | {fmt(r['tg'], 3 if r['unit'] == 's' else 1)} | {fmt(r['numpy'])} | {fmt(r['torch'])} | "
-          f"{fmt(r['ratio_to_best_other'], 2)} | {fmt(r['tg_share_of_peak'], 2)} |")
+          f"{fmt(r['ratio_to_best_other'], 2)} | {fmt(r['tg_share_of_peak'], 2)} |{beam}")

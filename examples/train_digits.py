@@ -24,14 +24,15 @@ class Model:
   def __call__(self, x:Tensor) -> Tensor: return x.sequential(self.layers)
   def parameters(self) -> list[Tensor]: return [t for l in self.layers if isinstance(l, (nn.Conv2d, nn.Linear)) for t in (l.weight, l.bias)]
 
-def make_train_step(model:Model, opt:nn.optim.Optimizer, X:Tensor, Y:Tensor, bs:int):
+def make_train_step(model:Model, opt:nn.optim.Optimizer, X:Tensor, Y:Tensor, bs:int, devices:tuple|None=None):
   # captured on the second call, then replayed: no scheduling or compiling per step (the batch indices come from the RNG, whose key
-  # buffer the replay advances, so every step draws a new batch)
+  # buffer the replay advances, so every step draws a new batch). With `devices`, each batch is split over them (data parallel)
   @TinyJit
   def train_step() -> Tensor:
     with Tensor.train():
-      samples = Tensor.randint(bs, high=X.shape[0])
-      loss = model(X[samples]).sparse_categorical_crossentropy(Y[samples])
+      samples = Tensor.randint(bs, high=X.shape[0], device=X.device)
+      xb, yb = (X[samples], Y[samples]) if devices is None else (X[samples].shard(devices, 0), Y[samples].shard(devices, 0))
+      loss = model(xb).sparse_categorical_crossentropy(yb)
       opt.zero_grad()
       loss.backward()
       Tensor.realize(loss, *[t.grad for t in opt.params])  # the loss with the gradients, before step() writes the parameters

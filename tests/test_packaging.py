@@ -11,7 +11,7 @@ SOURCES = [REPO / "packages" / d for d in DISTS] + [REPO / "examples" / "tg-back
 HAS_CC = any(shutil.which(c) for c in ("clang", "gcc", "cc"))
 
 def sh(*cmd, ok=True, cwd=None, **env) -> subprocess.CompletedProcess:
-  env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV", "TG_PLUGINS_AUTOLOAD", "TG_STRICT_PLUGINS", "CC")} | env
+  env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV", "TG_PLUGINS_AUTOLOAD", "TG_STRICT_PLUGINS", "CC", "MOCKGPU")} | env
   r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
   if ok: assert r.returncode == 0, f"{cmd} failed:\n{r.stdout}\n{r.stderr}"
   return r
@@ -82,7 +82,7 @@ def test_full_install_then_remove_backend(wheels, tmp_path):
   doctor = sh(py, "-m", "tinygrad", cwd=cwd).stdout
   assert "amd        tg-hcq-amd 0.1.0" in doctor and "example    tg-backend-example 0.1.0" in doctor and " EXAMPLE " in doctor
   amd = next(l for l in doctor.splitlines() if " AMD " in l)
-  assert "unavailable" in amd and "not implemented yet: tg-hcq-amd has no AMD runtime" in doctor  # also on a machine with /dev/kfd
+  assert "unavailable" in amd and ("/dev/kfd not found" in doctor or "hardware needs the AMDGPU renderer" in doctor)
 
   pip(py, "uninstall", "-y", "tg-hcq-amd")
   doctor = sh(py, "-m", "tinygrad", cwd=cwd).stdout

@@ -9,6 +9,8 @@ from tinygrad.helpers import Context
 from tinygrad.codegen.lowering import rewrite_to_program
 from tinygrad.codegen.linearize import linearize
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 def counter():
   i = UOp.placeholder((1,), dtypes.int, 0, addrspace=AddrSpace.REG)
   return i.after(i[0].store(0))  # i = 0

@@ -2,6 +2,9 @@
 import os, shutil, subprocess, sys
 from tinygrad import Tensor
 from tinygrad.helpers import Context, GlobalCounters
+import pytest
+
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
 
 def test_debug2_prints_kernels_with_time_and_gflops(capsys, device):
   with Context(DEBUG=2): ((Tensor.ones(64, 64, device=device) + 1).sum(1)).realize()

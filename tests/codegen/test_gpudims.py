@@ -14,6 +14,8 @@ from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.runtime.ops_python import PythonProgram
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 def grid_kernel(*sizes:tuple[int, AxisType], name="grid") -> UOp:
   """out[flat] = flat over ranges of the given sizes and axis types (axis 0 slowest): every element says which index wrote it"""
   n = int(np.prod([s for s, _ in sizes]))

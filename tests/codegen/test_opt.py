@@ -16,7 +16,7 @@ from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.runtime import host_toolchain
 from tinygrad.runtime.ops_cpu import ClangCompiler
 
-U, N, T = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD
+U, N, T, S = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP
 rng = np.random.default_rng(0)
 
 def kernel(shape:tuple[int, ...], body, nin:int, in_sizes:list[int], out_size:int, name:str) -> tuple[UOp, list[np.ndarray]]:
@@ -82,6 +82,9 @@ CASES = [
   (matmul(8, 16, 12), [[Opt(U, 1, 8)], [Opt(U, 1, 8), Opt(U, 0, 4)], [Opt(U, 1, 4), Opt(N, 2, 4)], [Opt(T, 0, 4), Opt(U, 1, 8)],
                        [Opt(N, 2, 12), Opt(T, 1, 2)]]),
   (matmul(7, 5, 3), [[Opt(U, 1, 5)], [Opt(U, 0, 7), Opt(N, 1, 3)], [Opt(T, 0, 7)]]),
+  (matmul(8, 32, 6), [[Opt(S, 0, 1)], [Opt(U, 1, 16), Opt(U, 0, 4), Opt(S, 0, 1), Opt(T, 0, 2)], [Opt(S, 1, 0), Opt(U, 0, 8), Opt(N, 2, 3)]]),
+  # loops of one trip (hand-built kernels have them; BEAM's fuzzed kernels found that they used to break the loop ordering)
+  (elementwise(1, 24), [[], [Opt(U, 1, 3)], [Opt(U, 1, 8), Opt(T, 1, 3)]]), (row_reduce(4, 1), [[], [Opt(U, 0, 4)]]),
 ]
 PARAMS = [(k, opts) for k, lists in CASES for opts in lists]
 def _id(p): return f"{p[0][0][0].arg.name}-{'+'.join(f'{o.op.name}{o.axis}x{o.amt}' for o in p[1]) or 'none'}"
@@ -113,6 +116,7 @@ def test_heuristic_opts_match_numpy(k, big, threads):
   ([Opt(U, 1, 24)], "at most 16 lanes per UPCAST axis"),
   ([Opt(T, 0, 2), Opt(T, 1, 2)], "already has a THREAD axis"),
   ([Opt(U, 1, 12), Opt(U, 0, 8), Opt(N, 1, 4)], "384 unrolled lanes, at most 256"),
+  ([Opt(S, 0, 2)], "SWAP exchanges two different output axes, got axes 0 and 2"), ([Opt(S, 1, 1)], "SWAP exchanges two different output axes"),
 ])
 def test_invalid_opts_say_why(opts, msg):
   (ast, _), _ = matmul(8, 24, 36)
@@ -151,3 +155,15 @@ def test_tensor_results_with_and_without_opts(noopt):
     np.testing.assert_allclose(ta.sum(1).numpy(), a.sum(1), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ta.max().numpy(), a.max())
     np.testing.assert_allclose(ta.softmax(1).numpy(), np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+def test_register_tile_shares_loads():
+  # matmul: 16 lanes along j share each A load (and are two vector loads of B), 4 along i share the B loads: 64 accumulators in 8 vectors
+  with Context(THREADS=1):
+    assert hand_coded_opts(matmul(64, 96, 40)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 4)]
+    # K=1024: B's 16-column panel is 64 KB, past L1: the row tiles loop inside the column tiles so the panel is reused
+    assert hand_coded_opts(matmul(64, 96, 1024)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 4), Opt(S, 0, 1)]
+    # b[j] is shared by the rows, so the rows are upcast too; a row reduction shares nothing: partial accumulators instead
+    assert hand_coded_opts(broadcast(64, 32)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 8), Opt(U, 0, 4)]
+    assert hand_coded_opts(row_reduce(512, 300)[0][0], Device["CPU"].renderer) == [Opt(N, 1, 4)]
+  with Context(THREADS=2):  # the cores split the rows first, then each runs its row tiles inside the column tiles
+    assert hand_coded_opts(matmul(64, 96, 1024)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 4), Opt(T, 0, 2), Opt(S, 0, 1)]

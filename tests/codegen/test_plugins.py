@@ -123,6 +123,38 @@ def test_device_clash_higher_priority_wins(plugins):
     plugins.register(make_plugin(devices=[dev("CPU", 150)]), name="fast", distribution="tg-fast")
   assert plugins.registry().devices["CPU"].distribution == "tg-fast" and "host" in plugins.registry().plugins
 
+def _third_party_dist(folder, priority):
+  """A distribution installed beside tg (its .dist-info with an entry point of group tinygrad) that also offers the PYTHON device."""
+  (folder / "tg_clasher.py").write_text(textwrap.dedent(f"""
+    from tinygrad.plugins import hookimpl, DeviceSpec
+    @hookimpl
+    def tg_plugin_api_version(): return (1, 0)
+    @hookimpl
+    def tg_devices(): return [DeviceSpec("PYTHON", "tg_clasher", "Nothing", None, {priority})]
+  """))
+  info = folder / "tg_clasher-1.0.dist-info"
+  info.mkdir()
+  (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tg-clasher\nVersion: 1.0\n")
+  (info / "entry_points.txt").write_text("[tinygrad]\nclasher = tg_clasher\n")
+
+@pytest.mark.parametrize("code", ["import tinygrad", "import tinygrad; from tinygrad import Device; Device['CPU']"])
+def test_device_clash_warns_once_at_import(tmp_path, code):
+  import os, subprocess
+  _third_party_dist(tmp_path, 5)
+  env = {k: v for k, v in os.environ.items() if k not in ("DEV", "TG_PLUGINS_AUTOLOAD", "TG_STRICT_PLUGINS")}
+  env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+  r = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", "-c", code], env=env, capture_output=True, text=True, timeout=120)
+  assert r.returncode == 0, r.stderr
+  clashes = [line for line in r.stderr.splitlines() if "device PYTHON is offered by" in line]
+  assert len(clashes) == 1, r.stderr
+  assert "by tg-renderers (priority" in clashes[0] and "Uninstall tg-clasher" in clashes[0]
+
+def test_no_third_party_plugin_no_discovery_at_import():
+  import subprocess
+  code = "import sys, tinygrad; print('tinygrad.plugins.discovery' in sys.modules, tinygrad._third_party_plugins())"
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+  assert r.stdout.split() == ["False", "[]"], r.stderr
+
 def test_renderer_clash_keeps_the_first(plugins):
   r = RendererSpec("CPU", "C", FAKE.__name__, "Opens")
   plugins.register(make_plugin(devices=[dev("CPU", 100)], renderers=[r]), name="host", distribution="tg-renderers")
@@ -165,17 +197,23 @@ def test_emulator_default_warns_with_the_fix(plugins):
   plugins.register(make_plugin(devices=[cpu, dev("PYTHON", 10, emulator=True)]), name="host")
   with pytest.warns(RuntimeWarning, match=r"default device is PYTHON, an emulator \(slow\): CPU: .*pip install llvmlite"): Device.DEFAULT
 
-@pytest.mark.parametrize("mod, name", [("tinygrad.runtime.hooks_amd", "AMD"), ("tinygrad.runtime.hooks_nv", "NV")])
-def test_gpu_plugin_with_driver_is_not_offered(plugins, monkeypatch, mod, name):
-  # a machine whose driver probe passes (/dev/kfd present): the device says it is not implemented rather than becoming the default
-  monkeypatch.setattr(f"{mod}.probe", lambda: (True, ""))
-  plugins.register(mod)
+def test_nv_plugin_with_driver_is_not_offered(plugins, monkeypatch):
+  # a machine whose NVIDIA driver probe passes: NV has no kernel-driver interface yet, so it says so rather than becoming the default
+  monkeypatch.setattr("tinygrad.runtime.hooks_nv.probe", lambda: (True, ""))
+  plugins.register("tinygrad.runtime.hooks_nv")
   plugins.register(make_plugin(devices=[dev("CPU", 100)]), name="host")
-  ok, reason = plugins.registry().probe(name)
+  ok, reason = plugins.registry().probe("NV")
   assert not ok and reason.startswith("not implemented yet") and "the driver and a GPU were found" in reason
   with warnings.catch_warnings():
     warnings.simplefilter("error")
     assert Device.DEFAULT == "CPU"
+
+def test_amd_plugin_with_driver_uses_the_amdgpu_renderer(plugins, monkeypatch):
+  # a machine with KFD and a GPU: AMD is available with the AMDGPU LLVM renderer (the emulated one is the mock's only)
+  monkeypatch.setattr("tinygrad.runtime.hooks_amd.probe", lambda: (True, ""))
+  plugins.register("tinygrad.runtime.hooks_amd")
+  assert plugins.registry().probe("AMD") == (True, "") and Device.renderer("AMD").name == "LLVM"
+  assert "MOCKGPU=1" in plugins.registry().probe("AMD", "EMU")[1]
 
 def test_negative_priority_only_when_asked(plugins, monkeypatch):
   plugins.register(make_plugin(devices=[dev("NULL", -1)]), name="null")
@@ -292,7 +330,16 @@ def test_gpu_plugin_probe_without_driver(plugins, monkeypatch, tmp_path, mod, na
   monkeypatch.setattr(f"{mod}.{attr}", missing := str(tmp_path / "missing"))
   plugins.register(mod)
   ok, reason = plugins.registry().probe(name)
-  assert not ok and reason.startswith("not implemented yet") and f"{missing} not found" in reason
+  assert not ok and f"{missing} not found" in reason
+
+@pytest.mark.parametrize("mod, name", [("tinygrad.runtime.hooks_amd", "AMD"), ("tinygrad.runtime.hooks_nv", "NV")])
+def test_gpu_plugin_on_the_mock_driver(plugins, monkeypatch, mod, name):
+  # MOCKGPU=1: available and opens when asked for, but never the default (a mock is not a GPU)
+  monkeypatch.setenv("MOCKGPU", "1")
+  plugins.register(mod)
+  plugins.register("tinygrad.runtime.hooks_host", distribution="tg-renderers")
+  assert plugins.registry().probe(name) == (True, "") and Device.DEFAULT == "CPU"
+  assert type(Device[name]).__name__ == f"{name}Device" and Device.renderer(name).name == "EMU"
 
 # *** doctor ***
 

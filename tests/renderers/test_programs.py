@@ -58,6 +58,24 @@ def test_gated_load(target):
   p.end(r)
   np.testing.assert_array_equal(run(target, p, np.zeros(8, np.float32), np.arange(5, dtype=np.float32))[0], [0, 1, 2, 3, 4, -1, -1, -1])
 
+def test_gated_load_far_out_of_bounds(target):
+  # (slot 2 is declared empty; the harness still hands it a 1-element buffer)
+  # padding: the address of a gated-off load may lie far outside the buffer (a conv's row -1 is 57 elements before it); LLVM reads the
+  # buffer's first element instead and selects, nothing may fault. A buffer of 0 elements has no first element: it keeps the branch
+  p = Prog()
+  out, a, empty = p.param(0, f32, 8), p.param(1, f32, 4), p.param(2, f32, 0)
+  r = p.range(8, 0)
+  far = p.alu(Ops.ADD, p.alu(Ops.MUL, r, 1 << 20), -(1 << 22))  # r*2^20 - 2^22: in bounds only at r == 4
+  v = p.load(a, far, alt=-1.0, gate=p.alu(Ops.CMPEQ, r, 4))
+  p.store(out, r, p.alu(Ops.ADD, v, p.load(empty, p.alu(Ops.MUL, r, -(1 << 20)), alt=0.5, gate=p.alu(Ops.CMPLT, r, 0))))
+  p.end(r)
+  np.testing.assert_array_equal(run(target, p, np.zeros(8, np.float32), np.arange(1, 5, dtype=np.float32), np.zeros(1, np.float32))[0],
+                                [-0.5, -0.5, -0.5, -0.5, 1.5, -0.5, -0.5, -0.5])
+  if target == "LLVM":
+    from tinygrad.renderer.llvmir import LLVMRenderer
+    ir = LLVMRenderer().render("k", p.uops)
+    assert ir.count("select i1") == 2 and ir.count("br i1 %v17") == 1  # data1: address and value selects; the empty one: a branch
+
 def test_if_endif(target):
   p = Prog()
   out, a = p.param(0, f32, 6), p.param(1, f32, 6)

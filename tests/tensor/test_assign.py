@@ -3,6 +3,8 @@ import numpy as np, pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.helpers import GlobalCounters
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 def test_assign_writes_into_the_buffer(device):
   a = Tensor(np.arange(6, dtype=np.float32), device=device).reshape(2, 3).realize()
   buf = a.uop.base

@@ -21,6 +21,16 @@ CASES = {
   "cumsum": (lambda x: x.cumsum(0).square().sum(), [(4,)]),
   "sort": (lambda x: (x.sort()[0] * Tensor([1., 2., 3., 4.], dtype=dtypes.float64)).sum(), [(4,)]),
   "einsum": (lambda a, b: Tensor.einsum("ij,jk->ik", a, b).square().sum(), [(2, 3), (3, 2)]),
+  "gelu exact": (lambda x: x.gelu(approximate="none").sum(), [(5,)]),
+  "log10": (lambda x: (x.square() + 1).log10().sum(), [(4,)]),
+  "softmin": (lambda x: (x.softmin(-1) * Tensor([1., 2., 3.], dtype=dtypes.float64)).sum(), [(2, 3)]),
+  "normalize": (lambda x: (x.normalize(dim=1) * Tensor([[1., 2., 3.]], dtype=dtypes.float64)).sum(), [(2, 3)]),
+  "unfold": (lambda x: x.unfold(1, 3, 2).square().sum(), [(2, 7)]),
+  "rearrange": (lambda x: (x.rearrange("a (b c) -> c a b", c=2) * Tensor.arange(12, dtype=dtypes.float64).reshape(2, 2, 3)).sum(), [(2, 6)]),
+  "fmod": (lambda x: x.fmod(0.7).square().sum(), [(5,)]),
+  "contiguous_backward": (lambda x: (x.contiguous_backward() * x).sum(), [(3,)]),
+  "masked_select size": (lambda x: x.masked_select(Tensor([True, False, True]), size=3).square().sum(), [(3,)]),
+  "qr": (lambda x: x.qr()[1].triu().abs().sum(), [(3, 3)]),
 }
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -2,6 +2,8 @@
 import numpy as np, pytest
 from tinygrad import Tensor
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 A = np.array([1.0, np.inf, np.nan, -2.0, 0.0, 1e-9, -np.inf], np.float32)
 B = np.array([1.0 + 1e-6, np.inf, np.nan, -2.1, -0.0, 0.0, np.inf], np.float32)
 

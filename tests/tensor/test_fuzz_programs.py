@@ -2,7 +2,8 @@
 
 A program is a random sequence of ops over 1-3 numpy inputs (float32, int32, bool; 1-4 dims of 1-6): elementwise math and
 comparisons, casts, python-style // and %, movement (reshape, permute, expand, pad, shrink, flip, strided getitem, cat, repeat),
-selection (gather, int-tensor indexing, roll, masked_fill, repeat_interleave, split, sort, cummax),
+selection (gather, int-tensor indexing, roll, masked_fill, repeat_interleave, split, unfold, rearrange, masked_select, sort,
+cummax),
 reductions, cumsum, argmax, matmul, softmax, and realizing values midway. Every op is applied to a Tensor and to numpy alike, and
 any earlier value may be an operand again (diamonds, reduce-then-broadcast). Every value no later op used is checked, one by one
 or realized together in one schedule.
@@ -17,6 +18,8 @@ import pytest
 from hypothesis import given, settings, note, HealthCheck, strategies as st
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import UOp
+
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
 
 EPS = 2.0**-22  # one float32 rounding (2^-24), with slack; transcendentals (polynomial approximations) get 8x
 F32, I32, BOOL = dtypes.float32, dtypes.int32, dtypes.bool
@@ -351,9 +354,11 @@ def op_pad_reduce(p:Program):
 
 def op_select(p:Program):
   """ops that pick elements (no arithmetic, so the error bound carries over): gather, indexing with an int tensor (negative indices
-  too), roll, masked_fill, repeat_interleave, split; sort and cummax compare, so only exact values"""
+  too), roll, masked_fill, repeat_interleave, split, unfold, rearrange, masked_select with a size; sort and cummax compare, so only
+  exact values"""
   if (a := p.pick(lambda v: isinstance(v.t, Tensor) and v.n.ndim)) is None: return
-  kinds = ["gather", "index", "roll", "masked_fill", "repeat_interleave", "split"] + (["sort", "cummax"] if a.err == 0 else [])
+  kinds = ["gather", "index", "roll", "masked_fill", "repeat_interleave", "split", "unfold", "rearrange", "masked_select"] + \
+          (["sort", "cummax"] if a.err == 0 else [])
   kind, axis = p.draw(st.sampled_from(kinds)), p.draw(st.integers(0, a.n.ndim-1))
   s = a.shape[axis]
   if kind == "gather":
@@ -382,6 +387,22 @@ def op_select(p:Program):
     i = p.draw(st.integers(0, (s - 1) // size))
     part = a.n[tuple(slice(i*size, (i+1)*size) if d == axis else slice(None) for d in range(a.n.ndim))]
     return p.add(a.t.split(size, axis)[i], part, a.err, f"{a.name}.split({size}, {axis})[{i}]")
+  if kind == "unfold":
+    size, step = p.draw(st.integers(1, s)), p.draw(st.integers(1, 3))  # no empty values: later ops draw sizes from them
+    want = np.lib.stride_tricks.sliding_window_view(a.n, size, axis=axis)[(slice(None),)*axis + (slice(None, None, step),)]
+    return p.add(a.t.unfold(axis, size, step), want, a.err, f"{a.name}.unfold({axis}, {size}, {step})")
+  if kind == "rearrange":
+    names = [f"x{i}" for i in range(a.n.ndim)]
+    order = p.draw(st.permutations(range(a.n.ndim)))
+    formula = f"{' '.join(names)} -> ({' '.join(names[i] for i in order)})"
+    return p.add(a.t.rearrange(formula), np.transpose(a.n, order).reshape(-1), a.err, f"{a.name}.rearrange({formula!r})")
+  if kind == "masked_select":
+    keep = np.asarray(p.draw(st.lists(st.booleans(), min_size=a.n.size, max_size=a.n.size)), bool).reshape(a.shape)
+    size = p.draw(st.integers(1, a.n.size))
+    fill = True if a.dtype is BOOL else 7
+    want = np.concatenate([a.n[keep], np.full(a.n.size, fill, a.n.dtype)])[:size]
+    return p.add(a.t.masked_select(Tensor(keep, device=a.t.device), size=size, fill_value=fill), want, a.err,
+                 f"{a.name}.masked_select({keep.tolist()}, size={size}, fill_value={fill})")
   if kind == "sort":
     desc = p.draw(st.booleans())
     n = np.flip(np.sort(a.n, axis), axis) if desc else np.sort(a.n, axis)
@@ -447,7 +468,7 @@ def fuzz(device:str, examples:int):
   run()
 
 # the compiled CPU path gets the most programs; the emulator and the C compiler are slower per kernel
-EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60}
+EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "AMD": 25, "NV": 25}
 
 def test_fuzz_programs(device): fuzz(device, EXAMPLES[device])
 

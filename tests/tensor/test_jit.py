@@ -5,6 +5,8 @@ from tinygrad.uop.ops import Variable
 from tinygrad.helpers import Context, GlobalCounters
 from tinygrad.engine import realize
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 def _sgd_step_numpy(w, x, y, lr):
   pred = x @ w
   grad = 2 * x.T @ (pred - y) / len(x)

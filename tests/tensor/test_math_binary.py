@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 A = np.array([-7, -3, -1, 0, 1, 4, 9, 100], dtype=np.int32)
 B = np.array([2, -2, 3, 5, -4, 4, 2, 7], dtype=np.int32)
 F = np.array([-2.5, -1.0, -0.0, 0.0, 0.5, 3.0, 1e6, -1e-6], dtype=np.float32)

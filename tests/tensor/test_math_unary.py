@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 X = np.array([-1e4, -3.0, -1.0, -0.5, -0.0, 0.0, 1e-3, 0.5, 1.0, 2.5, 80.0], dtype=np.float32)
 UNIT = np.array([-1.0, -0.99, -0.5, -1e-3, 0.0, 0.3, 0.7071, 0.999, 1.0], dtype=np.float32)
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -2.0, 3.0], dtype=np.float32)

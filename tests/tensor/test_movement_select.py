@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 X = np.arange(60, dtype=np.float32).reshape(3, 4, 5) - 20
 
 def check(t, want):

@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
 
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
+
 R = np.random.default_rng(0)
 X = R.standard_normal((3, 4, 5)).astype(np.float32)
 
@@ -79,3 +81,20 @@ def test_einsum_errors_and_ints():
   with pytest.raises(ValueError, match="names 2 operands, but 1 were given"): Tensor.einsum("ij,jk->ik", Tensor.ones(2, 2))
   with pytest.raises(ValueError, match=r"subscripts 'ijk' don't fit an operand of shape \(2, 2\)"): Tensor.einsum("ijk->i", Tensor.ones(2, 2))
   with pytest.raises(ValueError, match="letter 'j' has sizes 2 and 3"): Tensor.einsum("ij,jk->ik", Tensor.ones(2, 2), Tensor.ones(3, 2))
+
+def test_bitonic_network_matches_stable_argsort(monkeypatch):
+  # long rows take the bitonic network; lowered here so a short row (13, padded to 16) exercises it
+  import tinygrad.mixin.sorting as sorting
+  monkeypatch.setattr(sorting, "BITONIC_MIN", 4)
+  x = np.array([[3.5, -1, np.nan, 2, 2, 0, -7, 2, np.inf, 1, np.nan, -1, 5],
+                [1, 1, 1, 0, 0, 9, -3, 1, 4, 4, 2, 8, 0]], dtype=np.float32)
+  v, i = Tensor(x).sort(dim=1)
+  want = np.argsort(x, axis=1, kind="stable")  # NaN last, ties in their order
+  np.testing.assert_array_equal(i.numpy(), want)
+  np.testing.assert_array_equal(v.numpy(), np.take_along_axis(x, want, 1))
+  ints = x[1].astype(np.int32)
+  v, i = Tensor(ints).sort(descending=True)
+  want = np.argsort(-ints, kind="stable")
+  np.testing.assert_array_equal(i.numpy(), want)
+  np.testing.assert_array_equal(v.numpy(), ints[want])
+  assert v.dtype is dtypes.int32 and i.dtype is dtypes.int32

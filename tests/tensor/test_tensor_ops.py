@@ -15,6 +15,7 @@ M = np.array([[1.5, -2.0, 3.25], [0.0, 4.0, -1.0]], dtype=np.float32)
 
 # *** creation ***
 
+@pytest.mark.hcq_matrix
 def test_from_list(device):
   t = Tensor([[1, 2, 3], [4, 5, 6]], device=device)
   assert t.device == Tensor(0, device=device).device and t.dtype is dtypes.int32
@@ -23,6 +24,7 @@ def test_from_list(device):
   check(Tensor([True, False], device=device), np.array([True, False]))
   check(Tensor([[1, 2]], device=device, dtype=dtypes.float16), np.array([[1, 2]], dtype=np.float16))
 
+@pytest.mark.hcq_matrix
 @pytest.mark.parametrize("npdt", [np.float32, np.float64, np.float16, np.int8, np.uint8, np.int16, np.int32, np.int64, np.uint32, np.bool_])
 def test_numpy_roundtrip(device, npdt):
   x = (np.arange(12).reshape(3, 4) % 5 - 2).astype(npdt)
@@ -71,6 +73,7 @@ BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a,
           "add_scalar": lambda a, b: a + 2.5, "rsub": lambda a, b: 3 - a, "mul3": lambda a, b: 2 * a * b, "rdiv": lambda a, b: 1 / b,
           "neg": lambda a, b: -a, "pow": lambda a, b: (a * a) ** 0.75}
 
+@pytest.mark.hcq_matrix
 @pytest.mark.parametrize("name", list(BINARY))
 def test_binary(device, name):
   check(BINARY[name](Tensor(X, device=device), Tensor(Y, device=device)), BINARY[name](X, Y), rtol=1e-5)
@@ -86,6 +89,7 @@ def test_maximum_minimum(device):
   ("tanh", np.tanh, -3, 3), ("floor", np.floor, -3, 3), ("ceil", np.ceil, -3, 3), ("trunc", np.trunc, -3, 3), ("round", np.round, -3, 3),
   ("square", np.square, -3, 3), ("reciprocal", np.reciprocal, 0.5, 4), ("exp2", np.exp2, -3, 3), ("log2", np.log2, 0.1, 10),
   ("sign", np.sign, -3, 3)])
+@pytest.mark.hcq_matrix
 def test_unary(device, name, npf, lo, hi):
   x = np.linspace(lo, hi, 13, dtype=np.float32)
   if name in ("floor", "ceil", "trunc", "round", "sign"): x = np.array([-2.5, -1.5, -1.0, -0.5, -0.2, 0.0, 0.5, 1.5, 2.5, 2.7], np.float32)
@@ -104,6 +108,7 @@ def test_comparisons(device):
     assert got.dtype is dtypes.bool
     check(got, want)
 
+@pytest.mark.hcq_matrix
 def test_where(device):
   a, b = Tensor(X, device=device), Tensor(Y, device=device)
   check((a > b).where(a, b), np.where(X > Y, X, Y))
@@ -115,6 +120,7 @@ def test_where_same_branches(device):
   a = np.array([3.0, -1.25], np.float32)
   check(Tensor([True, False], device=device).where(Tensor(a, device=device), Tensor(a, device=device)), a)
 
+@pytest.mark.hcq_matrix
 def test_int_ops(device):
   a, b = np.array([-7, -3, 0, 5, 9], np.int32), np.array([2, 3, 4, -2, 5], np.int32)
   ta, tb = Tensor(a, device=device), Tensor(b, device=device)
@@ -148,6 +154,7 @@ def test_int_dtype_semantics(device):
 
 # *** casts ***
 
+@pytest.mark.hcq_matrix
 def test_casts(device):
   x = np.array([-2.7, -0.5, 0.0, 1.9, 3.5], np.float32)
   check(Tensor(x, device=device).cast(dtypes.int32), x.astype(np.int32))  # truncation toward 0
@@ -158,6 +165,7 @@ def test_casts(device):
   check(Tensor([1, -1], device=device).cast(dtypes.uint8), np.array([1, 255], np.uint8))
   check(Tensor([1, 300], device=device).int().float(), np.array([1, 300], np.float32))
 
+@pytest.mark.hcq_matrix
 def test_bitcast(device):
   x = np.array([1.0, -2.5, 0.0], np.float32)
   check(Tensor(x, device=device).bitcast(dtypes.int32), x.view(np.int32))
@@ -165,6 +173,7 @@ def test_bitcast(device):
 
 # *** movement ***
 
+@pytest.mark.hcq_matrix
 def test_reshape_expand_permute(device):
   t = Tensor(A, device=device)
   check(t.reshape(6, 4), A.reshape(6, 4))
@@ -178,6 +187,7 @@ def test_reshape_expand_permute(device):
   check(t.unsqueeze(1).squeeze(1), A)
   check(Tensor(M, device=device).repeat(2, 3), np.tile(M, (2, 3)))
 
+@pytest.mark.hcq_matrix
 def test_shrink_flip_pad(device):
   t = Tensor(A, device=device)
   check(t.shrink(((0, 1), None, (1, 3))), A[0:1, :, 1:3])
@@ -214,6 +224,7 @@ def test_cat_stack(device):
 
 AXES = [None, 0, 1, -1, (0, 2)]
 
+@pytest.mark.hcq_matrix
 @pytest.mark.parametrize("axis", AXES)
 @pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("op", ["sum", "max", "min", "mean"])
@@ -248,6 +259,7 @@ def test_arg_any_all(device):
   check((t > 0).all(0), (x > 0).all(0))
   check(t.any(), np.bool_(True))
 
+@pytest.mark.hcq_matrix
 def test_softmax_family(device):
   t = Tensor(A, device=device)
   e = np.exp(A - A.max(-1, keepdims=True))
@@ -256,6 +268,7 @@ def test_softmax_family(device):
   lse = np.log(np.exp(A.astype(np.float64)).sum(axis=2))
   check(t.logsumexp(2), lse.astype(np.float32), rtol=1e-5)
 
+@pytest.mark.hcq_matrix
 def test_cumsum(device):
   check(Tensor(A, device=device).cumsum(1), A.cumsum(1), rtol=1e-5)
   check(Tensor(A, device=device).cumsum(-1), A.cumsum(-1), rtol=1e-5)
@@ -265,6 +278,7 @@ def test_cumsum(device):
 
 @pytest.mark.parametrize("sa, sb", [((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)),
                                     ((1, 7), (7, 1))])
+@pytest.mark.hcq_matrix
 def test_matmul(device, sa, sb):
   rng = np.random.default_rng(0)
   a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
@@ -302,6 +316,7 @@ def test_realize_assign_contiguous(device):
   check(Tensor(M, device=device).T.contiguous(), M.T)
   check(Tensor(M, device=device).detach(), M)
 
+@pytest.mark.hcq_matrix
 def test_to_device(device):
   other = "PYTHON" if device != "PYTHON" else "CPU"
   t = (Tensor(M, device=device) * 2).to(other)
@@ -339,6 +354,7 @@ def test_rand_deterministic(device):
   check(Tensor.rand(3, 5, device=device), b)
   assert not np.array_equal(a, b)
 
+@pytest.mark.hcq_matrix
 def test_rand_uniform(device):
   Tensor.manual_seed(0)
   x = Tensor.rand(2001, device=device).numpy()

@@ -90,7 +90,7 @@ def test_stage_specs():
   assert spec_kernel.rewrite(buf.index(r)) is True and spec_kernel.rewrite(buf.reshape(4, 4)) is None
   assert spec_tensor.rewrite(buf.reshape(4, 4)) is True and spec_tensor.rewrite(r) is None and spec_program.rewrite(r) is True
   assert spec_kernel.rewrite(buf.index(r).load().reduce(r)) is True and spec_program.rewrite(buf.index(r).load().reduce(r)) is None
-  assert set(SPECS) == {"tensor", "kernel", "program"}
+  assert set(SPECS) == {"tensor", "kernel", "program", "queue"}
   check_graph(kernel(), "kernel")
   check_graph((buf.reshape(4, 4).sum(1) + 1.0).sink(), "tensor")
   with pytest.raises(SpecError, match=r"\[kernel\] Ops.RESHAPE in this form is not part of the kernel stage"):

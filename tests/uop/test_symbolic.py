@@ -197,3 +197,25 @@ def test_simplify_index_keeps_value(ve):
   for vals in itertools.product(*[range(v.vmin, v.vmax + 1) for v in vs]):
     env = {v.arg.name: a for v, a in zip(vs, vals)}
     assert python_eval(s, env) == python_eval(e, env), f"{e.render(False)} -> {s.render(False)} at {env}"
+
+# *** div/mod with coefficients past the divisor: x = d*Q + R, folded when R spans one quotient ***
+
+def test_window_index_folds():
+  # conv's sliding window: k rows of i+2d read from k copies of rows of i+d, (j*60 + t) % 59 with t < 56, j < 3 is t + j
+  t, j = UOp.range(56, 0), UOp.range(3, 1)
+  assert simplify_index((t + j*60) % 59).render(False) == "(r0+r1)"
+  assert simplify_index((t + j*60) // 59).render(False) == "r1"
+  assert simplify_index((j*59 + 2) % 60).render(False) == "((r1*-1)+2)"  # 59 = 60 - 1: the remainder nearest 0
+  assert simplify_index((t + j*60) % 58).op is Ops.FLOORMOD  # t + 2j reaches 58: not one quotient, stays
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-70, 70), st.integers(1, 6)), min_size=1, max_size=3), st.integers(-80, 80), st.integers(2, 61),
+       st.booleans())
+def test_divmod_remainders_brute_force(terms, k, d, div):
+  rngs = [UOp.range(n, i) for i, (_, n) in enumerate(terms)]
+  e = sum((r*m for r, (m, _) in zip(rngs, terms)), start=c(k))
+  e = e // d if div else e % d
+  s = simplify_index(e)
+  for vals in itertools.product(*[range(n) for _, n in terms]):
+    env = {f"r{i}": v for i, v in enumerate(vals)}
+    assert python_eval(s, env) == python_eval(e, env), f"{e.render(False)} -> {s.render(False)} at {env}"

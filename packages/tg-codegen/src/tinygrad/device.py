@@ -44,8 +44,13 @@ class _Device:
     self._parsed[spec] = ret = DeviceName(base, index, ren, parts[2] if len(parts) > 2 else None)
     return ret
 
-  def canonicalize(self, name:str|None) -> str:
-    """"cpu" -> "CPU", "cpu:1" -> "CPU:1", "CPU:0:c" -> "CPU:C", None -> DEFAULT: the name devices are cached and constructed under."""
+  def canonicalize(self, name:str|tuple|list|None) -> str|tuple[str, ...]:
+    """"cpu" -> "CPU", "cpu:1" -> "CPU:1", "CPU:0:c" -> "CPU:C", None -> DEFAULT: the name devices are cached and constructed under.
+    A tuple of names (several devices, for a multi-device tensor) canonicalizes each; a tuple of one is that device."""
+    if isinstance(name, (tuple, list)):
+      devs = tuple(str(self.parse(n)) for n in name)
+      if not devs or len(set(devs)) != len(devs): raise DeviceError(f"a device tuple needs distinct devices, got {tuple(name)} (as {devs})")
+      return devs[0] if len(devs) == 1 else devs
     return self.DEFAULT if name is None else str(self.parse(name))
 
   def __getitem__(self, name:str) -> Any:

@@ -17,7 +17,9 @@ from tinygrad.tensor_attention import TensorAttentionMixin
 from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
-from tinygrad.uop.gradient import compute_gradient
+from tinygrad.tensor_linalg import TensorLinalgMixin
+from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
+from tinygrad.uop.multi import shard_of
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -60,7 +62,7 @@ def _creates(fn):
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
 
 class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMixin, TensorAttentionMixin, TensorNNMixin, TensorRandomMixin,
-             TensorCreateMixin, OpMixin):
+             TensorCreateMixin, TensorLinalgMixin, TensorMultiMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
   _seed: ClassVar[int] = int(time.time())
   _rng_state: ClassVar[dict[str, Tensor]] = {}  # device -> its uint32 (seed, counter) buffer
@@ -70,10 +72,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     from tinygrad.tensor_pickle import tensor_reduce
     return tensor_reduce(self)
 
-  def __init__(self, data:Any, device:str|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
+  def __init__(self, data:Any, device:str|tuple|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None):
     dtype = to_dtype(dtype) if dtype is not None else None
     self._requires_grad, self.grad = None, None
-    if isinstance(data, UOp):
+    if isinstance(device, (tuple, list)) and not isinstance(data, (UOp, bool, int, float)) and isinstance(devs := Device.canonicalize(device), tuple):
+      uop = Tensor(data, devs[0], dtype).uop.copy_to_device(devs)  # data on several devices: made on the first, copied to every one
+    elif isinstance(data, UOp):
       if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
       uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
     elif data is None or isinstance(data, (bool, int, float, list, tuple)):
@@ -127,7 +131,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 
   # *** properties ***
   @property
-  def device(self) -> str: return self.uop.device
+  def device(self) -> str|tuple[str, ...]: return self.uop.device
   @property
   def dtype(self) -> DType: return self.uop.dtype
   @property
@@ -135,6 +139,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> int: return prod(self.shape)
+  @property
+  def max_shape(self) -> tuple[int, ...]:
+    """the shape with each Variable at its maximum: the size of the buffer a symbolic shape is allocated with"""
+    return tuple(int(s.vmax) if isinstance(s, UOp) else s for s in self.shape)
+  def max_numel(self) -> int: return prod(self.max_shape)
   def element_size(self) -> int: return self.dtype.itemsize
   def nbytes(self) -> int: return self.numel() * self.element_size()
   def size(self, dim:int|None=None): return self.shape if dim is None else self.shape[self._resolve_dim(dim)]
@@ -145,14 +154,15 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def __repr__(self): return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}, requires_grad={self.requires_grad}>"
   def __bool__(self): raise TypeError("the truth value of a Tensor is ambiguous: use .item(), .any() or .all()")
   def __eq__(self, x) -> Tensor: return self.eq(x)  # type: ignore[override]
-  def __getitem__(self, idx) -> Tensor: return self._getitem(idx if isinstance(idx, tuple) else (idx,))
+  def __getitem__(self, indices) -> Tensor: return self._getitem(indices if isinstance(indices, tuple) else (indices,))
 
   # *** creation ***
   @staticmethod
   @_creates
-  def empty(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    """uninitialised memory: a fresh buffer, allocated when first used"""
+  def empty(*shape, device:str|tuple|None=None, dtype:DType|str|None=None) -> Tensor:
+    """uninitialised memory: a fresh buffer, allocated when first used (on several devices: one buffer each, replicated)"""
     shape, dt, dev = _shape_arg(shape), to_dtype(dtype or dtypes.default_float), Device.canonicalize(device)
+    if isinstance(dev, tuple): return Tensor(UOp.multi([Tensor.empty(*shape, device=d, dtype=dt).uop for d in dev], None))
     if not isinstance(n := ssimplify(prod(shape)), UOp): return Tensor(UOp.new_buffer(dev, n, dt).reshape(shape) if n else _no_elements(dev, dt, shape))
     # a symbolic size: a buffer for the Variables' maximum, of which this tensor is the prefix
     return Tensor(UOp.new_buffer(dev, max(int(n.vmax), 1), dt).shrink(((0, n),)).reshape(shape))
@@ -162,12 +172,33 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
     return Tensor(UOp.const(dt, fill_value, Device.canonicalize(device))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
+  @_creates
+  def from_blob(ptr:int, shape, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+    """a tensor of `shape` copied from host memory at address ptr (e.g. a numpy array's ctypes.data). Upstream wraps device memory
+    without a copy; here the bytes are copied once, so the memory may be freed afterwards"""
+    import ctypes
+    shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.default_float)
+    if not isinstance(ptr, int) or ptr <= 0: raise ValueError(f"from_blob needs a host address (a positive int), got {ptr!r}")
+    return Tensor(ctypes.string_at(ptr, prod(shape) * dt.itemsize), device, dt).reshape(shape)
+  @staticmethod
+  @_creates
+  def from_url(url:str, gunzip:bool=False, **kwargs) -> Tensor:
+    """the bytes at url (any scheme urllib opens: https, file, ...) as a uint8 tensor, or the dtype= given; gunzip decompresses"""
+    import urllib.request
+    with urllib.request.urlopen(url) as r: data = r.read()
+    if gunzip:
+      import gzip
+      data = gzip.decompress(data)
+    return Tensor(data, **kwargs)
+  @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
   def ones(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
-  def full_like(self, fill_value, **kwargs) -> Tensor:
-    return Tensor.full(self.shape, fill_value, **{"device": self.device, "dtype": self.dtype, **kwargs})
+  def full_like(self, fill_value, dtype:DType|str|None=None, device:str|None=None, **kwargs) -> Tensor:
+    return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
+  def empty_like(self, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+    return Tensor.empty(self.shape, dtype=dtype or self.dtype, device=device or self.device)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
   @_creates
@@ -214,7 +245,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # the key (seed, call number) is a kernel input, not a constant: every seed and call runs the same compiled kernel. It lives in one
     # buffer per device that a kernel advances after each call, so a TinyJit replay of the call draws new numbers too; each call reads
     # a snapshot taken before the advance (its rand kernel runs later, when realized)
-    dev = Device.canonicalize(device)
+    if isinstance(dev := Device.canonicalize(device), tuple): return Tensor._random_bits(n, dev[0]).to(dev)  # drawn once, replicated
     if (state := Tensor._rng_state.get(dev)) is None:
       state = Tensor._rng_state[dev] = Tensor([Tensor._seed & 0xffffffff, 0], dev, dtypes.uint32)
     key = state.contiguous().realize()
@@ -226,21 +257,23 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return x0.stack(x1, dim=1).flatten().shrink(((0, n),)).contiguous()
   @staticmethod
   @_creates
-  def rand(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    """uniform in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2); minus 1"""
+  def rand(*shape, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
+    """uniform in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2); minus 1. contiguous=False leaves that last step
+    lazy, to fuse into the consumer"""
     shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise TypeError(f"rand makes floats, not {dt}: use randint for ints")
     ebits, mbits = dtypes.finfo(dt)
     ut = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dt.itemsize]
     bits = Tensor._random_bits(prod(shape), device)
     m = (bits >> (32 - mbits)).cast(ut) if mbits <= 32 else bits.cast(ut) << (mbits - 32)
-    return ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
+    ret = ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
+    return ret.contiguous() if contiguous else ret
   @staticmethod
   @_creates
   def randn(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     """standard normal by Box-Muller; 1-u is in (0, 1], so the log is finite"""
     shape = _shape_arg(shape)
-    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32)
+    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, contiguous=False)
     return ((u[0] * (2*math.pi)).cos() * ((1 - u[1]).log() * -2).sqrt()).cast(to_dtype(dtype or dtypes.default_float))
   @staticmethod
   @_creates
@@ -250,21 +283,39 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @_creates
   def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     dt = to_dtype(dtype or dtypes.default_float)
-    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32) + low).cast(dt)
+    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32, contiguous=False) + low).cast(dt)
   @staticmethod
   @_creates
   def randint(*shape, low:int=0, high:int=10, device:str|None=None, dtype:DType|str=dtypes.int32) -> Tensor:
     """integers in [low, high)"""
     if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
-    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32)).cast(to_dtype(dtype)) + low  # >= 0: cast floors
+    u = Tensor.rand(*shape, device=device, dtype=dtypes.float32, contiguous=False)
+    return ((high - low) * u).cast(to_dtype(dtype)) + low  # >= 0: cast floors
   def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
-  def randn_like(self, **kwargs) -> Tensor: return Tensor.randn(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
+  def randn_like(self, dtype:DType|str|None=None, **kwargs) -> Tensor:
+    return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
 
   # *** graph-level ops ***
   def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
   def detach(self) -> Tensor: return Tensor(self.uop.detach())
-  def to(self, device:str|None) -> Tensor:
-    return self if (dev := Device.canonicalize(device)) == self.device else Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+  def contiguous_backward(self) -> Tensor:
+    """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
+    return Tensor(self.uop.contiguous_backward())
+  def replace(self, x:Tensor) -> Tensor:
+    """self becomes x (its graph, no copy): same shape and dtype, another value. Views of self taken before keep the old value"""
+    if x.shape != self.shape or x.dtype != self.dtype:
+      raise ValueError(f"replace needs the same shape and dtype: self is {self.shape} {self.dtype}, x is {x.shape} {x.dtype}")
+    self.uop = x.uop
+    return self
+  def to(self, device:str|tuple|None) -> Tensor:
+    """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
+    if (dev := Device.canonicalize(device)) == self.device: return self
+    if isinstance(dev, tuple) and isinstance(self.device, tuple): return self.to(self.device[0]).to(dev)
+    return Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+  def to_(self, device:str|tuple|None) -> Tensor:
+    """move in place: this handle now points at the copy on `device`"""
+    self.uop = self.to(device).uop
+    return self
   def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:
     """fxn gets one PARAM per tensor and returns a SINK (arg: KernelInfo) that writes them; the results read the written buffers"""
     ts = (self,) + lst
@@ -291,6 +342,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     gradient = self._root_gradient(gradient)
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
+    from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     grads = compute_gradient(self.uop, gradient.uop.cast(self.dtype), {t.uop for t in targets})
     ret = []
     for t in targets:
@@ -321,6 +373,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _is_buffer(self) -> bool:
     """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
     u = self.uop
+    if is_multi_buffer(u): return True
     while u.op is Ops.RESHAPE: u = u.src[0]
     # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
     if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
@@ -343,7 +396,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
     if 0 in self.shape: return self
-    if self.uop.base.op is not Ops.BUFFER: self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
+    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
     target = self.uop
     if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
       raise ValueError(f"cannot assign into an expanded or padded view of shape {self.shape}: several elements (or none) share an address")
@@ -353,6 +406,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
     if not (n := prod(self.concrete_shape)): return memoryview(bytearray(0))
+    if isinstance(self.device, tuple): return self.to(self.device[0])._data()  # gathered on the first device
     # a realized tensor may still be a view (permuted, shrunk, ...) of its buffer: then copy it out through a contiguous one
     if not (t := self.realize())._is_buffer(): t = t.contiguous().realize()
     if not t._is_buffer(): raise RuntimeError(f"the engine returned {t.uop.op} instead of a buffer for {t.shape} {t.dtype}")
@@ -392,7 +446,10 @@ def _reads_memory(roots:list[UOp]) -> set[UOp]:
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
   graph is the same node, and an in-place write into it would show in all of them"""
-  target = Tensor.empty(*u.shape, device=u.device, dtype=u.dtype).uop
+  if (sh := shard_of(u)) is not None:  # laid out like u: each device's buffer holds its piece
+    target = UOp.multi([Tensor.empty(*[n if i == sh[0] else s for i, s in enumerate(u.shape)], device=d, dtype=u.dtype).uop
+                        for n, d in zip(sh[1], u.device)], sh[0])
+  else: target = Tensor.empty(*u.shape, device=u.device, dtype=u.dtype).uop
   Tensor(target.after(target.store(u))).realize()
   return target
 

@@ -17,26 +17,28 @@ class TensorCreateMixin:
     if self.ndim != 1: raise ValueError(f"diag needs a 1-D tensor, got shape {tuple(self.shape)}")
     n = self.shape[0]
     return (self._arange(n).reshape(n, 1).eq(self._arange(n).reshape(1, n))).where(self.reshape(1, n), self.const_like(0))
-  def pad_to(self, shape, *args):
-    """zero-padded at the end of each axis to shape (None keeps an axis)"""
+  def pad_to(self, shape, *args, value=0):
+    """padded with `value` at the end of each axis to shape (None keeps an axis)"""
     new = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
     if len(new) != self.ndim: raise ValueError(f"pad_to {new} needs one size per axis of {tuple(self.shape)}")
     if any(n is not None and n < s for n, s in zip(new, self.shape)): raise ValueError(f"pad_to {new} is smaller than {tuple(self.shape)}: use shrink_to")
-    return self._pad(tuple((0, 0 if n is None else n - s) for n, s in zip(new, self.shape)))
+    pairs = tuple((0, 0 if n is None else n - s) for n, s in zip(new, self.shape))
+    return self._pad(pairs) if value == 0 else self.pad(pairs, value=value)
   def shrink_to(self, shape, *args):
     """the leading part of each axis, of size shape (None keeps an axis)"""
     new = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args
     if len(new) != self.ndim: raise ValueError(f"shrink_to {new} needs one size per axis of {tuple(self.shape)}")
     return self.shrink(tuple(None if n is None else (0, n) for n in new))
-  def clone(self):
-    """a copy in a buffer of its own (lazy, like every op: it copies when realized, so realize it before an assign to self)"""
-    return self.contiguous()
-  def linear(self, weight, bias=None):
-    """self @ weight + bias; a 1-D weight scales elementwise"""
-    x = self * weight if weight.ndim == 1 else self @ weight
+  def clone(self, device:str|None=None):
+    """a copy in a buffer of its own, on `device` if given (lazy, like every op: it copies when realized, so realize it before an
+    assign to self)"""
+    return self.contiguous() if device is None else self.to(device).contiguous()
+  def linear(self, weight, bias=None, dtype=None):
+    """self @ weight + bias; a 1-D weight scales elementwise; dtype is the matmul's accumulation dtype"""
+    x = self * weight if weight.ndim == 1 else self.matmul(weight, dtype=dtype)
     return x if bias is None else x + bias
-  def sequential(self, layers):
-    """self passed through each callable in turn"""
-    return functools.reduce(lambda x, f: f(x), layers, self)
+  def sequential(self, ll):
+    """self passed through each callable of the list ll in turn"""
+    return functools.reduce(lambda x, f: f(x), ll, self)
   def allclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan:bool=False) -> bool:
     return bool(self.isclose(other, rtol, atol, equal_nan).all().item())

@@ -94,9 +94,29 @@ class TensorIndexMixin:
     written = hit.any(0).reshape(self.shape)
     self.assign(written.where(v.flatten().unsqueeze(1)._pick(hit, 0).reshape(self.shape), self))
 
-  def masked_select(self, mask):
-    """the elements where mask (broadcast to self's shape) is True, as a 1-D tensor; the mask is realized to know how many"""
+  def _compacted(self, size:int|None, what:str):
+    """(slot, valid) for the nonzero elements of flat self: slot (n, size) is True where element i is the r-th nonzero one, valid
+    (size,) where slot r got one. size=None counts them (a realize), so the result's shape is the count."""
+    nz = (self != 0).flatten()
+    if size is None: size = int(nz.sum().item())
+    elif not isinstance(size, int) or size < 0: raise ValueError(f"{what} size must be an int >= 0, got {size!r}")
+    rank = nz.cast(dtypes.int32).cumsum() - 1
+    slot = rank._one_hot_at(size, 1) & nz.unsqueeze(1)
+    return slot, slot.any(0)
+  def nonzero(self, size:int|None=None, fill_value=0):
+    """(count, ndim) int32 coordinates of the nonzero elements in row-major order; size fixes the count (padded with fill_value
+    or cut), which needs no realize"""
+    slot, valid = self._compacted(size, "nonzero")
+    flat = self._arange(self.numel(), dtypes.int32).unsqueeze(1)._pick(slot, 0)  # (size,)
+    strides = [prod(self.shape[d+1:]) for d in range(self.ndim)]
+    if not self.ndim: return flat.unsqueeze(1).shrink((None, (0, 0)))  # a scalar has no coordinates: (count, 0)
+    coords = [(flat // st) % n for st, n in zip(strides, self.shape)]
+    return valid.unsqueeze(1).where(coords[0].stack(*coords[1:], dim=1), fill_value).cast(dtypes.int32)
+  def masked_select(self, mask, size:int|None=None, fill_value=0):
+    """the elements where mask (broadcast to self's shape) is True, as a 1-D tensor; without size the mask is realized to count them,
+    with size the result has that many elements (padded with fill_value or cut)"""
     from tinygrad.tensor import Tensor
     mask = (mask if isinstance(mask, Tensor) else Tensor(mask, self.device)).expand(self.shape)
     if mask.dtype is not dtypes.bool: raise TypeError(f"masked_select needs a bool mask, got {mask.dtype}")
-    return self.flatten()[mask.flatten()]
+    slot, valid = mask._compacted(size, "masked_select")
+    return valid.where(self.flatten().unsqueeze(1)._pick(slot, 0), fill_value).cast(self.dtype)

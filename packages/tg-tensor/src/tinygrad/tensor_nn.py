@@ -27,7 +27,7 @@ class TensorNNMixin:
     """while Tensor.training: zero each element with probability p and scale the rest by 1/(1-p); otherwise the identity"""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not type(self).training or p == 0: return self
-    keep = self.rand_like(dtype=dtypes.float32) >= p
+    keep = self.rand_like(dtype=dtypes.float32, contiguous=False) >= p
     return keep.where(self, 0) * (1 / (1 - p) if p < 1 else 0)
 
   def _class_mask(self, num_classes:int):

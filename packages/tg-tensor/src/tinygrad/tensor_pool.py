@@ -27,6 +27,13 @@ class TensorPoolMixin:
     """windows flattened: (*lead, *out, prod(ks))"""
     w = _windows(self, ks, strides, dils)
     return w.reshape(tuple(w.shape[:w.ndim-len(ks)]) + (prod(ks),))
+  def unfold(self, dim:int, size:int, step:int):
+    """windows of `size` elements every `step` along dim: dim becomes the window count and a last axis of `size` is added (torch's)"""
+    dim, nd = self._resolve_dim(dim), self.ndim
+    if not (isinstance(size, int) and isinstance(step, int)) or size < 0 or step <= 0 or size > self.shape[dim]:
+      raise ValueError(f"unfold needs 0 <= size <= {self.shape[dim]} (axis {dim} of {tuple(self.shape)}) and step > 0, got size={size}, step={step}")
+    w = _windows(self.permute(tuple(d for d in range(nd) if d != dim) + (dim,)), (size,), (step,), (1,))  # (*others, windows, size)
+    return w.permute(tuple(range(dim)) + (nd - 1,) + tuple(range(dim, nd - 1)) + (nd,))
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, return_indices:bool=False):
     """max over windows; return_indices adds each max's flat position within its channel's spatial axes (int64, the first if tied)"""
     ks, strides, dils, pads, extra = _pool_geometry(self.shape, kernel_size, stride, dilation, padding, ceil_mode)

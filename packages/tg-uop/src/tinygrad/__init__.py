@@ -52,3 +52,29 @@ def __getattr__(name:str):
   return val
 
 def __dir__(): return sorted(set(globals()) | set(__getattr__("__all__")))  # a public name used once is in both
+
+# a device name offered twice (a third-party plugin and tg, or two plugins) is decided when plugins are discovered, and that warns once.
+# Discovery loads every plugin, tens of ms, so `import tinygrad` runs it only when a distribution outside tg registers a plugin:
+# found with a listdir of each sys.path folder and a read of the entry_points.txt of the distributions that have one.
+_TG_DISTRIBUTIONS = frozenset({"tg_uop", "tg_codegen", "tg_renderers", "tg_hcq_amd", "tg_hcq_nv", "tg_tensor", "tg_onnx"})
+
+def _third_party_plugins() -> list[str]:
+  found = []
+  for folder in dict.fromkeys(sys.path):
+    try: names = os.listdir(folder or ".")
+    except OSError: continue
+    for n in names:
+      if not n.endswith((".dist-info", ".egg-info")) or (dist := n.split("-")[0].split(".")[0].lower()) in _TG_DISTRIBUTIONS: continue
+      # os.open, not open(): the text layer costs more than the read, and most distributions have no entry_points.txt
+      try: fd = os.open(os.path.join(folder or ".", n, "entry_points.txt"), os.O_RDONLY)
+      except OSError: continue
+      try:
+        if b"[tinygrad]" in os.read(fd, 1 << 16): found.append(dist)
+      finally: os.close(fd)
+  return found
+
+if os.environ.get("TG_PLUGINS_AUTOLOAD", "1") not in ("", "0") and _present("tinygrad.plugins.discovery") and _third_party_plugins():
+  import importlib
+  # a plugin that fails under TG_STRICT_PLUGINS=1 raises again, with its own error, where a device is first used
+  try: importlib.import_module("tinygrad.plugins.discovery").registry()
+  except Exception: pass

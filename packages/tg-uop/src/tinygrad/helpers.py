@@ -1,5 +1,5 @@
 from __future__ import annotations
-import os, sys, gc, re, time, string, pickle, sqlite3, pathlib, tempfile, functools, itertools, operator, contextlib
+import os, sys, gc, re, time, string, pickle, pathlib, functools, itertools, operator, contextlib
 from typing import Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -92,7 +92,9 @@ def strip_parens(s:str) -> str:
     if depth == 0 and i != len(s) - 1: return s
   return s[1:-1]
 def pluralize(st:str, cnt:int) -> str: return f"{cnt} {st}" + ("" if cnt == 1 else "s")
-def temp(name:str) -> str: return os.path.join(tempfile.gettempdir(), name)
+def temp(name:str) -> str:
+  import tempfile  # on first use: tempfile pulls in random, hashlib and shutil, which a first computation does not need
+  return os.path.join(tempfile.gettempdir(), name)
 
 # *** profiling ***
 
@@ -141,6 +143,7 @@ def _drop_db(path:str):
 
 def _db_run(table:str, fn:Callable[[sqlite3.Connection, str], T]) -> T|None:
   if CACHELEVEL.value == 0: return None
+  import sqlite3  # on first use: with the cache off, a process never loads it
   path, tbl, rebuilt, err = _db_path(), f"{to_function_name(table)}_v{CACHEDB_VERSION}", False, None
   for attempt in range(8):
     try:

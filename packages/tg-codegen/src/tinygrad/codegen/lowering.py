@@ -111,11 +111,25 @@ def lower_weak(sink:UOp) -> UOp:
     done[u] = u if (src, dt, arg) == (u.src, u.dtype, u.arg) else UOp(u.op, dt, src, arg, u.tag)
   return done[sink]
 
+def _one_trip(r:UOp) -> bool: return r.op is Ops.RANGE and bool(r.src) and r.src[0].op is Ops.CONST and r.src[0].arg == 1
+
+def _drop_one_trip(x:UOp) -> UOp|None:
+  if not any(_one_trip(r) for r in x.src[1:]): return None
+  rest = tuple(r for r in x.src[1:] if not _one_trip(r))
+  return x.replace(src=(x.src[0],) + rest) if rest else x.src[0]
+
+# a loop of one trip is no loop: its range is 0 (symbolic folds it by bounds), and END/REDUCE drop it. Left in, an END would close a range
+# that nothing in its body uses any more. A REDUCE over one element is that element.
+pm_one_trip = PatternMatcher([
+  (UPat((Ops.END, Ops.REDUCE), name="x"), _drop_one_trip),
+  (UPat(Ops.RANGE, name="r"), lambda r: r.const_like(0) if _one_trip(r) else None),
+])
+
 def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.uop.symbolic import symbolic
   from tinygrad.codegen.transcendental import lower_transcendental
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
-  sink = graph_rewrite(sink, symbolic, name="kernel", memo="_simplified")
+  sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
   sink = expand(optimize(sink, renderer))
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)

@@ -8,10 +8,17 @@ from tinygrad.uop.ops import UOp
 from tinygrad.helpers import sint_eq
 from tinygrad.engine import realize
 from tinygrad.engine.memory import plan_memory
+from tinygrad.uop.multi import shard_of
 
-def signature(t) -> tuple[tuple, Any, Any]:
-  """what a replay needs to stay the same: shape (a bound Variable counts as its Variable), dtype, device"""
-  return tuple(s.substitute({b: b.src[0] for b in s.toposort() if b.op is Ops.BIND}) if isinstance(s, UOp) else s for s in t.shape), t.dtype, t.device
+def signature(t) -> tuple[tuple, Any, Any, Any]:
+  """what a replay needs to stay the same: shape (a bound Variable counts as its Variable), dtype, device, and for a multi-device
+  tensor how it is split (axis and per-device sizes)"""
+  shape = tuple(s.substitute({b: b.src[0] for b in s.toposort() if b.op is Ops.BIND}) if isinstance(s, UOp) else s for s in t.shape)
+  return shape, t.dtype, t.device, shard_of(t.uop)
+
+def input_buffers(t) -> list:
+  """the device Buffers of a realized tensor argument: one, or one per device of a multi-device tensor"""
+  return [realize.buffer_of(p.base) for p in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,))]
 
 def _show(shape:tuple) -> tuple: return tuple(s.render() if isinstance(s, UOp) else s for s in shape)
 
@@ -33,7 +40,7 @@ class CapturedJit:
   step's buffers can be read off their BUFFER UOps. inputs: (name, realized tensor); outputs: realized tensors"""
   def __init__(self, log:list, inputs:list[tuple[str, Any]], outputs:list):
     self.names, self.sigs = [n for n, _ in inputs], [signature(t) for _, t in inputs]
-    in_bufs = [realize.buffer_of(t.uop.base) for _, t in inputs]
+    in_bufs = [b for _, t in inputs for b in input_buffers(t)]
     out_bufs = {realize.buffer_of(o.uop.base) for o in outputs if o.uop.base.op is Ops.BUFFER}
     steps, kernels, owner, first_fresh = _digest(log)
     gc.collect()  # drop the step's dead graphs: a BUFFER UOp still alive is a buffer someone reads after the call
@@ -46,8 +53,17 @@ class CapturedJit:
       fixed = [b for b in bufs if not isinstance(b, int)]
       runner = None if kind == "copy" else realize.prepare_kernel(ast, fixed[0].device if fixed else in_bufs[bufs[0]].device)
       self.items.append((kind, runner, bufs, var_vals))
+    self.graph = self._graph(in_bufs)
     # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
     self.outputs = [(type(o), o.uop, slot.get(id(realize.buffer_of(o.uop.base))) if o.uop.base.op is Ops.BUFFER else None) for o in outputs]
+
+  def _graph(self, in_bufs:list):
+    """the device's graph of the step, when every item is a kernel on one device that has one"""
+    from tinygrad.device import Device
+    if not self.items or any(kind != "kernel" for kind, *_ in self.items): return None
+    devices = {b.device if not isinstance(b, int) else in_bufs[b].device for _, _, bufs, _ in self.items for b in bufs}
+    if len(devices) != 1 or (graph := getattr(Device[dev := devices.pop()], "graph", None)) is None: return None
+    return graph(Device[dev], [(*runner, bufs, vals) for _, runner, bufs, vals in self.items])
 
   def buffers(self) -> list:
     """the distinct device memories the replay uses, inputs excluded"""
@@ -57,19 +73,22 @@ class CapturedJit:
     if (names := [n for n, _ in inputs]) != self.names:
       raise TypeError(f"TinyJit was captured with tensors as {', '.join(self.names) or 'no arguments'}, now called with them as "
                       f"{', '.join(names) or 'no arguments'}: pass tensors in the same places (or reset() the jit)")
-    for name, (old_shape, old_dt, old_dev), (_, t) in zip(self.names, self.sigs, inputs):
-      shape, dt, dev = signature(t)
+    for name, (old_shape, old_dt, old_dev, old_split), (_, t) in zip(self.names, self.sigs, inputs):
+      shape, dt, dev, split = signature(t)
       if len(shape) != len(old_shape) or not all(sint_eq(a, b) for a, b in zip(shape, old_shape)):
         raise ValueError(f"TinyJit {name}: shape {_show(shape)} now, {_show(old_shape)} when captured; only the value of a bound Variable "
                          f"in a shape may change between calls (use another TinyJit, or reset() this one, for other shapes)")
       if dt != old_dt: raise TypeError(f"TinyJit {name}: dtype {dt} now, {old_dt} when captured; cast it, or use another TinyJit")
       if dev != old_dev: raise ValueError(f"TinyJit {name}: device {dev} now, {old_dev} when captured; move it with .to({old_dev!r})")
+      if split != old_split:
+        raise ValueError(f"TinyJit {name}: split over its devices as (axis, sizes) {split} now, {old_split} when captured; shard it the same way")
 
   def __call__(self, inputs:list[tuple[str, Any]], var_vals:dict[str, int]) -> list:
     """replay into the captured buffers; returns the outputs as tensors of the captured classes"""
     self.check(inputs)
-    bufs = [realize.buffer_of(t.uop.base) for _, t in inputs]
-    for kind, runner, slots, vals in self.items:
+    bufs = [b for _, t in inputs for b in input_buffers(t)]
+    if self.graph is not None: self.graph(bufs, var_vals)
+    for kind, runner, slots, vals in ([] if self.graph is not None else self.items):
       b = [bufs[s] if isinstance(s, int) else s for s in slots]
       if kind == "copy": realize.run_copy(*b)
       else: realize.launch(*runner, b, {k: var_vals.get(k, v) for k, v in vals.items()}, b[0].device)

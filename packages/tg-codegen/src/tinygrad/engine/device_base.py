@@ -19,7 +19,8 @@ class BufferSpec:
   external_ptr: int|None = None
 
 class Allocator:
-  """device memory by bytes. Subclasses implement _alloc/_copyin/_copyout, optionally _free, _as_buffer (zero-copy host view) and _offset (views)"""
+  """device memory by bytes. Subclasses implement _alloc/_copyin/_copyout, optionally _free, _as_buffer (zero-copy host view), _offset (views)
+  and _transfer(dest, src, nbytes, src_dev) (a copy from another device of the same kind without a stop on the host)"""
   def __init__(self, dev:Any=None): self.dev, self.default_buffer_spec = dev, BufferSpec()
   def alloc(self, size:int, options:BufferSpec|None=None):
     if size <= 0: raise ValueError(f"{type(self).__name__}: cannot allocate {size} bytes (sizes must be positive)")
@@ -123,5 +124,8 @@ class Compiled:
   returning seconds when `wait`"""
   def __init__(self, device:str, allocator:Allocator, renderer:Any, compiler:Compiler|None, runtime:Callable[[str, bytes], Callable]):
     self.device, self.allocator, self.renderer, self.compiler, self.runtime = device, allocator, renderer, compiler or Compiler(), runtime
+  # a device that replays a TinyJit step's kernels as one unit: graph(device, kernels) -> callable(input Buffers, var_vals), kernels being
+  # (ProgramSpec, program, buffers (an int: the replay's input of that index), var_vals) each; None: kernel by kernel
+  graph: Any = None
   def synchronize(self):
     """wait until all queued work is done; host devices run synchronously"""

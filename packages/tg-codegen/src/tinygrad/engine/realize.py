@@ -68,12 +68,20 @@ def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str
 def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
   return launch(*prepare_kernel(ast, device), bufs, var_vals, device)
 
+def copy_path(dst, src) -> str:
+  """how a copy between these buffers goes: "transfer" when the destination's allocator can read the source device's memory directly
+  (device to device, same kind of device), else "host" (out to host memory, then in)"""
+  return "transfer" if hasattr(dst.allocator, "_transfer") and type(dst.allocator) is type(src.allocator) else "host"
+
 def run_copy(dst, src):
+  if dst.nbytes != src.nbytes: raise RuntimeError(f"copy of {src.nbytes} bytes from {src.device} into {dst.nbytes} bytes on {dst.device}")
   st = time.perf_counter()
-  data = memoryview(bytearray(src.nbytes))
-  src.copyout(data)
-  dst.copyin(data)
-  if DEBUG >= 2: print(f"{colored(f'*** {dst.device:7s}', 'yellow')}      copy {src.nbytes:8d} bytes {src.device} -> {dst.device}"
+  if (path := copy_path(dst, src)) == "transfer": dst.allocator._transfer(dst._buf, src._buf, src.nbytes, src.allocator.dev)
+  else:
+    data = memoryview(bytearray(src.nbytes))
+    src.copyout(data)
+    dst.copyin(data)
+  if DEBUG >= 2: print(f"{colored(f'*** {dst.device:7s}', 'yellow')}      copy {src.nbytes:8d} bytes {src.device} -> {dst.device} ({path})"
                        f"  {(time.perf_counter()-st)*1e6:9.2f} us")
 
 def kernel_device(it:ExecItem, bufs:list) -> str:

@@ -21,11 +21,33 @@ def flat_index(idx:tuple, shape:tuple) -> UOp:
   return ret
 
 def unflat_index(lin:UOp, shape:tuple) -> tuple:
+  """the multi-axis index of a linear one. The outermost axis takes no modulo: where an access is valid its index is in bounds, and a
+  padded (invalid) one is never loaded, so lin < prod(shape) wherever the value matters"""
   ret, stride = [], 1
-  for s in reversed(shape):
-    ret.append(_idx(0) if _is_one(s) else (lin // stride) % s)
+  for a, s in reversed(list(enumerate(shape))):
+    ret.append(_idx(0) if _is_one(s) else lin // stride if a == 0 else (lin // stride) % s)
     stride = stride * s
   return tuple(reversed(ret))
+
+def _groups(old:tuple, new:tuple) -> list[tuple[int, int, int, int]]|None:
+  """(old_start, old_end, new_start, new_end): the shortest runs of axes whose sizes multiply to the same number, in order (size-1 axes
+  left at the end form the last run). None for symbolic or empty shapes: one run of everything"""
+  if not all(isinstance(s, int) and s > 0 for s in old + new): return None
+  ret, i, j = [], 0, 0
+  while i < len(old) and j < len(new):
+    i0, j0, po, pn = i, j, old[i], new[j]
+    i, j = i + 1, j + 1
+    while po != pn:
+      if po < pn: po, i = po * old[i], i + 1
+      else: pn, j = pn * new[j], j + 1
+    ret.append((i0, i, j0, j))
+  return ret + [(i, len(old), j, len(new))] if i < len(old) or j < len(new) else ret
+
+def reshape_index(idx:tuple, new:tuple, old:tuple) -> tuple:
+  """the index into `old` of the element at `idx` of its reshape to `new`: each run of axes whose sizes multiply to the same number is
+  re-linearized on its own, so axes a reshape leaves alone keep their index as is (no division to simplify away)"""
+  if (groups := _groups(old, new)) is None: return unflat_index(flat_index(idx, new), old)
+  return tuple(i for i0, i1, j0, j1 in groups for i in unflat_index(flat_index(idx[j0:j1], new[j0:j1]), old[i0:i1]))
 
 def at(x:UOp, valid:UOp, idx:tuple) -> UOp: return UOp(Ops.AT, x.dtype, (x, valid) + tuple(_idx(i) for i in idx))
 
@@ -93,12 +115,12 @@ pm_index = PatternMatcher([
   (_x(Ops.CONST), lambda x, **_: UOp.const(x.dtype, x.arg)),
   (_x(Ops.DEFINE_VAR), lambda x, **_: x),
   # nodes that don't change values or index
-  (_x((Ops.CONTIGUOUS, Ops.DETACH, Ops.AFTER)), lambda a, x, valid: at(x.src[0], valid, a.src[2:])),
+  (_x((Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.AFTER)), lambda a, x, valid: at(x.src[0], valid, a.src[2:])),
   (_x((Ops.CAST, Ops.BITCAST)), lambda a, x, valid: UOp(x.op, x.dtype, (at(x.src[0], valid, a.src[2:]),))),
   # elementwise: a broadcast source is read at index 0 on the axes it is broadcast over
   (_x(GroupOp.ALU), lambda a, **_: _at_alu(a)),
   # movement: index math
-  (_x(Ops.RESHAPE), lambda a, x, valid: at(x.src[0], valid, unflat_index(flat_index(a.src[2:], x.shape), x.src[0].shape))),
+  (_x(Ops.RESHAPE), lambda a, x, valid: at(x.src[0], valid, reshape_index(a.src[2:], x.shape, x.src[0].shape))),
   (_x(Ops.EXPAND), lambda a, x, valid: at(x.src[0], valid, tuple(_idx(0) if _is_one(s) and not _is_one(n) else i
                                                                      for i, s, n in zip(a.src[2:], x.src[0].shape, x.shape)))),
   (_x(Ops.PERMUTE), lambda a, x, valid: _at_permute(x, valid, a.src[2:])),

@@ -7,6 +7,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
 from tinygrad.helpers import prod, gc_paused
 from tinygrad.schedule.indexing import build_kernel
+from tinygrad.schedule.multi import push_multi
 
 @dataclass
 class ExecItem:
@@ -75,7 +76,10 @@ def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
 def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """the work that realizes `targets`, in order, and the buffer-based UOp that replaces each target and each other node it materialises"""
   var_vals: dict[str, int] = {}
-  sink = graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor")
+  sink = push_multi(graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor"))
+  # a multi-device target is realized piece by piece: one single-device target per device
+  pushed = list(sink.src)
+  sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])
   want = _must_realize(sink, list(sink.src))
   stored = {u.src[1]: None for u in sink.toposort() if _is_assign(u)}  # an assign's value is computed by its own kernel
   # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2))
@@ -105,7 +109,13 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
   bound = UOp.sink(*targets).toposort()
   becomes = {u: _result(u, u, realized) for u in realized if u in bound and u.op is not Ops.BUFFER}
-  return items, becomes | {t: _result(t, u, realized) for t, u in zip(targets, sink.src)}
+  return items, becomes | {t: _rebind(UOp.multi([_result(p, p, realized) for p in u.src], u.arg), var_vals) if u.op is Ops.MULTI
+                           else _result(t, u, realized) for t, u in zip(targets, pushed)}
+
+def _rebind(u:UOp, var_vals:dict[str, int]) -> UOp:
+  """u (built after the unbind) with its Variables bound again to this realize's values, as the caller's graph had them"""
+  vs = {v: v.bind(var_vals[v.arg.name]) for v in u.toposort() if v.op is Ops.DEFINE_VAR and v.arg.name in var_vals}
+  return u.substitute(vs) if vs else u
 
 def _writes_last(sink:UOp) -> list[UOp]:
   """the graph in an order where each in-place write (a tensor-level STORE) comes as late as it can: after every kernel that does not

@@ -1,8 +1,12 @@
-"""tg-hcq-amd plugin: the AMD device, available when the amdgpu kernel driver exposes a GPU through KFD."""
+"""tg-hcq-amd plugin: the AMD device, available when the amdgpu kernel driver exposes a GPU through KFD, or on the mock driver
+(MOCKGPU=1, then only when asked for: DEV=AMD or device="AMD")."""
 import os
-from tinygrad.plugins import hookimpl, DeviceSpec
+from tinygrad.plugins import hookimpl, DeviceSpec, RendererSpec
+from tinygrad.runtime.host_toolchain import probe_llvmlite
 
 KFD, NODES = "/dev/kfd", "/sys/devices/virtual/kfd/kfd/topology/nodes"
+
+def _mock() -> bool: return os.environ.get("MOCKGPU", "0") not in ("", "0")
 
 def _is_gpu_node(node:str) -> bool:
   # CPU nodes of the KFD topology report gpu_id 0
@@ -18,13 +22,21 @@ def probe() -> tuple[bool, str]:
   except OSError as e: return False, f"{NODES} cannot be read ({e.strerror}): KFD topology missing"
   return (True, "") if any(_is_gpu_node(n) for n in nodes) else (False, f"no GPU node in {NODES}: KFD sees no AMD GPU")
 
-def unavailable_until_implemented() -> tuple[bool, str]:
-  # this version has discovery and the driver probe but no runtime: never offer AMD as a device that would only raise
-  ok, reason = probe()
-  return False, "not implemented yet: tg-hcq-amd has no AMD runtime in this version (use DEV=CPU); " + ("the driver and a GPU were found" if ok else reason)
+def device_probe() -> tuple[bool, str]: return (True, "") if _mock() else probe()
+
+def emulated_probe() -> tuple[bool, str]:
+  return (True, "") if _mock() else (False, "kernels as emulator UOps run only on the mock driver (MOCKGPU=1); hardware needs the AMDGPU "
+                                            "renderer, which is not installed")
 
 @hookimpl
-def tg_plugin_api_version(): return (1, 0)
+def tg_plugin_api_version(): return (1, 1)
 
 @hookimpl
-def tg_devices(): return [DeviceSpec("AMD", "tinygrad.runtime.ops_amd", "AMDDevice", unavailable_until_implemented, priority=200)]
+def tg_devices(): return [DeviceSpec("AMD", "tinygrad.runtime.ops_amd", "AMDDevice", device_probe, priority=-1 if _mock() else 200)]
+
+@hookimpl
+def tg_renderers():
+  # EMU (kernels as emulator UOps) is the mock's default; LLVM (llvmlite's AMDGPU target, the UOps carried beside) is the hardware's
+  return [RendererSpec("AMD", "EMU", "tinygrad.runtime.ops_amd", "AMDEmulatedRenderer", True,
+                       "tinygrad.runtime.support.code_object:EmulatedCodeCompiler", emulated_probe),
+          RendererSpec("AMD", "LLVM", "tinygrad.runtime.ops_amd", "AMDHCQRenderer", True, "tinygrad.runtime.ops_amd:AMDHCQCompiler", probe_llvmlite)]

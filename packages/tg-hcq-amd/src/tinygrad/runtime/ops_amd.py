@@ -1,4 +1,101 @@
-class AMDDevice:
-  def __init__(self, device:str):
-    raise RuntimeError(f"{device}: the AMD runtime is not implemented in this version of tg-hcq-amd (only discovery and the "
-                       "availability probe are); use DEV=CPU for now")
+"""The AMD device: tg's HCQ core over the amdgpu kernel driver's KFD interface (or the mock driver under MOCKGPU=1). Kernels go to
+the compute queue as PM4 (dispatches run from command buffers through INDIRECT_BUFFER), copies to the SDMA queue."""
+from __future__ import annotations
+import json
+from tinygrad.device import Device, Compiler
+from tinygrad.renderer.python import PythonRenderer
+from tinygrad.renderer.amdgpu import AMDGPURenderer
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round_up
+from tinygrad.runtime.support.hcq_select import CommandBuffer
+from tinygrad.runtime.support.code_object import CodeObject, HEADER
+from tinygrad.runtime.support import amd_pm4 as pm4
+from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx
+
+class AMDEmulatedRenderer(PythonRenderer):
+  """AMD launch limits, kernels as the emulator's UOps: the renderer of AMD under the mock driver (the AMDGPU LLVM renderer is
+  the one for hardware)"""
+  device = "AMD"
+  global_max, local_max = (2**31-1, 65535, 65535), (1024, 1024, 1024)
+
+class AMDHCQRenderer(AMDGPURenderer):
+  """the AMDGPU LLVM renderer for the AMD device: the kernel's LLVM IR, and beside it its UOps as the emulator's JSON, which only the
+  mock driver reads (the code object carries both)"""
+  def render(self, name:str, uops:list) -> str:
+    return json.dumps({"name": name, "llvm": super().render(name, uops), "emu": PythonRenderer().render(name, uops)})
+
+class AMDHCQCompiler(Compiler):
+  """AMDHCQRenderer's output -> a tg code object: the kernel's machine code (from the ELF LLVM's AMDGPU target makes), its resource
+  registers from the kernel descriptor, and the UOps"""
+  def __init__(self, arch:str|None=None):
+    from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler
+    self.amdgpu = AMDGPUCompiler(arch)
+    super().__init__(f"tgco_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)
+  def compile(self, src:str) -> bytes:
+    from tinygrad.runtime.compiler_amdgpu import read_code_object
+    j = json.loads(src)
+    co = read_code_object(self.amdgpu.compile(j["llvm"]), j["name"])
+    text = co.elf.content(co.elf.sections[co.elf.symbol(j["name"]).shndx])[co.text_offset:]
+    meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
+            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size}
+    return CodeObject(j["name"], bytes(text), j["emu"].encode(), meta).pack()
+
+class AMDProgram(HCQProgram):
+  def __init__(self, dev:AMDDevice, name:str, lib:bytes):
+    co = CodeObject.unpack(lib)
+    if not co.machine_code and not dev.iface.is_mock:
+      raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
+                         "renderer on hardware")
+    self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
+    self.mem.cpu_view()[:len(lib)] = lib
+    super().__init__(dev, name, self.mem.va + HEADER)  # the code starts after the header, 256-byte aligned as COMPUTE_PGM_LO needs
+    dev.select_ctx.programs[self.addr] = (co.meta.get("rsrc1", 0), co.meta.get("rsrc2", 0))
+  def __del__(self):
+    try: self.dev.select_ctx.programs.pop(self.addr, None)
+    except AttributeError: pass
+
+class AMDDevice(HCQCompiled):
+  IB_POOL = 1 << 20  # bytes of one-shot command buffers, reused round robin
+  def __init__(self, device:str="AMD"):
+    if mockgpu():
+      from tinygrad.runtime.support.amd_mock import MockKFD
+      iface = MockKFD()
+    else:
+      from tinygrad.runtime.support.amd_kfd import KFDInterface
+      iface = KFDInterface(Device.parse(device).index)
+    renderer, compiler = Device.renderer_for(device)
+    self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE"), iface.create_queue("COPY")
+    self.ib_pool = iface.alloc(self.IB_POOL, host_visible=True)
+    self._ib_at = 0
+    super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
+
+  def select_pm(self, kind:str): return pm_pm4 if kind == "COMPUTE" else pm_sdma
+
+  def _ib_memory(self, cb:CommandBuffer):
+    # a recorded buffer keeps its own memory (resubmits patch it in place); a one-shot one borrows from the pool
+    if getattr(cb, "persistent", False):
+      if not hasattr(cb, "mem"): cb.mem = self.iface.alloc(4 * len(cb), host_visible=True)
+      return cb.mem
+    size = round_up(4 * len(cb), 256)
+    if size > self.IB_POOL: raise RuntimeError(f"{self.device}: a command buffer of {size} bytes exceeds the {self.IB_POOL} byte pool")
+    if self._ib_at + size > self.IB_POOL: self.synchronize(); self._ib_at = 0
+    self._ib_at += size
+    return self.ib_pool.offset(self._ib_at - size, size)
+
+  def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]):
+    words = cb.patch(var_vals)
+    if kind == "COMPUTE":
+      mem = self._ib_memory(cb)
+      mem.cpu_view()[:4 * len(words)] = words.tobytes()
+      self._put(self.compute_ring, pm4.indirect_buffer(mem.va, len(words)))
+    else: self._put(self.sdma_ring, list(words))
+
+  def _put(self, q, words:list[int]):
+    """append words to a ring, then publish the write pointer and ring the doorbell"""
+    unit = 4 if q.kind == "COPY" else 1  # SDMA ring pointers count bytes, PM4 ones dwords
+    ring, wptr = q.ring.cpu_view().cast("I"), q.wptr.cpu_view().cast("Q")
+    at = wptr[0] // unit
+    while at + len(words) - q.read_ptr // unit > len(ring):  # the ring is full: let the engine consume
+      if not self.iface.progress(): raise RuntimeError(f"{self.device}: {q.kind} ring is full and the engine is stuck")
+    for i, w in enumerate(words): ring[(at + i) % len(ring)] = w
+    wptr[0] = (at + len(words)) * unit
+    q.ring_doorbell(wptr[0])

@@ -145,8 +145,9 @@ class CStyleLanguage(Renderer):
     return ret
 
   def render_kernel(self, name:str, body:list[str], params:list[UOp], variables:list[UOp], uops:list[UOp]) -> str:
+    # every runtime passes a variable as int32; C widens it where the kernel computes in 64 bits
     args = [f"{self.buffer_prefix}{self.storage_type(p.dtype)}*{self.buffer_suffix} data{p.arg.slot}" for p in params] + \
-           [f"const {self.ctype(v.dtype)} {v.arg.name}" for v in variables] + \
+           [f"const {self.ctype(dtypes.int32)} {v.arg.name}" for v in variables] + \
            (["const int core_id"] if self.has_threads and any(u.op is Ops.SPECIAL for u in uops) else [])
     prelude = EMULATION if any(u.dtype in self.emulated for u in uops) else ""
     return prelude + f"{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}\n"

@@ -69,7 +69,8 @@ def _special(ctx:LLVMRenderer, x:UOp) -> list[str]|str:
 
 def _buffer(ctx:LLVMRenderer, x:UOp) -> list[str]:
   if x.arg.addrspace not in (AddrSpace.REG, AddrSpace.LOCAL): raise RuntimeError(f"a linear program has no {x.arg.addrspace} BUFFER")
-  return [f"  {ctx[x]} = alloca [{prod(x.arg.shape)} x {ltype(x.dtype)}]"]
+  space = ctx.addrspace.get(x.arg.addrspace, 0)
+  return [f"  {ctx[x]} = alloca [{prod(x.arg.shape)} x {ltype(x.dtype)}]" + (f", addrspace({space})" if space else "")]
 
 def _range(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, i = ctx[x], ctx.pos[x]
@@ -90,20 +91,28 @@ def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
   if t != ltype(val.dtype):  # to the in-memory form: bool as a byte, float16/bfloat16 as 16 bits
     lines.append(f"  {ctx[x]}.m = zext i1 {v} to i8" if val.dtype is dtypes.bool else f"  {ctx[x]}.m = call i16 {_EMULATED[val.dtype][1]}(float {v})")
     v = f"{ctx[x]}.m"
-  return lines + [f"  store {t} {v}, ptr {ctx[idx]}"]
+  return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}"]
+
+def _nonempty(buf:UOp) -> bool:
+  return buf.op in (Ops.PARAM, Ops.BUFFER) and isinstance(buf.arg.shape, tuple) and bool(buf.arg.shape) and prod(buf.arg.shape) > 0
 
 def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, i, idx = ctx[x], ctx.pos[x], x.src[0]
   t, vt, gated = ctx.elem(idx), ltype(x.dtype), len(x.src) == 3
-  # gated: branch around the load, so memory is not touched when the gate is false
-  lines = [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
+  # gated: a gate that is false must not touch memory. With a buffer known to hold an element, the load reads the buffer's first element
+  # instead and a select picks the alternative: straight-line code, which LLVM can vectorize (a branch per lane splits the loop body
+  # into blocks the SLP vectorizer cannot pack across). Otherwise a branch around the load.
+  select = gated and _nonempty(idx.src[0])
+  lines = [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
+          [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
   val = f"{d}.m" if t != vt or gated else d
-  lines.append(f"  {val} = load {t}, ptr {ctx[idx]}")
+  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}")
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
     lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
     val = conv
   if not gated: return lines
+  if select: return lines + [f"  {d} = select i1 {ctx[x.src[2]]}, {vt} {val}, {vt} {ctx[x.src[1]]}"]
   return lines + [f"  br label %L{i}.join", f"L{i}.join:", f"  {d} = phi {vt} [{val}, %L{i}.load], [{ctx[x.src[1]]}, %{ctx.label}]"]
 
 def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
@@ -115,13 +124,15 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
 base_rewrite = PatternMatcher([
   # operands: no instruction
   (UPat(Ops.PARAM, name="x"), lambda x: f"%data{x.arg.slot}"),
-  (UPat(Ops.DEFINE_VAR, name="x"), lambda x: f"%var.{x.arg.name}"),
+  # a variable arrives as an i32 argument (every runtime passes int32); 64-bit index math gets it sign-extended
+  (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: f"%var.{x.arg.name}" if ltype(x.dtype) == "i32" else
+   [f"  {ctx[x]} = sext i32 %var.{x.arg.name} to {ltype(x.dtype)}"]),
   (UPat(Ops.CONST, name="x"), lambda x: render_const(x.arg, x.dtype)),
   (UPat(Ops.SPECIAL, name="x"), _special),
   # memory: a REG/LOCAL buffer is an alloca in the entry block, so a loop does not grow the stack
   (UPat(Ops.BUFFER, name="x"), _buffer),
   (UPat(Ops.INDEX, src=(UPat.var("buf"), UPat.var("i")), name="x"),
-   lambda ctx, x, buf, i: [f"  {ctx[x]} = getelementptr inbounds {ctx.elem(x)}, ptr {ctx[buf]}, {ltype(i.dtype)} {ctx[i]}"]),
+   lambda ctx, x, buf, i: [f"  {ctx[x]} = getelementptr inbounds {ctx.elem(x)}, {ctx.ptr(x)} {ctx[buf]}, {ltype(i.dtype)} {ctx[i]}"]),
   (UPat(Ops.LOAD, name="x"), _load),
   (UPat(Ops.STORE, src=(UPat.var("idx"), UPat.var("val")), name="x"), _store),
   # control flow: blocks named after the position of the RANGE/IF that opens them
@@ -153,6 +164,8 @@ class LLVMRenderer(Renderer):
     Ops.TRUNC: _intrinsic("trunc")}
   exact_ops = {Ops.NEG, Ops.MAX, Ops.WHERE, Ops.TRUNC}  # need no rounding back to an emulated dtype
   code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx) -> the instruction reading dim d
+  kernel_cc: str = ""  # the kernel's calling convention, e.g. "amdgpu_kernel "
+  addrspace: dict[AddrSpace, int] = {}  # LLVM address space of each kind of memory, 0 when absent (the CPU's flat memory)
   string_rewrite: PatternMatcher = base_rewrite
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
@@ -200,13 +213,19 @@ class LLVMRenderer(Renderer):
         body += out
         self.label = next((x[:-1] for x in reversed(out) if not x.startswith(" ")), self.label)  # the last block label the lines open
     params, variables = param_order(uops)
-    args = [f"ptr noalias %data{p.arg.slot}" for p in params] + [f"{ltype(v.dtype)} %var.{v.arg.name}" for v in variables] + \
+    args = [f"{self.ptr(p)} noalias %data{p.arg.slot}" for p in params] + [f"i32 %var.{v.arg.name}" for v in variables] + \
            (["i32 %core_id"] if self.has_threads and not self.has_local and any(u.op is Ops.SPECIAL for u in uops) else [])
-    fn = f'define void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
+    fn = f'define {self.kernel_cc}void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
     # declare each llvm intrinsic the kernel calls, with the argument types of the call
     decls = {f"declare {m[1]} {m[2]}({', '.join(a.split()[0] for a in m[3].split(', ') if a)})"
              for m in re.finditer(r"call (\w+) (@llvm\.[\w.]+)\(([^)]*)\)", fn)}
     return fn + "".join(f"{x}\n" for x in sorted(decls)) + (HELPERS if any(u.dtype in _EMULATED for u in uops) else "")
+
+  def ptr(self, x:UOp) -> str:
+    """the pointer type of a PARAM, BUFFER or an INDEX into one: `ptr` in the address space of its memory"""
+    buf = x.src[0] if x.op is Ops.INDEX else x
+    space = self.addrspace.get(AddrSpace.GLOBAL if buf.op is Ops.PARAM else buf.arg.addrspace, 0)
+    return f"ptr addrspace({space})" if space else "ptr"
 
   @staticmethod
   def elem(idx:UOp) -> str:

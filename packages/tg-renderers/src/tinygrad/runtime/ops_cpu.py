@@ -1,7 +1,7 @@
 """CPU: host memory, kernels compiled in process by LLVM through llvmlite (the default) or by a system C compiler (DEV=CPU:C),
 called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
-import ctypes, hashlib, mmap, os, pathlib, platform, subprocess, tempfile, time
+import ctypes, hashlib, mmap, os, pathlib, time
 from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
@@ -15,6 +15,8 @@ class CPUAllocator(Allocator):
   def _copyin(self, dest, src:memoryview): memoryview(dest).cast("B")[:] = src
   def _copyout(self, dest:memoryview, src): dest[:] = memoryview(src).cast("B")
   def _offset(self, buf, size:int, offset:int): return (ctypes.c_uint8 * size).from_buffer(buf, offset)
+  # CPU:0, CPU:1, ... are separate devices in one address space: a copy between them is one memmove
+  def _transfer(self, dest, src, nbytes:int, src_dev): ctypes.memmove(dest, src, nbytes)
 
 class CPUProgram:
   """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""
@@ -87,6 +89,7 @@ def find_cc() -> str:
 
 def _host_cpu() -> str:
   """what -march=native compiles for: binaries in a cache shared between machines must not cross CPU models"""
+  import platform
   try: return next((l for l in pathlib.Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")), platform.machine()) + platform.processor()
   except OSError: return platform.machine() + platform.processor()
 
@@ -94,10 +97,12 @@ class ClangCompiler(Compiler):
   """C -> a shared object built by the system compiler for this host (or for `arch`, as in DEV=CPU:C:x86-64).
   -fwrapv: ints wrap like the other targets; no contraction into fma"""
   def __init__(self, arch:str|None=None):
+    import subprocess  # the C path only: the default (llvmlite) never starts a process
     self.cc, self.flags = find_cc(), ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", f"-march={arch or 'native'}")
     version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
     super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {_host_cpu()}'.encode()).hexdigest()[:16]}")
   def compile(self, src:str) -> bytes:
+    import subprocess, tempfile
     with tempfile.TemporaryDirectory() as d:
       out = os.path.join(d, "kernel.so")
       p = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src.encode(), capture_output=True)
@@ -106,6 +111,7 @@ class ClangCompiler(Compiler):
   def load(self, name:str, lib:bytes) -> CPUProgram: return load_shared(name, lib)
 
 def load_shared(name:str, lib:bytes) -> CPUProgram:
+  import tempfile
   with tempfile.NamedTemporaryFile(suffix=".so", delete=False) as f: f.write(lib)
   try: dll = ctypes.CDLL(f.name)
   finally: os.unlink(f.name)  # the mapping outlives the file

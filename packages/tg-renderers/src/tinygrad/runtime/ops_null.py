@@ -1,4 +1,6 @@
-"""NULL: renders kernels (C, or a renderer registered for NULL) and schedules them, but compiles nothing, runs nothing and holds no memory: copies out read zeros."""
+"""NULL: renders kernels (C, or a renderer registered for NULL) and schedules them, runs nothing and holds no memory: copies out read
+zeros. A renderer registered with a compiler (NULL:CUDA, NULL:PTX, NULL:AMD) compiles each kernel too, so a target's compile is tested
+without its hardware; one without (NULL:C) compiles nothing."""
 from __future__ import annotations
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, Device
 
@@ -18,4 +20,5 @@ class NullProgram:
 
 class NullDevice(Compiled):
   def __init__(self, device:str="NULL"):
-    super().__init__(device, NullAllocator(self), Device.renderer_for(device)[0], NullCompiler(), NullProgram)
+    renderer, compiler = Device.renderer_for(device)
+    super().__init__(device, NullAllocator(self), renderer, compiler or NullCompiler(), NullProgram)

@@ -112,6 +112,7 @@ class PythonAllocator(Allocator):
   def _copyin(self, dest:memoryview, src:memoryview): dest[:] = src
   def _copyout(self, dest:memoryview, src:memoryview): dest[:] = src
   def _offset(self, buf:memoryview, size:int, offset:int) -> memoryview: return buf[offset:offset+size]
+  def _transfer(self, dest:memoryview, src:memoryview, nbytes:int, src_dev): dest[:nbytes] = src[:nbytes]  # PYTHON:n: host memory each
 
 class PythonDevice(Compiled):
   def __init__(self, device:str="PYTHON"):

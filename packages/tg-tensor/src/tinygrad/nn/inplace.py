@@ -17,6 +17,8 @@ def pending_write(target:Tensor, value:Tensor) -> Tensor:
   if not target._is_buffer(): raise RuntimeError(f"in-place write into an unrealized {target.shape} tensor: realize it first")
   # a value that reads the target at other indices (a norm of it, a transpose) is computed whole before the write lands
   v = value.contiguous() if _reads_elsewhere(value.uop, target.uop) else value
+  # a multi-device target: each device writes its piece (the scheduler's multi pass splits the write)
+  if isinstance(target.device, tuple): return Tensor(target.uop.after(target.uop.store(v.uop)))
   # through the flat buffer: the schedule reads an AFTER of a reshaped view as no buffer at all
   buf = target.uop.base
   return Tensor(buf.after(buf.store(v.reshape(-1).uop))).reshape(target.shape)

@@ -15,8 +15,10 @@ class ActivationMixin:
   def silu(self): return self * self.sigmoid()
   def swish(self): return self.silu()
   def quick_gelu(self): return self * (self * 1.702).sigmoid()
-  def gelu(self):
-    """the tanh approximation, like upstream"""
+  def gelu(self, approximate:str="tanh"):
+    """the tanh approximation by default, like upstream; approximate="none" is the exact x * Phi(x) through erf"""
+    if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
+    if approximate != "tanh": raise ValueError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
     return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
   def softplus(self, beta=1.0):
     """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log(1 + exp(-|bx|)) / beta"""

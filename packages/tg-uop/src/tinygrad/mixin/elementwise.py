@@ -1,5 +1,6 @@
 """Elementwise math shared by UOp and Tensor. A class using it provides: dtype, alu(op, *srcs), const_like(x, dtype=None), cast(dtype)."""
 from __future__ import annotations
+import math
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
@@ -48,6 +49,11 @@ class ElementwiseMixin:
     return d if rounding_mode is None else d.trunc() if rounding_mode == "trunc" else d.floor()
   def __floordiv__(self, x): return self.div(x, rounding_mode="floor")
   def __rfloordiv__(self, x): return self.div(x, True, rounding_mode="floor")
+  def fmod(self, x):
+    """C's fmod: the remainder takes the dividend's sign (python's % takes the divisor's)"""
+    a, b = self._broadcasted(x)
+    r = a.mod(b)
+    return ((r != 0) & ((r < 0) != (a < 0))).where(r - b, r)
   def mod(self, x, reverse=False):
     """python's %: the remainder takes the divisor's sign (a finite x % ±inf is x or ±inf, like numpy)"""
     a, b = self._broadcasted(x, reverse)
@@ -131,6 +137,7 @@ class ElementwiseMixin:
   def _float_unary(self, op:Ops): return self._float_cast().alu(op)
   def exp2(self): return self._float_unary(Ops.EXP2)
   def log2(self): return self._float_unary(Ops.LOG2)
+  def log10(self): return self.log2() * math.log10(2)
   def sin(self): return self._float_unary(Ops.SIN)
   def sqrt(self): return self._float_unary(Ops.SQRT)
   def reciprocal(self): return self._float_unary(Ops.RECIPROCAL)

@@ -60,6 +60,12 @@ class ReduceMixin:
     x = self.cast(dtype) if dtype is not None else self._float_cast()
     e = (x - x.max(axis, keepdim=True)).exp()
     return e.div(e.sum(axis, keepdim=True))
+  def softmin(self, axis=-1, dtype=None): return (-self).softmax(axis, dtype)
+  def normalize(self, p:float=2.0, dim:int=1, eps:float=1e-12):
+    """self divided by its p-norm along dim (at least eps), like torch.nn.functional.normalize"""
+    x = self._float_cast()
+    norm = x.abs().max(dim, keepdim=True) if p == math.inf else (x.abs() ** p).sum(dim, keepdim=True) ** (1 / p)
+    return x / norm.maximum(eps)
   def log_softmax(self, axis=-1, dtype=None):
     x = self.cast(dtype) if dtype is not None else self._float_cast()
     m = x - x.max(axis, keepdim=True)

@@ -1,9 +1,26 @@
-"""Movement composites shared by UOp and Tensor: rolling, interleaved repeats, splitting and grids. Each is a view (reshape, expand,
-shrink, pad) of its input, so the scheduler fuses it into whatever reads it. A class using it provides the movement mixin."""
+"""Movement composites shared by UOp and Tensor: rolling, interleaved repeats, splitting, grids and einops' rearrange. Each is a
+view (reshape, expand, shrink, pad) of its input, so the scheduler fuses it into whatever reads it. A class using it provides the movement mixin."""
 from __future__ import annotations
 from tinygrad.helpers import all_int
 
 def _ints(x) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+def _rearrange_side(side:str, formula:str) -> list[list[str]]:
+  """'a (b c) ... 1' -> [['a'], ['b', 'c'], ['...'], []]: one group per axis; '1' and '()' are axes of size 1"""
+  groups, cur = [], None
+  for tok in side.replace("(", " ( ").replace(")", " ) ").split():
+    if tok == "(":
+      if cur is not None: raise ValueError(f"rearrange {formula!r}: nested parentheses")
+      cur = []
+    elif tok == ")":
+      if cur is None: raise ValueError(f"rearrange {formula!r}: ')' without '('")
+      groups.append(cur)
+      cur = None
+    elif tok != "1" and tok != "..." and not tok.isidentifier(): raise ValueError(f"rearrange {formula!r}: {tok!r} is not an axis name")
+    elif cur is not None: cur.append(tok) if tok != "1" else None
+    else: groups.append([] if tok == "1" else [tok])
+  if cur is not None: raise ValueError(f"rearrange {formula!r}: '(' without ')'")
+  return groups
 
 class ViewsMixin:
   def roll(self, shifts, dims=None):
@@ -23,6 +40,40 @@ class ViewsMixin:
     x, dim = (self.flatten(), 0) if dim is None else (self, self._resolve_dim(dim))
     shp = tuple(x.shape)
     return x.unsqueeze(dim+1).expand(shp[:dim+1] + (repeats,) + shp[dim+1:]).flatten(dim, dim+1)
+  def rearrange(self, formula:str, **sizes):
+    """einops' rearrange: 'b c (h w) -> b h w c' regroups, splits (sizes given by keyword, one per group may be inferred) and
+    reorders axes; '...' stands for the axes not named, '1' or '()' for an axis of size 1"""
+    if formula.count("->") != 1: raise ValueError(f"rearrange {formula!r}: needs exactly one '->'")
+    lhs, rhs = (_rearrange_side(side, formula) for side in formula.split("->"))
+    n_ell = len(self.shape) - (len(lhs) - any(g == ["..."] for g in lhs))
+    if any("..." in g and g != ["..."] for g in lhs) or sum(g == ["..."] for g in lhs) > 1 or n_ell < 0 or (n_ell and ["..."] not in lhs):
+      raise ValueError(f"rearrange {formula!r}: the left side names {len(lhs)} axes, the tensor has shape {tuple(self.shape)}")
+    if len(left := [n for g in lhs for n in g]) != len(set(left)): raise ValueError(f"rearrange {formula!r}: an axis is named twice on the left")
+    ell = [f"...{i}" for i in range(n_ell)]
+    names, known = [], dict(sizes)
+    groups = [[[e] for e in ell] if g == ["..."] else [g] for g in lhs]
+    for grp, size in zip([g for gs in groups for g in gs], self.shape):
+      if ell and grp[0] in ell: known[grp[0]] = size
+      unknown = [n for n in grp if n not in known]
+      have = 1
+      for n in grp:
+        if n in known: have *= known[n]
+      if len(unknown) > 1 or (not unknown and have != size) or (unknown and (have == 0 or size % have)):
+        raise ValueError(f"rearrange {formula!r}: axis ({' '.join(grp)}) of size {size} can't be split with sizes {sizes}")
+      if unknown: known[unknown[0]] = size // have
+      names += grp
+    # on the right '...' alone is the unnamed axes each as its own, inside parentheses they merge into that group
+    rgroups = [grp for g in rhs for grp in ([[e] for e in ell] if g == ["..."] else [[n for t in g for n in (ell if t == "..." else [t])]])]
+    out = [n for g in rgroups for n in g]
+    if sorted(out) != sorted(names) or len(set(names)) != len(names):
+      raise ValueError(f"rearrange {formula!r}: each axis must appear once on both sides, left {names}, right {out}")
+    x = self.reshape(tuple(known[n] for n in names)).permute(tuple(names.index(n) for n in out))
+    new_shape = []
+    for g in rgroups:
+      size = 1
+      for n in g: size *= known[n]
+      new_shape.append(size)
+    return x.reshape(tuple(new_shape))
   def split(self, sizes, dim:int=0) -> tuple:
     """pieces along dim: of `sizes` each (the last one smaller) for an int, else of the listed sizes, which must add up to the axis"""
     dim = self._resolve_dim(dim)

@@ -18,7 +18,11 @@ class Ops(FastEnum):
   CUSTOM_FUNCTION = auto(); LINEAR = auto(); PROGRAM = auto(); SOURCE = auto(); BINARY = auto() # noqa: E702
   # tensor graph only
   COPY = auto(); CONTIGUOUS = auto(); DETACH = auto(); REDUCE_AXIS = auto() # noqa: E702
+  CONTIGUOUS_BACKWARD = auto()  # the value itself; its gradient is made contiguous
   AT = auto()  # scheduling: AT(x, valid, *idx), the value of tensor node x at an index, rewritten into kernel math
+  # multi-device (tensor graph): MULTI(*pieces, arg=shard axis or None), one piece per device; MSELECT(x, arg=(i, axis, (b, e))) device
+  # i's value of x, restricted to [b, e) on axis (None: whole); ALLREDUCE(*pieces, arg=reduce op): every device gets the reduced value
+  MULTI = auto(); MSELECT = auto(); ALLREDUCE = auto() # noqa: E702
   RESHAPE = auto(); PERMUTE = auto(); EXPAND = auto(); PAD = auto(); SHRINK = auto(); FLIP = auto() # noqa: E702
   # kernel level
   RANGE = auto(); END = auto(); REDUCE = auto(); INDEX = auto(); LOAD = auto(); STORE = auto() # noqa: E702

@@ -28,6 +28,11 @@ def _reduce_grad(ctx:UOp, ret:UOp) -> tuple:
   lone = zero.cast(ctx.dtype)._rop(Ops.ADD, axes).eq(1)
   return (ctx * zero.where(lone.where(rest, 0), ret / x),)
 
+def _multi_grad(ctx:UOp, ret:UOp) -> tuple:
+  from tinygrad.uop.multi import bounds
+  if ret.arg is None: return tuple(UOp(Ops.MSELECT, ctx.dtype, (ctx,), (i, None, None)) for i in range(len(ret.src)))
+  return tuple(UOp(Ops.MSELECT, ctx.dtype, (ctx,), (i, ret.arg, b)) for i, b in enumerate(bounds(tuple(s.shape[ret.arg] for s in ret.src))))
+
 # rules give the gradients of the value sources, which come first; the sizes of RESHAPE/EXPAND/PAD/SHRINK and COPY's DEVICE get none
 pm_gradient = PatternMatcher([
   # unary math: ctx * d(op)/dx
@@ -58,7 +63,10 @@ pm_gradient = PatternMatcher([
   # graph structure
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
   (UPat(Ops.DETACH), lambda ctx: (None,)),
+  (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (ctx.contiguous(),)),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (ctx.copy_to_device(ret.src[0].device),)),
+  # multi-device: each piece gets its device's part of the gradient, laid out like the piece
+  (UPat(Ops.MULTI, name="ret"), _multi_grad),
 ])
 
 def _sum_to(g:UOp, shape:tuple) -> UOp:

@@ -231,7 +231,17 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> UOp: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(axis))) if axis else self
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
+  def contiguous_backward(self) -> UOp: return UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self,))
   def copy_to_device(self, device:str|tuple) -> UOp: return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
+  @staticmethod
+  def multi(pieces:tuple|list, axis:int|None) -> UOp:
+    """one value spread over several devices: piece i lives on device i; sharded on `axis` (pieces joined along it) or replicated (None)"""
+    return UOp(Ops.MULTI, pieces[0].dtype, tuple(pieces), axis)
+  @property
+  def axis(self) -> int|None:
+    """the axis a multi-device value is sharded on; None for a replicated or single-device one"""
+    from tinygrad.uop.multi import shard_of
+    return None if (sh := shard_of(self)) is None else sh[0]
 
   # *** symbolic ***
   @property
@@ -300,11 +310,16 @@ def _infer_shape(u:UOp) -> tuple|None:
   if op in _SCALAR: return ()
   if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
   if op in {Ops.PARAM, Ops.BUFFER}: return arg.shape
-  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}: return src[0]._shape
+  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}:
+    return src[0]._shape
   if op is Ops.INDEX:
     bs = src[0]._shape
     if bs is None or len(src)-1 > len(bs): return ()
     return broadcast_shape(*[s._shape or () for s in src[1:]], ()) + bs[len(src)-1:] if any(s._shape for s in src[1:]) else bs[len(src)-1:]
+  if op in (Ops.MULTI, Ops.MSELECT):
+    from tinygrad.uop.multi import multi_shape
+    return multi_shape(u)
+  if op is Ops.ALLREDUCE: return src[0]._shape
   if op is Ops.STACK: return (len(src),) + (broadcast_shape(*[s.shape for s in src]) if src else ())
   if op in GroupOp.ALU:
     shapes = [s._shape for s in src]
@@ -337,6 +352,8 @@ def _infer_device(u:UOp) -> str|tuple|None:
   if u.op is Ops.DEVICE: return u.arg
   if u.op is Ops.BUFFER: return u.arg.device
   if u.op is Ops.COPY: return u.src[1].arg
+  if u.op in (Ops.MULTI, Ops.ALLREDUCE): return tuple(s.device for s in u.src)
+  if u.op is Ops.MSELECT: return u.src[0].device[u.arg[0]]
   for s in u.src:
     if (d := s.device) is not None: return d
   return None

@@ -13,7 +13,7 @@ class SpecError(RuntimeError): pass
 
 # *** node-local invariants ***
 
-_TO_BUFFER = {Ops.AFTER, Ops.INDEX, Ops.CAST, Ops.BITCAST} | GroupOp.Movement
+_TO_BUFFER = {Ops.AFTER, Ops.INDEX, Ops.CAST, Ops.BITCAST, Ops.MULTI} | GroupOp.Movement  # a MULTI of buffers: through its pieces
 def _is_buffer(x:UOp) -> bool:
   """x reaches memory: a PARAM or BUFFER, possibly under views, AFTERs, INDEXes and pointer casts"""
   while x.op in _TO_BUFFER and x.src: x = x.src[0]
@@ -40,8 +40,22 @@ def _end_ok(u:UOp) -> bool:
     return len(rngs) == 2 and rngs[0].op is Ops.RANGE and rngs[0].dtype is dtypes.void and rngs[1].dtype is dtypes.bool
   return all(s.op is Ops.RANGE for s in rngs)
 
+def _multi_ok(u:UOp) -> bool:
+  devs = [s.device for s in u.src]
+  return len(u.src) > 1 and _same(u, u.src) and all(isinstance(d, str) for d in devs) and len(set(devs)) == len(devs) and \
+    (u.op is Ops.ALLREDUCE or u.arg is None or type(u.arg) is int)
+
 def _sizes_ok(srcs) -> bool: return all(_is_int(s) and s._shape == () for s in srcs)
 def _mem_ok(u:UOp) -> bool: return bool(u.src) and (u.src[0].op is Ops.INDEX or _is_buffer(u.src[0]))
+
+# a queue command: its name -> how many int sources it takes (addresses and values, constants or symbolic)
+QUEUE_COMMANDS = {"wait": 2, "store": 2, "barrier": 0, "timestamp": 1, "exec": 8, "copy": 3}
+def _ins_ok(u:UOp) -> bool:
+  if u.dtype is not dtypes.void and u.dtype is not dtypes.uint32: return False
+  if isinstance(u.arg, str): return u.dtype is dtypes.void and QUEUE_COMMANDS.get(u.arg) == len(u.src) and _sizes_ok(u.src)
+  # a vendor packet: its words, each a uint32 (a constant, or an expression of the submission's variables patched at submit)
+  return isinstance(u.arg, tuple) and len(u.arg) == 2 and all(isinstance(a, str) for a in u.arg) and u.dtype is dtypes.uint32 and \
+    all(s.dtype is dtypes.uint32 and s._shape == () for s in u.src)
 
 # (ops, holds, what must hold): one invariant per line
 _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
@@ -87,7 +101,12 @@ _NODE: list[tuple[set, Callable[[UOp], bool], str]] = [
   ({Ops.SINK, Ops.GROUP, Ops.BARRIER}, lambda u: u.dtype is dtypes.void, "SINK, GROUP and BARRIER are void"),
   ({Ops.COPY}, lambda u: len(u.src) == 2 and u.src[1].op is Ops.DEVICE and _same(u, u.src[:1]), "COPY is (value, DEVICE)"),
   ({Ops.DEVICE}, lambda u: not u.src, "DEVICE has no sources"),
+  ({Ops.MULTI, Ops.ALLREDUCE}, _multi_ok, "MULTI/ALLREDUCE join pieces of one dtype on distinct single devices (MULTI's arg: an axis or None)"),
+  ({Ops.MSELECT}, lambda u: len(u.src) == 1 and isinstance(u.src[0].device, tuple) and isinstance(u.arg, tuple) and len(u.arg) == 3,
+   "MSELECT is (multi-device value) with (device index, axis, bounds) as arg"),
   ({Ops.IF}, lambda u: bool(u.src) and u.src[0].dtype is dtypes.bool, "IF starts with a bool condition"),
+  ({Ops.INS}, lambda u: _ins_ok(u), "INS is a queue command (wait(signal, value), store(signal, value), barrier(), timestamp(dest), "
+   "exec(program, kernargs, 3 global, 3 local), copy(dest, src, size): int scalar sources) or a packet ((vendor, name) arg, uint32 words)"),
 ]
 _NODE_BY_OP: dict[Ops, list[tuple[Callable[[UOp], bool], str]]] = {}
 for _ops, _fn, _why in _NODE:
@@ -111,8 +130,8 @@ _KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF}
 _ok = lambda: True
 
 spec_tensor = PatternMatcher([
-  (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL, Ops.FUNCTION,
-                                         Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE}), _ok),
+  (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL,
+                                         Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE, Ops.MULTI, Ops.MSELECT, Ops.ALLREDUCE}), _ok),
 ])
 # a kernel: memory only through INDEX straight on a define (views are gone), loops are RANGEs
 _kernel_forms = [
@@ -123,8 +142,14 @@ spec_kernel = PatternMatcher([(UPat(_EVERYWHERE | _KERNEL | {Ops.REDUCE}), _ok)]
 # a linear program: reductions are lowered to loops and accumulators
 spec_program = PatternMatcher([(UPat(_EVERYWHERE | _KERNEL | {Ops.LINEAR, Ops.PROGRAM, Ops.SOURCE, Ops.BINARY}), _ok)] + _kernel_forms)
 
+# a queue program: LINEAR(INS...) whose command sources are int scalars (constants, Variables patched at submit, and their math)
+spec_queue = PatternMatcher([
+  (UPat(GroupOp.ALU | {Ops.CONST, Ops.DEFINE_VAR, Ops.CAST, Ops.INS}), _ok),
+  (UPat(Ops.LINEAR, src=UPat(Ops.INS)), _ok),
+])
+
 # stage name (graph_rewrite's name=) -> its spec; a pass may add its own names here
-SPECS: dict[str, PatternMatcher] = {"tensor": spec_tensor, "kernel": spec_kernel, "program": spec_program}
+SPECS: dict[str, PatternMatcher] = {"tensor": spec_tensor, "kernel": spec_kernel, "program": spec_program, "queue": spec_queue}
 
 # a graph of one stage can hold a graph of another: a tensor graph's CALL runs a custom kernel, its first source
 NESTED: dict[str, dict[Ops, str]] = {"tensor": {Ops.CALL: "kernel"}}

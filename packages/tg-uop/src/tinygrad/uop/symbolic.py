@@ -189,6 +189,7 @@ def _divmod_split(u:UOp, x:UOp, d:int) -> UOp|None:
   sign of y. z may be shifted by a multiple of g into [0, g). g = d is plain bounds: x//d and x%d are fixed when x spans one quotient."""
   if (lin := _linear(x)) is None: return None
   coefs, k = lin
+  if (folded := _divmod_by_remainders(u.op, x, coefs, k, d)) is not None: return folded
   for g in sorted({math.gcd(m, d) for m in coefs.values()} | {math.gcd(d, *coefs.values()), d}, reverse=True):
     if g == 1: break
     small = {b: m for b, m in coefs.items() if m % g}
@@ -204,6 +205,19 @@ def _divmod_split(u:UOp, x:UOp, d:int) -> UOp|None:
   rest = _build(x, {b: m for b, m in coefs.items() if m % d}, k)
   if u.op is Ops.FLOORMOD: return rest.alu(Ops.FLOORMOD, rest.const_like(d))
   return _build(x, exact, 0).alu(Ops.ADD, rest.alu(Ops.FLOORDIV, rest.const_like(d)))
+
+def _divmod_by_remainders(op:Ops, x:UOp, coefs:dict[UOp, int], k:int, d:int) -> UOp|None:
+  """each coefficient m as q*d + r: x = d*Q + R with Q = sum(q*b) + k//d and R = sum(r*b) + k%d. When R spans one quotient c
+  (c*d <= R < (c+1)*d), x//d = Q + c and x%d = R - c*d, with no division left. r is tried in [0, d), then nearest to 0 (m = 59 with
+  d = 60 is -1). This is what a window read through a reshape needs: (j*60 + t) % 59 is j + t when j + t < 59"""
+  for rem in (lambda m: m % d, lambda m: m - d*((2*m + d)//(2*d))):
+    r = {b: rem(m) for b, m in coefs.items()}
+    lo, hi = _span({b: m for b, m in r.items() if m}, k % d)
+    if lo // d != hi // d: continue
+    q = lo // d
+    if op is Ops.FLOORDIV: return _build(x, {b: (m - r[b])//d for b, m in coefs.items()}, k//d + q)
+    return _build(x, {b: m for b, m in r.items() if m}, k % d - q*d)
+  return None
 
 def _cdivisor(x:UOp, op:Ops) -> bool: return x.op is op and x.src[1].op is Ops.CONST and x.src[1].arg > 0
 

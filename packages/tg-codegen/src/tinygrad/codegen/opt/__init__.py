@@ -1,8 +1,8 @@
 """The kernel optimizer: opts (codegen/opt/kernel.py) chosen by KernelInfo.opts_to_apply, else by the hand-coded heuristic
-(heuristic.py), none under NOOPT=1. Runs on the kernel AST before lowering."""
+(heuristic.py) or by timing them on the device under BEAM=N (search.py), none under NOOPT=1. Runs on the kernel AST before lowering."""
 from __future__ import annotations
 from tinygrad.uop.ops import UOp, KernelInfo
-from tinygrad.helpers import NOOPT
+from tinygrad.helpers import NOOPT, BEAM
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, apply_opt, apply_opts, axes
 from tinygrad.codegen.opt.heuristic import THREADS, hand_coded_opts
 
@@ -10,6 +10,9 @@ def optimize(ast:UOp, renderer) -> UOp:
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
   if info.applied_opts: return ast
   if info.opts_to_apply is not None: return apply_opts(ast, info.opts_to_apply)
+  if BEAM >= 1 and not NOOPT:
+    from tinygrad.codegen.opt.search import beam_search
+    return apply_opts(ast, beam_search(ast, renderer, BEAM.value))
   return ast if NOOPT else apply_opts(ast, hand_coded_opts(ast, renderer))
 
 __all__ = ["Opt", "OptOps", "OptError", "apply_opt", "apply_opts", "axes", "optimize", "hand_coded_opts", "THREADS"]

@@ -1,15 +1,85 @@
-"""The default opts for a CPU-style target, chosen by hand: vector lanes along the stored (contiguous) axis, partial accumulators for a
-reduction that has no such lanes, then the outermost output axis split across cores when there is enough work."""
+"""The default opts, chosen by hand. For a CPU-style target: output axes upcast where the lanes share loads (a register tile), partial
+accumulators for a reduction that has no such lanes, then the outermost output axis split across cores when there is enough work. For a
+target with work items (Renderer.has_local): every output axis becomes a grid axis, the fastest one split into work groups, and a
+reduction gets partial accumulators."""
 from __future__ import annotations
-import os
+import math, os
+from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
+from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
-from tinygrad.uop import AxisType
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, axes, lanes, ranges, size
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which another thread costs more than it saves
 CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
+TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers of 8 floats, leaving room for the loads
+VECTOR = 8                 # fp32 lanes of one AVX2 load: neighbouring lanes of a stride-1 axis cost one load together
+WIDE = 16                  # two vectors along a stride-1 axis: then the tile's accumulators are whole vectors and 64 of them fit (8 of 16 ymm)
+UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
+L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
+
+class _Access:
+  """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
+  a branch per lane: it counts double and its lanes never share a vector load"""
+  def __init__(self, idx:UOp, gated:bool, itemsize:int=4):
+    self.deps, self.itemsize = {u for u in idx.toposort() if u.op is Ops.RANGE}, itemsize
+    lin = _linear(idx)
+    self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
+    self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
+    self.weight = 2 if gated else 1
+  def cost(self, tile:dict[UOp, int]) -> int:
+    """loads of this access per step of the tile"""
+    return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit else a for r, a in tile.items() if r in self.deps)
+
+def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
+  """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
+  access (a store too) walks with stride 1"""
+  reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
+  inner, unit = [], set()
+  for u in ast.toposort():
+    if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
+    a = _Access(u.src[0].src[1], u.op is Ops.LOAD and len(u.src) == 3, u.src[0].src[0].dtype.itemsize)
+    unit |= a.unit
+    if u.op is Ops.LOAD or not reduce: inner.append(a)
+  return inner, unit
+
+def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
+
+def register_tile(ast:UOp, out:list[int]) -> dict[int, int]:
+  """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most TILE_LANES
+  lanes (twice that with a WIDE stride-1 axis). Lanes that read the same address share the load (a matmul's A row across the lanes of j, B across i; a conv's input across
+  output channels, its weight across pixels); lanes along a stride-1 axis share vector loads"""
+  ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
+  if not acc: return {}
+  while True:
+    best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()})
+    for i in out:
+      if i in tile: continue
+      for amt in UPCAST_AMTS:
+        if amt == WIDE and ax[i] not in unit: continue
+        limit = TILE_LANES * (2 if WIDE in tile.values() or amt == WIDE else 1)
+        if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
+        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()})
+        if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9): best = (c, i, amt)
+    if best is None: return tile
+    tile[best[1]] = best[2]
+
+def panel_swap(ast:UOp) -> Opt|None:
+  """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
+  still in cache for the next tile if that tile reads the same panel: then the output axis it does not depend on goes innermost
+  (matmul: B's column panel is shared by the row tiles, so the rows loop inside the columns)"""
+  ax = axes(ast)
+  out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and size(r) > 1]
+  red = [r for r in ranges(ast) if r.arg[1] in REDUCE]
+  tile = [r for r in ranges(ast) if r.arg[1] is AxisType.UPCAST]
+  if len(out) < 2 or not red: return None
+  for a in _accesses(ast)[0]:
+    if not a.strided & set(red): continue
+    panel = prod(size(r) for r in red if r in a.deps) * prod(size(r) for r in tile if r in a.deps) * a.itemsize
+    free = [i for i in out if ax[i] not in a.deps]
+    if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
+  return None
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
@@ -18,22 +88,49 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP]
   red = [i for i, r in enumerate(ax) if r.arg[1] in REDUCE]
   work, chosen, nodes = prod(size(r) for r in ax), [], len(ast.toposort())
+  if getattr(renderer, "has_local", False): return _gpu_opts(ast, red)
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:
-      if op is not OptOps.THREAD and nodes * lanes(ast) * amt > CODE_BUDGET: continue
+      if op not in (OptOps.THREAD, OptOps.SWAP) and nodes * lanes(ast) * amt > CODE_BUDGET: continue
       try: ast = apply_opt(ast, o := Opt(op, axis, amt))
       except OptError: continue
       chosen.append(o)
       return True
     return False
-  # 8 fp32 lanes fill an AVX2 register; with a reduction each lane is its own accumulator, and a second upcast axis reuses loads
-  upcast = bool(out) and attempt(OptOps.UPCAST, out[-1], (8, 4, 2))
-  if upcast and red and len(out) > 1: attempt(OptOps.UPCAST, out[-2], (4, 2))
+  # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
+  upcast = False
+  for i, amt in sorted(register_tile(ast, out).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  # no shared loads across outputs: several partial accumulators instead of one serial chain
   if red and not upcast: attempt(OptOps.UNROLL, red[-1], (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     want = min(threads, work // WORK_PER_THREAD)
     for i in out:
       if attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
+  # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
+  # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
+  if (swap := panel_swap(ast)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
+  return chosen
+
+GROUP_SIZES = (256, 128, 64, 32, 16, 8, 4, 2)  # items per work group, largest first: a multiple of the 32-wide warp where the axis allows
+
+def _gpu_opts(ast:UOp, red:list[int]) -> list[Opt]:
+  """each LOOP output axis that encloses every store -> a grid axis; the fastest (last) one's inner part -> the items of a work group"""
+  chosen: list[Opt] = []
+  if any(r.arg[1] in (AxisType.GLOBAL, AxisType.LOCAL) for r in ranges(ast)): return chosen  # a grid someone laid out by hand
+  def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
+    nonlocal ast
+    for amt in amts:
+      try: ast = apply_opt(ast, o := Opt(op, axis, amt))
+      except OptError: continue
+      chosen.append(o)
+      return True
+    return False
+  # the outermost LOOP axis each time: a retyped axis moves behind the LOOP axes, so the grid axes keep their loop order
+  skipped = 0
+  while len(loops := [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.LOOP]) > skipped:
+    if not attempt(OptOps.GLOBAL, loops[skipped], (size(axes(ast)[loops[skipped]]),)): skipped += 1
+  if grid := [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.GLOBAL]: attempt(OptOps.LOCAL, grid[-1], GROUP_SIZES)
+  if red: attempt(OptOps.UNROLL, len(axes(ast)) - 1, (4, 2))
   return chosen

@@ -1,7 +1,10 @@
 """Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an
 output or reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt)
-+ r_inner, each thread a contiguous block). Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order;
-a split keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
++ r_inner, each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see
+codegen/gpudims.py) and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. SWAP(a, b) exchanges the loop order
+of two output axes (amt is the other axis): a matmul whose inner loop walks a column panel of B runs the row tiles innermost, so the
+panel stays in cache between them. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order; a split
+keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
 from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -9,7 +12,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
 
 class OptOps(Enum):
-  UPCAST = auto(); UNROLL = auto(); THREAD = auto() # noqa: E702
+  UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); SWAP = auto() # noqa: E702
 
 @dataclass(frozen=True)
 class Opt:
@@ -59,6 +62,10 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   ax = axes(ast)
   if not 0 <= opt.axis < len(ax): raise OptError(f"{opt}: the kernel has {len(ax)} splittable axes (sizes {[size(r) for r in ax]})")
   r = ax[opt.axis]
+  if opt.op is OptOps.SWAP:
+    if not (0 <= opt.amt < len(ax) and opt.amt != opt.axis and r.arg[1] in OUTPUT and ax[opt.amt].arg[1] in OUTPUT):
+      raise OptError(f"{opt}: SWAP exchanges two different output axes, got axes {opt.axis} and {opt.amt} of {[x.arg[1].name for x in ax]}")
+    return r
   if (n := size(r)) is None: raise OptError(f"{opt}: axis {opt.axis} has no constant size; opts split constant-size axes only")
   want = REDUCE if opt.op is OptOps.UNROLL else OUTPUT
   if r.arg[1] not in want: raise OptError(f"{opt}: {opt.op.name} splits a {'/'.join(t.name for t in want)} axis, axis {opt.axis} is {r.arg[1].name}")
@@ -66,16 +73,26 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
   if limit is not None and lanes(ast) * opt.amt > MAX_LANES: raise OptError(f"{opt}: {lanes(ast)*opt.amt} unrolled lanes, at most {MAX_LANES}")
-  if opt.op is OptOps.THREAD:
-    if any(u.arg[1] is AxisType.THREAD for u in ranges(ast)): raise OptError(f"{opt}: the kernel already has a THREAD axis")
-    if not all(r in e.src[1:] for e in ast.src if e.op is Ops.END) or any(e.op is not Ops.END for e in ast.src):
-      raise OptError(f"{opt}: a THREAD axis must enclose every store of the kernel, axis {opt.axis} does not")
+  if opt.op is OptOps.THREAD and any(u.arg[1] is AxisType.THREAD for u in ranges(ast)):
+    raise OptError(f"{opt}: the kernel already has a THREAD axis")
+  if opt.op is OptOps.GLOBAL and (r.arg[1] is not AxisType.LOOP or opt.amt != n):
+    raise OptError(f"{opt}: GLOBAL makes a whole LOOP axis a grid axis: amount {n} (the axis size), axis {opt.axis} is {r.arg[1].name}")
+  if opt.op is OptOps.LOCAL and r.arg[1] is not AxisType.GLOBAL:
+    raise OptError(f"{opt}: LOCAL splits a GLOBAL axis, axis {opt.axis} is {r.arg[1].name}")
+  # each thread / work item runs the kernel for its own index: a store outside the axis would run once per index
+  encloses = all(r in e.src[1:] for e in ast.src if e.op is Ops.END) and all(e.op is Ops.END for e in ast.src)
+  if opt.op in (OptOps.THREAD, OptOps.GLOBAL) and not encloses:
+    raise OptError(f"{opt}: a {opt.op.name} axis must enclose every store of the kernel, axis {opt.axis} does not")
   return r
 
 def apply_opt(ast:UOp, opt:Opt) -> UOp:
   r = _check(ast, opt)
+  if opt.op is OptOps.SWAP:  # loops nest by axis id: exchange the ids
+    q = axes(ast)[opt.amt]
+    return _renumber(ast.substitute({r: r.replace(arg=(q.arg[0], r.arg[1])), q: q.replace(arg=(r.arg[0], q.arg[1]))}))
   n, fresh = size(r), max(u.arg[0] for u in ranges(ast)) + 1
-  kind = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL}[opt.op]
+  kind = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL, OptOps.GLOBAL: AxisType.GLOBAL,
+          OptOps.LOCAL: AxisType.LOCAL}[opt.op]
   part = UOp.range(opt.amt, fresh, kind, r.dtype)
   if n == opt.amt: new = (part, [part])  # the whole axis: retyped, no loop of one trip
   elif opt.op is OptOps.THREAD:

@@ -1,0 +1,115 @@
+"""BEAM=N: opts chosen by timing. Each round extends every opt list of the beam by one more opt (`actions`), compiles the candidates in
+worker processes, runs each on the device with scratch buffers and keeps the N fastest; it stops when a round gains less than
+BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's content, the renderer and its target, so a second run searches
+nothing. Progress goes to stderr: round, candidates timed, best time so far."""
+from __future__ import annotations
+import concurrent.futures, dataclasses, multiprocessing, os, sys, time
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, KernelInfo
+from tinygrad.helpers import ContextVar, getenv, diskcache_get, diskcache_put, prod
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, OUTPUT, REDUCE, apply_opts, axes, lanes, size
+from tinygrad.codegen.opt.heuristic import THREADS, CODE_BUDGET, hand_coded_opts
+
+BEAM_MIN_GAIN = ContextVar("BEAM_MIN_GAIN", 0.01)  # a round must beat the best so far by this share, or the search ends
+BEAM_AMTS = (2, 3, 4, 8, 16)
+
+def actions(ast:UOp, renderer) -> list[Opt]:
+  """every opt BEAM may add to `ast` next: UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
+  count (once), SWAP of an output axis with the innermost one. Whether one fits is apply_opt's to say (OptError): the same rules as for
+  any other opt list"""
+  ret, threads = [], THREADS.value if getattr(renderer, "has_threads", False) else 1
+  out = [i for i, r in enumerate(axes(ast)) if r.arg[1] in OUTPUT]
+  ret += [Opt(OptOps.SWAP, i, out[-1]) for i in out[:-1]]
+  for i, r in enumerate(axes(ast)):
+    if (n := size(r)) is None: continue
+    kind = OptOps.UPCAST if r.arg[1] in OUTPUT else OptOps.UNROLL if r.arg[1] in REDUCE else None
+    if kind is not None: ret += [Opt(kind, i, a) for a in BEAM_AMTS if a <= n and n % a == 0]
+    if r.arg[1] in OUTPUT and threads > 1 and n % threads == 0: ret.append(Opt(OptOps.THREAD, i, threads))
+  return ret
+
+def _with_opts(ast:UOp, opts:tuple[Opt, ...]) -> UOp:
+  info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
+  return ast.replace(arg=KernelInfo(info.name, tuple(opts), info.dont_use_locals))
+
+def _extend(ast:UOp, opts:tuple[Opt, ...], renderer) -> list[tuple[Opt, ...]]:
+  base, nodes = apply_opts(ast, opts), len(ast.toposort())
+  ret = []
+  for o in actions(base, renderer):
+    if o.op is OptOps.SWAP and opts and opts[-1] == o: continue  # a swap twice is no swap
+    try: new = apply_opts(base, [o])
+    except OptError: continue
+    if o.op is OptOps.THREAD or nodes * lanes(new) <= CODE_BUDGET: ret.append(opts + (o,))
+  return ret
+
+# *** compiling in worker processes: forked, they see the jobs list as it was when the pool started ***
+
+_JOBS: list[tuple[UOp, object]] = []
+
+def _compile(i:int):
+  from tinygrad.codegen import get_program
+  ast, renderer = _JOBS[i]
+  try:
+    spec = get_program(ast, renderer)
+    return dataclasses.replace(spec, uops=()), _compiler(renderer).compile(spec.src)
+  except Exception as e: return None, f"{type(e).__name__}: {e}"
+
+def _compiler(renderer):
+  from tinygrad.device import Device
+  return Device[renderer.device].compiler
+
+def compile_all(asts:list[UOp], renderer) -> list[tuple]:
+  """(spec, lib) per kernel AST, or (None, error text); in parallel worker processes where fork exists (BEAM_WORKERS=0: in process)"""
+  global _JOBS
+  _JOBS = [(a, renderer) for a in asts]
+  workers = min(getenv("BEAM_WORKERS", os.cpu_count() or 1), len(asts))
+  if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods(): return [_compile(i) for i in range(len(asts))]
+  _compiler(renderer)  # open the device before forking, so no worker opens its own
+  with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    return list(pool.map(_compile, range(len(asts))))
+
+# *** timing ***
+
+def _scratch(ast:UOp, device:str) -> list:
+  """one zero-filled device buffer per PARAM slot of the kernel: timing does not care about values, and index buffers of zeros stay in
+  bounds"""
+  from tinygrad.device import Buffer
+  params = {u.arg.slot: u for u in ast.toposort() if u.op is Ops.PARAM and u.dtype is not None and u.arg.shape}
+  return [Buffer(device, max(1, prod(params[s].arg.shape)), params[s].dtype).ensure_allocated() for s in sorted(params)]
+
+def time_program(spec, lib, device:str, bufs:list, budget_s:float=0.5) -> float:
+  """the best of a few runs, fewer for slow kernels (one run past budget_s)"""
+  from tinygrad.device import Device
+  prg = Device[device].runtime(spec.name, lib)
+  gs, ls = spec.launch_dims({})
+  best, spent = float("inf"), 0.0
+  for _ in range(3):
+    t = prg(*[b._buf for b in bufs[:spec.nbufs]], global_size=gs, local_size=ls, wait=True)
+    best, spent = min(best, t), spent + t
+    if spent > budget_s: break
+  return best
+
+def _progress(msg:str):
+  if getenv("BEAM_QUIET", 0) == 0: print(f"\r{msg}\033[K", end="", file=sys.stderr, flush=True)
+
+def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
+  """the fastest opt list found by a beam of `width`, from the disk cache when this kernel was searched before"""
+  key = {"ast": ast.key.hex(), "renderer": type(renderer).__name__, "target": getattr(renderer, "arch", None) or "",
+         "device": renderer.device, "width": width, "threads": THREADS.value}
+  if (hit := diskcache_get("beam_search", key)) is not None: return list(hit)
+  if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()) or any(size(r) is None for r in axes(ast)): return hand_coded_opts(ast, renderer)
+  name, bufs, st = ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel", _scratch(ast, renderer.device), time.perf_counter()
+  timed: dict[tuple[Opt, ...], float] = {}
+  def run(cands:list[tuple[Opt, ...]]):
+    cands = [c for c in dict.fromkeys(cands) if c not in timed]
+    for n, (c, (spec, lib)) in enumerate(zip(cands, compile_all([_with_opts(ast, c) for c in cands], renderer))):
+      timed[c] = float("inf") if spec is None else time_program(spec, lib, renderer.device, bufs)
+      _progress(f"BEAM {name}: {len(timed)} timed, {n+1}/{len(cands)} this round, best {min(timed.values())*1e3:.3f} ms, {time.perf_counter()-st:.1f} s")
+  run([(), tuple(hand_coded_opts(ast, renderer))])
+  beam = sorted(timed, key=timed.get)[:width]
+  while True:
+    best = timed[beam[0]]
+    run([c for opts in beam for c in _extend(ast, opts, renderer)])
+    beam = sorted(timed, key=timed.get)[:width]
+    if timed[beam[0]] > best * (1 - BEAM_MIN_GAIN.value): break
+  _progress(f"BEAM {name}: {list(beam[0])} at {timed[beam[0]]*1e3:.3f} ms ({len(timed)} timed in {time.perf_counter()-st:.1f} s)\n")
+  return list(diskcache_put("beam_search", key, beam[0]))

@@ -1,0 +1,208 @@
+"""HCQ core (hardware command queues): what the AMD and NV devices share. They talk to the GPU as a driver's userspace part would:
+memory mapped into our address space, queue programs (tinygrad.uop.queue) selected into vendor packets and written into rings,
+doorbells, and 64-bit timeline signals in host-visible memory. Below it is a driver interface (`iface`): the kernel driver on real
+hardware, or a mock driver that executes the packet streams in python (MOCKGPU=1).
+
+The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
+what it can and says whether anything ran), is_mock."""
+from __future__ import annotations
+import os, struct, time
+from typing import Any
+from tinygrad.uop.ops import UOp
+from tinygrad.uop import queue as Q
+from tinygrad.helpers import GlobalCounters
+from tinygrad.device import Allocator, BufferSpec, Compiled
+from tinygrad.runtime.support.hcq_select import select, CommandBuffer
+
+def mockgpu() -> bool: return os.environ.get("MOCKGPU", "0") not in ("", "0")
+def round_up(x:int, a:int) -> int: return (x + a - 1) // a * a
+
+def _var(name:str) -> UOp:
+  from tinygrad.dtype import dtypes
+  return UOp.variable(name, 0, 2**62, dtypes.uint64)
+# the values a recorded submission patches each time: the timeline value waited for and signalled, where the operands are
+WAIT, SIGNAL, KERNARGS, DEST, SRC = _var("hcq_wait"), _var("hcq_signal"), _var("hcq_kernargs"), _var("hcq_dest"), _var("hcq_src")
+
+class DeviceHang(RuntimeError):
+  """a signal never reached its value: the GPU is stuck (or, on the mock, no queue can make progress)"""
+
+class HCQBuffer:
+  """device memory: its GPU virtual address, size, and a host view where it is host visible"""
+  def __init__(self, va:int, size:int, view:memoryview|None=None, owner:Any=None):
+    self.va, self.size, self.view, self.owner = va, size, view, owner
+  def offset(self, off:int, size:int|None=None) -> HCQBuffer:
+    size = self.size - off if size is None else size
+    if off < 0 or off + size > self.size: raise ValueError(f"view of {size} bytes at {off} does not fit a buffer of {self.size} bytes")
+    return HCQBuffer(self.va + off, size, None if self.view is None else self.view[off:off+size], self)
+  def cpu_view(self) -> memoryview:
+    if self.view is None: raise RuntimeError(f"buffer at {self.va:#x} is not host visible")
+    return self.view
+  def __repr__(self): return f"<HCQBuffer va={self.va:#x} size={self.size}>"
+
+class HCQSignal:
+  """a 16-byte slot of host-visible memory: the 64-bit value at +0, the 64-bit timestamp the GPU writes at +8"""
+  def __init__(self, dev:HCQCompiled, buf:HCQBuffer):
+    self.dev, self.buf, self.va = dev, buf, buf.va
+    self._q = buf.cpu_view().cast("Q")
+  @property
+  def value(self) -> int: return self._q[0]
+  @value.setter
+  def value(self, v:int): self._q[0] = v
+  @property
+  def timestamp(self) -> int: return self._q[1]
+  def wait(self, value:int, timeout_s:float=30.0):
+    deadline = time.monotonic() + timeout_s
+    while self.value < value:
+      if not self.dev.iface.progress() and self.value < value:
+        raise DeviceHang(f"{self.dev.device}: signal at {self.va:#x} is {self.value}, waiting for {value}, and no queue can make progress")
+      if time.monotonic() > deadline: raise DeviceHang(f"{self.dev.device}: signal at {self.va:#x} did not reach {value} in {timeout_s}s")
+
+class HWQueue:
+  """a queue program under construction; chainable. submit() selects it into packets, records them and hands them to the device"""
+  def __init__(self, dev:HCQCompiled, kind:str): self.dev, self.kind, self.cmds = dev, kind, []
+  def _add(self, c:UOp) -> HWQueue:
+    self.cmds.append(c)
+    return self
+  def wait(self, signal:HCQSignal|int, value) -> HWQueue: return self._add(Q.wait(_va(signal), value))
+  def signal(self, signal:HCQSignal|int, value) -> HWQueue: return self._add(Q.store(_va(signal), value))
+  def timestamp(self, signal:HCQSignal|int) -> HWQueue: return self._add(Q.timestamp(_va(signal)))
+  def barrier(self) -> HWQueue: return self._add(Q.barrier())
+  def exec(self, program:int, kernargs, global_size, local_size) -> HWQueue: return self._add(Q.exec_kernel(program, kernargs, global_size, local_size))
+  def copy(self, dest, src, size:int) -> HWQueue: return self._add(Q.copy(dest, src, size))
+  def program(self) -> UOp: return Q.queue(*self.cmds, name=self.kind)
+  def record(self) -> CommandBuffer:
+    """the command buffer of this program: constant words once, Variables' words patched at each submit"""
+    return CommandBuffer(select(self.program(), self.dev.select_pm(self.kind), self.dev.select_ctx))
+  def submit(self, var_vals:dict[str, int]|None=None) -> HWQueue:
+    self.dev.submit(self.kind, self.record(), var_vals or {})
+    return self
+
+def _va(s) -> Any: return s.va if isinstance(s, HCQSignal) else s
+
+class HCQAllocator(Allocator):
+  """device memory from the driver; host <-> device copies stream through a host-visible staging buffer on the copy queue"""
+  def __init__(self, dev:HCQCompiled):
+    super().__init__(dev)
+    self.dev = dev
+  def _alloc(self, size:int, options:BufferSpec) -> HCQBuffer: return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
+  def _free(self, buf:HCQBuffer, options:BufferSpec):
+    self.dev.synchronize()  # a queued kernel may still read it
+    self.dev.iface.free(buf)
+  def _offset(self, buf:HCQBuffer, size:int, offset:int) -> HCQBuffer: return buf.offset(offset, size)
+  def _copyin(self, dest:HCQBuffer, src:memoryview):
+    for off in range(0, src.nbytes, (step := self.dev.staging.size)):
+      n = min(step, src.nbytes - off)
+      self.dev.synchronize()  # the staging buffer is free once everything before is done
+      self.dev.staging.cpu_view()[:n] = src[off:off+n]
+      self.dev.run_copy(dest.va + off, self.dev.staging.va, n)
+  def _copyout(self, dest:memoryview, src:HCQBuffer):
+    for off in range(0, dest.nbytes, (step := self.dev.staging.size)):
+      n = min(step, dest.nbytes - off)
+      self.dev.run_copy(self.dev.staging.va, src.va + off, n)
+      self.dev.synchronize()
+      dest[off:off+n] = self.dev.staging.cpu_view()[:n]
+
+class HCQCompiled(Compiled):
+  """a device driven through command queues. A subclass gives the driver interface, its selection matchers (select_pm, select_ctx)
+  and submit(); this class keeps the timeline, signals, kernel arguments and staging memory"""
+  KERNARGS_SIZE, STAGING_SIZE, SIGNALS = 1 << 20, 2 << 20, 256
+  graph: type|None = None  # HCQGraph (set below it): TinyJit replays a step on this device as one submission
+  timestamp_ns = 1.0  # nanoseconds per tick of the clock timestamps write
+  def __init__(self, device:str, iface, renderer, compiler, program_cls, select_ctx=None):
+    self.iface, self.select_ctx = iface, select_ctx
+    self.signal_page = iface.alloc(16 * self.SIGNALS, host_visible=True)
+    self._free_signals = list(range(self.SIGNALS))
+    self.timeline_signal, self.timeline_value = self.new_signal(), 1
+    self.kernargs = iface.alloc(self.KERNARGS_SIZE, host_visible=True)
+    self._kernargs_at = 0
+    self.staging = iface.alloc(self.STAGING_SIZE, host_visible=True)
+    self._copies: dict[int, CommandBuffer] = {}
+    super().__init__(device, HCQAllocator(self), renderer, compiler, lambda name, lib: program_cls(self, name, lib))
+
+  def select_pm(self, kind:str): raise NotImplementedError
+  def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]): raise NotImplementedError
+  def compute_queue(self) -> HWQueue: return HWQueue(self, "COMPUTE")
+  def copy_queue(self) -> HWQueue: return HWQueue(self, "COPY")
+
+  def new_signal(self, value:int=0) -> HCQSignal:
+    if not self._free_signals: raise RuntimeError(f"{self.device}: all {self.SIGNALS} signal slots are in use")
+    s = HCQSignal(self, self.signal_page.offset(16 * self._free_signals.pop(), 16))
+    s.value = value
+    return s
+  def next_timeline(self) -> int:
+    self.timeline_value += 1
+    return self.timeline_value - 1
+  def synchronize(self): self.timeline_signal.wait(self.timeline_value - 1)
+
+  def kernargs_alloc(self, size:int) -> HCQBuffer:
+    """bump-allocated kernel arguments; wrapping around waits until the launches reading the old ones are done"""
+    size = round_up(size, 256)
+    if size > self.KERNARGS_SIZE: raise RuntimeError(f"{self.device}: kernel arguments of {size} bytes exceed the {self.KERNARGS_SIZE} byte area")
+    if self._kernargs_at + size > self.KERNARGS_SIZE: self.synchronize(); self._kernargs_at = 0
+    self._kernargs_at += size
+    return self.kernargs.offset(self._kernargs_at - size, size)
+
+  def run_copy(self, dest:int, src:int, size:int):
+    """copy on the copy queue, ordered after everything submitted before (one recorded command buffer per size, patched)"""
+    if (cb := self._copies.get(size)) is None:
+      cb = self._copies[size] = self.copy_queue().wait(self.timeline_signal, WAIT).copy(DEST, SRC, size).signal(self.timeline_signal, SIGNAL).record()
+    v = self.next_timeline()
+    self.submit("COPY", cb, {"hcq_wait": v - 1, "hcq_signal": v, "hcq_dest": dest, "hcq_src": src})
+
+class HCQProgram:
+  """a kernel loaded on an HCQ device. Its arguments: each buffer's 64-bit address, then each variable as a 32-bit int; a vendor
+  subclass says where they go in the kernargs block (args_offset) and loads the code (self.addr)"""
+  args_offset = 0
+  def __init__(self, dev:HCQCompiled, name:str, addr:int): self.dev, self.name, self.addr, self._launches = dev, name, addr, {}
+  def kernargs_size(self, nbufs:int, nvals:int) -> int: return self.args_offset + 8 * nbufs + 4 * nvals
+  def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple):
+    data = struct.pack(f"<{len(bufs)}Q{len(vals)}i", *[b.va for b in bufs], *vals)
+    ka.cpu_view()[self.args_offset:self.args_offset+len(data)] = data
+  def __call__(self, *bufs:HCQBuffer, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
+    dev = self.dev
+    ka = dev.kernargs_alloc(self.kernargs_size(len(bufs), len(vals)))
+    self.fill_kernargs(ka, bufs, vals)
+    v = dev.next_timeline()
+    if not wait:  # a launch of this grid is recorded once, then patched with the timeline values and the kernargs address
+      if (cb := self._launches.get(key := (tuple(global_size), tuple(local_size)))) is None:
+        cb = self._launches[key] = dev.compute_queue().wait(dev.timeline_signal, WAIT).barrier().exec(self.addr, KERNARGS, *key) \
+                                      .signal(dev.timeline_signal, SIGNAL).record()
+      dev.submit("COMPUTE", cb, {"hcq_wait": v - 1, "hcq_signal": v, "hcq_kernargs": ka.va})
+      return None
+    q = dev.compute_queue().wait(dev.timeline_signal, v - 1).barrier()
+    q.timestamp(start := dev.new_signal())
+    q.exec(self.addr, ka.va, tuple(global_size), tuple(local_size)).timestamp(end := dev.new_signal())
+    q.signal(dev.timeline_signal, v).submit()
+    dev.synchronize()
+    et = (end.timestamp - start.timestamp) * dev.timestamp_ns * 1e-9
+    dev._free_signals += [int((s.va - dev.signal_page.va) // 16) for s in (start, end)]
+    return et
+
+class HCQGraph:
+  """a TinyJit step on one HCQ device as one recorded command buffer: each kernel gets kernel arguments of its own, the launches run
+  in order with a barrier between them, and a replay writes the new inputs' addresses and Variable values into the arguments, patches
+  the timeline values (and symbolic launch sizes) into the buffer, and submits it once"""
+  def __init__(self, dev:HCQCompiled, kernels:list[tuple]):
+    """kernels: (ProgramSpec, program, buffers: an int for the replay's input of that index or a device Buffer, var_vals) each"""
+    self.dev, self.kernels, self.last = dev, kernels, 0
+    sizes = [round_up(prg.kernargs_size(spec.nbufs, len(spec.vars)), 256) for spec, prg, _, _ in kernels]
+    self.kernargs = dev.iface.alloc(max(sum(sizes), 256), host_visible=True)
+    q, self.blocks, at = dev.compute_queue().wait(dev.timeline_signal, WAIT), [], 0
+    for (spec, prg, _, _), size in zip(kernels, sizes):
+      self.blocks.append(ka := self.kernargs.offset(at, size))
+      at += size
+      q.barrier().exec(prg.addr, ka.va, spec.global_size, spec.local_size)
+    self.cb = q.signal(dev.timeline_signal, SIGNAL).record()
+    self.cb.persistent = True
+  def __call__(self, inputs:list, var_vals:dict[str, int]):
+    self.dev.timeline_signal.wait(self.last)  # the arguments of the previous replay are read until it is done
+    for (spec, prg, bufs, vals), ka in zip(self.kernels, self.blocks):
+      vv = {k: var_vals.get(k, v) for k, v in vals.items()}
+      prg.fill_kernargs(ka, tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs]), tuple(vv[v] for v in spec.vars))
+      GlobalCounters.kernel_count += 1
+      GlobalCounters.global_ops += spec.ops
+      GlobalCounters.global_mem += spec.mem
+    self.last = v = self.dev.next_timeline()
+    self.dev.submit("COMPUTE", self.cb, {**var_vals, "hcq_wait": v - 1, "hcq_signal": v})
+
+HCQCompiled.graph = HCQGraph

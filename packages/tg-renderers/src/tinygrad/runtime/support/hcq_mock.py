@@ -1,0 +1,63 @@
+"""What the mock drivers (MOCKGPU=1) share: GPU memory with its own virtual addresses backed by host mappings, and kernel launches
+run on the PYTHON emulator from the UOps a code object carries. The vendor mocks (tg-hcq-amd, tg-hcq-nv) decode their packet streams
+and call these."""
+from __future__ import annotations
+import bisect, mmap, struct, time
+from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+from tinygrad.runtime.support.code_object import CodeObject, HEADER
+
+class MockGPUError(RuntimeError):
+  """the packet stream asked the mock GPU for something a GPU would fault on (bad packet, unmapped address)"""
+
+class MockMemory:
+  """allocations at GPU virtual addresses from `base` (64 KiB granules), each backed by an anonymous host mapping"""
+  def __init__(self, base:int):
+    self.next_va, self.starts, self.allocs = base, [], {}
+  def alloc(self, size:int) -> HCQBuffer:
+    mm = mmap.mmap(-1, round_up(max(size, 1), mmap.PAGESIZE))
+    va, self.next_va = self.next_va, self.next_va + round_up(len(mm), 1 << 16)
+    bisect.insort(self.starts, va)
+    self.allocs[va] = mm
+    return HCQBuffer(va, size, memoryview(mm)[:size])
+  def free(self, buf:HCQBuffer):
+    if buf.va not in self.allocs: raise MockGPUError(f"free of {buf.va:#x}, which is not the start of an allocation")
+    self.starts.remove(buf.va)
+    del self.allocs[buf.va]  # the mapping is closed when the last view of it goes
+  def view(self, va:int, size:int|None=None) -> memoryview:
+    """host view of GPU memory from va (to the end of its allocation when size is None)"""
+    i = bisect.bisect_right(self.starts, va) - 1
+    if i < 0: raise MockGPUError(f"GPU page fault: address {va:#x} is not mapped")
+    start = self.starts[i]
+    mv = memoryview(self.allocs[start])
+    off = va - start
+    end = len(mv) if size is None else off + size
+    if end > len(mv): raise MockGPUError(f"GPU page fault: {size} bytes at {va:#x} run past the allocation at {start:#x} ({len(mv)} bytes)")
+    return mv[off:end]
+  def read(self, va:int, fmt:str) -> tuple: return struct.unpack(fmt, self.view(va, struct.calcsize(fmt)))
+  def write(self, va:int, fmt:str, *vals): self.view(va, struct.calcsize(fmt))[:] = struct.pack(fmt, *vals)
+
+def clock_ns() -> int: return time.perf_counter_ns()
+
+class EmulatedLaunches:
+  """kernel launches on the PYTHON emulator: the program is read back from GPU memory (its code object's UOps), its arguments from the
+  kernargs block (64-bit buffer addresses, then 32-bit ints), its buffers are views of GPU memory"""
+  def __init__(self, mem:MockMemory): self.mem, self.programs, self.launches = mem, {}, 0
+  def program(self, addr:int):
+    if (prg := self.programs.get(addr)) is None:
+      from tinygrad.runtime.ops_python import PythonProgram
+      head = self.mem.view(addr - HEADER, HEADER)
+      co = CodeObject.unpack(self.mem.view(addr - HEADER, CodeObject.size_at(head)))
+      if not co.uops_json: raise MockGPUError(f"program at {addr:#x} ({co.name}) carries no UOps: the mock GPU cannot run machine code")
+      prg = self.programs[addr] = PythonProgram(co.name, co.uops_json)
+    return prg
+  def launch(self, program:int, args:int, global_size:tuple, local_size:tuple):
+    prg = self.program(program)
+    nb, nv = len(prg.params), len(prg.vars)
+    addrs_vals = self.mem.read(args, f"<{nb}Q{nv}i")
+    bufs = []
+    for (_, i), va in zip(prg.params, addrs_vals[:nb]):
+      item = max(prg.uops[i][1].itemsize, 1)  # the emulator casts the view to the element type: whole elements only
+      mv = self.mem.view(va)
+      bufs.append(mv[:len(mv) // item * item])
+    prg(*bufs, vals=tuple(addrs_vals[nb:]), global_size=global_size, local_size=local_size)
+    self.launches += 1

@@ -1,0 +1,41 @@
+"""Tensors over several devices. A multi-device tensor's graph is a MULTI node with one piece per device, sharded on an axis or
+replicated; ops on it stay logical (full shapes) and the scheduler's multi pass builds each device's piece (tinygrad.schedule.multi)."""
+from __future__ import annotations
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.multi import split_sizes, bounds, shard_of
+from tinygrad.device import Device
+
+def is_multi_buffer(u:UOp) -> bool:
+  """a MULTI whose pieces are all whole buffers (a realized multi-device tensor)"""
+  if u.op is not Ops.MULTI: return False
+  for p in u.src:
+    while p.op is Ops.RESHAPE: p = p.src[0]
+    if not (p.op is Ops.BUFFER or p.op is Ops.SHRINK and p.src[0].op is Ops.BUFFER and p.marg[0][0] == 0): return False
+  return True
+
+class TensorMultiMixin:
+  def shard(self, devices:tuple|list, axis:int|None=None):
+    """this tensor split over `devices` along `axis` (device i holds the i-th of a balanced split: 7 rows over 3 devices are 3, 2 and 2),
+    or replicated on every device when axis is None. A tensor already on several devices is gathered first."""
+    from tinygrad.tensor import Tensor
+    devs = Device.canonicalize(tuple(devices))
+    if isinstance(self.device, tuple): return self.to(self.device[0]).shard(devs, axis) if self.device != devs or axis != self.uop.axis else self
+    if axis is None or isinstance(devs, str): return self.to(devs)
+    axis = self._resolve_dim(axis)
+    if not isinstance(n := self.shape[axis], int): raise ValueError(f"cannot shard axis {axis} of symbolic size {n.render()}: shard a concrete axis")
+    if n < len(devs): raise ValueError(f"cannot shard axis {axis} of size {n} (shape {tuple(self.shape)}) over {len(devs)} devices: each needs one")
+    pieces = [self.shrink(tuple(b if i == axis else None for i in range(self.ndim))) for b in bounds(split_sizes(n, len(devs)))]
+    return Tensor(UOp.multi([p.uop if p.device == d else p.uop.copy_to_device(d) for p, d in zip(pieces, devs)], axis),
+                  requires_grad=self.requires_grad)
+  def shard_(self, devices:tuple|list, axis:int|None=None):
+    """shard in place: this handle now points at the sharded tensor"""
+    self.uop = self.shard(devices, axis).uop
+    return self
+  def shard_like(self, y):
+    """this tensor laid out like y: on y's devices, split on y's axis (or replicated), or on y's one device"""
+    return self.shard(y.device, y.uop.axis) if isinstance(y.device, tuple) else self.to(y.device)
+  @property
+  def shard_sizes(self) -> tuple|None:
+    """per-device sizes along the shard axis; None when replicated or on one device"""
+    return None if (sh := shard_of(self.uop)) is None else sh[1]

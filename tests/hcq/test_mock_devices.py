@@ -1,0 +1,140 @@
+"""The AMD and NV devices end to end through their queue code on the mock drivers (MOCKGPU=1, set by tests/conftest.py): signals,
+cross-queue waits, timestamps, recorded command buffers, copies split into packets, faults, and TinyJit replays as one submission."""
+import numpy as np, pytest
+from tinygrad import Tensor, TinyJit, Device, dtypes
+from tinygrad.uop.ops import UOp, Variable
+from tinygrad.helpers import GlobalCounters
+from tinygrad.runtime.support.hcq import DeviceHang
+from tinygrad.runtime.support.hcq_mock import MockGPUError
+from tinygrad.runtime.support.code_object import CodeObject
+
+ALL = pytest.mark.parametrize("name", ["AMD", "NV"])
+
+def submissions(dev) -> int:
+  """command buffers the host handed the compute engine: doorbells on the AMD compute ring, GP entries on the NV compute channel"""
+  return dev.compute_ring.submissions if dev.device == "AMD" else dev.channels["COMPUTE"].submissions
+
+@ALL
+def test_tinyjit_replay_is_one_command_buffer_per_step(name):
+  dev = Device[name]
+  w = Tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), device=name).realize()
+  @TinyJit
+  def step(x):
+    out = (x @ w).relu().sum(1)
+    w.assign(w * 0.5)
+    return out
+  ws, rng = w.numpy(), np.random.default_rng(0)
+  for i in range(5):
+    x = rng.standard_normal((2, 4), dtype=np.float32)
+    xt = Tensor(x, device=name).realize()
+    before = submissions(dev)
+    GlobalCounters.reset()
+    out = step(xt)
+    if i >= 2: assert submissions(dev) - before == 1 and GlobalCounters.kernel_count == 2  # a replay: one submission, two kernels
+    ws = ws * 0.5  # assign writes at once; out reads the written weights
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ ws, 0).sum(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w.numpy(), ws, rtol=1e-6)
+  assert step.captured.graph is not None
+
+@ALL
+def test_tinyjit_replay_with_a_variable(name):
+  @TinyJit
+  def f(a, n): return (a[:n] * 2).sum()
+  data = np.arange(10, dtype=np.float32)
+  for n in [3, 5, 7, 4, 9]:
+    v = Variable("n", 1, 10).bind(n)
+    assert f(Tensor(data, device=name).realize(), v).item() == 2 * data[:n].sum()
+
+@ALL
+def test_cross_queue_wait_blocks_until_the_other_queue_signals(name):
+  dev = Device[name]
+  gate, done = dev.new_signal(), dev.new_signal()
+  dev.compute_queue().wait(gate, 1).signal(done, 5).submit()
+  assert done.value == 0  # the compute queue is stalled on the gate
+  dev.copy_queue().signal(gate, 1).submit()
+  done.wait(5)
+  assert done.value == 5
+
+@ALL
+def test_waiting_on_a_signal_nobody_sets_is_a_hang(name):
+  dev = Device[name]
+  with pytest.raises(DeviceHang, match="no queue can make progress"): dev.new_signal().wait(1)
+
+@ALL
+def test_timestamps_are_written_and_ordered(name):
+  dev = Device[name]
+  a, b, s = dev.new_signal(), dev.new_signal(), dev.new_signal()
+  dev.compute_queue().timestamp(a).timestamp(b).signal(s, 1).submit()
+  s.wait(1)
+  assert 0 < a.timestamp <= b.timestamp
+
+@ALL
+def test_recorded_command_buffer_resubmitted_with_patched_values(name):
+  dev = Device[name]
+  sig, val = dev.new_signal(), UOp.variable("val", 0, 2**40, dtypes.uint64)
+  cb = dev.compute_queue().signal(sig, val * 2 + 1).record()
+  for v in (3, 2**33, 10):
+    dev.submit("COMPUTE", cb, {"val": v})
+    sig.wait(v * 2 + 1)
+    assert sig.value == v * 2 + 1
+
+@ALL
+def test_large_copy_splits_into_packets(name):
+  dev = Device[name]
+  n = (4 << 20) + 12  # past one SDMA COPY_LINEAR (4 MiB)
+  src, dst = dev.allocator.alloc(n), dev.allocator.alloc(n)
+  data = np.random.default_rng(1).integers(0, 255, n, dtype=np.uint8)
+  dev.allocator._copyin(src, memoryview(data))
+  dev.run_copy(dst.va, src.va, n)
+  out = np.empty(n, np.uint8)
+  dev.allocator._copyout(memoryview(out), dst)
+  np.testing.assert_array_equal(out, data)
+
+def private(name:str):
+  """a device of its own (not the registry's), for tests that wedge its queues"""
+  return type(Device[name])(name)
+
+@ALL
+def test_a_packet_the_gpu_does_not_know_faults(name):
+  dev = private(name)
+  if name == "AMD":  # a type-3 header of an opcode the encoders never emit
+    with pytest.raises(MockGPUError, match="unknown opcode 0x7e .* at ring word 0"): dev._put(dev.compute_ring, [(3 << 30) | (0x7E << 8), 0])
+  else:
+    from tinygrad.runtime.support.hcq_select import CommandBuffer
+    class Raw(CommandBuffer):
+      def __init__(self, words): import array; self.words, self.patches, self.variables = array.array("I", words), [], []
+    with pytest.raises(MockGPUError, match="not one the encoder emits"): dev.submit("COMPUTE", Raw([0x20010000 | (2 << 13) | 0x10, 7]), {})
+
+@ALL
+def test_program_without_uops_cannot_run_on_the_mock(name):
+  dev = private(name)
+  prg = dev.runtime("k", CodeObject("k", b"\x00" * 16, b"").pack())
+  with pytest.raises(MockGPUError, match="carries no UOps"): prg(global_size=(1, 1, 1), local_size=(1, 1, 1))
+
+@ALL
+def test_code_object_round_trip_and_corruption(name):
+  co = CodeObject("kern", b"\x01\x02", b'{"uops": []}', {"rsrc1": 5})
+  assert CodeObject.unpack(co.pack()) == co
+  with pytest.raises(ValueError, match="truncated"): CodeObject.unpack(co.pack()[:-1])
+  with pytest.raises(ValueError, match="not a tg code object"): CodeObject.unpack(b"ELF\x00" + co.pack()[4:])
+
+@ALL
+def test_rings_wrap_around(name):
+  dev = private(name)
+  sig = dev.new_signal()
+  for v in range(1, 2001):  # past 16384 ring words (AMD) and 1024 GP entries (NV)
+    (dev.copy_queue() if v % 2 else dev.compute_queue()).wait(sig, v - 1).signal(sig, v).submit()
+  sig.wait(2000)
+  assert sig.value == 2000
+
+@pytest.mark.parametrize("name", ["AMD"])
+def test_amdgpu_llvm_renderer_on_the_mock(name):
+  # DEV=AMD:LLVM: kernels compile to AMDGPU machine code with llvmlite (code object + descriptor registers); the mock runs the UOps
+  # the code object carries beside it
+  from tinygrad.engine.realize import _runtimes
+  a = np.arange(24, dtype=np.float32).reshape(4, 6)
+  t = Tensor(a, device="AMD:LLVM")
+  np.testing.assert_allclose((t @ t.T).relu().sum(1).numpy(), np.maximum(a @ a.T, 0).sum(1), rtol=1e-6)
+  progs = [p for (_, dev), p in _runtimes.items() if dev == "AMD:LLVM"]
+  co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
+  assert co.machine_code and co.uops_json and co.meta["rsrc1"] != 0 and co.meta["kernarg_size"] >= 16
