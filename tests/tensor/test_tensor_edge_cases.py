@@ -47,6 +47,13 @@ def test_float_floordiv_mod(device):
   check(Tensor(a, device=device) % 2.5, np.mod(a, np.float32(2.5)))
   check(7 // Tensor(b, device=device), np.float32(7) // b)
 
+def test_float_mod_infinite_and_nan(device):
+  # a finite x % +-inf is x (same sign) or +-inf (opposite sign); inf % y and x % 0 are nan: numpy's (and python's) answers
+  a = np.array([3, -1, 3, -1, 0, np.inf, -np.inf, np.nan, 2, 5.5], np.float32)
+  b = np.array([np.inf, np.inf, -np.inf, -np.inf, np.inf, 2, 3, 1, 0, -2], np.float32)
+  with np.errstate(invalid="ignore", divide="ignore"): want = np.mod(a, b)
+  check(Tensor(a, device=device) % Tensor(b, device=device), want)
+
 def test_div_rounding_mode(device):
   a, b = np.array([-7, -3, 7, 3], np.int32), np.array([2, -2, 2, -2], np.int32)
   check(Tensor(a, device=device).div(Tensor(b, device=device), rounding_mode="trunc"), np.trunc(a / b).astype(np.int32))

@@ -21,4 +21,6 @@ def tg_renderers() -> list[RendererSpec]:
 
 @hookspec
 def tg_onnx_ops() -> dict:
-  """Extra ONNX operators: {"Domain.OpName" or "OpName": callable}; consumed by tinygrad.onnx (a later version)."""
+  """Extra ONNX operators: {"domain.OpName" (e.g. "com.example.Twice") or "OpName" (the standard domain): fn}, where
+  fn(*inputs, **attributes) returns a Tensor or a tuple of them (a missing optional input is None). tinygrad.onnx's op registry looks
+  here first, so a plugin may also replace a built-in op; its functions serve every opset of their domain."""

@@ -55,9 +55,12 @@ class ElementwiseMixin:
     r = a.mod(b)
     return ((r != 0) & ((r < 0) != (a < 0))).where(r - b, r)
   def mod(self, x, reverse=False):
-    """python's %: the remainder takes the divisor's sign"""
+    """python's %: the remainder takes the divisor's sign (a finite x % ±inf is x or ±inf, like numpy)"""
     a, b = self._broadcasted(x, reverse)
-    return a.alu(Ops.FLOORMOD, b) if not dtypes.is_float(a.dtype) else a - a.div(b, rounding_mode="floor") * b
+    if not dtypes.is_float(a.dtype): return a.alu(Ops.FLOORMOD, b)
+    # C's fmod first (exact where floor(a/b)*b would round), then moved into the divisor's sign
+    r = (a.isfinite() & b.isinf()).where(a, a - a.div(b, rounding_mode="trunc") * b)
+    return (r.ne(0) & (r < 0).ne(b < 0)).where(r + b, r)
   def __mod__(self, x): return self.mod(x)
   def __rmod__(self, x): return self.mod(x, True)
   def __pow__(self, x): return self.pow(x)

@@ -1,0 +1,278 @@
+"""Shape and movement ops. Sizes, axes, starts and pads that ONNX passes as tensors must be known before the graph is built:
+ctx.ints(t) reads them as python ints (constants and Shape outputs without running anything)."""
+from __future__ import annotations
+import math
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes
+from tinygrad.onnx.ops.registry import op
+from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype
+
+def _reshape(x, shape, allowzero=0):
+  shape = [x.shape[i] if s == 0 and not allowzero else s for i, s in enumerate(shape)]
+  if -1 in shape:
+    known = math.prod(s for s in shape if s != -1)
+    shape[shape.index(-1)] = math.prod(x.shape) // known if known else 0
+  return x.reshape(shape)
+
+@op("Reshape", since=1)
+def reshape_v1(x, shape=()): return _reshape(x, list(shape))
+@op("Reshape", since=5, ctx=True)
+def reshape(ctx, x, shape, allowzero=0): return _reshape(x, ctx.ints(shape), allowzero)
+
+@op("Shape", ctx=True)
+def shape(ctx, x, start=0, end=None):
+  # a symbolic size is its bound value in the tensor; its python value (what later shape ops read) stays the Variable
+  sl = slice(start, end)
+  return ctx.known(Tensor(list(x.concrete_shape[sl]), dtype=dtypes.int64), list(x.shape)[sl])
+
+@op("Size", ctx=True)
+def size(ctx, x): return ctx.known(Tensor(math.prod(x.shape), dtype=dtypes.int64), [math.prod(x.shape)])
+
+@op("Flatten")
+def flatten(x, axis=1):
+  a = axis + x.ndim if axis < 0 else axis
+  return x.reshape(math.prod(x.shape[:a]), math.prod(x.shape[a:]))
+
+def _squeeze(x, ax):
+  if ax is None: return x.reshape([s for s in x.shape if s != 1])
+  ax = norm_axes(ax, x.ndim)
+  return x.reshape([s for i, s in enumerate(x.shape) if i not in ax])
+
+def _unsqueeze(x, ax):
+  ax = norm_axes(ax, x.ndim + len(ax))
+  shape, it = [], iter(x.shape)
+  for i in range(x.ndim + len(ax)): shape.append(1 if i in ax else next(it))
+  return x.reshape(shape)
+
+@op("Squeeze", since=1)
+def squeeze_v1(x, axes=None): return _squeeze(x, axes)
+@op("Squeeze", since=13, ctx=True)
+def squeeze(ctx, x, axes=None): return _squeeze(x, None if axes is None else ctx.ints(axes))
+@op("Unsqueeze", since=1)
+def unsqueeze_v1(x, axes): return _unsqueeze(x, axes)
+@op("Unsqueeze", since=13, ctx=True)
+def unsqueeze(ctx, x, axes): return _unsqueeze(x, ctx.ints(axes))
+
+@op("Transpose")
+def transpose(x, perm=None): return x.permute(perm if perm is not None else list(range(x.ndim))[::-1])
+
+@op("Concat")
+def concat(*xs, axis):
+  xs = [x for x in xs if x.numel() or x.ndim > 1] or list(xs[:1])
+  return xs[0].cat(*xs[1:], dim=axis)
+
+def _split(x, sizes, ax, num_outputs):
+  ax = norm_axis(ax, x.ndim)
+  if sizes is None:
+    n = x.shape[ax]
+    step = -(-n // num_outputs)
+    sizes = [min(step, n - i*step) for i in range(num_outputs)]
+  out, start = [], 0
+  for s in sizes:
+    out.append(x.shrink(tuple((start, start + s) if i == ax else None for i in range(x.ndim))))
+    start += s
+  return tuple(out)
+
+@op("Split", since=1, ctx=True)
+def split_v1(ctx, x, split_input=None, axis=0, split=None):
+  return _split(x, split if split_input is None else ctx.ints(split_input), axis, ctx.n_outputs)
+@op("Split", since=2, ctx=True)
+def split_v2(ctx, x, axis=0, split=None): return _split(x, split, axis, ctx.n_outputs)
+@op("Split", since=13, ctx=True)
+def split(ctx, x, split=None, axis=0, num_outputs=None):
+  return _split(x, None if split is None else ctx.ints(split), axis, num_outputs or ctx.n_outputs)
+
+def _slice(x, starts, ends, ax=None, steps=None):
+  ax = norm_axes(ax, x.ndim) if ax is not None else list(range(len(starts)))
+  steps = steps or [1] * len(starts)
+  idx = [slice(None)] * x.ndim
+  for a, s, e, st in zip(ax, starts, ends, steps):
+    n = x.shape[a]
+    if st == 0: raise ValueError("Slice step 0")
+    # clamp like ONNX: starts/ends beyond the axis saturate (python's slice does the same except for huge negatives)
+    s, e = max(min(s, n), -n - 1), max(min(e, n), -n - 1)
+    idx[a] = slice(s, e if e >= -n else (None if st < 0 else 0), st)
+  return x[tuple(idx)] if x.ndim else x
+
+@op("Slice", since=1)
+def slice_v1(x, starts, ends, axes=None): return _slice(x, starts, ends, axes)
+@op("Slice", since=10, ctx=True)
+def slice_(ctx, x, starts, ends, axes=None, steps=None):
+  return _slice(x, ctx.ints(starts), ctx.ints(ends), None if axes is None else ctx.ints(axes), None if steps is None else ctx.ints(steps))
+
+@op("Gather")
+def gather(x, indices, axis=0):
+  a = norm_axis(axis, x.ndim)
+  idx = (indices < 0).where(indices + x.shape[a], indices)
+  return x[(slice(None),) * a + (idx.cast(dtypes.int32),)]
+
+@op("GatherElements")
+def gather_elements(x, indices, axis=0):
+  a = axis if axis >= 0 else axis + x.ndim
+  return x.gather(a, (indices < 0).where(indices + x.shape[a], indices))
+
+@op("GatherND")
+def gather_nd(x, indices, batch_dims=0):
+  b, k = batch_dims, indices.shape[-1]
+  idx = (indices < 0).where(indices + Tensor(list(x.shape[b:b+k]), dtype=indices.dtype), indices)
+  if b == 0: return x[tuple(idx[..., i] for i in range(k))]
+  bshape = x.shape[:b]
+  nb = math.prod(bshape)
+  xf, idf = x.reshape(nb, *x.shape[b:]), idx.reshape(nb, *idx.shape[b:])
+  bi = Tensor.arange(nb).reshape(nb, *[1] * (idf.ndim - 2)).expand(nb, *idf.shape[1:-1])
+  out = xf[(bi,) + tuple(idf[..., i] for i in range(k))]
+  return out.reshape(*bshape, *out.shape[1:])
+
+def _scatter_reduce(x, reduction, idx, upd, ax):
+  if reduction == "none": return x.scatter(ax, idx, upd)
+  return x.scatter_reduce(ax, idx, upd, {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}[reduction])
+
+@op("ScatterElements", "Scatter")
+def scatter_elements(x, indices, updates, axis=0, reduction="none"):
+  a = axis if axis >= 0 else axis + x.ndim
+  idx = (indices < 0).where(indices + x.shape[a], indices)
+  return _scatter_reduce(x, reduction, idx, updates, a)
+
+@op("ScatterND", ctx=True)
+def scatter_nd(ctx, x, indices, updates, reduction="none"):
+  # flatten the indexed leading axes and apply one update row at a time (later rows win, as ONNX specifies for duplicates)
+  k = indices.shape[-1]
+  lead, rest = x.shape[:k], x.shape[k:]
+  flat = x.reshape(math.prod(lead), *rest)
+  idx = ctx.ints(indices)
+  rows = [sum(((v + lead[j]) % lead[j] if v < 0 else v) * math.prod(lead[j+1:]) for j, v in enumerate(idx[r*k:(r+1)*k]))
+          for r in range(len(idx) // k if k else 0)]
+  upd = updates.reshape(len(rows), *rest)
+  for r, row in enumerate(rows):
+    new = upd[r]
+    if reduction == "add": new = flat[row] + new
+    elif reduction == "mul": new = flat[row] * new
+    elif reduction == "max": new = flat[row].maximum(new)
+    elif reduction == "min": new = flat[row].minimum(new)
+    mask = Tensor.arange(flat.shape[0]).eq(row).reshape(-1, *[1] * len(rest))
+    flat = mask.where(new.unsqueeze(0), flat)
+  return flat.reshape(x.shape)
+
+@op("Expand", ctx=True)
+def expand(ctx, x, shape):
+  shape = ctx.ints(shape)
+  nd = max(len(shape), x.ndim)
+  xs, ss = [1] * (nd - x.ndim) + list(x.shape), [1] * (nd - len(shape)) + list(shape)
+  return x.reshape(xs).expand([a if b == 1 else b for a, b in zip(xs, ss)])
+
+@op("Tile", ctx=True)
+def tile(ctx, x, repeats): return x.repeat(ctx.ints(repeats))
+
+def _pad(x, pads, mode, value, ax=None):
+  ax = norm_axes(ax, x.ndim) if ax is not None else list(range(x.ndim))
+  n = len(ax)
+  per = [(0, 0)] * x.ndim
+  for i, a in enumerate(ax): per[a] = (pads[i], pads[i + n])
+  flat = [p for pr in reversed(per) for p in pr]
+  return x.pad(flat, mode={"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[mode], value=value)
+
+@op("Pad", since=1)
+def pad_v1(x, pads=None, mode="constant", value=0.0, paddings=None): return _pad(x, pads if pads is not None else paddings, mode, value)
+@op("Pad", since=11, ctx=True)
+def pad(ctx, x, pads, constant_value=None, axes=None, mode="constant"):
+  v = 0 if constant_value is None else ctx.vals(constant_value)[0]
+  return _pad(x, ctx.ints(pads), mode, v, None if axes is None else ctx.ints(axes))
+
+@op("ConstantOfShape", ctx=True)
+def constant_of_shape(ctx, shape, value=None):
+  dt, v = (dtypes.float32, 0.0) if value is None else (value.dtype, value.to_list()[0])
+  return Tensor.full(ctx.ints(shape), v, dtype=dt)
+
+@op("Constant", ctx=True)
+def constant(ctx, value=None, value_float=None, value_floats=None, value_int=None, value_ints=None, value_string=None, value_strings=None,
+             sparse_value=None):
+  if value is not None: return ctx.tensor_of(value)
+  if sparse_value is not None:
+    from tinygrad.onnx.model import sparse_to_dense
+    return ctx.tensor_of(sparse_to_dense(sparse_value, None, "Constant sparse_value"))
+  if value_float is not None: return ctx.known(Tensor(value_float, dtype=dtypes.float32), [value_float])
+  if value_floats is not None: return ctx.known(Tensor(value_floats, dtype=dtypes.float32), value_floats)
+  if value_int is not None: return ctx.known(Tensor(value_int, dtype=dtypes.int64), [value_int])
+  if value_ints is not None: return ctx.known(Tensor(value_ints, dtype=dtypes.int64), value_ints)
+  raise TypeError("Constant with a string value: tinygrad tensors hold numbers only")
+
+@op("Range", ctx=True)
+def range_(ctx, start, limit, delta):
+  s, l, d = ctx.vals(start)[0], ctx.vals(limit)[0], ctx.vals(delta)[0]
+  n = max(math.ceil((l - s) / d), 0)
+  return (Tensor.arange(n, dtype=dtypes.int64 if not dtypes.is_float(start.dtype) else dtypes.float32) * d + s).cast(start.dtype) if n else \
+    Tensor.zeros(0, dtype=start.dtype)
+
+@op("Trilu", ctx=True)
+def trilu(ctx, x, k=None, upper=1):
+  kk = 0 if k is None else ctx.ints(k)[0]
+  return x.triu(kk) if upper else x.tril(kk)
+
+@op("OneHot", ctx=True)
+def one_hot(ctx, indices, depth, values, axis=-1):
+  d = int(ctx.vals(depth)[0])
+  idx = indices.cast(dtypes.int64)
+  idx = (idx < 0).where(idx + d, idx)
+  a = axis if axis >= 0 else axis + indices.ndim + 1
+  hot = idx.unsqueeze(a).eq(Tensor.arange(d, dtype=dtypes.int64).reshape([d if i == a else 1 for i in range(indices.ndim + 1)]))
+  return hot.where(values[1], values[0])
+
+@op("DepthToSpace")
+def depth_to_space(x, blocksize, mode="DCR"):
+  n, c, h, w = x.shape
+  b = blocksize
+  if mode == "DCR": y = x.reshape(n, b, b, c // (b*b), h, w).permute(0, 3, 4, 1, 5, 2)
+  else: y = x.reshape(n, c // (b*b), b, b, h, w).permute(0, 1, 4, 2, 5, 3)
+  return y.reshape(n, c // (b*b), h * b, w * b)
+
+@op("SpaceToDepth")
+def space_to_depth(x, blocksize, mode="DCR"):
+  n, c, h, w = x.shape
+  b = blocksize
+  y = x.reshape(n, c, h // b, b, w // b, b)
+  y = y.permute(0, 3, 5, 1, 2, 4) if mode == "DCR" else y.permute(0, 1, 3, 5, 2, 4)
+  return y.reshape(n, c * b * b, h // b, w // b)
+
+@op("EyeLike")
+def eye_like(x, dtype=None, k=0):
+  n, m = x.shape
+  dt = onnx_dtype(dtype) if dtype is not None else x.dtype
+  return (Tensor.arange(n).reshape(n, 1) + k).eq(Tensor.arange(m).reshape(1, m)).cast(dt)
+
+@op("Compress", ctx=True)
+def compress(ctx, x, condition, axis=None):
+  keep = [i for i, c in enumerate(ctx.vals(condition)) if c]
+  if axis is None: x, axis = x.flatten(), 0
+  a = axis if axis >= 0 else axis + x.ndim
+  return x[(slice(None),) * a + (Tensor(keep, dtype=dtypes.int32),)] if keep else x.shrink(tuple((0, 0) if i == a else None for i in range(x.ndim)))
+
+@op("NonZero", ctx=True)
+def nonzero(ctx, x):
+  vals = ctx.vals(x)
+  flat = [i for i, v in enumerate(vals) if v]
+  coords = []
+  for d in range(x.ndim):
+    stride = math.prod(x.shape[d+1:])
+    coords.append([(i // stride) % x.shape[d] for i in flat])
+  return Tensor(coords, dtype=dtypes.int64).reshape(x.ndim, len(flat))
+
+@op("ReverseSequence", ctx=True)
+def reverse_sequence(ctx, x, sequence_lens, batch_axis=1, time_axis=0):
+  lens, t = ctx.ints(sequence_lens), x.shape[time_axis]
+  # per batch entry b: position i reads i' = lens[b]-1-i when i < lens[b], else i
+  pos = Tensor.arange(t).reshape(t, 1)
+  L = Tensor(lens).reshape(1, -1)
+  src = (pos < L).where(L - 1 - pos, pos)  # (t, batch)
+  if time_axis != 0: src = src.T
+  shape = [1] * x.ndim
+  shape[time_axis], shape[batch_axis] = x.shape[time_axis], x.shape[batch_axis]
+  return x.gather(time_axis, src.reshape(shape).expand(x.shape))
+
+@op("CumSum", ctx=True)
+def cumsum(ctx, x, axis_t, exclusive=0, reverse=0):
+  a = ctx.ints(axis_t)[0]
+  a = a + x.ndim if a < 0 else a
+  if reverse: x = x.flip(a)
+  y = x.cumsum(a)
+  if exclusive: y = y - x
+  return y.flip(a) if reverse else y

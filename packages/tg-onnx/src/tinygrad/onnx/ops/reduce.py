@@ -1,0 +1,79 @@
+"""Reductions, arg-reductions, softmax family, TopK. Axes were an attribute and became an input (ReduceSum at 13, the rest at 18)."""
+from __future__ import annotations
+import math
+from tinygrad.tensor import Tensor
+from tinygrad.dtype import dtypes
+from tinygrad.onnx.ops.registry import op
+from tinygrad.onnx.ops.common import norm_axes, norm_axis
+
+_REDUCE = {
+  "ReduceSum": lambda x, a, k: x.sum(a, keepdim=k), "ReduceMean": lambda x, a, k: x.mean(a, keepdim=k),
+  "ReduceMax": lambda x, a, k: x.max(a, keepdim=k) if x.dtype is not dtypes.bool else x.any(a, keepdim=k),
+  "ReduceMin": lambda x, a, k: x.min(a, keepdim=k) if x.dtype is not dtypes.bool else x.all(a, keepdim=k),
+  "ReduceProd": lambda x, a, k: x.prod(a, keepdim=k), "ReduceL1": lambda x, a, k: x.abs().sum(a, keepdim=k),
+  "ReduceL2": lambda x, a, k: (x * x).sum(a, keepdim=k).sqrt(), "ReduceLogSum": lambda x, a, k: x.sum(a, keepdim=k).log(),
+  "ReduceLogSumExp": lambda x, a, k: x.logsumexp(a, keepdim=k), "ReduceSumSquare": lambda x, a, k: (x * x).sum(a, keepdim=k),
+}
+
+def _reduce(name, x, ax, keepdims, noop_with_empty_axes):
+  if not ax:
+    if noop_with_empty_axes: return x
+    ax = list(range(x.ndim))
+  ax = tuple(norm_axes(ax, x.ndim))
+  if any(x.shape[a] == 0 for a in ax):  # an empty reduction gives the reduction's identity
+    ident = {"ReduceSum": 0, "ReduceMean": math.nan, "ReduceProd": 1, "ReduceL1": 0, "ReduceL2": 0, "ReduceSumSquare": 0, "ReduceLogSum": -math.inf,
+             "ReduceLogSumExp": -math.inf, "ReduceMax": -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype),
+             "ReduceMin": math.inf if dtypes.is_float(x.dtype) else dtypes.max(x.dtype)}[name]
+    shape = [1 if i in ax else s for i, s in enumerate(x.shape)] if keepdims else [s for i, s in enumerate(x.shape) if i not in ax]
+    return Tensor.full(shape, ident, dtype=x.dtype)
+  return _REDUCE[name](x, ax, bool(keepdims))
+
+def _register(name, since_input):
+  @op(name, since=1)
+  def attr_axes(x, axes=None, keepdims=1): return _reduce(name, x, axes, keepdims, 0)
+  @op(name, since=since_input, ctx=True)
+  def input_axes(ctx, x, axes=None, keepdims=1, noop_with_empty_axes=0):
+    return _reduce(name, x, None if axes is None else ctx.ints(axes), keepdims, noop_with_empty_axes)
+
+for _n in _REDUCE: _register(_n, 13 if _n == "ReduceSum" else 18)
+
+def _arg(x, axis, keepdims, select_last_index, largest):
+  a = norm_axis(axis, x.ndim)
+  if select_last_index: x = x.flip(a)
+  ret = (x.argmax(a, keepdim=bool(keepdims)) if largest else x.argmin(a, keepdim=bool(keepdims))).cast(dtypes.int64)
+  return x.shape[a] - 1 - ret if select_last_index else ret
+
+@op("ArgMax")
+def argmax(x, axis=0, keepdims=1, select_last_index=0): return _arg(x, axis, keepdims, select_last_index, True)
+@op("ArgMin")
+def argmin(x, axis=0, keepdims=1, select_last_index=0): return _arg(x, axis, keepdims, select_last_index, False)
+
+_HALF = (dtypes.float16, dtypes.bfloat16)  # computed in float32, rounded once
+
+def _flat2d(fn):
+  """opsets < 13 coerce the input to 2-D at `axis` and apply over the second axis"""
+  def run(x, axis=1):
+    a = norm_axis(axis, x.ndim)
+    return fn(x.reshape(math.prod(x.shape[:a]), -1), 1).reshape(x.shape)
+  return run
+
+def _hardmax(x, a):
+  return x.argmax(a, keepdim=True).eq(Tensor.arange(x.shape[a]).reshape([-1 if i == a else 1 for i in range(x.ndim)])).cast(x.dtype)
+
+op("Softmax", since=1)(_flat2d(lambda x, a: x.softmax(a)))
+op("LogSoftmax", since=1)(_flat2d(lambda x, a: x.log_softmax(a)))
+op("Hardmax", since=1)(_flat2d(_hardmax))
+op("Softmax", since=13)(lambda x, axis=-1: x.softmax(axis, dtype=dtypes.float32).cast(x.dtype) if x.dtype in _HALF else x.softmax(axis))
+op("LogSoftmax", since=13)(lambda x, axis=-1: x.log_softmax(axis, dtype=dtypes.float32).cast(x.dtype) if x.dtype in _HALF else x.log_softmax(axis))
+op("Hardmax", since=13)(lambda x, axis=-1: _hardmax(x, norm_axis(axis, x.ndim)))
+
+def _topk(x, k, axis, largest, sorted_):
+  a = norm_axis(axis, x.ndim)
+  # ties keep the lower index first, as ONNX specifies: sort (value, index) by negating for the largest
+  vals, idx = x.topk(k, a, largest=bool(largest))
+  return vals, idx.cast(dtypes.int64)
+
+@op("TopK", since=1)
+def topk_v1(x, axis=-1, k=1): return _topk(x, k, axis, 1, 1)
+@op("TopK", since=10, ctx=True)
+def topk(ctx, x, k, axis=-1, largest=1, sorted=1): return _topk(x, ctx.ints(k)[0], axis, largest, sorted)

@@ -1,0 +1,147 @@
+"""OnnxRunner: runs a parsed model's graph node by node on Tensors. Everything stays lazy except the few values ONNX passes as
+tensors but that must be python numbers to build the graph (shapes, axes, pads): those are read once and cached, from the model's
+constants and Shape outputs without running anything, so wrapping the runner in TinyJit compiles the whole model."""
+from __future__ import annotations
+import os
+from typing import Any, Callable
+from tinygrad.tensor import Tensor
+from tinygrad.engine.jit import TinyJit
+from tinygrad.uop.ops import UOp, Variable
+from tinygrad.onnx.model import Model, Graph, load_model, ValueType
+from tinygrad.onnx.tensor_data import TensorData, ONNX_TYPES
+from tinygrad.onnx.ops import resolve, OpImpl
+from tinygrad.onnx.fold import fold
+
+class RunContext:
+  """What an op sees beyond its inputs: python values of inputs, its output count, subgraphs, the model's opsets."""
+  def __init__(self, runner:OnnxRunner):
+    self.runner, self.n_outputs = runner, 1
+    self.opsets = runner.model.opsets
+  def known(self, t:Tensor, values:list) -> Tensor:
+    """remember the python values of a tensor built from them (Shape, Constant): later ops read them without running anything"""
+    self.runner._vals[t.uop] = list(values)
+    return t
+  def vals(self, t:Tensor) -> list:
+    if (v := self.runner._vals.get(t.uop)) is None:
+      v = self.runner._vals[t.uop] = list(_flat(t.tolist()))
+    return v
+  def onnx_type_id(self, t:Tensor) -> int:
+    """the ONNX data type a tensor was declared with (constants and inputs keep theirs; 4-bit ints and float8 compute wider)"""
+    if (tid := self.runner._onnx_types.get(t.uop)) is not None: return tid
+    return next(k for k, v in ONNX_TYPES.items() if v.dtype is t.dtype and v.fmt is not None)
+  def ints(self, t:Tensor) -> list[int]: return [int(v) if not isinstance(v, UOp) else v for v in self.vals(t)]
+  def tensor_of(self, td:TensorData) -> Tensor: return self.runner._const(td)
+  def run_graph(self, g:Graph, inputs:list, scope:dict) -> list:
+    """a subgraph (If/Loop/Scan body): its inputs bound in order, the enclosing scope visible"""
+    env = dict(scope)
+    for name, v in zip(g.inputs, inputs): env[name] = v
+    return self.runner._run_graph(g, env)
+
+def _flat(x):
+  if isinstance(x, list):
+    for v in x: yield from _flat(v)
+  else: yield x
+
+class OnnxRunner:
+  """OnnxRunner(path | bytes | Model)(inputs: {name: Tensor | numpy array | list}) -> {output name: Tensor}.
+  A graph input with a named dimension ("batch") accepts any size there; dynamic={"batch": 64} makes that dimension a Variable
+  bound to each call's size (at most 64), so one compiled model serves every batch size."""
+  def __init__(self, model:Model|str|os.PathLike|bytes, device:str|None=None, dynamic:dict[str, int]|None=None):
+    self.model = model if isinstance(model, Model) else load_model(model)
+    self.device = device
+    self.graph = self.model.graph
+    self.variables = {name: Variable(name, 1, mx) for name, mx in (dynamic or {}).items()}
+    # python values by UOp: the constants' for the runner's life, plus what one run computed (dropped when the next starts)
+    self._pyvals: dict[UOp, list] = {}
+    self._vals: dict[UOp, list] = {}
+    self._consts: dict[int, Tensor] = {}
+    self._onnx_types: dict[UOp, int] = {}
+    self.initializers = {name: self._const(td) for name, td in self.graph.initializers.items()}
+    self._impls: dict[int, OpImpl] = {}
+
+  def _const(self, td:TensorData) -> Tensor:
+    if (t := self._consts.get(id(td))) is not None: return t
+    if td.dtype is None: raise TypeError(f"constant {td.name!r} is {td.onnx_type.name}: tinygrad tensors hold numbers only")
+    t = Tensor(bytes(td.data), device=self.device, dtype=td.dtype).reshape(td.shape) if len(td.data) else \
+        Tensor.zeros(*td.shape, dtype=td.dtype, device=self.device)
+    self._consts[id(td)] = t
+    self._onnx_types[t.uop] = next(k for k, v in ONNX_TYPES.items() if v is td.onnx_type)
+    if len(td.data) <= 8 * 64: self._pyvals[t.uop] = self._vals[t.uop] = td.to_list()  # small constants: shapes and axes, usually
+    return t
+
+  def _input(self, name:str, value:Any, vt:ValueType|None, dims:dict) -> Any:
+    if vt is not None and vt.kind == "sequence": return [self._input(name, v, vt.inner, {}) for v in value]  # elements differ in shape
+    if vt is not None and vt.kind == "optional":
+      return None if value is None else self._input(name, value, vt.inner, dims)
+    t = value if isinstance(value, Tensor) else Tensor(value, device=self.device) if not isinstance(value, list) else Tensor(value)
+    if vt is None or vt.elem is None: return t
+    if vt.elem.dtype is not None and t.dtype is not vt.elem.dtype:
+      if type(value).__module__ == "numpy" or isinstance(value, Tensor):
+        raise TypeError(f"input {name!r} is {t.dtype}, the model declares {vt.elem.name} ({vt.elem.dtype})")
+      t = t.cast(vt.elem.dtype)
+    if vt.shape is not None:
+      if len(vt.shape) != t.ndim: raise ValueError(f"input {name!r} has shape {tuple(t.shape)}, the model declares rank {len(vt.shape)}: {vt.shape}")
+      for want, got in zip(vt.shape, t.shape):
+        if isinstance(want, int) and want != got: raise ValueError(f"input {name!r} has shape {tuple(t.shape)}, the model declares {vt.shape}")
+        if isinstance(want, str):
+          if dims.setdefault(want, got) != got:
+            raise ValueError(f"dimension {want!r} is {dims[want]} in one input and {got} in input {name!r}")
+      if any(isinstance(s, str) and s in self.variables for s in vt.shape):
+        # a dynamic dimension: the data sits in a buffer sized by the Variable's maximum, seen through a bound view of it
+        # (contiguous: a view of a larger input buffer is not what TinyJit replays)
+        pads, view = [], []
+        for want, got in zip(vt.shape, t.shape):
+          v = self.variables.get(want) if isinstance(want, str) else None
+          if v is not None and got > v.arg.vmax: raise ValueError(f"input {name!r}: dimension {want!r} is {got}, above its maximum {v.arg.vmax}")
+          pads.append((0, v.arg.vmax - got) if v is not None else None)
+          view.append((0, v.bind(got)) if v is not None else None)
+        t = t.pad(pads).shrink(tuple(view)).contiguous()
+    if vt.elem.fmt is None: self._onnx_types[t.uop] = next(k for k, v in ONNX_TYPES.items() if v is vt.elem)
+    return t
+
+  def __call__(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+    return dict(zip(self.graph.outputs, self._run_model(self.prepare(inputs, **kw))))
+
+  def _run_model(self, inputs:dict[str, Any]) -> list:
+    self._vals = dict(self._pyvals)
+    return self._run_graph(self.graph, {**self.initializers, **inputs})
+
+  def prepare(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+    """inputs as Tensors, checked against the model's declared dtypes and shapes, dynamic dimensions bound"""
+    inputs = {**(inputs or {}), **kw}
+    if missing := [n for n in self.graph.inputs if n not in inputs and n not in self.initializers]:
+      raise ValueError(f"missing model inputs {missing}; the model takes {list(self.graph.inputs)}")
+    if extra := [n for n in inputs if n not in self.graph.inputs and n not in self.initializers]:
+      raise ValueError(f"unknown inputs {extra}; the model takes {list(self.graph.inputs)}")
+    dims: dict[str, int] = {}
+    return {name: self._input(name, v, self.graph.inputs.get(name), dims) for name, v in inputs.items()}
+
+  def jit(self) -> Callable[..., dict[str, Any]]:
+    """the model under TinyJit: call 1 runs it, call 2 captures its kernels, later calls replay them. Inputs are prepared outside
+    the capture, so with dynamic= dimensions one capture serves every size up to the maximum"""
+    names = list(self.graph.inputs)
+    core = TinyJit(lambda *ts: tuple(self._run_model(dict(zip(names, ts)))))
+    def run(inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+      prepared = self.prepare(inputs, **kw)
+      return dict(zip(self.graph.outputs, core(*[prepared[n] for n in names])))
+    return run
+
+  def _run_graph(self, g:Graph, env:dict[str, Any]) -> list:
+    for name, td in g.initializers.items(): env.setdefault(name, self._const(td))
+    ctx = RunContext(self)
+    for i, node in enumerate(g.nodes):
+      if (impl := self._impls.get(id(node))) is None: impl = self._impls[id(node)] = resolve(node.domain, node.op, self.model.opsets)
+      args = [env[n] if n else None for n in node.inputs]
+      while args and args[-1] is None: args.pop()
+      ctx.n_outputs, ctx.scope = len(node.outputs), env
+      try: ret = impl.fn(ctx, *args, **node.attrs) if impl.ctx else impl.fn(*args, **node.attrs)
+      except Exception as e:
+        if hasattr(e, "add_note"): e.add_note(f"in ONNX node {i} {node.op} {node.name!r} (inputs {node.inputs}, outputs {node.outputs})")
+        raise
+      rets = ret if isinstance(ret, tuple) else (ret,)
+      if len(rets) == 1 and isinstance(ret, Tensor) and ret.uop not in self._vals and \
+         (vals := fold(node.op, args, lambda t: self._vals.get(t.uop), node.attrs)) is not None:
+        self._vals[ret.uop] = vals
+      for name, v in zip(node.outputs, rets):
+        if name: env[name] = v
+    return [env[n] for n in g.outputs]
