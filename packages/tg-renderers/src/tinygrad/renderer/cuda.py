@@ -27,7 +27,16 @@ def sm_version(arch:str) -> int:
   if (m := re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch)) is None: raise ValueError(f"{arch!r} is no CUDA architecture: write sm_XY, e.g. sm_80")
   return int(m[1])
 
-class CUDARenderer(CStyleLanguage):
+class NVArch:
+  """an NVIDIA renderer's architecture (ARCH, sm_80 unless given) and the dtypes it can hold: float16 needs sm_53, bfloat16 sm_80"""
+  def __init__(self, arch:str|None=None):
+    super().__init__(arch)
+    self.arch = arch or "sm_80"
+    self.sm = sm_version(self.arch)
+  def supported_dtypes(self) -> frozenset[DType]:
+    return frozenset(dt for dt in super().supported_dtypes() if not (dt is dtypes.float16 and self.sm < 53 or dt is dtypes.bfloat16 and self.sm < 80))
+
+class CUDARenderer(NVArch, CStyleLanguage):
   device = "CUDA"
   has_local = has_shared = True
   # grid: 2**31-1 blocks in x, 65535 in y and z; a block holds at most 1024 threads, z at most 64
@@ -42,15 +51,6 @@ class CUDARenderer(CStyleLanguage):
                  Ops.SIN: _cuda_math("sin"), Ops.TRUNC: _cuda_math("trunc"),
                  Ops.RECIPROCAL: lambda a, dt: f"((({_HALF_TYPES[dt]})1.0f)/{a})" if dt in _HALF_TYPES else
                                                f"({'1.0' if dt is dtypes.float64 else '1.0f'}/{a})"}
-
-  def __init__(self, arch:str|None=None):
-    super().__init__(arch)
-    self.arch = arch or "sm_80"
-    self.sm = sm_version(self.arch)
-
-  def supported_dtypes(self) -> frozenset[DType]:
-    # half arithmetic needs sm_53, bfloat16 sm_80
-    return frozenset(dt for dt in super().supported_dtypes() if not (dt is dtypes.float16 and self.sm < 53 or dt is dtypes.bfloat16 and self.sm < 80))
 
   def render_const(self, x, dt:DType) -> str:
     if dt in (dtypes.float16, dtypes.bfloat16): return f"(({self.ctype(dt)}){self.render_const(x, dtypes.float32)})"

@@ -14,7 +14,7 @@ from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
-from tinygrad.renderer.cuda import sm_version
+from tinygrad.renderer.cuda import NVArch
 from tinygrad.codegen.gpudims import workitem
 
 HALF = (dtypes.float16, dtypes.bfloat16)
@@ -192,7 +192,7 @@ base_rewrite = PatternMatcher([
   (UPat(GroupOp.ALU, name="x"), _alu),
 ])
 
-class PTXRenderer(Renderer):
+class PTXRenderer(NVArch, Renderer):
   device = "CUDA"
   has_local = has_shared = True
   global_max, local_max = (2**31-1, 65535, 65535), (1024, 1024, 64)
@@ -200,15 +200,6 @@ class PTXRenderer(Renderer):
   string_rewrite = base_rewrite
   # the PTX ISA version an architecture needs (PTX ISA, "Release Notes"); older ones take 7.0, the first with sm_80 and bfloat16
   isa_for_sm = {86: "7.1", 87: "7.4", 89: "7.8", 90: "7.8", 100: "8.6", 101: "8.6", 120: "8.7"}
-
-  def __init__(self, arch:str|None=None):
-    super().__init__(arch)
-    self.arch = arch or "sm_80"
-    self.sm = sm_version(self.arch)
-
-  def supported_dtypes(self) -> frozenset[DType]:
-    # float16 conversions need sm_53, bfloat16 ones sm_80
-    return frozenset(dt for dt in super().supported_dtypes() if not (dt is dtypes.float16 and self.sm < 53 or dt is dtypes.bfloat16 and self.sm < 80))
 
   # *** registers and helpers the rules use ***
   def __getitem__(self, u:UOp) -> str: return self.r[u]
