@@ -127,6 +127,15 @@ def test_rings_wrap_around(name):
   sig.wait(2000)
   assert sig.value == 2000
 
+@ALL
+def test_command_pool_wraps_around(name, monkeypatch):
+  # a pool of 8 KiB wraps every few launches; the wrap waits for what was submitted before, not for the launch being submitted (that hung)
+  from tinygrad.runtime.support.hcq import HCQCompiled
+  monkeypatch.setattr(HCQCompiled, "CMD_POOL", 1 << 13)
+  x = Tensor(np.arange(64, dtype=np.float32), device=name).realize()
+  for _ in range(200): x = (x + 1).realize()
+  np.testing.assert_array_equal(x.numpy(), np.arange(64) + 200)
+
 @pytest.mark.parametrize("name", ["AMD"])
 def test_amdgpu_llvm_renderer_on_the_mock(name):
   # DEV=AMD:LLVM: kernels compile to AMDGPU machine code with llvmlite (code object + descriptor registers); the mock runs the UOps

@@ -14,13 +14,12 @@ bit for bit; the rest within the propagated rounding bound.
 A few programs also check autograd: the gradient of an output's sum along a random direction against central differences of the same
 graph with its inputs moved."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, note, HealthCheck, strategies as st
 from tinygrad import Tensor, dtypes
 from tinygrad.uop.ops import UOp
 
-# not on the mock AMD and NV devices: after the AMD program fuzz, the NV fuzz's 20th program (v1 // -0.25, then v2 - v2) makes the NV
-# mock read a command buffer whose words are not methods (MockGPUError), and every later NV test in that process fails. Open bug:
-# the same program alone, and the same sequence outside pytest, pass
+pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
 
 EPS = 2.0**-22  # one float32 rounding (2^-24), with slack; transcendentals (polynomial approximations) get 8x
 F32, I32, BOOL = dtypes.float32, dtypes.int32, dtypes.bool
@@ -469,7 +468,7 @@ def fuzz(device:str, examples:int):
   run()
 
 # the compiled CPU path gets the most programs; the emulator and the C compiler are slower per kernel
-EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "CL": 60, "CL:QCOM": 30}
+EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "AMD": 25, "NV": 25, "CL": 60, "CL:QCOM": 30}
 
 def test_fuzz_programs(device): fuzz(device, EXAMPLES[device])
 

@@ -54,7 +54,6 @@ class AMDProgram(HCQProgram):
     except AttributeError: pass
 
 class AMDDevice(HCQCompiled):
-  IB_POOL = 1 << 20  # bytes of one-shot command buffers, reused round robin
   def __init__(self, device:str="AMD"):
     if mockgpu():
       from tinygrad.runtime.support.amd_mock import MockKFD
@@ -64,27 +63,14 @@ class AMDDevice(HCQCompiled):
       iface = KFDInterface(Device.parse(device).index)
     renderer, compiler = Device.renderer_for(device)
     self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE"), iface.create_queue("COPY")
-    self.ib_pool = iface.alloc(self.IB_POOL, host_visible=True)
-    self._ib_at = 0
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
 
   def select_pm(self, kind:str): return pm_pm4 if kind == "COMPUTE" else pm_sdma
 
-  def _ib_memory(self, cb:CommandBuffer):
-    # a recorded buffer keeps its own memory (resubmits patch it in place); a one-shot one borrows from the pool
-    if getattr(cb, "persistent", False):
-      if not hasattr(cb, "mem"): cb.mem = self.iface.alloc(4 * len(cb), host_visible=True)
-      return cb.mem
-    size = round_up(4 * len(cb), 256)
-    if size > self.IB_POOL: raise RuntimeError(f"{self.device}: a command buffer of {size} bytes exceeds the {self.IB_POOL} byte pool")
-    if self._ib_at + size > self.IB_POOL: self.synchronize(); self._ib_at = 0
-    self._ib_at += size
-    return self.ib_pool.offset(self._ib_at - size, size)
-
   def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]):
     words = cb.patch(var_vals)
     if kind == "COMPUTE":
-      mem = self._ib_memory(cb)
+      mem = self.command_memory(cb)
       mem.cpu_view()[:4 * len(words)] = words.tobytes()
       self._put(self.compute_ring, pm4.indirect_buffer(mem.va, len(words)))
     else: self._put(self.sdma_ring, list(words))

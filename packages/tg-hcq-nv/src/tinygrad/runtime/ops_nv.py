@@ -30,7 +30,6 @@ class NVProgram(HCQProgram):
     return QMD_BYTES + CBUF0_SIZE
 
 class NVDevice(HCQCompiled):
-  CMD_POOL = 1 << 20
   def __init__(self, device:str="NV"):
     if not mockgpu(): raise RuntimeError(f"{device}: the NVIDIA kernel-driver interface is not implemented in this version; NV runs on the "
                                          "mock driver (MOCKGPU=1)")
@@ -38,25 +37,13 @@ class NVDevice(HCQCompiled):
     iface = MockNVDriver()
     renderer, compiler = Device.renderer_for(device)
     self.channels = {"COMPUTE": iface.create_channel("COMPUTE"), "COPY": iface.create_channel("COPY")}
-    self.cmd_pool = iface.alloc(self.CMD_POOL, host_visible=True)
-    self._cmd_at = 0
     super().__init__(device, iface, renderer, compiler, NVProgram)
 
   def select_pm(self, kind:str): return pm_nv
 
-  def _cmd_memory(self, cb:CommandBuffer):
-    if getattr(cb, "persistent", False):
-      if not hasattr(cb, "mem"): cb.mem = self.iface.alloc(4 * len(cb), host_visible=True)
-      return cb.mem
-    size = round_up(4 * len(cb), 256)
-    if size > self.CMD_POOL: raise RuntimeError(f"{self.device}: a command buffer of {size} bytes exceeds the {self.CMD_POOL} byte pool")
-    if self._cmd_at + size > self.CMD_POOL: self.synchronize(); self._cmd_at = 0
-    self._cmd_at += size
-    return self.cmd_pool.offset(self._cmd_at - size, size)
-
   def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]):
     words = cb.patch(var_vals)
-    mem = self._cmd_memory(cb)
+    mem = self.command_memory(cb)
     mem.cpu_view()[:4 * len(words)] = words.tobytes()
     ch = self.channels[kind]
     ctl, fifo = ch.control.cpu_view().cast("I"), ch.gpfifo.cpu_view().cast("I")

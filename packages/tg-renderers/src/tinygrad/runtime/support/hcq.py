@@ -106,6 +106,7 @@ class HCQCompiled(Compiled):
   """a device driven through command queues. A subclass gives the driver interface, its selection matchers (select_pm, select_ctx)
   and submit(); this class keeps the timeline, signals, kernel arguments and staging memory"""
   KERNARGS_SIZE, STAGING_SIZE, SIGNALS = 1 << 20, 2 << 20, 256
+  CMD_POOL = 1 << 20  # bytes of one-shot command buffers, reused round robin
   graph: type|None = None  # HCQGraph (set below it): TinyJit replays a step on this device as one submission
   timestamp_ns = 1.0  # nanoseconds per tick of the clock timestamps write
   def __init__(self, device:str, iface, renderer, compiler, program_cls, select_ctx=None):
@@ -116,6 +117,7 @@ class HCQCompiled(Compiled):
     self.kernargs = iface.alloc(self.KERNARGS_SIZE, host_visible=True)
     self._kernargs_at = 0
     self.staging = iface.alloc(self.STAGING_SIZE, host_visible=True)
+    self.cmd_pool, self._cmd_at = iface.alloc(self.CMD_POOL, host_visible=True), 0
     self._copies: dict[int, CommandBuffer] = {}
     super().__init__(device, HCQAllocator(self), renderer, compiler, lambda name, lib: program_cls(self, name, lib))
 
@@ -133,6 +135,22 @@ class HCQCompiled(Compiled):
     self.timeline_value += 1
     return self.timeline_value - 1
   def synchronize(self): self.timeline_signal.wait(self.timeline_value - 1)
+
+  def command_memory(self, cb:CommandBuffer) -> HCQBuffer:
+    """where a submission's words go: a recorded buffer keeps memory of its own (a resubmit patches it in place), a one-shot one
+    borrows from the pool"""
+    if getattr(cb, "persistent", False):
+      if not hasattr(cb, "mem"): cb.mem = self.iface.alloc(4 * len(cb), host_visible=True)
+      return cb.mem
+    size = round_up(4 * len(cb), 256)
+    if size > self.CMD_POOL: raise RuntimeError(f"{self.device}: a command buffer of {size} bytes exceeds the {self.CMD_POOL} byte pool")
+    if self._cmd_at + size > self.CMD_POOL:
+      # the pool wraps: wait until the GPU is done with everything submitted before. The submission being made has already taken its
+      # timeline value (timeline_value - 1) and is not queued yet, so the wait is for the value before it (waiting for its own hangs)
+      self.timeline_signal.wait(self.timeline_value - 2)
+      self._cmd_at = 0
+    self._cmd_at += size
+    return self.cmd_pool.offset(self._cmd_at - size, size)
 
   def kernargs_alloc(self, size:int) -> HCQBuffer:
     """bump-allocated kernel arguments; wrapping around waits until the launches reading the old ones are done"""
