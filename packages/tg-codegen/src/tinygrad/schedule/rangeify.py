@@ -44,25 +44,58 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
         if not _is_plain_buffer(a): want[a] = None
   return want
 
-def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set]]:
-  """reduces read where something bigger than their output is computed (broadcast back), and which kernel roots reach each reduce"""
+def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict]]:
+  """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, and
+  how often each root's kernel evaluates each elementwise node: the trips of the loops around it (the root's elements, times the
+  steps of each reduce on the way)"""
   bcast: dict[UOp, None] = {}
   reached: dict[UOp, set] = {}
+  evals: dict[UOp, dict] = {}
   for root in roots:
     seen: set = set()
-    stack = [(root, _numel(root) or 0)]
+    stack = [(root, _numel(root) or 0, _numel(root) or 0)]
     while stack:
-      u, maxn = stack.pop()
-      if (u, maxn) in seen: continue
-      seen.add((u, maxn))
+      u, maxn, trips = stack.pop()
+      if (u, maxn, trips) in seen: continue
+      seen.add((u, maxn, trips))
       if u is not root and (u in stop or u.op is Ops.BUFFER): continue
       n = _numel(u)
       if u.op is Ops.REDUCE_AXIS and u is not root:
         reached.setdefault(u, set()).add(root)
         if n is None or maxn > n: bcast[u] = None
+      if u.op in GroupOp.ALU and u is not root: evals.setdefault(u, {})[root] = max(evals.get(u, {}).get(root, 0), trips)
       nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
-      stack.extend((s, nmax) for s in u.src if s._shape is not None)
-  return bcast, reached
+      if u.op is Ops.REDUCE_AXIS and n: trips = trips * (_numel(u.src[0]) or n) // n
+      stack.extend((s, nmax, trips) for s in u.src if s._shape is not None)
+  return bcast, reached, evals
+
+STORE_COST = 2  # a written element costs about two reads (the cache line is read before it is written)
+
+def _fused_ops(u:UOp, stop:dict[UOp, None]) -> tuple[int, int]:
+  """(inputs, loads and ALU ops) of evaluating one element of u inside a kernel: its fused subgraph, down to realized nodes"""
+  count: dict[UOp, int] = {}
+  inputs = 0
+  for v in u.toposort(lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER)):
+    if v is not u and (v in stop or v.op is Ops.BUFFER): count[v], inputs = 1, inputs + 1
+    elif v.op in GroupOp.ALU: count[v] = 1 + sum(count.get(s, 0) for s in v.src)
+    elif v.op is Ops.REDUCE_AXIS: count[v] = sum(count.get(s, 0) for s in v.src) * ((_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1))
+    else: count[v] = sum(count.get(s, 0) for s in v.src)
+  return inputs, count[u]
+
+def _costly_recomputes(evals:dict[UOp, dict], stop:dict[UOp, None]) -> dict[UOp, None]:
+  """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
+  of a convolution's gradient read by the weight- and the input-gradient kernels once per weight tap), where recomputing in every
+  kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
+  element stays fused: both ways stream the same inputs, and recomputing only adds ALU work next to the memory traffic. So does a node
+  of one input: it costs the one load its buffer would, and its ALU ops are invariant along the axes it is broadcast over (hoisted)"""
+  ret: dict[UOp, None] = {}
+  for u, per_root in evals.items():
+    if len(per_root) < 2 or (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
+    (loads, ops), reads = _fused_ops(u, stop), sum(per_root.values())
+    if loads > 1 and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
+  # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
+  inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}
+  return {u: None for u in ret if u not in inner}
 
 # a bound Variable becomes its DEFINE_VAR and its value goes to the schedule: a kernel over a Variable is the same AST for every value
 pm_unbind = PatternMatcher([(UPat(Ops.BIND, name="b"), lambda ctx, b: _unbind(ctx, b))])
@@ -82,10 +115,12 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])
   want = _must_realize(sink, list(sink.src))
   stored = {u.src[1]: None for u in sink.toposort() if _is_assign(u)}  # an assign's value is computed by its own kernel
-  # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2))
+  # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2)); then elementwise
+  # nodes that several kernels would recompute at a higher cost than a buffer's
   while True:
-    bcast, reached = _broadcast_reduces(want | stored, want)
+    bcast, reached, evals = _broadcast_reduces(want | stored, want)
     extra = {r: None for r in bcast} | {r: None for r, roots in reached.items() if len(roots) > 1}
+    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, want)
     if not (extra.keys() - want.keys()): break
     want |= extra
   items: list[ExecItem] = []
