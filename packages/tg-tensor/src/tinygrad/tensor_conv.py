@@ -26,11 +26,21 @@ def _window(x, k:int, s:int, d:int):
   i = x.shape[-1]
   if (o := (i - d*(k-1) - 1)//s + 1) <= 0: raise ValueError(f"kernel {k} with dilation {d} doesn't fit an axis of size {i}")
   lead = tuple(x.shape[:-1])
+  if (span := d*(k-1) + 1) <= s: return _disjoint_window(x, k, s, d, o, span)
   # k copies of the row padded to i+d, read as rows of i+2d: row j starts j*d further in, so column t is x[t + j*d]
   x = x.pad(((0, 0),)*len(lead) + ((0, d),)).unsqueeze(-2).expand(lead + (k, i+d)).reshape(lead + (k*(i+d),))
   x = x.pad(((0, 0),)*len(lead) + ((0, k*d),)).reshape(lead + (k, i+2*d)).shrink(tuple((0, n) for n in lead) + ((0, k), (0, (o-1)*s+1)))
   if s == 1: return x
   return x.pad(((0, 0),)*(len(lead)+1) + ((0, s-1),)).reshape(lead + (k, o, s)).shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(lead + (k, o))
+
+def _disjoint_window(x, k:int, s:int, d:int, o:int, span:int):
+  """_window for windows that don't overlap (a pool with stride >= kernel): every element sits in at most one window, so the view
+  is rows of s cut to the window's span, with no copies; its gradient is the same view backwards, not a sum over copies"""
+  lead, i, keep = tuple(x.shape[:-1]), x.shape[-1], tuple((0, n) for n in x.shape[:-1])
+  x = x.pad(((0, 0),)*len(lead) + ((0, o*s - i),)) if o*s > i else x.shrink(keep + ((0, o*s),))
+  x = x.reshape(lead + (o, s)).shrink(keep + ((0, o), (0, span)))
+  if d > 1: x = x.pad(((0, 0),)*(len(lead)+1) + ((0, k*d - span),)).reshape(lead + (o, k, d)).shrink(keep + ((0, o), (0, k), (0, 1))).reshape(lead + (o, k))
+  return x.permute(tuple(range(len(lead))) + (len(lead)+1, len(lead)))
 
 def _windows(x, ks:tuple, strides:tuple, dils:tuple):
   """(*lead, *spatial) -> (*lead, *out, *ks): every window of the last len(ks) axes"""
@@ -52,7 +62,10 @@ class TensorConvMixin:
       raise ValueError(f"conv2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
-    x = _windows(self.pad(_flat_pads(padding, ks, dils, strides)), ks, strides, dils)  # (N, Cin, *out, *ks)
+    pads = _flat_pads(padding, ks, dils, strides)
+    # every input element is read once per output channel and tap: through a padded view each read is a gated load (a compare and two
+    # selects per lane, no vector loads along a row), so the padded input is written out once and the windows read plain memory
+    x = _windows(self.pad(pads).contiguous() if any(pads) else self, ks, strides, dils)  # (N, Cin, *out, *ks)
     out = tuple(x.shape[2:2+nd])
     x = x.reshape((self.shape[0], groups, 1, cin_g) + out + ks)
     w = weight.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + ks)

@@ -29,8 +29,8 @@ class _Access:
     self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
     self.weight = 2 if gated else 1
   def cost(self, tile:dict[UOp, int]) -> int:
-    """loads of this access per step of the tile"""
-    return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit else a for r, a in tile.items() if r in self.deps)
+    """loads of this access per step of the tile; neighbours share a vector load only in power-of-two groups (3 lanes are 3 loads)"""
+    return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit and a & (a-1) == 0 else a for r, a in tile.items() if r in self.deps)
 
 def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
@@ -39,7 +39,9 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   inner, unit = [], set()
   for u in ast.toposort():
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
-    a = _Access(u.src[0].src[1], u.op is Ops.LOAD and len(u.src) == 3, u.src[0].src[0].dtype.itemsize)
+    # a gate that folded to True (padding that the view shrinks away again) gates nothing
+    gated = u.op is Ops.LOAD and len(u.src) == 3 and not (u.src[2].op is Ops.CONST and u.src[2].arg is True)
+    a = _Access(u.src[0].src[1], gated, u.src[0].src[0].dtype.itemsize)
     unit |= a.unit
     if u.op is Ops.LOAD or not reduce: inner.append(a)
   return inner, unit
