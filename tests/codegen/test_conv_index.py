@@ -25,3 +25,18 @@ def test_conv_forward_has_no_division(padding):
     assert not [u.op for u in spec.uops if u.op in (Ops.FLOORDIV, Ops.FLOORMOD, Ops.CDIV, Ops.CMOD)]
     assert " i64 " not in spec.src  # every buffer here is small: 32-bit index math
   np.testing.assert_allclose(out.numpy(), _np_conv(x, w, padding), rtol=1e-4, atol=1e-4)
+
+def test_padded_conv_reads_plain_memory_along_rows():
+  # the padded input is written out once, so the conv kernel's loads are ungated and the row (stride 1) axis is a vector tile of 8:
+  # through a padded view each read was a gated load (compare, two selects) and no vector load along the row
+  from tinygrad.helpers import Context
+  from tinygrad.codegen.opt import hand_coded_opts, OptOps
+  out = Tensor.empty(2, 4, 16, 16).conv2d(Tensor.empty(8, 4, 3, 3), padding=1)
+  items, _ = create_schedule([out.uop])
+  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop.symbolic import symbolic
+  conv = graph_rewrite([it.ast for it in items if it.kind == "kernel"][-1], symbolic)  # what the optimizer sees
+  gates = [u.src[2] for u in conv.toposort() if u.op is Ops.LOAD and len(u.src) == 3]
+  assert all(g.op is Ops.CONST and g.arg is True for g in gates), "the conv kernel still reads a gated (padded) view"
+  with Context(THREADS=1): opts = hand_coded_opts(conv, Device["CPU"].renderer)
+  assert any(o.op is OptOps.UPCAST and o.axis == 3 and o.amt % 8 == 0 for o in opts), opts

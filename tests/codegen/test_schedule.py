@@ -86,6 +86,39 @@ def test_fusion_error_names_the_op():
   copy = buf(4).copy_to_device("PYTHON")  # a COPY is never fused: asked to, the index rules name it
   with pytest.raises(RuntimeError, match="cannot fuse Ops.COPY"): build_kernel(copy + 1, buf(4).base, {})
 
+# *** an elementwise node several kernels read: recomputed where that is cheap, a buffer where each kernel broadcasts it ***
+
+def relu_mask(n=4, k=8):
+  """the shape of a ReLU's backward, (0 < a+b) ? c : 0: three inputs, three ops"""
+  a, b, c = buf(n, k), buf(n, k), buf(n, k)
+  return (UOp.const(dtypes.float, 0.0, "CPU").reshape((1, 1)).expand((n, k)) < a + b).where(c, 0.0)
+
+def test_shared_broadcast_elementwise_is_realized():
+  # like a conv's gradient: the weight- and the input-gradient kernels each read the mask once per output they broadcast it to
+  g = relu_mask()
+  dw = (g.reshape((4, 1, 8)) * buf(5, 8).reshape((1, 5, 8))).sum(2)
+  dx = (g.reshape((4, 8, 1)) * buf(8, 6).reshape((1, 8, 6))).sum(1)
+  ks = kernels(dw, dx)
+  assert len(ks) == 3
+  assert ks[0].bufs[0].arg.shape == (32,), "the mask is computed first, into its own buffer"
+  assert all(not any(u.op is Ops.WHERE for u in k.ast.toposort()) for k in ks[1:]), "the reduce kernels load it instead of recomputing"
+
+def test_shared_elementwise_read_once_per_element_stays_fused():
+  # both kernels stream every element once: a buffer would only add a write and a read
+  g = relu_mask()
+  assert len(kernels(g.sum(0), g.sum(1))) == 2
+
+def test_one_input_elementwise_stays_fused():
+  # a function of one input costs the load its buffer would; its ops are invariant along the broadcast axes
+  g = buf(4, 8).exp2()
+  dw = (g.reshape((4, 1, 8)) * buf(5, 8).reshape((1, 5, 8))).sum(2)
+  dx = (g.reshape((4, 8, 1)) * buf(8, 6).reshape((1, 8, 6))).sum(1)
+  assert len(kernels(dw, dx)) == 2
+
+def test_elementwise_broadcast_by_one_kernel_stays_fused():
+  g = relu_mask()
+  assert len(kernels((g.reshape((4, 1, 8)) * buf(5, 8).reshape((1, 5, 8))).sum(2))) == 1
+
 # *** the same counts through the Tensor API, measured by what actually ran ***
 
 def count_kernels(fn) -> int:

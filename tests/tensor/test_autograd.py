@@ -351,3 +351,21 @@ def test_deep_chain_value():
   for _ in range(300): vals.append(a); a = a + np.sin(a * 0.5) * 0.01
   for v in reversed(vals): g = g * (1 + np.cos(v * 0.5) * 0.005)
   np.testing.assert_allclose(x.grad.numpy(), g, rtol=1e-10)
+
+# *** a small CNN: the scheduler realizes the ReLU masks its gradient kernels share, the pool's windows are views ***
+
+def _np_conv_valid(x, w):
+  cols = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))  # (N, C, oh, ow, kh, kw)
+  return np.einsum("bchwij,ocij->bohw", cols, w)
+
+def _np_cnn(x, w1, b1, w2):
+  h = np.maximum(_np_conv_valid(x, w1) + b1.reshape(1, -1, 1, 1), 0)
+  n, c, hh, ww = h.shape
+  h = h[:, :, :hh//2*2, :ww//2*2].reshape(n, c, hh//2, 2, ww//2, 2).max((3, 5))
+  return np.maximum(_np_conv_valid(h, w2), 0)
+
+def test_cnn_gradients():
+  # conv, relu, max-pool, conv, relu: every gradient (input, weights, bias) against finite differences of the numpy version
+  r = np.random.default_rng(3)
+  x, w1, b1, w2 = r.uniform(-1, 1, (2, 2, 9, 8)), r.uniform(-1, 1, (3, 2, 3, 3)), r.uniform(-0.5, 0.5, 3), r.uniform(-1, 1, (4, 3, 2, 2))
+  check(lambda x, w1, b1, w2: x.conv2d(w1, b1).relu().max_pool2d(2).conv2d(w2).relu(), _np_cnn, x, w1, b1, w2, rtol=1e-5, atol=1e-7)

@@ -99,6 +99,24 @@ def test_pools(k, s, pad, ceil_mode):
     np.testing.assert_allclose(Tensor(x).avg_pool2d(k, s, padding=pad, ceil_mode=ceil_mode, count_include_pad=cip).numpy(),
                                np_pool(x, k, s, pad, ceil_mode, "avg", cip)[0], rtol=1e-5, atol=1e-6)
 
+@pytest.mark.parametrize("k,s,d", [(2, 2, 1), (2, 3, 1), (2, 4, 2), (3, 3, 1)])
+def test_disjoint_pool_windows_are_views_not_copies(k, s, d):
+  # windows that don't overlap are cut out of rows (no expand), so the gradient is the same view backwards, not a sum over copies
+  from tinygrad.uop import Ops
+  x, H, W = rnd(2, 3, 11, 9), 11, 9
+  t = Tensor(x, requires_grad=True)
+  out = t.max_pool2d(k, s, dilation=d)
+  assert not [u for u in out.uop.toposort() if u.op is Ops.EXPAND and t.uop in u.toposort()], "the input is copied per window tap"
+  oh, ow = (H - d*(k-1) - 1)//s + 1, (W - d*(k-1) - 1)//s + 1
+  up, want, grad = rnd(2, 3, oh, ow), np.zeros((2, 3, oh, ow), np.float32), np.zeros_like(x)
+  for i, j in np.ndindex(oh, ow):  # random values: one max per window, and all of its gradient goes there
+    win = x[:, :, i*s:i*s+d*(k-1)+1:d, j*s:j*s+d*(k-1)+1:d].reshape(2, 3, -1)
+    want[:, :, i, j], a = win.max(-1), win.argmax(-1)
+    for n, c in np.ndindex(2, 3): grad[n, c, i*s + a[n, c]//k*d, j*s + a[n, c] % k*d] += up[n, c, i, j]
+  (out * Tensor(up)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want)
+  np.testing.assert_allclose(t.grad.numpy(), grad, rtol=1e-6)
+
 def test_pool_defaults_dilation_and_unpool():
   x = rnd(1, 2, 6, 6)
   np.testing.assert_allclose(Tensor(x).max_pool2d().numpy(), x.reshape(1, 2, 3, 2, 3, 2).max((3, 5)))

@@ -21,37 +21,35 @@ def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
   if len(padding) == 2*nd: return list(padding)
   raise ValueError(f"padding {padding} needs an int, one per spatial axis ({nd}), two per axis ({2*nd}), 'same' or 'valid'")
 
-def _window(x, k:int, s:int, d:int):
-  """the last axis (size i) as (k, o) windows: out[..., j, t] = x[..., t*s + j*d]"""
-  i = x.shape[-1]
-  if (o := (i - d*(k-1) - 1)//s + 1) <= 0: raise ValueError(f"kernel {k} with dilation {d} doesn't fit an axis of size {i}")
-  lead = tuple(x.shape[:-1])
-  if (span := d*(k-1) + 1) <= s: return _disjoint_window(x, k, s, d, o, span)
-  # k copies of the row padded to i+d, read as rows of i+2d: row j starts j*d further in, so column t is x[t + j*d]
-  x = x.pad(((0, 0),)*len(lead) + ((0, d),)).unsqueeze(-2).expand(lead + (k, i+d)).reshape(lead + (k*(i+d),))
-  x = x.pad(((0, 0),)*len(lead) + ((0, k*d),)).reshape(lead + (k, i+2*d)).shrink(tuple((0, n) for n in lead) + ((0, k), (0, (o-1)*s+1)))
-  if s == 1: return x
-  return x.pad(((0, 0),)*(len(lead)+1) + ((0, s-1),)).reshape(lead + (k, o, s)).shrink(tuple((0, n) for n in lead) + ((0, k), (0, o), (0, 1))).reshape(lead + (k, o))
+def _pad_after(x, ax:int, n:int): return x.pad(tuple((0, n) if j == ax else (0, 0) for j in range(x.ndim)))
+def _cut(x, ax:int, n:int): return x.shrink(tuple((0, n) if j == ax else (0, m) for j, m in enumerate(x.shape)))
 
-def _disjoint_window(x, k:int, s:int, d:int, o:int, span:int):
+def _window(x, ax:int, k:int, s:int, d:int):
+  """axis ax (size i) as two axes (k, o) in its place: out[..., j, t, ...] = x[..., t*s + j*d, ...]. It works in place rather than on
+  a permuted copy so that the gradient, a sum over the k copies, comes out in the input's own layout"""
+  i, pre, post = x.shape[ax], tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
+  if (o := (i - d*(k-1) - 1)//s + 1) <= 0: raise ValueError(f"kernel {k} with dilation {d} doesn't fit an axis of size {i}")
+  if (span := d*(k-1) + 1) <= s: return _disjoint_window(x, ax, k, s, d, o, span)
+  # k copies of the row padded to i+d, read as rows of i+2d: row j starts j*d further in, so column t is x[t + j*d]
+  x = _pad_after(x, ax, d).unsqueeze(ax).expand(pre + (k, i+d) + post).reshape(pre + (k*(i+d),) + post)
+  x = _cut(_pad_after(x, ax, k*d).reshape(pre + (k, i+2*d) + post), ax+1, (o-1)*s+1)
+  if s == 1: return x
+  return _cut(_pad_after(x, ax+1, s-1).reshape(pre + (k, o, s) + post), ax+2, 1).reshape(pre + (k, o) + post)
+
+def _disjoint_window(x, ax:int, k:int, s:int, d:int, o:int, span:int):
   """_window for windows that don't overlap (a pool with stride >= kernel): every element sits in at most one window, so the view
   is rows of s cut to the window's span, with no copies; its gradient is the same view backwards, not a sum over copies"""
-  lead, i, keep = tuple(x.shape[:-1]), x.shape[-1], tuple((0, n) for n in x.shape[:-1])
-  x = x.pad(((0, 0),)*len(lead) + ((0, o*s - i),)) if o*s > i else x.shrink(keep + ((0, o*s),))
-  x = x.reshape(lead + (o, s)).shrink(keep + ((0, o), (0, span)))
-  if d > 1: x = x.pad(((0, 0),)*(len(lead)+1) + ((0, k*d - span),)).reshape(lead + (o, k, d)).shrink(keep + ((0, o), (0, k), (0, 1))).reshape(lead + (o, k))
-  return x.permute(tuple(range(len(lead))) + (len(lead)+1, len(lead)))
+  i, pre, post = x.shape[ax], tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
+  x = _pad_after(x, ax, o*s - i) if o*s > i else _cut(x, ax, o*s)
+  x = _cut(x.reshape(pre + (o, s) + post), ax+1, span)
+  if d > 1: x = _cut(_pad_after(x, ax+1, k*d - span).reshape(pre + (o, k, d) + post), ax+2, 1).reshape(pre + (o, k) + post)
+  return x.permute(tuple(range(ax)) + (ax+1, ax) + tuple(range(ax+2, x.ndim)))
 
 def _windows(x, ks:tuple, strides:tuple, dils:tuple):
   """(*lead, *spatial) -> (*lead, *out, *ks): every window of the last len(ks) axes"""
   nd, nl = len(ks), x.ndim - len(ks)
-  for a, (k, s, d) in enumerate(zip(ks, strides, dils)):
-    # move axis nl+a last, window it into (k, o), put o back in its place and k after the earlier windows' k's
-    rest = [j for j in range(x.ndim) if j != nl + a]
-    x = _window(x.permute(rest + [nl + a]), k, s, d)
-    r = x.ndim - 2
-    x = x.permute(list(range(nl + a)) + [r + 1] + list(range(nl + a, nl + nd - 1)) + list(range(nl + nd - 1, r)) + [r])
-  return x
+  for a, (k, s, d) in enumerate(zip(ks, strides, dils)): x = _window(x, nl + 2*a, k, s, d)  # (*lead, k0, o0, k1, o1, ...)
+  return x.permute(tuple(range(nl)) + tuple(nl + 2*a + 1 for a in range(nd)) + tuple(nl + 2*a for a in range(nd)))
 
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
