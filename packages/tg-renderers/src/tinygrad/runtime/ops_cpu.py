@@ -41,6 +41,8 @@ class CPUProgram:
     return time.perf_counter() - st if wait else None
 
 _pools: dict[int, ThreadPoolExecutor] = {}
+# a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own pools
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_pools.clear)
 def _pool(n:int) -> ThreadPoolExecutor:
   """a pool of n workers, kept for the next kernel with n threads"""
   if (p := _pools.get(n)) is None: p = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="tg-cpu")
@@ -126,6 +128,7 @@ def load_shared(name:str, lib:bytes) -> CPUProgram:
 class CPUDevice(Compiled):
   """Host memory and kernels run through ctypes. The renderer comes from the RendererSpecs registered for this device (LLVM and C
   by tg-renderers, more by other plugins); its compiler makes host code and loads it: `load(name, lib)` returns the program."""
+  runs_in_process = True
   def __init__(self, device:str="CPU"):
     renderer, compiler = Device.renderer_for(device)
     if not callable(getattr(compiler, "load", None)):
