@@ -1,6 +1,6 @@
 """BEAM=N: opts chosen by timing. Each round extends every opt list of the beam by one more opt (`actions`), compiles the candidates in
-worker processes, runs each on the device with scratch buffers and keeps the N fastest; it stops when a round gains less than
-BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's content, the renderer and its target, so a second run searches
+worker processes, runs each on the device with scratch buffers and keeps the N fastest (one slower than BEAM_CUTOFF times the best so
+far is stopped there); it stops when a round gains less than BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's content, the renderer and its target, so a second run searches
 nothing. Progress goes to stderr: round, candidates timed, best time so far."""
 from __future__ import annotations
 import concurrent.futures, dataclasses, math, multiprocessing, os, select, signal, struct, sys, time
@@ -14,7 +14,7 @@ BEAM_MIN_GAIN = ContextVar("BEAM_MIN_GAIN", 0.01)  # a round must beat the best 
 BEAM_AMTS = (2, 3, 4, 8, 16)
 # a candidate slower than this many times the best so far is stopped there: it cannot join a beam the best already leads, and an
 # unoptimized matmul 2048 would run for minutes
-BEAM_CUTOFF = ContextVar("BEAM_CUTOFF", 3.0)
+BEAM_CUTOFF = ContextVar("BEAM_CUTOFF", 2.0)
 FORK_SLACK_S = 0.2  # a forked child's start and its copy-on-write faults, on top of the cutoff
 
 def actions(ast:UOp, renderer) -> list[Opt]:
