@@ -53,7 +53,8 @@ def cases(np_dt, n:int, seed:int=0) -> list[tuple[float, float, float]]:
           (1.0, 1.0, math.nan), (big, 2.0, -big), (big, 2.0, 0.0), (2.0**-70, 2.0**-70, 0.0), (2.0**-149, 0.5, 0.0)]
   return out
 
-def same(got:float, want:float) -> bool: return (math.isnan(got) and math.isnan(want)) or (got == want and math.copysign(1, got) == math.copysign(1, want))
+def same(got:float, want:float) -> bool:
+  return (math.isnan(got) and math.isnan(want)) or (got == want and math.copysign(1, got) == math.copysign(1, want))
 
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])
 def test_fma_is_exact(dt):

@@ -1,7 +1,8 @@
 """BEAM=N: opts chosen by timing. Each round extends every opt list of the beam by one more opt (`actions`), compiles the candidates in
 worker processes, runs each on the device with scratch buffers and keeps the N fastest (one slower than BEAM_CUTOFF times the best so
-far is stopped there); it stops when a round gains less than BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's content, the renderer and its target, so a second run searches
-nothing. Progress goes to stderr: round, candidates timed, best time so far."""
+far is stopped there); it stops when a round gains less than BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's
+content, the renderer and its target, so a second run searches nothing. Progress goes to stderr: round, candidates timed, best time
+so far."""
 from __future__ import annotations
 import concurrent.futures, dataclasses, math, multiprocessing, os, select, signal, struct, sys, time
 from tinygrad.uop import Ops
