@@ -8,7 +8,7 @@ from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 from tinygrad.runtime.support import nv_methods as nv
-from tinygrad.runtime.support.nv_select import pm_nv, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
+from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
 
 class NVEmulatedRenderer(PythonRenderer):
   """NV launch limits, kernels as the emulator's UOps: the renderer of NV under the mock driver (PTX is the one for hardware)"""
@@ -24,6 +24,11 @@ class NVProgram(HCQProgram):
     self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
     self.mem.cpu_view()[:len(lib)] = lib
     super().__init__(dev, name, self.mem.va + HEADER)
+    dev.select_ctx.programs[self.addr] = program_qmd_fields(**{k: co.meta[k] for k in ("registers", "shared", "local", "sass_version")
+                                                               if k in co.meta})
+  def __del__(self):
+    try: self.dev.select_ctx.programs.pop(self.addr, None)
+    except AttributeError: pass
   def kernargs_size(self, nbufs:int, nvals:int) -> int:
     if (n := super().kernargs_size(nbufs, nvals)) > QMD_BYTES + CBUF0_SIZE:
       raise RuntimeError(f"kernel {self.name}: {nbufs} buffers and {nvals} values do not fit constant buffer 0 ({CBUF0_SIZE} bytes)")
@@ -37,7 +42,7 @@ class NVDevice(HCQCompiled):
     iface = MockNVDriver()
     renderer, compiler = Device.renderer_for(device)
     self.channels = {"COMPUTE": iface.create_channel("COMPUTE"), "COPY": iface.create_channel("COPY")}
-    super().__init__(device, iface, renderer, compiler, NVProgram)
+    super().__init__(device, iface, renderer, compiler, NVProgram, NVSelectCtx())
 
   def select_pm(self, kind:str): return pm_nv
 
