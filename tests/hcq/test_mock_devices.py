@@ -12,7 +12,7 @@ ALL = pytest.mark.parametrize("name", ["AMD", "NV"])
 
 def submissions(dev) -> int:
   """command buffers the host handed the compute engine: doorbells on the AMD compute ring, GP entries on the NV compute channel"""
-  return dev.compute_ring.submissions if dev.device == "AMD" else dev.channels["COMPUTE"].submissions
+  return dev.compute_ring.submissions if dev.device.startswith("AMD") else dev.channels["COMPUTE"].submissions
 
 @ALL
 def test_tinyjit_replay_is_one_command_buffer_per_step(name):
@@ -147,3 +147,31 @@ def test_amdgpu_llvm_renderer_on_the_mock(name):
   progs = [p for (_, dev), p in _runtimes.items() if dev == "AMD:LLVM"]
   co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
   assert co.machine_code and co.uops_json and co.meta["rsrc1"] != 0 and co.meta["kernarg_size"] >= 16
+
+@ALL
+def test_tinyjit_replay_spans_devices_with_a_finalizer(name):
+  # a step sharded over two devices is one graph: one submission per device per replay, and the first device's part ends with a
+  # finalizer that waits for the second's, so the first device's timeline reaching the step's value means the whole step is done
+  devs = (name, f"{name}:1")
+  @TinyJit
+  def step(x): return (x * 2 + 1).relu()
+  rng = np.random.default_rng(2)
+  for i in range(4):
+    x = rng.standard_normal((4, 6), dtype=np.float32)
+    xt = Tensor(x).shard(devs, axis=0).realize()
+    before = [submissions(Device[d]) for d in devs]
+    out = step(xt)
+    if i >= 2: assert [submissions(Device[d]) - b for d, b in zip(devs, before)] == [1, 1]
+    np.testing.assert_allclose(out.numpy(), np.maximum(x * 2 + 1, 0), rtol=1e-6)
+  g = step.captured.graph
+  assert g is not None and sorted(d.device for d in g.devs) == sorted(devs)
+  # hold the second device's compute queue on a gate: the first device's part runs its kernels but its finalizer waits
+  first, second = g.devs
+  gate = second.new_signal()
+  second.compute_queue().wait(gate, 1).submit()  # not on the timeline: the replay's part queues behind it
+  step(Tensor(np.ones((4, 6), np.float32)).shard(devs, axis=0).realize())
+  first.iface.progress()
+  assert first.timeline_signal.value == g.last[first] - 1 and second.timeline_signal.value < g.last[second]
+  second.copy_queue().signal(gate, 1).submit()
+  first.timeline_signal.wait(g.last[first])
+  assert second.timeline_signal.value >= g.last[second]

@@ -5,7 +5,7 @@ UOps their code object carries. Executing happens when the host rings a doorbell
 wait stays where it is until another queue's write lets it go on."""
 from __future__ import annotations
 from tinygrad.runtime.support.hcq import HCQBuffer
-from tinygrad.runtime.support.hcq_mock import MockMemory, MockGPUError, EmulatedLaunches, clock_ns
+from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
 from tinygrad.runtime.support import amd_pm4 as pm4, amd_sdma as sdma
 
 HDP_FLUSH_REQ, HDP_FLUSH_DONE, HDP_CP_BIT = 0x106, 0x107, 1 << 2  # the mock's NBIO registers: done mirrors the request at once
@@ -49,7 +49,9 @@ class MockKFD:
   """the driver interface of AMDDevice under MOCKGPU=1"""
   is_mock = True
   def __init__(self):
-    self.mem = MockMemory(0x7F00_0000_0000)
+    self.system = mock_system("AMD", 0x7F00_0000_0000)
+    self.system.gpus.add(self)
+    self.mem = self.system.mem
     self.launches = EmulatedLaunches(self.mem)
     self.queues: list[MockQueue] = []
     self.regs: dict[int, int] = {}
@@ -59,8 +61,9 @@ class MockKFD:
   def create_queue(self, kind:str, ring_bytes:int=1 << 16) -> MockQueue:
     self.queues.append(q := MockQueue(self, kind, ring_bytes))
     return q
-  def progress(self) -> bool:
-    """run every queue until it is empty or blocked, round robin until nothing moves; True if any packet ran"""
+  def progress(self) -> bool: return self.system.progress()
+  def run(self) -> bool:
+    """run every queue of this GPU until it is empty or blocked, round robin until nothing moves; True if any packet ran"""
     ran, moved = False, True
     while moved:
       moved = False

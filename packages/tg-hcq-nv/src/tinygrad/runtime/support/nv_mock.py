@@ -4,7 +4,7 @@ QMD loads and launches (C6C0), copy-engine transfers (C6B5). Kernels run on the 
 carries. A channel blocked on a semaphore acquire stays there until another channel's release lets it go on."""
 from __future__ import annotations
 from tinygrad.runtime.support.hcq import HCQBuffer
-from tinygrad.runtime.support.hcq_mock import MockMemory, MockGPUError, EmulatedLaunches, clock_ns
+from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
 from tinygrad.runtime.support import nv_methods as nv
 from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, WFI
 
@@ -28,7 +28,9 @@ class MockNVDriver:
   """the driver interface of NVDevice under MOCKGPU=1"""
   is_mock = True
   def __init__(self):
-    self.mem = MockMemory(0x10_0000_0000)
+    self.system = mock_system("NV", 0x10_0000_0000)
+    self.system.gpus.add(self)
+    self.mem = self.system.mem
     self.launches = EmulatedLaunches(self.mem)
     self.channels: list[MockChannel] = []
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer: return self.mem.alloc(size)
@@ -36,7 +38,9 @@ class MockNVDriver:
   def create_channel(self, kind:str, entries:int=1024) -> MockChannel:
     self.channels.append(ch := MockChannel(self, kind, entries))
     return ch
-  def progress(self) -> bool:
+  def progress(self) -> bool: return self.system.progress()
+  def run(self) -> bool:
+    """run every channel of this GPU until it is empty or blocked; True if any method ran"""
     ran, moved = False, True
     while moved:
       moved = False

@@ -2,7 +2,7 @@
 run on the PYTHON emulator from the UOps a code object carries. The vendor mocks (tg-hcq-amd, tg-hcq-nv) decode their packet streams
 and call these."""
 from __future__ import annotations
-import bisect, mmap, struct, time
+import bisect, mmap, struct, time, weakref
 from tinygrad.runtime.support.hcq import HCQBuffer, round_up
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 
@@ -37,6 +37,29 @@ class MockMemory:
   def write(self, va:int, fmt:str, *vals): self.view(va, struct.calcsize(fmt))[:] = struct.pack(fmt, *vals)
 
 def clock_ns() -> int: return time.perf_counter_ns()
+
+class MockSystem:
+  """what every mock GPU of one vendor in this process shares, as on a real host: one GPU virtual address space (KFD and UVM give a
+  process one, its memory mapped into every GPU, so a queue on one GPU can wait on another's signal), and progress that runs every
+  GPU (that wait is released by the other GPU's queue). A GPU that faulted stays stopped: the others run on"""
+  def __init__(self, base:int): self.mem, self.gpus, self.faulted = MockMemory(base), weakref.WeakSet(), weakref.WeakSet()
+  def progress(self) -> bool:
+    """run every GPU's queues until nothing moves; True if any packet ran"""
+    ran, moved = False, True
+    while moved:
+      moved = False
+      for gpu in [g for g in self.gpus if g not in self.faulted]:
+        try: moved |= gpu.run()
+        except MockGPUError:
+          self.faulted.add(gpu)
+          raise
+      ran |= moved
+    return ran
+
+_systems: dict[str, MockSystem] = {}
+def mock_system(vendor:str, base:int) -> MockSystem:
+  if vendor not in _systems: _systems[vendor] = MockSystem(base)
+  return _systems[vendor]
 
 class EmulatedLaunches:
   """kernel launches on the PYTHON emulator: the program is read back from GPU memory (its code object's UOps), its arguments from the
