@@ -99,11 +99,12 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
   dev = private(name)
   if name == "AMD":  # a type-3 header of an opcode the encoders never emit
     with pytest.raises(MockGPUError, match="unknown opcode 0x7e .* at ring word 0"): dev._put(dev.compute_ring, [(3 << 30) | (0x7E << 8), 0])
-  else:
-    from tinygrad.runtime.support.hcq_select import CommandBuffer
-    class Raw(CommandBuffer):
-      def __init__(self, words): import array; self.words, self.patches, self.variables = array.array("I", words), [], []
-    with pytest.raises(MockGPUError, match="not one the encoder emits"): dev.submit("COMPUTE", Raw([0x20010000 | (2 << 13) | 0x10, 7]), {})
+  else:  # a method the encoders never emit on the bound compute subchannel; any method on a subchannel no SET_OBJECT bound
+    import array
+    mem = dev.iface.alloc(0x1000, host_visible=True)
+    with pytest.raises(MockGPUError, match="not one the encoder emits"): dev._push("COMPUTE", array.array("I", [0x20010000 | (1 << 13) | 0x10, 7]), mem)
+    with pytest.raises(MockGPUError, match="subchannel 2 before its SET_OBJECT"): dev._push("COPY", array.array("I", [0x20010000 | (2 << 13) | 0x10, 7]), mem)
+    assert Device[name].channels["COMPUTE"].handle != dev.channels["COMPUTE"].handle  # the registry's device runs on (test below)
 
 @ALL
 def test_program_without_uops_cannot_run_on_the_mock(name):

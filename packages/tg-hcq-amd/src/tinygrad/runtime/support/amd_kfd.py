@@ -12,7 +12,7 @@ NODES = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype, _libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-MAP_FIXED, MAP_NORESERVE = 0x10, 0x4000
+MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0  # linux values; python's mmap module names none of them
 
 def _mmap(addr:int, size:int, prot:int, flags:int, fd:int, offset:int) -> int:
   ret = _libc.mmap(addr, size, prot, flags, fd, offset)
@@ -58,7 +58,7 @@ class KFDInterface:
 
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
     size = round_up(size, mmap.PAGESIZE)
-    va = _mmap(0, size, mmap.PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)  # reserve the address range
+    va = _mmap(0, size, PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)  # reserve the address range
     flags = kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kfd.KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | kfd.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
     flags |= (kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT | kfd.KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | kfd.KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED |
               kfd.KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC) if host_visible else kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM

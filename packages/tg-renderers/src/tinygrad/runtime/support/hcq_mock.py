@@ -19,10 +19,19 @@ class MockMemory:
     bisect.insort(self.starts, va)
     self.allocs[va] = mm
     return HCQBuffer(va, size, memoryview(mm)[:size])
-  def free(self, buf:HCQBuffer):
-    if buf.va not in self.allocs: raise MockGPUError(f"free of {buf.va:#x}, which is not the start of an allocation")
-    self.starts.remove(buf.va)
-    del self.allocs[buf.va]  # the mapping is closed when the last view of it goes
+  def map(self, va:int, backing):
+    """make host memory (a buffer) visible to the GPU at va, as a driver maps pages into the GPU's page tables"""
+    i = bisect.bisect_right(self.starts, va) - 1
+    if (i >= 0 and self.starts[i] + len(memoryview(self.allocs[self.starts[i]])) > va) or \
+       (i + 1 < len(self.starts) and self.starts[i + 1] < va + len(memoryview(backing))):
+      raise MockGPUError(f"GPU mapping of {len(memoryview(backing))} bytes at {va:#x} overlaps one already there")
+    bisect.insort(self.starts, va)
+    self.allocs[va] = backing
+  def free(self, buf:HCQBuffer): self.unmap(buf.va)
+  def unmap(self, va:int):
+    if va not in self.allocs: raise MockGPUError(f"unmap of {va:#x}, which is not the start of a mapping")
+    self.starts.remove(va)
+    del self.allocs[va]  # the backing is released when the last view of it goes
   def view(self, va:int, size:int|None=None) -> memoryview:
     """host view of GPU memory from va (to the end of its allocation when size is None)"""
     i = bisect.bisect_right(self.starts, va) - 1
@@ -51,7 +60,7 @@ class MockSystem:
       for gpu in [g for g in self.gpus if g not in self.faulted]:
         try: moved |= gpu.run()
         except MockGPUError:
-          self.faulted.add(gpu)
+          if not getattr(gpu, "isolates_faults", False): self.faulted.add(gpu)  # else the GPU stopped only what faulted
           raise
       ran |= moved
     return ran
