@@ -176,3 +176,14 @@ def test_tinyjit_replay_spans_devices_with_a_finalizer(name):
   second.copy_queue().signal(gate, 1).submit()
   first.timeline_signal.wait(g.last[first])
   assert second.timeline_signal.value >= g.last[second]
+
+def test_unmapping_memory_forgets_the_programs_decoded_from_it():
+  # a driver may map new memory at an address freed before (KFD does); a program decoded from the old pages must not run for the new
+  import mmap
+  from tinygrad.runtime.support.hcq_mock import MockMemory, EmulatedLaunches
+  mem = MockMemory(0)
+  launches = EmulatedLaunches(mem)
+  mem.map(0x10000, memoryview(mmap.mmap(-1, 0x2000)))
+  launches.programs[0x10100] = "decoded from the old pages"
+  mem.unmap(0x10000)
+  assert launches.programs == {}

@@ -1,4 +1,4 @@
-"""The AMD device: tg's HCQ core over the amdgpu kernel driver's KFD interface (or the mock driver under MOCKGPU=1). Kernels go to
+"""The AMD device: tg's HCQ core over the amdgpu kernel driver's KFD interface (served by the mock kernel driver under MOCKGPU=1). Kernels go to
 the compute queue as PM4 (dispatches run from command buffers through INDIRECT_BUFFER), copies to the SDMA queue."""
 from __future__ import annotations
 import json
@@ -55,12 +55,11 @@ class AMDProgram(HCQProgram):
 
 class AMDDevice(HCQCompiled):
   def __init__(self, device:str="AMD"):
+    from tinygrad.runtime.support.amd_kfd import KFDInterface
     if mockgpu():
-      from tinygrad.runtime.support.amd_mock import MockKFD
-      iface = MockKFD()
-    else:
-      from tinygrad.runtime.support.amd_kfd import KFDInterface
-      iface = KFDInterface(Device.parse(device).index)
+      from tinygrad.runtime.support.amd_mock import mock_kernel
+      iface = KFDInterface(Device.parse(device).index, mock_kernel())
+    else: iface = KFDInterface(Device.parse(device).index)
     renderer, compiler = Device.renderer_for(device)
     self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE"), iface.create_queue("COPY")
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))

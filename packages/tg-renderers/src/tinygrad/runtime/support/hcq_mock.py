@@ -13,6 +13,7 @@ class MockMemory:
   """allocations at GPU virtual addresses from `base` (64 KiB granules), each backed by an anonymous host mapping"""
   def __init__(self, base:int):
     self.next_va, self.starts, self.allocs = base, [], {}
+    self.unmapped: list = []  # callbacks (va, size) for what caches GPU memory (decoded programs): an address may be mapped anew
   def alloc(self, size:int) -> HCQBuffer:
     mm = mmap.mmap(-1, round_up(max(size, 1), mmap.PAGESIZE))
     va, self.next_va = self.next_va, self.next_va + round_up(len(mm), 1 << 16)
@@ -31,7 +32,8 @@ class MockMemory:
   def unmap(self, va:int):
     if va not in self.allocs: raise MockGPUError(f"unmap of {va:#x}, which is not the start of a mapping")
     self.starts.remove(va)
-    del self.allocs[va]  # the backing is released when the last view of it goes
+    size = len(memoryview(self.allocs.pop(va)))  # the backing is released when the last view of it goes
+    for fn in self.unmapped: fn(va, size)
   def view(self, va:int, size:int|None=None) -> memoryview:
     """host view of GPU memory from va (to the end of its allocation when size is None)"""
     i = bisect.bisect_right(self.starts, va) - 1
@@ -73,7 +75,11 @@ def mock_system(vendor:str, base:int) -> MockSystem:
 class EmulatedLaunches:
   """kernel launches on the PYTHON emulator: the program is read back from GPU memory (its code object's UOps), its arguments from the
   kernargs block (64-bit buffer addresses, then 32-bit ints), its buffers are views of GPU memory"""
-  def __init__(self, mem:MockMemory): self.mem, self.programs, self.launches = mem, {}, 0
+  def __init__(self, mem:MockMemory):
+    self.mem, self.programs, self.launches = mem, {}, 0
+    mem.unmapped.append(self._forget)
+  def _forget(self, va:int, size:int):
+    for addr in [a for a in self.programs if va <= a < va + size]: del self.programs[addr]
   def program(self, addr:int):
     if (prg := self.programs.get(addr)) is None:
       from tinygrad.runtime.ops_python import PythonProgram
