@@ -187,3 +187,8 @@ def test_unmapping_memory_forgets_the_programs_decoded_from_it():
   launches.programs[0x10100] = "decoded from the old pages"
   mem.unmap(0x10000)
   assert launches.programs == {}
+
+def test_amd_kernel_needing_scratch_is_refused_at_load():
+  dev = Device["AMD"]
+  with pytest.raises(RuntimeError, match="needs 48 bytes of scratch per work-item"):
+    dev.runtime("spilly", CodeObject("spilly", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "private_segment_size": 48}).pack())

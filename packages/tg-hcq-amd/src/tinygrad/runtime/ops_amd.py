@@ -45,6 +45,9 @@ class AMDProgram(HCQProgram):
     if not co.machine_code and not dev.iface.is_mock:
       raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
                          "renderer on hardware")
+    if (scratch := co.meta.get("private_segment_size", 0)) > 0:  # spills or a stack: the dispatch would need scratch memory set up
+      raise RuntimeError(f"{dev.device}: kernel {name} needs {scratch} bytes of scratch per work-item, and this version sets up no scratch "
+                         "memory (COMPUTE_TMPRING_SIZE and the scratch base): simplify the kernel (smaller upcasts) or use another device")
     self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
     self.mem.cpu_view()[:len(lib)] = lib
     super().__init__(dev, name, self.mem.va + HEADER)  # the code starts after the header, 256-byte aligned as COMPUTE_PGM_LO needs

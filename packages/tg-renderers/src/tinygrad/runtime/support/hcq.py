@@ -1,7 +1,8 @@
 """HCQ core (hardware command queues): what the AMD and NV devices share. They talk to the GPU as a driver's userspace part would:
 memory mapped into our address space, queue programs (tinygrad.uop.queue) selected into vendor packets and written into rings,
-doorbells, and 64-bit timeline signals in host-visible memory. Below it is a driver interface (`iface`): the kernel driver on real
-hardware, or a mock driver that executes the packet streams in python (MOCKGPU=1).
+doorbells, and 64-bit timeline signals in host-visible memory. Below it is a driver interface (`iface`: amd_kfd.KFDInterface,
+nv_rm.NVRMInterface) that talks to the kernel driver through ioctls and mmaps, on the real kernel or, under MOCKGPU=1, on a mock kernel
+driver whose GPUs execute the packet streams in python.
 
 The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
 what it can and says whether anything ran), is_mock."""
