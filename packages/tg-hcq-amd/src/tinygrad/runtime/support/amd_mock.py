@@ -37,7 +37,8 @@ class MockQueue:
       return list(self.mem.read(addr, f"<{n}I"))
     r = self._word()
     if r + n > self.wptr_seen // self.unit: raise MockGPUError(f"{self.kind}: packet of {n} words at ring word {r} runs past the write pointer")
-    return [self.mem.read(self.ring + 4 * ((r + i) % self.nwords), "<I")[0] for i in range(n)]
+    if (at := r % self.nwords) + n <= self.nwords: return list(self.mem.read(self.ring + 4 * at, f"<{n}I"))
+    return [self.mem.read(self.ring + 4 * ((r + i) % self.nwords), "<I")[0] for i in range(n)]  # the packet wraps the ring
   def consume(self, n:int):
     if self.ibs:
       self.ibs[-1][0] += 4 * n
