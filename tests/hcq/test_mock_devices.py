@@ -181,7 +181,7 @@ def test_unmapping_memory_forgets_the_programs_decoded_from_it():
   # a driver may map new memory at an address freed before (KFD does); a program decoded from the old pages must not run for the new
   import mmap
   from tinygrad.runtime.support.hcq_mock import MockMemory, EmulatedLaunches
-  mem = MockMemory(0)
+  mem = MockMemory()
   launches = EmulatedLaunches(mem)
   mem.map(0x10000, memoryview(mmap.mmap(-1, 0x2000)))
   launches.programs[0x10100] = "decoded from the old pages"

@@ -145,7 +145,7 @@ class MockKFDKernel(KFDHostOS):
   the real kernel's. Errors are OSErrors with errno and the reason, as the real ioctls raise them (less the reason)"""
   is_mock = True
   def __init__(self):
-    self.system = mock_system("AMD", 0)  # GPU mappings come from KFD at the host's addresses, none from the mock's own allocator
+    self.system = mock_system("AMD")
     self.gpus = [MockAMDGPU(i, self) for i in range(GPUS)]
     self.fds: dict[int, dict] = {}
     self.allocs: dict[int, dict] = {}  # handle -> va, size, gpu, backing, host-visible, mapped

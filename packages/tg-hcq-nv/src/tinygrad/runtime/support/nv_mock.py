@@ -28,7 +28,7 @@ class MockChannel:
   """a GPFIFO channel as the GPU sees it: GP entries at a GPU address, GPGet/GPPut in its USERD, the GPPut its last doorbell saw"""
   def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject):
     self.gpu, self.handle, self.gpfifo, self.entries, self.userd, self.group = gpu, handle, gpfifo, entries, userd, group
-    self.kind, self.put_seen, self.pos, self.dead = "CHANNEL", 0, 0, False
+    self.put_seen, self.pos, self.dead = 0, 0, False
     self.engines: set[int] = set()          # engine classes allocated on the channel
     self.bound: dict[int, int] = {}         # subchannel -> class, from SET_OBJECT
     self.regs: dict[tuple[int, int], int] = {}
@@ -142,7 +142,7 @@ class MockNVKernel(HostOS):
   real kernel's"""
   is_mock = True
   def __init__(self):
-    self.system = mock_system("NV", 0)  # GPU mappings come from UVM at the host's addresses, none from the mock's own allocator
+    self.system = mock_system("NV")
     self.gpus = [MockNVGPU(i, self) for i in range(GPUS)]
     self.fds: dict[int, dict] = {}
     self.objects: dict[int, RMObject] = {}

@@ -1,25 +1,18 @@
-"""What the mock drivers (MOCKGPU=1) share: GPU memory with its own virtual addresses backed by host mappings, and kernel launches
-run on the PYTHON emulator from the UOps a code object carries. The vendor mocks (tg-hcq-amd, tg-hcq-nv) decode their packet streams
-and call these."""
+"""What the mock drivers (MOCKGPU=1) share: the GPU's view of memory (host buffers the mock kernel driver mapped at GPU virtual
+addresses), the GPUs of one vendor in the process run together, and kernel launches run on the PYTHON emulator from the UOps a code
+object carries. The vendor mocks (tg-hcq-amd, tg-hcq-nv) serve their driver's ioctls, decode their packet streams and call these."""
 from __future__ import annotations
-import bisect, mmap, struct, time, weakref
-from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+import bisect, struct, time, weakref
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 
 class MockGPUError(RuntimeError):
   """the packet stream asked the mock GPU for something a GPU would fault on (bad packet, unmapped address)"""
 
 class MockMemory:
-  """allocations at GPU virtual addresses from `base` (64 KiB granules), each backed by an anonymous host mapping"""
-  def __init__(self, base:int):
-    self.next_va, self.starts, self.allocs = base, [], {}
+  """GPU virtual addresses -> the host buffers mapped there (the page tables a driver keeps for the GPU)"""
+  def __init__(self):
+    self.starts, self.allocs = [], {}
     self.unmapped: list = []  # callbacks (va, size) for what caches GPU memory (decoded programs): an address may be mapped anew
-  def alloc(self, size:int) -> HCQBuffer:
-    mm = mmap.mmap(-1, round_up(max(size, 1), mmap.PAGESIZE))
-    va, self.next_va = self.next_va, self.next_va + round_up(len(mm), 1 << 16)
-    bisect.insort(self.starts, va)
-    self.allocs[va] = mm
-    return HCQBuffer(va, size, memoryview(mm)[:size])
   def map(self, va:int, backing):
     """make host memory (a buffer) visible to the GPU at va, as a driver maps pages into the GPU's page tables"""
     i = bisect.bisect_right(self.starts, va) - 1
@@ -28,7 +21,6 @@ class MockMemory:
       raise MockGPUError(f"GPU mapping of {len(memoryview(backing))} bytes at {va:#x} overlaps one already there")
     bisect.insort(self.starts, va)
     self.allocs[va] = backing
-  def free(self, buf:HCQBuffer): self.unmap(buf.va)
   def unmap(self, va:int):
     if va not in self.allocs: raise MockGPUError(f"unmap of {va:#x}, which is not the start of a mapping")
     self.starts.remove(va)
@@ -40,7 +32,7 @@ class MockMemory:
     if i < 0: raise MockGPUError(f"GPU page fault: address {va:#x} is not mapped")
     start = self.starts[i]
     mv = memoryview(self.allocs[start])
-    off = va - start
+    if (off := va - start) >= len(mv): raise MockGPUError(f"GPU page fault: address {va:#x} is not mapped (past the mapping at {start:#x})")
     end = len(mv) if size is None else off + size
     if end > len(mv): raise MockGPUError(f"GPU page fault: {size} bytes at {va:#x} run past the allocation at {start:#x} ({len(mv)} bytes)")
     return mv[off:end]
@@ -53,7 +45,7 @@ class MockSystem:
   """what every mock GPU of one vendor in this process shares, as on a real host: one GPU virtual address space (KFD and UVM give a
   process one, its memory mapped into every GPU, so a queue on one GPU can wait on another's signal), and progress that runs every
   GPU (that wait is released by the other GPU's queue). A GPU that faulted stays stopped: the others run on"""
-  def __init__(self, base:int): self.mem, self.gpus, self.faulted = MockMemory(base), weakref.WeakSet(), weakref.WeakSet()
+  def __init__(self): self.mem, self.gpus, self.faulted = MockMemory(), weakref.WeakSet(), weakref.WeakSet()
   def progress(self) -> bool:
     """run every GPU's queues until nothing moves; True if any packet ran"""
     ran, moved = False, True
@@ -68,8 +60,8 @@ class MockSystem:
     return ran
 
 _systems: dict[str, MockSystem] = {}
-def mock_system(vendor:str, base:int) -> MockSystem:
-  if vendor not in _systems: _systems[vendor] = MockSystem(base)
+def mock_system(vendor:str) -> MockSystem:
+  if vendor not in _systems: _systems[vendor] = MockSystem()
   return _systems[vendor]
 
 class EmulatedLaunches:
