@@ -30,6 +30,45 @@ class Allocator:
   def _free(self, opaque, options:BufferSpec): pass  # most host memory is freed by the garbage collector
   def _copyin(self, dest, src:memoryview): raise NotImplementedError(f"{type(self).__name__} does not implement _copyin")
   def _copyout(self, dest:memoryview, src): raise NotImplementedError(f"{type(self).__name__} does not implement _copyout")
+  def free_cache(self): pass
+
+class LRUAllocator(Allocator):
+  """keeps freed memory for the next allocation of the same size and options: fresh memory pays a page fault per page on first touch (and
+  a device allocation per call), so a program that runs again reuses its buffers instead. Reused memory holds stale data, never zeros.
+  The cache holds at most LRU_BYTES (default 4 GiB), dropping what was freed longest ago; an allocation that fails empties the cache and
+  tries once more. LRU=0 turns it off; BufferSpec(nolru=True) and external memory are never cached."""
+  def __init__(self, dev:Any=None):
+    super().__init__(dev)
+    self.cache: dict[tuple[int, BufferSpec], list] = {}
+    self.cached_bytes, self.limit = 0, getenv("LRU_BYTES", 4 << 30) if getenv("LRU", 1) else 0
+  def alloc(self, size:int, options:BufferSpec|None=None):
+    if (kept := self.cache.get((size, options := options or self.default_buffer_spec))):
+      self.cached_bytes -= size
+      return kept.pop()
+    if size <= 0: return super().alloc(size, options)  # its error
+    try: return self._alloc(size, options)
+    except (MemoryError, OSError):
+      if not self.cached_bytes: raise
+      self.free_cache()
+      return self._alloc(size, options)
+  def free(self, opaque, size:int, options:BufferSpec|None=None):
+    options = options or self.default_buffer_spec
+    if options.nolru or options.external_ptr is not None or size > self.limit: return self._free(opaque, options)
+    self.cache.setdefault((size, options), []).append(opaque)
+    self.cached_bytes += size
+    while self.cached_bytes > self.limit: self._evict_oldest()
+  def _evict_oldest(self):
+    # dicts keep insertion order: the first key with memory left is the size freed longest ago (a close enough LRU)
+    key, kept = next((k, v) for k, v in self.cache.items() if v)
+    self._free(kept.pop(0), key[1])
+    self.cached_bytes -= key[0]
+    if not kept: del self.cache[key]
+  def free_cache(self):
+    """returns every cached buffer to the device"""
+    for (_, options), kept in self.cache.items():
+      for opaque in kept: self._free(opaque, options)
+    self.cache.clear()
+    self.cached_bytes = 0
 
 class Buffer:
   """`size` elements of `dtype` on `device`; memory comes on allocate(). A view (base=, offset= in bytes) shares its base's memory."""

@@ -3,11 +3,12 @@ called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
 import ctypes, hashlib, mmap, os, pathlib, time
 from concurrent.futures import ThreadPoolExecutor
-from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError, Device, DeviceError
+from tinygrad.device import BufferSpec, LRUAllocator, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 
-class CPUAllocator(Allocator):
-  """anonymous mmaps (page aligned, zero filled, returned to the OS when dropped); the handle is a ctypes byte array over one"""
+class CPUAllocator(LRUAllocator):
+  """anonymous mmaps (page aligned; returned to the OS when dropped from the cache), reused through the LRU cache: a fresh mmap's pages
+  fault on first touch (tens of ms per 64 MB in a VM); the handle is a ctypes byte array over one"""
   def _alloc(self, size:int, options:BufferSpec):
     if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
     return (ctypes.c_uint8 * size).from_buffer(mmap.mmap(-1, size))

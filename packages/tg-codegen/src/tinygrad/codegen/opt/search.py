@@ -74,7 +74,8 @@ def _scratch(ast:UOp, device:str) -> list:
   bounds"""
   from tinygrad.device import Buffer
   params = {u.arg.slot: u for u in ast.toposort() if u.op is Ops.PARAM and u.dtype is not None and u.arg.shape}
-  return [Buffer(device, max(1, prod(params[s].arg.shape)), params[s].dtype).ensure_allocated() for s in sorted(params)]
+  bufs = [Buffer(device, max(1, prod(params[s].arg.shape)), params[s].dtype).ensure_allocated() for s in sorted(params)]
+  return [b.copyin(memoryview(bytearray(b.nbytes))) for b in bufs]  # a cached buffer holds stale data
 
 def time_program(spec, lib, device:str, bufs:list, budget_s:float=0.5) -> float:
   """the best of a few runs, fewer for slow kernels (one run past budget_s)"""
