@@ -1,5 +1,6 @@
 """LRUAllocator (engine/device_base.py): freed memory is kept per (size, options) and handed to the next allocation of that size; the
-cache has a byte limit, empties itself when an allocation fails, and never holds external or nolru memory."""
+caches of all allocators share one byte limit, an allocator empties its own when an allocation fails, and none holds external or nolru
+memory."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
@@ -8,10 +9,9 @@ from tinygrad.dtype import dtypes
 from tinygrad.schedule.rangeify import create_schedule
 
 class CountingAllocator(LRUAllocator):
-  """host bytearrays; counts device allocations and frees, and fails the allocations listed in `fail`"""
-  def __init__(self, limit:int|None=None):
+  """host bytearrays; counts device allocations and frees, and fails the next `fail` allocations"""
+  def __init__(self):
     super().__init__()
-    if limit is not None: self.limit = limit
     self.allocs, self.frees, self.fail = 0, 0, 0
   def _alloc(self, size:int, options:BufferSpec):
     if self.fail:
@@ -20,6 +20,20 @@ class CountingAllocator(LRUAllocator):
     self.allocs += 1
     return bytearray(size)
   def _free(self, opaque, options:BufferSpec): self.frees += 1
+
+def _free_all_caches():
+  for owner in {id(o): o for o, _, _ in list(LRUAllocator.order.values())}.values(): owner.free_cache()
+
+@pytest.fixture
+def own_cache(monkeypatch):
+  """the test starts with every cache empty and a limit of its own, and leaves every cache empty"""
+  _free_all_caches()
+  monkeypatch.setattr(LRUAllocator, "limit", 1 << 20)
+  yield
+  _free_all_caches()
+  assert LRUAllocator.total == 0 and not LRUAllocator.order
+
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 def test_freed_memory_is_reused_for_the_same_size_and_options():
   a = CountingAllocator()
@@ -36,15 +50,16 @@ def test_external_and_nolru_memory_is_never_cached():
   a.free(bytearray(16), 16, BufferSpec(external_ptr=1234))
   assert a.frees == 2 and a.cached_bytes == 0 and not any(a.cache.values())
 
-def test_limit_drops_what_was_freed_longest_ago():
-  a = CountingAllocator(limit=100)
-  old, mid, new = a.alloc(40), a.alloc(30), a.alloc(40)
-  a.free(old, 40); a.free(mid, 30)
-  assert a.cached_bytes == 70 and a.frees == 0
-  a.free(new, 40)  # 110 > 100: the oldest (the first 40) goes back to the device
-  assert a.cached_bytes == 70 and a.frees == 1 and a.alloc(40) is new and a.alloc(30) is mid
-  a.free(a.alloc(200), 200)  # bigger than the whole cache: freed at once
-  assert a.frees == 2
+def test_limit_is_shared_and_drops_what_was_freed_longest_ago(monkeypatch):
+  monkeypatch.setattr(LRUAllocator, "limit", 100)
+  a, b = CountingAllocator(), CountingAllocator()
+  old, mid, new = a.alloc(40), b.alloc(30), a.alloc(40)
+  a.free(old, 40); b.free(mid, 30)
+  assert (a.cached_bytes, b.cached_bytes, LRUAllocator.total) == (40, 30, 70) and a.frees == b.frees == 0
+  a.free(new, 40)  # 110 > 100 over both allocators: the oldest (a's first 40) goes back to the device
+  assert LRUAllocator.total == 70 and a.frees == 1 and a.alloc(40) is new and b.alloc(30) is mid and LRUAllocator.total == 0
+  b.free(mid, 30); a.free(a.alloc(200), 200)  # bigger than the limit: freed at once, the rest stays
+  assert a.frees == 2 and b.frees == 0 and LRUAllocator.total == 30
 
 def test_failed_allocation_empties_the_cache_and_retries():
   a = CountingAllocator()
@@ -59,8 +74,10 @@ def test_free_cache_returns_everything():
   a = CountingAllocator()
   for m in [a.alloc(n) for n in (8, 8, 16)]: a.free(m, len(m))
   assert a.cached_bytes == 32
+  b = CountingAllocator()
+  b.free(b.alloc(8), 8)
   a.free_cache()
-  assert a.frees == 3 and a.cached_bytes == 0 and a.cache == {}
+  assert a.frees == 3 and a.cached_bytes == 0 and a.cache == {} and LRUAllocator.total == 8 and b.alloc(8) is not None and b.allocs == 1
 
 def test_cpu_reruns_allocate_nothing_new():
   x = Tensor(np.arange(1 << 16, dtype=np.float32)).realize()
