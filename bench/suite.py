@@ -118,7 +118,7 @@ elif __name__ == "__main__":
   print(json.dumps({"bench": "probe", **peak}))
   rows = workloads()
   cs = min(cold_start_s(sys.executable, NOCACHE) for _ in range(RUNS))
-  rows.append({"bench": "cold start (no compile cache)", "unit": "s", "tg": cs, "numpy": None, "torch": None, f"tg BEAM={BEAM}": None})
+  rows.append({"bench": "cold start (no compile cache)", "unit": "s", "tg": cs, "numpy": None, "torch": None} | ({f"tg BEAM={BEAM}": None} if BEAM else {}))
   up, up_cs = upstream_rows(UPSTREAM) if UPSTREAM else ({}, None)
   for r in rows:
     u = up.get(r["bench"], {})
