@@ -3,7 +3,7 @@ from dataclasses import dataclass
 from typing import Any
 from tinygrad.dtype import DType
 from tinygrad.plugins.spec import DeviceError, DeviceSpec, RendererSpec
-from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, Compiler, Compiled, CompileError  # noqa: F401  (re-exported)
+from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, LRUAllocator, Compiler, Compiled, CompileError  # noqa: F401  (re-exported)
 
 # *** Device registry: device names -> instances of classes that plugins name, imported and opened on first use ***
 

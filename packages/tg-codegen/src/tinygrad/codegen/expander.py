@@ -1,8 +1,8 @@
 """UPCAST and UNROLL axes -> straight-line code, before reductions are lowered. An UNROLL axis of a REDUCE becomes that many partial
-reductions (each its own accumulator, so no serial chain runs through the axis), combined pairwise after. An UPCAST axis of a store
+reductions (each its own accumulator, so no serial chain runs through the axis), combined in lane order after. An UPCAST axis of a store
 becomes one copy of the store per lane; lanes that read neighbouring addresses are what LLVM's SLP vectorizer packs into vectors."""
 from __future__ import annotations
-import itertools
+import functools, itertools
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 
@@ -10,16 +10,17 @@ def _lanes(x:UOp, rngs:tuple[UOp, ...]) -> list[UOp]:
   """x once per combination of values of rngs (constant ranges), first range slowest"""
   return [x.substitute({r: r.const_like(v) for r, v in zip(rngs, vals)}) for vals in itertools.product(*(range(r.src[0].arg) for r in rngs))]
 
-def _pairwise(xs:list[UOp], op) -> UOp:
-  while len(xs) > 1: xs = [xs[i].alu(op, xs[i+1]) if i+1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
-  return xs[0]
+def _in_lane_order(xs:list[UOp], op) -> UOp:
+  """((x0 op x1) op x2) op ...: LLVM's SLP vectorizer reads that chain as an ordered reduction of one vector, so the accumulators become
+  whole vectors (a pairwise tree made it pack them two by two, with shuffles in the loop). The chain runs once, after the loop"""
+  return functools.reduce(lambda a, b: a.alu(op, b), xs)
 
 def _is(t:AxisType): return lambda r: r.op is Ops.RANGE and r.arg[1] is t
 
 def _unroll_reduce(red:UOp) -> UOp|None:
   if not (unr := tuple(filter(_is(AxisType.UNROLL), red.src[1:]))): return None
   rest = tuple(r for r in red.src[1:] if r not in unr)
-  return _pairwise([x.reduce(*rest, op=red.arg) for x in _lanes(red.src[0], unr)], red.arg)
+  return _in_lane_order([x.reduce(*rest, op=red.arg) for x in _lanes(red.src[0], unr)], red.arg)
 
 def _upcast_end(e:UOp) -> UOp|None:
   if not (up := tuple(filter(_is(AxisType.UPCAST), e.src[1:]))): return None

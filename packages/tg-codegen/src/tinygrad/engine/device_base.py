@@ -1,6 +1,6 @@
 """What every device is made of: Buffer (typed memory on a device), Allocator, Compiler (with the disk cache) and Compiled."""
 from __future__ import annotations
-import functools, pickle
+import collections, functools, pickle
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.dtype import DType
@@ -30,6 +30,57 @@ class Allocator:
   def _free(self, opaque, options:BufferSpec): pass  # most host memory is freed by the garbage collector
   def _copyin(self, dest, src:memoryview): raise NotImplementedError(f"{type(self).__name__} does not implement _copyin")
   def _copyout(self, dest:memoryview, src): raise NotImplementedError(f"{type(self).__name__} does not implement _copyout")
+  def free_cache(self): pass
+
+class LRUAllocator(Allocator):
+  """keeps freed memory for the next allocation of the same size and options: fresh memory pays a page fault per page on first touch (and
+  a device allocation per call), so a program that runs again reuses its buffers instead. Reused memory holds stale data, never zeros.
+  All LRU allocators of the process together keep at most LRU_BYTES (default 1 GiB), dropping what was freed longest ago; an allocation
+  that fails empties its allocator's cache and tries once more. LRU=0 turns it off; BufferSpec(nolru=True) and external memory are
+  never cached."""
+  # every cached buffer of every LRU allocator, freed longest ago first: id(opaque) -> (allocator, (size, options), opaque)
+  order: collections.OrderedDict[int, tuple[LRUAllocator, tuple[int, BufferSpec], Any]] = collections.OrderedDict()
+  total = 0
+  limit = getenv("LRU_BYTES", 1 << 30) if getenv("LRU", 1) else 0
+  def __init__(self, dev:Any=None):
+    super().__init__(dev)
+    self.cache: dict[tuple[int, BufferSpec], list] = {}
+    self.cached_bytes = 0
+  def alloc(self, size:int, options:BufferSpec|None=None):
+    if (kept := self.cache.get(key := (size, options or self.default_buffer_spec))):
+      self._forget(key, opaque := kept[-1])
+      return opaque
+    if size <= 0: return super().alloc(size, key[1])  # its error
+    try: return self._alloc(size, key[1])
+    except (MemoryError, OSError):
+      if not self.cached_bytes: raise
+      self.free_cache()
+      return self._alloc(size, key[1])
+  def free(self, opaque, size:int, options:BufferSpec|None=None):
+    options = options or self.default_buffer_spec
+    if options.nolru or options.external_ptr is not None or size > self.limit: return self._free(opaque, options)
+    self.cache.setdefault(key := (size, options), []).append(opaque)
+    LRUAllocator.order[id(opaque)] = (self, key, opaque)
+    self.cached_bytes += size
+    LRUAllocator.total += size
+    while LRUAllocator.total > self.limit:
+      owner, old_key, old = next(iter(LRUAllocator.order.values()))
+      owner._forget(old_key, old)
+      owner._free(old, old_key[1])
+  def _forget(self, key:tuple[int, BufferSpec], opaque):
+    """take opaque out of the cache (it is handed out or freed)"""
+    kept = self.cache[key]
+    kept.pop(next(i for i in range(len(kept) - 1, -1, -1) if kept[i] is opaque))
+    if not kept: del self.cache[key]
+    del LRUAllocator.order[id(opaque)]
+    self.cached_bytes -= key[0]
+    LRUAllocator.total -= key[0]
+  def free_cache(self):
+    """returns every buffer this allocator keeps to the device"""
+    for key, kept in list(self.cache.items()):
+      for opaque in list(kept):
+        self._forget(key, opaque)
+        self._free(opaque, key[1])
 
 class Buffer:
   """`size` elements of `dtype` on `device`; memory comes on allocate(). A view (base=, offset= in bytes) shares its base's memory."""

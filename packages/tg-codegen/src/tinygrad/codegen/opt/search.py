@@ -81,7 +81,7 @@ def _scratch(ast:UOp, device:str) -> list:
   from tinygrad.device import Buffer
   params = {u.arg.slot: u for u in ast.toposort() if u.op is Ops.PARAM and u.dtype is not None and u.arg.shape}
   bufs = [Buffer(device, max(1, prod(params[s].arg.shape)), params[s].dtype).ensure_allocated() for s in sorted(params)]
-  for b in bufs: b.copyin(memoryview(bytearray(b.nbytes)))
+  for b in bufs: b.copyin(memoryview(bytearray(b.nbytes)))  # a cached buffer holds stale data
   return bufs
 
 def time_program(spec, lib, device:str, bufs:list, budget_s:float=0.5, cutoff_s:float=math.inf) -> float:

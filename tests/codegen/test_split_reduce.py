@@ -1,0 +1,69 @@
+"""A large reduce with a small output runs as two kernels (schedule/split_reduce.py): partial results over chunks, then the partials.
+Results against numpy for odd sizes (a tail past the last whole chunk), several reduced axes, every reduce op and several dtypes."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.helpers import Context
+from tinygrad.schedule.rangeify import create_schedule
+from tinygrad.schedule.split_reduce import partial_count
+
+def _kernels(t:Tensor) -> list:
+  return [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
+
+def test_partial_count():
+  assert partial_count(1, 1 << 24) == 256
+  assert partial_count(4, 1 << 24) == 64       # outputs x chunks stay about 256
+  assert partial_count(1, 1 << 14) == 1        # short: one loop is fine
+  assert partial_count(256, 1 << 24) == 1      # outputs enough to share out already
+  assert partial_count(1, 40_000) == 9         # each chunk at least 4096 elements
+
+def test_full_sum_is_two_kernels():
+  t = Tensor(np.ones(1 << 20, np.float32))
+  first, second = _kernels(t.sum())
+  assert first.bufs[0].arg.shape == (256,) and second.bufs[0].arg.shape == (1,)
+  with Context(SPLIT_REDUCE=0): assert len(_kernels(t.sum())) == 1
+
+def test_small_or_wide_reduce_is_one_kernel():
+  assert len(_kernels(Tensor(np.ones(1000, np.float32)).sum())) == 1
+  assert len(_kernels(Tensor(np.ones((512, 4096), np.float32)).sum(1))) == 1  # softmax-like rows: threads split the rows
+
+@pytest.mark.parametrize("n", [1 << 16, 65537, 100_003, (1 << 20) + 255])
+def test_sum_odd_sizes(device, n):
+  x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+  np.testing.assert_allclose(Tensor(x, device=device).sum().numpy(), x.astype(np.float64).sum(), rtol=1e-5, atol=1e-3)
+
+@pytest.mark.parametrize("op", ["max", "min", "prod"])
+def test_other_ops_with_a_tail(op):
+  rng = np.random.default_rng(1)
+  x = rng.uniform(0.999, 1.001, 70_001).astype(np.float32) if op == "prod" else rng.standard_normal(70_001).astype(np.float32)
+  x[-1] = 5.0 if op == "max" else -5.0 if op == "min" else x[-1]  # the extreme sits in the tail
+  np.testing.assert_allclose(getattr(Tensor(x), op)().numpy(), getattr(x.astype(np.float64), op)(), rtol=1e-4)
+
+def test_int_and_bool_reduces_exact():
+  x = np.random.default_rng(2).integers(-1000, 1000, 99_991).astype(np.int32)
+  assert Tensor(x).sum().item() == int(x.astype(np.int64).sum())
+  assert Tensor(x).max().item() == int(x.max())
+  b = np.zeros(99_991, bool)
+  assert not Tensor(b).any().item() and Tensor(~b).all().item()
+  b[-3] = True
+  assert Tensor(b).any().item() and not Tensor(~b).all().item()
+
+def test_half_sum_accumulates_in_float():
+  x = np.random.default_rng(3).uniform(0, 1, 65_539).astype(np.float16)
+  out = Tensor(x).sum()
+  assert out.dtype == dtypes.float16
+  np.testing.assert_allclose(float(out.numpy()), x.astype(np.float64).sum(), rtol=2e-3)
+
+def test_column_sums_and_several_axes():
+  rng = np.random.default_rng(4)
+  x = rng.standard_normal((40_009, 3)).astype(np.float32)  # reduce over the leading axis, 3 outputs
+  np.testing.assert_allclose(Tensor(x).sum(0).numpy(), x.astype(np.float64).sum(0), rtol=1e-4, atol=1e-3)
+  y = rng.standard_normal((257, 2, 131)).astype(np.float32)  # two reduced axes around a kept one, keepdim
+  np.testing.assert_allclose(Tensor(y).max((0, 2), keepdim=True).numpy(), y.max((0, 2), keepdims=True))
+  np.testing.assert_allclose(Tensor(y).sum((0, 2)).numpy(), y.astype(np.float64).sum((0, 2)), rtol=1e-4, atol=1e-3)
+
+def test_split_sum_inside_a_bigger_graph():
+  # the total is broadcast back: the partials, the total and the elementwise kernel
+  x = np.random.default_rng(5).standard_normal(1 << 17).astype(np.float32)
+  np.testing.assert_allclose((Tensor(x) - Tensor(x).mean()).numpy(), x - x.astype(np.float64).mean(), atol=1e-5)
+  np.testing.assert_allclose(Tensor(x).exp().sum().numpy(), np.exp(x.astype(np.float64)).sum(), rtol=1e-5)
