@@ -1,5 +1,6 @@
 """Ops.MULACC, a*b+c rounded once (fused multiply-add): the python emulator's exact dtype.fma against exact rationals, every target
-that declares the op against the same oracle, bit for bit, and the rewrite that forms it only where a target declares it."""
+that declares the op against the same oracle, bit for bit, and the rewrite that forms it only with FMA=1 and only where a target declares
+it."""
 import math, random
 from fractions import Fraction
 import numpy as np
@@ -10,6 +11,7 @@ from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes, fma
 from tinygrad.codegen import get_program
+from tinygrad.helpers import Context
 from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.renderer.host_cpu import has_fma, host_has_fma
 from tinygrad.renderer.llvmir import LLVMRenderer
@@ -99,6 +101,11 @@ def _kernel_ops(dt, renderer) -> set:
   ast = [it for it in create_schedule([(a * b + c).uop])[0] if it.kind == "kernel"][-1].ast
   return {u.op for u in get_program(ast, renderer).uops}
 
+def test_not_formed_by_default():
+  assert Ops.MULACC not in _kernel_ops(dtypes.float32, PythonRenderer())
+  if host_has_fma(): assert Ops.MULACC in LLVMRenderer().code_for_op and Ops.MULACC not in _kernel_ops(dtypes.float32, LLVMRenderer())
+
+@Context(FMA=1)
 def test_formed_only_where_declared(monkeypatch):
   assert Ops.MULACC in _kernel_ops(dtypes.float32, PythonRenderer())
   assert Ops.MULACC not in _kernel_ops(dtypes.float16, PythonRenderer())  # computed in float32 and rounded to 16 bits: not one rounding
@@ -113,12 +120,13 @@ def test_formed_only_where_declared(monkeypatch):
   assert Ops.MULACC in _kernel_ops(dtypes.float32, LLVMRenderer())
 
 @np.errstate(all="ignore")
-def test_tensor_a_times_b_plus_c_is_what_the_target_computes(device):
+@pytest.mark.parametrize("fma_switch", [0, 1], ids=["FMA=0", "FMA=1"])
+def test_tensor_a_times_b_plus_c_is_what_the_target_computes(device, fma_switch):
   # each device computes exactly what its kernel says: one rounding where its renderer forms MULACC, two where it does not
   xs = cases(np.float32, 300, seed=2)
   a, b, c = (np.array([x[i] for x in xs], np.float32) for i in range(3))
-  got = (Tensor(a, device=device) * Tensor(b, device=device) + Tensor(c, device=device)).numpy()
-  fused = Ops.MULACC in Device[device].renderer.code_for_op
+  with Context(FMA=fma_switch): got = (Tensor(a, device=device) * Tensor(b, device=device) + Tensor(c, device=device)).numpy()
+  fused = fma_switch == 1 and Ops.MULACC in Device[device].renderer.code_for_op
   want = [oracle(*x, np.float32) if fused else float(np.float32(np.float32(x[0]) * np.float32(x[1])) + np.float32(x[2])) for x in xs]
   bad = [(x, g, w) for x, g, w in zip(xs, got.tolist(), want) if not same(g, w)]
   assert not bad, bad[:5]

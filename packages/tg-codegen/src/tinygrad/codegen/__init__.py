@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, KernelInfo, sint, sym_infer
 from tinygrad.helpers import DEBUG, TRANSCENDENTAL, NOOPT, BEAM, to_function_name, prod, all_int
-from tinygrad.codegen.lowering import rewrite_to_program
+from tinygrad.codegen.lowering import rewrite_to_program, FMA
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.codegen.opt import THREADS
@@ -84,10 +84,10 @@ def get_program(ast:UOp, renderer) -> ProgramSpec:
   return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin, items), glob, local)
 
 def get_program_cached(ast:UOp, renderer) -> ProgramSpec:
-  """get_program memoised per AST and renderer, and per switch that changes what lowering emits (TRANSCENDENTAL, NOOPT, THREADS, BEAM)"""
-  return _get_program_memo(ast, renderer, TRANSCENDENTAL.value, NOOPT.value, THREADS.value, BEAM.value)
+  """get_program memoised per AST and renderer, and per switch that changes what lowering emits (TRANSCENDENTAL, NOOPT, THREADS, BEAM, FMA)"""
+  return _get_program_memo(ast, renderer, TRANSCENDENTAL.value, NOOPT.value, THREADS.value, BEAM.value, FMA.value)
 
 @functools.lru_cache(maxsize=4096)
-def _get_program_memo(ast:UOp, renderer, transcendental:int, noopt:int, threads:int, beam:int) -> ProgramSpec: return get_program(ast, renderer)
+def _get_program_memo(ast:UOp, renderer, transcendental:int, noopt:int, threads:int, beam:int, fma:int) -> ProgramSpec: return get_program(ast, renderer)
 
 __all__ = ["ProgramSpec", "get_program", "get_program_cached"]

@@ -6,6 +6,7 @@ import itertools, math
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, AddrSpace
+from tinygrad.helpers import ContextVar
 from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
 from tinygrad.codegen.expander import expand
@@ -125,9 +126,13 @@ pm_one_trip = PatternMatcher([
   (UPat(Ops.RANGE, name="r"), lambda r: r.const_like(0) if _one_trip(r) else None),
 ])
 
-# a*b+c -> MULACC(a, b, c), rounded once (a fused multiply-add), on targets that declare it: half the instructions of a matmul's inner
-# loop. Only for float32/float64, which those targets compute natively; the result differs from two roundings, so it is formed by the same
-# rule wherever the target has the op, and the PYTHON emulator computes it exactly (dtype.fma)
+# a*b+c -> MULACC(a, b, c), rounded once (a fused multiply-add), with FMA=1 on targets that declare it: half the instructions of a
+# matmul's inner loop. Only for float32/float64, which those targets compute natively; the result differs from two roundings, so it is
+# formed by the same rule wherever the target has the op, and the PYTHON emulator computes it exactly (dtype.fma).
+# Off by default: on the host CPU LLVM's SLP vectorizer packs fmul+fadd lanes into vector ops but left the train step's scalar-tiled
+# llvm.fma lanes scalar (conv weight gradient 18 -> 59 ms), and on CPUs with add pipes beside the FMA pipes (Zen) a fused multiply-add
+# raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md)
+FMA = ContextVar("FMA", 0)
 pm_mulacc = PatternMatcher([
   (UPat(Ops.ADD, (dtypes.float32, dtypes.float64), [UPat(Ops.MUL, name="m"), UPat.var("c")], name="x"),
    lambda x, m, c: UOp(Ops.MULACC, x.dtype, (*m.src, c))),
@@ -145,4 +150,4 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(sink, symbolic, name="program", memo="_simplified")
   sink = lower_weak(sink)
-  return graph_rewrite(sink, pm_mulacc, name="mulacc") if renderer is not None and Ops.MULACC in renderer.code_for_op else sink
+  return graph_rewrite(sink, pm_mulacc, name="mulacc") if FMA.value and renderer is not None and Ops.MULACC in renderer.code_for_op else sink
