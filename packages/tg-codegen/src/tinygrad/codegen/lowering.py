@@ -8,7 +8,9 @@ from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
+from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.expander import expand
+from tinygrad.codegen.grouping import lower_groups
 
 def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
   """for every node, the RANGEs it depends on that no END between it and them has closed"""
@@ -20,8 +22,6 @@ def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
     ret[u] = s
   return ret
 
-_IDENTITY = {Ops.ADD: 0, Ops.MUL: 1}
-
 def lower_reduces(sink:UOp) -> UOp:
   """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first."""
   slot = itertools.count(max([u.arg.slot+1 for u in sink.toposort() if u.op is Ops.BUFFER], default=0))
@@ -29,8 +29,7 @@ def lower_reduces(sink:UOp) -> UOp:
     val, rngs, op = r.src[0], r.src[1:], r.arg
     outer = sorted(open_ranges(val)[val] - set(rngs), key=lambda x: x.arg)
     acc = UOp.placeholder((1,), r.dtype, next(slot), addrspace=AddrSpace.REG)
-    ident = _IDENTITY.get(op, -math.inf if dtypes.is_float(r.dtype) else dtypes.min(r.dtype))
-    init = acc.after(*outer)[0].store(ident)
+    init = acc.after(*outer)[0].store(reduce_identity(op, r.dtype))
     cur = acc.after(init, *rngs)
     upd = cur[0].store(cur[0].load().alu(op, val))
     return acc.after(upd.end(*rngs))[0].load()
@@ -130,7 +129,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.transcendental import lower_transcendental
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
-  sink = expand(optimize(sink, renderer))
+  sink = lower_groups(expand(optimize(sink, renderer)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
