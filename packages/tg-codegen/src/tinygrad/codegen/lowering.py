@@ -92,9 +92,14 @@ pm_decompose = PatternMatcher([
   (UPat(Ops.FLOORMOD, src=(UPat.var("a"), UPat.var("b"))), _floormod),
   (UPat((Ops.CDIV, Ops.CMOD), src=(UPat.var("a"), UPat.var("b")), name="d"), _safe_divisor),
   (UPat(Ops.POW, src=(UPat.var("a"), UPat.var("b"))), _pow),
-  # an ungated load whose gate folded to True
+]) + (pm_true_gates := PatternMatcher([
+  # a gated load or store whose gate folded to True (padding where the padded part is known not to be reached)
   (UPat(Ops.LOAD, src=(UPat.var("i"), UPat(), UPat.const(dtypes.bool, True))), lambda i: i.load()),
-])
+  (UPat(Ops.STORE, src=(UPat.var("i"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda i, v: i.store(v)),
+  # where(g, load gated by g with alt a, a) is that load: a padded reduce whose identity is what the gated load reads
+  (UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat.var("a"))),
+   lambda g, ld, a: ld if len(ld.src) == 3 and ld.src[2] is g and ld.src[1] is a else None),
+]))
 
 def _index_dtype(sink:UOp):
   return dtypes.int64 if any(u.dtype is dtypes.weakint and not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in sink.toposort()) else dtypes.int32
@@ -134,5 +139,5 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
-  sink = graph_rewrite(sink, symbolic, name="program", memo="_simplified")
+  sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")
   return lower_weak(sink)
