@@ -99,6 +99,9 @@ def test_a_group_shares_one_buffer_and_barrier():
   local = [u for u in spec.uops if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.LOCAL]
   assert spec.local_size == (16, 1, 1) and spec.global_size == (2, 1, 1)
   assert [u.arg.shape for u in local] == [(64,)] and sum(u.op is Ops.BARRIER for u in spec.uops) == 1
+  # every item has the 4 results, the first one stores them: an in-place update (out[i] += sum) must not run once per item
+  ifs = [u for u in spec.uops if u.op is Ops.IF]
+  assert len(ifs) == 4 and all(i.src[0].op is Ops.CMPEQ and i.src[0].src[0].op is Ops.SPECIAL and i.src[0].src[0].arg == "lidx0" for i in ifs)
 
 @pytest.mark.parametrize("opts, msg", [
   ([Opt(GR, 0, 2)], "GROUP splits a REDUCE axis, axis 0 is LOOP"),
@@ -123,3 +126,6 @@ def test_tensor_reductions_use_groups(dev, request):
   np.testing.assert_allclose(t.sum().numpy(), x.sum(), rtol=1e-4)
   np.testing.assert_allclose(t.max(1).numpy(), x.max(1))
   np.testing.assert_allclose((t.exp() * 0.5).mean(1).numpy(), (np.exp(x) * 0.5).mean(1), rtol=1e-4)
+  acc = Tensor([1.0, 2.0, 3.0], device=dev).contiguous().realize()
+  acc.assign(acc + t.sum(1)).realize()
+  np.testing.assert_allclose(acc.numpy(), np.array([1.0, 2.0, 3.0]) + x.sum(1), rtol=1e-4)

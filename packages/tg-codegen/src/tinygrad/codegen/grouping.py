@@ -1,10 +1,11 @@
 """GROUP_REDUCE ranges (the GROUP/GROUPTOP opts) -> a reduction shared by the items of a work group. REDUCE(x, r, g) with g a GROUP_REDUCE
 range becomes: each item reduces its share, partial = REDUCE(x, r); it stores the partial in a LOCAL buffer at its slot (its LOCAL and
 GROUP_REDUCE ids); a BARRIER; then every item reduces the group's partials from LOCAL memory in a loop over the slots of g. The upcast lanes
-of one reduce (copies after codegen/expander.py) share one buffer and one barrier. When the reduce sits inside a loop, a barrier before the
+of one reduce (copies after codegen/expander.py) share one buffer and one barrier; the first item of the group stores the results. When the reduce sits inside a loop, a barrier before the
 store keeps an item from overwriting partials another item still reads from the previous trip. A target without work items runs g as
 one more loop of the reduce."""
 from __future__ import annotations
+import functools
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import AddrSpace, dtypes
@@ -50,6 +51,7 @@ def lower_groups(sink:UOp, renderer) -> UOp:
   if not (todo := grouped(sink)): return sink
   if renderer is None or not renderer.has_local:
     return sink.substitute({g: g.replace(arg=(g.arg[0], AxisType.REDUCE)) for u in todo for g in _groups(u)})
+  first = {g: None for u in todo for g in _groups(u)}
   while todo:
     # innermost first: a grouped reduce whose value feeds another one is lowered before it
     pending = set(todo)
@@ -57,4 +59,13 @@ def lower_groups(sink:UOp, renderer) -> UOp:
     key = lambda u: (_groups(u), u.arg, u.dtype)
     sink = sink.substitute(_lower_bucket(sink, [u for u in inner if key(u) == key(inner[0])]))
     todo = grouped(sink)
-  return sink
+  # every item of a group has the result: only the first stores it (an in-place update, out[i] = out[i] + sum, must run once)
+  lead = functools.reduce(lambda a, b: a & b, [g.eq(0) for g in first])
+  return sink.substitute({u: u.replace(src=u.src[:2] + ((lead if len(u.src) < 3 else u.src[2] & lead),)) for u in sink.toposort()
+                          if u.op is Ops.STORE and _base(u.src[0]).op is Ops.PARAM})
+
+def _base(x:UOp) -> UOp:
+  """the buffer an INDEX (or a buffer) addresses, through AFTER"""
+  if x.op is Ops.INDEX: x = x.src[0]
+  while x.op is Ops.AFTER: x = x.src[0]
+  return x
