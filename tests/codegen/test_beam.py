@@ -1,5 +1,6 @@
 """BEAM=N (codegen/opt/search.py): every opt list the search may time gives numpy's results, on fuzzed kernels, on the CPU (LLVM) and on
-the PYTHON emulator (which runs work groups: LOCAL and GROUP opts are reachable there); the search returns a list it timed, caches it on disk and a second search of the same kernel times nothing."""
+the PYTHON emulator (which runs work groups: LOCAL and GROUP opts are reachable there); the search returns a list it
+timed, caches it on disk and a second search of the same kernel times nothing."""
 import pathlib, random, sys
 import numpy as np
 import pytest

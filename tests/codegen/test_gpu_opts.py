@@ -30,7 +30,8 @@ def test_grid_opts_match_numpy(k, opts, grid):
                                      # 1009 is prime: padded to 1024 (1.5% waste) for a group of 256
                                      (row_reduce(4, 1009), [Opt(G, 0, 4), Opt(P, 1, 256), Opt(GR, 1, 256), Opt(N, 1, 4)]),
                                      # enough rows to fill the grid by themselves: no group
-                                     (row_reduce(16384, 8), [Opt(G, 0, 16384), Opt(L, 0, 256), Opt(N, 1, 4)])], ids=["mm", "tiny", "sum", "prime", "tall"])
+                                     (row_reduce(16384, 8), [Opt(G, 0, 16384), Opt(L, 0, 256), Opt(N, 1, 4)])],
+                         ids=["mm", "tiny", "sum", "prime", "tall"])
 def test_heuristic_makes_a_grid(k, want):
   (ast, ins), ref = k
   assert hand_coded_opts(ast, PythonRenderer()) == want

@@ -1,9 +1,9 @@
 """GROUP_REDUCE ranges (the GROUP/GROUPTOP opts) -> a reduction shared by the items of a work group. REDUCE(x, r, g) with g a GROUP_REDUCE
 range becomes: each item reduces its share, partial = REDUCE(x, r); it stores the partial in a LOCAL buffer at its slot (its LOCAL and
 GROUP_REDUCE ids); a BARRIER; then every item reduces the group's partials from LOCAL memory in a loop over the slots of g. The upcast lanes
-of one reduce (copies after codegen/expander.py) share one buffer and one barrier; the first item of the group stores the results. When the reduce sits inside a loop, a barrier before the
-store keeps an item from overwriting partials another item still reads from the previous trip. A target without work items runs g as
-one more loop of the reduce."""
+of one reduce (copies after codegen/expander.py) share one buffer and one barrier; the first item of the group stores the results. When the
+reduce sits inside a loop, a barrier before the store keeps an item from overwriting partials another item still reads from the previous
+trip. A target without work items runs g as one more loop of the reduce."""
 from __future__ import annotations
 import functools
 from tinygrad.uop import Ops, AxisType

@@ -1,13 +1,14 @@
-"""Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an
-output or reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt)
-+ r_inner, each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see
-codegen/gpudims.py) and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. SWAP(a, b) exchanges the loop order
-of two output axes (amt is the other axis): a matmul whose inner loop walks a column panel of B runs the row tiles innermost, so the
-panel stays in cache between them. GROUP and GROUPTOP split a REDUCE axis across the items of a work group (GROUP_REDUCE: the inner
-part, neighbouring items reading neighbouring elements; GROUPTOP the outer part, each item a contiguous block); each item reduces its share
-and codegen/grouping.py combines the partials through LOCAL memory. PADTO rounds an axis up to a multiple of amt so an UPCAST, UNROLL or
-LOCAL can divide it: loads and stores of the padded indices are gated off and a padded reduce adds its identity. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order; a split
-keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
+"""Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an output or
+reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt) + r_inner,
+each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see codegen/gpudims.py)
+and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. SWAP(a, b) exchanges the loop order of two output axes (amt
+is the other axis): a matmul whose inner loop walks a column panel of B runs the row tiles innermost, so the panel stays in cache between
+them. GROUP and GROUPTOP split a REDUCE axis across the items of a work group (GROUP_REDUCE: the inner part, neighbouring items reading
+neighbouring elements; GROUPTOP the outer part, each item a contiguous block); each item reduces its share and codegen/grouping.py combines
+the partials through LOCAL memory. PADTO rounds an axis up to a multiple of amt so an UPCAST, UNROLL or LOCAL can divide it: loads and
+stores of the padded indices are gated off and a padded reduce adds its identity. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes
+then the REDUCE axes, in loop order; a split keeps the part that stays splittable at its axis number, so an opt list reads against the
+kernel it is applied to in order."""
 from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -31,8 +32,8 @@ class OptError(ValueError):
 
 OUTPUT, REDUCE = (AxisType.LOOP, AxisType.GLOBAL), (AxisType.REDUCE,)
 # loop order after every opt: threads outermost, unrolled lanes innermost (they become straight-line code)
-_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.REDUCE: 3, AxisType.UPCAST: 4,
-          AxisType.UNROLL: 5}
+_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.REDUCE: 3,
+          AxisType.UPCAST: 4,          AxisType.UNROLL: 5}
 MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x unroll lanes of a kernel (code size)
 # a work group: items (LOCAL x GROUP_REDUCE) and LOCAL memory for the partials, limits every renderer with work items meets (OpenCL's
 # minimum local memory is 32 KiB; its local_max here is 256 per dim)
@@ -81,7 +82,8 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   if opt.op is OptOps.PADTO:
     if opt.amt < 2 or n == 0 or n % opt.amt == 0:
       raise OptError(f"{opt}: PADTO rounds the axis size {n} up to a multiple of {opt.amt}: it must be at least 2 and not divide {n}")
-    if (padded := -(-n // opt.amt) * opt.amt) > 2 * n: raise OptError(f"{opt}: padding axis {opt.axis} from {n} to {padded} more than doubles its work")
+    if (padded := -(-n // opt.amt) * opt.amt) > 2 * n:
+      raise OptError(f"{opt}: padding axis {opt.axis} from {n} to {padded} more than doubles its work")
     return r
   if opt.amt < 2 or opt.amt > n or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
@@ -135,7 +137,8 @@ def apply_opt(ast:UOp, opt:Opt) -> UOp:
     rest = r.replace(src=(r.src[0].const_like(n // opt.amt),))
     new = (rest * opt.amt + part, [rest, part])
   ret = _renumber(graph_rewrite(ast, pm_split, ctx={r: new}, bottom_up=True, name="opt split"))
-  if (b := shared_bytes(ret)) > MAX_SHARED_BYTES: raise OptError(f"{opt}: the grouped reduces need {b} bytes of LOCAL memory, at most {MAX_SHARED_BYTES}")
+  if (b := shared_bytes(ret)) > MAX_SHARED_BYTES:
+    raise OptError(f"{opt}: the grouped reduces need {b} bytes of LOCAL memory, at most {MAX_SHARED_BYTES}")
   return ret
 
 def apply_opts(ast:UOp, opts:list[Opt]|tuple[Opt, ...]) -> UOp:

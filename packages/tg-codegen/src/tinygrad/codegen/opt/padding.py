@@ -33,7 +33,8 @@ def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
   for u in ast.toposort():
     nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
     if u.op is Ops.LOAD and u in opened:
-      nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)))
+      alt, gate = nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)
+      nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], alt, gate))
     elif u.op is Ops.STORE and (u in opened or u in in_loop):
       nu = nu.replace(src=nu.src[:2] + (_gate(valid, nu.src[2] if len(nu.src) > 2 else None),))
     elif u.op is Ops.REDUCE and new in u.src[1:]:
