@@ -69,3 +69,42 @@ def test_search_caches_its_winner(tmp_path, monkeypatch, renderer):
   np.testing.assert_allclose(run(apply_opts(ast, opts), ins, 256), ref(*ins), rtol=1e-4, atol=1e-4)
   compiled.clear()
   assert search.beam_search(ast, renderer, 2) == opts and compiled == []  # the disk cache answers: nothing compiled or timed
+
+def _tensor_programs(dev:str):
+  """scheduler-made kernels of odd sizes: nested reduces (softmax), an index reduce (argmax), a conv, a scan, a gather, an in-place update"""
+  from tinygrad import Tensor
+  rng = np.random.default_rng(7)
+  x, w, v = rng.standard_normal((3, 57)).astype(np.float32), rng.standard_normal((2, 1, 3, 3)).astype(np.float32), rng.standard_normal(9)
+  img, idx = rng.standard_normal((1, 1, 7, 9)).astype(np.float32), np.array([4, 0, 8, 8, 2], np.int32)
+  a, b = rng.standard_normal((7, 9)).astype(np.float32), rng.standard_normal((9, 5)).astype(np.float32)
+  X = lambda arr: Tensor(arr, device=dev)
+  def inplace():
+    acc = X(np.ones(3, np.float32)).contiguous().realize()
+    return acc.assign(acc + X(x).exp().sum(1)).numpy(), 1 + np.exp(x).sum(1)
+  return [lambda: (X(x).softmax(1).numpy(), np.exp(x) / np.exp(x).sum(1, keepdims=True)),
+          lambda: (X(x).argmax(1).numpy(), x.argmax(1)),
+          lambda: (X(img).conv2d(X(w)).numpy(), np.stack([sum(img[0, 0, i:i+5, j:j+7] * w[c, 0, i, j] for i in range(3) for j in range(3))
+                                                          for c in range(2)])[None]),
+          lambda: (X(v.astype(np.float32)).cumsum().numpy(), np.cumsum(v.astype(np.float32))),
+          lambda: (X(v.astype(np.float32))[X(idx)].numpy(), v.astype(np.float32)[idx]),
+          lambda: (X(a).matmul(X(b)).relu().numpy(), np.maximum(a @ b, 0)), inplace]
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_reachable_opts_on_tensor_kernels(seed, dev, monkeypatch):
+  # every kernel of these programs gets a random opt list BEAM could reach, in place of the heuristic's
+  import tinygrad.codegen.opt as opt
+  from tinygrad.codegen import _get_program_memo
+  rnd, chosen = random.Random(seed), []
+  def pick(ast, renderer):
+    chosen.append(list(rnd.choice(_reachable(ast, renderer, rnd) or [()])))
+    return chosen[-1]
+  monkeypatch.setattr(opt, "hand_coded_opts", pick)
+  _get_program_memo.cache_clear()
+  try:
+    with Context(THREADS=2):
+      for prog in _tensor_programs(dev):
+        got, want = prog()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=str(chosen[-3:]))
+  finally: _get_program_memo.cache_clear()  # the next test gets programs with the heuristic's opts again
+  assert any(o.op is OptOps.PADTO for opts in chosen for o in opts), chosen
