@@ -25,13 +25,14 @@ def test_grid_opts_match_numpy(k, opts, grid):
   np.testing.assert_allclose(run_python(ast, ins, ref(*ins).size), ref(*ins), rtol=1e-5, atol=1e-5)
 
 @pytest.mark.parametrize("k, want", [(matmul(64, 96, 40), [Opt(G, 0, 64), Opt(G, 0, 96), Opt(L, 1, 32), Opt(N, 2, 4)]),
-                                     (elementwise(3, 5), [Opt(G, 0, 3), Opt(G, 0, 5)]),  # no group size divides 5
+                                     (elementwise(3, 5), [Opt(G, 0, 3), Opt(G, 0, 5)]),  # no group size divides 5 (nor pads it cheaply)
+                                     (elementwise(3, 1000), [Opt(G, 0, 3), Opt(G, 0, 1000), Opt(P, 1, 256), Opt(L, 1, 256)]),
                                      (full_sum(4096), [Opt(GR, 0, 256), Opt(N, 0, 4)]),
                                      # 1009 is prime: padded to 1024 (1.5% waste) for a group of 256
                                      (row_reduce(4, 1009), [Opt(G, 0, 4), Opt(P, 1, 256), Opt(GR, 1, 256), Opt(N, 1, 4)]),
                                      # enough rows to fill the grid by themselves: no group
                                      (row_reduce(16384, 8), [Opt(G, 0, 16384), Opt(L, 0, 256), Opt(N, 1, 4)])],
-                         ids=["mm", "tiny", "sum", "prime", "tall"])
+                         ids=["mm", "tiny", "padded", "sum", "prime", "tall"])
 def test_heuristic_makes_a_grid(k, want):
   (ast, ins), ref = k
   assert hand_coded_opts(ast, PythonRenderer()) == want
