@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The NVIDIA GPU check, one prepared script: the op matrix on DEV=CUDA (CUDA C through NVRTC) and DEV=CUDA:PTX (our PTX through the
-# driver's JIT), then the matmul benchmark beside torch. Where there is no NVIDIA GPU it says so and exits 0 (the renderers are still
+# driver's JIT), the NV device's kernel-driver path (RM + UVM + a copy channel, bench/nv_driver_check.py; NV has no renderer that makes
+# machine code yet, so no kernels there), then the matmul benchmark beside torch. Where there is no NVIDIA GPU it says so and exits 0 (the renderers are still
 # tested compile-only there: pytest tests/renderers/test_null_gpu.py). Run from a set-up checkout (README), e.g. bench/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,8 @@ echo "== op matrix on DEV=CUDA"
 TG_TEST_DEVICES=CUDA "$PY" -m pytest -q -n 4 tests/tensor -k "CUDA and not PTX" || status=1
 echo "== op matrix on DEV=CUDA:PTX"
 TG_TEST_DEVICES=CUDA:PTX "$PY" -m pytest -q -n 4 tests/tensor -k "CUDA-PTX" || status=1
+echo "== NV device: the kernel-driver path (RM objects, UVM mappings, copy engine)"
+"$PY" bench/nv_driver_check.py 0 || status=1
 echo "== matmul beside torch (pip install torch for the comparison)"
 for dev in CUDA CUDA:PTX; do "$PY" bench/gpu_matmul.py 4096 "$dev" || status=1; done
 exit $status

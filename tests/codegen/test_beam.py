@@ -108,3 +108,31 @@ def test_reachable_opts_on_tensor_kernels(seed, dev, monkeypatch):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=str(chosen[-3:]))
   finally: _get_program_memo.cache_clear()  # the next test gets programs with the heuristic's opts again
   assert any(o.op is OptOps.PADTO for opts in chosen for o in opts), chosen
+
+def test_slow_candidate_is_stopped_at_the_cutoff():
+  import time
+  def slow():
+    time.sleep(30)  # stands for a kernel run of minutes: the child is killed long before
+    yield 0.01
+  st = time.perf_counter()
+  assert search._in_child(slow, 0.3) == float("inf") and time.perf_counter() - st < 5
+  def stalls():  # runs reported before the stall count
+    yield 0.05
+    time.sleep(30)
+    yield 0.01
+  assert search._in_child(stalls, 0.3) == 0.05
+  def fast(): yield from (0.02, 0.01, 0.03)
+  assert search._in_child(fast, 0.3) == 0.01
+  def past(): yield 0.5  # a run that ends but took longer than the cutoff: as slow as one stopped
+  assert search._in_child(past, 0.3) == float("inf")
+
+def test_cutoff_timing_runs_threaded_kernels():
+  # the forked child makes its own worker threads (the parent's are not there): a THREAD kernel finishes and its time is the same kind
+  (ast, _), _ = matmul(64, 64, 64)
+  dev = Device["CPU"]
+  from tinygrad.codegen import get_program
+  spec = get_program(apply_opts(ast, [Opt(OptOps.THREAD, 0, 2), Opt(OptOps.UPCAST, 1, 8)]), dev.renderer)
+  lib, bufs = dev.compiler.compile(spec.src), search._scratch(ast, "CPU")
+  search.time_program(spec, lib, "CPU", bufs)  # the parent's pool exists before the fork, as in a search
+  t = search.time_program(spec, lib, "CPU", bufs, cutoff_s=10.0)
+  assert 0 < t < 10.0

@@ -16,11 +16,13 @@ def test_10k_elementwise_chain():
   a = np.linspace(-1, 1, 8, dtype=np.float32)
   x = y = Tensor(a, device="PYTHON")  # one kernel of 20k ops: LLVM's O2 alone takes half a minute on it, the emulator seconds
   for i in range(10_000): y = y * 0.9999 + 0.0001 * (i % 3)
-  want = a.copy()
-  for i in range(10_000): want = want * np.float32(0.9999) + np.float32(0.0001 * (i % 3))
+  # the value in float64 (with the float32 constants the kernel holds): float32 steps, fused into one rounding each or not, drift from
+  # it by at most 10k steps x two half-ulps (1.2e-3 relative), and in practice by about a tenth of that
+  want = a.astype(np.float64)
+  for i in range(10_000): want = want * np.float64(np.float32(0.9999)) + np.float64(np.float32(0.0001 * (i % 3)))
   (items, _) = create_schedule([y.uop])
   assert len(items) == 1
-  np.testing.assert_allclose(y.numpy(), want, rtol=1e-4)
+  np.testing.assert_allclose(y.numpy(), want, rtol=1e-3)
 
 def test_2000_deep_movement_chain():
   a = np.arange(12, dtype=np.float32).reshape(3, 4)

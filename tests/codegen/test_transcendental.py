@@ -9,6 +9,7 @@ from tinygrad.uop import Ops
 from tinygrad.codegen import get_program, get_program_cached
 from tinygrad.codegen.lowering import rewrite_to_program
 from tinygrad.renderer import Renderer
+from tinygrad.renderer.python import PythonRenderer
 from tinygrad.schedule.rangeify import create_schedule
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # inputs and references that overflow on purpose
@@ -53,9 +54,14 @@ def test_accuracy(device, fn, dt):
 
 @pytest.mark.parametrize("fn", OPS)
 @pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["float32", "float64"])
-def test_same_bits_as_emulator(device, fn, dt):
-  # no fast-math and no fma contraction anywhere: every backend computes the lowered ops bit for bit like the emulator
+def test_same_bits_as_emulator(device, fn, dt, monkeypatch):
+  # no fast-math and no fma contraction anywhere: every backend computes the lowered ops bit for bit like the emulator, and a fused
+  # multiply-add (Ops.MULACC) exactly where its renderer forms one: against a target without it, the emulator forms none either
   if device == "PYTHON": pytest.skip("the emulator is the reference")
+  if Ops.MULACC not in Device[device].renderer.code_for_op:
+    emu = PythonRenderer()
+    emu.code_for_op = {k: v for k, v in emu.code_for_op.items() if k is not Ops.MULACC}
+    monkeypatch.setattr(Device["PYTHON"], "renderer", emu)
   x = samples(fn, dt, 2000)
   assert np.array_equal(lowered(x, fn, device).view(np.uint8), lowered(x, fn, "PYTHON").view(np.uint8))
 

@@ -115,9 +115,39 @@ def test_nv_launch_and_gpfifo():
   assert nv.gpfifo_entry(0x7F_1234_5678, 10) == (0x12345678, 0x7F | 1 << 9 | 10 << 10)
 
 def test_nv_qmd_fields():
+  # bit positions of QMD V03_00 (open-gpu-doc classes/compute/clc9c0qmd.h, clcbc0qmd.h): a field (h:l) sits in word l//32 at bit l%32
   words = nv.qmd(cta_raster_width=5, cta_raster_height=6, cta_thread_dimension0=32, program_address_lower=0xDEAD0000, qmd_major_version=3)
-  assert words[12] == 5 and words[13] == 6      # CTA_RASTER_WIDTH bits 415:384 (word 12), HEIGHT 431:416 (word 13, low half)
-  assert words[18] == 32 << 16 | 3 << 4         # CTA_THREAD_DIMENSION0 607:592, QMD_MAJOR_VERSION 583:580 (word 18)
-  assert words[48] == 0xDEAD0000                # PROGRAM_ADDRESS_LOWER 1567:1536 (word 48)
+  assert words[12] == 5 and words[13] == 6      # CTA_RASTER_WIDTH MW(415:384) (word 12), HEIGHT MW(431:416) (word 13, low half)
+  assert words[18] == 32 << 16 | 3 << 4         # CTA_THREAD_DIMENSION0 MW(607:592), QMD_MAJOR_VERSION MW(583:580) (word 18)
+  assert words[48] == 0xDEAD0000                # PROGRAM_ADDRESS_LOWER MW(1567:1536) (word 48)
   assert nv.qmd_field(words, "cta_thread_dimension0") == 32
   with pytest.raises(ValueError, match="cta_raster_height"): nv.qmd(cta_raster_height=1 << 16)
+
+def test_nv_qmd_constant_buffer_and_launch_resources():
+  # CONSTANT_BUFFER_ADDR_LOWER(0) MW(1055:1024) -> word 32; ADDR_UPPER(0) MW(1072:1056) and SIZE_SHIFTED4(0) MW(1087:1075) -> word 33
+  # (upper in bits 16:0, size/16 in bits 31:19); CONSTANT_BUFFER_VALID(0) MW(640:640) -> word 20 bit 0
+  w = nv.qmd(constant_buffer_addr_lower0=0x1234_5600, constant_buffer_addr_upper0=0x7F, constant_buffer_size_shifted4_0=0x1000 >> 4,
+             constant_buffer_valid0=1)
+  assert (w[32], w[33], w[20]) == (0x1234_5600, 0x7F | 0x100 << 19, 1)
+  # REGISTER_COUNT_V MW(656:648) and TARGET_SM_CONFIG_SHARED_MEM_SIZE MW(662:657): word 20 bits 16:8 and 22:17;
+  # BARRIER_COUNT MW(767:763): word 23 bits 31:27; SHARED_MEMORY_SIZE MW(561:544): word 17 bits 17:0, MIN/MAX_SM_CONFIG MW(567:562)
+  # MW(574:569): word 17 bits 23:18 and 30:25; SHADER_LOCAL_MEMORY_HIGH_SIZE MW(1623:1600): word 50; SASS_VERSION MW(1663:1656): word 51
+  # bits 31:24; SHADER_LOCAL_MEMORY_LOW_SIZE MW(759:736): word 23 bits 23:0
+  w = nv.qmd(register_count_v=40, target_sm_config_shared_mem_size=9, barrier_count=1, shared_memory_size=0x1800,
+             min_sm_config_shared_mem_size=3, max_sm_config_shared_mem_size=58, shader_local_memory_high_size=0x640, sass_version=0x86,
+             shader_local_memory_low_size=0x20)
+  assert w[20] == 40 << 8 | 9 << 17 and w[23] == 1 << 27 | 0x20 and w[17] == 0x1800 | 3 << 18 | 58 << 25
+  assert w[50] == 0x640 and w[51] == 0x86 << 24
+  # the cache invalidates MW(186..191) are word 5 bits 26..31; QMD_GROUP_ID MW(133:128), SM_GLOBAL_CACHING_ENABLE MW(134:134): word 4;
+  # CWD_MEMBAR_TYPE MW(369:368), API_VISIBLE_CALL_LIMIT MW(378:378), SAMPLER_INDEX MW(382:382): word 11 bits 17:16, 26, 30
+  w = nv.qmd(invalidate_texture_header_cache=1, invalidate_shader_constant_cache=1, qmd_group_id=0x3F, sm_global_caching_enable=1,
+             cwd_membar_type=1, api_visible_call_limit=1, sampler_index=1)
+  assert (w[5], w[4], w[11]) == (1 << 26 | 1 << 31, 0x3F | 1 << 6, 1 << 16 | 1 << 26 | 1 << 30)
+
+def test_nv_program_qmd_fields():
+  from tinygrad.runtime.support.nv_select import program_qmd_fields
+  # 20 KiB of shared memory takes the 32 KiB carve-out: 32768 / 4096 + 1 = 9; the range is 8 KiB (3) .. 228 KiB (58)
+  f = program_qmd_fields(registers=32, shared=20 << 10, local=0x100, sass_version=0x86)
+  assert (f["target_sm_config_shared_mem_size"], f["min_sm_config_shared_mem_size"], f["max_sm_config_shared_mem_size"]) == (9, 3, 58)
+  assert (f["register_count_v"], f["shared_memory_size"], f["shader_local_memory_low_size"], f["sass_version"]) == (32, 20 << 10, 0x100, 0x86)
+  with pytest.raises(ValueError, match="shared memory"): program_qmd_fields(shared=229 << 10)

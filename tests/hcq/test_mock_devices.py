@@ -12,7 +12,7 @@ ALL = pytest.mark.parametrize("name", ["AMD", "NV"])
 
 def submissions(dev) -> int:
   """command buffers the host handed the compute engine: doorbells on the AMD compute ring, GP entries on the NV compute channel"""
-  return dev.compute_ring.submissions if dev.device == "AMD" else dev.channels["COMPUTE"].submissions
+  return dev.compute_ring.submissions if dev.device.startswith("AMD") else dev.channels["COMPUTE"].submissions
 
 @ALL
 def test_tinyjit_replay_is_one_command_buffer_per_step(name):
@@ -99,11 +99,12 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
   dev = private(name)
   if name == "AMD":  # a type-3 header of an opcode the encoders never emit
     with pytest.raises(MockGPUError, match="unknown opcode 0x7e .* at ring word 0"): dev._put(dev.compute_ring, [(3 << 30) | (0x7E << 8), 0])
-  else:
-    from tinygrad.runtime.support.hcq_select import CommandBuffer
-    class Raw(CommandBuffer):
-      def __init__(self, words): import array; self.words, self.patches, self.variables = array.array("I", words), [], []
-    with pytest.raises(MockGPUError, match="not one the encoder emits"): dev.submit("COMPUTE", Raw([0x20010000 | (2 << 13) | 0x10, 7]), {})
+  else:  # a method the encoders never emit on the bound compute subchannel; any method on a subchannel no SET_OBJECT bound
+    import array
+    mem = dev.iface.alloc(0x1000, host_visible=True)
+    with pytest.raises(MockGPUError, match="not one the encoder emits"): dev._push("COMPUTE", array.array("I", [0x20010000 | (1 << 13) | 0x10, 7]), mem)
+    with pytest.raises(MockGPUError, match="subchannel 2 before its SET_OBJECT"): dev._push("COPY", array.array("I", [0x20010000 | (2 << 13) | 0x10, 7]), mem)
+    assert Device[name].channels["COMPUTE"].handle != dev.channels["COMPUTE"].handle  # the registry's device runs on (test below)
 
 @ALL
 def test_program_without_uops_cannot_run_on_the_mock(name):
@@ -147,3 +148,47 @@ def test_amdgpu_llvm_renderer_on_the_mock(name):
   progs = [p for (_, dev), p in _runtimes.items() if dev == "AMD:LLVM"]
   co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
   assert co.machine_code and co.uops_json and co.meta["rsrc1"] != 0 and co.meta["kernarg_size"] >= 16
+
+@ALL
+def test_tinyjit_replay_spans_devices_with_a_finalizer(name):
+  # a step sharded over two devices is one graph: one submission per device per replay, and the first device's part ends with a
+  # finalizer that waits for the second's, so the first device's timeline reaching the step's value means the whole step is done
+  devs = (name, f"{name}:1")
+  @TinyJit
+  def step(x): return (x * 2 + 1).relu()
+  rng = np.random.default_rng(2)
+  for i in range(4):
+    x = rng.standard_normal((4, 6), dtype=np.float32)
+    xt = Tensor(x).shard(devs, axis=0).realize()
+    before = [submissions(Device[d]) for d in devs]
+    out = step(xt)
+    if i >= 2: assert [submissions(Device[d]) - b for d, b in zip(devs, before)] == [1, 1]
+    np.testing.assert_allclose(out.numpy(), np.maximum(x * 2 + 1, 0), rtol=1e-6)
+  g = step.captured.graph
+  assert g is not None and sorted(d.device for d in g.devs) == sorted(devs)
+  # hold the second device's compute queue on a gate: the first device's part runs its kernels but its finalizer waits
+  first, second = g.devs
+  gate = second.new_signal()
+  second.compute_queue().wait(gate, 1).submit()  # not on the timeline: the replay's part queues behind it
+  step(Tensor(np.ones((4, 6), np.float32)).shard(devs, axis=0).realize())
+  first.iface.progress()
+  assert first.timeline_signal.value == g.last[first] - 1 and second.timeline_signal.value < g.last[second]
+  second.copy_queue().signal(gate, 1).submit()
+  first.timeline_signal.wait(g.last[first])
+  assert second.timeline_signal.value >= g.last[second]
+
+def test_unmapping_memory_forgets_the_programs_decoded_from_it():
+  # a driver may map new memory at an address freed before (KFD does); a program decoded from the old pages must not run for the new
+  import mmap
+  from tinygrad.runtime.support.hcq_mock import MockMemory, EmulatedLaunches
+  mem = MockMemory()
+  launches = EmulatedLaunches(mem)
+  mem.map(0x10000, memoryview(mmap.mmap(-1, 0x2000)))
+  launches.programs[0x10100] = "decoded from the old pages"
+  mem.unmap(0x10000)
+  assert launches.programs == {}
+
+def test_amd_kernel_needing_scratch_is_refused_at_load():
+  dev = Device["AMD"]
+  with pytest.raises(RuntimeError, match="needs 48 bytes of scratch per work-item"):
+    dev.runtime("spilly", CodeObject("spilly", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "private_segment_size": 48}).pack())

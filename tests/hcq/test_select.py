@@ -6,7 +6,7 @@ from tinygrad.uop.queue import queue, wait, store, barrier, timestamp, exec_kern
 from tinygrad.dtype import dtypes
 from tinygrad.runtime.support.hcq_select import select, CommandBuffer
 from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx
-from tinygrad.runtime.support.nv_select import pm_nv
+from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields
 
 TL = UOp.variable("tl", 0, 2**32, dtypes.uint64)
 SIG = 0x7F00_0000_1000
@@ -48,17 +48,29 @@ NVSIG = 0x7F_0000_1000  # NV semaphores live below 2**40
 def test_nv_golden():
   q = queue(wait(NVSIG, TL), barrier(), exec_kernel(0x7F_0000_2000, 0x7F_0000_3000, (4, 2, 1), (32, 1, 1)), store(NVSIG, TL + 1),
             copy(0x8000, 0x9000, 64))
-  w = words(q, pm_nv, tl=9)
+  w = words(q, pm_nv, NVSelectCtx(programs={0x7F_0000_2000: program_qmd_fields(registers=24)}), tl=9)
   assert w[:6] == [0x20050017, 0x1000, 0x7F, 9, 0, 0x1001003]                           # SEM_ACQUIRE >= 9 (64 bit)
   assert w[6:8] == [0x2001001E, 1]                                                         # WFI scope all
   launch = w[8:8 + 72]
   assert launch[:3] == [0x200220C6, 0, 0x7F000030]                                     # inline QMD at kernargs (>> 8)
-  qmd = launch[4:68]
-  assert (qmd[12], qmd[13], qmd[14], qmd[18], qmd[19]) == (4, 2, 1, 32 << 16 | 3 << 4, 1 | 1 << 16)  # grid, block, QMD version 3
-  assert (qmd[29], qmd[30], qmd[48], qmd[49]) == (0x3100, 0x7F | (0x1000 >> 4) << 17, 0x2000, 0x7F)  # cbuf0 = kernargs+0x100, program
+  # the QMD's nonzero words, from QMD V03_00's bit positions (clc9c0qmd.h; see test_encoders.py for each field's word and bits)
+  assert {i: v for i, v in enumerate(launch[4:68]) if v} == {
+    4: 1 << 6,                                    # SM_GLOBAL_CACHING_ENABLE
+    5: 0x3F << 26,                                # INVALIDATE_{TEXTURE_HEADER,SAMPLER,DATA}, SHADER_DATA, INSTRUCTION, CONSTANT caches
+    11: 1 << 16 | 1 << 26 | 1 << 30,              # CWD_MEMBAR_TYPE L1_SYSMEMBAR, API_VISIBLE_CALL_LIMIT NO_CHECK, SAMPLER_INDEX VIA_HEADER
+    12: 4, 13: 2, 14: 1,                          # CTA_RASTER_WIDTH/HEIGHT/DEPTH
+    17: 3 << 18 | 58 << 25,                       # SHARED_MEMORY_SIZE 0, MIN/MAX_SM_CONFIG_SHARED_MEM_SIZE 8 KiB / 228 KiB
+    18: 3 << 4 | 32 << 16, 19: 1 | 1 << 16,       # QMD_MAJOR_VERSION 3, CTA_THREAD_DIMENSION0..2
+    20: 1 | 24 << 8 | 3 << 17,                    # CONSTANT_BUFFER_VALID(0), REGISTER_COUNT_V 24, TARGET_SM_CONFIG 8 KiB
+    23: 1 << 27,                                  # BARRIER_COUNT 1
+    32: 0x3100, 33: 0x7F | (0x1000 >> 4) << 19,   # CONSTANT_BUFFER_ADDR_LOWER/UPPER(0) = kernargs + 0x100, SIZE_SHIFTED4(0)
+    48: 0x2000, 49: 0x7F}                         # PROGRAM_ADDRESS_LOWER/UPPER
   assert launch[68:] == [0x200120AD, 0x7F000030, 0x200120B0, 3]
   assert w[80:86] == [0x20050017, 0x1000, 0x7F, 10, 0, 0x1100001]                      # SEM_RELEASE 10
   assert w[86:] == [0x20048100, 0, 0x9000, 0, 0x8000, 0x20018106, 64, 0x200180C0, 0x186]  # copy engine
+
+def test_nv_exec_of_unknown_program_is_an_error():
+  with pytest.raises(RuntimeError, match="did not load"): select(queue(exec_kernel(0x9000, 0, (1, 1, 1), (1, 1, 1))), pm_nv, NVSelectCtx())
 
 def test_nv_semaphore_address_limit():
   with pytest.raises(ValueError, match="below 2"): select(queue(wait(SIG, TL)), pm_nv)

@@ -164,6 +164,30 @@ truncate: dict[DType, Callable] = {dtypes.bool: bool, dtypes.weakint: int, dtype
   # fp8e4m3 is the "fn" variant: no inf, so overflow saturates to +-448 like hardware satfinite conversions
   dtypes.fp8e4m3: lambda x: _round_float(x, 4, 3, 448.0, 448.0), dtypes.fp8e5m2: lambda x: _round_float(x, 5, 2, 57344.0, math.inf)}
 
+def _odd_double(x:float, err:float) -> float:
+  """x, the nearest double to a value v = x + err, rounded to odd instead: x when exact, else the one of x and its neighbour towards v
+  whose last mantissa bit is 1. A value rounded to odd at 53 bits rounds to any format of at most 51 bits as v itself would"""
+  if err == 0 or struct.unpack("<Q", struct.pack("<d", x))[0] & 1: return x
+  return math.nextafter(x, math.inf if err > 0 else -math.inf)
+
+def fma(a, b, c, dt:DType):
+  """a*b+c rounded once to dt (Ops.MULACC): what a fused multiply-add instruction computes. Python 3.11 has no math.fma. Narrower
+  floats than float64: a*b is exact in a double (2x24 bits), TwoSum gives the sum's exact error, and the double rounded to odd rounds
+  to dt once. float64 (and python floats): the exact rational value, rounded by int division (correctly rounded, subnormals too)"""
+  if not dtypes.is_float(dt): return truncate[dt](a*b+c)
+  if not (math.isfinite(a) and math.isfinite(b)): return truncate[dt](a*b+c)  # inf/NaN products: IEEE a*b+c is the fused value too
+  if not math.isfinite(c): return truncate[dt](c)
+  if dt not in (dtypes.float64, dtypes.weakfloat):
+    p = a*b
+    s = p + c
+    t = s - p
+    return truncate[dt](_odd_double(s, (p - (s - t)) + (c - t)))
+  from fractions import Fraction  # here, not at import: it pulls in decimal
+  exact = Fraction(a) * Fraction(b) + Fraction(c)
+  if exact == 0 or a == 0 or b == 0: return a*b+c  # zero signs follow IEEE addition; a zero product is exact
+  try: return exact.numerator / exact.denominator
+  except OverflowError: return math.inf if exact > 0 else -math.inf
+
 # *** promotion: JAX-style lattice with weak python scalars ***
 # Edges go to the next wider type. Weak nodes sit where JAX puts them: weakint (i*) just above bool, weakfloat (f*) above every int
 # and below every float, so a python scalar never widens a strong operand of its kind. Choices of ours:

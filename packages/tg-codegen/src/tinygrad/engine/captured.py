@@ -58,12 +58,14 @@ class CapturedJit:
     self.outputs = [(type(o), o.uop, slot.get(id(realize.buffer_of(o.uop.base))) if o.uop.base.op is Ops.BUFFER else None) for o in outputs]
 
   def _graph(self, in_bufs:list):
-    """the device's graph of the step, when every item is a kernel on one device that has one"""
+    """the device's graph of the step, when every item is a kernel and their devices share one graph (several devices only where the
+    graph says it spans them: multi_device)"""
     from tinygrad.device import Device
     if not self.items or any(kind != "kernel" for kind, *_ in self.items): return None
-    devices = {b.device if not isinstance(b, int) else in_bufs[b].device for _, _, bufs, _ in self.items for b in bufs}
-    if len(devices) != 1 or (graph := getattr(Device[dev := devices.pop()], "graph", None)) is None: return None
-    return graph(Device[dev], [(*runner, bufs, vals) for _, runner, bufs, vals in self.items])
+    devices = list(dict.fromkeys(b.device if not isinstance(b, int) else in_bufs[b].device for _, _, bufs, _ in self.items for b in bufs))
+    graphs = {getattr(Device[d], "graph", None) for d in devices}
+    if len(graphs) != 1 or (graph := graphs.pop()) is None or (len(devices) > 1 and not getattr(graph, "multi_device", False)): return None
+    return graph(Device[devices[0]], [(*runner, bufs, vals) for _, runner, bufs, vals in self.items])
 
   def buffers(self) -> list:
     """the distinct device memories the replay uses, inputs excluded"""

@@ -127,5 +127,7 @@ class Compiled:
   # a device that replays a TinyJit step's kernels as one unit: graph(device, kernels) -> callable(input Buffers, var_vals), kernels being
   # (ProgramSpec, program, buffers (an int: the replay's input of that index), var_vals) each; None: kernel by kernel
   graph: Any = None
+  # its programs run on this process's own threads (host code, an emulator): a forked child can run one, and be stopped (BEAM's cutoff)
+  runs_in_process: bool = False
   def synchronize(self):
     """wait until all queued work is done; host devices run synchronously"""

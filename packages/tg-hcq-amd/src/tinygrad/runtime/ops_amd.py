@@ -1,4 +1,4 @@
-"""The AMD device: tg's HCQ core over the amdgpu kernel driver's KFD interface (or the mock driver under MOCKGPU=1). Kernels go to
+"""The AMD device: tg's HCQ core over the amdgpu kernel driver's KFD interface (served by the mock kernel driver under MOCKGPU=1). Kernels go to
 the compute queue as PM4 (dispatches run from command buffers through INDIRECT_BUFFER), copies to the SDMA queue."""
 from __future__ import annotations
 import json
@@ -45,6 +45,9 @@ class AMDProgram(HCQProgram):
     if not co.machine_code and not dev.iface.is_mock:
       raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
                          "renderer on hardware")
+    if (scratch := co.meta.get("private_segment_size", 0)) > 0:  # spills or a stack: the dispatch would need scratch memory set up
+      raise RuntimeError(f"{dev.device}: kernel {name} needs {scratch} bytes of scratch per work-item, and this version sets up no scratch "
+                         "memory (COMPUTE_TMPRING_SIZE and the scratch base): simplify the kernel (smaller upcasts) or use another device")
     self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
     self.mem.cpu_view()[:len(lib)] = lib
     super().__init__(dev, name, self.mem.va + HEADER)  # the code starts after the header, 256-byte aligned as COMPUTE_PGM_LO needs
@@ -55,12 +58,11 @@ class AMDProgram(HCQProgram):
 
 class AMDDevice(HCQCompiled):
   def __init__(self, device:str="AMD"):
+    from tinygrad.runtime.support.amd_kfd import KFDInterface
     if mockgpu():
-      from tinygrad.runtime.support.amd_mock import MockKFD
-      iface = MockKFD()
-    else:
-      from tinygrad.runtime.support.amd_kfd import KFDInterface
-      iface = KFDInterface(Device.parse(device).index)
+      from tinygrad.runtime.support.amd_mock import mock_kernel
+      iface = KFDInterface(Device.parse(device).index, mock_kernel())
+    else: iface = KFDInterface(Device.parse(device).index)
     renderer, compiler = Device.renderer_for(device)
     self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE"), iface.create_queue("COPY")
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))

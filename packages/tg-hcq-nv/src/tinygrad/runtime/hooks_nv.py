@@ -1,5 +1,6 @@
-"""tg-hcq-nv plugin: the NV device on the mock driver (MOCKGPU=1, offered only when asked for: DEV=NV or device="NV"). The interface
-to NVIDIA's kernel driver is not implemented in this version: with the driver loaded, the probe says so."""
+"""tg-hcq-nv plugin: the NV device over NVIDIA's kernel driver, available when the driver exposes a GPU, or over the mock kernel driver
+(MOCKGPU=1). Offered only when asked for (DEV=NV or device="NV"): no NV renderer makes machine code yet (the mock runs the kernels'
+UOps), so NV is never the default device."""
 import os
 from tinygrad.plugins import hookimpl, DeviceSpec, RendererSpec
 
@@ -15,11 +16,7 @@ def probe() -> tuple[bool, str]:
     except OSError as e: return False, f"{dev} cannot be opened ({e.strerror}): check its permissions (usually the 'video' group)"
   return True, ""
 
-def device_probe() -> tuple[bool, str]:
-  if _mock(): return True, ""
-  ok, reason = probe()
-  return False, "not implemented yet: tg-hcq-nv drives NVIDIA's kernel driver only through its mock (MOCKGPU=1); " + \
-    ("the driver and a GPU were found" if ok else reason)
+def device_probe() -> tuple[bool, str]: return (True, "") if _mock() else probe()
 
 def emulated_probe() -> tuple[bool, str]: return (True, "") if _mock() else (False, "kernels as emulator UOps run only on the mock driver (MOCKGPU=1)")
 
@@ -27,7 +24,7 @@ def emulated_probe() -> tuple[bool, str]: return (True, "") if _mock() else (Fal
 def tg_plugin_api_version(): return (1, 1)
 
 @hookimpl
-def tg_devices(): return [DeviceSpec("NV", "tinygrad.runtime.ops_nv", "NVDevice", device_probe, priority=-1 if _mock() else 200)]
+def tg_devices(): return [DeviceSpec("NV", "tinygrad.runtime.ops_nv", "NVDevice", device_probe, priority=-1)]
 
 @hookimpl
 def tg_renderers():

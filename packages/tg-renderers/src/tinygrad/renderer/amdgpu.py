@@ -43,7 +43,7 @@ class AMDGPURenderer(LLVMRenderer):
   addrspace = {AddrSpace.GLOBAL: 1, AddrSpace.LOCAL: 3, AddrSpace.REG: 5}
   code_for_workitem = {"gidx": lambda d: f"call i32 @llvm.amdgcn.workgroup.id.{'xyz'[d]}()",
                        "lidx": lambda d: f"call i32 @llvm.amdgcn.workitem.id.{'xyz'[d]}()"}
-  code_for_op = {k: v for k, v in LLVMRenderer.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN)}
+  code_for_op = {k: v for k, v in LLVMRenderer.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC)}
   string_rewrite = amdgpu_rewrite
 
   def __init__(self, arch:str|None=None):

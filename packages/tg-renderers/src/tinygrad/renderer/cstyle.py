@@ -14,6 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.c_emulation import EMULATION
+from tinygrad.renderer.host_cpu import host_has_fma
 
 def _fmax(a, b, dt): return f"(({a}!={a}||{a}>{b})?{a}:{b})" if dtypes.is_float(dt) else f"(({a}>{b})?{a}:{b})"  # a NaN wins, as in numpy
 def _math(name:str) -> Callable:  # float versions end in f; half/bfloat16 are held as float
@@ -211,4 +212,10 @@ class ClangRenderer(CStyleLanguage):
   int_suffix = {dtypes.uint32: "u", dtypes.int64: "ll", dtypes.uint64: "ull"}
   emulated = {dtypes.float16: ("__tg_h2f", "__tg_f2h", "__tg_rh"), dtypes.bfloat16: ("__tg_bf2f", "__tg_f2bf", "__tg_rbf")}
   code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _math("__builtin_sqrt"), Ops.EXP2: _math("__builtin_exp2"),
-    Ops.LOG2: _math("__builtin_log2"), Ops.SIN: _math("__builtin_sin"), Ops.TRUNC: _math("__builtin_trunc")}
+    Ops.LOG2: _math("__builtin_log2"), Ops.SIN: _math("__builtin_sin"), Ops.TRUNC: _math("__builtin_trunc"),
+    Ops.MULACC: _math("__builtin_fma")}
+
+  def __init__(self, arch:str|None=None):
+    super().__init__(arch)
+    # as in the LLVM renderer: fused only where -march=native has the instruction, never a library call per multiply-add
+    if not (arch is None and host_has_fma()): self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}

@@ -13,6 +13,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
+from tinygrad.renderer.host_cpu import host_has_fma
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
@@ -43,6 +44,8 @@ def _intrinsic(name:str) -> Callable:
     t = ltype(dt)
     return [f"{d} = call {t} @llvm.{name}.{'f64' if t == 'double' else 'f32'}({', '.join(f'{t} {x}' for x in a)})"]
   return fn
+def _fma(d, a, b, c, dt):  # one rounding (Ops.MULACC); floats only
+  return _intrinsic("fma")(d, a, b, c, dt=dt) if dtypes.is_float(dt) else None
 def _max(d, a, b, dt):
   t = ltype(dt)
   if not dtypes.is_float(dt): return [f"{d}.c = icmp {'ugt' if dtypes.is_unsigned(dt) or dt is dtypes.bool else 'sgt'} {t} {a}, {b}",
@@ -161,12 +164,19 @@ class LLVMRenderer(Renderer):
     Ops.WHERE: lambda d, c, a, b, dt: [f"{d} = select i1 {c}, {ltype(dt)} {a}, {ltype(dt)} {b}"],
     Ops.RECIPROCAL: lambda d, a, dt: [f"{d} = fdiv {ltype(dt)} {render_const(1.0, dt)}, {a}"],
     Ops.SQRT: _intrinsic("sqrt"), Ops.EXP2: _intrinsic("exp2"), Ops.LOG2: _intrinsic("log2"), Ops.SIN: _intrinsic("sin"),
-    Ops.TRUNC: _intrinsic("trunc")}
+    Ops.TRUNC: _intrinsic("trunc"), Ops.MULACC: _fma}
   exact_ops = {Ops.NEG, Ops.MAX, Ops.WHERE, Ops.TRUNC}  # need no rounding back to an emulated dtype
   code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx) -> the instruction reading dim d
   kernel_cc: str = ""  # the kernel's calling convention, e.g. "amdgpu_kernel "
   addrspace: dict[AddrSpace, int] = {}  # LLVM address space of each kind of memory, 0 when absent (the CPU's flat memory)
   string_rewrite: PatternMatcher = base_rewrite
+
+  def __init__(self, arch:str|None=None):
+    super().__init__(arch)
+    # llvm.fma where the CPU has no such instruction is a library call per lane: fused only on a host that has one (a named CPU model
+    # compiles the unfused multiply and add)
+    if Ops.MULACC in self.code_for_op and not (arch is None and host_has_fma()):
+      self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
     """instructions computing d, or the operand itself when the value types agree"""

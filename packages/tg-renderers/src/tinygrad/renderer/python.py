@@ -5,7 +5,7 @@ import json, math, operator, struct
 from typing import Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.dtype import DType, dtypes, truncate, AddrSpace
+from tinygrad.dtype import DType, dtypes, truncate, AddrSpace, fma
 from tinygrad.helpers import cdiv, cmod, prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP
@@ -29,7 +29,7 @@ python_ops: dict[Ops, Callable[[DType], Callable]] = {
   Ops.AND: lambda dt: operator.and_, Ops.OR: lambda dt: operator.or_, Ops.XOR: lambda dt: operator.xor,
   Ops.SHL: lambda dt: operator.lshift, Ops.SHR: lambda dt: operator.rshift,
   Ops.CDIV: lambda dt: cdiv, Ops.CMOD: lambda dt: cmod, Ops.FDIV: lambda dt: _fdiv,
-  Ops.WHERE: lambda dt: lambda c, a, b: a if c else b,
+  Ops.WHERE: lambda dt: lambda c, a, b: a if c else b, Ops.MULACC: lambda dt: lambda a, b, c: fma(a, b, c, dt),
   Ops.RECIPROCAL: lambda dt: lambda x: _fdiv(1.0, x), Ops.SQRT: lambda dt: lambda x: math.sqrt(x) if x >= 0 or x != x else math.nan,
   Ops.EXP2: lambda dt: _exp2, Ops.LOG2: lambda dt: _log2, Ops.SIN: lambda dt: lambda x: math.nan if math.isinf(x) else math.sin(x),
   Ops.TRUNC: lambda dt: _trunc}

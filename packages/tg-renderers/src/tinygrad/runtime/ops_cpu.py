@@ -6,11 +6,17 @@ from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 
+HUGE_PAGE = 2 << 20  # a buffer this big asks for transparent huge pages: a kernel walking it with a stride of rows (matmul's B, a
+                     # column per step) touches a new 4 KB page per step and misses the TLB; 2 MB pages cover it with a few entries
+
 class CPUAllocator(Allocator):
   """anonymous mmaps (page aligned, zero filled, returned to the OS when dropped); the handle is a ctypes byte array over one"""
   def _alloc(self, size:int, options:BufferSpec):
     if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
-    return (ctypes.c_uint8 * size).from_buffer(mmap.mmap(-1, size))
+    # private: a shared anonymous map is shmem, which gets no transparent huge pages
+    m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) if hasattr(mmap, "MAP_PRIVATE") else mmap.mmap(-1, size)
+    if size >= HUGE_PAGE and hasattr(mmap, "MADV_HUGEPAGE"): m.madvise(mmap.MADV_HUGEPAGE)
+    return (ctypes.c_uint8 * size).from_buffer(m)
   def _as_buffer(self, src) -> memoryview: return memoryview(src).cast("B")
   def _copyin(self, dest, src:memoryview): memoryview(dest).cast("B")[:] = src
   def _copyout(self, dest:memoryview, src): dest[:] = memoryview(src).cast("B")
@@ -35,6 +41,8 @@ class CPUProgram:
     return time.perf_counter() - st if wait else None
 
 _pools: dict[int, ThreadPoolExecutor] = {}
+# a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own pools
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_pools.clear)
 def _pool(n:int) -> ThreadPoolExecutor:
   """a pool of n workers, kept for the next kernel with n threads"""
   if (p := _pools.get(n)) is None: p = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="tg-cpu")
@@ -120,6 +128,7 @@ def load_shared(name:str, lib:bytes) -> CPUProgram:
 class CPUDevice(Compiled):
   """Host memory and kernels run through ctypes. The renderer comes from the RendererSpecs registered for this device (LLVM and C
   by tg-renderers, more by other plugins); its compiler makes host code and loads it: `load(name, lib)` returns the program."""
+  runs_in_process = True
   def __init__(self, device:str="CPU"):
     renderer, compiler = Device.renderer_for(device)
     if not callable(getattr(compiler, "load", None)):

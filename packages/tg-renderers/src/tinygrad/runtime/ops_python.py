@@ -115,5 +115,6 @@ class PythonAllocator(Allocator):
   def _transfer(self, dest:memoryview, src:memoryview, nbytes:int, src_dev): dest[:nbytes] = src[:nbytes]  # PYTHON:n: host memory each
 
 class PythonDevice(Compiled):
+  runs_in_process = True
   def __init__(self, device:str="PYTHON"):
     super().__init__(device, PythonAllocator(self), Device.renderer_for(device)[0], Compiler(), PythonProgram)

@@ -8,7 +8,7 @@ import math, operator
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, _dtype_bounds
-from tinygrad.dtype import DType, dtypes
+from tinygrad.dtype import DType, dtypes, fma
 from tinygrad.helpers import cdiv, cmod
 
 _INTS = (*dtypes.ints, dtypes.weakint)
@@ -79,7 +79,7 @@ _EXEC: dict[Ops, Callable] = {
   Ops.FLOORDIV: operator.floordiv, Ops.FLOORMOD: operator.mod, Ops.CDIV: lambda a, b: cdiv(a, _nonzero(b)),
   Ops.CMOD: lambda a, b: cmod(a, _nonzero(b)), Ops.SHL: lambda a, b: a << _shift(b), Ops.SHR: lambda a, b: a >> _shift(b),
   Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
-  Ops.WHERE: lambda c, a, b: a if c else b, Ops.MULACC: lambda a, b, c: a*b+c,
+  Ops.WHERE: lambda c, a, b: a if c else b,
   Ops.MAX: lambda a, b: math.nan if isinstance(a, float) and (math.isnan(a) or math.isnan(b)) else max(a, b),  # NaN wins, like numpy
   # IEEE results where python's math raises
   Ops.RECIPROCAL: lambda a: 1/a if a else math.copysign(math.inf, a), Ops.SQRT: lambda a: math.sqrt(a) if a >= 0 else math.nan,
@@ -102,6 +102,7 @@ symbolic_simple = PatternMatcher([
   # ** literals **
   (UPat(tuple(_EXEC), src=UPat(Ops.CONST), name="u"), _fold_alu),
   (UPat(Ops.CAST, src=(UPat(Ops.CONST, name="c"),), name="u"), _fold_cast),
+  (UPat(Ops.MULACC, src=UPat(Ops.CONST), name="u"), lambda u: _const(u, fma(*[s.arg for s in u.src], u.dtype))),  # one rounding
   (UPat(Ops.CAST, src=(UPat.var("x"),), name="u"), lambda u, x: x if x.dtype is u.dtype else None),  # cast to its own dtype -> x
   # ** identities; x*0 and x-x only off floats (NaN*0, inf-inf); x+0 everywhere (floats: only -0.0+0 differs, in the sign of zero) **
   (UPat.var("x") + UPat.cvar("c"), lambda x, c: x if c.arg == 0 else None),  # x+0 -> x

@@ -16,6 +16,10 @@ CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is n
 TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers of 8 floats, leaving room for the loads
 VECTOR = 8                 # fp32 lanes of one AVX2 load: neighbouring lanes of a stride-1 axis cost one load together
 WIDE = 16                  # two vectors along a stride-1 axis: then the tile's accumulators are whole vectors and 64 of them fit (8 of 16 ymm)
+# lanes of a WIDE tile whose loads stream a panel past L1 (panel_streams): then 8x16, 16 ymm accumulators, which spills a few registers on
+# AVX2 but loads 10 vectors per 16 FMAs instead of 6 per 8, and the kernel waits on memory, not on the FMA pipes. Matmul at THREADS=1, CPU
+# time, 4x16 -> 8x16 (both with SWAP): 1024 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42)
+STREAMING_TILE_LANES = 128
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
 L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
 
@@ -46,10 +50,11 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
 
-def register_tile(ast:UOp, out:list[int]) -> dict[int, int]:
+def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[int, int]:
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most TILE_LANES
-  lanes (twice that with a WIDE stride-1 axis). Lanes that read the same address share the load (a matmul's A row across the lanes of j, B across i; a conv's input across
-  output channels, its weight across pixels); lanes along a stride-1 axis share vector loads"""
+  lanes (wide_lanes with a WIDE stride-1 axis). Lanes that read the same address share the load (a matmul's A row across the
+  lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a stride-1 axis share vector
+  loads"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
   while True:
@@ -58,12 +63,17 @@ def register_tile(ast:UOp, out:list[int]) -> dict[int, int]:
       if i in tile: continue
       for amt in UPCAST_AMTS:
         if amt == WIDE and ax[i] not in unit: continue
-        limit = TILE_LANES * (2 if WIDE in tile.values() or amt == WIDE else 1)
+        limit = wide_lanes if WIDE in tile.values() or amt == WIDE else TILE_LANES
         if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
         c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()})
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9): best = (c, i, amt)
     if best is None: return tile
     tile[best[1]] = best[2]
+
+def panel_streams(ast:UOp) -> bool:
+  """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats)"""
+  red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES for a in _accesses(ast)[0])
 
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
@@ -100,7 +110,8 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     return False
   # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
   upcast = False
-  for i, amt in sorted(register_tile(ast, out).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  wide_lanes = STREAMING_TILE_LANES if panel_streams(ast) else 2 * TILE_LANES
+  for i, amt in sorted(register_tile(ast, out, wide_lanes).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain
   if red and not upcast: attempt(OptOps.UNROLL, red[-1], (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1

@@ -1,9 +1,10 @@
 """BEAM=N: opts chosen by timing. Each round extends every opt list of the beam by one more opt (`actions`), compiles the candidates in
-worker processes, runs each on the device with scratch buffers and keeps the N fastest; it stops when a round gains less than
-BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's content, the renderer and its target, so a second run searches
-nothing. Progress goes to stderr: round, candidates timed, best time so far."""
+worker processes, runs each on the device with scratch buffers and keeps the N fastest (one slower than BEAM_CUTOFF times the best so
+far is stopped there); it stops when a round gains less than BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's
+content, the renderer and its target, so a second run searches nothing. Progress goes to stderr: round, candidates timed, best time
+so far."""
 from __future__ import annotations
-import concurrent.futures, dataclasses, multiprocessing, os, sys, time
+import concurrent.futures, dataclasses, math, multiprocessing, os, select, signal, struct, sys, time
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.helpers import ContextVar, getenv, diskcache_get, diskcache_put, prod
@@ -14,6 +15,10 @@ BEAM_MIN_GAIN = ContextVar("BEAM_MIN_GAIN", 0.01)  # a round must beat the best 
 BEAM_AMTS = (2, 3, 4, 8, 16)
 PAD_AMTS = (4, 8, 16)  # padded up to these, an axis of an odd size (57, 1000) takes an UPCAST/UNROLL/LOCAL of the same amount
 GROUP_AMTS = (2, 4, 8, 16, 32, 64, 128, 256)  # work-group items of a LOCAL or GROUP axis
+# a candidate slower than this many times the best so far is stopped there: it cannot join a beam the best already leads, and an
+# unoptimized matmul 2048 would run for minutes
+BEAM_CUTOFF = ContextVar("BEAM_CUTOFF", 2.0)
+FORK_SLACK_S = 0.2  # a forked child's start and its copy-on-write faults, on top of the cutoff
 
 def actions(ast:UOp, renderer) -> list[Opt]:
   """every opt BEAM may add to `ast` next: UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
@@ -78,22 +83,50 @@ def compile_all(asts:list[UOp], renderer) -> list[tuple]:
 
 def _scratch(ast:UOp, device:str) -> list:
   """one zero-filled device buffer per PARAM slot of the kernel: timing does not care about values, and index buffers of zeros stay in
-  bounds"""
+  bounds. The zeros are written: memory never written reads the kernel's one shared zero page, always in cache, and every candidate
+  would look as fast as its arithmetic"""
   from tinygrad.device import Buffer
   params = {u.arg.slot: u for u in ast.toposort() if u.op is Ops.PARAM and u.dtype is not None and u.arg.shape}
-  return [Buffer(device, max(1, prod(params[s].arg.shape)), params[s].dtype).ensure_allocated() for s in sorted(params)]
+  bufs = [Buffer(device, max(1, prod(params[s].arg.shape)), params[s].dtype).ensure_allocated() for s in sorted(params)]
+  for b in bufs: b.copyin(memoryview(bytearray(b.nbytes)))
+  return bufs
 
-def time_program(spec, lib, device:str, bufs:list, budget_s:float=0.5) -> float:
-  """the best of a few runs, fewer for slow kernels (one run past budget_s)"""
+def time_program(spec, lib, device:str, bufs:list, budget_s:float=0.5, cutoff_s:float=math.inf) -> float:
+  """the best of a few runs, fewer for slow kernels (one run past budget_s). With a finite cutoff_s, on a device whose programs run in
+  this process (Compiled.runs_in_process) where fork exists, the runs happen in a forked child that is killed once a run takes longer
+  than cutoff_s (the result: inf): a slow candidate costs the cutoff, not its minutes"""
   from tinygrad.device import Device
   prg = Device[device].runtime(spec.name, lib)
   gs, ls = spec.launch_dims({})
-  best, spent = float("inf"), 0.0
-  for _ in range(3):
-    t = prg(*[b._buf for b in bufs[:spec.nbufs]], global_size=gs, local_size=ls, wait=True)
-    best, spent = min(best, t), spent + t
-    if spent > budget_s: break
-  return best
+  args = [b._buf for b in bufs[:spec.nbufs]]
+  def runs():
+    spent = 0.0
+    for _ in range(3):
+      yield (t := prg(*args, global_size=gs, local_size=ls, wait=True))
+      if (spent := spent + t) > budget_s or t > cutoff_s: break
+  if math.isinf(cutoff_s) or not getattr(Device[device], "runs_in_process", False) or not hasattr(os, "fork"): return min(runs())
+  return _in_child(runs, cutoff_s)
+
+def _in_child(runs, cutoff_s:float) -> float:
+  """min(runs()) computed in a forked child (it shares the buffers copy-on-write), which reports each time through a pipe and is killed
+  when one takes past cutoff_s"""
+  r, w = os.pipe()
+  if (pid := os.fork()) == 0:
+    try:
+      os.close(r)
+      for t in runs(): os.write(w, struct.pack("<d", t))
+    finally: os._exit(0)  # no atexit handlers, no flushing the parent's buffers
+  os.close(w)
+  best = math.inf
+  try:
+    while select.select([r], [], [], cutoff_s + FORK_SLACK_S)[0] and len(data := os.read(r, 8)) == 8:
+      best = min(best, struct.unpack("<d", data)[0])
+  finally:
+    os.close(r)
+    try: os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError: pass
+    os.waitpid(pid, 0)
+  return best if best <= cutoff_s else math.inf
 
 def _progress(msg:str):
   if getenv("BEAM_QUIET", 0) == 0: print(f"\r{msg}\033[K", end="", file=sys.stderr, flush=True)
@@ -109,9 +142,10 @@ def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
   def run(cands:list[tuple[Opt, ...]]):
     cands = [c for c in dict.fromkeys(cands) if c not in timed]
     for n, (c, (spec, lib)) in enumerate(zip(cands, compile_all([_with_opts(ast, c) for c in cands], renderer))):
-      timed[c] = float("inf") if spec is None else time_program(spec, lib, renderer.device, bufs)
+      cutoff = BEAM_CUTOFF.value * min(timed.values(), default=math.inf)
+      timed[c] = math.inf if spec is None else time_program(spec, lib, renderer.device, bufs, cutoff_s=cutoff)
       _progress(f"BEAM {name}: {len(timed)} timed, {n+1}/{len(cands)} this round, best {min(timed.values())*1e3:.3f} ms, {time.perf_counter()-st:.1f} s")
-  run([(), tuple(hand_coded_opts(ast, renderer))])
+  run([tuple(hand_coded_opts(ast, renderer)), ()])  # the heuristic's first: it sets the cutoff for the rest
   beam = sorted(timed, key=timed.get)[:width]
   while True:
     best = timed[beam[0]]

@@ -1,71 +1,75 @@
-"""The mock AMD driver (MOCKGPU=1): KFD's part (memory, user-mode queues with rings, read/write pointers and doorbells) and a
-virtual GPU that executes what the queues hold, in python: the compute engine decodes PM4, the SDMA engine its packets. Every packet
-the encoders (amd_pm4, amd_sdma) emit is decoded; anything else faults with its offset. Kernels run on the PYTHON emulator from the
-UOps their code object carries. Executing happens when the host rings a doorbell or waits (progress()); a queue blocked on a
-wait stays where it is until another queue's write lets it go on."""
+"""The mock AMD kernel driver (MOCKGPU=1): the host OS beneath KFDInterface (amd_kfd.py). It serves /dev/kfd's ioctls on the structures
+kfd_ioctl.py generates from the kernel's header (version, VM acquire, memory allocation and GPU mapping, user-mode queue creation with
+the checks KFD makes: ring size, mapped rings and pointers, the compute queue's EOP buffer and context save/restore area against the
+topology's sizes), the render node's mappings of host-visible memory, the doorbell pages, and the KFD topology in sysfs. Each mock
+GPU executes what its queues hold, in python, from the write pointer its doorbell last saw: the compute engine decodes PM4, the SDMA
+engine its packets. Every packet the encoders (amd_pm4, amd_sdma) emit is decoded; anything else faults with its offset. Kernels run
+on the PYTHON emulator from the UOps their code object carries. A queue blocked on a wait stays where it is until another queue's
+write lets it go on."""
 from __future__ import annotations
-from tinygrad.runtime.support.hcq import HCQBuffer
-from tinygrad.runtime.support.hcq_mock import MockMemory, MockGPUError, EmulatedLaunches, clock_ns
-from tinygrad.runtime.support import amd_pm4 as pm4, amd_sdma as sdma
+import ctypes, itertools, mmap, os
+from tinygrad.runtime.support import kfd_ioctl as kfd, amd_pm4 as pm4, amd_sdma as sdma
+from tinygrad.runtime.support.amd_kfd import KFDHostOS, NODES, cwsr_area
+from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
 
-HDP_FLUSH_REQ, HDP_FLUSH_DONE, HDP_CP_BIT = 0x106, 0x107, 1 << 2  # the mock's NBIO registers: done mirrors the request at once
+HDP_FLUSH_REQ, HDP_FLUSH_DONE = 0x106, 0x107  # the mock's NBIO registers (for the HDP flush packets): done mirrors the request at once
+GPUS = 4
+# the topology a mock GPU node reports (sysfs properties): a small gfx11-like part
+PROPS = {"simd_count": 8, "max_waves_per_simd": 16, "cwsr_size": 0x3000, "ctl_stack_size": 0x1000, "num_xcc": 1, "gfx_target_version": 110000}
 
 class MockQueue:
-  """a ring of 32-bit words at a GPU address, read pointer (consumed) and write pointer (written) in memory, in dwords for PM4 and in
-  bytes for SDMA, as the engines count them"""
-  def __init__(self, kfd:MockKFD, kind:str, ring_bytes:int):
-    self.kfd, self.kind, self.unit = kfd, kind, 4 if kind == "COPY" else 1
-    self.ring = kfd.alloc(ring_bytes, True)
-    self.rptr, self.wptr = kfd.alloc(8, True), kfd.alloc(8, True)
-    self.words = self.ring.cpu_view().cast("I")
+  """a user-mode queue as the GPU sees it: a ring of 32-bit words at a GPU address, read pointer (consumed, written by the GPU) and
+  write pointer in memory, in dwords for PM4 and in bytes for SDMA, as the engines count them; the write pointer the doorbell gave"""
+  def __init__(self, gpu:MockAMDGPU, kind:str, ring:int, ring_bytes:int, rptr:int, wptr:int, doorbell:int):
+    self.gpu, self.mem, self.kind, self.unit = gpu, gpu.mem, kind, 4 if kind == "COPY" else 1
+    self.ring, self.nwords, self.rptr, self.wptr, self.doorbell = ring, ring_bytes // 4, rptr, wptr, doorbell
+    self.wptr_seen, self.dead = 0, False
     self.ibs: list[list[int]] = []  # PM4 indirect buffers being run: [address of the next word, words left]
-    self.submissions = 0            # doorbell rings
-  def ring_doorbell(self, wptr:int):
-    self.submissions += 1
-    self.kfd.progress()
   @property
-  def read_ptr(self) -> int: return self.rptr.cpu_view().cast("Q")[0]
-  def _write_ptr(self) -> int: return self.wptr.cpu_view().cast("Q")[0]
-  def pending(self) -> bool: return bool(self.ibs) or self.read_ptr < self._write_ptr()
+  def read_ptr(self) -> int: return self.mem.read(self.rptr, "<Q")[0]
+  def pending(self) -> bool: return not self.dead and (bool(self.ibs) or self.read_ptr < self.wptr_seen)
   def _word(self) -> int: return self.read_ptr // self.unit
   def fetch(self, n:int) -> list[int]:
     """the next n words (the packet under the read position) without consuming them"""
     if self.ibs:
       addr, left = self.ibs[-1]
       if n > left: raise MockGPUError(f"{self.kind}: packet of {n} words runs past the end of the indirect buffer at {addr:#x}")
-      return list(self.kfd.mem.read(addr, f"<{n}I"))
+      return list(self.mem.read(addr, f"<{n}I"))
     r = self._word()
-    if r + n > self._write_ptr() // self.unit: raise MockGPUError(f"{self.kind}: packet of {n} words at ring word {r} runs past the write pointer")
-    return [self.words[(r + i) % len(self.words)] for i in range(n)]
+    if r + n > self.wptr_seen // self.unit: raise MockGPUError(f"{self.kind}: packet of {n} words at ring word {r} runs past the write pointer")
+    if (at := r % self.nwords) + n <= self.nwords: return list(self.mem.read(self.ring + 4 * at, f"<{n}I"))
+    return [self.mem.read(self.ring + 4 * ((r + i) % self.nwords), "<I")[0] for i in range(n)]  # the packet wraps the ring
   def consume(self, n:int):
     if self.ibs:
       self.ibs[-1][0] += 4 * n
       self.ibs[-1][1] -= n
       if self.ibs[-1][1] == 0: self.ibs.pop()
-    else: self.rptr.cpu_view().cast("Q")[0] = self.read_ptr + n * self.unit
+    else: self.mem.write(self.rptr, "<Q", self.read_ptr + n * self.unit)
   def where(self) -> str: return f"indirect buffer word at {self.ibs[-1][0]:#x}" if self.ibs else f"ring word {self._word()}"
 
-class MockKFD:
-  """the driver interface of AMDDevice under MOCKGPU=1"""
-  is_mock = True
-  def __init__(self):
-    self.mem = MockMemory(0x7F00_0000_0000)
-    self.launches = EmulatedLaunches(self.mem)
-    self.queues: list[MockQueue] = []
-    self.regs: dict[int, int] = {}
-    self.hdp_flush = (HDP_FLUSH_REQ, HDP_FLUSH_DONE, HDP_CP_BIT)
-  def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer: return self.mem.alloc(size)
-  def free(self, buf:HCQBuffer): self.mem.free(buf)
-  def create_queue(self, kind:str, ring_bytes:int=1 << 16) -> MockQueue:
-    self.queues.append(q := MockQueue(self, kind, ring_bytes))
-    return q
-  def progress(self) -> bool:
+class MockAMDGPU:
+  """one GPU: its KFD node, its queues and their doorbell page, the registers its packets set"""
+  isolates_faults = True  # a fault stops the queue that made it (KFD evicts it), the GPU runs the others on
+  def __init__(self, index:int, kernel:MockKFDKernel):
+    self.index, self.gpu_id, self.minor, self.mem = index, 0x1000 + index, 128 + index, kernel.system.mem
+    self.launches, self.queues, self.regs = EmulatedLaunches(self.mem), [], {}
+    self.doorbell_fd = os.memfd_create(f"mock-amd{index}-doorbells")
+    os.ftruncate(self.doorbell_fd, mmap.PAGESIZE)
+    self.doorbells = memoryview(mmap.mmap(self.doorbell_fd, mmap.PAGESIZE))
+    kernel.system.gpus.add(self)
+  def doorbell_rung(self):
+    for q in self.queues: q.wptr_seen = int.from_bytes(self.doorbells[q.doorbell:q.doorbell + 8], "little")
+  def run(self) -> bool:
     """run every queue until it is empty or blocked, round robin until nothing moves; True if any packet ran"""
     ran, moved = False, True
     while moved:
       moved = False
       for q in self.queues:
-        while q.pending() and (self._step_pm4(q) if q.kind == "COMPUTE" else self._step_sdma(q)): moved = ran = True
+        try:
+          while q.pending() and (self._step_pm4(q) if q.kind == "COMPUTE" else self._step_sdma(q)): moved = ran = True
+        except MockGPUError:
+          q.dead = True
+          raise
     return ran
 
   # *** PM4: one packet per step; False when it must wait ***
@@ -135,3 +139,130 @@ _FUNCS = {0: lambda a, b: True, 1: lambda a, b: a < b, 2: lambda a, b: a <= b, 3
 def _compare(func:int, val:int, ref:int, what:str) -> bool:
   if func not in _FUNCS: raise MockGPUError(f"{what}: compare function {func} does not exist")
   return _FUNCS[func](val, ref)
+
+class MockKFDKernel(KFDHostOS):
+  """the host OS with the amdgpu driver mocked: /dev/kfd, the render nodes and the KFD topology are served here, anonymous memory is
+  the real kernel's. Errors are OSErrors with errno and the reason, as the real ioctls raise them (less the reason)"""
+  is_mock = True
+  def __init__(self):
+    self.system = mock_system("AMD")
+    self.gpus = [MockAMDGPU(i, self) for i in range(GPUS)]
+    self.fds: dict[int, dict] = {}
+    self.allocs: dict[int, dict] = {}  # handle -> va, size, gpu, backing, host-visible, mapped
+    self._fd, self._handle, self._offset = itertools.count(1 << 20), itertools.count(1), itertools.count(1)
+
+  def _gpu(self, gpu_id:int) -> MockAMDGPU:
+    if (g := next((g for g in self.gpus if g.gpu_id == gpu_id), None)) is None: raise OSError(22, f"mock KFD: no GPU with gpu_id {gpu_id:#x}")
+    return g
+
+  # *** files, sysfs, mappings ***
+  def open(self, path:str) -> int:
+    if path == "/dev/kfd": node = {"kind": "kfd", "vms": set(), "queues": 0}
+    elif path.startswith("/dev/dri/renderD") and (g := next((g for g in self.gpus if f"/dev/dri/renderD{g.minor}" == path), None)):
+      node = {"kind": "drm", "gpu": g}
+    else: raise FileNotFoundError(2, f"mock KFD: no such device {path}")
+    self.fds[fd := next(self._fd)] = node
+    return fd
+  def listdir(self, path:str) -> list[str]:
+    if path != NODES: raise FileNotFoundError(2, path)
+    return [str(i) for i in range(GPUS + 1)]  # node 0 is the CPU
+  def read_text(self, path:str) -> str:
+    node, what = path[len(NODES) + 1:].split("/")
+    g = self.gpus[int(node) - 1] if int(node) else None
+    if what == "gpu_id": return f"{g.gpu_id if g else 0}\n"
+    return "".join(f"{k} {v}\n" for k, v in ({**PROPS, "drm_render_minor": g.minor} if g else {"cpu_cores_count": 2}).items())
+  def mmap(self, addr:int, size:int, prot:int, flags:int, fd:int=-1, offset:int=0) -> int:
+    if fd == -1: return super().mmap(addr, size, prot, flags, fd, offset)
+    node = self.fds.get(fd, {})
+    if node.get("kind") == "drm":  # host-visible memory: the allocation's pages, at the address KFD was given
+      a = next((a for a in self.allocs.values() if a["mmap_offset"] == offset), None)
+      if a is None or a["gpu"] is not node["gpu"] or "memfd" not in a or size > a["size"]:
+        raise OSError(22, f"mock KFD: render node mmap at offset {offset:#x}: no host-visible allocation of this GPU there")
+      return super().mmap(addr, size, prot, flags, a["memfd"], 0)
+    if node.get("kind") == "kfd":  # a doorbell page
+      g = next((g for g in self.gpus if (0x1000 + g.index) * mmap.PAGESIZE == offset), None)
+      if g is None: raise OSError(22, f"mock KFD: /dev/kfd mmap at offset {offset:#x} is no doorbell page")
+      return super().mmap(addr, size, prot, flags, g.doorbell_fd, 0)
+    raise OSError(9, f"mock KFD: mmap of fd {fd}")
+  def doorbell_rung(self):
+    for g in self.gpus: g.doorbell_rung()
+    self.system.progress()
+  def progress(self) -> bool: return self.system.progress()
+
+  # *** ioctls ***
+  def ioctl(self, fd:int, nr:int, args:ctypes.Structure):
+    if self.fds.get(fd, {}).get("kind") != "kfd": raise OSError(25, f"mock KFD: ioctl {nr:#x} on fd {fd}, which is not /dev/kfd")
+    if (nr >> 16) & 0x3fff != ctypes.sizeof(args) or (nr >> 8) & 0xff != ord("K"):
+      raise OSError(22, f"mock KFD: ioctl {nr:#x} does not describe a {type(args).__name__} of {ctypes.sizeof(args)} bytes")
+    handler = {kfd.AMDKFD_IOC_GET_VERSION: self._version, kfd.AMDKFD_IOC_ACQUIRE_VM: self._acquire_vm,
+               kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: self._alloc, kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU: self._free,
+               kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU: self._map, kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU: self._unmap,
+               kfd.AMDKFD_IOC_CREATE_QUEUE: self._create_queue}.get(nr)
+    if handler is None: raise OSError(25, f"mock KFD: ioctl {nr:#x} is not one KFDInterface issues")
+    handler(self.fds[fd], args)
+
+  def _version(self, node, a): a.major_version, a.minor_version = kfd.KFD_IOCTL_MAJOR_VERSION, kfd.KFD_IOCTL_MINOR_VERSION
+  def _acquire_vm(self, node, a):
+    drm = self.fds.get(a.drm_fd, {})
+    if drm.get("kind") != "drm" or drm["gpu"] is not self._gpu(a.gpu_id): raise OSError(22, f"mock KFD: ACQUIRE_VM with fd {a.drm_fd}, not GPU {a.gpu_id:#x}'s render node")
+    node["vms"].add(a.gpu_id)
+  def _alloc(self, node, a):
+    if a.gpu_id not in node["vms"]: raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU on GPU {a.gpu_id:#x} before ACQUIRE_VM")
+    where = a.flags & (kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM | kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT)
+    if where not in (kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM, kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT) or a.size % mmap.PAGESIZE or a.va_addr % mmap.PAGESIZE or not a.size:
+      raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU of {a.size} bytes at {a.va_addr:#x}, flags {a.flags:#x}: one of VRAM/GTT, whole pages")
+    if any(b["va"] < a.va_addr + a.size and a.va_addr < b["va"] + b["size"] for b in self.allocs.values()):
+      raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU at {a.va_addr:#x} overlaps an allocation")
+    rec = {"va": a.va_addr, "size": a.size, "gpu": self._gpu(a.gpu_id), "mmap_offset": next(self._offset) * mmap.PAGESIZE, "mapped": False}
+    if where == kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT:  # system pages the CPU maps through the render node and the GPU through its page tables
+      rec["memfd"] = os.memfd_create("mock-kfd-gtt")
+      os.ftruncate(rec["memfd"], a.size)
+      rec["backing"] = mmap.mmap(rec["memfd"], a.size)
+    else: rec["backing"] = mmap.mmap(-1, a.size)
+    self.allocs[handle := next(self._handle)] = rec
+    a.handle, a.mmap_offset = handle, rec["mmap_offset"]
+  def _devices(self, a) -> list[int]: return list((ctypes.c_uint32 * a.n_devices).from_address(a.device_ids_array_ptr))
+  def _map(self, node, a):
+    if (rec := self.allocs.get(a.handle)) is None or rec["gpu"].gpu_id not in self._devices(a) or rec["mapped"]:
+      raise OSError(22, f"mock KFD: MAP_MEMORY_TO_GPU of handle {a.handle} on {self._devices(a)}: unknown, mapped already, or not that GPU's")
+    self.system.mem.map(rec["va"], memoryview(rec["backing"]))
+    rec["mapped"], a.n_success = True, a.n_devices
+  def _unmap(self, node, a):
+    if (rec := self.allocs.get(a.handle)) is None or not rec["mapped"]: raise OSError(22, f"mock KFD: UNMAP_MEMORY_FROM_GPU of handle {a.handle}, not mapped")
+    self.system.mem.unmap(rec["va"])
+    rec["mapped"], a.n_success = False, a.n_devices
+  def _free(self, node, a):
+    if (rec := self.allocs.get(a.handle)) is None: raise OSError(22, f"mock KFD: FREE_MEMORY_OF_GPU of unknown handle {a.handle}")
+    if rec["mapped"]: raise OSError(16, f"mock KFD: FREE_MEMORY_OF_GPU of handle {a.handle}, still mapped")  # EBUSY
+    del self.allocs[a.handle]
+    if "memfd" in rec: os.close(rec["memfd"])
+  def _mapped(self, va:int, size:int) -> bool:
+    return any(r["mapped"] and r["va"] <= va and va + size <= r["va"] + r["size"] for r in self.allocs.values())
+
+  def _create_queue(self, node, a):
+    g = self._gpu(a.gpu_id)
+    if a.gpu_id not in node["vms"]: raise OSError(22, f"mock KFD: CREATE_QUEUE on GPU {a.gpu_id:#x} before ACQUIRE_VM")
+    if a.ring_size < kfd.KFD_MIN_QUEUE_RING_SIZE or a.ring_size & (a.ring_size - 1):
+      raise OSError(22, f"mock KFD: CREATE_QUEUE ring of {a.ring_size} bytes: a power of two from {kfd.KFD_MIN_QUEUE_RING_SIZE}")
+    for what, va, size in (("ring", a.ring_base_address, a.ring_size), ("read pointer", a.read_pointer_address, 8), ("write pointer", a.write_pointer_address, 8)):
+      if not self._mapped(va, size): raise OSError(22, f"mock KFD: CREATE_QUEUE {what} at {va:#x} is not memory mapped to the GPU")
+    if a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_COMPUTE:
+      if not a.eop_buffer_size or not self._mapped(a.eop_buffer_address, a.eop_buffer_size): raise OSError(22, "mock KFD: a compute queue needs a mapped EOP buffer")
+      area, cwsr, ctl = cwsr_area({**PROPS})
+      if (a.ctx_save_restore_size, a.ctl_stack_size) != (cwsr, ctl) or not self._mapped(a.ctx_save_restore_address, area):
+        raise OSError(22, f"mock KFD: a compute queue's context save area must be {area} mapped bytes at ctx_save_restore_address with "
+                          f"ctx_save_restore_size {cwsr:#x} and ctl_stack_size {ctl:#x} (the node's cwsr_size, ctl_stack_size), got "
+                          f"{a.ctx_save_restore_size:#x}, {a.ctl_stack_size:#x} at {a.ctx_save_restore_address:#x}")
+      kind = "COMPUTE"
+    elif a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA: kind = "COPY"
+    else: raise OSError(22, f"mock KFD: queue type {a.queue_type} is not one the mock runs")
+    if (slot := 8 * len(g.queues)) >= mmap.PAGESIZE: raise OSError(28, f"mock KFD: GPU {a.gpu_id:#x} has no doorbell left")
+    g.queues.append(MockQueue(g, kind, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, slot))
+    a.queue_id, a.doorbell_offset = len(g.queues) - 1, (0x1000 + g.index) * mmap.PAGESIZE + slot
+
+_kernel: MockKFDKernel|None = None
+def mock_kernel() -> MockKFDKernel:
+  """the process's one mock driver (as there is one kernel driver for all the GPUs)"""
+  global _kernel
+  if _kernel is None: _kernel = MockKFDKernel()
+  return _kernel

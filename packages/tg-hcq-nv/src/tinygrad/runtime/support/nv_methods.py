@@ -70,15 +70,25 @@ def gpfifo_entry(addr:int, n_words:int) -> tuple[int, int]:
   """a GP_ENTRY: ENTRY0 GET (address bits 31:2), ENTRY1 GET_HI (7:0) | LEVEL SUBROUTINE (bit 9) | LENGTH in words (30:10)"""
   return addr & 0xfffffffc, (addr >> 32) & 0xff | (1 << 9) | (n_words << 10)
 
-# *** the QMD (queue meta-data) of a launch: 64 words; fields as (high bit, low bit) of QMD V03_00 (clc6c0qmd.h) ***
+# *** the QMD (queue meta-data) of a launch: 64 words. Fields as (high bit, low bit) of QMD V03_00, the layout AMPERE_COMPUTE_A..
+# HOPPER_COMPUTE_A share (NVIDIA open-gpu-doc classes/compute/clc9c0qmd.h and clcbc0qmd.h, NVC9C0_/NVCBC0_QMDV03_00_*; "(i)" fields
+# taken at i = 0). Only the fields tg sets or the mock reads are named ***
 QMD_WORDS = 64
-QMD_FIELDS = {"qmd_version": (579, 576), "qmd_major_version": (583, 580),
+QMD_FIELDS = {"qmd_group_id": (133, 128), "sm_global_caching_enable": (134, 134),
+              "invalidate_texture_header_cache": (186, 186), "invalidate_texture_sampler_cache": (187, 187),
+              "invalidate_texture_data_cache": (188, 188), "invalidate_shader_data_cache": (189, 189),
+              "invalidate_instruction_cache": (190, 190), "invalidate_shader_constant_cache": (191, 191),
+              "cwd_membar_type": (369, 368), "api_visible_call_limit": (378, 378), "sampler_index": (382, 382),
               "cta_raster_width": (415, 384), "cta_raster_height": (431, 416), "cta_raster_depth": (463, 448),
+              "shared_memory_size": (561, 544), "min_sm_config_shared_mem_size": (567, 562), "max_sm_config_shared_mem_size": (574, 569),
+              "qmd_version": (579, 576), "qmd_major_version": (583, 580),
               "cta_thread_dimension0": (607, 592), "cta_thread_dimension1": (623, 608), "cta_thread_dimension2": (639, 624),
-              "constant_buffer_valid0": (640, 640),
-              "constant_buffer_addr_lower0": (959, 928), "constant_buffer_addr_upper0": (976, 960),
-              "constant_buffer_size_shifted4_0": (991, 977),
-              "program_address_lower": (1567, 1536), "program_address_upper": (1584, 1568)}
+              "constant_buffer_valid0": (640, 640), "register_count_v": (656, 648), "target_sm_config_shared_mem_size": (662, 657),
+              "shader_local_memory_low_size": (759, 736), "barrier_count": (767, 763),
+              "constant_buffer_addr_lower0": (1055, 1024), "constant_buffer_addr_upper0": (1072, 1056),
+              "constant_buffer_size_shifted4_0": (1087, 1075),
+              "program_address_lower": (1567, 1536), "program_address_upper": (1584, 1568),
+              "shader_local_memory_high_size": (1623, 1600), "program_prefetch_size": (1649, 1641), "sass_version": (1663, 1656)}
 
 def qmd(**fields) -> list:
   """the QMD's 64 words with the given fields set (ints or int UOps; a field never straddles a word here)"""

@@ -1,7 +1,8 @@
 """HCQ core (hardware command queues): what the AMD and NV devices share. They talk to the GPU as a driver's userspace part would:
 memory mapped into our address space, queue programs (tinygrad.uop.queue) selected into vendor packets and written into rings,
-doorbells, and 64-bit timeline signals in host-visible memory. Below it is a driver interface (`iface`): the kernel driver on real
-hardware, or a mock driver that executes the packet streams in python (MOCKGPU=1).
+doorbells, and 64-bit timeline signals in host-visible memory. Below it is a driver interface (`iface`: amd_kfd.KFDInterface,
+nv_rm.NVRMInterface) that talks to the kernel driver through ioctls and mmaps, on the real kernel or, under MOCKGPU=1, on a mock kernel
+driver whose GPUs execute the packet streams in python.
 
 The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
 what it can and says whether anything ran), is_mock."""
@@ -197,30 +198,44 @@ class HCQProgram:
     return et
 
 class HCQGraph:
-  """a TinyJit step on one HCQ device as one recorded command buffer: each kernel gets kernel arguments of its own, the launches run
-  in order with a barrier between them, and a replay writes the new inputs' addresses and Variable values into the arguments, patches
-  the timeline values (and symbolic launch sizes) into the buffer, and submits it once"""
+  """a TinyJit step on one or more HCQ devices: on each device one recorded command buffer (its kernels in order with a barrier
+  between them, each with kernel arguments of its own), and a finalizer on the first device that waits for every other device's part.
+  A replay writes the new inputs' addresses and Variable values into the arguments, patches each device's timeline values (and
+  symbolic launch sizes) into its buffer, and submits once per device; the finalizer's signal is the whole step's.
+
+  Each device keeps its own timeline, so the graph stores, per device, the value its part of the last replay signalled (`last`):
+  the epoch it runs in, bumped by that device's next_timeline() at every replay, never shared between devices"""
+  multi_device = True
   def __init__(self, dev:HCQCompiled, kernels:list[tuple]):
-    """kernels: (ProgramSpec, program, buffers: an int for the replay's input of that index or a device Buffer, var_vals) each"""
-    self.dev, self.kernels, self.last = dev, kernels, 0
+    """kernels: (ProgramSpec, program, buffers: an int for the replay's input of that index or a device Buffer, var_vals) each; a
+    kernel runs on its program's device"""
+    self.kernels = kernels
+    self.devs = list(dict.fromkeys(prg.dev for _, prg, _, _ in kernels)) or [dev]
     sizes = [round_up(prg.kernargs_size(spec.nbufs, len(spec.vars)), 256) for spec, prg, _, _ in kernels]
-    self.kernargs = dev.iface.alloc(max(sum(sizes), 256), host_visible=True)
-    q, self.blocks, at = dev.compute_queue().wait(dev.timeline_signal, WAIT), [], 0
+    self.kernargs = {d: d.iface.alloc(max(sum(sz for sz, (_, p, _, _) in zip(sizes, kernels) if p.dev is d), 256), host_visible=True)
+                     for d in self.devs}
+    queues, at, self.blocks = {d: d.compute_queue().wait(d.timeline_signal, WAIT) for d in self.devs}, dict.fromkeys(self.devs, 0), []
     for (spec, prg, _, _), size in zip(kernels, sizes):
-      self.blocks.append(ka := self.kernargs.offset(at, size))
-      at += size
-      q.barrier().exec(prg.addr, ka.va, spec.global_size, spec.local_size)
-    self.cb = q.signal(dev.timeline_signal, SIGNAL).record()
-    self.cb.persistent = True
+      self.blocks.append(ka := self.kernargs[prg.dev].offset(at[prg.dev], size))
+      at[prg.dev] += size
+      queues[prg.dev].barrier().exec(prg.addr, ka.va, spec.global_size, spec.local_size)
+    first = self.devs[0]
+    for i, d in enumerate(self.devs[1:], 1):  # the finalizer: the first device's part ends when every other device's part has
+      queues[first].wait(d.timeline_signal, _var(f"hcq_signal_{i}"))
+    self.cbs = {d: q.signal(d.timeline_signal, SIGNAL).record() for d, q in queues.items()}
+    for cb in self.cbs.values(): cb.persistent = True
+    self.last = dict.fromkeys(self.devs, 0)
   def __call__(self, inputs:list, var_vals:dict[str, int]):
-    self.dev.timeline_signal.wait(self.last)  # the arguments of the previous replay are read until it is done
+    self.devs[0].timeline_signal.wait(self.last[self.devs[0]])  # the arguments of the previous replay are read until it is done
     for (spec, prg, bufs, vals), ka in zip(self.kernels, self.blocks):
       vv = {k: var_vals.get(k, v) for k, v in vals.items()}
       prg.fill_kernargs(ka, tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs]), tuple(vv[v] for v in spec.vars))
       GlobalCounters.kernel_count += 1
       GlobalCounters.global_ops += spec.ops
       GlobalCounters.global_mem += spec.mem
-    self.last = v = self.dev.next_timeline()
-    self.dev.submit("COMPUTE", self.cb, {**var_vals, "hcq_wait": v - 1, "hcq_signal": v})
+    for d in self.devs: self.last[d] = d.next_timeline()
+    others = {f"hcq_signal_{i}": self.last[d] for i, d in enumerate(self.devs[1:], 1)}
+    for d in self.devs[1:] + self.devs[:1]:  # the finalizer's device last: the others' parts are queued when it waits for them
+      d.submit("COMPUTE", self.cbs[d], {**var_vals, **(others if d is self.devs[0] else {}), "hcq_wait": self.last[d] - 1, "hcq_signal": self.last[d]})
 
 HCQCompiled.graph = HCQGraph

@@ -1,35 +1,38 @@
-"""What the mock drivers (MOCKGPU=1) share: GPU memory with its own virtual addresses backed by host mappings, and kernel launches
-run on the PYTHON emulator from the UOps a code object carries. The vendor mocks (tg-hcq-amd, tg-hcq-nv) decode their packet streams
-and call these."""
+"""What the mock drivers (MOCKGPU=1) share: the GPU's view of memory (host buffers the mock kernel driver mapped at GPU virtual
+addresses), the GPUs of one vendor in the process run together, and kernel launches run on the PYTHON emulator from the UOps a code
+object carries. The vendor mocks (tg-hcq-amd, tg-hcq-nv) serve their driver's ioctls, decode their packet streams and call these."""
 from __future__ import annotations
-import bisect, mmap, struct, time
-from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+import bisect, struct, time, weakref
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 
 class MockGPUError(RuntimeError):
   """the packet stream asked the mock GPU for something a GPU would fault on (bad packet, unmapped address)"""
 
 class MockMemory:
-  """allocations at GPU virtual addresses from `base` (64 KiB granules), each backed by an anonymous host mapping"""
-  def __init__(self, base:int):
-    self.next_va, self.starts, self.allocs = base, [], {}
-  def alloc(self, size:int) -> HCQBuffer:
-    mm = mmap.mmap(-1, round_up(max(size, 1), mmap.PAGESIZE))
-    va, self.next_va = self.next_va, self.next_va + round_up(len(mm), 1 << 16)
+  """GPU virtual addresses -> the host buffers mapped there (the page tables a driver keeps for the GPU)"""
+  def __init__(self):
+    self.starts, self.allocs = [], {}
+    self.unmapped: list = []  # callbacks (va, size) for what caches GPU memory (decoded programs): an address may be mapped anew
+  def map(self, va:int, backing):
+    """make host memory (a buffer) visible to the GPU at va, as a driver maps pages into the GPU's page tables"""
+    i = bisect.bisect_right(self.starts, va) - 1
+    if (i >= 0 and self.starts[i] + len(memoryview(self.allocs[self.starts[i]])) > va) or \
+       (i + 1 < len(self.starts) and self.starts[i + 1] < va + len(memoryview(backing))):
+      raise MockGPUError(f"GPU mapping of {len(memoryview(backing))} bytes at {va:#x} overlaps one already there")
     bisect.insort(self.starts, va)
-    self.allocs[va] = mm
-    return HCQBuffer(va, size, memoryview(mm)[:size])
-  def free(self, buf:HCQBuffer):
-    if buf.va not in self.allocs: raise MockGPUError(f"free of {buf.va:#x}, which is not the start of an allocation")
-    self.starts.remove(buf.va)
-    del self.allocs[buf.va]  # the mapping is closed when the last view of it goes
+    self.allocs[va] = backing
+  def unmap(self, va:int):
+    if va not in self.allocs: raise MockGPUError(f"unmap of {va:#x}, which is not the start of a mapping")
+    self.starts.remove(va)
+    size = len(memoryview(self.allocs.pop(va)))  # the backing is released when the last view of it goes
+    for fn in self.unmapped: fn(va, size)
   def view(self, va:int, size:int|None=None) -> memoryview:
     """host view of GPU memory from va (to the end of its allocation when size is None)"""
     i = bisect.bisect_right(self.starts, va) - 1
     if i < 0: raise MockGPUError(f"GPU page fault: address {va:#x} is not mapped")
     start = self.starts[i]
     mv = memoryview(self.allocs[start])
-    off = va - start
+    if (off := va - start) >= len(mv): raise MockGPUError(f"GPU page fault: address {va:#x} is not mapped (past the mapping at {start:#x})")
     end = len(mv) if size is None else off + size
     if end > len(mv): raise MockGPUError(f"GPU page fault: {size} bytes at {va:#x} run past the allocation at {start:#x} ({len(mv)} bytes)")
     return mv[off:end]
@@ -38,10 +41,37 @@ class MockMemory:
 
 def clock_ns() -> int: return time.perf_counter_ns()
 
+class MockSystem:
+  """what every mock GPU of one vendor in this process shares, as on a real host: one GPU virtual address space (KFD and UVM give a
+  process one, its memory mapped into every GPU, so a queue on one GPU can wait on another's signal), and progress that runs every
+  GPU (that wait is released by the other GPU's queue). A GPU that faulted stays stopped: the others run on"""
+  def __init__(self): self.mem, self.gpus, self.faulted = MockMemory(), weakref.WeakSet(), weakref.WeakSet()
+  def progress(self) -> bool:
+    """run every GPU's queues until nothing moves; True if any packet ran"""
+    ran, moved = False, True
+    while moved:
+      moved = False
+      for gpu in [g for g in self.gpus if g not in self.faulted]:
+        try: moved |= gpu.run()
+        except MockGPUError:
+          if not getattr(gpu, "isolates_faults", False): self.faulted.add(gpu)  # else the GPU stopped only what faulted
+          raise
+      ran |= moved
+    return ran
+
+_systems: dict[str, MockSystem] = {}
+def mock_system(vendor:str) -> MockSystem:
+  if vendor not in _systems: _systems[vendor] = MockSystem()
+  return _systems[vendor]
+
 class EmulatedLaunches:
   """kernel launches on the PYTHON emulator: the program is read back from GPU memory (its code object's UOps), its arguments from the
   kernargs block (64-bit buffer addresses, then 32-bit ints), its buffers are views of GPU memory"""
-  def __init__(self, mem:MockMemory): self.mem, self.programs, self.launches = mem, {}, 0
+  def __init__(self, mem:MockMemory):
+    self.mem, self.programs, self.launches = mem, {}, 0
+    mem.unmapped.append(self._forget)
+  def _forget(self, va:int, size:int):
+    for addr in [a for a in self.programs if va <= a < va + size]: del self.programs[addr]
   def program(self, addr:int):
     if (prg := self.programs.get(addr)) is None:
       from tinygrad.runtime.ops_python import PythonProgram

@@ -1,0 +1,114 @@
+"""The NVIDIA driver ABI (nv_rm_abi.py), against sizes and offsets counted by hand from the 535-series headers (C layout: each field
+at the next multiple of its alignment, NvU64/NvP64 and NV_ALIGN_BYTES(8) fields on 8, the struct padded to its largest alignment),
+and the mock kernel driver's checks of the calls NVRMInterface makes."""
+import ctypes
+import pytest
+from tinygrad.runtime.support import nv_rm_abi as rm
+
+def layout(s) -> tuple: return ctypes.sizeof(s), {name: getattr(s, name).offset for name, *_ in s._fields_}
+
+@pytest.mark.parametrize("struct, size, offsets", [
+  (rm.NVOS00_PARAMETERS, 16, {"hObjectOld": 8, "status": 12}),
+  (rm.NVOS02_PARAMETERS, 48, {"flags": 16, "pMemory": 24, "limit": 32, "status": 40}),
+  (rm.nv_ioctl_nvos02_parameters_with_fd, 56, {"fd": 48}),
+  (rm.NVOS21_PARAMETERS, 32, {"hClass": 12, "pAllocParms": 16, "paramsSize": 24, "status": 28}),
+  (rm.NVOS33_PARAMETERS, 48, {"hMemory": 8, "offset": 16, "length": 24, "pLinearAddress": 32, "status": 40, "flags": 44}),
+  (rm.nv_ioctl_nvos33_parameters_with_fd, 56, {"fd": 48}),
+  (rm.NVOS54_PARAMETERS, 32, {"cmd": 8, "flags": 12, "params": 16, "paramsSize": 24, "status": 28}),
+  (rm.nv_ioctl_register_fd_t, 4, {"ctl_fd": 0}),
+  (rm.NV0080_ALLOC_PARAMETERS, 56, {"flags": 16, "vaSpaceSize": 24, "vaStartInternal": 32, "vaLimitInternal": 40, "vaMode": 48}),
+  (rm.NV2080_ALLOC_PARAMETERS, 4, {"subDeviceId": 0}),
+  (rm.NV_VASPACE_ALLOCATION_PARAMETERS, 48, {"vaSize": 8, "vaStartInternal": 16, "vaLimitInternal": 24, "bigPageSize": 32, "vaBase": 40}),
+  (rm.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, 20, {"engineType": 12, "bIsCallingContextVgpuPlugin": 16}),
+  (rm.NV_CTXSHARE_ALLOCATION_PARAMETERS, 12, {"subctxId": 8}),
+  (rm.NV_MEMORY_DESC_PARAMS, 24, {"size": 8, "addressSpace": 16, "cacheAttrib": 20}),
+  # hUserdMemory[8] 32..64, userdOffset[8] 64..128, four 24-byte memory descriptors from 144, IVs and the nonce to 360
+  (rm.NV_CHANNEL_ALLOC_PARAMS, 360, {"gpFifoOffset": 8, "gpFifoEntries": 16, "hContextShare": 24, "hVASpace": 28, "hUserdMemory": 32,
+    "userdOffset": 64, "engineType": 128, "hObjectEccError": 140, "instanceMem": 144, "userdMem": 168, "ramfcMem": 192, "mthdbufMem": 216,
+    "hPhysChannelGroup": 240, "internalFlags": 244, "errorNotifierMem": 248, "eccErrorNotifierMem": 272, "ProcessID": 296,
+    "encryptIv": 304, "decryptIv": 316, "hmacNonce": 328}),
+  (rm.NV_MEMORY_ALLOCATION_PARAMS, 120, {"zcullCovg": 40, "rangeLo": 48, "size": 64, "alignment": 72, "address": 96, "ctagOffset": 104,
+    "hVASpace": 108, "tag": 116}),
+  (rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, 268, {"length": 8, "data": 12}),
+  (rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, 2, {"bSkipSubmit": 1}),
+  (rm.UVM_INITIALIZE_PARAMS, 16, {"rmStatus": 8}),
+  (rm.UVM_REGISTER_GPU_PARAMS, 40, {"numaEnabled": 16, "numaNodeId": 20, "rmCtrlFd": 24, "hClient": 28, "hSmcPartRef": 32, "rmStatus": 36}),
+  (rm.UVM_REGISTER_GPU_VASPACE_PARAMS, 32, {"rmCtrlFd": 16, "hClient": 20, "hVaSpace": 24, "rmStatus": 28}),
+  (rm.UVM_CREATE_EXTERNAL_RANGE_PARAMS, 24, {"length": 8, "rmStatus": 16}),
+  (rm.UvmGpuMappingAttributes, 36, {"gpuMappingType": 16, "gpuCompressionType": 32}),
+  # 32 (UVM_MAX_GPUS in 535) attributes of 36 bytes from 24, then the 8-aligned count
+  (rm.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, 1200, {"offset": 16, "perGpuAttributes": 24, "gpuAttributesCount": 1176, "rmCtrlFd": 1184,
+    "hClient": 1188, "hMemory": 1192, "rmStatus": 1196}),
+  (rm.UVM_FREE_PARAMS, 24, {"rmStatus": 16}),
+])
+def test_layout_matches_the_header(struct, size, offsets):
+  got_size, got = layout(struct)
+  assert got_size == size and {k: got[k] for k in offsets} == offsets
+
+def test_ioctl_numbers():
+  # _IOWR('F', NV_ESC_RM_ALLOC 0x2B, 32 bytes) and _IOWR('F', NV_ESC_REGISTER_FD = NV_IOCTL_BASE 200 + 1, 4 bytes)
+  assert rm.nv_iowr(rm.NV_ESC_RM_ALLOC, 32) == 0xC020462B and rm.nv_iowr(rm.NV_ESC_REGISTER_FD, 4) == 0xC00446C9
+  assert rm.nv_escape(0xC020462B) == 0x2B and rm.UVM_INITIALIZE == 0x30000001 and rm.UVM_MAP_EXTERNAL_ALLOCATION == 33
+
+def test_driver_series_is_read_and_checked():
+  from tinygrad.runtime.ops_nv import driver_series
+  assert driver_series("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.113.01  Release Build  (dvs-builder@U16)") == 535
+  assert driver_series("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.14  Thu Feb 22 01:44:30 UTC 2024") == 550
+  with pytest.raises(RuntimeError, match="cannot read the driver version"): driver_series("garbage")
+
+# *** the mock kernel driver refuses what the real one would ***
+
+@pytest.fixture
+def iface():
+  from tinygrad.runtime.support.nv_mock import mock_kernel
+  from tinygrad.runtime.support.nv_rm import NVRMInterface
+  return NVRMInterface(2, mock_kernel())
+
+def test_rm_alloc_checks_parent_class_and_parameter_size(iface):
+  from tinygrad.runtime.support.nv_rm import NVDriverError
+  with pytest.raises(NVDriverError, match="RM_ALLOC of class 0xc56f"): iface.alloc_object(iface.device, rm.AMPERE_CHANNEL_GPFIFO_A, rm.NV_CHANNEL_ALLOC_PARAMS())
+  assert "not under" in iface.os.last_error
+  with pytest.raises(NVDriverError, match="RM_ALLOC of class 0x2080"): iface.alloc_object(iface.device, rm.NV20_SUBDEVICE_0, rm.NV0080_ALLOC_PARAMETERS())
+  assert "takes 4 parameter bytes, got 56" in iface.os.last_error
+
+def test_uvm_needs_initialize_and_a_registered_gpu(iface):
+  from tinygrad.runtime.support.nv_rm import NVDriverError
+  k = iface.os
+  fresh = k.open("/dev/nvidia-uvm")
+  p = rm.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=0x1000, length=0x1000)
+  k.ioctl(fresh, rm.UVM_CREATE_EXTERNAL_RANGE, p)
+  assert p.rmStatus != 0 and "UVM_INITIALIZE first" in k.last_error
+  with pytest.raises(NVDriverError, match="UVM UVM_REGISTER_GPU failed"):
+    iface._uvm(rm.UVM_REGISTER_GPU, rm.UVM_REGISTER_GPU_PARAMS(gpu_uuid=rm.NvProcessorUuid(*b"not a gpu uuid!!")))
+
+def test_memory_is_mapped_into_the_gpu_at_the_host_address(iface):
+  buf = iface.alloc(0x3000, host_visible=True)
+  buf.cpu_view()[:4] = b"\x01\x02\x03\x04"
+  assert bytes(iface.os.system.mem.view(buf.va, 4)) == b"\x01\x02\x03\x04" and buf.va < 1 << 40
+  vram = iface.alloc(0x2000)
+  iface.os.system.mem.view(vram.va, 0x2000)[:] = b"\x07" * 0x2000  # GPU-only memory: the mock's backing, mapped at its address
+  iface.free(vram)
+  from tinygrad.runtime.support.hcq_mock import MockGPUError
+  with pytest.raises(MockGPUError, match="not mapped|run past"): iface.os.system.mem.view(vram.va, 0x2000)
+
+def test_a_channel_runs_only_after_its_doorbell(iface):
+  import array
+  from tinygrad.runtime.support import nv_methods as nv
+  ch = iface.create_channel("COPY")
+  iface.schedule()
+  sem, cmd = iface.alloc(0x1000, host_visible=True), iface.alloc(0x1000, host_visible=True)
+  words = array.array("I", nv.sem_release(sem.va, 42))
+  cmd.cpu_view()[:4 * len(words)] = words.tobytes()
+  ch.gpfifo.cpu_view().cast("I")[0:2] = array.array("I", nv.gpfifo_entry(cmd.va, len(words)))
+  ch.control.cpu_view().cast("I")[rm.USERD_GP_PUT // 4] = 1
+  iface.progress()
+  assert sem.cpu_view().cast("Q")[0] == 0 and ch.gp_get == 0  # GPPut moved, no doorbell: the GPU has not looked
+  ch.ring_doorbell(1)
+  assert sem.cpu_view().cast("Q")[0] == 42 and ch.gp_get == 1
+
+def test_the_hardware_check_script_runs_on_the_mock():
+  import importlib.util, pathlib
+  path = pathlib.Path(__file__).parents[2] / "bench" / "nv_driver_check.py"
+  spec = importlib.util.spec_from_file_location("nv_driver_check", path)
+  spec.loader.exec_module(mod := importlib.util.module_from_spec(spec))
+  assert mod.check(3, size=1 << 16) >= 0
