@@ -1,11 +1,13 @@
 """BEAM=N (codegen/opt/search.py): every opt list the search may time gives numpy's results, on fuzzed kernels, on the CPU (LLVM) and on
-the PYTHON emulator; the search returns a list it timed, caches it on disk and a second search of the same kernel times nothing."""
+the PYTHON emulator (which runs work groups: LOCAL and GROUP opts are reachable there); the search returns a list it
+timed, caches it on disk and a second search of the same kernel times nothing."""
 import pathlib, random, sys
 import numpy as np
 import pytest
 from tinygrad import Device
 from tinygrad.helpers import Context
-from tinygrad.codegen.opt import Opt, OptOps, apply_opts
+from tinygrad.uop import Ops
+from tinygrad.codegen.opt import Opt, OptOps, apply_opts, hand_coded_opts
 from tinygrad.codegen.opt import search
 from tinygrad.renderer.python import PythonRenderer
 sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's test_opt is not on sys.path by itself
@@ -14,11 +16,16 @@ from test_opt import elementwise, broadcast, row_reduce, full_sum, matmul, run_c
 def _fuzzed_kernels(seed:int):
   r = random.Random(seed)
   d = lambda: r.choice([1, 2, 3, 4, 6, 8, 12, 16, 5])
-  return [elementwise(d(), d()*2), broadcast(d(), d()*4), row_reduce(d(), d()*3), full_sum(d()*8), matmul(d(), d()*2, d()*2)]
+  odd = lambda: r.choice([7, 9, 13, 57, 100])  # sizes no upcast divides: PADTO, and GROUP after it
+  small_odd = lambda: r.choice([7, 9, 13])
+  return [elementwise(d(), d()*2), broadcast(d(), d()*4), row_reduce(d(), d()*3), full_sum(d()*8), matmul(d(), d()*2, d()*2),
+          elementwise(d(), odd()), row_reduce(d(), odd(), r.choice([Ops.ADD, Ops.MAX])), full_sum(odd() * 4), matmul(small_odd(), d(), small_odd()),
+          row_reduce(2, 128), full_sum(256)]  # long reductions with few outputs: what GROUP is for
 
 def _reachable(ast, renderer, rnd:random.Random, depth:int=3, per_level:int=4) -> list[tuple[Opt, ...]]:
-  """opt lists BEAM's own extension step makes, `depth` opts deep, a random few per level"""
-  level, ret = [()], []
+  """opt lists BEAM's own extension step makes, `depth` opts deep, a random few per level, from BEAM's own starting points: no opts
+  and the heuristic's (on a renderer with work items: a grid, so LOCAL and GROUP are reachable)"""
+  level, ret = [(), tuple(hand_coded_opts(ast, renderer))], []
   for _ in range(depth):
     nxt = [c for opts in level for c in search._extend(ast, opts, renderer)]
     level = rnd.sample(nxt, min(per_level, len(nxt)))
@@ -36,10 +43,16 @@ def test_every_candidate_matches_numpy(seed, run, renderer):
         np.testing.assert_allclose(run(apply_opts(ast, opts), ins, want.size), want, rtol=1e-4, atol=1e-4, err_msg=str(opts))
 
 def test_actions_follow_the_opt_rules():
+  U, N, P, G, GT, L = OptOps.UPCAST, OptOps.UNROLL, OptOps.PADTO, OptOps.GROUP, OptOps.GROUPTOP, OptOps.LOCAL
   (ast, _), _ = matmul(8, 12, 6)
   acts = search.actions(ast, Device["CPU"].renderer)
-  assert Opt(OptOps.UPCAST, 1, 3) in acts and Opt(OptOps.UNROLL, 2, 6) not in acts and Opt(OptOps.UNROLL, 2, 3) in acts
-  assert all(o.op is not OptOps.UNROLL or o.axis == 2 for o in acts) and all(o.op is OptOps.UNROLL or o.axis < 2 for o in acts)
+  assert Opt(U, 1, 3) in acts and Opt(N, 2, 6) not in acts and Opt(N, 2, 3) in acts
+  assert all(o.op is not N or o.axis == 2 for o in acts) and all(o.op in (N, P) or o.axis < 2 for o in acts)
+  # padding only where the amount does not divide the axis; no work groups on the CPU
+  assert Opt(P, 2, 4) in acts and Opt(P, 0, 4) not in acts and Opt(P, 1, 8) in acts and not any(o.op in (L, G, GT) for o in acts)
+  grid = apply_opts(ast, [Opt(OptOps.GLOBAL, 0, 8), Opt(OptOps.GLOBAL, 0, 12)])
+  acts = search.actions(grid, PythonRenderer())
+  assert {Opt(L, 1, 4), Opt(G, 2, 2), Opt(GT, 2, 2)} <= set(acts) and Opt(L, 1, 8) not in acts and Opt(G, 2, 4) not in acts
 
 @pytest.mark.parametrize("renderer", [None, PythonRenderer()], ids=["CPU", "PYTHON"])
 def test_search_caches_its_winner(tmp_path, monkeypatch, renderer):
@@ -56,6 +69,45 @@ def test_search_caches_its_winner(tmp_path, monkeypatch, renderer):
   np.testing.assert_allclose(run(apply_opts(ast, opts), ins, 256), ref(*ins), rtol=1e-4, atol=1e-4)
   compiled.clear()
   assert search.beam_search(ast, renderer, 2) == opts and compiled == []  # the disk cache answers: nothing compiled or timed
+
+def _tensor_programs(dev:str):
+  """scheduler-made kernels of odd sizes: nested reduces (softmax), an index reduce (argmax), a conv, a scan, a gather, an in-place update"""
+  from tinygrad import Tensor
+  rng = np.random.default_rng(7)
+  x, w, v = rng.standard_normal((3, 57)).astype(np.float32), rng.standard_normal((2, 1, 3, 3)).astype(np.float32), rng.standard_normal(9)
+  img, idx = rng.standard_normal((1, 1, 7, 9)).astype(np.float32), np.array([4, 0, 8, 8, 2], np.int32)
+  a, b = rng.standard_normal((7, 9)).astype(np.float32), rng.standard_normal((9, 5)).astype(np.float32)
+  X = lambda arr: Tensor(arr, device=dev)
+  def inplace():
+    acc = X(np.ones(3, np.float32)).contiguous().realize()
+    return acc.assign(acc + X(x).exp().sum(1)).numpy(), 1 + np.exp(x).sum(1)
+  return [lambda: (X(x).softmax(1).numpy(), np.exp(x) / np.exp(x).sum(1, keepdims=True)),
+          lambda: (X(x).argmax(1).numpy(), x.argmax(1)),
+          lambda: (X(img).conv2d(X(w)).numpy(), np.stack([sum(img[0, 0, i:i+5, j:j+7] * w[c, 0, i, j] for i in range(3) for j in range(3))
+                                                          for c in range(2)])[None]),
+          lambda: (X(v.astype(np.float32)).cumsum().numpy(), np.cumsum(v.astype(np.float32))),
+          lambda: (X(v.astype(np.float32))[X(idx)].numpy(), v.astype(np.float32)[idx]),
+          lambda: (X(a).matmul(X(b)).relu().numpy(), np.maximum(a @ b, 0)), inplace]
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
+def test_reachable_opts_on_tensor_kernels(seed, dev, monkeypatch):
+  # every kernel of these programs gets a random opt list BEAM could reach, in place of the heuristic's
+  import tinygrad.codegen.opt as opt
+  from tinygrad.codegen import _get_program_memo
+  rnd, chosen = random.Random(seed), []
+  def pick(ast, renderer):
+    chosen.append(list(rnd.choice(_reachable(ast, renderer, rnd) or [()])))
+    return chosen[-1]
+  monkeypatch.setattr(opt, "hand_coded_opts", pick)
+  _get_program_memo.cache_clear()
+  try:
+    with Context(THREADS=2):
+      for prog in _tensor_programs(dev):
+        got, want = prog()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=str(chosen[-3:]))
+  finally: _get_program_memo.cache_clear()  # the next test gets programs with the heuristic's opts again
+  assert any(o.op is OptOps.PADTO for opts in chosen for o in opts), chosen
 
 def test_slow_candidate_is_stopped_at_the_cutoff():
   import time

@@ -16,7 +16,7 @@ from tinygrad.renderer.cstyle import ClangRenderer
 from tinygrad.runtime import host_toolchain
 from tinygrad.runtime.ops_cpu import ClangCompiler
 
-U, N, T, S = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP
+U, N, T, S, P = OptOps.UPCAST, OptOps.UNROLL, OptOps.THREAD, OptOps.SWAP, OptOps.PADTO
 rng = np.random.default_rng(0)
 
 def kernel(shape:tuple[int, ...], body, nin:int, in_sizes:list[int], out_size:int, name:str) -> tuple[UOp, list[np.ndarray]]:
@@ -85,6 +85,12 @@ CASES = [
   (matmul(8, 32, 6), [[Opt(S, 0, 1)], [Opt(U, 1, 16), Opt(U, 0, 4), Opt(S, 0, 1), Opt(T, 0, 2)], [Opt(S, 1, 0), Opt(U, 0, 8), Opt(N, 2, 3)]]),
   # loops of one trip (hand-built kernels have them; BEAM's fuzzed kernels found that they used to break the loop ordering)
   (elementwise(1, 24), [[], [Opt(U, 1, 3)], [Opt(U, 1, 8), Opt(T, 1, 3)]]), (row_reduce(4, 1), [[], [Opt(U, 0, 4)]]),
+  # PADTO: sizes no lane count divides, padded up (gated loads and stores, the reduce's identity in the padding)
+  (elementwise(5, 57), [[Opt(P, 1, 8), Opt(U, 1, 8)], [Opt(P, 0, 4), Opt(U, 0, 4), Opt(P, 1, 16), Opt(T, 1, 2)], [Opt(P, 1, 4), Opt(P, 1, 16)]]),
+  (row_reduce(7, 57), [[Opt(P, 1, 16), Opt(N, 1, 16)], [Opt(P, 0, 4), Opt(U, 0, 4), Opt(P, 1, 8), Opt(N, 1, 4)]]),
+  (row_reduce(3, 13, Ops.MAX), [[Opt(P, 1, 8), Opt(N, 1, 8)], [Opt(P, 0, 2), Opt(T, 0, 2), Opt(P, 1, 4)]]),
+  (full_sum(1000), [[Opt(P, 0, 16), Opt(N, 0, 16)]]),
+  (matmul(7, 5, 9), [[Opt(P, 0, 4), Opt(P, 1, 4), Opt(U, 0, 4), Opt(U, 1, 4), Opt(P, 2, 4), Opt(N, 2, 4)], [Opt(P, 1, 8), Opt(S, 0, 1)]]),
 ]
 PARAMS = [(k, opts) for k, lists in CASES for opts in lists]
 def _id(p): return f"{p[0][0][0].arg.name}-{'+'.join(f'{o.op.name}{o.axis}x{o.amt}' for o in p[1]) or 'none'}"
@@ -117,10 +123,38 @@ def test_heuristic_opts_match_numpy(k, big, threads):
   ([Opt(T, 0, 2), Opt(T, 1, 2)], "already has a THREAD axis"),
   ([Opt(U, 1, 12), Opt(U, 0, 8), Opt(N, 1, 4)], "384 unrolled lanes, at most 256"),
   ([Opt(S, 0, 2)], "SWAP exchanges two different output axes, got axes 0 and 2"), ([Opt(S, 1, 1)], "SWAP exchanges two different output axes"),
+  ([Opt(P, 1, 8)], "PADTO rounds the axis size 24 up to a multiple of 8: it must be at least 2 and not divide 24"),
+  ([Opt(P, 2, 1)], "it must be at least 2"), ([Opt(P, 0, 24)], "padding axis 0 from 8 to 24 more than doubles its work"),
+  ([Opt(OptOps.GROUP, 0, 2)], "GROUP splits a REDUCE axis, axis 0 is LOOP"), ([Opt(OptOps.GROUPTOP, 2, 5)], "amount 5 must be at least 2 and divide"),
 ])
 def test_invalid_opts_say_why(opts, msg):
   (ast, _), _ = matmul(8, 24, 36)
   with pytest.raises(OptError, match=msg.replace("(", r"\(")): apply_opts(ast, opts)
+
+def _reduce_of(f, op, n:int, rows:int=3):
+  """out[i] = reduce(f(a[i, :])) over rows of n"""
+  def body(out, a):
+    i, j = UOp.range(rows, 0), UOp.range(n, 1, AxisType.REDUCE)
+    return i, f(a[i*n + j].load()).reduce(j, op=op), (i,)
+  return kernel((rows, n), body, 1, [rows*n], rows, "padred")
+
+@pytest.mark.parametrize("f, op, ref", [
+  (lambda x: (x * 1.4426950408889634).exp2(), Ops.ADD, lambda a: np.exp(a).sum(1)),       # exp(0) = 1 is no identity of ADD
+  (lambda x: -(x * x) - 1.0, Ops.MAX, lambda a: (-(a * a) - 1).max(1)),                   # every value < 0: a padded 0 would win
+  (lambda x: x * 0.01 + 1.0, Ops.MUL, lambda a: (a * 0.01 + 1).prod(1))], ids=["exp-sum", "negative-max", "prod"])
+@pytest.mark.parametrize("run", [run_cpu, run_python], ids=["CPU", "PYTHON"])
+def test_padded_reduce_sees_its_identity(f, op, ref, run):
+  # the padded elements read 0 (gated loads), and 0 through these chains is not the reduce's identity: the padding is selected away
+  ast, ins = _reduce_of(f, op, 13)
+  want = ref(ins[0].reshape(3, 13))
+  np.testing.assert_allclose(run(apply_opts(ast, [Opt(P, 1, 8), Opt(N, 1, 8)]), ins, 3), want, rtol=1e-5, atol=1e-5)
+
+def test_padded_stores_are_gated():
+  # out has exactly 5*57 floats: a store past the padding would write out of bounds (the emulator checks every index)
+  (ast, ins), ref = elementwise(5, 57)
+  spec = get_program(apply_opts(ast, [Opt(P, 1, 16), Opt(U, 1, 16)]), PythonRenderer())
+  assert sum(u.op is Ops.IF for u in spec.uops) == 16 - 57 % 16 and sum(u.op is Ops.STORE for u in spec.uops) == 16
+  np.testing.assert_allclose(run_python(apply_opts(ast, [Opt(P, 1, 16), Opt(U, 1, 16)]), ins, 5 * 57), ref(*ins), rtol=1e-6)
 
 def test_long_chains_are_not_copied_into_lanes():
   out, a = UOp.param(0, dtypes.float, (64,)), UOp.param(1, dtypes.float, (64,))
@@ -138,6 +172,9 @@ def test_empty_axis_takes_no_opts():
 def test_c_renderer_runs_threads_and_lanes():
   (ast, ins), ref = matmul(8, 16, 12)
   out = run_cpu(apply_opts(ast, [Opt(T, 0, 4), Opt(U, 1, 8), Opt(N, 2, 3)]), ins, 8 * 16, ClangRenderer(), ClangCompiler())
+  np.testing.assert_allclose(out, ref(*ins), rtol=1e-5, atol=1e-5)
+  (ast, ins), ref = matmul(7, 5, 9)  # padded: gated stores are branches in C
+  out = run_cpu(apply_opts(ast, [Opt(P, 1, 8), Opt(U, 1, 8), Opt(P, 1, 4), Opt(N, 1, 4)]), ins, 7 * 5, ClangRenderer(), ClangCompiler())
   np.testing.assert_allclose(out, ref(*ins), rtol=1e-5, atol=1e-5)
 
 def test_thread_axis_is_a_kernel_argument_on_the_cpu():

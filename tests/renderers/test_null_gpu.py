@@ -60,10 +60,10 @@ def cuda_module(progs:list) -> str:
     kernels.append(sep + body.replace(f"void {p.name}(", f"void {p.name}_{i}(", 1))
   return "\n".join(prelude) + "\n" + "\n".join(kernels)
 
-def check_every_kernel(target:str, kernels:list, null):
+def check_every_kernel(target:str, kernels:list, null, least:int=50):
   dev = null(target)
   progs = [get_program(k, dev.renderer) for k in kernels]
-  assert len(progs) == len(kernels) > 50
+  assert len(progs) == len(kernels) > least
   if target == "AMD":
     for p in progs:
       co = read_code_object(dev.compiler.compile(p.src), p.name)
@@ -126,3 +126,14 @@ def test_variables_are_int32_arguments(target, null):
   want = {"PTX": [".param .s32 var_n", "cvt.s64.s32"], "AMD": ["i32 %var.n", "sext i32 %var.n to i64"], "CUDA": ["const int n"]}[target]
   assert all(w in src for w in want), src
   if target == "AMD": assert read_code_object(null("AMD").compiler.compile(src), "strided").kd.kernarg_size == 8 * 2 + 4
+
+@pytest.mark.parametrize("target", ["PTX", "AMD", "CUDA"])
+def test_grouped_and_padded_kernels_compile(target, null):
+  # GROUP/GROUPTOP (LOCAL buffers, barriers) and PADTO (gated loads, stores as branches), the opt lists the PYTHON and CL tests run
+  if target == "CUDA" and not cuda_toolchain.probe_cuda_c()[0]: pytest.skip("no CUDA C compiler (libnvrtc or nvcc)")
+  sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+  from test_gpu_opts import GROUP_CASES
+  from tinygrad.codegen.opt import apply_opts
+  kernels = [apply_opts(k[0][0], opts) for k, opts in GROUP_CASES]
+  assert all(any(u.op is Ops.BARRIER for u in get_program(k, null(target).renderer).uops) for k in kernels)
+  check_every_kernel(target, kernels, null, least=len(kernels) - 1)

@@ -19,8 +19,10 @@ def _is(t:AxisType): return lambda r: r.op is Ops.RANGE and r.arg[1] is t
 
 def _unroll_reduce(red:UOp) -> UOp|None:
   if not (unr := tuple(filter(_is(AxisType.UNROLL), red.src[1:]))): return None
-  rest = tuple(r for r in red.src[1:] if r not in unr)
-  return _in_lane_order([x.reduce(*rest, op=red.arg) for x in _lanes(red.src[0], unr)], red.arg)
+  rest = tuple(r for r in red.src[1:] if r not in unr and r.arg[1] is not AxisType.GROUP_REDUCE)
+  grp = tuple(r for r in red.src[1:] if r.arg[1] is AxisType.GROUP_REDUCE)
+  # a work group shares one partial per item, not one per lane: the lanes are combined before the group reduce
+  return _in_lane_order([x.reduce(*rest, op=red.arg) for x in _lanes(red.src[0], unr)], red.arg).reduce(*grp, op=red.arg)
 
 def _upcast_end(e:UOp) -> UOp|None:
   if not (up := tuple(filter(_is(AxisType.UPCAST), e.src[1:]))): return None

@@ -1,5 +1,5 @@
 """GLOBAL/LOCAL ranges -> work-item ids, for renderers with work items (Renderer.has_local): a GLOBAL range becomes the group's id in
-the grid (SPECIAL gidx0..2), a LOCAL range the item's id in its group (lidx0..2), and its END goes (an id is no loop). Elsewhere they
+the grid (SPECIAL gidx0..2), a LOCAL or GROUP_REDUCE range the item's id in its group (lidx0..2), and its END goes (an id is no loop). Elsewhere they
 stay loops. Ids count the fastest axis first: the last GLOBAL axis is gidx0, so neighbouring items touch neighbouring memory, and
 dim 0 has the largest limit. More axes than ids, or an axis over its id's limit (Renderer.global_max / local_max): adjacent axes
 share one id, or their flat index is split into factors over several ids, and each axis is recovered with div/mod."""
@@ -75,15 +75,16 @@ pm_gpudims = PatternMatcher([
   (UPat(Ops.RANGE, name="r"), lambda ctx, r: ctx.get(r)),
 ])
 
-def _axes(topo:dict[UOp, None], t:AxisType) -> list[UOp]:
-  return sorted((u for u in topo if u.op is Ops.RANGE and len(u.arg) > 1 and u.arg[1] is t), key=lambda r: r.arg[0])
+def _axes(topo:dict[UOp, None], *t:AxisType) -> list[UOp]:
+  return sorted((u for u in topo if u.op is Ops.RANGE and len(u.arg) > 1 and u.arg[1] in t), key=lambda r: r.arg[0])
 
 def add_gpudims(sink:UOp, renderer) -> UOp:
   if renderer is None or not renderer.has_local: return sink  # no work items: one item runs every GLOBAL/LOCAL range as a loop
   topo = sink.toposort()
   if not renderer.has_shared and any(u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.LOCAL for u in topo):
     raise RuntimeError(f"{type(renderer).__name__} has no memory shared by a work group: a LOCAL buffer needs a renderer with has_shared")
-  ctx = {**_ids(_axes(topo, AxisType.GLOBAL), renderer.global_max, "gidx"), **_ids(_axes(topo, AxisType.LOCAL), renderer.local_max, "lidx")}
+  ctx = {**_ids(_axes(topo, AxisType.GLOBAL), renderer.global_max, "gidx"),
+         **_ids(_axes(topo, AxisType.LOCAL, AxisType.GROUP_REDUCE), renderer.local_max, "lidx")}
   return graph_rewrite(sink, pm_gpudims, ctx=ctx, bottom_up=True, name="gpudims") if ctx else sink
 
 def add_threads(sink:UOp, renderer) -> UOp:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import heapq
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
 from tinygrad.codegen.lowering import open_ranges
 
 _SILENT = {Ops.SINK, Ops.GROUP, Ops.AFTER, Ops.NOOP}
@@ -111,4 +112,19 @@ def linearize(sink:UOp) -> list[UOp]:
     i = end.src.index(r)
     out.append(UOp(Ops.END, end.dtype, (r,) + end.src[i+1:i+2]))
   emit(None)
+  return _branch_gated_stores(out)
+
+def _branch_gated_stores(lin:list[UOp]) -> list[UOp]:
+  """STORE(idx, val, gate) -> IF(gate, idx) STORE(idx, val) ENDIF: renderers store unconditionally (padding gates its stores). The IF
+  names the address it guards, so two stores under one gate get two IFs"""
+  new: dict[UOp, UOp] = {}
+  out: list[UOp] = []
+  for u in lin:
+    src = tuple(new.get(s, s) for s in u.src)
+    if u.op is Ops.STORE and len(src) == 3:
+      out += [br := UOp(Ops.IF, dtypes.void, (src[2], src[0])), st := u.replace(src=src[:2]), UOp(Ops.ENDIF, dtypes.void, (br,))]
+      new[u] = st
+      continue
+    if src != u.src: new[u] = u.replace(src=src)
+    out.append(new.get(u, u))
   return out

@@ -9,7 +9,9 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import ContextVar
 from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
+from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.expander import expand
+from tinygrad.codegen.grouping import lower_groups
 
 def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
   """for every node, the RANGEs it depends on that no END between it and them has closed"""
@@ -21,8 +23,6 @@ def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
     ret[u] = s
   return ret
 
-_IDENTITY = {Ops.ADD: 0, Ops.MUL: 1}
-
 def lower_reduces(sink:UOp) -> UOp:
   """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first."""
   slot = itertools.count(max([u.arg.slot+1 for u in sink.toposort() if u.op is Ops.BUFFER], default=0))
@@ -30,8 +30,7 @@ def lower_reduces(sink:UOp) -> UOp:
     val, rngs, op = r.src[0], r.src[1:], r.arg
     outer = sorted(open_ranges(val)[val] - set(rngs), key=lambda x: x.arg)
     acc = UOp.placeholder((1,), r.dtype, next(slot), addrspace=AddrSpace.REG)
-    ident = _IDENTITY.get(op, -math.inf if dtypes.is_float(r.dtype) else dtypes.min(r.dtype))
-    init = acc.after(*outer)[0].store(ident)
+    init = acc.after(*outer)[0].store(reduce_identity(op, r.dtype))
     cur = acc.after(init, *rngs)
     upd = cur[0].store(cur[0].load().alu(op, val))
     return acc.after(upd.end(*rngs))[0].load()
@@ -94,9 +93,14 @@ pm_decompose = PatternMatcher([
   (UPat(Ops.FLOORMOD, src=(UPat.var("a"), UPat.var("b"))), _floormod),
   (UPat((Ops.CDIV, Ops.CMOD), src=(UPat.var("a"), UPat.var("b")), name="d"), _safe_divisor),
   (UPat(Ops.POW, src=(UPat.var("a"), UPat.var("b"))), _pow),
-  # an ungated load whose gate folded to True
+]) + (pm_true_gates := PatternMatcher([
+  # a gated load or store whose gate folded to True (padding where the padded part is known not to be reached)
   (UPat(Ops.LOAD, src=(UPat.var("i"), UPat(), UPat.const(dtypes.bool, True))), lambda i: i.load()),
-])
+  (UPat(Ops.STORE, src=(UPat.var("i"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda i, v: i.store(v)),
+  # where(g, load gated by g with alt a, a) is that load: a padded reduce whose identity is what the gated load reads
+  (UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat.var("a"))),
+   lambda g, ld, a: ld if len(ld.src) == 3 and ld.src[2] is g and ld.src[1] is a else None),
+]))
 
 def _index_dtype(sink:UOp):
   return dtypes.int64 if any(u.dtype is dtypes.weakint and not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in sink.toposort()) else dtypes.int32
@@ -143,11 +147,11 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.transcendental import lower_transcendental
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
-  sink = expand(optimize(sink, renderer))
+  sink = lower_groups(expand(optimize(sink, renderer)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
-  sink = graph_rewrite(sink, symbolic, name="program", memo="_simplified")
+  sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")
   sink = lower_weak(sink)
   return graph_rewrite(sink, pm_mulacc, name="mulacc") if FMA.value and renderer is not None and Ops.MULACC in renderer.code_for_op else sink

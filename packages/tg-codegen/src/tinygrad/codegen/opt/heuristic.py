@@ -1,14 +1,14 @@
 """The default opts, chosen by hand. For a CPU-style target: output axes upcast where the lanes share loads (a register tile), partial
 accumulators for a reduction that has no such lanes, then the outermost output axis split across cores when there is enough work. For a
-target with work items (Renderer.has_local): every output axis becomes a grid axis, the fastest one split into work groups, and a
-reduction gets partial accumulators."""
+target with work items (Renderer.has_local): every output axis becomes a grid axis, a reduction with few outputs is shared by the items
+of a work group, the fastest grid axis is split into work groups, and a reduction gets partial accumulators."""
 from __future__ import annotations
 import math, os
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, axes, lanes, ranges, size
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which another thread costs more than it saves
@@ -127,23 +127,37 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   return chosen
 
 GROUP_SIZES = (256, 128, 64, 32, 16, 8, 4, 2)  # items per work group, largest first: a multiple of the 32-wide warp where the axis allows
+FILL_ITEMS = 1 << 14  # work items that keep a GPU busy: fewer outputs than this share their reductions across a work group
+MIN_GROUP = 8         # a smaller group reduce costs its barrier and LOCAL round trip for too little parallelism
 
 def _gpu_opts(ast:UOp, red:list[int]) -> list[Opt]:
-  """each LOOP output axis that encloses every store -> a grid axis; the fastest (last) one's inner part -> the items of a work group"""
+  """each LOOP output axis that encloses every store -> a grid axis; a reduction with too few outputs to fill the grid -> split across the
+  items of a work group (GROUP); the fastest grid axis's inner part -> the other items of a work group. Both take the largest size that
+  divides the axis or pads it up (PADTO) by at most 1/16"""
   chosen: list[Opt] = []
   if any(r.arg[1] in (AxisType.GLOBAL, AxisType.LOCAL) for r in ranges(ast)): return chosen  # a grid someone laid out by hand
-  def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
+  def attempt(*opts:Opt) -> bool:
+    """all of opts, or none"""
     nonlocal ast
-    for amt in amts:
-      try: ast = apply_opt(ast, o := Opt(op, axis, amt))
-      except OptError: continue
-      chosen.append(o)
-      return True
+    try: new = apply_opts(ast, opts)
+    except OptError: return False
+    ast = new.replace(arg=ast.arg)
+    chosen.extend(opts)
+    return True
+  def split(op:OptOps, i:int, amts) -> bool:
+    n = size(axes(ast)[i])
+    for amt in (a for a in amts if a <= n):
+      padded = -(-n // amt) * amt
+      if padded - n <= padded // 16 and attempt(*([Opt(OptOps.PADTO, i, amt)] if padded != n else []), Opt(op, i, amt)): return True
     return False
+  outputs = prod(size(r) for r in axes(ast) if r.arg[1] is AxisType.LOOP)
   # the outermost LOOP axis each time: a retyped axis moves behind the LOOP axes, so the grid axes keep their loop order
   skipped = 0
   while len(loops := [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.LOOP]) > skipped:
-    if not attempt(OptOps.GLOBAL, loops[skipped], (size(axes(ast)[loops[skipped]]),)): skipped += 1
-  if grid := [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.GLOBAL]: attempt(OptOps.LOCAL, grid[-1], GROUP_SIZES)
-  if red: attempt(OptOps.UNROLL, len(axes(ast)) - 1, (4, 2))
+    if not attempt(Opt(OptOps.GLOBAL, loops[skipped], size(axes(ast)[loops[skipped]]))): skipped += 1
+  # the innermost reduce axis: stride 1 in a row reduction, so neighbouring items read neighbouring elements
+  if red and (want := FILL_ITEMS // max(outputs, 1)) >= MIN_GROUP:
+    split(OptOps.GROUP, len(axes(ast)) - 1, [a for a in GROUP_SIZES if MIN_GROUP <= a <= want])
+  if grid := [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.GLOBAL]: split(OptOps.LOCAL, grid[-1], GROUP_SIZES)
+  if red: any(attempt(Opt(OptOps.UNROLL, len(axes(ast)) - 1, amt)) for amt in (4, 2))
   return chosen

@@ -1,18 +1,24 @@
-"""Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an
-output or reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt)
-+ r_inner, each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see
-codegen/gpudims.py) and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. SWAP(a, b) exchanges the loop order
-of two output axes (amt is the other axis): a matmul whose inner loop walks a column panel of B runs the row tiles innermost, so the
-panel stays in cache between them. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes then the REDUCE axes, in loop order; a split
-keeps the part that stays splittable at its axis number, so an opt list reads against the kernel it is applied to in order."""
+"""Opts on a kernel AST: each one splits a RANGE in two and gives one part a new AxisType. UPCAST and UNROLL take the inner part (an output or
+reduce axis becomes r_outer*amt + r_inner, unrolled later by codegen/expander.py); THREAD takes the outer part (r_thread*(N/amt) + r_inner,
+each thread a contiguous block). On GPU-shaped targets GLOBAL makes a whole output axis a grid axis (work-item ids, see codegen/gpudims.py)
+and LOCAL takes the inner part of a GLOBAL axis as the items of one work group. SWAP(a, b) exchanges the loop order of two output axes (amt
+is the other axis): a matmul whose inner loop walks a column panel of B runs the row tiles innermost, so the panel stays in cache between
+them. GROUP and GROUPTOP split a REDUCE axis across the items of a work group (GROUP_REDUCE: the inner part, neighbouring items reading
+neighbouring elements; GROUPTOP the outer part, each item a contiguous block); each item reduces its share and codegen/grouping.py combines
+the partials through LOCAL memory. PADTO rounds an axis up to a multiple of amt so an UPCAST, UNROLL or LOCAL can divide it: loads and
+stores of the padded indices are gated off and a padded reduce adds its identity. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes
+then the REDUCE axes, in loop order; a split keeps the part that stays splittable at its axis number, so an opt list reads against the
+kernel it is applied to in order."""
 from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
+from tinygrad.codegen.opt.padding import pad_axis
 
 class OptOps(Enum):
-  UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); SWAP = auto() # noqa: E702
+  UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); SWAP = auto(); GROUP = auto(); GROUPTOP = auto() # noqa: E702
+  PADTO = auto()
 
 @dataclass(frozen=True)
 class Opt:
@@ -26,9 +32,13 @@ class OptError(ValueError):
 
 OUTPUT, REDUCE = (AxisType.LOOP, AxisType.GLOBAL), (AxisType.REDUCE,)
 # loop order after every opt: threads outermost, unrolled lanes innermost (they become straight-line code)
-_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.REDUCE: 3, AxisType.UPCAST: 4,
-          AxisType.UNROLL: 5}
+_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.REDUCE: 3,
+          AxisType.UPCAST: 4,          AxisType.UNROLL: 5}
 MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x unroll lanes of a kernel (code size)
+# a work group: items (LOCAL x GROUP_REDUCE) and LOCAL memory for the partials, limits every renderer with work items meets (OpenCL's
+# minimum local memory is 32 KiB; its local_max here is 256 per dim)
+MAX_GROUP_ITEMS, MAX_SHARED_BYTES = 256, 32 << 10
+_GROUPED = (AxisType.LOCAL, AxisType.GROUP_REDUCE)
 
 def ranges(ast:UOp) -> list[UOp]: return sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0])
 def axes(ast:UOp) -> list[UOp]:
@@ -67,8 +77,14 @@ def _check(ast:UOp, opt:Opt) -> UOp:
       raise OptError(f"{opt}: SWAP exchanges two different output axes, got axes {opt.axis} and {opt.amt} of {[x.arg[1].name for x in ax]}")
     return r
   if (n := size(r)) is None: raise OptError(f"{opt}: axis {opt.axis} has no constant size; opts split constant-size axes only")
-  want = REDUCE if opt.op is OptOps.UNROLL else OUTPUT
+  want = REDUCE if opt.op in (OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP) else OUTPUT + REDUCE if opt.op is OptOps.PADTO else OUTPUT
   if r.arg[1] not in want: raise OptError(f"{opt}: {opt.op.name} splits a {'/'.join(t.name for t in want)} axis, axis {opt.axis} is {r.arg[1].name}")
+  if opt.op is OptOps.PADTO:
+    if opt.amt < 2 or n == 0 or n % opt.amt == 0:
+      raise OptError(f"{opt}: PADTO rounds the axis size {n} up to a multiple of {opt.amt}: it must be at least 2 and not divide {n}")
+    if (padded := -(-n // opt.amt) * opt.amt) > 2 * n:
+      raise OptError(f"{opt}: padding axis {opt.axis} from {n} to {padded} more than doubles its work")
+    return r
   if opt.amt < 2 or opt.amt > n or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
@@ -79,29 +95,51 @@ def _check(ast:UOp, opt:Opt) -> UOp:
     raise OptError(f"{opt}: GLOBAL makes a whole LOOP axis a grid axis: amount {n} (the axis size), axis {opt.axis} is {r.arg[1].name}")
   if opt.op is OptOps.LOCAL and r.arg[1] is not AxisType.GLOBAL:
     raise OptError(f"{opt}: LOCAL splits a GLOBAL axis, axis {opt.axis} is {r.arg[1].name}")
+  if opt.op in (OptOps.LOCAL, OptOps.GROUP, OptOps.GROUPTOP) and (items := group_items(ast) * opt.amt) > MAX_GROUP_ITEMS:
+    raise OptError(f"{opt}: a work group of {items} items (LOCAL x GROUP axes), at most {MAX_GROUP_ITEMS}")
   # each thread / work item runs the kernel for its own index: a store outside the axis would run once per index
   encloses = all(r in e.src[1:] for e in ast.src if e.op is Ops.END) and all(e.op is Ops.END for e in ast.src)
   if opt.op in (OptOps.THREAD, OptOps.GLOBAL) and not encloses:
     raise OptError(f"{opt}: a {opt.op.name} axis must enclose every store of the kernel, axis {opt.axis} does not")
   return r
 
+def group_items(ast:UOp) -> int:
+  """items of one work group: the product of the LOCAL and GROUP_REDUCE axes"""
+  n = 1
+  for r in ranges(ast):
+    if r.arg[1] in _GROUPED: n *= size(r)
+  return n
+
+def shared_bytes(ast:UOp) -> int:
+  """LOCAL memory the grouped reduces need: a partial per item of the work group and per upcast lane (codegen/grouping.py)"""
+  up = 1
+  for r in ranges(ast):
+    if r.arg[1] is AxisType.UPCAST: up *= size(r)
+  grouped = [u for u in ast.toposort() if u.op is Ops.REDUCE and any(s.arg[1] is AxisType.GROUP_REDUCE for s in u.src[1:])]
+  return sum(u.dtype.itemsize for u in grouped) * group_items(ast) * up
+
+_KIND = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL, OptOps.GLOBAL: AxisType.GLOBAL,
+         OptOps.LOCAL: AxisType.LOCAL, OptOps.GROUP: AxisType.GROUP_REDUCE, OptOps.GROUPTOP: AxisType.GROUP_REDUCE}
+
 def apply_opt(ast:UOp, opt:Opt) -> UOp:
   r = _check(ast, opt)
   if opt.op is OptOps.SWAP:  # loops nest by axis id: exchange the ids
     q = axes(ast)[opt.amt]
     return _renumber(ast.substitute({r: r.replace(arg=(q.arg[0], r.arg[1])), q: q.replace(arg=(r.arg[0], q.arg[1]))}))
+  if opt.op is OptOps.PADTO: return pad_axis(ast, r, -(-size(r) // opt.amt) * opt.amt)
   n, fresh = size(r), max(u.arg[0] for u in ranges(ast)) + 1
-  kind = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL, OptOps.GLOBAL: AxisType.GLOBAL,
-          OptOps.LOCAL: AxisType.LOCAL}[opt.op]
-  part = UOp.range(opt.amt, fresh, kind, r.dtype)
+  part = UOp.range(opt.amt, fresh, _KIND[opt.op], r.dtype)
   if n == opt.amt: new = (part, [part])  # the whole axis: retyped, no loop of one trip
-  elif opt.op is OptOps.THREAD:
+  elif opt.op in (OptOps.THREAD, OptOps.GROUPTOP):  # the outer part: each thread / item a contiguous block
     rest = r.replace(src=(r.src[0].const_like(n // opt.amt),))
     new = (part * (n // opt.amt) + rest, [part, rest])
   else:
     rest = r.replace(src=(r.src[0].const_like(n // opt.amt),))
     new = (rest * opt.amt + part, [rest, part])
-  return _renumber(graph_rewrite(ast, pm_split, ctx={r: new}, bottom_up=True, name="opt split"))
+  ret = _renumber(graph_rewrite(ast, pm_split, ctx={r: new}, bottom_up=True, name="opt split"))
+  if (b := shared_bytes(ret)) > MAX_SHARED_BYTES:
+    raise OptError(f"{opt}: the grouped reduces need {b} bytes of LOCAL memory, at most {MAX_SHARED_BYTES}")
+  return ret
 
 def apply_opts(ast:UOp, opts:list[Opt]|tuple[Opt, ...]) -> UOp:
   """the opts in order; the applied list is recorded in KernelInfo.applied_opts (and names the kernel apart from its unoptimized self)"""

@@ -5,7 +5,7 @@ content, the renderer and its target, so a second run searches nothing. Progress
 so far."""
 from __future__ import annotations
 import concurrent.futures, dataclasses, math, multiprocessing, os, select, signal, struct, sys, time
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.helpers import ContextVar, getenv, diskcache_get, diskcache_put, prod
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, OUTPUT, REDUCE, apply_opts, axes, lanes, size
@@ -13,6 +13,8 @@ from tinygrad.codegen.opt.heuristic import THREADS, CODE_BUDGET, hand_coded_opts
 
 BEAM_MIN_GAIN = ContextVar("BEAM_MIN_GAIN", 0.01)  # a round must beat the best so far by this share, or the search ends
 BEAM_AMTS = (2, 3, 4, 8, 16)
+PAD_AMTS = (4, 8, 16)  # padded up to these, an axis of an odd size (57, 1000) takes an UPCAST/UNROLL/LOCAL of the same amount
+GROUP_AMTS = (2, 4, 8, 16, 32, 64, 128, 256)  # work-group items of a LOCAL or GROUP axis
 # a candidate slower than this many times the best so far is stopped there: it cannot join a beam the best already leads, and an
 # unoptimized matmul 2048 would run for minutes
 BEAM_CUTOFF = ContextVar("BEAM_CUTOFF", 2.0)
@@ -20,9 +22,11 @@ FORK_SLACK_S = 0.2  # a forked child's start and its copy-on-write faults, on to
 
 def actions(ast:UOp, renderer) -> list[Opt]:
   """every opt BEAM may add to `ast` next: UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
-  count (once), SWAP of an output axis with the innermost one. Whether one fits is apply_opt's to say (OptError): the same rules as for
+  count (once), SWAP of an output axis with the innermost one, PADTO of an axis no amount divides; where the renderer has work items,
+  LOCAL of a grid axis and GROUP/GROUPTOP of a reduce axis. Whether one fits is apply_opt's to say (OptError): the same rules as for
   any other opt list"""
   ret, threads = [], THREADS.value if getattr(renderer, "has_threads", False) else 1
+  items = getattr(renderer, "has_local", False)
   out = [i for i, r in enumerate(axes(ast)) if r.arg[1] in OUTPUT]
   ret += [Opt(OptOps.SWAP, i, out[-1]) for i in out[:-1]]
   for i, r in enumerate(axes(ast)):
@@ -30,6 +34,9 @@ def actions(ast:UOp, renderer) -> list[Opt]:
     kind = OptOps.UPCAST if r.arg[1] in OUTPUT else OptOps.UNROLL if r.arg[1] in REDUCE else None
     if kind is not None: ret += [Opt(kind, i, a) for a in BEAM_AMTS if a <= n and n % a == 0]
     if r.arg[1] in OUTPUT and threads > 1 and n % threads == 0: ret.append(Opt(OptOps.THREAD, i, threads))
+    ret += [Opt(OptOps.PADTO, i, a) for a in PAD_AMTS if n % a]
+    if items and r.arg[1] is AxisType.GLOBAL: ret += [Opt(OptOps.LOCAL, i, a) for a in GROUP_AMTS if a <= n and n % a == 0]
+    if items and r.arg[1] in REDUCE: ret += [Opt(op, i, a) for op in (OptOps.GROUP, OptOps.GROUPTOP) for a in GROUP_AMTS if a <= n and n % a == 0]
   return ret
 
 def _with_opts(ast:UOp, opts:tuple[Opt, ...]) -> UOp:

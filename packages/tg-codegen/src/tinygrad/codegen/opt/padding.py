@@ -1,0 +1,43 @@
+"""PADTO: an axis of size n loops to `padded` instead, and the indices n..padded-1 do nothing. Every access whose address depends on the
+axis while it is open is gated by `axis < n` (a gated load reads no memory and gives 0, a gated store writes nothing), every store inside
+the axis's loop too, and a REDUCE over the axis sees its identity there: `where(axis < n, x, identity)`. The select makes padding valid for
+any value between the loads and the reduce (exp, a division, a max over negative numbers), where zeros from the gated loads would not be."""
+from __future__ import annotations
+import math
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
+from tinygrad.dtype import DType, dtypes
+
+def reduce_identity(op:Ops, dtype:DType):
+  """x op identity == x: 0 for ADD, 1 for MUL, the lowest value for MAX"""
+  if op is Ops.ADD: return 0
+  if op is Ops.MUL: return 1
+  return -math.inf if dtypes.is_float(dtype) else dtypes.min(dtype)
+
+def _open_users(ast:UOp, rng:UOp) -> set[UOp]:
+  """the nodes that depend on rng while its loop is open: a REDUCE or END over rng closes it"""
+  ret = {rng}
+  for u in ast.toposort():
+    if u not in ret and any(s in ret for s in u.src) and not (u.op in (Ops.REDUCE, Ops.END) and rng in u.src[1:]): ret.add(u)
+  return ret
+
+def _gate(valid:UOp, old:UOp|None) -> UOp: return valid if old is None else old & valid
+
+def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
+  n = rng.src[0].arg
+  new = rng.replace(src=(rng.src[0].const_like(padded),))
+  ast, valid = ast.substitute({rng: new}), new < n
+  opened = _open_users(ast, new)
+  in_loop = {s for e in ast.toposort() if e.op is Ops.END and new in e.src[1:] for s in e.src[0].toposort() if s.op is Ops.STORE}
+  done: dict[UOp, UOp] = {}
+  for u in ast.toposort():
+    nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
+    if u.op is Ops.LOAD and u in opened:
+      alt, gate = nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)
+      nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], alt, gate))
+    elif u.op is Ops.STORE and (u in opened or u in in_loop):
+      nu = nu.replace(src=nu.src[:2] + (_gate(valid, nu.src[2] if len(nu.src) > 2 else None),))
+    elif u.op is Ops.REDUCE and new in u.src[1:]:
+      nu = nu.replace(src=(valid.where(nu.src[0], nu.src[0].const_like(reduce_identity(u.arg, u.dtype))),) + nu.src[1:])
+    done[u] = nu
+  return done[ast]
