@@ -181,6 +181,8 @@ def test_thread_axis_is_a_kernel_argument_on_the_cpu():
   (ast, ins), ref = elementwise(8, 8)
   spec = get_program(apply_opts(ast, [Opt(T, 0, 4)]), Device["CPU"].renderer)
   assert spec.global_size == (4, 1, 1) and "core_id" in spec.src
+  if Device["CPU"].renderer.__class__.__name__ == "LLVMRenderer":  # the id's range lets LLVM vectorize the index math (see llvmir.py)
+    assert "i32 noundef range(i32 0, 4) %core_id" in spec.src
   assert get_program(apply_opts(ast, [Opt(T, 0, 4)]), PythonRenderer()).global_size == (1, 1, 1)  # work items there: a loop
 
 @pytest.mark.parametrize("noopt", [0, 1])
