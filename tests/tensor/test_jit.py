@@ -42,8 +42,8 @@ def test_replay_equals_unjitted_runs():
 
 def test_replay_runs_no_python_and_no_scheduling(monkeypatch):
   calls, schedules = [], []
-  inner = realize.create_schedule
-  monkeypatch.setattr(realize, "create_schedule", lambda *a: schedules.append(1) or inner(*a))
+  inner = realize.create_schedule_cached
+  monkeypatch.setattr(realize, "create_schedule_cached", lambda *a: schedules.append(1) or inner(*a))
   @TinyJit
   def f(a, b):
     calls.append(1)

@@ -4,7 +4,8 @@ import time, weakref
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import DEBUG, GlobalCounters, colored
-from tinygrad.schedule.rangeify import ExecItem, create_schedule
+from tinygrad.schedule.rangeify import ExecItem
+from tinygrad.schedule.cache import create_schedule_cached
 from tinygrad.codegen import get_program_cached, ProgramSpec
 
 _buffers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BUFFER UOp -> device Buffer, freed with the UOp
@@ -105,7 +106,7 @@ def realize_uops(uops:list[UOp]) -> dict[UOp, UOp]:
   """schedule and run what `uops` need; returns, for each of them and each node on the way that was materialised, an equivalent UOp
   whose base is a BUFFER"""
   if not uops: return {}
-  items, becomes = create_schedule(uops)
+  items, becomes = create_schedule_cached(uops)
   if DEBUG >= 3: print(f"schedule: {len(items)} items")
   run_schedule(items)
   return becomes

@@ -1,0 +1,86 @@
+"""The schedule cache: a graph of the same structure on other buffers replays the stored schedule (numpy-equal results), and graphs
+that differ in anything the schedule bakes in (shape, dtype, device, constants, which nodes share a buffer) never share one."""
+import numpy as np, pytest
+from tinygrad import Tensor
+from tinygrad.helpers import Context
+from tinygrad.uop.ops import Variable
+from tinygrad.schedule import cache
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+  cache.clear()
+  yield
+  cache.clear()
+
+def rand(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+def hits_of(make, inputs, ref=None, device=None) -> list[int]:
+  """the cache's hit count after realizing make(*tensors) for each set of numpy inputs, checking each result against ref(*arrays)"""
+  ret = []
+  for arrays in inputs:
+    out = make(*[Tensor(a, device=device) for a in arrays]).numpy()
+    np.testing.assert_allclose(out, (ref or make)(*arrays), rtol=1e-5, atol=1e-6)
+    ret.append(cache.stats["hits"])
+  return ret
+
+def test_same_structure_hits_with_new_buffers(device):
+  # a reduce (split into partials), a broadcast-back reduce (its own kernel) and elementwise work: several kernels and fresh buffers
+  make = lambda a, b: (a * b - (a * b).max(1, keepdim=True)).sum(1) + 1
+  ref = lambda a, b: (a * b - (a * b).max(1, keepdims=True)).sum(1) + 1
+  assert hits_of(make, [(rand(64, 33, seed=i), rand(64, 33, seed=i + 9)) for i in range(3)], ref, device) == [0, 1, 2]
+
+def test_what_is_baked_in_does_not_share():
+  x = rand(8, 4)
+  Tensor(x).sum().realize()
+  for other in (lambda: Tensor(rand(8, 5)).sum(), lambda: Tensor(x.astype(np.float16)).sum(), lambda: (Tensor(x) * 2).sum(),
+                lambda: (Tensor(x) * 3).sum(), lambda: Tensor(x, device="CPU:1").sum(), lambda: Tensor(x).max()):
+    other().realize()
+  assert cache.stats == {"hits": 0, "misses": 7}
+  np.testing.assert_allclose((Tensor(x) * 3).sum().numpy(), (x * 3).sum(), rtol=1e-5)
+  assert cache.stats["hits"] == 1
+
+def test_shared_buffer_is_part_of_the_key():
+  a, b = rand(16), rand(16, seed=1)
+  ta, tb = Tensor(a).realize(), Tensor(b).realize()
+  np.testing.assert_allclose((ta * ta).numpy(), a * a)
+  np.testing.assert_allclose((ta * tb).numpy(), a * b)  # two buffers where the first had one: another graph
+  assert cache.stats["hits"] == 0
+
+def test_in_place_assign_replays():
+  acc, step = Tensor.zeros(4, 3).contiguous().realize(), rand(4, 3)
+  view = acc[1:3]
+  for i in range(4): acc.assign(acc + Tensor(step * i))  # a constant i would be another graph each time
+  np.testing.assert_allclose(acc.numpy(), step * 6, rtol=1e-6)
+  np.testing.assert_allclose(view.numpy(), step[1:3] * 6, rtol=1e-6)
+  assert cache.stats["hits"] >= 3
+
+def test_views_of_buffers():
+  make = lambda a: a[1:, ::2].T.reshape(-1) * 2
+  assert hits_of(make, [(rand(5, 6, seed=i),) for i in range(3)]) == [0, 1, 2]
+
+def test_variables_take_each_calls_value():
+  v, a = Variable("n", 1, 8), rand(8, 4)
+  outs = []
+  for n in (3, 5, 8):
+    y = Tensor(a).shrink(((0, v.bind(n)), None)).sum(1) * 2
+    outs.append(y.numpy())
+    np.testing.assert_allclose(outs[-1], a[:n].sum(1) * 2, rtol=1e-5)
+    assert y.shape[0].unbind()[1] == n  # the result is bound to this call's value
+  assert cache.stats["hits"] == 2
+
+def test_multiple_outputs_and_intermediates():
+  for i in range(3):
+    x = Tensor(rand(6, 7, seed=i))
+    m = x.max(1, keepdim=True)  # broadcast back: realized on the way
+    e, s = (x - m).exp(), (x - m).sum()
+    Tensor.realize(e, s)
+    ref = rand(6, 7, seed=i)
+    np.testing.assert_allclose(e.numpy(), np.exp(ref - ref.max(1, keepdims=True)), rtol=1e-5)
+    np.testing.assert_allclose(s.numpy(), (ref - ref.max(1, keepdims=True)).sum(), rtol=1e-4)
+    np.testing.assert_allclose(m.numpy(), ref.max(1, keepdims=True))  # the live handle on an intermediate reads its buffer
+  assert cache.stats["hits"] >= 2
+
+def test_scache_0_turns_it_off():
+  with Context(SCACHE=0):
+    assert hits_of(lambda a: a + 1, [(rand(3),), (rand(3),)]) == [0, 0]
+  assert cache.stats["misses"] == 0
