@@ -40,6 +40,7 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
   access (a store too) walks with stride 1"""
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
+  innermost = ax[-1] if (ax := axes(ast)) else None
   inner, unit = [], set()
   for u in ast.toposort():
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
@@ -47,7 +48,8 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
     gated = u.op is Ops.LOAD and len(u.src) == 3 and not (u.src[2].op is Ops.CONST and u.src[2].arg is True)
     a = _Access(u.src[0].src[1], gated, u.src[0].src[0].dtype.itemsize)
     unit |= a.unit
-    if u.op is Ops.LOAD or not reduce: inner.append(a)
+    # a load the innermost loop does not move is hoisted out of it (softmax's row max and sum): lanes sharing it save nothing there
+    if (u.op is Ops.LOAD and innermost in a.deps) or (u.op is Ops.STORE and not reduce): inner.append(a)
   return inner, unit
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
