@@ -62,7 +62,7 @@ class Registry:
     if autoload: self.load_entry_points()
 
   def load_entry_points(self):
-    from importlib.metadata import entry_points
+    from tinygrad.plugins.entry_points import entry_points
     seen = set()
     # sorted so a device offered twice resolves the same way on every machine
     for ep in sorted(entry_points(group="tinygrad"), key=lambda e: (_norm(e.dist.name) if e.dist else "", e.name)):
