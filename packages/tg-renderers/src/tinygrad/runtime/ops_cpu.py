@@ -2,7 +2,6 @@
 called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
 import ctypes, hashlib, mmap, os, pathlib, time
-from concurrent.futures import ThreadPoolExecutor
 from tinygrad.device import BufferSpec, LRUAllocator, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 
@@ -45,12 +44,14 @@ class CPUProgram:
     else: fxn(*args)
     return time.perf_counter() - st if wait else None
 
-_pools: dict[int, ThreadPoolExecutor] = {}
+_pools: dict = {}  # n -> ThreadPoolExecutor; concurrent.futures (and the logging it imports) loads with the first threaded kernel
 # a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own pools
 if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_pools.clear)
 def _pool(n:int) -> ThreadPoolExecutor:
   """a pool of n workers, kept for the next kernel that needs n helpers"""
-  if (p := _pools.get(n)) is None: p = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="tg-cpu")
+  if (p := _pools.get(n)) is None:
+    from concurrent.futures import ThreadPoolExecutor
+    p = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="tg-cpu")
   return p
 
 # *** LLVM: IR -> object file (cached) -> MCJIT ***
