@@ -58,7 +58,9 @@ def create_schedule_cached(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp,
   if (norm := _normalize(nodes)) is None: return create_schedule(targets)
   new, bufs, vals = norm
   key = (new[nodes[-1]], tuple((k, v.value) for k, v in ContextVar._cache.items()))
-  if (entry := _cache.get(key)) is not None:
+  try: entry = _cache.get(key)
+  except TypeError: return create_schedule(targets)  # a ContextVar set to something unhashable: no key, no cache
+  if entry is not None:
     _cache.move_to_end(key)
     stats["hits"] += 1
     return _replay(entry, new, bufs, vals)
