@@ -192,3 +192,38 @@ def test_amd_kernel_needing_scratch_is_refused_at_load():
   dev = Device["AMD"]
   with pytest.raises(RuntimeError, match="needs 48 bytes of scratch per work-item"):
     dev.runtime("spilly", CodeObject("spilly", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "private_segment_size": 48}).pack())
+
+# *** a buffer freed by the garbage collector: Buffer.__del__ runs wherever a collection strikes, so the free must not wait there ***
+
+def free_inside(monkeypatch, owner, attr:str, dev, buf, when=lambda *args: True):
+  """free buf (as Buffer.__del__ does) the first time owner.attr is called with arguments `when` accepts: where a garbage collection
+  would run the __del__"""
+  real, left = getattr(owner, attr), [buf]
+  def once(*args, **kwargs):
+    if left and when(*args): dev.allocator.free(left.pop(), buf.size)
+    return real(*args, **kwargs)
+  monkeypatch.setattr(owner, attr, once)
+
+@ALL
+@pytest.mark.parametrize("where", ["submission", "gpu"])
+def test_a_free_from_the_garbage_collector_does_not_wait(name, where, monkeypatch):
+  # "submission": inside a copy's submission, after it took its timeline value and before its doorbell: waiting for the timeline
+  # there waits for the copy itself, which is not queued yet (on hardware: the free times out, Buffer.__del__ swallows the error and
+  # the memory leaks). "gpu": inside the mock GPU's step (the mock runs in the host's thread): a wait there ran the GPU from inside
+  # itself, and the outer step went on from a stale read pointer (the fuzz's "packet runs past the write pointer")
+  from tinygrad.runtime.support.hcq_select import CommandBuffer
+  from tinygrad.runtime.support.hcq_mock import MockMemory
+  dev = private(name)
+  released = []
+  real_free = dev.iface.free
+  monkeypatch.setattr(dev.iface, "free", lambda b: (released.append(b.va), real_free(b)))
+  src, dst, doomed = (dev.allocator.alloc(64) for _ in range(3))
+  data = np.arange(16, dtype=np.float32)
+  dev.allocator._copyin(src, memoryview(data).cast("B"))
+  if where == "submission": free_inside(monkeypatch, CommandBuffer, "patch", dev, doomed)
+  else: free_inside(monkeypatch, MockMemory, "view", dev, doomed, when=lambda mem, va, size=None: size == 64)  # the copy's packet runs
+  dev.run_copy(dst.va, src.va, 64)
+  out = np.empty(16, np.float32)
+  dev.allocator._copyout(memoryview(out).cast("B"), dst)
+  np.testing.assert_array_equal(out, data)
+  assert doomed.va in released  # released once the timeline passed the work that was queued when it was freed

@@ -7,7 +7,7 @@ driver whose GPUs execute the packet streams in python.
 The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
 what it can and says whether anything ran), is_mock."""
 from __future__ import annotations
-import os, struct, time
+import collections, os, struct, time
 from typing import Any
 from tinygrad.uop.ops import UOp
 from tinygrad.uop import queue as Q
@@ -85,10 +85,10 @@ class HCQAllocator(Allocator):
   def __init__(self, dev:HCQCompiled):
     super().__init__(dev)
     self.dev = dev
-  def _alloc(self, size:int, options:BufferSpec) -> HCQBuffer: return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
-  def _free(self, buf:HCQBuffer, options:BufferSpec):
-    self.dev.synchronize()  # a queued kernel may still read it
-    self.dev.iface.free(buf)
+  def _alloc(self, size:int, options:BufferSpec) -> HCQBuffer:
+    self.dev.release_freed()
+    return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
+  def _free(self, buf:HCQBuffer, options:BufferSpec): self.dev.free_later(buf)
   def _offset(self, buf:HCQBuffer, size:int, offset:int) -> HCQBuffer: return buf.offset(offset, size)
   def _copyin(self, dest:HCQBuffer, src:memoryview):
     for off in range(0, src.nbytes, (step := self.dev.staging.size)):
@@ -119,6 +119,7 @@ class HCQCompiled(Compiled):
     self._kernargs_at = 0
     self.staging = iface.alloc(self.STAGING_SIZE, host_visible=True)
     self.cmd_pool, self._cmd_at = iface.alloc(self.CMD_POOL, host_visible=True), 0
+    self._freed: collections.deque[tuple[HCQBuffer, int]] = collections.deque()  # (buffer, the timeline value it waits for)
     self._copies: dict[int, CommandBuffer] = {}
     super().__init__(device, HCQAllocator(self), renderer, compiler, lambda name, lib: program_cls(self, name, lib))
 
@@ -135,7 +136,20 @@ class HCQCompiled(Compiled):
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1
-  def synchronize(self): self.timeline_signal.wait(self.timeline_value - 1)
+  def synchronize(self):
+    self.timeline_signal.wait(self.timeline_value - 1)
+    self.release_freed()
+
+  def free_later(self, buf:HCQBuffer):
+    """free buf once the work queued so far is done (a queued kernel may still read it), without waiting. The free runs from
+    Buffer.__del__, so wherever a garbage collection strikes: inside a submission that took its timeline value but has not rung its
+    doorbell (waiting there waits for that very submission: a hang), or, on the mock, inside the GPU's step (a wait runs the GPU
+    from inside itself)"""
+    self._freed.append((buf, self.timeline_value - 1))
+  def release_freed(self):
+    """give the driver back what free_later kept, as far as the timeline has passed it (the values only grow along the deque)"""
+    done = self.timeline_signal.value
+    while self._freed and self._freed[0][1] <= done: self.iface.free(self._freed.popleft()[0])
 
   def command_memory(self, cb:CommandBuffer) -> HCQBuffer:
     """where a submission's words go: a recorded buffer keeps memory of its own (a resubmit patches it in place), a one-shot one
