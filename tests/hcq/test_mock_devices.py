@@ -105,6 +105,20 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
     with pytest.raises(MockGPUError, match="not one the encoder emits"): dev._push("COMPUTE", array.array("I", [0x20010000 | (1 << 13) | 0x10, 7]), mem)
     with pytest.raises(MockGPUError, match="subchannel 2 before its SET_OBJECT"): dev._push("COPY", array.array("I", [0x20010000 | (2 << 13) | 0x10, 7]), mem)
     assert Device[name].channels["COMPUTE"].handle != dev.channels["COMPUTE"].handle  # the registry's device runs on (test below)
+  # the faulted queue is stopped: later work on it fails at once, naming the fault and where the queue stands, and does not hang
+  sig = dev.new_signal()
+  dev.compute_queue().signal(sig, 1).submit()
+  where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else "COMPUTE channel: GPGet 1, GPPut 3.*"
+  with pytest.raises(DeviceHang, match=f"waiting for 1, and no queue can make progress; {where}fault: .*(unknown opcode|not one the encoder)"):
+    sig.wait(1)
+
+@ALL
+def test_a_wait_on_hardware_times_out_naming_the_signal_and_queues(name, monkeypatch):
+  # on hardware progress() cannot tell a busy GPU from a stuck one: the wait gives up after its timeout
+  dev = Device[name]
+  monkeypatch.setattr(dev.iface, "progress", lambda: True)
+  sig = dev.new_signal()
+  with pytest.raises(DeviceHang, match=f"signal at {sig.va:#x} is 0, waiting for 1, still after 0.05s; COMPUTE (queue|channel)"): sig.wait(1, 0.05)
 
 @ALL
 def test_program_without_uops_cannot_run_on_the_mock(name):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import array, re
 from tinygrad.device import Device
 from tinygrad.renderer.python import PythonRenderer
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, round_up
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, round_up, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 from tinygrad.runtime.support import nv_methods as nv, nv_rm_abi as rm
@@ -68,6 +68,8 @@ class NVDevice(HCQCompiled):
       self._push(kind, array.array("I", nv.method(subc, 0, iface.CHANNEL_CLASSES[kind])), self._setup.offset(at, 0x800))
 
   def select_pm(self, kind:str): return pm_nv
+  def queue_states(self) -> list[str]:
+    return [f"{kind} channel: GPGet {ch.gp_get}, GPPut {ch.control.cpu_view().cast('I')[rm.USERD_GP_PUT // 4]}" for kind, ch in self.channels.items()]
 
   def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]): self._push(kind, cb.patch(var_vals), self.command_memory(cb))
 
@@ -77,8 +79,7 @@ class NVDevice(HCQCompiled):
     ch = self.channels[kind]
     ctl, fifo = ch.control.cpu_view().cast("I"), ch.gpfifo.cpu_view().cast("I")
     put = ctl[rm.USERD_GP_PUT // 4]
-    while put + 1 - ch.gp_get > ch.entries:  # every GP entry is in use: let the channel consume
-      if not self.iface.progress(): raise RuntimeError(f"{self.device}: {kind} GPFIFO is full and the channel is stuck")
+    spin(self, lambda: put + 1 - ch.gp_get <= ch.entries, lambda: f"every GP entry of the {kind} channel is in use")  # let it consume
     fifo[2 * (put % ch.entries)], fifo[2 * (put % ch.entries) + 1] = nv.gpfifo_entry(mem.va, len(words))
     ctl[rm.USERD_GP_PUT // 4] = put + 1
     ch.ring_doorbell(put + 1)

@@ -35,6 +35,7 @@ class KFDHostOS:
   def progress(self) -> bool:
     time.sleep(0)  # the GPU runs by itself: give other threads a turn while the host spins on a signal
     return True
+  def faults(self, gpu_id:int, queue_ids:list[int]) -> list[str]: return []  # KFD reports queue faults as events, tg subscribes to none
 
 def gpu_nodes(host_os) -> list[tuple[int, dict[str, int]]]:
   """(gpu_id, properties) of every GPU node of the KFD topology, in node order"""
@@ -81,6 +82,7 @@ class KFDInterface:
     # the BAR, which tg never does (host-visible memory is GTT, video memory is written by SDMA), so barriers only invalidate caches
     self.hdp_flush = None
     self._handles: dict[int, int] = {}
+    self.queue_ids: list[int] = []
 
   def _ioctl(self, nr:int, args):
     self.os.ioctl(self.kfd, nr, args)
@@ -123,9 +125,11 @@ class KFDInterface:
       if area: args.ctx_save_restore_address = self.alloc(area).va  # where KFD saves the queue's waves when it preempts them
     else: args.queue_type = kfd.KFD_IOC_QUEUE_TYPE_SDMA
     self._ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, args)
+    self.queue_ids.append(args.queue_id)
     page = args.doorbell_offset & ~(mmap.PAGESIZE - 1)
     db = self.os.mmap(0, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, self.kfd, page)
     doorbell = memoryview((ctypes.c_char * mmap.PAGESIZE).from_address(db)).cast("B")[args.doorbell_offset - page:][:8]
     return KFDQueue(self.os, kind, ring, ptrs.offset(0, 8), ptrs.offset(8, 8), doorbell, args.queue_id)
 
   def progress(self) -> bool: return self.os.progress()
+  def faults(self) -> list[str]: return self.os.faults(self.gpu_id, self.queue_ids)

@@ -23,7 +23,7 @@ class MockQueue:
   def __init__(self, gpu:MockAMDGPU, kind:str, ring:int, ring_bytes:int, rptr:int, wptr:int, doorbell:int):
     self.gpu, self.mem, self.kind, self.unit = gpu, gpu.mem, kind, 4 if kind == "COPY" else 1
     self.ring, self.nwords, self.rptr, self.wptr, self.doorbell = ring, ring_bytes // 4, rptr, wptr, doorbell
-    self.wptr_seen, self.dead = 0, False
+    self.wptr_seen, self.dead, self.fault = 0, False, ""  # a queue that faulted is dead: KFD evicts it
     self.ibs: list[list[int]] = []  # PM4 indirect buffers being run: [address of the next word, words left]
   @property
   def read_ptr(self) -> int: return self.mem.read(self.rptr, "<Q")[0]
@@ -67,8 +67,8 @@ class MockAMDGPU:
       for q in self.queues:
         try:
           while q.pending() and (self._step_pm4(q) if q.kind == "COMPUTE" else self._step_sdma(q)): moved = ran = True
-        except MockGPUError:
-          q.dead = True
+        except MockGPUError as e:
+          q.dead, q.fault = True, str(e)
           raise
     return ran
 
@@ -188,6 +188,9 @@ class MockKFDKernel(KFDHostOS):
     for g in self.gpus: g.doorbell_rung()
     self.system.progress()
   def progress(self) -> bool: return self.system.progress()
+  def faults(self, gpu_id:int, queue_ids:list[int]) -> list[str]:
+    g = self._gpu(gpu_id)
+    return [f"{g.queues[i].kind} queue {i}: {g.queues[i].fault}" for i in queue_ids if g.queues[i].fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, args:ctypes.Structure):

@@ -28,7 +28,7 @@ class MockChannel:
   """a GPFIFO channel as the GPU sees it: GP entries at a GPU address, GPGet/GPPut in its USERD, the GPPut its last doorbell saw"""
   def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject):
     self.gpu, self.handle, self.gpfifo, self.entries, self.userd, self.group = gpu, handle, gpfifo, entries, userd, group
-    self.put_seen, self.pos, self.dead = 0, 0, False
+    self.put_seen, self.pos, self.dead, self.fault = 0, 0, False, ""  # a channel that faulted is dead (RM's robust-channel recovery)
     self.engines: set[int] = set()          # engine classes allocated on the channel
     self.bound: dict[int, int] = {}         # subchannel -> class, from SET_OBJECT
     self.regs: dict[tuple[int, int], int] = {}
@@ -60,8 +60,8 @@ class MockNVGPU:
       for ch in list(self.channels.values()):
         try:
           while ch.pending() and self._step(ch): moved = ran = True
-        except MockGPUError:
-          ch.dead = True
+        except MockGPUError as e:
+          ch.dead, ch.fault = True, str(e)
           raise
     return ran
 
@@ -178,6 +178,8 @@ class MockNVKernel(HostOS):
     for gpu in self.gpus: gpu.doorbell_rung()
     self.system.progress()
   def progress(self) -> bool: return self.system.progress()
+  def faults(self, index:int, channels:list[int]) -> list[str]:
+    return [f"channel {h:#x}: {ch.fault}" for h in channels if (ch := self.objects[h].attrs["channel"]).fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, params:ctypes.Structure) -> int:

@@ -35,6 +35,7 @@ class HostOS:
   def progress(self) -> bool:
     time.sleep(0)  # give other threads a turn while the host spins on a signal
     return True
+  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier; tg reads none
 
 class RMChannel:
   """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes"""
@@ -53,6 +54,7 @@ class NVRMInterface:
   CHANNEL_CLASSES = {"COMPUTE": rm.AMPERE_COMPUTE_A, "COPY": rm.AMPERE_DMA_COPY_A}
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
+    self.channels: list[int] = []  # the handles of our GPFIFO channels
     self.ctl, self.uvm, self.gpu = host_os.open("/dev/nvidiactl"), host_os.open("/dev/nvidia-uvm"), host_os.open(f"/dev/nvidia{index}")
     self._uvm(rm.UVM_INITIALIZE, rm.UVM_INITIALIZE_PARAMS())
     self._ioctl(self.gpu, rm.NV_ESC_REGISTER_FD, rm.nv_ioctl_register_fd_t(ctl_fd=self.ctl))
@@ -159,6 +161,8 @@ class NVRMInterface:
     handle = self.alloc_object(self.group, rm.AMPERE_CHANNEL_GPFIFO_A, params)
     self.alloc_object(handle, self.CHANNEL_CLASSES[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
+    self.channels.append(handle)
     return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
+  def faults(self) -> list[str]: return self.os.faults(self.index, self.channels)

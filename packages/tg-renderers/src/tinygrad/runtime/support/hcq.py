@@ -5,7 +5,7 @@ nv_rm.NVRMInterface) that talks to the kernel driver through ioctls and mmaps, o
 driver whose GPUs execute the packet streams in python.
 
 The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
-what it can and says whether anything ran), is_mock."""
+what it can and says whether anything ran), faults() -> list[str] (queue faults the driver reported), is_mock."""
 from __future__ import annotations
 import collections, os, struct, time
 from typing import Any
@@ -52,11 +52,15 @@ class HCQSignal:
   @property
   def timestamp(self) -> int: return self._q[1]
   def wait(self, value:int, timeout_s:float=30.0):
-    deadline = time.monotonic() + timeout_s
-    while self.value < value:
-      if not self.dev.iface.progress() and self.value < value:
-        raise DeviceHang(f"{self.dev.device}: signal at {self.va:#x} is {self.value}, waiting for {value}, and no queue can make progress")
-      if time.monotonic() > deadline: raise DeviceHang(f"{self.dev.device}: signal at {self.va:#x} did not reach {value} in {timeout_s}s")
+    spin(self.dev, lambda: self.value >= value, lambda: f"signal at {self.va:#x} is {self.value}, waiting for {value}", timeout_s)
+
+def spin(dev:HCQCompiled, done, what, timeout_s:float=30.0):
+  """let the GPU run until done(); a DeviceHang naming what was awaited (what()) and the device's queues when nothing can move (the
+  mock knows) or after timeout_s (hardware: progress() cannot tell a busy GPU from a stuck one)"""
+  deadline = time.monotonic() + timeout_s
+  while not done():
+    if not dev.iface.progress() and not done(): raise DeviceHang(f"{dev.device}: {what()}, and no queue can make progress; {dev.queue_report()}")
+    if time.monotonic() > deadline: raise DeviceHang(f"{dev.device}: {what()}, still after {timeout_s}s; {dev.queue_report()}")
 
 class HWQueue:
   """a queue program under construction; chainable. submit() selects it into packets, records them and hands them to the device"""
@@ -124,6 +128,10 @@ class HCQCompiled(Compiled):
     super().__init__(device, HCQAllocator(self), renderer, compiler, lambda name, lib: program_cls(self, name, lib))
 
   def select_pm(self, kind:str): raise NotImplementedError
+  def queue_states(self) -> list[str]: return []
+  def queue_report(self) -> str:
+    """where each queue stands, and the faults the driver reported (the mock's: a faulted queue is stopped, everything behind it waits)"""
+    return "; ".join(self.queue_states() + [f"fault: {f}" for f in self.iface.faults()]) or "no queue state known"
   def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]): raise NotImplementedError
   def compute_queue(self) -> HWQueue: return HWQueue(self, "COMPUTE")
   def copy_queue(self) -> HWQueue: return HWQueue(self, "COPY")
