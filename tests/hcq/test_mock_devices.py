@@ -241,3 +241,24 @@ def test_a_free_from_the_garbage_collector_does_not_wait(name, where, monkeypatc
   dev.allocator._copyout(memoryview(out).cast("B"), dst)
   np.testing.assert_array_equal(out, data)
   assert doomed.va in released  # released once the timeline passed the work that was queued when it was freed
+
+@ALL
+def test_an_allocation_that_fails_waits_for_memory_freed_behind_queued_work(name, monkeypatch):
+  # a free is released once the work queued before it is done; when memory runs out meanwhile, the allocation waits for that work
+  dev = private(name)
+  gate, doomed = dev.new_signal(), dev.allocator.alloc(64)
+  dev.compute_queue().wait(gate, 1).signal(dev.timeline_signal, dev.next_timeline()).submit()
+  dev.allocator.free(doomed, 64)
+  assert dev._freed  # the queued work may read it: kept
+  real_alloc, calls = dev.iface.alloc, []
+  def out_of_memory_once(size, host_visible=False):
+    calls.append(doomed.va in released)
+    if len(calls) == 1:
+      dev.copy_queue().signal(gate, 1).submit()  # the queued work can finish now (the GPU runs on)
+      raise OSError(12, "out of memory")
+    return real_alloc(size, host_visible)
+  released, real_free = [], dev.iface.free
+  monkeypatch.setattr(dev.iface, "free", lambda b: (released.append(b.va), real_free(b)))
+  monkeypatch.setattr(dev.iface, "alloc", out_of_memory_once)
+  assert dev.allocator.alloc(64).size >= 64
+  assert calls == [False, True]  # the retry came after the freed buffer went back to the driver

@@ -91,7 +91,11 @@ class HCQAllocator(Allocator):
     self.dev = dev
   def _alloc(self, size:int, options:BufferSpec) -> HCQBuffer:
     self.dev.release_freed()
-    return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
+    try: return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
+    except (OSError, MemoryError):
+      if not self.dev._freed: raise
+      self.dev.synchronize()  # what was freed behind queued work comes back once that work is done (an allocation never runs in a __del__)
+      return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
   def _free(self, buf:HCQBuffer, options:BufferSpec): self.dev.free_later(buf)
   def _offset(self, buf:HCQBuffer, size:int, offset:int) -> HCQBuffer: return buf.offset(offset, size)
   def _copyin(self, dest:HCQBuffer, src:memoryview):
