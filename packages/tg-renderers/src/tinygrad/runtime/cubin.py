@@ -74,8 +74,11 @@ def _per_symbol(elf:Elf, sym_index:int, code:int) -> int|None:
 
 def read_cubin(data:bytes, name:str) -> CubinKernel:
   """the kernel `name` of a cubin, with what a launch needs. Raises CubinError naming what is missing, malformed or unsupported."""
-  try: elf = Elf(data)
+  try: return _read(Elf(data), name)
+  except CubinError: raise
   except ElfError as e: raise CubinError(f"not a readable cubin: {e}") from e
+
+def _read(elf:Elf, name:str) -> CubinKernel:
   if elf.machine != EM_CUDA or elf.type != ET_EXEC:
     raise CubinError(f"not a cubin: e_machine {elf.machine} (EM_CUDA is {EM_CUDA}), e_type {elf.type} (ET_EXEC is {ET_EXEC}) at file offset 16")
   sm = (elf.flags >> 8) & 0xff or elf.flags & 0xff  # the SM moved from e_flags bits 7:0 to 15:8 in ELF ABI version 8
