@@ -134,8 +134,10 @@ class MockNVGPU:
     """a program with machine code: the code at the QMD's program address is the cubin's .text its code object recorded (CRC-32), and
     the QMD carries the cubin's register count, shared memory and barriers. Returns where the parameters start in constant buffer 0."""
     head = CodeObject.unpack(self.mem.view(program - HEADER, CodeObject.size_at(self.mem.view(program - HEADER, HEADER))))
-    if not head.machine_code: return CBUF0_PARAMS
+    if not head.machine_code or not head.uops_json: return CBUF0_PARAMS  # nothing to check, or nothing to run (the emulator says so)
     m, where = head.meta, f"NV:{self.index}: launch of {head.name} at {program:#x}"
+    if missing := [k for k in ("crc", "regs", "smem", "bars", "cb0") if k not in m]:
+      raise MockGPUError(f"{where}: machine code without the cubin's facts its code object should record ({', '.join(missing)})")
     if zlib.crc32(bytes(self.mem.view(program, len(head.machine_code)))) != m["crc"]:
       raise MockGPUError(f"{where}: the code at the program address is not the cubin's .text (CRC-32 differs)")
     for field_name, want in (("register_count_v", m["regs"]), ("shared_memory_size", (m["smem"] + 127) // 128 * 128), ("barrier_count", m["bars"])):
