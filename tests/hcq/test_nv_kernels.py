@@ -97,3 +97,18 @@ def test_ptx_renderer_end_to_end_on_the_mock():
   progs = [p for (_, dev), p in _runtimes.items() if dev == "NV:PTX:sm_90"]
   co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
   assert co.machine_code and co.uops_json and co.meta["sm"] == 90 and co.meta["cb0"] == 0x210 and co.meta["regs"] > 0
+
+@pytest.mark.parametrize("arch, sm", [((0x170, 0), "sm_80"), ((0x170, 2), "sm_86"), ((0x170, 0xB), "sm_87"), ((0x190, 4), "sm_89"),
+                                      ((0x180, 0), "sm_90"), ((0x1B0, 2), "sm_120")])
+def test_device_arch_comes_from_the_gpu(monkeypatch, arch, sm):
+  # NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE GA100/AD100/GH100/GB200 (ctrl2080mc.h) with their implementations -> CUDA's compute capability
+  from tinygrad.runtime.support import nv_mock
+  monkeypatch.setattr(nv_mock, "ARCH", arch)
+  assert NVDevice("NV:1").iface.sm_arch() == sm
+  monkeypatch.setattr(nv_mock, "ARCH", (0x120, 0))
+  with pytest.raises(RuntimeError, match="architecture 0x120 .* DEV=NV:PTX:sm_90"): NVDevice("NV:1").iface.sm_arch()
+
+@pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed")
+def test_ptx_compiles_for_the_gpus_sm_unless_named():
+  assert NVDevice("NV:1:PTX").compiler.cubin.arch == "sm_86"  # the mock GPUs report GA102
+  assert NVDevice("NV:1:PTX:sm_90").compiler.cubin.arch == "sm_90"

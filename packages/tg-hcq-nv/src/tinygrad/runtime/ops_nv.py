@@ -96,10 +96,14 @@ def host_os():
 class NVDevice(HCQCompiled):
   def __init__(self, device:str="NV"):
     iface = NVRMInterface((name := Device.parse(device)).index, host_os())
+    # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on no other
+    arch = name.arch or (None if name.renderer else Device.requested_renderer(name.base)[1]) or iface.sm_arch()
     try: renderer, compiler = Device.renderer_for(device)
     except DeviceError as e:  # no renderer makes kernels here (no ptxas): memory, copies and signals still work, compiles say why
       if name.renderer: raise
-      renderer, compiler = NVPTXRenderer(name.arch), UnavailableCompiler(str(e))
+      renderer, compiler = NVPTXRenderer(arch), UnavailableCompiler(str(e))
+    if isinstance(compiler, NVPTXCompiler) and compiler.cubin.arch != arch: renderer, compiler = NVPTXRenderer(arch), NVPTXCompiler(arch)
+    self.arch = arch
     self.channels = {kind: iface.create_channel(kind) for kind in ("COMPUTE", "COPY")}
     iface.schedule()
     super().__init__(device, iface, renderer, compiler, NVProgram, NVSelectCtx())

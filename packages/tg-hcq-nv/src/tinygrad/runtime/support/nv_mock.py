@@ -18,6 +18,7 @@ from tinygrad.runtime.support.code_object import CodeObject, HEADER
 from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, WFI
 
 GPUS = 4
+ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
 NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_STATE = 0x1F, 0x40  # the statuses the mock reports (its reason is in last_error)
 
 @dataclass
@@ -260,6 +261,7 @@ class MockNVKernel(HostOS):
   def _control(self, p:rm.NVOS54_PARAMETERS):
     obj = self.objects.get(p.hObject)
     want = {rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
+            rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS),
             rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
             rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (rm.KEPLER_CHANNEL_GROUP_A, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)}.get(p.cmd)
     if want is None or obj is None or obj.cls != want[0] or p.paramsSize != ctypes.sizeof(want[1]):
@@ -268,6 +270,7 @@ class MockNVKernel(HostOS):
     if p.cmd == rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO:
       args.length = 16
       args.data[:16] = list(obj.gpu.uuid)
+    elif p.cmd == rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: args.architecture, args.implementation = ARCH
     elif p.cmd == rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: args.workSubmitToken = obj.attrs["token"]
     else: obj.attrs["scheduled"] = bool(args.bEnable)
     p.status = rm.NV_OK

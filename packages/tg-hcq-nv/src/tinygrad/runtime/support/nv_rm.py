@@ -160,5 +160,14 @@ class NVRMInterface:
     self.alloc_object(handle, self.CHANNEL_CLASSES[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
     return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
+  def sm_arch(self) -> str:
+    """the GPU's SM architecture as ptxas names it (sm_90), from its architecture and implementation (NV2080_CTRL_CMD_MC_GET_ARCH_INFO)"""
+    info = self.control(self.subdevice, rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS())
+    a, impl = info.architecture, info.implementation
+    sm = {rm.ARCH_GH100: 90, rm.ARCH_AD100: 89, rm.ARCH_GB100: 100, rm.ARCH_GB200: 120}.get(a)
+    if a == rm.ARCH_GA100: sm = 80 if impl == 0 else 87 if impl == 0xB else 86
+    if sm is None: raise NVDriverError(f"NV:{self.index}: GPU architecture {a:#x} (implementation {impl:#x}) is not one tg knows the SM of: "
+                                       "name it, e.g. DEV=NV:PTX:sm_90")
+    return f"sm_{sm}"
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
