@@ -98,15 +98,23 @@ def test_ptx_renderer_end_to_end_on_the_mock():
   co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
   assert co.machine_code and co.uops_json and co.meta["sm"] == 90 and co.meta["cb0"] == 0x210 and co.meta["regs"] > 0
 
-@pytest.mark.parametrize("arch, sm", [((0x170, 0), "sm_80"), ((0x170, 2), "sm_86"), ((0x170, 0xB), "sm_87"), ((0x190, 4), "sm_89"),
-                                      ((0x180, 0), "sm_90"), ((0x1B0, 2), "sm_120")])
-def test_device_arch_comes_from_the_gpu(monkeypatch, arch, sm):
+@pytest.mark.parametrize("arch, sm", [((0x170, 0), 80), ((0x170, 2), 86), ((0x170, 0xB), 87), ((0x190, 4), 89), ((0x180, 0), 90),
+                                      ((0x1B0, 2), 120), ((0x120, 0), None)])
+def test_device_sm_comes_from_the_gpu(monkeypatch, arch, sm):
   # NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE GA100/AD100/GH100/GB200 (ctrl2080mc.h) with their implementations -> CUDA's compute capability
   from tinygrad.runtime.support import nv_mock
   monkeypatch.setattr(nv_mock, "ARCH", arch)
-  assert NVDevice("NV:1").iface.sm_arch() == sm
-  monkeypatch.setattr(nv_mock, "ARCH", (0x120, 0))
-  with pytest.raises(RuntimeError, match="architecture 0x120 .* DEV=NV:PTX:sm_90"): NVDevice("NV:1").iface.sm_arch()
+  if sm is None:
+    with pytest.raises(RuntimeError, match="architecture 0x120 .* DEV=NV:PTX:sm_90"): NVDevice("NV:1")
+    assert NVDevice("NV:1:EMU:sm_90").gpu_sm is None  # a named SM needs no lookup
+  else: assert NVDevice("NV:1").gpu_sm == sm and NVDevice("NV:1").arch == f"sm_{sm}"
+
+def test_machine_code_for_another_sm_is_refused_on_hardware(monkeypatch):
+  from tinygrad.runtime.support.nv_rm import sass_runs_on
+  assert sass_runs_on(80, 86) and sass_runs_on(86, 86) and not sass_runs_on(86, 80) and not sass_runs_on(80, 90) and not sass_runs_on(90, 100)
+  dev = NVDevice("NV:1")  # the mock reports sm_86; the checked-in cubin is sm_90
+  monkeypatch.setattr(dev.iface, "is_mock", False)
+  with pytest.raises(RuntimeError, match="machine code for sm_90, which does not run on this GPU \\(sm_86\\)"): dev.runtime("local_sum", local_sum_object())
 
 @pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed")
 def test_ptx_compiles_for_the_gpus_sm_unless_named():

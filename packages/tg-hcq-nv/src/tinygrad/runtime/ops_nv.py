@@ -14,7 +14,7 @@ from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, moc
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 from tinygrad.runtime.support import nv_methods as nv, nv_rm_abi as rm
-from tinygrad.runtime.support.nv_rm import NVRMInterface
+from tinygrad.runtime.support.nv_rm import NVRMInterface, sm_of, sass_runs_on
 from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
 from tinygrad.runtime.support.nv_program import program_meta
 
@@ -59,6 +59,9 @@ class NVProgram(HCQProgram):
     co = CodeObject.unpack(lib)
     if not dev.iface.is_mock:
       if not co.machine_code: raise RuntimeError(f"{dev.device}: kernel {name} has no machine code (it was rendered for the mock driver)")
+      if dev.gpu_sm is not None and "sm" in co.meta and not sass_runs_on(co.meta["sm"], dev.gpu_sm):
+        raise RuntimeError(f"{dev.device}: kernel {name} is machine code for sm_{co.meta['sm']}, which does not run on this GPU (sm_{dev.gpu_sm}): "
+                           f"drop the SM from the device string, or name sm_{dev.gpu_sm}")
       if co.meta.get("stack", 0):  # the launch would need the local memory window and its size set up, which this version does not do
         raise RuntimeError(f"{dev.device}: kernel {name} needs {co.meta['stack']} bytes of stack per thread (local memory), which this "
                            "version does not set up: simplify the kernel (smaller upcasts) or use another device")
@@ -96,8 +99,12 @@ def host_os():
 class NVDevice(HCQCompiled):
   def __init__(self, device:str="NV"):
     iface = NVRMInterface((name := Device.parse(device)).index, host_os())
-    # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on no other
-    arch = name.arch or (None if name.renderer else Device.requested_renderer(name.base)[1]) or iface.sm_arch()
+    # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on few others
+    self.gpu_sm = sm_of(*(info := iface.arch_info()))
+    if (arch := name.arch or (None if name.renderer else Device.requested_renderer(name.base)[1])) is None:
+      if self.gpu_sm is None: raise RuntimeError(f"NV: GPU architecture {info[0]:#x} (implementation {info[1]:#x}) is not one tg knows the SM "
+                                                 "of: name it, e.g. DEV=NV:PTX:sm_90")
+      arch = f"sm_{self.gpu_sm}"
     try: renderer, compiler = Device.renderer_for(device)
     except DeviceError as e:  # no renderer makes kernels here (no ptxas): memory, copies and signals still work, compiles say why
       if name.renderer: raise
