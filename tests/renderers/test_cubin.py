@@ -143,3 +143,10 @@ def test_cubin_compiler_caches_under_ptxas_version_and_arch():
   c80, c90 = CubinCompiler("sm_80"), CubinCompiler("sm_90")
   assert c80.cachekey != c90.cachekey and re.fullmatch(r"compile_cubin_ptxas\d+\.\d+\.\d+_sm_80", c80.cachekey)
   assert read_cubin(c90.compile(SOURCES["local_sum"]()), "local_sum").sm == 90
+
+@needs_ptxas
+def test_maxntid_is_read(tmp_path):
+  # .maxntid in the PTX becomes EIATTR_MAX_THREADS (x, y, z)
+  ptx = SOURCES["do_while"]().replace("\n)\n{", "\n)\n.maxntid 64, 2, 1\n{", 1)
+  cubin, _ = ptxas_report(ptx, "sm_90", tmp_path)
+  assert read_cubin(cubin, "do_while").max_threads == (64, 2, 1)
