@@ -1,4 +1,4 @@
-"""The NV device's kernel-driver path on a real NVIDIA GPU, without kernels (no NV renderer makes machine code yet): open the GPU
+"""The NV device's kernel-driver path on a real NVIDIA GPU, without kernels (gpu_check.sh runs those after): open the GPU
 through RM and UVM exactly as NVDevice does, make a copy channel, move 4 MiB host -> video memory -> host on the copy engine with a
 semaphore release after it, and check the bytes and the semaphore. Under MOCKGPU=1 the same code runs on the mock kernel driver
 (tests/hcq/test_nv_rm_abi.py runs it so). Usage: python bench/nv_driver_check.py [GPU index]"""

@@ -109,7 +109,7 @@ def pytest_collection_modifyitems(config, items):
   full, keep, dropped = os.environ.get("TG_CL_MATRIX", "") == "full", [], []
   for item in items:
     dev = item.callspec.params.get("device") if hasattr(item, "callspec") else None
-    if dev in MOCK_DEVICES and item.get_closest_marker("hcq_matrix") is None:
+    if dev is not None and dev.split(":")[0] in MOCK_DEVICES and item.get_closest_marker("hcq_matrix") is None:
       dropped.append(item)
       continue
     if dev in ("CL", "CL:QCOM"):

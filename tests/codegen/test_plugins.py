@@ -197,14 +197,17 @@ def test_emulator_default_warns_with_the_fix(plugins):
   plugins.register(make_plugin(devices=[cpu, dev("PYTHON", 10, emulator=True)]), name="host")
   with pytest.warns(RuntimeWarning, match=r"default device is PYTHON, an emulator \(slow\): CPU: .*pip install llvmlite"): Device.DEFAULT
 
-def test_nv_plugin_with_driver_says_no_renderer_yet(plugins, monkeypatch):
-  # a machine whose NVIDIA driver probe passes: the driver path exists, but no NV renderer makes machine code yet (the emulated one
-  # runs only on the mock), so NV says why it is unavailable rather than becoming the default
+@pytest.mark.parametrize("ptxas", [None, "/opt/cuda/bin/ptxas"])
+def test_nv_plugin_with_driver_needs_ptxas_for_kernels(plugins, monkeypatch, ptxas):
+  # a machine whose NVIDIA driver probe passes: kernels need ptxas (PTX -> cubin; the emulated renderer runs only on the mock). With
+  # it NV is available with the PTX renderer, without it NV says why; either way it is never the default
   monkeypatch.setattr("tinygrad.runtime.hooks_nv.probe", lambda: (True, ""))
+  monkeypatch.setattr("tinygrad.runtime.cuda_toolchain.find_tool", lambda name: ptxas)
   plugins.register("tinygrad.runtime.hooks_nv")
   plugins.register(make_plugin(devices=[dev("CPU", 100)]), name="host")
   ok, reason = plugins.registry().probe("NV")
-  assert not ok and "EMU" in reason and "mock driver (MOCKGPU=1)" in reason
+  if ptxas: assert ok and plugins.registry().renderer("NV").name == "PTX"
+  else: assert not ok and "mock driver (MOCKGPU=1)" in reason and "NV kernels unavailable (memory, copies and signals still work): ptxas not found" in reason
   with warnings.catch_warnings():
     warnings.simplefilter("error")
     assert Device.DEFAULT == "CPU"

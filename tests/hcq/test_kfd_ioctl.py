@@ -62,16 +62,48 @@ def test_host_visible_memory_is_the_same_pages_for_cpu_and_gpu(kfd_iface):
   from tinygrad.runtime.support.hcq_mock import MockGPUError
   with pytest.raises(MockGPUError): kfd_iface.os.system.mem.view(buf.va + 100, 4)
 
-def test_compute_queue_gets_its_context_save_area_from_the_topology(kfd_iface, monkeypatch):
+# node properties of known GPUs (sysfs names) and their CWSR sizes worked by hand from kfd_queue.c's formula (amd_kfd.py):
+# (ctl_stack_size, cwsr_size, debug_memory_size), area
+CWSR_BY_HAND = {
+  # RX 7900 XTX, gfx1100: 96 CUs * 32 = 3072 waves; ctl ALIGN(40 + 3072*12 + 8 = 36912) = 0xa000; waves' data 96 * 0x75000 (VGPR 0x60000)
+  # = 0x2be0000; debug 3072 * 32 = 0x18000; area 0x2bea000 + 0x18000
+  "gfx1100": ({"simd_count": 192, "simd_per_cu": 2, "array_count": 12, "simd_arrays_per_engine": 2, "lds_size_in_kb": 64, "num_xcc": 1,
+               "gfx_target_version": 110000}, (0xa000, 0x2bea000, 0x18000), 0x2c02000),
+  # MI210, gfx90a: 104 CUs of 4 SIMDs; waves min(104 * 40 = 4160, 8 arrays / 1 per engine * 512 = 4096) = 4096; ctl ALIGN(40 + 4096*8 + 8)
+  # = 0x9000; 104 * 0x95000 (VGPR 0x80000) = 0x3c88000; debug 4096 * 32 = 0x20000
+  "gfx90a": ({"simd_count": 416, "simd_per_cu": 4, "array_count": 8, "simd_arrays_per_engine": 1, "lds_size_in_kb": 64, "num_xcc": 1,
+              "gfx_target_version": 90010}, (0x9000, 0x3c91000, 0x20000), 0x3cb1000),
+  # RX 6900 XT, gfx1030: 80 CUs * 32 = 2560 waves; ctl ALIGN(40 + 30720 + 8) = 0x8000, over gfx10's 0x7000; 80 * 0x55000 = 0x1a90000;
+  # debug 2560 * 32 = 0x14000
+  "gfx1030": ({"simd_count": 160, "simd_per_cu": 2, "array_count": 8, "simd_arrays_per_engine": 2, "lds_size_in_kb": 64, "num_xcc": 1,
+               "gfx_target_version": 100300}, (0x7000, 0x1a97000, 0x14000), 0x1aab000),
+  # MI300X, gfx942, 8 XCCs: per XCC 1216 / 4 / 8 = 38 CUs, min(38 * 40 = 1520, 32 / 1 * 512) = 1520 waves; ctl ALIGN(40 + 12160 + 8) =
+  # 0x3000; 38 * 0x95000 = 0x161e000; debug 1520 * 32 = 0xbe00; area (0x1621000 + 0xbe00) * 8 = 0xb167000
+  "gfx942": ({"simd_count": 1216, "simd_per_cu": 4, "array_count": 32, "simd_arrays_per_engine": 1, "lds_size_in_kb": 64, "num_xcc": 8,
+              "gfx_target_version": 90402}, (0x3000, 0x1621000, 0xbe00), 0xb167000),
+}
+
+@pytest.mark.parametrize("gpu", list(CWSR_BY_HAND))
+def test_context_save_area_sizes_match_the_kernels_formula_by_hand(gpu):
   from tinygrad.runtime.support import amd_kfd
-  from tinygrad.runtime.support.amd_mock import PROPS
-  # cwsr_size 0x3000 + 8 SIMDs * 16 waves * 32 debugger bytes (0x1000), one XCC: 0x4000 bytes; ctl_stack_size from the node
-  assert amd_kfd.cwsr_area(PROPS) == (0x4000, 0x3000, 0x1000)
-  assert amd_kfd.cwsr_area({"simd_count": 8}) == (0, 0, 0)  # a kernel that reports no sizes
+  props, sizes, area = CWSR_BY_HAND[gpu]
+  assert amd_kfd.kfd_cwsr_sizes(props) == sizes
+  assert amd_kfd.cwsr_area(props) == (area, sizes[1], sizes[0])  # an older kernel: no sizes in sysfs, the formula's
+  assert amd_kfd.cwsr_area({**props, "cwsr_size": sizes[1], "ctl_stack_size": sizes[0]}) == (area, sizes[1], sizes[0])
+
+def test_compute_queue_gets_its_context_save_area_from_the_topology(kfd_iface, monkeypatch):
+  from tinygrad.runtime.support import amd_kfd, amd_mock
+  assert amd_kfd.cwsr_area(amd_kfd.gpu_nodes(kfd_iface.os)[0][1]) == (0x1d6000, 0x1d5000, 0x1000)  # the mock node's, by hand there
+  assert amd_kfd.cwsr_area({**amd_mock.PROPS, "gfx_target_version": 80000}) == (0, 0, 0)  # a GPU without CWSR
   q = kfd_iface.create_queue("COMPUTE")
   assert q.kind == "COMPUTE" and q.queue_id >= 0
+  monkeypatch.setattr(amd_mock, "SYSFS_CWSR", False)  # an older kernel: checks the sizes, prints none
+  old = amd_kfd.KFDInterface(0, kfd_iface.os)
+  assert "cwsr_size" not in old.props and old.create_queue("COMPUTE").kind == "COMPUTE"
   monkeypatch.setattr(amd_kfd, "cwsr_area", lambda props: (0, 0, 0))  # a queue without the area: KFD refuses it on this node
-  with pytest.raises(OSError, match="context save area must be 16384 mapped bytes"): kfd_iface.create_queue("COMPUTE")
+  with pytest.raises(OSError, match="context save area must be one mapping of 0x1d6000 bytes"): kfd_iface.create_queue("COMPUTE")
+  monkeypatch.setattr(amd_kfd, "cwsr_area", lambda props: (0x1d7000, 0x1d5000, 0x1000))  # a page too many: not the kernel's size
+  with pytest.raises(OSError, match="context save area must be one mapping of 0x1d6000 bytes"): kfd_iface.create_queue("COMPUTE")
 
 def test_queue_runs_from_what_its_doorbell_said(kfd_iface):
   from tinygrad.runtime.support import amd_sdma as sdma

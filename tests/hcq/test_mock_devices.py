@@ -105,6 +105,20 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
     with pytest.raises(MockGPUError, match="not one the encoder emits"): dev._push("COMPUTE", array.array("I", [0x20010000 | (1 << 13) | 0x10, 7]), mem)
     with pytest.raises(MockGPUError, match="subchannel 2 before its SET_OBJECT"): dev._push("COPY", array.array("I", [0x20010000 | (2 << 13) | 0x10, 7]), mem)
     assert Device[name].channels["COMPUTE"].handle != dev.channels["COMPUTE"].handle  # the registry's device runs on (test below)
+  # the faulted queue is stopped: later work on it fails at once, naming the fault and where the queue stands, and does not hang
+  sig = dev.new_signal()
+  dev.compute_queue().signal(sig, 1).submit()
+  where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else "COMPUTE channel: GPGet 1, GPPut 3.*"
+  with pytest.raises(DeviceHang, match=f"waiting for 1, and no queue can make progress; {where}fault: .*(unknown opcode|not one the encoder)"):
+    sig.wait(1)
+
+@ALL
+def test_a_wait_on_hardware_times_out_naming_the_signal_and_queues(name, monkeypatch):
+  # on hardware progress() cannot tell a busy GPU from a stuck one: the wait gives up after its timeout
+  dev = Device[name]
+  monkeypatch.setattr(dev.iface, "progress", lambda: True)
+  sig = dev.new_signal()
+  with pytest.raises(DeviceHang, match=f"signal at {sig.va:#x} is 0, waiting for 1, still after 0.05s; COMPUTE (queue|channel)"): sig.wait(1, 0.05)
 
 @ALL
 def test_program_without_uops_cannot_run_on_the_mock(name):
@@ -192,3 +206,59 @@ def test_amd_kernel_needing_scratch_is_refused_at_load():
   dev = Device["AMD"]
   with pytest.raises(RuntimeError, match="needs 48 bytes of scratch per work-item"):
     dev.runtime("spilly", CodeObject("spilly", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "private_segment_size": 48}).pack())
+
+# *** a buffer freed by the garbage collector: Buffer.__del__ runs wherever a collection strikes, so the free must not wait there ***
+
+def free_inside(monkeypatch, owner, attr:str, dev, buf, when=lambda *args: True):
+  """free buf (as Buffer.__del__ does) the first time owner.attr is called with arguments `when` accepts: where a garbage collection
+  would run the __del__"""
+  real, left = getattr(owner, attr), [buf]
+  def once(*args, **kwargs):
+    if left and when(*args): dev.allocator.free(left.pop(), buf.size)
+    return real(*args, **kwargs)
+  monkeypatch.setattr(owner, attr, once)
+
+@ALL
+@pytest.mark.parametrize("where", ["submission", "gpu"])
+def test_a_free_from_the_garbage_collector_does_not_wait(name, where, monkeypatch):
+  # "submission": inside a copy's submission, after it took its timeline value and before its doorbell: waiting for the timeline
+  # there waits for the copy itself, which is not queued yet (on hardware: the free times out, Buffer.__del__ swallows the error and
+  # the memory leaks). "gpu": inside the mock GPU's step (the mock runs in the host's thread): a wait there ran the GPU from inside
+  # itself, and the outer step went on from a stale read pointer (the fuzz's "packet runs past the write pointer")
+  from tinygrad.runtime.support.hcq_select import CommandBuffer
+  from tinygrad.runtime.support.hcq_mock import MockMemory
+  dev = private(name)
+  released = []
+  real_free = dev.iface.free
+  monkeypatch.setattr(dev.iface, "free", lambda b: (released.append(b.va), real_free(b)))
+  src, dst, doomed = (dev.allocator.alloc(64) for _ in range(3))
+  data = np.arange(16, dtype=np.float32)
+  dev.allocator._copyin(src, memoryview(data).cast("B"))
+  if where == "submission": free_inside(monkeypatch, CommandBuffer, "patch", dev, doomed)
+  else: free_inside(monkeypatch, MockMemory, "view", dev, doomed, when=lambda mem, va, size=None: size == 64)  # the copy's packet runs
+  dev.run_copy(dst.va, src.va, 64)
+  out = np.empty(16, np.float32)
+  dev.allocator._copyout(memoryview(out).cast("B"), dst)
+  np.testing.assert_array_equal(out, data)
+  assert doomed.va in released  # released once the timeline passed the work that was queued when it was freed
+
+@ALL
+def test_an_allocation_that_fails_waits_for_memory_freed_behind_queued_work(name, monkeypatch):
+  # a free is released once the work queued before it is done; when memory runs out meanwhile, the allocation waits for that work
+  dev = private(name)
+  gate, doomed = dev.new_signal(), dev.allocator.alloc(64)
+  dev.compute_queue().wait(gate, 1).signal(dev.timeline_signal, dev.next_timeline()).submit()
+  dev.allocator.free(doomed, 64)
+  assert dev._freed  # the queued work may read it: kept
+  real_alloc, calls = dev.iface.alloc, []
+  def out_of_memory_once(size, host_visible=False):
+    calls.append(doomed.va in released)
+    if len(calls) == 1:
+      dev.copy_queue().signal(gate, 1).submit()  # the queued work can finish now (the GPU runs on)
+      raise OSError(12, "out of memory")
+    return real_alloc(size, host_visible)
+  released, real_free = [], dev.iface.free
+  monkeypatch.setattr(dev.iface, "free", lambda b: (released.append(b.va), real_free(b)))
+  monkeypatch.setattr(dev.iface, "alloc", out_of_memory_once)
+  assert dev.allocator.alloc(64).size >= 64
+  assert calls == [False, True]  # the retry came after the freed buffer went back to the driver

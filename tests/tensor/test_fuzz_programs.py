@@ -467,16 +467,13 @@ def fuzz(device:str, examples:int):
     for v in outs: check(v)
   run()
 
-# the compiled CPU path gets the most programs; the emulator and the C compiler are slower per kernel
-EXAMPLES = {"CPU": 500, "PYTHON": 150, "CPU:C": 60, "CL": 60, "CL:QCOM": 30}
-# Open bug (issue 13): on the mock AMD and NV devices some fuzzed program stops a queue (the timeline stalls near value 86 when the
-# fuzz runs 400 examples from a fresh device; in a CI worker it struck at 546), and every later test in that process then hangs
-# on the device. Until it is found the program fuzz stays off the mock GPUs, which still run the op matrix
-MOCK_GPU_BUG = "the program fuzz hangs the mock HCQ queues (open bug, see EXAMPLES)"
+# the compiled CPU path gets the most programs; the emulator and the C compiler are slower per kernel. The mock GPUs run the emulator
+# under a python command processor, so the emulator's share is split: PYTHON's programs again on each mock GPU's queues (a few hundred
+# submissions, kernel argument blocks, frees; issue 13 was a free from the garbage collector that waited on the timeline inside a
+# submission). A device named only on some machines (TG_TEST_DEVICES) gets the default
+EXAMPLES, DEFAULT_EXAMPLES = {"CPU": 500, "PYTHON": 100, "CPU:C": 60, "CL": 60, "CL:QCOM": 30, "AMD": 40, "NV": 40}, 60
 
-def test_fuzz_programs(device):
-  if device not in EXAMPLES: pytest.skip(MOCK_GPU_BUG)
-  fuzz(device, EXAMPLES[device])
+def test_fuzz_programs(device): fuzz(device, EXAMPLES.get(device, DEFAULT_EXAMPLES))
 
 # *** autograd: d sum(output) / d inputs along a random direction, against central differences of the same graph ***
 

@@ -5,7 +5,7 @@ import json
 from tinygrad.device import Device, Compiler
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.amdgpu import AMDGPURenderer
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round_up
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round_up, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
 from tinygrad.runtime.support import amd_pm4 as pm4
@@ -68,6 +68,9 @@ class AMDDevice(HCQCompiled):
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
 
   def select_pm(self, kind:str): return pm_pm4 if kind == "COMPUTE" else pm_sdma
+  def queue_states(self) -> list[str]:
+    return [f"{q.kind} queue {q.queue_id}: read pointer {q.read_ptr}, write pointer {q.wptr.cpu_view().cast('Q')[0]} ({unit})"
+            for q, unit in ((self.compute_ring, "dwords"), (self.sdma_ring, "bytes"))]
 
   def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]):
     words = cb.patch(var_vals)
@@ -82,8 +85,7 @@ class AMDDevice(HCQCompiled):
     unit = 4 if q.kind == "COPY" else 1  # SDMA ring pointers count bytes, PM4 ones dwords
     ring, wptr = q.ring.cpu_view().cast("I"), q.wptr.cpu_view().cast("Q")
     at = wptr[0] // unit
-    while at + len(words) - q.read_ptr // unit > len(ring):  # the ring is full: let the engine consume
-      if not self.iface.progress(): raise RuntimeError(f"{self.device}: {q.kind} ring is full and the engine is stuck")
+    spin(self, lambda: at + len(words) - q.read_ptr // unit <= len(ring), lambda: f"the {q.kind} ring is full")  # let the engine consume
     for i, w in enumerate(words): ring[(at + i) % len(ring)] = w
     wptr[0] = (at + len(words)) * unit
     q.ring_doorbell(wptr[0])

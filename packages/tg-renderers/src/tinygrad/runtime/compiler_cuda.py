@@ -2,7 +2,7 @@
 PTX checked (structurally, and by ptxas where it is on PATH). Either way the result is PTX text, which the CUDA driver compiles for the
 GPU it runs on (cuModuleLoadData's JIT), so one binary serves every GPU of at least the target architecture."""
 from __future__ import annotations
-import ctypes, os, subprocess, tempfile
+import ctypes, os, re, subprocess, tempfile
 from tinygrad.device import Compiler, CompileError
 from tinygrad.runtime import cuda_toolchain
 from tinygrad.runtime.ptx_check import check_ptx
@@ -68,6 +68,18 @@ class CUDACompiler(Compiler):
       if p.returncode != 0: raise CompileError(f"nvcc rejected the kernel (exit {p.returncode}):\n{p.stderr}\n{src}")
       with open(out, "rb") as f: return f.read()
 
+def run_ptxas(ptxas:str, arch:str, src:str) -> bytes:
+  """PTX -> the cubin ptxas makes for `arch`; CompileError with ptxas's message when it refuses"""
+  with tempfile.TemporaryDirectory() as d:
+    with open(ptx := os.path.join(d, "kernel.ptx"), "w") as f: f.write(src)
+    p = subprocess.run([ptxas, f"-arch={arch}", ptx, "-o", cubin := os.path.join(d, "kernel.cubin")], capture_output=True, text=True)
+    if p.returncode != 0: raise CompileError(f"ptxas rejected the PTX (exit {p.returncode}):\n{p.stderr}\n{src}")
+    with open(cubin, "rb") as f: return f.read()
+
+def _checked(src:str):
+  try: check_ptx(src)
+  except ValueError as e: raise CompileError(f"malformed PTX: {e}\n{src}") from e
+
 class PTXCompiler(Compiler):
   """PTX -> the same PTX, checked: by check_ptx always, and by ptxas for `arch` where ptxas is on PATH (its cubin is thrown away:
   the driver compiles PTX for the GPU it finds)"""
@@ -75,11 +87,20 @@ class PTXCompiler(Compiler):
     self.arch, self.ptxas = arch or "sm_80", cuda_toolchain.find_tool("ptxas")
     super().__init__(f"compile_ptx_{self.arch}_{'ptxas' if self.ptxas else 'checked'}")
   def compile(self, src:str) -> bytes:
-    try: check_ptx(src)
-    except ValueError as e: raise CompileError(f"malformed PTX: {e}\n{src}") from e
-    if self.ptxas is not None:
-      with tempfile.TemporaryDirectory() as d:
-        with open(ptx := os.path.join(d, "kernel.ptx"), "w") as f: f.write(src)
-        p = subprocess.run([self.ptxas, f"-arch={self.arch}", ptx, "-o", os.path.join(d, "kernel.cubin")], capture_output=True, text=True)
-        if p.returncode != 0: raise CompileError(f"ptxas rejected the PTX (exit {p.returncode}):\n{p.stderr}\n{src}")
+    _checked(src)
+    if self.ptxas is not None: run_ptxas(self.ptxas, self.arch, src)
     return src.encode()
+
+class CubinCompiler(Compiler):
+  """PTX -> a cubin (the GPU's machine code in NVIDIA's ELF) by ptxas for `arch` (sm_80 unless given), for loaders without the CUDA
+  driver's JIT. Cached under ptxas's version and the arch; CompileError naming what to install where there is no ptxas."""
+  def __init__(self, arch:str|None=None):
+    self.arch = arch or "sm_80"
+    if (ptxas := cuda_toolchain.find_tool("ptxas")) is None: raise CompileError(cuda_toolchain.PTXAS_MISSING)
+    m = re.search(r"\bV(\d+(?:\.\d+)*)", subprocess.run([ptxas, "--version"], capture_output=True, text=True).stdout)
+    version = m[1] if m else "unknown"
+    self.ptxas = ptxas
+    super().__init__(f"compile_cubin_ptxas{version}_{self.arch}")
+  def compile(self, src:str) -> bytes:
+    _checked(src)
+    return run_ptxas(self.ptxas, self.arch, src)

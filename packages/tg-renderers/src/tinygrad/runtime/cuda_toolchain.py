@@ -21,9 +21,11 @@ def find_library(stem:str) -> str|None:
   return None
 
 def find_tool(name:str) -> str|None:
-  """an NVIDIA tool (nvcc, ptxas): on PATH, else in a CUDA folder"""
+  """an NVIDIA tool (nvcc, ptxas): on PATH, else in a CUDA folder, else in a pip wheel (nvidia-cuda-nvcc puts ptxas under
+  site-packages/nvidia/cuda_nvcc/bin)"""
   if p := shutil.which(name): return p
   roots = [os.environ.get("CUDA_PATH", "")] + sorted(glob.glob("/usr/local/cuda*"))
+  roots += [d for sp in [*site.getsitepackages(), site.getusersitepackages()] for d in sorted(glob.glob(os.path.join(sp, "nvidia", "*")))]
   return next((p for r in roots if r and os.access(p := os.path.join(r, "bin", name), os.X_OK)), None)
 
 def include_dir() -> str|None:
@@ -40,3 +42,8 @@ def probe_cuda_c() -> tuple[bool, str]:
   if find_library("nvrtc") is None and find_tool("nvcc") is None:
     return False, "unavailable: libnvrtc not found and no nvcc: install the CUDA toolkit or `pip install nvidia-cuda-nvrtc-cu12`, or use DEV=CUDA:PTX"
   return True, ""
+
+PTXAS_MISSING = ("ptxas not found (searched PATH, $CUDA_PATH/bin, /usr/local/cuda*/bin and pip's site-packages/nvidia/*/bin): it turns "
+                 "PTX into the GPU's machine code; install the CUDA toolkit or `pip install nvidia-cuda-nvcc`")
+
+def probe_ptxas() -> tuple[bool, str]: return (True, "") if find_tool("ptxas") else (False, f"unavailable: {PTXAS_MISSING}")

@@ -14,9 +14,17 @@ MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0  # linux values; python's 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype, _libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-# the context save/restore area holds, besides the saved waves (cwsr_size), 32 bytes per wave for the debugger, 64-byte aligned
-# (the kernel's kfd_queue.c checks the area a compute queue names against the same sum, per XCC)
+# A compute queue's context save/restore (CWSR) area, as Linux sizes and checks it (drivers/gpu/drm/amd/amdkfd/kfd_queue.c):
+# kfd_queue_ctx_save_restore_size() computes per node, per XCC, from the topology: wave_num (gfx10.1+: 32 per CU; older: 40 per CU,
+# at most array_count / simd_arrays_per_engine * 512), ctl_stack_size = ALIGN(40-byte header + wave_num * (12 bytes gfx10.1+, else 8)
+# + 8, PAGE_SIZE) (gfx10.x: at most 0x7000), cwsr_size = ctl_stack_size + ALIGN(CUs * (VGPR + SGPR 0x4000 + LDS 0x10000 + HWREG
+# 0x1000 bytes), PAGE_SIZE), debug_memory_size = ALIGN(wave_num * 32, 64). kfd_queue_acquire_buffers() then refuses (EINVAL) a compute
+# queue whose ctl_stack_size or ctx_save_restore_size is not the node's, or whose area is not one mapping of exactly
+# ALIGN((cwsr_size + debug_memory_size) * NUM_XCC, PAGE_SIZE) bytes. Newer kernels print cwsr_size and ctl_stack_size in the node's
+# properties (kfd_topology.c node_show); older ones that check the same do not, so without them we compute what the kernel did
+SGPR_BYTES_PER_CU, LDS_BYTES_PER_CU, HWREG_BYTES_PER_CU, CONTEXT_SAVE_HEADER = 0x4000, 0x10000, 0x1000, 40
 DEBUGGER_BYTES_PER_WAVE, DEBUGGER_BYTES_ALIGN = 32, 64
+NAVI10 = 100100  # gfx_target_version from which the control stack takes 12 bytes a wave and a CU 32 waves
 
 class KFDHostOS:
   """the real kernel: device files, sysfs, ioctls, mappings; the GPU runs by itself"""
@@ -35,6 +43,7 @@ class KFDHostOS:
   def progress(self) -> bool:
     time.sleep(0)  # the GPU runs by itself: give other threads a turn while the host spins on a signal
     return True
+  def faults(self, gpu_id:int, queue_ids:list[int]) -> list[str]: return []  # KFD reports queue faults as events, tg subscribes to none
 
 def gpu_nodes(host_os) -> list[tuple[int, dict[str, int]]]:
   """(gpu_id, properties) of every GPU node of the KFD topology, in node order"""
@@ -45,13 +54,30 @@ def gpu_nodes(host_os) -> list[tuple[int, dict[str, int]]]:
     ret.append((gpu_id, {k: int(v) for k, v in props.items()}))
   return ret
 
+def vgpr_bytes_per_cu(gfxv:int) -> int:
+  if gfxv // 100 == 904 or gfxv in (90008, 90010, 90500): return 0x80000  # MI100, MI200, MI300 and gfx950: 512 KiB
+  if gfxv in (110000, 110001, 120000, 120001): return 0x60000  # gfx1100/1101 and gfx1200/1201: 384 KiB
+  return 0x40000
+
+def kfd_cwsr_sizes(props:dict[str, int]) -> tuple[int, int, int]:
+  """(ctl_stack_size, cwsr_size, debug_memory_size) of a node as the kernel's kfd_queue_ctx_save_restore_size computes them (per XCC);
+  zeros before gfx 8.0.1, which has no CWSR"""
+  if (gfxv := props["gfx_target_version"]) < 80001: return 0, 0, 0
+  cus = props["simd_count"] // props["simd_per_cu"] // max(props.get("num_xcc", 1), 1)
+  waves = cus * 32 if gfxv >= NAVI10 else min(cus * 40, props["array_count"] // props["simd_arrays_per_engine"] * 512)
+  lds = props["lds_size_in_kb"] << 10 if gfxv == 90500 else LDS_BYTES_PER_CU
+  ctl = round_up(CONTEXT_SAVE_HEADER + waves * (12 if gfxv >= NAVI10 else 8) + 8, mmap.PAGESIZE)
+  if gfxv // 10000 == 10: ctl = min(ctl, 0x7000)  # the hardware's limit on gfx10
+  wg_data = round_up(cus * (vgpr_bytes_per_cu(gfxv) + SGPR_BYTES_PER_CU + lds + HWREG_BYTES_PER_CU), mmap.PAGESIZE)
+  return ctl, ctl + wg_data, round_up(waves * DEBUGGER_BYTES_PER_WAVE, DEBUGGER_BYTES_ALIGN)
+
 def cwsr_area(props:dict[str, int]) -> tuple[int, int, int]:
-  """(area bytes, cwsr_size, ctl_stack_size) of a compute queue's context save/restore area from the node's properties; zeros where
-  the kernel reports no sizes (older kernels: the queue runs without mid-wave preemption)"""
-  if not (cwsr := props.get("cwsr_size", 0)): return 0, 0, 0
-  waves = props["simd_count"] * props["max_waves_per_simd"]
-  debug = round_up(waves * DEBUGGER_BYTES_PER_WAVE, DEBUGGER_BYTES_ALIGN)
-  return round_up((cwsr + debug) * max(props.get("num_xcc", 1), 1), mmap.PAGESIZE), cwsr, props.get("ctl_stack_size", 0)
+  """(area bytes, cwsr_size, ctl_stack_size) of a compute queue's context save/restore area on this node: the node's own sizes where
+  the kernel prints them, else the kernel's formula; zeros where the GPU has no CWSR"""
+  ctl, cwsr, debug = kfd_cwsr_sizes(props)
+  ctl, cwsr = props.get("ctl_stack_size", ctl), props.get("cwsr_size", cwsr)
+  if not cwsr: return 0, 0, 0
+  return round_up((cwsr + debug) * max(props.get("num_xcc", 1), 1), mmap.PAGESIZE), cwsr, ctl
 
 class KFDQueue:
   """a user-mode queue: our ring, the read/write pointers KFD watches, the doorbell page it mapped for us"""
@@ -81,6 +107,7 @@ class KFDInterface:
     # the BAR, which tg never does (host-visible memory is GTT, video memory is written by SDMA), so barriers only invalidate caches
     self.hdp_flush = None
     self._handles: dict[int, int] = {}
+    self.queue_ids: list[int] = []
 
   def _ioctl(self, nr:int, args):
     self.os.ioctl(self.kfd, nr, args)
@@ -123,9 +150,11 @@ class KFDInterface:
       if area: args.ctx_save_restore_address = self.alloc(area).va  # where KFD saves the queue's waves when it preempts them
     else: args.queue_type = kfd.KFD_IOC_QUEUE_TYPE_SDMA
     self._ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, args)
+    self.queue_ids.append(args.queue_id)
     page = args.doorbell_offset & ~(mmap.PAGESIZE - 1)
     db = self.os.mmap(0, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, self.kfd, page)
     doorbell = memoryview((ctypes.c_char * mmap.PAGESIZE).from_address(db)).cast("B")[args.doorbell_offset - page:][:8]
     return KFDQueue(self.os, kind, ring, ptrs.offset(0, 8), ptrs.offset(8, 8), doorbell, args.queue_id)
 
   def progress(self) -> bool: return self.os.progress()
+  def faults(self) -> list[str]: return self.os.faults(self.gpu_id, self.queue_ids)

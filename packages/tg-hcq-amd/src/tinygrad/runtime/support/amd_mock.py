@@ -9,13 +9,21 @@ write lets it go on."""
 from __future__ import annotations
 import ctypes, itertools, mmap, os
 from tinygrad.runtime.support import kfd_ioctl as kfd, amd_pm4 as pm4, amd_sdma as sdma
-from tinygrad.runtime.support.amd_kfd import KFDHostOS, NODES, cwsr_area
+from tinygrad.runtime.support.amd_kfd import KFDHostOS, NODES
 from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
 
 HDP_FLUSH_REQ, HDP_FLUSH_DONE = 0x106, 0x107  # the mock's NBIO registers (for the HDP flush packets): done mirrors the request at once
 GPUS = 4
-# the topology a mock GPU node reports (sysfs properties): a small gfx11-like part
-PROPS = {"simd_count": 8, "max_waves_per_simd": 16, "cwsr_size": 0x3000, "ctl_stack_size": 0x1000, "num_xcc": 1, "gfx_target_version": 110000}
+# the topology a mock GPU node reports (sysfs properties): a small gfx1100, 4 CUs of 2 SIMDs
+PROPS = {"simd_count": 8, "simd_per_cu": 2, "max_waves_per_simd": 16, "array_count": 2, "simd_arrays_per_engine": 1, "lds_size_in_kb": 64,
+         "num_xcc": 1, "gfx_target_version": 110000}
+# its CWSR sizes by hand from kfd_queue.c's kfd_queue_ctx_save_restore_size (see amd_kfd.py), written out here so that the host's
+# formula is checked against them, not against itself: gfx1100 runs 32 waves a CU, 128 waves;
+# ctl_stack_size = ALIGN(40 + 128 * 12 + 8 = 1584, 4096) = 0x1000; wave data 4 CUs * (VGPR 0x60000 + SGPR 0x4000 + LDS 0x10000 +
+# HWREG 0x1000 = 0x75000) = 0x1d4000, so cwsr_size = 0x1d5000; debug_memory_size = 128 * 32 = 0x1000; one XCC: an area of 0x1d6000
+CWSR = {"ctl_stack_size": 0x1000, "cwsr_size": 0x1d5000, "area": 0x1d6000}
+SYSFS_CWSR = True  # print cwsr_size and ctl_stack_size in the node's properties (newer kernels do; False: an older kernel)
+EOP_BUFFER_SIZE = 4096  # the node's eop_buffer_size (kfd_queue.c: 4096 from gfx8 on, but Tonga)
 
 class MockQueue:
   """a user-mode queue as the GPU sees it: a ring of 32-bit words at a GPU address, read pointer (consumed, written by the GPU) and
@@ -23,7 +31,7 @@ class MockQueue:
   def __init__(self, gpu:MockAMDGPU, kind:str, ring:int, ring_bytes:int, rptr:int, wptr:int, doorbell:int):
     self.gpu, self.mem, self.kind, self.unit = gpu, gpu.mem, kind, 4 if kind == "COPY" else 1
     self.ring, self.nwords, self.rptr, self.wptr, self.doorbell = ring, ring_bytes // 4, rptr, wptr, doorbell
-    self.wptr_seen, self.dead = 0, False
+    self.wptr_seen, self.dead, self.fault = 0, False, ""  # a queue that faulted is dead: KFD evicts it
     self.ibs: list[list[int]] = []  # PM4 indirect buffers being run: [address of the next word, words left]
   @property
   def read_ptr(self) -> int: return self.mem.read(self.rptr, "<Q")[0]
@@ -67,8 +75,8 @@ class MockAMDGPU:
       for q in self.queues:
         try:
           while q.pending() and (self._step_pm4(q) if q.kind == "COMPUTE" else self._step_sdma(q)): moved = ran = True
-        except MockGPUError:
-          q.dead = True
+        except MockGPUError as e:
+          q.dead, q.fault = True, str(e)
           raise
     return ran
 
@@ -170,7 +178,8 @@ class MockKFDKernel(KFDHostOS):
     node, what = path[len(NODES) + 1:].split("/")
     g = self.gpus[int(node) - 1] if int(node) else None
     if what == "gpu_id": return f"{g.gpu_id if g else 0}\n"
-    return "".join(f"{k} {v}\n" for k, v in ({**PROPS, "drm_render_minor": g.minor} if g else {"cpu_cores_count": 2}).items())
+    sizes = {k: CWSR[k] for k in ("cwsr_size", "ctl_stack_size")} if SYSFS_CWSR else {}
+    return "".join(f"{k} {v}\n" for k, v in ({**PROPS, **sizes, "drm_render_minor": g.minor} if g else {"cpu_cores_count": 2}).items())
   def mmap(self, addr:int, size:int, prot:int, flags:int, fd:int=-1, offset:int=0) -> int:
     if fd == -1: return super().mmap(addr, size, prot, flags, fd, offset)
     node = self.fds.get(fd, {})
@@ -188,6 +197,9 @@ class MockKFDKernel(KFDHostOS):
     for g in self.gpus: g.doorbell_rung()
     self.system.progress()
   def progress(self) -> bool: return self.system.progress()
+  def faults(self, gpu_id:int, queue_ids:list[int]) -> list[str]:
+    g = self._gpu(gpu_id)
+    return [f"{g.queues[i].kind} queue {i}: {g.queues[i].fault}" for i in queue_ids if g.queues[i].fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, args:ctypes.Structure):
@@ -236,23 +248,28 @@ class MockKFDKernel(KFDHostOS):
     if rec["mapped"]: raise OSError(16, f"mock KFD: FREE_MEMORY_OF_GPU of handle {a.handle}, still mapped")  # EBUSY
     del self.allocs[a.handle]
     if "memfd" in rec: os.close(rec["memfd"])
-  def _mapped(self, va:int, size:int) -> bool:
-    return any(r["mapped"] and r["va"] <= va and va + size <= r["va"] + r["size"] for r in self.allocs.values())
+  def _one_mapping(self, va:int, size:int) -> bool:
+    """the GPU page of va starts a mapping of exactly size bytes (kfd_queue.c kfd_queue_buffer_get: a queue's buffers are whole BOs)"""
+    page = va & ~(mmap.PAGESIZE - 1)
+    return any(r["mapped"] and r["va"] == page and r["size"] == size for r in self.allocs.values())
 
   def _create_queue(self, node, a):
     g = self._gpu(a.gpu_id)
     if a.gpu_id not in node["vms"]: raise OSError(22, f"mock KFD: CREATE_QUEUE on GPU {a.gpu_id:#x} before ACQUIRE_VM")
     if a.ring_size < kfd.KFD_MIN_QUEUE_RING_SIZE or a.ring_size & (a.ring_size - 1):
       raise OSError(22, f"mock KFD: CREATE_QUEUE ring of {a.ring_size} bytes: a power of two from {kfd.KFD_MIN_QUEUE_RING_SIZE}")
-    for what, va, size in (("ring", a.ring_base_address, a.ring_size), ("read pointer", a.read_pointer_address, 8), ("write pointer", a.write_pointer_address, 8)):
-      if not self._mapped(va, size): raise OSError(22, f"mock KFD: CREATE_QUEUE {what} at {va:#x} is not memory mapped to the GPU")
+    for what, va, size in (("ring", a.ring_base_address, a.ring_size), ("read pointer", a.read_pointer_address, mmap.PAGESIZE),
+                           ("write pointer", a.write_pointer_address, mmap.PAGESIZE)):
+      if not self._one_mapping(va, size): raise OSError(22, f"mock KFD: CREATE_QUEUE {what} at {va:#x} is not in one GPU mapping of {size:#x} bytes")
     if a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_COMPUTE:
-      if not a.eop_buffer_size or not self._mapped(a.eop_buffer_address, a.eop_buffer_size): raise OSError(22, "mock KFD: a compute queue needs a mapped EOP buffer")
-      area, cwsr, ctl = cwsr_area({**PROPS})
-      if (a.ctx_save_restore_size, a.ctl_stack_size) != (cwsr, ctl) or not self._mapped(a.ctx_save_restore_address, area):
-        raise OSError(22, f"mock KFD: a compute queue's context save area must be {area} mapped bytes at ctx_save_restore_address with "
-                          f"ctx_save_restore_size {cwsr:#x} and ctl_stack_size {ctl:#x} (the node's cwsr_size, ctl_stack_size), got "
-                          f"{a.ctx_save_restore_size:#x}, {a.ctl_stack_size:#x} at {a.ctx_save_restore_address:#x}")
+      if a.eop_buffer_size != EOP_BUFFER_SIZE or not self._one_mapping(a.eop_buffer_address, EOP_BUFFER_SIZE):
+        raise OSError(22, f"mock KFD: a compute queue needs an EOP buffer of the node's {EOP_BUFFER_SIZE:#x} bytes, one mapping")
+      if (a.ctx_save_restore_size, a.ctl_stack_size) != (CWSR["cwsr_size"], CWSR["ctl_stack_size"]) or \
+         not self._one_mapping(a.ctx_save_restore_address, CWSR["area"]):
+        raise OSError(22, f"mock KFD: a compute queue's context save area must be one mapping of {CWSR['area']:#x} bytes at "
+                          f"ctx_save_restore_address with ctx_save_restore_size {CWSR['cwsr_size']:#x} and ctl_stack_size "
+                          f"{CWSR['ctl_stack_size']:#x} (the node's), got {a.ctx_save_restore_size:#x}, {a.ctl_stack_size:#x} at "
+                          f"{a.ctx_save_restore_address:#x}")
       kind = "COMPUTE"
     elif a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA: kind = "COPY"
     else: raise OSError(22, f"mock KFD: queue type {a.queue_type} is not one the mock runs")

@@ -4,17 +4,21 @@ of clients, devices, subdevices, VA spaces, channel groups, context shares, GPFI
 parent classes, parameter sizes and call order the driver checks; memory described to RM and mapped into the GPU through UVM
 external ranges; the usermode doorbell page. Each mock GPU executes its channels' push buffers in python once a channel's token is
 written to the doorbell: host semaphores and wait-for-idle (class C56F), SET_OBJECT bindings, inline QMD loads and launches (C6C0),
-copy-engine transfers (C6B5). Kernels run on the PYTHON emulator from the UOps their code object carries. A channel blocked on a
+copy-engine transfers (C6B5). Kernels run on the PYTHON emulator from the UOps their code object carries; a program with machine code
+(a cubin's .text) is first checked against what its code object recorded of the cubin: the bytes at the QMD's program address, and the
+QMD's register count, shared memory and barriers. Its parameters are read where the cubin put them in constant buffer 0. A channel blocked on a
 semaphore acquire stays there until another channel's release lets it go on; a channel that faults is dead, the GPU runs on."""
 from __future__ import annotations
-import ctypes, itertools, mmap, os
+import ctypes, itertools, mmap, os, zlib
 from dataclasses import dataclass, field
 from tinygrad.runtime.support import nv_rm_abi as rm, nv_methods as nv
 from tinygrad.runtime.support.nv_rm import HostOS
 from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
+from tinygrad.runtime.support.code_object import CodeObject, HEADER
 from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, WFI
 
 GPUS = 4
+ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
 NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_STATE = 0x1F, 0x40  # the statuses the mock reports (its reason is in last_error)
 
 @dataclass
@@ -28,7 +32,7 @@ class MockChannel:
   """a GPFIFO channel as the GPU sees it: GP entries at a GPU address, GPGet/GPPut in its USERD, the GPPut its last doorbell saw"""
   def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject):
     self.gpu, self.handle, self.gpfifo, self.entries, self.userd, self.group = gpu, handle, gpfifo, entries, userd, group
-    self.put_seen, self.pos, self.dead = 0, 0, False
+    self.put_seen, self.pos, self.dead, self.fault = 0, 0, False, ""  # a channel that faulted is dead (RM's robust-channel recovery)
     self.engines: set[int] = set()          # engine classes allocated on the channel
     self.bound: dict[int, int] = {}         # subchannel -> class, from SET_OBJECT
     self.regs: dict[tuple[int, int], int] = {}
@@ -60,8 +64,8 @@ class MockNVGPU:
       for ch in list(self.channels.values()):
         try:
           while ch.pending() and self._step(ch): moved = ran = True
-        except MockGPUError:
-          ch.dead = True
+        except MockGPUError as e:
+          ch.dead, ch.fault = True, str(e)
           raise
     return ran
 
@@ -125,7 +129,21 @@ class MockNVGPU:
     program = f("program_address_upper") << 32 | f("program_address_lower")
     grid = (f("cta_raster_width"), f("cta_raster_height"), f("cta_raster_depth"))
     block = (f("cta_thread_dimension0"), f("cta_thread_dimension1"), f("cta_thread_dimension2"))
-    self.launches.launch(program, cbuf + CBUF0_PARAMS, grid, block)
+    self.launches.launch(program, cbuf + self._check_program(program, f), grid, block)
+
+  def _check_program(self, program:int, f) -> int:
+    """a program with machine code: the code at the QMD's program address is the cubin's .text its code object recorded (CRC-32), and
+    the QMD carries the cubin's register count, shared memory and barriers. Returns where the parameters start in constant buffer 0."""
+    head = CodeObject.unpack(self.mem.view(program - HEADER, CodeObject.size_at(self.mem.view(program - HEADER, HEADER))))
+    if not head.machine_code or not head.uops_json: return CBUF0_PARAMS  # nothing to check, or nothing to run (the emulator says so)
+    m, where = head.meta, f"NV:{self.index}: launch of {head.name} at {program:#x}"
+    if missing := [k for k in ("crc", "regs", "smem", "bars", "cb0") if k not in m]:
+      raise MockGPUError(f"{where}: machine code without the cubin's facts its code object should record ({', '.join(missing)})")
+    if zlib.crc32(bytes(self.mem.view(program, len(head.machine_code)))) != m["crc"]:
+      raise MockGPUError(f"{where}: the code at the program address is not the cubin's .text (CRC-32 differs)")
+    for field_name, want in (("register_count_v", m["regs"]), ("shared_memory_size", (m["smem"] + 127) // 128 * 128), ("barrier_count", m["bars"])):
+      if f(field_name) != want: raise MockGPUError(f"{where}: QMD {field_name.upper()} is {f(field_name)}, the cubin needs {want}")
+    return m["cb0"]
 
 # what RM_ALLOC accepts: each class's parameter structure (None: none) and the classes of the parents it may have
 _ALLOC = {rm.NV01_ROOT_CLIENT: (None, (None,)), rm.NV01_DEVICE_0: (rm.NV0080_ALLOC_PARAMETERS, (rm.NV01_ROOT_CLIENT,)),
@@ -178,6 +196,8 @@ class MockNVKernel(HostOS):
     for gpu in self.gpus: gpu.doorbell_rung()
     self.system.progress()
   def progress(self) -> bool: return self.system.progress()
+  def faults(self, index:int, channels:list[int]) -> list[str]:
+    return [f"channel {h:#x}: {ch.fault}" for h in channels if (ch := self.objects[h].attrs["channel"]).fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, params:ctypes.Structure) -> int:
@@ -243,6 +263,7 @@ class MockNVKernel(HostOS):
   def _control(self, p:rm.NVOS54_PARAMETERS):
     obj = self.objects.get(p.hObject)
     want = {rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
+            rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS),
             rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
             rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (rm.KEPLER_CHANNEL_GROUP_A, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)}.get(p.cmd)
     if want is None or obj is None or obj.cls != want[0] or p.paramsSize != ctypes.sizeof(want[1]):
@@ -251,6 +272,7 @@ class MockNVKernel(HostOS):
     if p.cmd == rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO:
       args.length = 16
       args.data[:16] = list(obj.gpu.uuid)
+    elif p.cmd == rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: args.architecture, args.implementation = ARCH
     elif p.cmd == rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: args.workSubmitToken = obj.attrs["token"]
     else: obj.attrs["scheduled"] = bool(args.bEnable)
     p.status = rm.NV_OK

@@ -17,6 +17,15 @@ _next_va = VA_BASE
 _handles = iter(range(0xCF00_0000, 0xD000_0000))
 def _new_handle() -> int: return next(_handles)  # ours to choose; unique in the process, so every client's objects differ too
 
+def sm_of(architecture:int, implementation:int) -> int|None:
+  """the SM version (90 for sm_90) of a GPU's architecture and implementation; None for one tg does not know"""
+  if architecture == rm.ARCH_GA100: return 80 if implementation == 0 else 87 if implementation == 0xB else 86
+  return {rm.ARCH_GH100: 90, rm.ARCH_AD100: 89, rm.ARCH_GB100: 100, rm.ARCH_GB200: 120}.get(architecture)
+
+def sass_runs_on(code_sm:int, gpu_sm:int) -> bool:
+  """machine code for one SM runs on GPUs of the same major version and at least its minor one (CUDA's binary compatibility)"""
+  return code_sm // 10 == gpu_sm // 10 and code_sm <= gpu_sm
+
 class NVDriverError(RuntimeError):
   """the kernel driver refused a request: names the call, the object and RM's status"""
 
@@ -35,6 +44,7 @@ class HostOS:
   def progress(self) -> bool:
     time.sleep(0)  # give other threads a turn while the host spins on a signal
     return True
+  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier; tg reads none
 
 class RMChannel:
   """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes"""
@@ -53,6 +63,7 @@ class NVRMInterface:
   CHANNEL_CLASSES = {"COMPUTE": rm.AMPERE_COMPUTE_A, "COPY": rm.AMPERE_DMA_COPY_A}
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
+    self.channels: list[int] = []  # the handles of our GPFIFO channels
     self.ctl, self.uvm, self.gpu = host_os.open("/dev/nvidiactl"), host_os.open("/dev/nvidia-uvm"), host_os.open(f"/dev/nvidia{index}")
     self._uvm(rm.UVM_INITIALIZE, rm.UVM_INITIALIZE_PARAMS())
     self._ioctl(self.gpu, rm.NV_ESC_REGISTER_FD, rm.nv_ioctl_register_fd_t(ctl_fd=self.ctl))
@@ -159,6 +170,12 @@ class NVRMInterface:
     handle = self.alloc_object(self.group, rm.AMPERE_CHANNEL_GPFIFO_A, params)
     self.alloc_object(handle, self.CHANNEL_CLASSES[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
+    self.channels.append(handle)
     return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
+  def arch_info(self) -> tuple[int, int]:
+    """the GPU's (architecture, implementation) (NV2080_CTRL_CMD_MC_GET_ARCH_INFO)"""
+    info = self.control(self.subdevice, rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS())
+    return info.architecture, info.implementation
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
+  def faults(self) -> list[str]: return self.os.faults(self.index, self.channels)

@@ -3,7 +3,7 @@
 headers of the 535 driver series (no package ships them: field order and types as there, ctypes lays them out as the C compiler does;
 tests/hcq/test_nv_rm_abi.py checks every size and offset against values counted by hand from the headers). Headers:
 src/nvidia/arch/nvalloc/unix/include/nv-ioctl-numbers.h, nv-ioctl.h, nv_escape.h; src/common/sdk/nvidia/inc/nvos.h,
-alloc/alloc_channel.h, class/cl0080.h, cl2080.h, cl90f1.h, cla06c.h, cl9067.h, ctrl/ctrl2080/ctrl2080gpu.h, ctrl/ctrla06c.h,
+alloc/alloc_channel.h, class/cl0080.h, cl2080.h, cl90f1.h, cla06c.h, cl9067.h, ctrl/ctrl2080/ctrl2080gpu.h, ctrl2080mc.h, ctrl/ctrla06c.h,
 ctrl/ctrlc36f.h; kernel-open/nvidia-uvm/uvm_ioctl.h, uvm_linux_ioctl.h, uvm_types.h.
 Some structures grew fields in later driver series (NV_CHANNEL_ALLOC_PARAMS.tpcConfigID, NV_VASPACE_ALLOCATION_PARAMETERS.pasid,
 UVM_MAX_GPUS 32 -> 256), and RM checks a structure's size: NVDevice refuses another driver series by name (DRIVER_SERIES)."""
@@ -77,6 +77,13 @@ NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS, NVOS02_FLAGS_COHERENCY_CACHED, NVOS02_FL
 NV2080_CTRL_CMD_GPU_GET_GID_INFO, NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY = 0x2080014A, 2
 NV2080_CTRL_GPU_GET_GID_INFO_PARAMS = _struct("NV2080_CTRL_GPU_GET_GID_INFO_PARAMS", ("index", u32), ("flags", u32), ("length", u32),
                                               ("data", u8 * 256))
+NV2080_CTRL_CMD_MC_GET_ARCH_INFO = 0x20801701
+NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS = _struct("NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS", ("architecture", u32), ("implementation", u32),
+                                              ("revision", u32), ("subRevision", u8))
+# NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE_* and the implementations that differ in SM version within one: GA100 is 0, GA102..GA107 2..7,
+# GA10B (integrated) 0xB. The SM each is, from CUDA's compute capabilities: GA100 8.0, GA10x 8.6, GA10B 8.7, AD10x 8.9, GH100 9.0,
+# GB100 10.0, GB20x 12.0
+ARCH_GA100, ARCH_GH100, ARCH_AD100, ARCH_GB100, ARCH_GB200 = 0x170, 0x180, 0x190, 0x1A0, 0x1B0
 NVA06C_CTRL_CMD_GPFIFO_SCHEDULE = 0xA06C0101
 NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS = _struct("NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS", ("bEnable", u8), ("bSkipSubmit", u8))
 NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN = 0xC36F0108

@@ -15,18 +15,19 @@ WFI = 0x78  # host class NVC56F_WFI, SCOPE_ALL (bit 0)
 QMD_COMMON = {"qmd_major_version": 3, "qmd_version": 0, "sm_global_caching_enable": 1, "invalidate_texture_header_cache": 1,
               "invalidate_texture_sampler_cache": 1, "invalidate_texture_data_cache": 1, "invalidate_shader_data_cache": 1,
               "invalidate_instruction_cache": 1, "invalidate_shader_constant_cache": 1, "cwd_membar_type": 1,
-              "api_visible_call_limit": 1, "sampler_index": 1, "barrier_count": 1, "constant_buffer_valid0": 1,
+              "api_visible_call_limit": 1, "sampler_index": 1, "constant_buffer_valid0": 1,
               "constant_buffer_size_shifted4_0": CBUF0_SIZE >> 4}
 # shared-memory carve-outs an SM can be configured with (KiB); the QMD's SM_CONFIG fields hold the size in 4 KiB units plus one
 SMEM_CONFIGS_KB = (8, 16, 32, 64, 100, 132, 164, 196, 228)
 
-def program_qmd_fields(registers:int=0, shared:int=0, local:int=0, sass_version:int=0) -> dict[str, int]:
-  """the QMD fields of one program: its register count, shared and local memory, and SASS version (from the compiled kernel)"""
+def program_qmd_fields(registers:int=0, shared:int=0, local:int=0, barriers:int=1, sass_version:int=0) -> dict[str, int]:
+  """the QMD fields of one program: its register count, shared and local memory, barriers and SASS version (from its cubin; a program
+  for the mock alone has none, and takes one barrier)"""
   if not 0 <= shared <= SMEM_CONFIGS_KB[-1] * 1024: raise ValueError(f"kernel needs {shared} bytes of shared memory, more than an SM has")
   config = next(kb for kb in SMEM_CONFIGS_KB if kb * 1024 >= shared) * 1024 // 4096 + 1
   return {"register_count_v": registers, "shared_memory_size": (shared + 127) // 128 * 128, "shader_local_memory_low_size": local,
           "min_sm_config_shared_mem_size": SMEM_CONFIGS_KB[0] * 1024 // 4096 + 1, "max_sm_config_shared_mem_size": SMEM_CONFIGS_KB[-1] * 1024 // 4096 + 1,
-          "target_sm_config_shared_mem_size": config, "sass_version": sass_version}
+          "target_sm_config_shared_mem_size": config, "barrier_count": barriers, "sass_version": sass_version}
 
 @dataclass
 class NVSelectCtx:

@@ -5,9 +5,9 @@ nv_rm.NVRMInterface) that talks to the kernel driver through ioctls and mmaps, o
 driver whose GPUs execute the packet streams in python.
 
 The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
-what it can and says whether anything ran), is_mock."""
+what it can and says whether anything ran), faults() -> list[str] (queue faults the driver reported), is_mock."""
 from __future__ import annotations
-import os, struct, time
+import collections, os, struct, time
 from typing import Any
 from tinygrad.uop.ops import UOp
 from tinygrad.uop import queue as Q
@@ -52,11 +52,15 @@ class HCQSignal:
   @property
   def timestamp(self) -> int: return self._q[1]
   def wait(self, value:int, timeout_s:float=30.0):
-    deadline = time.monotonic() + timeout_s
-    while self.value < value:
-      if not self.dev.iface.progress() and self.value < value:
-        raise DeviceHang(f"{self.dev.device}: signal at {self.va:#x} is {self.value}, waiting for {value}, and no queue can make progress")
-      if time.monotonic() > deadline: raise DeviceHang(f"{self.dev.device}: signal at {self.va:#x} did not reach {value} in {timeout_s}s")
+    spin(self.dev, lambda: self.value >= value, lambda: f"signal at {self.va:#x} is {self.value}, waiting for {value}", timeout_s)
+
+def spin(dev:HCQCompiled, done, what, timeout_s:float=30.0):
+  """let the GPU run until done(); a DeviceHang naming what was awaited (what()) and the device's queues when nothing can move (the
+  mock knows) or after timeout_s (hardware: progress() cannot tell a busy GPU from a stuck one)"""
+  deadline = time.monotonic() + timeout_s
+  while not done():
+    if not dev.iface.progress() and not done(): raise DeviceHang(f"{dev.device}: {what()}, and no queue can make progress; {dev.queue_report()}")
+    if time.monotonic() > deadline: raise DeviceHang(f"{dev.device}: {what()}, still after {timeout_s}s; {dev.queue_report()}")
 
 class HWQueue:
   """a queue program under construction; chainable. submit() selects it into packets, records them and hands them to the device"""
@@ -85,10 +89,14 @@ class HCQAllocator(Allocator):
   def __init__(self, dev:HCQCompiled):
     super().__init__(dev)
     self.dev = dev
-  def _alloc(self, size:int, options:BufferSpec) -> HCQBuffer: return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
-  def _free(self, buf:HCQBuffer, options:BufferSpec):
-    self.dev.synchronize()  # a queued kernel may still read it
-    self.dev.iface.free(buf)
+  def _alloc(self, size:int, options:BufferSpec) -> HCQBuffer:
+    self.dev.release_freed()
+    try: return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
+    except (OSError, MemoryError):
+      if not self.dev._freed: raise
+      self.dev.synchronize()  # what was freed behind queued work comes back once that work is done (an allocation never runs in a __del__)
+      return self.dev.iface.alloc(size, host_visible=options.cpu_access or options.host)
+  def _free(self, buf:HCQBuffer, options:BufferSpec): self.dev.free_later(buf)
   def _offset(self, buf:HCQBuffer, size:int, offset:int) -> HCQBuffer: return buf.offset(offset, size)
   def _copyin(self, dest:HCQBuffer, src:memoryview):
     for off in range(0, src.nbytes, (step := self.dev.staging.size)):
@@ -119,10 +127,15 @@ class HCQCompiled(Compiled):
     self._kernargs_at = 0
     self.staging = iface.alloc(self.STAGING_SIZE, host_visible=True)
     self.cmd_pool, self._cmd_at = iface.alloc(self.CMD_POOL, host_visible=True), 0
+    self._freed: collections.deque[tuple[HCQBuffer, int]] = collections.deque()  # (buffer, the timeline value it waits for)
     self._copies: dict[int, CommandBuffer] = {}
     super().__init__(device, HCQAllocator(self), renderer, compiler, lambda name, lib: program_cls(self, name, lib))
 
   def select_pm(self, kind:str): raise NotImplementedError
+  def queue_states(self) -> list[str]: return []
+  def queue_report(self) -> str:
+    """where each queue stands, and the faults the driver reported (the mock's: a faulted queue is stopped, everything behind it waits)"""
+    return "; ".join(self.queue_states() + [f"fault: {f}" for f in self.iface.faults()]) or "no queue state known"
   def submit(self, kind:str, cb:CommandBuffer, var_vals:dict[str, int]): raise NotImplementedError
   def compute_queue(self) -> HWQueue: return HWQueue(self, "COMPUTE")
   def copy_queue(self) -> HWQueue: return HWQueue(self, "COPY")
@@ -135,7 +148,20 @@ class HCQCompiled(Compiled):
   def next_timeline(self) -> int:
     self.timeline_value += 1
     return self.timeline_value - 1
-  def synchronize(self): self.timeline_signal.wait(self.timeline_value - 1)
+  def synchronize(self):
+    self.timeline_signal.wait(self.timeline_value - 1)
+    self.release_freed()
+
+  def free_later(self, buf:HCQBuffer):
+    """free buf once the work queued so far is done (a queued kernel may still read it), without waiting. The free runs from
+    Buffer.__del__, so wherever a garbage collection strikes: inside a submission that took its timeline value but has not rung its
+    doorbell (waiting there waits for that very submission: a hang), or, on the mock, inside the GPU's step (a wait runs the GPU
+    from inside itself)"""
+    self._freed.append((buf, self.timeline_value - 1))
+  def release_freed(self):
+    """give the driver back what free_later kept, as far as the timeline has passed it (the values only grow along the deque)"""
+    done = self.timeline_signal.value
+    while self._freed and self._freed[0][1] <= done: self.iface.free(self._freed.popleft()[0])
 
   def command_memory(self, cb:CommandBuffer) -> HCQBuffer:
     """where a submission's words go: a recorded buffer keeps memory of its own (a resubmit patches it in place), a one-shot one

@@ -45,9 +45,16 @@ class MockSystem:
   """what every mock GPU of one vendor in this process shares, as on a real host: one GPU virtual address space (KFD and UVM give a
   process one, its memory mapped into every GPU, so a queue on one GPU can wait on another's signal), and progress that runs every
   GPU (that wait is released by the other GPU's queue). A GPU that faulted stays stopped: the others run on"""
-  def __init__(self): self.mem, self.gpus, self.faulted = MockMemory(), weakref.WeakSet(), weakref.WeakSet()
+  def __init__(self): self.mem, self.gpus, self.faulted, self.running = MockMemory(), weakref.WeakSet(), weakref.WeakSet(), False
   def progress(self) -> bool:
     """run every GPU's queues until nothing moves; True if any packet ran"""
+    if self.running:  # a GPU runs beside the host, never inside itself: a step resumed after that would read a stale queue position
+      raise RuntimeError("the mock GPUs were asked to run from inside their own step (host code that waits on the GPU ran there, "
+                         "e.g. from a __del__ during garbage collection)")
+    self.running = True
+    try: return self._run_all()
+    finally: self.running = False
+  def _run_all(self) -> bool:
     ran, moved = False, True
     while moved:
       moved = False

@@ -1,0 +1,122 @@
+"""NV kernels from cubins on the mock driver: a checked-in sm_90 cubin (tests/renderers/cubins) launched with the UOps of the same kernel,
+the launch's QMD words from the cubin's facts (byte-exact, QMD V03_00 bit positions), the mock refusing a launch whose code or QMD
+does not match the cubin, the device without ptxas (memory and signals work, compiling says why), and with ptxas DEV=NV:PTX end to
+end."""
+import pathlib, sys
+import numpy as np, pytest
+from tinygrad import Tensor, Device
+from tinygrad.device import CompileError, DeviceError
+from tinygrad.codegen import get_program
+from tinygrad.runtime import cuda_toolchain
+from tinygrad.runtime.cubin import read_cubin
+from tinygrad.runtime.support.code_object import CodeObject
+from tinygrad.runtime.support.hcq_mock import MockGPUError
+from tinygrad.runtime.support import nv_methods as nv
+from tinygrad.runtime.support.nv_select import launch_qmd, program_qmd_fields
+from tinygrad.runtime.support.nv_program import program_meta
+from tinygrad.runtime.ops_nv import NVDevice, NVEmulatedRenderer
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "renderers"))
+from gpu_kernels import local_sum_ast  # noqa: E402  (the kernel the checked-in cubin was compiled from)
+
+CUBIN = (pathlib.Path(__file__).parents[1] / "renderers" / "cubins" / "local_sum.sm_90.cubin").read_bytes()
+LOCAL_SUM_PARAMS = [("u64", "data0"), ("u64", "data1")]
+
+def local_sum_object(**meta_changes) -> bytes:
+  k = read_cubin(CUBIN, "local_sum")
+  spec = get_program(local_sum_ast(), NVEmulatedRenderer())
+  return CodeObject("local_sum", k.text, spec.src.encode(), {**program_meta(k, LOCAL_SUM_PARAMS), **meta_changes}).pack()
+
+def run_local_sum(dev, lib:bytes, x:np.ndarray):
+  prg = dev.runtime("local_sum", lib)
+  out, inp = dev.iface.alloc(32, host_visible=True), dev.iface.alloc(128, host_visible=True)
+  inp.cpu_view()[:128] = x.tobytes()
+  prg(out, inp, global_size=(8, 1, 1), local_size=(4, 1, 1), wait=True)
+  return prg, np.frombuffer(bytes(out.cpu_view()[:32]), np.float32)
+
+def test_checked_in_cubin_launches_with_its_facts():
+  # the parameters go at 0x210 of constant buffer 0 (sm_90), the QMD carries 16 registers, 1040 bytes of shared memory, 1 barrier; the
+  # mock checks each against the code object and reads the parameters there
+  x = np.arange(32, dtype=np.float32)
+  prg, out = run_local_sum(Device["NV"], local_sum_object(), x)
+  np.testing.assert_array_equal(out, x.reshape(8, 4).sum(1))
+  assert prg.args_offset == 0x100 + 0x210
+  assert Device["NV"].select_ctx.programs[prg.addr] == program_qmd_fields(registers=16, shared=1040, barriers=1)
+
+def test_launch_qmd_words_from_a_cubin():
+  # QMD V03_00 (clc9c0qmd.h): SHARED_MEMORY_SIZE MW(561:544) word 17 bits 17:0 (1040 rounded up to 128: 1152), MIN/MAX_SM_CONFIG
+  # MW(567:562)/MW(574:569) 8 KiB (3) and 228 KiB (58); REGISTER_COUNT_V MW(656:648) word 20 bits 16:8, TARGET_SM_CONFIG MW(662:657)
+  # bits 22:17 (1152 bytes fit the 8 KiB carve-out: 3); BARRIER_COUNT MW(767:763) word 23 bits 31:27; CONSTANT_BUFFER_ADDR_LOWER(0)
+  # word 32 = kernargs + 0x100 (after the QMD); PROGRAM_ADDRESS_LOWER/UPPER words 48, 49
+  k = read_cubin(CUBIN, "local_sum")
+  w = launch_qmd(program_qmd_fields(registers=k.registers, shared=k.shared, barriers=k.barriers), 0x7F_0000_2100, 0x7F_0000_3000, (8, 1, 1), (4, 1, 1))
+  assert (w[17], w[20], w[23]) == (1152 | 3 << 18 | 58 << 25, 1 | 16 << 8 | 3 << 17, 1 << 27)
+  assert (w[32], w[48], w[49]) == (0x3100, 0x2100, 0x7F)
+  assert launch_qmd(program_qmd_fields(registers=8, barriers=0), 0, 0, (1, 1, 1), (1, 1, 1))[23] == 0
+  assert nv.qmd_field(w, "barrier_count") == 1 and nv.qmd_field(w, "register_count_v") == 16
+
+def test_mock_refuses_code_or_qmd_that_is_not_the_cubins():
+  dev = NVDevice("NV:1")
+  with pytest.raises(MockGPUError, match="not the cubin's .text"): run_local_sum(dev, local_sum_object(crc=1), np.zeros(32, np.float32))
+  dev = NVDevice("NV:2")
+  prg = dev.runtime("local_sum", local_sum_object())
+  dev.select_ctx.programs[prg.addr]["register_count_v"] = 99  # as if the device had written the wrong count
+  with pytest.raises(MockGPUError, match="REGISTER_COUNT_V is 99, the cubin needs 16"):
+    prg(dev.iface.alloc(32, host_visible=True), dev.iface.alloc(128, host_visible=True), global_size=(8, 1, 1), local_size=(4, 1, 1), wait=True)
+
+def test_parameter_layout_must_match_what_the_launch_writes():
+  with pytest.raises(CompileError, match="the launch writes them at"): program_meta(read_cubin(CUBIN, "local_sum"), [("s32", "n"), ("u64", "data0")])
+
+def test_without_ptxas_memory_and_signals_work_and_compiles_say_why(monkeypatch):
+  # a GPU without ptxas (simulated: no tool found, and no renderer usable, as on hardware where EMU is not offered)
+  from tinygrad.runtime import hooks_nv
+  monkeypatch.setattr(cuda_toolchain, "find_tool", lambda name: None)
+  ok, reason = hooks_nv.ptx_probe()
+  assert not ok and reason.startswith("NV kernels unavailable (memory, copies and signals still work): ptxas not found")
+  def no_renderer(name): raise DeviceError(f"device NV has no usable renderer: {reason}")
+  monkeypatch.setattr(type(Device), "renderer_for", lambda self, name: no_renderer(name))
+  dev = NVDevice("NV:3")
+  sig = dev.new_signal()
+  dev.copy_queue().signal(sig, 1).submit()
+  sig.wait(1)
+  src, dst = dev.iface.alloc(64, host_visible=True), dev.iface.alloc(64, host_visible=True)
+  src.cpu_view()[:4] = b"tg!!"
+  dev.run_copy(dst.va, src.va, 64)
+  dev.synchronize()
+  assert bytes(dst.cpu_view()[:4]) == b"tg!!"
+  with pytest.raises(CompileError, match="NV kernels unavailable.*ptxas not found"): dev.compiler.compile("{}")
+  with pytest.raises(RuntimeError, match="no machine code"):  # and a mock-only program is no way around it on hardware
+    monkeypatch.setattr(dev.iface, "is_mock", False)
+    dev.runtime("k", CodeObject("k", b"", b"{}").pack())
+
+@pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed (the checked-in cubin tests above still run)")
+def test_ptx_renderer_end_to_end_on_the_mock():
+  from tinygrad.engine.realize import _runtimes
+  a = np.arange(24, dtype=np.float32).reshape(4, 6)
+  t = Tensor(a, device="NV:PTX:sm_90")
+  np.testing.assert_allclose((t @ t.T).relu().sum(1).numpy(), np.maximum(a @ a.T, 0).sum(1), rtol=1e-6)
+  progs = [p for (_, dev), p in _runtimes.items() if dev == "NV:PTX:sm_90"]
+  co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
+  assert co.machine_code and co.uops_json and co.meta["sm"] == 90 and co.meta["cb0"] == 0x210 and co.meta["regs"] > 0
+
+@pytest.mark.parametrize("arch, sm", [((0x170, 0), 80), ((0x170, 2), 86), ((0x170, 0xB), 87), ((0x190, 4), 89), ((0x180, 0), 90),
+                                      ((0x1B0, 2), 120), ((0x120, 0), None)])
+def test_device_sm_comes_from_the_gpu(monkeypatch, arch, sm):
+  # NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE GA100/AD100/GH100/GB200 (ctrl2080mc.h) with their implementations -> CUDA's compute capability
+  from tinygrad.runtime.support import nv_mock
+  monkeypatch.setattr(nv_mock, "ARCH", arch)
+  if sm is None:
+    with pytest.raises(RuntimeError, match="architecture 0x120 .* DEV=NV:PTX:sm_90"): NVDevice("NV:1")
+    assert NVDevice("NV:1:EMU:sm_90").gpu_sm is None  # a named SM needs no lookup
+  else: assert NVDevice("NV:1").gpu_sm == sm and NVDevice("NV:1").arch == f"sm_{sm}"
+
+def test_machine_code_for_another_sm_is_refused_on_hardware(monkeypatch):
+  from tinygrad.runtime.support.nv_rm import sass_runs_on
+  assert sass_runs_on(80, 86) and sass_runs_on(86, 86) and not sass_runs_on(86, 80) and not sass_runs_on(80, 90) and not sass_runs_on(90, 100)
+  dev = NVDevice("NV:1")  # the mock reports sm_86; the checked-in cubin is sm_90
+  monkeypatch.setattr(dev.iface, "is_mock", False)
+  with pytest.raises(RuntimeError, match="machine code for sm_90, which does not run on this GPU \\(sm_86\\)"): dev.runtime("local_sum", local_sum_object())
+
+@pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed")
+def test_ptx_compiles_for_the_gpus_sm_unless_named():
+  assert NVDevice("NV:1:PTX").compiler.cubin.arch == "sm_86"  # the mock GPUs report GA102
+  assert NVDevice("NV:1:PTX:sm_90").compiler.cubin.arch == "sm_90"
