@@ -54,10 +54,15 @@ def _realize_under_reshapes(want:dict[UOp, None]) -> dict[UOp, None]:
   buffer reshapes for free, and its kernel loops over the merged axes: one stride-1 run of Cin*KH*KW, not runs of KW"""
   ret: dict[UOp, None] = {}
   for u in want:
-    if u.op is Ops.RESHAPE and (x := u.src[0]).op not in GroupOp.Movement and not _is_plain_buffer(x) and x.op is not Ops.AFTER and \
-       _static(x) and _static(u) and _axes(x) < _axes(u): ret[x] = None
+    x = _under_reshapes(u)
+    if x is not u and x.op not in GroupOp.Movement and x.op not in (Ops.BUFFER, Ops.AFTER) and _static(x) and _static(u) and \
+       _axes(x) < _axes(u): ret[x] = None
     else: ret[u] = None
   return ret
+
+def _under_reshapes(u:UOp) -> UOp:
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u
 
 def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict]]:
   """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, and
@@ -212,7 +217,8 @@ def _to_params(ast:UOp, bufs:list[UOp]) -> UOp:
 
 def _result(t:UOp, unbound:UOp, realized:dict[UOp, UOp]) -> UOp:
   """t as a view of its buffer, in t's own (bound) shape"""
-  if unbound.op is Ops.RESHAPE and unbound not in realized and (buf := realized.get(unbound.src[0])) is not None and buf.op is Ops.BUFFER:
+  if unbound.op is Ops.RESHAPE and unbound not in realized and (buf := realized.get(_under_reshapes(unbound))) is not None and \
+     buf.op is Ops.BUFFER:
     return buf.reshape(t.shape)  # realized under its reshape (_realize_under_reshapes)
   if unbound not in realized: return t  # a view of a buffer stays a view
   buf = realized[unbound]
