@@ -48,14 +48,16 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
 def _static(u:UOp) -> bool: return u._shape is not None and all(isinstance(s, int) for s in u.shape)
 def _axes(u:UOp) -> int: return sum(1 for s in u.shape if s != 1)
 
-def _realize_under_reshapes(want:dict[UOp, None]) -> dict[UOp, None]:
+def _realize_under_reshapes(want:dict[UOp, None], sink:UOp) -> dict[UOp, None]:
   """a node to realize that is a reshape splitting the axes of a computed node (a weight's gradient: the sum over the batch in the
   convolution's (Cout, Cin*KH*KW) form, reshaped to (Cout, Cin, KH, KW)): the node under it is realized instead, since a contiguous
-  buffer reshapes for free, and its kernel loops over the merged axes: one stride-1 run of Cin*KH*KW, not runs of KW"""
+  buffer reshapes for free, and its kernel loops over the merged axes: one stride-1 run of Cin*KH*KW, not runs of KW. Only a target:
+  what a copy or a custom kernel reads has to be a buffer itself"""
   ret: dict[UOp, None] = {}
+  targets = set(sink.src) - {s for u in sink.toposort() if u.op in (Ops.COPY, Ops.CALL) for s in u.src}
   for u in want:
     x = _under_reshapes(u)
-    if x is not u and x.op not in GroupOp.Movement and x.op not in (Ops.BUFFER, Ops.AFTER) and _static(x) and _static(u) and \
+    if u in targets and x is not u and x.op not in GroupOp.Movement and x.op not in (Ops.BUFFER, Ops.AFTER) and _static(x) and _static(u) and \
        _axes(x) < _axes(u): ret[x] = None
     else: ret[u] = None
   return ret
@@ -133,7 +135,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # a multi-device target is realized piece by piece: one single-device target per device
   pushed = list(sink.src)
   sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])
-  want = _realize_under_reshapes(_must_realize(sink, list(sink.src)))
+  want = _realize_under_reshapes(_must_realize(sink, list(sink.src)), sink)
   stored = {u.src[1]: None for u in sink.toposort() if _is_assign(u)}  # an assign's value is computed by its own kernel
   # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2)); then elementwise
   # nodes that several kernels would recompute at a higher cost than a buffer's
