@@ -119,6 +119,19 @@ def test_elementwise_broadcast_by_one_kernel_stays_fused():
   g = relu_mask()
   assert len(kernels((g.reshape((4, 1, 8)) * buf(5, 8).reshape((1, 5, 8))).sum(2))) == 1
 
+def test_reshape_that_splits_a_reduce_realizes_the_reduce():
+  # a weight gradient: the sum over the batch in (Cout, Cin*K) form, wanted as (Cout, Cin, KH, KW). The buffer is the same memory either
+  # way; computed in the merged form, the kernel loops over one stride-1 axis of Cin*K instead of a run of KW
+  g, cols = buf(5, 6), buf(5, 24)
+  dw = (g.reshape((5, 6, 1)) * cols.reshape((5, 1, 24))).sum(0).reshape((6, 2, 3, 4))
+  (k,) = kernels(dw)
+  assert sorted(u.src[0].arg for u in k.ast.toposort() if u.op is Ops.RANGE) == [5, 6, 24]
+  items, becomes = create_schedule([dw])
+  assert becomes[dw].op is Ops.RESHAPE and becomes[dw].src[0].op is Ops.BUFFER and becomes[dw].shape == (6, 2, 3, 4)
+  # a reshape that merges axes (or one of a plain buffer) is left as it was
+  merged = (g.reshape((5, 6, 1)) * cols.reshape((5, 1, 24))).sum(0).reshape((144,))
+  assert sorted(u.src[0].arg for u in kernels(merged)[0].ast.toposort() if u.op is Ops.RANGE) == [5, 144]
+
 # *** the same counts through the Tensor API, measured by what actually ran ***
 
 def count_kernels(fn) -> int:

@@ -35,6 +35,56 @@ def test_conv2d(kw):
   want = np_conv(x, w, b, kw.get("stride", 1), kw.get("dilation", 1), pads, kw.get("groups", 1))
   np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), Tensor(b), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
 
+def np_conv_grads(x, w, g, stride, dilation, pads, groups):
+  """d(sum(conv * g))/dx and /dw by taps: each tap (ky, kx) reads the padded input at o*s + k*d, so its weight gradient is that strided
+  slice against g and its input gradient is g through the tap's weights, added back at the same slice"""
+  (n, cin, h, wd), (cout, cin_g, kh, kw) = x.shape, w.shape
+  xp = np.pad(x, [(0, 0), (0, 0)] + [tuple(p) for p in pads]).astype(np.float64)
+  dxp, dw = np.zeros_like(xp), np.zeros(w.shape)
+  oh, ow = g.shape[2:]
+  for grp, ky, kx in itertools.product(range(groups), range(kh), range(kw)):
+    ci, co = slice(grp*cin_g, (grp+1)*cin_g), slice(grp*(cout//groups), (grp+1)*(cout//groups))
+    sl = (slice(None), ci, slice(ky*dilation[0], ky*dilation[0] + (oh-1)*stride[0] + 1, stride[0]),
+          slice(kx*dilation[1], kx*dilation[1] + (ow-1)*stride[1] + 1, stride[1]))
+    dw[co, :, ky, kx] = np.einsum("nchw,nohw->oc", xp[sl], g[:, co])
+    dxp[sl] += np.einsum("nohw,oc->nchw", g[:, co], w[co, :, ky, kx])
+  return dxp[:, :, pads[0][0]:pads[0][0]+h, pads[1][0]:pads[1][0]+wd], dw
+
+# out widths 8 and 16 run the direct form (whole vectors along the row), the others the im2col matmul form
+@pytest.mark.parametrize("shape,kw", [((2, 4, 6, 10), dict()), ((2, 4, 5, 16), dict(padding=1)), ((2, 4, 7, 9), dict(stride=2, padding=(0, 1))),
+                                      ((1, 4, 9, 13), dict(dilation=2, padding=1)), ((2, 4, 6, 7), dict(groups=2, stride=(1, 2))),
+                                      ((2, 6, 8, 9), dict(groups=3, padding=(1, 0)))])
+def test_conv2d_gradients_both_forms(shape, kw):
+  from tinygrad.tensor_conv import _im2col_pays
+  x, g = rnd(*shape), None
+  groups = kw.get("groups", 1)
+  w, b = rnd(6, shape[1] // groups, 3, 3), rnd(6)
+  p = kw.get("padding", 0)
+  pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
+  stride, dil = kw.get("stride", 1), kw.get("dilation", 1)
+  stride, dil = (stride, stride) if isinstance(stride, int) else stride, (dil, dil) if isinstance(dil, int) else dil
+  want = np_conv(x, w, b, stride, dil, pads, groups)
+  g = rnd(*want.shape)
+  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+  out = tx.conv2d(tw, tb, **kw)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  dx, dw = np_conv_grads(x, w, g, stride, dil, pads, groups)
+  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+  flat = [q for pr in reversed(pads) for q in pr]
+  assert _im2col_pays(shape[0], shape[1], (3, 3), stride, dil, flat, shape[2:]) == (want.shape[-1] % 8 != 0 or stride[1] != 1)
+
+def test_im2col_choice():
+  from tinygrad.tensor_conv import _im2col_pays
+  # the train step's conv 32->64 on 13x13 (rows of 11): windows written out; the suite's 64->64 56x56 pad 1: direct
+  assert _im2col_pays(64, 32, (3, 3), (1, 1), (1, 1), [0]*4, (13, 13))
+  assert not _im2col_pays(8, 64, (3, 3), (1, 1), (1, 1), [1]*4, (56, 56))
+  assert _im2col_pays(8, 64, (3, 3), (2, 2), (1, 1), [1]*4, (56, 56)), "a strided row has no stride-1 lanes"
+  assert not _im2col_pays(64, 64, (3, 3), (1, 1), (1, 1), [0]*4, (227, 227)), "past the size cap the windows stay a view"
+  assert not _im2col_pays(4, 8, (1, 1), (1, 1), (1, 1), [0]*4, (7, 7)), "a 1x1 kernel is a matmul already"
+
 def test_conv_1d_3d_and_errors():
   x, w = rnd(2, 3, 9), rnd(4, 3, 2)
   np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), stride=2, padding=1).numpy(), np_conv(x, w, stride=2, pads=1), rtol=1e-4, atol=1e-4)

@@ -1,7 +1,9 @@
 """Convolutions over any number of spatial axes (conv2d takes (N, C, *spatial) with a (Cout, Cin/groups, *kernel) weight, so 1-D and 3-D
 work too): the input is seen as sliding windows, a view built from pad, repeat, reshape and shrink, multiplied with the weight and
-summed, one fused kernel. conv_transpose2d is a convolution of the stride-dilated input with the flipped, transposed weight."""
+summed, one fused kernel; where that form has no vector axis, the windows are written out once and the convolution is a matmul
+(_im2col_conv). conv_transpose2d is a convolution of the stride-dilated input with the flipped, transposed weight."""
 from __future__ import annotations
+from tinygrad.helpers import prod
 
 def _per_axis(x, nd:int, what:str) -> tuple:
   ret = (x,)*nd if isinstance(x, int) else tuple(x)
@@ -51,6 +53,38 @@ def _windows(x, ks:tuple, strides:tuple, dils:tuple):
   for a, (k, s, d) in enumerate(zip(ks, strides, dils)): x = _window(x, nl + 2*a, k, s, d)  # (*lead, k0, o0, k1, o1, ...)
   return x.permute(tuple(range(nl)) + tuple(nl + 2*a + 1 for a in range(nd)) + tuple(nl + 2*a for a in range(nd)))
 
+# the direct form above runs fast when its lanes can load vectors along the output's last axis: stride 1 in the input, and whole vectors
+# of this many floats (one AVX2 register; a row of 56 is 7, a row of 11 or 26 leaves every lane of the tile a scalar load)
+VECTOR_LANES = 8
+IM2COL_MAX_ELEMENTS = 1 << 24  # a window buffer is prod(kernel) times the input: past 64 MB of fp32 the direct form's reads cost less
+
+def _out_size(i:int, k:int, s:int, d:int, lo:int, hi:int) -> int: return (i + lo + hi - d*(k-1) - 1)//s + 1
+
+def _im2col_pays(n:int, cin:int, ks:tuple, strides:tuple, dils:tuple, pads:list, spatial:tuple) -> bool:
+  """whether the windows are worth writing out as a (N*out, Cin*prod(ks)) matrix: when the direct form has no vector axis (the last
+  output axis strided or not a whole number of vectors) and the matrix is not huge. Then the forward and both gradients are matmuls
+  whose reduce or output axis is that matrix's stride-1 row of Cin*prod(ks)"""
+  if not all(isinstance(v, int) for v in (n, cin) + tuple(spatial)): return False
+  nd = len(ks)
+  out = [_out_size(i, k, s, d, pads[2*(nd-1-a)], pads[2*(nd-1-a)+1]) for a, (i, k, s, d) in enumerate(zip(spatial, ks, strides, dils))]
+  if min(out) <= 0: return False
+  vectorizable = strides[-1] == 1 and out[-1] % VECTOR_LANES == 0
+  return not vectorizable and prod(ks) > 1 and n * prod(out) * cin * prod(ks) <= IM2COL_MAX_ELEMENTS
+
+def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tuple, dtype):
+  """conv2d as a matmul over a buffer of its windows, (N, *out, Cin, *ks): forward sums over that buffer's stride-1 row, the weight's
+  gradient reads it row by row into a (Cout, Cin*prod(ks)) result, the windows' gradient is a matmul with the weight whose stride-1 axis
+  is that row too (then folded back onto the input by the windows' view)"""
+  nd, n, cout = len(ks), x.shape[0], weight.shape[0]
+  kk = weight.shape[1] * prod(ks)
+  win = _windows(x, ks, strides, dils)  # (N, Cin, *out, *ks)
+  out = tuple(win.shape[2:2+nd])
+  cols = win.permute((0,) + tuple(range(2, 2+nd)) + (1,) + tuple(range(2+nd, 2+2*nd))).contiguous()
+  cols = cols.reshape((n,) + out + (groups, 1, kk))
+  w = weight.reshape((1,)*(1+nd) + (groups, cout//groups, kk))
+  ret = (cols * w).sum(-1, dtype=dtype).reshape((n,) + out + (cout,)).permute((0, 1+nd) + tuple(range(1, 1+nd)))
+  return ret if bias is None else ret + bias.reshape((1, cout) + (1,)*nd)
+
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
     """cross-correlation like torch's conv2d, over as many spatial axes as weight has after (Cout, Cin/groups)"""
@@ -61,6 +95,8 @@ class TensorConvMixin:
                        f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads = _flat_pads(padding, ks, dils, strides)
+    if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]):
+      return _im2col_conv(self.pad(pads), weight, bias, groups, ks, strides, dils, dtype)
     # every input element is read once per output channel and tap: through a padded view each read is a gated load (a compare and two
     # selects per lane, no vector loads along a row), so the padded input is written out once and the windows read plain memory
     x = _windows(self.pad(pads).contiguous() if any(pads) else self, ks, strides, dils)  # (N, Cin, *out, *ks)

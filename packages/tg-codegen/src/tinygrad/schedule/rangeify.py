@@ -45,6 +45,27 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
         if not _is_plain_buffer(a): want[a] = None
   return want
 
+def _static(u:UOp) -> bool: return u._shape is not None and all(isinstance(s, int) for s in u.shape)
+def _axes(u:UOp) -> int: return sum(1 for s in u.shape if s != 1)
+
+def _realize_under_reshapes(want:dict[UOp, None], sink:UOp) -> dict[UOp, None]:
+  """a node to realize that is a reshape splitting the axes of a computed node (a weight's gradient: the sum over the batch in the
+  convolution's (Cout, Cin*KH*KW) form, reshaped to (Cout, Cin, KH, KW)): the node under it is realized instead, since a contiguous
+  buffer reshapes for free, and its kernel loops over the merged axes: one stride-1 run of Cin*KH*KW, not runs of KW. Only a target:
+  what a copy or a custom kernel reads has to be a buffer itself"""
+  ret: dict[UOp, None] = {}
+  targets = set(sink.src) - {s for u in sink.toposort() if u.op in (Ops.COPY, Ops.CALL) for s in u.src}
+  for u in want:
+    x = _under_reshapes(u)
+    if u in targets and x is not u and x.op not in GroupOp.Movement and x.op not in (Ops.BUFFER, Ops.AFTER) and _static(x) and _static(u) and \
+       _axes(x) < _axes(u): ret[x] = None
+    else: ret[u] = None
+  return ret
+
+def _under_reshapes(u:UOp) -> UOp:
+  while u.op is Ops.RESHAPE: u = u.src[0]
+  return u
+
 def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict]]:
   """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, and
   how often each root's kernel evaluates each elementwise node: the trips of the loops around it (the root's elements, times the
@@ -114,7 +135,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # a multi-device target is realized piece by piece: one single-device target per device
   pushed = list(sink.src)
   sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])
-  want = _must_realize(sink, list(sink.src))
+  want = _realize_under_reshapes(_must_realize(sink, list(sink.src)), sink)
   stored = {u.src[1]: None for u in sink.toposort() if _is_assign(u)}  # an assign's value is computed by its own kernel
   # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2)); then elementwise
   # nodes that several kernels would recompute at a higher cost than a buffer's
@@ -198,6 +219,9 @@ def _to_params(ast:UOp, bufs:list[UOp]) -> UOp:
 
 def _result(t:UOp, unbound:UOp, realized:dict[UOp, UOp]) -> UOp:
   """t as a view of its buffer, in t's own (bound) shape"""
+  if unbound.op is Ops.RESHAPE and unbound not in realized and (buf := realized.get(_under_reshapes(unbound))) is not None and \
+     buf.op is Ops.BUFFER:
+    return buf.reshape(t.shape)  # realized under its reshape (_realize_under_reshapes)
   if unbound not in realized: return t  # a view of a buffer stays a view
   buf = realized[unbound]
   if buf.op is not Ops.BUFFER: return t.src[0]  # read after a write (assign, custom kernel): the written buffer or view of it
