@@ -31,15 +31,18 @@ def test_panel_axis_rule():
   assert panel_axis(x, (1, 256, 1), (2,)) is None      # does not walk the reduce
 
 def test_which_operand_and_when():
+  a, b = Tensor.empty(64, 1024), Tensor.empty(1024, 256)
   with Context(PACK=2):
-    a, b = Tensor.empty(64, 1024), Tensor.empty(1024, 256)
-    assert _copies(a @ b) == [f"E_16_1024_{WIDE}"]           # B, rows 8 KB apart: its panel of 1024 x 16 floats is far past L1
-    assert _copies(Tensor.empty(64, 256) @ Tensor.empty(256, 256)) == []  # a 16 KB panel stays in L1 in any layout
-    w = Tensor.empty(256, 128)                              # a linear layer's weight (out, in): x @ w.T reads w down its rows
+    assert _copies(a @ b) == [f"E_16_1024_{WIDE}"]           # B, rows 1 KB apart
+    assert _copies(a @ Tensor.empty(1024, 16)) == []         # a B 16 wide is one contiguous panel already
+    w = Tensor.empty(256, 128)                               # a linear layer's weight (out, in): x @ w.T reads w down its rows
     assert _copies(Tensor.empty(32, 128) @ w.T) == [f"E_16_128_{WIDE}"]
-    assert _copies(Tensor.empty(8, 1024) @ Tensor.empty(1024, 256)) == []  # 8 rows
+    assert _copies(Tensor.empty(8, 1024) @ b) == []          # 8 rows re-read it: the copy costs more than it saves
     # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads
     assert _copies(Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))) == []
+  with Context(PACK=1):
+    assert _copies(a @ b) == [f"E_16_1024_{WIDE}"]           # 2^24 multiply-adds on the CPU
+    assert _copies(Tensor.empty(64, 256) @ Tensor.empty(256, 256)) == []  # well under a millisecond: not worth a copy
   with Context(PACK=0): assert _copies(a @ b) == []
 
 def test_a_packed_operand_is_not_packed_again():

@@ -1,10 +1,11 @@
 """Pack a matmul operand into panels. In a sum of products whose output's innermost axis j is a register tile's vector axis, the operand
 B that varies along j and the reduce axes (and is broadcast along another output axis, so every row tile re-reads it) is read WIDE
 columns at a time: a panel of reduce-size x WIDE elements per tile. In B's own layout that panel is WIDE floats per row at a stride of
-a whole row (8 KB for N=2048): a new cache line and, at a power-of-two stride, the same few cache sets for every row, so the panel never
-stays in L1 or L2 between the row tiles that share it. Written once into a panel-major copy (j//WIDE, reduce axes..., j%WIDE) by its
-own kernel, each panel is contiguous and the main kernel streams it (codegen/opt/split_ranges.py splits j so the address is affine).
-The copy costs one read and write of B against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy."""
+a whole row: a new cache line per step and, at a power-of-two stride, the same few cache sets for every row, so the panel does not stay
+in L1 or L2 between the row tiles that share it (matmul 256-2048 at one thread: the same 4x16 kernel runs 1.3-2.3x faster on a packed
+B, bench/RESULTS.md). Written once into a panel-major copy (j//WIDE, reduce axes..., j%WIDE) by its own kernel, each panel is contiguous
+and the main kernel streams it (codegen/opt/split_ranges.py splits j so the address is affine). The copy costs one read and write of B
+against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
@@ -14,10 +15,11 @@ from tinygrad.helpers import ContextVar, all_int, prod
 from tinygrad.dtype import dtypes
 from tinygrad.schedule.indexing import KernelCtx, at, pm_index
 
-PACK = ContextVar("PACK", 1)  # 0: never; 1: on devices without work items (CPU-style caches); 2: on every device (tests, the emulator)
+PACK = ContextVar("PACK", 1)  # 0: never; 1: on devices without work items (CPU-style caches); 2: on every device and at any size (tests)
 WIDE = 16           # panel width: the register tile's vector axis (two AVX2 vectors of float32)
 MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-read the operand, or one copy costs more than it saves
-L1_BYTES = 32 << 10  # a panel (reduce size x WIDE elements) that fits L1 stays there between row tiles in any layout
+MIN_WORK = 1 << 24  # multiply-adds below which a matmul runs in well under a millisecond: the copy's kernel launch and the schedule-time
+                    # analysis here (~2 ms of Python per realize outside a JIT) cost more than the cache misses they save
 
 def _on_cpu(device) -> bool:
   if PACK.value >= 2: return True
@@ -54,9 +56,9 @@ def panel_axis(x_shape:tuple, o_shape:tuple, red:tuple[int, ...]) -> int|None:
   if o_shape[j] < WIDE or reuse < MIN_REUSE: return None
   return j
 
-def _panel_streams(strides:list[dict[int, int]], j:int, red:tuple[int, ...], red_size:int, itemsize:int) -> bool:
-  """some load of the operand reads j with a stride (no vector load) or walks the reduce axes with a stride over a panel bigger than L1"""
-  return any(s.get(j, 0) != 1 or (red_size * WIDE * itemsize > L1_BYTES and any(abs(s.get(r, 0)) > WIDE for r in red)) for s in strides)
+def panel_apart(strides:list[dict[int, int]], j:int, red:tuple[int, ...]) -> bool:
+  """some load of the operand reads j with a stride (no vector load) or steps a reduce axis by more than WIDE: its panel's rows lie apart"""
+  return any(s.get(j, 0) != 1 or any(abs(s.get(r, 0)) > WIDE for r in red) for s in strides)
 
 def packed(o:UOp, j:int, red:tuple[int, ...]) -> UOp:
   """o (shape aligned to the reduce's input, size 1 where broadcast) as a view of its panel-major copy: axes outside j and the reduce
@@ -76,6 +78,7 @@ def packed(o:UOp, j:int, red:tuple[int, ...]) -> UOp:
 def pack_operand(r:UOp) -> UOp|None:
   x, (op, red) = r.src[0], r.arg
   if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
+  if prod(x.shape) < MIN_WORK and PACK.value < 2: return None
   red = tuple(sorted(red))
   for k, o in enumerate(x.src):
     if o._shape is None or not all_int(o.shape): continue
@@ -86,7 +89,7 @@ def pack_operand(r:UOp) -> UOp|None:
     o1 = base.reshape(aligned)
     # the copy holds the operand's elements: no more than it reads (a conv's input read as windows would grow by the window size)
     if (got := _strides(o1)) is None or not got[0] or prod(aligned) > got[1]: continue
-    if not _panel_streams(got[0], j, red, prod(x.shape[i] for i in red), o.dtype.itemsize): continue
+    if not panel_apart(got[0], j, red): continue
     view = packed(o1, j, red).reshape(base.shape)
     if view.shape != o.shape: view = view.expand(o.shape)
     return r.replace(src=(x.replace(src=x.src[:k] + (view,) + x.src[k+1:]),))
