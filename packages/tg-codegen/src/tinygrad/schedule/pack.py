@@ -18,8 +18,8 @@ from tinygrad.schedule.indexing import KernelCtx, at, pm_index
 PACK = ContextVar("PACK", 1)  # 0: never; 1: on devices without work items (CPU-style caches); 2: on every device and at any size (tests)
 WIDE = 16           # panel width: the register tile's vector axis (two AVX2 vectors of float32)
 MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-read the operand, or one copy costs more than it saves
-MIN_WORK = 1 << 24  # multiply-adds below which a matmul runs in well under a millisecond: the copy's kernel launch and the schedule-time
-                    # analysis here (~2 ms of Python per realize outside a JIT) cost more than the cache misses they save
+MIN_WORK = 1 << 27  # multiply-adds (512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize outside a
+                    # JIT: this analysis and a second kernel to build) cost more than the cache misses they save
 
 def _on_cpu(device) -> bool:
   if PACK.value >= 2: return True
@@ -28,6 +28,11 @@ def _on_cpu(device) -> bool:
   return not getattr(Device[device].renderer, "has_local", False)
 
 def _strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
+  # kept on the (hash-consed) node while it lives: the same graph scheduled again costs nothing the second time
+  if "_pack_strides" not in o.__dict__: o.__dict__["_pack_strides"] = _find_strides(o)
+  return o.__dict__["_pack_strides"]
+
+def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
   """per load of o, {axis: stride} of its address, o read at one range per axis, and the elements of the buffers it loads. A
   contiguous() inside o is read as the row-major buffer it will be. None when an address is not affine in the axes (o is a packed view
   already) or o does not build as one kernel"""
@@ -84,6 +89,7 @@ def pack_operand(r:UOp) -> UOp|None:
     if o._shape is None or not all_int(o.shape): continue
     base = o
     while base.op is Ops.EXPAND: base = base.src[0]
+    if base.__dict__.get("_packed"): continue
     aligned = (1,) * (len(x.shape) - len(base.shape)) + tuple(base.shape)
     if (j := panel_axis(x.shape, aligned, red)) is None: continue
     o1 = base.reshape(aligned)
@@ -91,6 +97,7 @@ def pack_operand(r:UOp) -> UOp|None:
     if (got := _strides(o1)) is None or not got[0] or prod(aligned) > got[1]: continue
     if not panel_apart(got[0], j, red): continue
     view = packed(o1, j, red).reshape(base.shape)
+    view.__dict__["_packed"] = True  # the rewrite visits the new reduce too: no analysis of the packed view
     if view.shape != o.shape: view = view.expand(o.shape)
     return r.replace(src=(x.replace(src=x.src[:k] + (view,) + x.src[k+1:]),))
   return None
