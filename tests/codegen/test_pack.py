@@ -107,3 +107,19 @@ def test_large_matmul_cpu(n):
   c = Tensor(a) @ Tensor(b)
   assert _copies(c)  # packed by the default rule on the CPU
   np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-3, atol=1e-3)
+
+def test_fused_multiply_add_only_on_a_packed_panel():
+  from tinygrad import Device
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt.heuristic import reads_packed_panel
+  from tinygrad.codegen.opt.kernel import apply_opts, Opt, OptOps
+  split = split_divided_ranges(_panel_kernel(64, 1024))
+  tiled = apply_opts(split, [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, 4)])
+  assert reads_packed_panel(tiled) and not reads_packed_panel(apply_opts(split, [Opt(OptOps.UPCAST, 2, 8)]))
+  r = Device["CPU"].renderer
+  if Ops.MULACC not in r.code_for_op: pytest.skip("this host CPU has no FMA instruction: no MULACC either way")
+  a, b = Tensor.empty(512, 1024), Tensor.empty(1024, 256)
+  for pack in (0, 1):
+    with Context(PACK=pack): ast = _kernels(a @ b)[-1].ast
+    assert ("llvm.fma" in get_program(ast, r).src) == bool(pack)
+    with Context(FMA=0): assert "llvm.fma" not in get_program(ast, r).src

@@ -78,6 +78,12 @@ def _contiguous_panel(a:_Access, red:set[UOp]) -> bool:
   panel-major copy, schedule/pack.py), which the hardware prefetchers stream"""
   return any(r.arg[1] not in REDUCE for r in a.unit) and min((a.stride.get(r, 0) for r in a.strided & red), default=0) <= WIDE
 
+def reads_packed_panel(ast:UOp) -> bool:
+  """some load reads a panel-major copy (schedule/pack.py): a WIDE output axis at stride 1 and the reduce in steps of exactly WIDE"""
+  red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  return any(a.strided & red and min(a.stride[r] for r in a.strided & red) == WIDE and
+             any(r.arg[1] not in REDUCE and size(r) == WIDE for r in a.unit) for a in _accesses(ast)[0])
+
 def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
   its panel's rows are apart in memory"""
