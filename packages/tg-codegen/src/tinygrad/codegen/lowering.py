@@ -134,7 +134,7 @@ pm_one_trip = PatternMatcher([
 # a*b+c -> MULACC(a, b, c), rounded once (a fused multiply-add), with FMA=1 on targets that declare it: half the instructions of a
 # matmul's inner loop. Only for float32/float64, which those targets compute natively; the result differs from two roundings, so it is
 # formed by the same rule wherever the target has the op, and the PYTHON emulator computes it exactly (dtype.fma).
-# Off by default: on the host CPU LLVM's SLP vectorizer packs fmul+fadd lanes into vector ops but left the train step's scalar-tiled
+# Off elsewhere by default: on the host CPU LLVM's SLP vectorizer packs fmul+fadd lanes into vector ops but left the train step's scalar-tiled
 # llvm.fma lanes scalar (conv weight gradient 18 -> 59 ms), and on CPUs with add pipes beside the FMA pipes (Zen) a fused multiply-add
 # raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md). FMA=2 (the default) fuses only kernels that read a packed panel
 # (schedule/pack.py): their 16 lanes are whole vectors along a stride-1 axis, and there it gained 10-15% (matmul 2048 at one thread)

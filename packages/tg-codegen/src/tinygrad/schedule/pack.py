@@ -2,7 +2,7 @@
 B that varies along j and the reduce axes (and is broadcast along another output axis, so every row tile re-reads it) is read WIDE
 columns at a time: a panel of reduce-size x WIDE elements per tile. In B's own layout that panel is WIDE floats per row at a stride of
 a whole row: a new cache line per step and, at a power-of-two stride, the same few cache sets for every row, so the panel does not stay
-in L1 or L2 between the row tiles that share it (matmul 256-2048 at one thread: the same 4x16 kernel runs 1.3-2.3x faster on a packed
+in L1 or L2 between the row tiles that share it (matmul 256-2048 at one thread: the same 4x16 kernel runs 1.3-2.6x faster on a packed
 B, bench/RESULTS.md). Written once into a panel-major copy (j//WIDE, reduce axes..., j%WIDE) by its own kernel, each panel is contiguous
 and the main kernel streams it (codegen/opt/split_ranges.py splits j so the address is affine). The copy costs one read and write of B
 against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy."""
