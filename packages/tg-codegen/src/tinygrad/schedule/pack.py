@@ -18,8 +18,9 @@ from tinygrad.schedule.indexing import KernelCtx, at, pm_index
 PACK = ContextVar("PACK", 1)  # 0: never; 1: on devices without work items (CPU-style caches); 2: on every device and at any size (tests)
 WIDE = 16           # panel width: the register tile's vector axis (two AVX2 vectors of float32)
 MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-read the operand, or one copy costs more than it saves
-MIN_WORK = 1 << 27  # multiply-adds (512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize outside a
-                    # JIT: this analysis and a second kernel to build) cost more than the cache misses they save
+MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize
+                    # outside a JIT: this analysis and a second kernel to build) cost as much as the cache misses they save (512: even at one
+                    # thread, slower at two)
 
 def _on_cpu(device) -> bool:
   if PACK.value >= 2: return True
