@@ -123,3 +123,13 @@ def test_fused_multiply_add_only_on_a_packed_panel():
     with Context(PACK=pack): ast = _kernels(a @ b)[-1].ast
     assert ("llvm.fma" in get_program(ast, r).src) == bool(pack)
     with Context(FMA=0): assert "llvm.fma" not in get_program(ast, r).src
+
+def test_packed_chain_strided_view_and_ints(device):
+  rng = np.random.default_rng(5)
+  a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((16, 8), (8, 34), (17, 40)))
+  ai, bi = rng.integers(-9, 9, (16, 8)).astype(np.int32), rng.integers(-9, 9, (8, 20)).astype(np.int32)
+  with Context(PACK=2):
+    t = (Tensor(a, device=device) @ Tensor(b, device=device)[:, ::2]) @ Tensor(c, device=device)  # a packed product, a strided view
+    assert len(_copies(t)) == 2
+    np.testing.assert_allclose(t.numpy(), (a @ b[:, ::2]) @ c, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal((Tensor(ai, device=device) @ Tensor(bi, device=device)).numpy(), ai @ bi)
