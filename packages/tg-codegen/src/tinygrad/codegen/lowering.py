@@ -9,6 +9,7 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import ContextVar
 from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
+from tinygrad.codegen.opt.heuristic import reads_packed_panel
 from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.expander import expand
 from tinygrad.codegen.grouping import lower_groups
@@ -133,10 +134,11 @@ pm_one_trip = PatternMatcher([
 # a*b+c -> MULACC(a, b, c), rounded once (a fused multiply-add), with FMA=1 on targets that declare it: half the instructions of a
 # matmul's inner loop. Only for float32/float64, which those targets compute natively; the result differs from two roundings, so it is
 # formed by the same rule wherever the target has the op, and the PYTHON emulator computes it exactly (dtype.fma).
-# Off by default: on the host CPU LLVM's SLP vectorizer packs fmul+fadd lanes into vector ops but left the train step's scalar-tiled
+# Off elsewhere by default: on the host CPU LLVM's SLP vectorizer packs fmul+fadd lanes into vector ops but left the train step's scalar-tiled
 # llvm.fma lanes scalar (conv weight gradient 18 -> 59 ms), and on CPUs with add pipes beside the FMA pipes (Zen) a fused multiply-add
-# raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md)
-FMA = ContextVar("FMA", 0)
+# raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md). FMA=2 (the default) fuses only kernels that read a packed panel
+# (schedule/pack.py): their 16 lanes are whole vectors along a stride-1 axis, and there it gained 10-15% (matmul 2048 at one thread)
+FMA = ContextVar("FMA", 2)
 pm_mulacc = PatternMatcher([
   (UPat(Ops.ADD, (dtypes.float32, dtypes.float64), [UPat(Ops.MUL, name="m"), UPat.var("c")], name="x"),
    lambda x, m, c: UOp(Ops.MULACC, x.dtype, (*m.src, c))),
@@ -147,11 +149,13 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.transcendental import lower_transcendental
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
-  sink = lower_groups(expand(optimize(sink, renderer)), renderer)
+  sink = optimize(sink, renderer)
+  fused = FMA.value == 1 or (FMA.value == 2 and reads_packed_panel(sink))
+  sink = lower_groups(expand(sink), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")
   sink = lower_weak(sink)
-  return graph_rewrite(sink, pm_mulacc, name="mulacc") if FMA.value and renderer is not None and Ops.MULACC in renderer.code_for_op else sink
+  return graph_rewrite(sink, pm_mulacc, name="mulacc") if fused and renderer is not None and Ops.MULACC in renderer.code_for_op else sink

@@ -9,6 +9,7 @@ from tinygrad.helpers import prod, gc_paused
 from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
+from tinygrad.schedule.pack import pack_operands
 
 @dataclass
 class ExecItem:
@@ -131,7 +132,7 @@ def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
 def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """the work that realizes `targets`, in order, and the buffer-based UOp that replaces each target and each other node it materialises"""
   var_vals: dict[str, int] = {}
-  sink = split_large_reduces(push_multi(graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor")))
+  sink = split_large_reduces(pack_operands(push_multi(graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor"))))
   # a multi-device target is realized piece by piece: one single-device target per device
   pushed = list(sink.src)
   sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])

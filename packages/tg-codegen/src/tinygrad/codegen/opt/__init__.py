@@ -5,14 +5,17 @@ from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.helpers import NOOPT, BEAM
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, apply_opt, apply_opts, axes
 from tinygrad.codegen.opt.heuristic import THREADS, hand_coded_opts
+from tinygrad.codegen.opt.split_ranges import split_divided_ranges
 
 def optimize(ast:UOp, renderer) -> UOp:
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
   if info.applied_opts: return ast
-  if info.opts_to_apply is not None: return apply_opts(ast, info.opts_to_apply)
-  if BEAM >= 1 and not NOOPT:
+  if info.opts_to_apply is not None: return apply_opts(ast, info.opts_to_apply)  # the kernel as written
+  if NOOPT: return ast
+  ast = split_divided_ranges(ast)  # what the heuristic and BEAM choose opts for (and BEAM caches them under)
+  if BEAM >= 1:
     from tinygrad.codegen.opt.search import beam_search
     return apply_opts(ast, beam_search(ast, renderer, BEAM.value))
-  return ast if NOOPT else apply_opts(ast, hand_coded_opts(ast, renderer))
+  return apply_opts(ast, hand_coded_opts(ast, renderer))
 
 __all__ = ["Opt", "OptOps", "OptError", "apply_opt", "apply_opts", "axes", "optimize", "hand_coded_opts", "THREADS"]

@@ -31,6 +31,7 @@ class _Access:
     lin = _linear(idx)
     self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
     self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
+    self.stride = {b: abs(m) for b, m in lin[0].items() if b.op is Ops.RANGE} if lin is not None else {}
     self.weight = 2 if gated else 1
   def cost(self, tile:dict[UOp, int]) -> int:
     """loads of this access per step of the tile; neighbours share a vector load only in power-of-two groups (3 lanes are 3 loads)"""
@@ -85,10 +86,23 @@ def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[i
     if best is None: return tile
     tile[best[1]] = best[2]
 
-def panel_streams(ast:UOp) -> bool:
-  """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats)"""
+def _contiguous_panel(a:_Access, red:set[UOp]) -> bool:
+  """the load reads an output axis with stride 1 and steps the reduce by at most WIDE: its panel's rows lie next to each other (a
+  panel-major copy, schedule/pack.py), which the hardware prefetchers stream"""
+  return any(r.arg[1] not in REDUCE for r in a.unit) and min((a.stride.get(r, 0) for r in a.strided & red), default=0) <= WIDE
+
+def reads_packed_panel(ast:UOp) -> bool:
+  """some load reads a panel-major copy (schedule/pack.py): a WIDE output axis at stride 1 and the reduce in steps of exactly WIDE"""
   red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
-  return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES for a in _accesses(ast)[0])
+  return any(a.strided & red and min(a.stride[r] for r in a.strided & red) == WIDE and
+             any(r.arg[1] not in REDUCE and size(r) == WIDE for r in a.unit) for a in _accesses(ast)[0])
+
+def panel_streams(ast:UOp) -> bool:
+  """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
+  its panel's rows are apart in memory"""
+  red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES and not _contiguous_panel(a, red)
+             for a in _accesses(ast)[0])
 
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only

@@ -21,6 +21,16 @@ def _open_users(ast:UOp, rng:UOp) -> set[UOp]:
     if u not in ret and any(s in ret for s in u.src) and not (u.op in (Ops.REDUCE, Ops.END) and rng in u.src[1:]): ret.add(u)
   return ret
 
+def _in_bounds(load:UOp) -> bool:
+  """a float load whose address stays inside its buffer at the padded indices too needs no gate: what it reads there is selected away
+  (the reduce's identity) or never stored (the gated store). Int loads keep theirs: a value read there could divide by zero"""
+  idx = load.src[0]
+  if not dtypes.is_float(load.dtype) or idx.op is not Ops.INDEX or len(idx.src) != 2 or len(load.src) > 1: return False
+  buf = idx.src[0]
+  while buf.op is Ops.AFTER: buf = buf.src[0]
+  n = buf.arg.shape[0] if buf.op is Ops.PARAM and len(buf.arg.shape) == 1 and isinstance(buf.arg.shape[0], int) else None
+  return n is not None and 0 <= idx.src[1].vmin and idx.src[1].vmax < n
+
 def _gate(valid:UOp, old:UOp|None) -> UOp: return valid if old is None else old & valid
 
 def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
@@ -32,7 +42,7 @@ def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
   done: dict[UOp, UOp] = {}
   for u in ast.toposort():
     nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
-    if u.op is Ops.LOAD and u in opened:
+    if u.op is Ops.LOAD and u in opened and not _in_bounds(nu):
       alt, gate = nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)
       nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], alt, gate))
     elif u.op is Ops.STORE and (u in opened or u in in_loop):

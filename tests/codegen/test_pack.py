@@ -1,0 +1,135 @@
+"""Matmul operands packed into panel-major copies (schedule/pack.py) and the range split that makes the packed address affine
+(codegen/opt/split_ranges.py): which operand the rule packs and when it does not, the layout of the copy, and numpy-equal results
+for odd sizes, batches, linear layers with an epilogue and gradients on every device of the op matrix (PACK=2 packs there too)."""
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.uop import Ops, AxisType
+from tinygrad.uop.ops import UOp, KernelInfo, graph_rewrite
+from tinygrad.uop.symbolic import symbolic
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context
+from tinygrad.schedule.rangeify import create_schedule
+from tinygrad.schedule.pack import panel_axis, WIDE
+from tinygrad.codegen.opt.kernel import axes, size
+from tinygrad.codegen.opt.split_ranges import split_divided_ranges, affine_addresses
+from tinygrad.codegen.opt.heuristic import panel_streams
+
+def _kernels(t:Tensor) -> list:
+  return [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
+
+def _copies(t:Tensor) -> list[tuple]:
+  """the output shapes of the kernels that make a panel-major copy (named E_<panels>_<reduce>_16)"""
+  return [it.ast.arg.name for it in _kernels(t) if it.ast.arg.name.startswith("E_") and it.ast.arg.name.endswith(f"_{WIDE}")]
+
+def test_panel_axis_rule():
+  x = (64, 256, 1024)  # (M, N, K), K reduced
+  assert panel_axis(x, (1, 256, 1024), (2,)) == 1      # B: varies along N and K, re-read by all 64 rows
+  assert panel_axis(x, (64, 1, 1024), (2,)) is None    # A: not along the output's innermost axis
+  assert panel_axis((8, 256, 1024), (1, 256, 1024), (2,)) is None  # 8 rows re-read it: the copy costs more than it saves
+  assert panel_axis((64, 8, 1024), (1, 8, 1024), (2,)) is None     # narrower than one panel
+  assert panel_axis(x, (1, 256, 1), (2,)) is None      # does not walk the reduce
+
+def test_which_operand_and_when():
+  a, b = Tensor.empty(64, 1024), Tensor.empty(1024, 256)
+  with Context(PACK=2):
+    assert _copies(a @ b) == [f"E_16_1024_{WIDE}"]           # B, rows 1 KB apart
+    assert _copies(a @ Tensor.empty(1024, 16)) == []         # a B 16 wide is one contiguous panel already
+    w = Tensor.empty(256, 128)                               # a linear layer's weight (out, in): x @ w.T reads w down its rows
+    assert _copies(Tensor.empty(32, 128) @ w.T) == [f"E_16_128_{WIDE}"]
+    assert _copies(Tensor.empty(8, 1024) @ b) == []          # 8 rows re-read it: the copy costs more than it saves
+    # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads
+    assert _copies(Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))) == []
+  with Context(PACK=1):
+    assert _copies(Tensor.empty(1024, 1024) @ b) == [f"E_16_1024_{WIDE}"]  # 2^28 multiply-adds on the CPU
+    assert _copies(a @ b) == []  # 2^24: the copy and its schedule cost as much as they save
+  with Context(PACK=0): assert _copies(a @ b) == []
+
+def test_a_packed_operand_is_not_packed_again():
+  with Context(PACK=2):
+    c = Tensor.empty(64, 1024) @ Tensor.empty(1024, 256)
+    assert len(_kernels(c)) == 2
+    assert len(_kernels(c + 1)) == 2  # the epilogue fuses into the matmul
+
+def _panel_kernel(n:int, k:int) -> UOp:
+  """out[i, j] = sum_r a[i, r] * packed[j//16, r, j%16]: the main kernel as the scheduler writes it for a panel-major B"""
+  out, a, b = UOp.param(0, dtypes.float, (8*n,)), UOp.param(1, dtypes.float, (8*k,)), UOp.param(2, dtypes.float, (-(-n // 16)*16*k,))
+  i, j, r = UOp.range(8, 0), UOp.range(n, 1), UOp.range(k, 2, AxisType.REDUCE)
+  val = (a[i*k + r].load() * b[(j // 16)*(16*k) + r*16 + j % 16].load()).reduce(r, op=Ops.ADD)
+  return graph_rewrite(out[i*n + j].store(val).end(i, j).sink(arg=KernelInfo(name="mm")), symbolic)
+
+@pytest.mark.parametrize("n", [64, 40])
+def test_split_makes_the_panel_address_affine(n):
+  ast = _panel_kernel(n, 1024)
+  assert affine_addresses(ast) == 2
+  split = split_divided_ranges(ast)
+  assert affine_addresses(split) == 3 and [size(r) for r in axes(split)] == [8, -(-n // 16), 16, 1024]
+  # the packed load: stride 1 along the inner part, no gate even where 40 is padded to 48 (the copy is padded too)
+  load = next(u for u in split.toposort() if u.op is Ops.LOAD and u.src[0].src[0].arg.slot == 2)
+  assert len(load.src) == 1
+  assert not panel_streams(split) and panel_streams(ast.replace(arg=ast.arg))  # contiguous panel rows: the 4x16 tile, no 8x16
+
+def test_split_needs_a_gain():
+  out, a = UOp.param(0, dtypes.float, (64,)), UOp.param(1, dtypes.float, (64,))
+  j = UOp.range(64, 0)
+  ast = out[j].store(a[j].load() + (j // 16).cast(dtypes.float)).end(j).sink(arg=KernelInfo(name="e"))
+  assert split_divided_ranges(ast) is ast  # every address is affine already
+
+@pytest.mark.parametrize("m,k,n", [(17, 37, 33), (20, 24, 16), (16, 9, 50)])
+def test_matmul_packed_matches_numpy(device, m, k, n):
+  rng = np.random.default_rng(m*k*n)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  with Context(PACK=2):
+    w = Tensor(b.T.copy(), device=device)  # a weight stored (out, in): packed at any size
+    assert _copies(Tensor(a, device=device) @ w.T)
+    np.testing.assert_allclose((Tensor(a, device=device) @ w.T).numpy(), a @ b, rtol=1e-4, atol=1e-4)
+
+def test_batched_linear_and_gradient_packed(device):
+  rng = np.random.default_rng(3)
+  x, w, bias = (rng.standard_normal(s).astype(np.float32) for s in ((2, 16, 6), (17, 6), (17,)))
+  y = rng.standard_normal((2, 6, 17)).astype(np.float32)
+  with Context(PACK=2):
+    tx, tw = Tensor(x, device=device, requires_grad=True), Tensor(w, device=device, requires_grad=True)
+    assert _copies(tx @ tw.T)
+    out = (tx @ tw.T + Tensor(bias, device=device)).relu()
+    ref = np.maximum(x @ w.T + bias, 0)
+    out.sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
+    g = (ref > 0).astype(np.float32)
+    np.testing.assert_allclose(tw.grad.numpy(), np.einsum("bij,bik->jk", g, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tx.grad.numpy(), g @ w, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose((Tensor(x, device=device) @ Tensor(y, device=device)).numpy(), x @ y, rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("n", [1000, 1030])
+def test_large_matmul_cpu(n):
+  rng = np.random.default_rng(n)
+  a, b = rng.standard_normal((n, 640)).astype(np.float32), rng.standard_normal((640, n)).astype(np.float32)
+  c = Tensor(a) @ Tensor(b)
+  assert _copies(c)  # packed by the default rule on the CPU
+  np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-3, atol=1e-3)
+
+def test_fused_multiply_add_only_on_a_packed_panel():
+  from tinygrad import Device
+  from tinygrad.codegen import get_program
+  from tinygrad.codegen.opt.heuristic import reads_packed_panel
+  from tinygrad.codegen.opt.kernel import apply_opts, Opt, OptOps
+  split = split_divided_ranges(_panel_kernel(64, 1024))
+  tiled = apply_opts(split, [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, 4)])
+  assert reads_packed_panel(tiled) and not reads_packed_panel(apply_opts(split, [Opt(OptOps.UPCAST, 2, 8)]))
+  r = Device["CPU"].renderer
+  if Ops.MULACC not in r.code_for_op: pytest.skip("this host CPU has no FMA instruction: no MULACC either way")
+  a, b = Tensor.empty(1024, 1024), Tensor.empty(1024, 256)
+  for pack in (0, 1):
+    with Context(PACK=pack): ast = _kernels(a @ b)[-1].ast
+    assert ("llvm.fma" in get_program(ast, r).src) == bool(pack)
+    with Context(FMA=0): assert "llvm.fma" not in get_program(ast, r).src
+
+def test_packed_chain_strided_view_and_ints(device):
+  rng = np.random.default_rng(5)
+  a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((16, 8), (8, 34), (17, 40)))
+  ai, bi = rng.integers(-9, 9, (16, 8)).astype(np.int32), rng.integers(-9, 9, (8, 20)).astype(np.int32)
+  with Context(PACK=2):
+    t = (Tensor(a, device=device) @ Tensor(b, device=device)[:, ::2]) @ Tensor(c, device=device)  # a packed product, a strided view
+    assert len(_copies(t)) == 2
+    np.testing.assert_allclose(t.numpy(), (a @ b[:, ::2]) @ c, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal((Tensor(ai, device=device) @ Tensor(bi, device=device)).numpy(), ai @ bi)
