@@ -3,6 +3,7 @@ work too): the input is seen as sliding windows, a view built from pad, repeat, 
 summed, one fused kernel; where that form has no vector axis, the windows are written out once and the convolution is a matmul
 (_im2col_conv). conv_transpose2d is a convolution of the stride-dilated input with the flipped, transposed weight."""
 from __future__ import annotations
+import itertools
 from tinygrad.helpers import prod
 
 def _per_axis(x, nd:int, what:str) -> tuple:
@@ -58,6 +59,25 @@ def _windows(x, ks:tuple, strides:tuple, dils:tuple):
 VECTOR_LANES = 8
 IM2COL_MAX_ELEMENTS = 1 << 24  # a window buffer is prod(kernel) times the input: past 64 MB of fp32 the direct form's reads cost less
 
+def _strided_take(x, ax:int, start:int, o:int, s:int):
+  """x[..., start : start + (o-1)*s + 1 : s, ...] along axis ax, from shrink, pad and reshape (whose gradients are views again)"""
+  x = x.shrink(tuple((start, start + (o-1)*s + 1) if j == ax else (0, m) for j, m in enumerate(x.shape)))
+  if s == 1: return x
+  pre, post = tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
+  return _cut(_pad_after(x, ax, s-1).reshape(pre + (o, s) + post), ax+1, 1).reshape(pre + (o,) + post)
+
+def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
+  """(N, C, *spatial) -> (N, C, *out, prod(ks)): the windows as one shifted slice of x per tap, stacked last. Same values as _windows,
+  but its gradient is a sum of prod(ks) shifted views of the windows' gradient, one elementwise kernel, where _windows' gradient
+  folds one axis at a time through a reduce over k copies (a kernel per axis, each with gated loads and no vector axis)"""
+  nl = x.ndim - len(ks)
+  taps = []
+  for tap in itertools.product(*[range(k) for k in ks]):
+    t = x
+    for a, (j, s, d, o) in enumerate(zip(tap, strides, dils, out)): t = _strided_take(t, nl + a, j*d, o, s)
+    taps.append(t)
+  return taps[0].stack(*taps[1:], dim=-1)
+
 def _out_size(i:int, k:int, s:int, d:int, lo:int, hi:int) -> int: return (i + lo + hi - d*(k-1) - 1)//s + 1
 
 def _im2col_pays(n:int, cin:int, ks:tuple, strides:tuple, dils:tuple, pads:list, spatial:tuple) -> bool:
@@ -77,10 +97,11 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   is that row too (then folded back onto the input by the windows' view)"""
   nd, n, cout = len(ks), x.shape[0], weight.shape[0]
   kk = weight.shape[1] * prod(ks)
-  win = _windows(x, ks, strides, dils)  # (N, Cin, *out, *ks)
-  out = tuple(win.shape[2:2+nd])
-  cols = win.permute((0,) + tuple(range(2, 2+nd)) + (1,) + tuple(range(2+nd, 2+2*nd))).contiguous()
-  cols = cols.reshape((n,) + out + (groups, 1, kk))
+  out = tuple(_out_size(i, k, s, d, 0, 0) for i, k, s, d in zip(x.shape[2:], ks, strides, dils))
+  win = _tap_windows(x, ks, strides, dils, out)  # (N, Cin, *out, prod(ks))
+  # its gradient (a matmul) is written out too: the fold reads each element once, where a view would redo the matmul per tap
+  cols = win.permute((0,) + tuple(range(2, 2+nd)) + (1, 2+nd)).contiguous()
+  cols = cols.reshape((n,) + out + (groups, 1, kk)).contiguous_backward()
   w = weight.reshape((1,)*(1+nd) + (groups, cout//groups, kk))
   ret = (cols * w).sum(-1, dtype=dtype).reshape((n,) + out + (cout,)).permute((0, 1+nd) + tuple(range(1, 1+nd)))
   return ret if bias is None else ret + bias.reshape((1, cout) + (1,)*nd)
@@ -96,7 +117,9 @@ class TensorConvMixin:
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads = _flat_pads(padding, ks, dils, strides)
     if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]):
-      return _im2col_conv(self.pad(pads), weight, bias, groups, ks, strides, dils, dtype)
+      # the input's gradient, a sum of shifted views of the windows' gradient, is written out once: left as a view it fuses into the
+      # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read
+      return _im2col_conv(self.contiguous_backward().pad(pads), weight, bias, groups, ks, strides, dils, dtype)
     # every input element is read once per output channel and tap: through a padded view each read is a gated load (a compare and two
     # selects per lane, no vector loads along a row), so the padded input is written out once and the windows read plain memory
     x = _windows(self.pad(pads).contiguous() if any(pads) else self, ks, strides, dils)  # (N, Cin, *out, *ks)
