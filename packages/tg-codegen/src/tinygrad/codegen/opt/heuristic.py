@@ -11,6 +11,7 @@ from tinygrad.helpers import ContextVar, prod
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
+SHARES_PER_THREAD = 4      # shares of a streaming kernel per core, taken by the cores as they come free (runtime/ops_cpu)
 WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which another thread costs more than it saves
 CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
 TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers of 8 floats, leaving room for the loads
@@ -146,7 +147,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   if red and not upcast: attempt(OptOps.UNROLL, red[-1], (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
-    want = min(threads, work // WORK_PER_THREAD)
+    # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
+    # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
+    want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
     for i in out:
       if attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
