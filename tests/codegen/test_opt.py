@@ -204,6 +204,31 @@ def test_tensor_results_with_and_without_opts(noopt):
     np.testing.assert_allclose(ta.max().numpy(), a.max())
     np.testing.assert_allclose(ta.softmax(1).numpy(), np.exp(a) / np.exp(a).sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
 
+def strided_sum(n):
+  """the sum of every other element: no lane of the reduce is a vector load"""
+  def body(out, a):
+    k = UOp.range(n, 0, AxisType.REDUCE)
+    return UOp.const(dtypes.weakint, 0), a[k*2].load().reduce(k, op=Ops.ADD), ()
+  return kernel((n,), body, 1, [2*n], 1, "ssum"), lambda a: a[::2].sum(keepdims=True)
+
+def test_reduce_accumulators_are_whole_vectors():
+  # a stride-1 reduce becomes vector loads, and LLVM packs 8 neighbouring accumulators into one register: 4 vectors of partial sums
+  # break the chain of dependent adds; a strided reduce keeps 8 scalar accumulators (32 would spill)
+  with Context(THREADS=1):
+    for k, want in ((row_reduce(64, 256), [Opt(N, 1, 32)]), (full_sum(4096), [Opt(N, 0, 32)]), (strided_sum(4096), [Opt(N, 0, 8)])):
+      (ast, ins), ref = k
+      assert (opts := hand_coded_opts(ast, Device["CPU"].renderer)) == want, opts
+      for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
+
+def test_streaming_kernels_get_shares_for_free_cores():
+  # a kernel that tiles no loads is split into 4 shares per core, which the cores take as they come free; whatever THREADS is when it
+  # runs (fewer threads than shares, or one), every share runs exactly once
+  (ast, ins), ref = row_reduce(1024, 512)
+  with Context(THREADS=2): opts = hand_coded_opts(ast, Device["CPU"].renderer)
+  assert Opt(T, 0, 8) in opts, opts
+  for threads in (1, 2, 3):
+    with Context(THREADS=threads): np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
+
 def test_register_tile_shares_loads():
   # matmul: 16 lanes along j share each A load (and are two vector loads of B), 4 along i share the B loads: 64 accumulators in 8 vectors
   with Context(THREADS=1):
@@ -217,7 +242,7 @@ def test_register_tile_shares_loads():
     assert hand_coded_opts(row_reduce(512, 300)[0][0], Device["CPU"].renderer) == [Opt(N, 1, 4)]
     # a load the innermost loop does not move is no load there: upcasting rows to share it would make the row's lanes strided loads
     # (softmax's exp-sum kernel was scalar code, 2.5x slower)
-    assert hand_coded_opts(row_centered(64, 256, reduce=True)[0][0], Device["CPU"].renderer) == [Opt(N, 1, 8)]
+    assert hand_coded_opts(row_centered(64, 256, reduce=True)[0][0], Device["CPU"].renderer) == [Opt(N, 1, 32)]
     assert hand_coded_opts(row_centered(64, 256, reduce=False)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 8)]
     for reduce in (True, False):
       (ast, ins), ref = row_centered(64, 256, reduce)

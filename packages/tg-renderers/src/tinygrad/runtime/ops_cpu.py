@@ -28,19 +28,26 @@ class CPUProgram:
   """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""
   def __init__(self, name:str, addr:int, keepalive):
     self.name, self.addr, self.keepalive, self.fxns = name, addr, keepalive, {}
-  # the CPU renderers' only work item is the thread id (a THREAD axis, codegen/opt): global_size[0] > 1 calls the kernel once per id,
-  # concurrently, with the id as a last int32 argument. ctypes releases the GIL during the call, so python threads use every core.
+  # the CPU renderers' only work item is the share id (a THREAD axis, codegen/opt): global_size[0] > 1 calls the kernel once per id,
+  # with the id as a last int32 argument, on up to THREADS threads. ctypes releases the GIL during the call, so python threads use every
+  # core. The threads take the next unrun share as they finish one: with more shares than threads, a core that another process slows
+  # runs fewer of them instead of holding the whole kernel up (a fixed half each made a sum wait ~2x its time on a busy core).
   def __call__(self, *bufs, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
-    threads = global_size[0]
-    if (fxn := self.fxns.get(key := (len(bufs), len(vals), threads > 1))) is None:
-      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*(len(vals) + (threads > 1)))(self.addr)
+    shares = global_size[0]
+    if (fxn := self.fxns.get(key := (len(bufs), len(vals), shares > 1))) is None:
+      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*(len(vals) + (shares > 1)))(self.addr)
     args = [ctypes.addressof(b) for b in bufs] + list(vals)
     st = time.perf_counter()
-    if threads > 1:
-      # the caller runs share 0 itself: one handoff fewer to wait for (a pool of n for n shares cost ~40 us more per launch)
-      rest = [_pool(threads - 1).submit(fxn, *args, i) for i in range(1, threads)]
-      fxn(*args, 0)
-      for f in rest: f.result()
+    if shares > 1:
+      from tinygrad.codegen.opt.heuristic import THREADS  # loaded with the first kernel anyway: a plain copy-out does not need it
+      todo = iter(range(shares))  # next() on it holds the GIL: each share is taken once
+      def run_shares():
+        for i in todo: fxn(*args, i)
+      # the caller is one of the threads: one handoff fewer to wait for (a pool of n for n shares cost ~40 us more per launch)
+      n = min(shares, max(1, THREADS.value))
+      helpers = [_pool(n - 1).submit(run_shares) for _ in range(n - 1)]
+      run_shares()
+      for f in helpers: f.result()
     else: fxn(*args)
     return time.perf_counter() - st if wait else None
 
