@@ -262,3 +262,40 @@ def test_an_allocation_that_fails_waits_for_memory_freed_behind_queued_work(name
   monkeypatch.setattr(dev.iface, "alloc", out_of_memory_once)
   assert dev.allocator.alloc(64).size >= 64
   assert calls == [False, True]  # the retry came after the freed buffer went back to the driver
+
+# *** memory that lives as long as a program or a TinyJit graph goes back when it dies (deferred like a buffer's free) ***
+
+def driver_bytes(dev) -> int:
+  """bytes of memory the mock kernel driver holds for this device: the driver's own records, not the allocator's"""
+  k = dev.iface.os
+  if dev.device.startswith("AMD"): return sum(r["size"] for r in k.allocs.values() if r["gpu"].gpu_id == dev.iface.gpu_id)
+  return sum(o.attrs["size"] for o in k.objects.values() if "size" in o.attrs and o.gpu is k.gpus[dev.iface.index])
+
+def settled_bytes(dev) -> int:
+  import gc
+  gc.collect()
+  dev.synchronize()  # hands the driver back what was freed behind queued work
+  return driver_bytes(dev)
+
+@ALL
+def test_programs_loaded_and_dropped_give_their_code_memory_back(name):
+  from tinygrad.engine.realize import _runtimes
+  dev, a = Device[name], Tensor(np.arange(37, dtype=np.float32), device=name).realize()
+  held = []
+  for _ in range(6):
+    for key in [k for k in _runtimes if k[1] == name]: del _runtimes[key]  # the compile cache held the program: it is loaded anew
+    np.testing.assert_allclose((a * 3.25 + 1.5).numpy(), np.arange(37) * 3.25 + 1.5)
+    held.append(settled_bytes(dev))
+  assert held[1:] == held[1:2] * 5, held  # each round loads a program and drops the last one: the driver's total stays put
+
+@ALL
+def test_tinyjit_graphs_dropped_give_their_memory_back(name):
+  dev, x = Device[name], Tensor(np.arange(12, dtype=np.float32), device=name).realize()
+  held = []
+  for _ in range(6):
+    step = TinyJit(lambda t: (t * 2 + 1).relu())
+    for _ in range(3): np.testing.assert_allclose(step(x).numpy(), np.arange(12) * 2 + 1)
+    assert step.captured.graph is not None
+    del step
+    held.append(settled_bytes(dev))
+  assert held[1:] == held[1:2] * 5, held  # a graph's kernel arguments and command buffer went back with it

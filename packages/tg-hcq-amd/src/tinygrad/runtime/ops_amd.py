@@ -5,9 +5,9 @@ import json
 from tinygrad.device import Device, Compiler
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.amdgpu import AMDGPURenderer
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round_up, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
-from tinygrad.runtime.support.code_object import CodeObject, HEADER
+from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import amd_pm4 as pm4
 from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx
 
@@ -48,13 +48,8 @@ class AMDProgram(HCQProgram):
     if (scratch := co.meta.get("private_segment_size", 0)) > 0:  # spills or a stack: the dispatch would need scratch memory set up
       raise RuntimeError(f"{dev.device}: kernel {name} needs {scratch} bytes of scratch per work-item, and this version sets up no scratch "
                          "memory (COMPUTE_TMPRING_SIZE and the scratch base): simplify the kernel (smaller upcasts) or use another device")
-    self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
-    self.mem.cpu_view()[:len(lib)] = lib
-    super().__init__(dev, name, self.mem.va + HEADER)  # the code starts after the header, 256-byte aligned as COMPUTE_PGM_LO needs
+    super().__init__(dev, name, lib)
     dev.select_ctx.programs[self.addr] = (co.meta.get("rsrc1", 0), co.meta.get("rsrc2", 0))
-  def __del__(self):
-    try: self.dev.select_ctx.programs.pop(self.addr, None)
-    except AttributeError: pass
 
 class AMDDevice(HCQCompiled):
   def __init__(self, device:str="AMD"):

@@ -10,9 +10,9 @@ import array, json, re
 from tinygrad.device import Device, Compiler, CompileError, DeviceError
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.ptx import PTXRenderer
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, round_up, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
-from tinygrad.runtime.support.code_object import CodeObject, HEADER
+from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import nv_methods as nv, nv_rm_abi as rm
 from tinygrad.runtime.support.nv_rm import NVRMInterface, sm_of, sass_runs_on
 from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
@@ -67,14 +67,9 @@ class NVProgram(HCQProgram):
                            "version does not set up: simplify the kernel (smaller upcasts) or use another device")
     # the kernargs block: the QMD, then constant buffer 0 with the parameters where the cubin put them (0x160 on sm_8x, 0x210 on sm_90)
     self.args_offset = QMD_BYTES + co.meta.get("cb0", CBUF0_PARAMS)
-    self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
-    self.mem.cpu_view()[:len(lib)] = lib
-    super().__init__(dev, name, self.mem.va + HEADER)
+    super().__init__(dev, name, lib)
     dev.select_ctx.programs[self.addr] = program_qmd_fields(registers=co.meta.get("regs", 0), shared=co.meta.get("smem", 0),
                                                            barriers=co.meta.get("bars", 1))
-  def __del__(self):
-    try: self.dev.select_ctx.programs.pop(self.addr, None)
-    except AttributeError: pass
   def kernargs_size(self, nbufs:int, nvals:int) -> int:
     if (n := super().kernargs_size(nbufs, nvals)) > QMD_BYTES + CBUF0_SIZE:
       raise RuntimeError(f"kernel {self.name}: {nbufs} buffers and {nvals} values do not fit constant buffer 0 ({CBUF0_SIZE} bytes)")
