@@ -7,6 +7,7 @@ from tinygrad.helpers import GlobalCounters
 from tinygrad.runtime.support.hcq import DeviceHang
 from tinygrad.runtime.support.hcq_mock import MockGPUError
 from tinygrad.runtime.support.code_object import CodeObject
+from tinygrad.runtime.support.nv_rm_abi import USERD_GP_PUT
 
 ALL = pytest.mark.parametrize("name", ["AMD", "NV"])
 
@@ -134,13 +135,28 @@ def test_code_object_round_trip_and_corruption(name):
   with pytest.raises(ValueError, match="not a tg code object"): CodeObject.unpack(b"ELF\x00" + co.pack()[4:])
 
 @ALL
-def test_rings_wrap_around(name):
-  dev = private(name)
+@pytest.mark.parametrize("gpu", ["eager", "lazy"])
+def test_rings_wrap_around(name, gpu, monkeypatch):
+  # small rings (one page: 1024 words; 16 GP entries) go round several times in 1600 submissions alternating between the queues.
+  # "eager": the mock GPU runs at each doorbell. "lazy": it runs only while the host waits, so the host fills a ring and must wait for
+  # room: writing over packets the GPU has not read corrupts the stream
+  from tinygrad.runtime.support.hcq import WAIT, SIGNAL
+  cls = type(Device[name])
+  monkeypatch.setattr(cls, *(("RING_BYTES", 1 << 12) if name == "AMD" else ("GPFIFO_ENTRIES", 16)))
+  dev, n = cls(name), 1600
+  if gpu == "lazy":
+    kernel = dev.iface.os
+    monkeypatch.setattr(kernel, "doorbell_rung", lambda: [g.doorbell_rung() for g in kernel.gpus])  # the GPUs see the doorbell, run later
   sig = dev.new_signal()
-  for v in range(1, 2001):  # past 16384 ring words (AMD) and 1024 GP entries (NV)
-    (dev.copy_queue() if v % 2 else dev.compute_queue()).wait(sig, v - 1).signal(sig, v).submit()
-  sig.wait(2000)
-  assert sig.value == 2000
+  dev.copy_queue().timestamp(dev.new_signal()).submit()  # an odd number of SDMA words ahead: later packets straddle the ring's end
+  cbs = [q.wait(sig, WAIT).signal(sig, SIGNAL).record() for q in (dev.compute_queue(), dev.copy_queue())]
+  for v in range(1, n + 1): dev.submit(("COMPUTE", "COPY")[v % 2], cbs[v % 2], {"hcq_wait": v - 1, "hcq_signal": v})
+  if gpu == "lazy": assert 0 < sig.value < n  # the GPU ran only when the host waited for room in a full ring
+  sig.wait(n)
+  assert sig.value == n
+  if name == "AMD": went = [q.wptr.cpu_view().cast("Q")[0] // (4 if q.kind == "COPY" else 1) // 1024 for q in (dev.compute_ring, dev.sdma_ring)]
+  else: went = [ch.control.cpu_view().cast("I")[USERD_GP_PUT // 4] // 16 for ch in dev.channels.values()]
+  assert min(went) >= 3, went  # every ring went round at least three times
 
 @ALL
 def test_command_pool_wraps_around(name, monkeypatch):

@@ -52,6 +52,7 @@ class AMDProgram(HCQProgram):
     dev.select_ctx.programs[self.addr] = (co.meta.get("rsrc1", 0), co.meta.get("rsrc2", 0))
 
 class AMDDevice(HCQCompiled):
+  RING_BYTES = 1 << 16  # of each queue's ring (KFD takes a power of two from 1 KiB)
   def __init__(self, device:str="AMD"):
     from tinygrad.runtime.support.amd_kfd import KFDInterface
     if mockgpu():
@@ -59,7 +60,7 @@ class AMDDevice(HCQCompiled):
       iface = KFDInterface(Device.parse(device).index, mock_kernel())
     else: iface = KFDInterface(Device.parse(device).index)
     renderer, compiler = Device.renderer_for(device)
-    self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE"), iface.create_queue("COPY")
+    self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE", self.RING_BYTES), iface.create_queue("COPY", self.RING_BYTES)
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
 
   def select_pm(self, kind:str): return pm_pm4 if kind == "COMPUTE" else pm_sdma

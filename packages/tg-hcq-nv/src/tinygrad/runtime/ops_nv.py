@@ -92,6 +92,7 @@ def host_os():
   return HostOS()
 
 class NVDevice(HCQCompiled):
+  GPFIFO_ENTRIES = 1024  # GP entries of each channel (a power of two)
   def __init__(self, device:str="NV"):
     iface = NVRMInterface((name := Device.parse(device)).index, host_os())
     # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on few others
@@ -106,7 +107,7 @@ class NVDevice(HCQCompiled):
       renderer, compiler = NVPTXRenderer(arch), UnavailableCompiler(str(e))
     if isinstance(compiler, NVPTXCompiler) and compiler.cubin.arch != arch: renderer, compiler = NVPTXRenderer(arch), NVPTXCompiler(arch)
     self.arch = arch
-    self.channels = {kind: iface.create_channel(kind) for kind in ("COMPUTE", "COPY")}
+    self.channels = {kind: iface.create_channel(kind, self.GPFIFO_ENTRIES) for kind in ("COMPUTE", "COPY")}
     iface.schedule()
     super().__init__(device, iface, renderer, compiler, NVProgram, NVSelectCtx())
     # every channel first binds its engine's object to the subchannel the methods use (SET_OBJECT, method 0)
