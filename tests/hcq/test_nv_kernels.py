@@ -2,7 +2,7 @@
 the launch's QMD words from the cubin's facts (byte-exact, QMD V03_00 bit positions), the mock refusing a launch whose code or QMD
 does not match the cubin, the device without ptxas (memory and signals work, compiling says why), and with ptxas DEV=NV:PTX end to
 end."""
-import pathlib, sys
+import os, pathlib, sys
 import numpy as np, pytest
 from tinygrad import Tensor, Device
 from tinygrad.device import CompileError, DeviceError
@@ -120,3 +120,53 @@ def test_machine_code_for_another_sm_is_refused_on_hardware(monkeypatch):
 def test_ptx_compiles_for_the_gpus_sm_unless_named():
   assert NVDevice("NV:1:PTX").compiler.cubin.arch == "sm_86"  # the mock GPUs report GA102
   assert NVDevice("NV:1:PTX:sm_90").compiler.cubin.arch == "sm_90"
+
+# *** constant buffer 0 below the parameters: the words the CUDA driver writes, which ptxas-made code reads ***
+
+def test_constant_buffer_0_driver_words_at_the_offsets_ptxas_reads():
+  # by hand from nvdisasm's listing of ptxas 13.0 output (sm_86 and sm_90 alike): MOV R9, c[0x0][0x4] for %ntid.y, c[0x0][0xc] for
+  # %nctaid.x, c[0x0][0x18]/0x1c for cvta.shared (sm_86), c[0x0][0x20]/0x24 for cvta.local; the rest up to the parameters is zero
+  from tinygrad.runtime.support.nv_select import driver_words, CB0_LOCAL_WINDOW
+  words = driver_words(0x160, (7, 8, 9), (32, 2, 1))
+  assert words[:0x28] == bytes.fromhex("20000000 02000000 01000000 07000000 08000000 09000000 000000fe00000000 000000ff00000000")
+  assert CB0_LOCAL_WINDOW == 0x20 and words[0x28:] == bytes(0x160 - 0x28)
+  # the channel places the windows there: SET_SHADER_SHARED_MEMORY_WINDOW_A (0x2a0) and SET_SHADER_LOCAL_MEMORY_WINDOW_A (0x7b0) with
+  # their B words, incrementing methods of 2 words on subchannel 1 (headers 0x200220a8 and 0x200221ec by hand)
+  assert nv.memory_windows() == [0x200220A8, 0, 0xFE000000, 0x200221EC, 0, 0xFF000000]
+
+def test_a_launch_writes_its_grid_into_constant_buffer_0_and_the_mock_checks_it(monkeypatch):
+  from tinygrad.runtime import ops_nv
+  x = np.arange(32, dtype=np.float32)
+  _, out = run_local_sum(Device["NV"], local_sum_object(), x)  # the mock compares the words with the QMD's grid and the channel's windows
+  np.testing.assert_allclose(out, x.reshape(8, 4).sum(1))
+  real = ops_nv.driver_words
+  monkeypatch.setattr(ops_nv, "driver_words", lambda size, g, l: real(size, g, (l[1], l[0], l[2])))  # the block's x and y swapped
+  with pytest.raises(MockGPUError, match=r"constant buffer 0 at 0x[0-9a-f]+: %ntid is \(1, 4, 1\), the launch's is \(4, 1, 1\)"):
+    run_local_sum(NVDevice("NV:1"), local_sum_object(), x)
+
+NVDISASM = os.environ.get("NVDISASM") or cuda_toolchain.find_tool("nvdisasm")
+READS = {"mov.u32 %r1, %ntid.y;": "u32", "mov.u32 %r1, %nctaid.z;": "u32", "mov.u64 %rd2, sh; cvta.shared.u64 %rd1, %rd2;": "u64",
+         "mov.u64 %rd2, lc; cvta.local.u64 %rd1, %rd2;": "u64"}
+
+@pytest.mark.slow
+@pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None or NVDISASM is None, reason="needs ptxas and nvdisasm (NVDISASM=path)")
+@pytest.mark.parametrize("sm", [86, 90])
+def test_driver_word_offsets_are_where_ptxas_reads_them(sm, tmp_path):
+  # each read alone in a kernel: the constant-bank offsets its code reads, less the stack pointer (0x28), the memory descriptor and the
+  # parameters, are the table's
+  import re, subprocess
+  from tinygrad.runtime.support.nv_select import CB0_NTID, CB0_NCTAID, CB0_SHARED_WINDOW, CB0_LOCAL_WINDOW
+  want = {"%ntid.y": {CB0_NTID + 4}, "%nctaid.z": {CB0_NCTAID + 8}, "cvta.shared": {CB0_SHARED_WINDOW, CB0_SHARED_WINDOW + 4} if sm < 90 else set(),
+          "cvta.local": {CB0_LOCAL_WINDOW, CB0_LOCAL_WINDOW + 4}}
+  ignore = {0x28, 0x118, 0x11c, 0x160, 0x164} if sm < 90 else {0x28, 0x208, 0x20c, 0x210, 0x214}
+  for (read, ty), key in zip(READS.items(), want):
+    ptx = (f".version 8.0\n.target sm_{sm}\n.address_size 64\n.visible .entry k(.param .u64 out)\n{{\n.reg .u32 %r<2>; .reg .u64 %rd<3>;\n"
+           f".shared .align 8 .b64 sh[4];\n.local .align 8 .b64 lc[4];\nld.param.u64 %rd0, [out];\n{read}\n"
+           f"st.global.{ty} [%rd0], {'%r1' if ty == 'u32' else '%rd1'};\nret;\n}}\n")
+    (tmp_path / "k.ptx").write_text(ptx)
+    subprocess.run([cuda_toolchain.find_tool("ptxas"), f"-arch=sm_{sm}", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")], check=True)
+    listing = subprocess.run([NVDISASM, "-c", str(tmp_path / "k.cubin")], check=True, capture_output=True, text=True).stdout
+    reads = set()
+    for line in listing.splitlines():  # a 64-bit load (LDC.64, ULDC.64) reads the word after its offset too
+      for off in re.findall(r"c\[0x0\]\[(0x[0-9a-f]+)\]", line): reads |= {int(off, 16)} | ({int(off, 16) + 4} if ".64 " in line else set())
+    assert reads - ignore == want[key], (read, listing)

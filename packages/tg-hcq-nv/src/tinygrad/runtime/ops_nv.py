@@ -15,7 +15,7 @@ from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import nv_methods as nv, nv_rm_abi as rm
 from tinygrad.runtime.support.nv_rm import NVRMInterface, sm_of, sass_runs_on
-from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
+from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, driver_words, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
 from tinygrad.runtime.support.nv_program import program_meta
 
 DRIVER_VERSION = "/proc/driver/nvidia/version"
@@ -70,6 +70,9 @@ class NVProgram(HCQProgram):
     super().__init__(dev, name, lib)
     dev.select_ctx.programs[self.addr] = program_qmd_fields(registers=co.meta.get("regs", 0), shared=co.meta.get("smem", 0),
                                                            barriers=co.meta.get("bars", 1))
+  def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple, global_size:tuple, local_size:tuple):
+    ka.cpu_view()[QMD_BYTES:self.args_offset] = driver_words(self.args_offset - QMD_BYTES, global_size, local_size)
+    super().fill_kernargs(ka, bufs, vals, global_size, local_size)
   def kernargs_size(self, nbufs:int, nvals:int) -> int:
     if (n := super().kernargs_size(nbufs, nvals)) > QMD_BYTES + CBUF0_SIZE:
       raise RuntimeError(f"kernel {self.name}: {nbufs} buffers and {nvals} values do not fit constant buffer 0 ({CBUF0_SIZE} bytes)")
@@ -110,11 +113,13 @@ class NVDevice(HCQCompiled):
     self.channels = {kind: iface.create_channel(kind, self.GPFIFO_ENTRIES) for kind in ("COMPUTE", "COPY")}
     iface.schedule()
     super().__init__(device, iface, renderer, compiler, NVProgram, NVSelectCtx())
-    # every channel first binds its engine's object to the subchannel the methods use (SET_OBJECT, method 0)
+    # every channel first binds its engine's object to the subchannel the methods use (SET_OBJECT, method 0); the compute one then
+    # places the shared and local memory windows, where the driver words of constant buffer 0 say they are
     self._setup = iface.alloc(0x1000, host_visible=True)
     for (kind, ch), at in zip(self.channels.items(), (0, 0x800)):
       subc = nv.SUBC_COMPUTE if kind == "COMPUTE" else nv.SUBC_COPY
-      self._push(kind, array.array("I", nv.method(subc, 0, iface.CHANNEL_CLASSES[kind])), self._setup.offset(at, 0x800))
+      words = nv.method(subc, 0, iface.CHANNEL_CLASSES[kind]) + (nv.memory_windows() if kind == "COMPUTE" else [])
+      self._push(kind, array.array("I", words), self._setup.offset(at, 0x800))
 
   def select_pm(self, kind:str): return pm_nv
   def queue_states(self) -> list[str]:

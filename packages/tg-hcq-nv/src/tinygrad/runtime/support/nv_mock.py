@@ -15,7 +15,9 @@ from tinygrad.runtime.support import nv_rm_abi as rm, nv_methods as nv
 from tinygrad.runtime.support.nv_rm import HostOS
 from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
-from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, WFI
+from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, CB0_NTID, CB0_NCTAID, CB0_SHARED_WINDOW, WFI
+
+_WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A) for i in (0, 4))
 
 GPUS = 4
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
@@ -106,12 +108,13 @@ class MockNVGPU:
     elif subc == 0 and mthd in (nv.SEM_ADDR_LO, nv.SEM_ADDR_HI, nv.SEM_PAYLOAD_LO, nv.SEM_PAYLOAD_HI): pass
     elif subc == nv.SUBC_COMPUTE and nv.LOAD_INLINE_QMD_DATA <= mthd < nv.LOAD_INLINE_QMD_DATA + 4 * nv.QMD_WORDS:
       ch.inline_qmd[(mthd - nv.LOAD_INLINE_QMD_DATA) // 4] = d
-    elif subc == nv.SUBC_COMPUTE and mthd in (nv.SET_INLINE_QMD_ADDRESS_A, nv.SET_INLINE_QMD_ADDRESS_B, nv.SEND_PCAS_A): pass
+    elif subc == nv.SUBC_COMPUTE and mthd in (nv.SET_INLINE_QMD_ADDRESS_A, nv.SET_INLINE_QMD_ADDRESS_B, nv.SEND_PCAS_A, *_WINDOW_METHODS): pass
     elif subc == nv.SUBC_COMPUTE and mthd == nv.SEND_SIGNALING_PCAS2_B:
       if d & 0xf != nv.PCAS_ACTION_INVALIDATE_COPY_SCHEDULE: raise MockGPUError(f"NV PCAS action {d & 0xf} is not emitted by the encoder")
       inline = (r(nv.SET_INLINE_QMD_ADDRESS_A) << 32 | r(nv.SET_INLINE_QMD_ADDRESS_B)) << 8
       self.mem.write(inline, f"<{nv.QMD_WORDS}I", *ch.inline_qmd)  # the inline load lands in memory, where PCAS finds it
-      self._launch(list(self.mem.read(r(nv.SEND_PCAS_A) << 8, f"<{nv.QMD_WORDS}I")))
+      windows = tuple(r(m) << 32 | r(m + 4) for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A))
+      self._launch(list(self.mem.read(r(nv.SEND_PCAS_A) << 8, f"<{nv.QMD_WORDS}I")), windows)
     elif subc == nv.SUBC_COPY and mthd == nv.LAUNCH_DMA:
       if d != nv.LAUNCH_DMA_COPY: raise MockGPUError(f"NV LAUNCH_DMA {d:#x} is not the pitch-linear copy the encoder emits")
       src = (r(nv.OFFSET_IN_UPPER) & 0x1ffff) << 32 | r(nv.OFFSET_IN_UPPER + 4)
@@ -122,13 +125,19 @@ class MockNVGPU:
                                            nv.LINE_LENGTH_IN): pass
     else: raise MockGPUError(f"NV:{self.index}: method {mthd:#x} on subchannel {subc} is not one the encoder emits")
 
-  def _launch(self, q:list[int]):
+  def _launch(self, q:list[int], windows:tuple[int, int]):
     f = lambda name: nv.qmd_field(q, name)
     if f("qmd_major_version") != 3 or not f("constant_buffer_valid0"): raise MockGPUError("NV QMD is not a V03 QMD with constant buffer 0")
     cbuf = f("constant_buffer_addr_upper0") << 32 | f("constant_buffer_addr_lower0")
     program = f("program_address_upper") << 32 | f("program_address_lower")
     grid = (f("cta_raster_width"), f("cta_raster_height"), f("cta_raster_depth"))
     block = (f("cta_thread_dimension0"), f("cta_thread_dimension1"), f("cta_thread_dimension2"))
+    # what ptxas-made code reads from constant buffer 0 must be this launch's: the block, the grid, the windows the channel set
+    want = {"%ntid": block, "%nctaid": grid, "the shared and local memory windows": windows}
+    got = {"%ntid": self.mem.read(cbuf + CB0_NTID, "<3I"), "%nctaid": self.mem.read(cbuf + CB0_NCTAID, "<3I"),
+           "the shared and local memory windows": self.mem.read(cbuf + CB0_SHARED_WINDOW, "<2Q")}
+    if bad := [f"{k} is {tuple(got[k])}, the launch's is {v}" for k, v in want.items() if tuple(got[k]) != v]:
+      raise MockGPUError(f"NV:{self.index}: constant buffer 0 at {cbuf:#x}: {'; '.join(bad)}")
     self.launches.launch(program, cbuf + self._check_program(program, f), grid, block)
 
   def _check_program(self, program:int, f) -> int:
