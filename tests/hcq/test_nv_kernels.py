@@ -102,12 +102,34 @@ def test_ptx_renderer_end_to_end_on_the_mock():
                                       ((0x1B0, 2), 120), ((0x120, 0), None)])
 def test_device_sm_comes_from_the_gpu(monkeypatch, arch, sm):
   # NV2080_CTRL_MC_ARCH_INFO_ARCHITECTURE GA100/AD100/GH100/GB200 (ctrl2080mc.h) with their implementations -> CUDA's compute capability
-  from tinygrad.runtime.support import nv_mock
+  from tinygrad.runtime.support import nv_mock, nv_rm_abi as rm
   monkeypatch.setattr(nv_mock, "ARCH", arch)
+  monkeypatch.setattr(nv_mock, "engine_classes", lambda: nv_mock.ENGINE_CLASSES[rm.ARCH_GA100])  # channels tg drives, whatever the GPU
   if sm is None:
     with pytest.raises(RuntimeError, match="architecture 0x120 .* DEV=NV:PTX:sm_90"): NVDevice("NV:1")
     assert NVDevice("NV:1:EMU:sm_90").gpu_sm is None  # a named SM needs no lookup
   else: assert NVDevice("NV:1").gpu_sm == sm and NVDevice("NV:1").arch == f"sm_{sm}"
+
+@pytest.mark.parametrize("arch, compute, copy", [((0x170, 0), 0xC6C0, 0xC6B5), ((0x170, 2), 0xC7C0, 0xC7B5), ((0x190, 4), 0xC9C0, 0xC7B5)])
+def test_channels_bind_the_gpus_own_engine_classes(monkeypatch, arch, compute, copy):
+  # GA100: AMPERE_COMPUTE_A + AMPERE_DMA_COPY_A, GA10x: AMPERE_COMPUTE_B + AMPERE_DMA_COPY_B, AD10x: ADA_COMPUTE_A + AMPERE_DMA_COPY_B,
+  # from the class list RM reports; the mock offers only those and refuses any other at RM_ALLOC
+  from tinygrad.runtime.support import nv_mock
+  monkeypatch.setattr(nv_mock, "ARCH", arch)
+  dev = NVDevice("NV:1:EMU")
+  assert dev.iface.channel_classes == {"COMPUTE": compute, "COPY": copy}
+  x = np.arange(8, dtype=np.float32)
+  buf = dev.allocator.alloc(32)
+  dev.allocator._copyin(buf, memoryview(x).cast("B"))
+  out = np.empty(8, np.float32)
+  dev.allocator._copyout(memoryview(out).cast("B"), buf)
+  np.testing.assert_array_equal(out, x)
+
+def test_a_gpu_without_the_classes_tg_drives_is_refused_naming_its_classes(monkeypatch):
+  from tinygrad.runtime.support import nv_mock
+  monkeypatch.setattr(nv_mock, "ARCH", (0x180, 0))  # GH100: Hopper's own channel, compute and copy classes only
+  with pytest.raises(RuntimeError, match=r"none of the channel, compute and copy classes tg drives .* its engine classes: \['0xc86f', '0xc8b5', '0xcbc0'\]"):
+    NVDevice("NV:1")
 
 def test_machine_code_for_another_sm_is_refused_on_hardware(monkeypatch):
   from tinygrad.runtime.support.nv_rm import sass_runs_on

@@ -31,6 +31,7 @@ def layout(s) -> tuple: return ctypes.sizeof(s), {name: getattr(s, name).offset 
     "hVASpace": 108, "tag": 116}),
   (rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, 268, {"length": 8, "data": 12}),
   (rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, 2, {"bSkipSubmit": 1}),
+  (rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS, 16, {"numClasses": 0, "classList": 8}),  # an NvU32, then an 8-aligned NvP64
   (rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS, 16, {"implementation": 4, "revision": 8, "subRevision": 12}),  # three NvU32, an NvU8, padding
   (rm.UVM_INITIALIZE_PARAMS, 16, {"rmStatus": 8}),
   (rm.UVM_REGISTER_GPU_PARAMS, 40, {"numaEnabled": 16, "numaNodeId": 20, "rmCtrlFd": 24, "hClient": 28, "hSmcPartRef": 32, "rmStatus": 36}),

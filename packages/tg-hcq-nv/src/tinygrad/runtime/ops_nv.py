@@ -118,7 +118,7 @@ class NVDevice(HCQCompiled):
     self._setup = iface.alloc(0x1000, host_visible=True)
     for (kind, ch), at in zip(self.channels.items(), (0, 0x800)):
       subc = nv.SUBC_COMPUTE if kind == "COMPUTE" else nv.SUBC_COPY
-      words = nv.method(subc, 0, iface.CHANNEL_CLASSES[kind]) + (nv.memory_windows() if kind == "COMPUTE" else [])
+      words = nv.method(subc, 0, iface.channel_classes[kind]) + (nv.memory_windows() if kind == "COMPUTE" else [])
       self._push(kind, array.array("I", words), self._setup.offset(at, 0x800))
 
   def select_pm(self, kind:str): return pm_nv

@@ -21,6 +21,16 @@ _WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv
 
 GPUS = 4
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
+# the channel and engine classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
+# (drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/{ga100,ga1xx,ad10x,gh100}.c); the mock serves the list and refuses the others
+ENGINE_CLASSES = {(rm.ARCH_GA100, 0): (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A),
+                  rm.ARCH_GA100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B),
+                  rm.ARCH_AD100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B),
+                  rm.ARCH_GH100: (rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_COPY_A)}
+ENGINE_CLASS_KINDS = {c for v in ENGINE_CLASSES.values() for c in v}
+_COMMON_CLASSES = (rm.NV01_DEVICE_0, rm.NV20_SUBDEVICE_0, rm.NV01_MEMORY_LOCAL_USER, rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, rm.FERMI_VASPACE_A,
+                   rm.FERMI_CONTEXT_SHARE_A, rm.KEPLER_CHANNEL_GROUP_A, rm.VOLTA_USERMODE_A)
+def engine_classes() -> tuple[int, ...]: return ENGINE_CLASSES.get(ARCH, ENGINE_CLASSES.get(ARCH[0], ()))
 NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_STATE = 0x1F, 0x40  # the statuses the mock reports (its reason is in last_error)
 
 @dataclass
@@ -161,7 +171,8 @@ _ALLOC = {rm.NV01_ROOT_CLIENT: (None, (None,)), rm.NV01_DEVICE_0: (rm.NV0080_ALL
           rm.KEPLER_CHANNEL_GROUP_A: (rm.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, (rm.NV01_DEVICE_0,)),
           rm.FERMI_CONTEXT_SHARE_A: (rm.NV_CTXSHARE_ALLOCATION_PARAMETERS, (rm.KEPLER_CHANNEL_GROUP_A,)),
           rm.AMPERE_CHANNEL_GPFIFO_A: (rm.NV_CHANNEL_ALLOC_PARAMS, (rm.KEPLER_CHANNEL_GROUP_A,)),
-          rm.AMPERE_COMPUTE_A: (None, (rm.AMPERE_CHANNEL_GPFIFO_A,)), rm.AMPERE_DMA_COPY_A: (None, (rm.AMPERE_CHANNEL_GPFIFO_A,)),
+          **{c: (None, (rm.AMPERE_CHANNEL_GPFIFO_A,)) for c in (rm.AMPERE_COMPUTE_A, rm.AMPERE_COMPUTE_B, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_A,
+                                                                 rm.AMPERE_DMA_COPY_B)},
           rm.NV01_MEMORY_LOCAL_USER: (rm.NV_MEMORY_ALLOCATION_PARAMS, (rm.NV01_DEVICE_0,))}
 
 class MockNVKernel(HostOS):
@@ -233,6 +244,8 @@ class MockNVKernel(HostOS):
     if p.paramsSize != (ctypes.sizeof(pcls) if pcls else 0):
       return self._fail(p, f"RM_ALLOC: class {p.hClass:#x} takes {ctypes.sizeof(pcls) if pcls else 0} parameter bytes, got {p.paramsSize}")
     if p.hObjectNew in self.objects: return self._fail(p, f"RM_ALLOC: handle {p.hObjectNew:#x} is taken")
+    if p.hClass in ENGINE_CLASS_KINDS and p.hClass not in engine_classes():
+      return self._fail(p, f"RM_ALLOC: class {p.hClass:#x} is not one this GPU offers ({[hex(c) for c in engine_classes()]})")
     args = pcls.from_address(p.pAllocParms) if pcls else None
     handle = p.hObjectNew or next(self._handles)
     obj = RMObject(p.hClass, p.hObjectParent, parent.gpu if parent else None)
@@ -250,7 +263,7 @@ class MockNVKernel(HostOS):
       ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent)
       obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)
       obj.gpu.channels[obj.attrs["token"]] = ch
-    elif p.hClass in (rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A): parent.attrs["channel"].engines.add(p.hClass)
+    elif p.hClass in ENGINE_CLASS_KINDS: parent.attrs["channel"].engines.add(p.hClass)
     self.objects[handle] = obj
     p.hObjectNew, p.status = handle, rm.NV_OK
 
@@ -273,6 +286,7 @@ class MockNVKernel(HostOS):
     obj = self.objects.get(p.hObject)
     want = {rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
             rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS),
+            rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: (rm.NV01_DEVICE_0, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS),
             rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
             rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (rm.KEPLER_CHANNEL_GROUP_A, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)}.get(p.cmd)
     if want is None or obj is None or obj.cls != want[0] or p.paramsSize != ctypes.sizeof(want[1]):
@@ -282,6 +296,11 @@ class MockNVKernel(HostOS):
       args.length = 16
       args.data[:16] = list(obj.gpu.uuid)
     elif p.cmd == rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: args.architecture, args.implementation = ARCH
+    elif p.cmd == rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST:
+      classes = _COMMON_CLASSES + engine_classes()
+      if args.classList and args.numClasses < len(classes): return self._fail(p, f"GET_CLASSLIST: {args.numClasses} entries for {len(classes)} classes")
+      if args.classList: (ctypes.c_uint32 * len(classes)).from_address(args.classList)[:] = list(classes)
+      args.numClasses = len(classes)
     elif p.cmd == rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: args.workSubmitToken = obj.attrs["token"]
     else: obj.attrs["scheduled"] = bool(args.bEnable)
     p.status = rm.NV_OK

@@ -58,9 +58,14 @@ class RMChannel:
     self.iface.doorbell[rm.NVC361_NOTIFY_CHANNEL_PENDING // 4] = self.token
     self.iface.os.doorbell_rung()
 
+# the engine classes a channel can bind, newest first: each GPU supports its own generation's (Linux nouveau's GSP-RM tables, by NVIDIA:
+# GA100 AMPERE_COMPUTE_A + AMPERE_DMA_COPY_A, GA10x AMPERE_COMPUTE_B + AMPERE_DMA_COPY_B, AD10x ADA_COMPUTE_A + AMPERE_DMA_COPY_B, all on
+# AMPERE_CHANNEL_GPFIFO_A), whose methods tg uses are the same. Hopper's (HOPPER_CHANNEL_GPFIFO_A, HOPPER_COMPUTE_A, HOPPER_DMA_COPY_A) are
+# not checked against their headers yet
+COMPUTE_CLASSES, COPY_CLASSES = (rm.ADA_COMPUTE_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_COMPUTE_A), (rm.AMPERE_DMA_COPY_B, rm.AMPERE_DMA_COPY_A)
+
 class NVRMInterface:
   """one GPU (/dev/nvidia<index>) through RM and UVM: memory, channels, the doorbell"""
-  CHANNEL_CLASSES = {"COMPUTE": rm.AMPERE_COMPUTE_A, "COPY": rm.AMPERE_DMA_COPY_A}
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
     self.channels: list[int] = []  # the handles of our GPFIFO channels
@@ -71,6 +76,7 @@ class NVRMInterface:
     self.device = self.alloc_object(self.client, rm.NV01_DEVICE_0, rm.NV0080_ALLOC_PARAMETERS(
       deviceId=index, hClientShare=self.client, vaMode=rm.NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES))
     self.subdevice = self.alloc_object(self.device, rm.NV20_SUBDEVICE_0, rm.NV2080_ALLOC_PARAMETERS())
+    self.channel_classes = self._channel_classes(self.classes())
     usermode = self.alloc_object(self.subdevice, rm.VOLTA_USERMODE_A, None)
     self.doorbell = self._map_object(usermode, self.subdevice, rm.USERMODE_SIZE).cast("I")
     self.vaspace = self.alloc_object(self.device, rm.FERMI_VASPACE_A, rm.NV_VASPACE_ALLOCATION_PARAMETERS(
@@ -168,10 +174,23 @@ class NVRMInterface:
                                         hContextShare=self.ctxshare, engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS)
     params.hUserdMemory[0], params.userdOffset[0] = self._mems[mem.va][0], round_up(8 * entries, 0x1000)
     handle = self.alloc_object(self.group, rm.AMPERE_CHANNEL_GPFIFO_A, params)
-    self.alloc_object(handle, self.CHANNEL_CLASSES[kind], None)
+    self.alloc_object(handle, self.channel_classes[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
     self.channels.append(handle)
     return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
+  def classes(self) -> set[int]:
+    """the classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST: first their number, then the list)"""
+    n = self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS()).numClasses
+    buf = (ctypes.c_uint32 * n)()
+    self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS(numClasses=n, classList=ctypes.addressof(buf)))
+    return set(buf)
+  def _channel_classes(self, have:set[int]) -> dict[str, int]:
+    compute, copy = (next((c for c in want if c in have), None) for want in (COMPUTE_CLASSES, COPY_CLASSES))
+    if compute is None or copy is None or rm.AMPERE_CHANNEL_GPFIFO_A not in have:
+      engines = sorted(hex(c) for c in have if c & 0xff in (0xc0, 0xb5, 0x6f))
+      raise NVDriverError(f"NV:{self.index}: the GPU offers none of the channel, compute and copy classes tg drives (AMPERE_CHANNEL_GPFIFO_A "
+                          f"with {[hex(c) for c in COMPUTE_CLASSES]} and {[hex(c) for c in COPY_CLASSES]}); its engine classes: {engines}")
+    return {"COMPUTE": compute, "COPY": copy}
   def arch_info(self) -> tuple[int, int]:
     """the GPU's (architecture, implementation) (NV2080_CTRL_CMD_MC_GET_ARCH_INFO)"""
     info = self.control(self.subdevice, rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS())
