@@ -40,7 +40,9 @@ def test_checked_in_cubin_launches_with_its_facts():
   prg, out = run_local_sum(Device["NV"], local_sum_object(), x)
   np.testing.assert_array_equal(out, x.reshape(8, 4).sum(1))
   assert prg.args_offset == 0x100 + 0x210
-  assert Device["NV"].select_ctx.programs[prg.addr] == program_qmd_fields(registers=16, shared=1040, barriers=1)
+  # SASS_VERSION 0x90 for the sm_90 code
+  assert Device["NV"].select_ctx.programs[prg.addr] == program_qmd_fields(registers=16, shared=1040, barriers=1, sass_version=0x90)
+  assert prg.mem.size >= len(local_sum_object()) + 0x1000  # 4 KiB stay mapped past the code object for the instruction prefetch
 
 def test_launch_qmd_words_from_a_cubin():
   # QMD V03_00 (clc9c0qmd.h): SHARED_MEMORY_SIZE MW(561:544) word 17 bits 17:0 (1040 rounded up to 128: 1152), MIN/MAX_SM_CONFIG

@@ -29,15 +29,27 @@ class AMDHCQCompiler(Compiler):
   def __init__(self, arch:str|None=None):
     from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler
     self.amdgpu = AMDGPUCompiler(arch)
-    super().__init__(f"tgco_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)
+    super().__init__(f"tgco2_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)  # 2: the meta has the code properties
   def compile(self, src:str) -> bytes:
     from tinygrad.runtime.compiler_amdgpu import read_code_object
     j = json.loads(src)
     co = read_code_object(self.amdgpu.compile(j["llvm"]), j["name"])
     text = co.elf.content(co.elf.sections[co.elf.symbol(j["name"]).shndx])[co.text_offset:]
     meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
-            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size}
+            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size, "props": co.kd.code_properties}
     return CodeObject(j["name"], bytes(text), j["emu"].encode(), meta).pack()
+
+# the kernel descriptor's kernel_code_properties (LLVM AMDGPUUsage, "Kernel Descriptor"): the user SGPRs a kernel expects, in this order
+# from s0, and its wave size. A dispatch loads only the kernarg pointer, into USER_DATA_0/1 (s0-s1), and runs wave32 (CS_W32_EN)
+USER_SGPRS_FIRST = ((1 << 0, "private segment buffer"), (1 << 1, "dispatch pointer"), (1 << 2, "queue pointer"))
+KERNARG_SEGMENT_PTR, WAVEFRONT_SIZE32 = 1 << 3, 1 << 10
+
+def launch_abi_mismatch(props:int) -> str|None:
+  """why a kernel with these code properties would not find its arguments under our dispatch, or None"""
+  if before := [what for bit, what in USER_SGPRS_FIRST if props & bit]: return f"expects a {' and a '.join(before)} in its first user SGPRs"
+  if not props & KERNARG_SEGMENT_PTR: return "takes no kernarg segment pointer"
+  if not props & WAVEFRONT_SIZE32: return "is compiled for wave64"
+  return None
 
 class AMDProgram(HCQProgram):
   def __init__(self, dev:AMDDevice, name:str, lib:bytes):
@@ -45,6 +57,9 @@ class AMDProgram(HCQProgram):
     if not co.machine_code and not dev.iface.is_mock:
       raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
                          "renderer on hardware")
+    if "props" in co.meta and (why := launch_abi_mismatch(co.meta["props"])):  # the mock runs the UOps and would not notice
+      raise RuntimeError(f"{dev.device}: kernel {name} {why} (kernel_code_properties {co.meta['props']:#x}); the dispatch gives it only the "
+                         "kernarg pointer in s0-s1, as a wave32 kernel")
     if (scratch := co.meta.get("private_segment_size", 0)) > 0:  # spills or a stack: the dispatch would need scratch memory set up
       raise RuntimeError(f"{dev.device}: kernel {name} needs {scratch} bytes of scratch per work-item, and this version sets up no scratch "
                          "memory (COMPUTE_TMPRING_SIZE and the scratch base): simplify the kernel (smaller upcasts) or use another device")

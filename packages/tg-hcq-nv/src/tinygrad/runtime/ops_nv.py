@@ -55,6 +55,7 @@ class UnavailableCompiler(Compiler):
   def compile(self, src:str) -> bytes: raise CompileError(f"NV kernels unavailable: {self.reason}")
 
 class NVProgram(HCQProgram):
+  code_tail = 0x1000  # the SM prefetches instructions past a kernel's end: upstream tinygrad keeps 4 KiB mapped there against prefetch faults
   def __init__(self, dev:NVDevice, name:str, lib:bytes):
     co = CodeObject.unpack(lib)
     if not dev.iface.is_mock:
@@ -68,8 +69,10 @@ class NVProgram(HCQProgram):
     # the kernargs block: the QMD, then constant buffer 0 with the parameters where the cubin put them (0x160 on sm_8x, 0x210 on sm_90)
     self.args_offset = QMD_BYTES + co.meta.get("cb0", CBUF0_PARAMS)
     super().__init__(dev, name, lib)
+    # SASS_VERSION: the SM as two hex digits (0x86 for sm_86), as upstream tinygrad writes it; 0 for a program for the mock alone
+    sass = (sm // 10) << 4 | sm % 10 if (sm := co.meta.get("sm")) else 0
     dev.select_ctx.programs[self.addr] = program_qmd_fields(registers=co.meta.get("regs", 0), shared=co.meta.get("smem", 0),
-                                                           barriers=co.meta.get("bars", 1))
+                                                           barriers=co.meta.get("bars", 1), sass_version=sass)
   def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple, global_size:tuple, local_size:tuple):
     ka.cpu_view()[QMD_BYTES:self.args_offset] = driver_words(self.args_offset - QMD_BYTES, global_size, local_size)
     super().fill_kernargs(ka, bufs, vals, global_size, local_size)

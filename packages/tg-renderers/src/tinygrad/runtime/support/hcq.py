@@ -200,9 +200,10 @@ class HCQProgram:
   256-byte aligned as both vendors' program address registers need). Its arguments: each buffer's 64-bit address, then each variable
   as a 32-bit int; a vendor subclass says where they go in the kernargs block (args_offset) and what else the block holds"""
   args_offset = 0
+  code_tail = 0  # bytes kept mapped after the code object, for a vendor whose instruction prefetch reads past a kernel's end
   def __init__(self, dev:HCQCompiled, name:str, lib:bytes):
     self.dev, self.name, self._launches = dev, name, {}
-    self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
+    self.mem = dev.iface.alloc(round_up(len(lib), 256) + self.code_tail, host_visible=True)
     self.mem.cpu_view()[:len(lib)] = lib
     self.addr = self.mem.va + HEADER
   def __del__(self):
