@@ -109,7 +109,8 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
   # the faulted queue is stopped: later work on it fails at once, naming the fault and where the queue stands, and does not hang
   sig = dev.new_signal()
   dev.compute_queue().signal(sig, 1).submit()
-  where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else "COMPUTE channel: GPGet 1, GPPut 3.*"
+  where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else \
+          r"COMPUTE channel: GPGet 1, GPPut 3.*RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
   with pytest.raises(DeviceHang, match=f"waiting for 1, and no queue can make progress; {where}fault: .*(unknown opcode|not one the encoder)"):
     sig.wait(1)
 

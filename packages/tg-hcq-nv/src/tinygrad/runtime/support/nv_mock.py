@@ -42,8 +42,9 @@ class RMObject:
 
 class MockChannel:
   """a GPFIFO channel as the GPU sees it: GP entries at a GPU address, GPGet/GPPut in its USERD, the GPPut its last doorbell saw"""
-  def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject):
+  def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject, notifier:int):
     self.gpu, self.handle, self.gpfifo, self.entries, self.userd, self.group = gpu, handle, gpfifo, entries, userd, group
+    self.notifier = notifier  # where RM writes the channel's robust-channel error (an NvNotification)
     self.put_seen, self.pos, self.dead, self.fault = 0, 0, False, ""  # a channel that faulted is dead (RM's robust-channel recovery)
     self.engines: set[int] = set()          # engine classes allocated on the channel
     self.bound: dict[int, int] = {}         # subchannel -> class, from SET_OBJECT
@@ -78,6 +79,8 @@ class MockNVGPU:
           while ch.pending() and self._step(ch): moved = ran = True
         except MockGPUError as e:
           ch.dead, ch.fault = True, str(e)
+          # as RM reports it: the error in the notifier, Xid 31 for an MMU fault, else 13 (graphics engine exception), status set
+          self.mem.write(ch.notifier + rm.NOTIFIERS_RC * 16, "<QIHH", clock_ns(), 31 if "page fault" in ch.fault else 13, 0, 0xFFFF)
           raise
     return ran
 
@@ -256,11 +259,12 @@ class MockNVKernel(HostOS):
       obj.attrs["size"] = args.size
       obj.attrs["backing"] = mmap.mmap(-1, args.size)
     elif p.hClass == rm.AMPERE_CHANNEL_GPFIFO_A:
-      ctx, userd = self.objects.get(args.hContextShare), self.objects.get(args.hUserdMemory[0])
-      if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or self.objects.get(args.hObjectError) is None or userd is None or "va" not in userd.attrs:
-        return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, an error notifier and host USERD memory")
+      ctx, userd, notifier = (self.objects.get(h) for h in (args.hContextShare, args.hUserdMemory[0], args.hObjectError))
+      if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or any(m is None or "va" not in m.attrs for m in (userd, notifier)):
+        return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, and host memory for its error notifier and USERD")
       if args.gpFifoEntries & (args.gpFifoEntries - 1): return self._fail(p, f"RM_ALLOC: {args.gpFifoEntries} GP entries is not a power of two")
-      ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent)
+      ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent,
+                       notifier.attrs["va"])
       obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)
       obj.gpu.channels[obj.attrs["token"]] = ch
     elif p.hClass in ENGINE_CLASS_KINDS: parent.attrs["channel"].engines.add(p.hClass)

@@ -4,7 +4,7 @@ compute and a copy-engine object each, the usermode doorbell page), and memory m
 the CPU through UVM (/dev/nvidia-uvm). The host OS beneath (files, ioctls, mappings) is `HostOS`; under MOCKGPU=1 the mock kernel
 driver (nv_mock.py) stands in for it and serves the same ioctls, so this file runs unchanged in the test suite."""
 from __future__ import annotations
-import ctypes, fcntl, mmap, os, time
+import ctypes, fcntl, mmap, os, struct, time
 from tinygrad.runtime.support import nv_rm_abi as rm
 from tinygrad.runtime.support.hcq import HCQBuffer, round_up
 
@@ -14,6 +14,7 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 MAP_FIXED_NOREPLACE, MAP_NORESERVE, PROT_NONE = 0x100000, 0x4000, 0  # linux values; python's mmap module names none of them
 VA_BASE, VA_LIMIT = 0x10_0000_0000, 1 << 40  # our GPU virtual addresses: semaphores and QMDs must lie below 2**40 (nv_methods)
 _next_va = VA_BASE
+NOTIFICATION_BYTES = 16  # an NvNotification
 _handles = iter(range(0xCF00_0000, 0xD000_0000))
 def _new_handle() -> int: return next(_handles)  # ours to choose; unique in the process, so every client's objects differ too
 
@@ -44,7 +45,7 @@ class HostOS:
   def progress(self) -> bool:
     time.sleep(0)  # give other threads a turn while the host spins on a signal
     return True
-  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier; tg reads none
+  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier, read above
 
 class RMChannel:
   """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes"""
@@ -197,4 +198,10 @@ class NVRMInterface:
     return info.architecture, info.implementation
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
-  def faults(self) -> list[str]: return self.os.faults(self.index, self.channels)
+  def faults(self) -> list[str]:
+    """what the driver reported: a channel error RM wrote to the error notifier our channels share (its robust-channel notifier, index 0:
+    an NvNotification, nvtypes.h: timestamp, info32 at +8 (the error, the number an Xid log line shows), info16 at +12, status at +14,
+    nonzero once RM wrote it), and what the host OS beneath knows (the mock: each faulted channel's reason)"""
+    _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
+    rc = [f"RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}"] if status else []
+    return rc + self.os.faults(self.index, self.channels)

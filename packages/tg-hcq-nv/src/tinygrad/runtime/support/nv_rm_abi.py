@@ -95,6 +95,7 @@ NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS = _struct("NVC36F_CTRL_CMD_G
 
 # *** the channel's USERD (AmpereAControlGPFifo, clc56f.h) and the usermode doorbell (clc361.h) ***
 USERD_GP_GET, USERD_GP_PUT = 0x88, 0x8C
+NOTIFIERS_RC = 0  # the robust-channel (error) notifier's index in a channel's error notifier memory (clc56fsw.h NVC56F_NOTIFIERS_RC)
 NVC361_NOTIFY_CHANNEL_PENDING, USERMODE_SIZE = 0x90, 0x10000
 
 # *** UVM (uvm_ioctl.h, uvm_linux_ioctl.h): the number is the command itself ***
