@@ -112,25 +112,31 @@ def test_device_sm_comes_from_the_gpu(monkeypatch, arch, sm):
     assert NVDevice("NV:1:EMU:sm_90").gpu_sm is None  # a named SM needs no lookup
   else: assert NVDevice("NV:1").gpu_sm == sm and NVDevice("NV:1").arch == f"sm_{sm}"
 
-@pytest.mark.parametrize("arch, compute, copy", [((0x170, 0), 0xC6C0, 0xC6B5), ((0x170, 2), 0xC7C0, 0xC7B5), ((0x190, 4), 0xC9C0, 0xC7B5)])
-def test_channels_bind_the_gpus_own_engine_classes(monkeypatch, arch, compute, copy):
-  # GA100: AMPERE_COMPUTE_A + AMPERE_DMA_COPY_A, GA10x: AMPERE_COMPUTE_B + AMPERE_DMA_COPY_B, AD10x: ADA_COMPUTE_A + AMPERE_DMA_COPY_B,
-  # from the class list RM reports; the mock offers only those and refuses any other at RM_ALLOC
+@pytest.mark.parametrize("arch, classes", [((0x170, 0), (0xC56F, 0xC6C0, 0xC6B5, 0xC361)), ((0x170, 2), (0xC56F, 0xC7C0, 0xC7B5, 0xC361)),
+                                           ((0x190, 4), (0xC56F, 0xC9C0, 0xC7B5, 0xC361)), ((0x180, 0), (0xC86F, 0xCBC0, 0xC8B5, 0xC661))])
+def test_channels_bind_the_gpus_own_classes(monkeypatch, arch, classes):
+  # (GPFIFO channel, compute, copy, usermode) from the class list RM reports: GA100 AMPERE_COMPUTE_A + AMPERE_DMA_COPY_A, GA10x
+  # AMPERE_COMPUTE_B + AMPERE_DMA_COPY_B, AD10x ADA_COMPUTE_A + AMPERE_DMA_COPY_B, GH100 all Hopper's; the mock offers only those and
+  # refuses any other at RM_ALLOC. A launch and a copy run on each
   from tinygrad.runtime.support import nv_mock
   monkeypatch.setattr(nv_mock, "ARCH", arch)
   dev = NVDevice("NV:1:EMU")
-  assert dev.iface.channel_classes == {"COMPUTE": compute, "COPY": copy}
-  x = np.arange(8, dtype=np.float32)
-  buf = dev.allocator.alloc(32)
-  dev.allocator._copyin(buf, memoryview(x).cast("B"))
-  out = np.empty(8, np.float32)
-  dev.allocator._copyout(memoryview(out).cast("B"), buf)
-  np.testing.assert_array_equal(out, x)
+  assert (dev.iface.gpfifo_class, dev.iface.channel_classes["COMPUTE"], dev.iface.channel_classes["COPY"]) == classes[:3]
+  assert {o.cls for o in dev.iface.os.objects.values() if o.cls in nv_mock.USERMODE_CLASSES} >= {classes[3]}
+  x = np.arange(32, dtype=np.float32)
+  spec = get_program(local_sum_ast(), NVEmulatedRenderer())
+  prg = dev.runtime("local_sum", CodeObject("local_sum", b"", spec.src.encode()).pack())
+  inp, out = dev.allocator.alloc(128), dev.allocator.alloc(32)
+  dev.allocator._copyin(inp, memoryview(x).cast("B"))
+  prg(out, inp, global_size=(8, 1, 1), local_size=(4, 1, 1))
+  got = np.empty(8, np.float32)
+  dev.allocator._copyout(memoryview(got).cast("B"), out)
+  np.testing.assert_array_equal(got, x.reshape(8, 4).sum(1))
 
 def test_a_gpu_without_the_classes_tg_drives_is_refused_naming_its_classes(monkeypatch):
   from tinygrad.runtime.support import nv_mock
-  monkeypatch.setattr(nv_mock, "ARCH", (0x180, 0))  # GH100: Hopper's own channel, compute and copy classes only
-  with pytest.raises(RuntimeError, match=r"none of the channel, compute and copy classes tg drives .* its engine classes: \['0xc86f', '0xc8b5', '0xcbc0'\]"):
+  monkeypatch.setattr(nv_mock, "ARCH", (0x1B0, 2))  # GB20x: none of its classes is in the mock's table, as none is in tg's
+  with pytest.raises(RuntimeError, match=r"none of the channel, compute and copy class sets tg drives .* its engine classes: \[\]"):
     NVDevice("NV:1")
 
 def test_machine_code_for_another_sm_is_refused_on_hardware(monkeypatch):

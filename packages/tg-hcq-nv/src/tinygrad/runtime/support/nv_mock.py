@@ -21,15 +21,17 @@ _WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv
 
 GPUS = 4
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
-# the channel and engine classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
-# (drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/{ga100,ga1xx,ad10x,gh100}.c); the mock serves the list and refuses the others
-ENGINE_CLASSES = {(rm.ARCH_GA100, 0): (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A),
-                  rm.ARCH_GA100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B),
-                  rm.ARCH_AD100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B),
-                  rm.ARCH_GH100: (rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_COPY_A)}
+# the channel, engine and usermode classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
+# (drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/{ga100,ga1xx,ad10x,gh100}.c; usermode as RM's UVM client maps it); the mock serves the
+# list and refuses the others
+ENGINE_CLASSES = {(rm.ARCH_GA100, 0): (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A, rm.VOLTA_USERMODE_A),
+                  rm.ARCH_GA100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+                  rm.ARCH_AD100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+                  rm.ARCH_GH100: (rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_COPY_A, rm.HOPPER_USERMODE_A)}
 ENGINE_CLASS_KINDS = {c for v in ENGINE_CLASSES.values() for c in v}
+GPFIFO_CLASSES, USERMODE_CLASSES = (rm.AMPERE_CHANNEL_GPFIFO_A, rm.HOPPER_CHANNEL_GPFIFO_A), (rm.VOLTA_USERMODE_A, rm.HOPPER_USERMODE_A)
 _COMMON_CLASSES = (rm.NV01_DEVICE_0, rm.NV20_SUBDEVICE_0, rm.NV01_MEMORY_LOCAL_USER, rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, rm.FERMI_VASPACE_A,
-                   rm.FERMI_CONTEXT_SHARE_A, rm.KEPLER_CHANNEL_GROUP_A, rm.VOLTA_USERMODE_A)
+                   rm.FERMI_CONTEXT_SHARE_A, rm.KEPLER_CHANNEL_GROUP_A)
 def engine_classes() -> tuple[int, ...]: return ENGINE_CLASSES.get(ARCH, ENGINE_CLASSES.get(ARCH[0], ()))
 NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_STATE = 0x1F, 0x40  # the statuses the mock reports (its reason is in last_error)
 
@@ -169,13 +171,14 @@ class MockNVGPU:
 
 # what RM_ALLOC accepts: each class's parameter structure (None: none) and the classes of the parents it may have
 _ALLOC = {rm.NV01_ROOT_CLIENT: (None, (None,)), rm.NV01_DEVICE_0: (rm.NV0080_ALLOC_PARAMETERS, (rm.NV01_ROOT_CLIENT,)),
-          rm.NV20_SUBDEVICE_0: (rm.NV2080_ALLOC_PARAMETERS, (rm.NV01_DEVICE_0,)), rm.VOLTA_USERMODE_A: (None, (rm.NV20_SUBDEVICE_0,)),
+          rm.NV20_SUBDEVICE_0: (rm.NV2080_ALLOC_PARAMETERS, (rm.NV01_DEVICE_0,)),
+          **{c: (None, (rm.NV20_SUBDEVICE_0,)) for c in USERMODE_CLASSES},
           rm.FERMI_VASPACE_A: (rm.NV_VASPACE_ALLOCATION_PARAMETERS, (rm.NV01_DEVICE_0,)),
           rm.KEPLER_CHANNEL_GROUP_A: (rm.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, (rm.NV01_DEVICE_0,)),
           rm.FERMI_CONTEXT_SHARE_A: (rm.NV_CTXSHARE_ALLOCATION_PARAMETERS, (rm.KEPLER_CHANNEL_GROUP_A,)),
-          rm.AMPERE_CHANNEL_GPFIFO_A: (rm.NV_CHANNEL_ALLOC_PARAMS, (rm.KEPLER_CHANNEL_GROUP_A,)),
-          **{c: (None, (rm.AMPERE_CHANNEL_GPFIFO_A,)) for c in (rm.AMPERE_COMPUTE_A, rm.AMPERE_COMPUTE_B, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_A,
-                                                                 rm.AMPERE_DMA_COPY_B)},
+          **{c: (rm.NV_CHANNEL_ALLOC_PARAMS, (rm.KEPLER_CHANNEL_GROUP_A,)) for c in GPFIFO_CLASSES},
+          **{c: (None, GPFIFO_CLASSES) for c in (rm.AMPERE_COMPUTE_A, rm.AMPERE_COMPUTE_B, rm.ADA_COMPUTE_A, rm.HOPPER_COMPUTE_A,
+                                                 rm.AMPERE_DMA_COPY_A, rm.AMPERE_DMA_COPY_B, rm.HOPPER_DMA_COPY_A)},
           rm.NV01_MEMORY_LOCAL_USER: (rm.NV_MEMORY_ALLOCATION_PARAMS, (rm.NV01_DEVICE_0,))}
 
 class MockNVKernel(HostOS):
@@ -258,7 +261,7 @@ class MockNVKernel(HostOS):
     elif p.hClass == rm.NV01_MEMORY_LOCAL_USER:
       obj.attrs["size"] = args.size
       obj.attrs["backing"] = mmap.mmap(-1, args.size)
-    elif p.hClass == rm.AMPERE_CHANNEL_GPFIFO_A:
+    elif p.hClass in GPFIFO_CLASSES:
       ctx, userd, notifier = (self.objects.get(h) for h in (args.hContextShare, args.hUserdMemory[0], args.hObjectError))
       if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or any(m is None or "va" not in m.attrs for m in (userd, notifier)):
         return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, and host memory for its error notifier and USERD")
@@ -267,7 +270,7 @@ class MockNVKernel(HostOS):
                        notifier.attrs["va"])
       obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)
       obj.gpu.channels[obj.attrs["token"]] = ch
-    elif p.hClass in ENGINE_CLASS_KINDS: parent.attrs["channel"].engines.add(p.hClass)
+    elif p.hClass in ENGINE_CLASS_KINDS and "channel" in parent.attrs: parent.attrs["channel"].engines.add(p.hClass)
     self.objects[handle] = obj
     p.hObjectNew, p.status = handle, rm.NV_OK
 
@@ -291,9 +294,9 @@ class MockNVKernel(HostOS):
     want = {rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
             rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS),
             rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: (rm.NV01_DEVICE_0, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS),
-            rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
+            rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (GPFIFO_CLASSES, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
             rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (rm.KEPLER_CHANNEL_GROUP_A, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)}.get(p.cmd)
-    if want is None or obj is None or obj.cls != want[0] or p.paramsSize != ctypes.sizeof(want[1]):
+    if want is None or obj is None or obj.cls not in (want[0] if isinstance(want[0], tuple) else (want[0],)) or p.paramsSize != ctypes.sizeof(want[1]):
       return self._fail(p, f"RM_CONTROL {p.cmd:#x} on {p.hObject:#x} ({obj.cls if obj else None:}) with {p.paramsSize} bytes is not one the mock serves")
     args = want[1].from_address(p.params)
     if p.cmd == rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO:
@@ -311,7 +314,7 @@ class MockNVKernel(HostOS):
 
   def _map_memory(self, w:rm.nv_ioctl_nvos33_parameters_with_fd):
     p = w.params
-    if (obj := self.objects.get(p.hMemory)) is None or obj.cls != rm.VOLTA_USERMODE_A or obj.parent != p.hDevice:
+    if (obj := self.objects.get(p.hMemory)) is None or obj.cls not in USERMODE_CLASSES or obj.parent != p.hDevice:
       return self._fail(p, f"RM_MAP_MEMORY of {p.hMemory:#x} under {p.hDevice:#x}: the mock maps the usermode registers only")
     if self.fds.get(w.fd, {}).get("kind") != "gpu": return self._fail(p, f"RM_MAP_MEMORY: fd {w.fd} is not an open GPU file")
     self.fds[w.fd]["mapped"] = (obj, p.length)

@@ -59,11 +59,14 @@ class RMChannel:
     self.iface.doorbell[rm.NVC361_NOTIFY_CHANNEL_PENDING // 4] = self.token
     self.iface.os.doorbell_rung()
 
-# the engine classes a channel can bind, newest first: each GPU supports its own generation's (Linux nouveau's GSP-RM tables, by NVIDIA:
-# GA100 AMPERE_COMPUTE_A + AMPERE_DMA_COPY_A, GA10x AMPERE_COMPUTE_B + AMPERE_DMA_COPY_B, AD10x ADA_COMPUTE_A + AMPERE_DMA_COPY_B, all on
-# AMPERE_CHANNEL_GPFIFO_A), whose methods tg uses are the same. Hopper's (HOPPER_CHANNEL_GPFIFO_A, HOPPER_COMPUTE_A, HOPPER_DMA_COPY_A) are
-# not checked against their headers yet
-COMPUTE_CLASSES, COPY_CLASSES = (rm.ADA_COMPUTE_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_COMPUTE_A), (rm.AMPERE_DMA_COPY_B, rm.AMPERE_DMA_COPY_A)
+# the classes tg drives, one set per GPU generation, newest first: (GPFIFO channel, compute, copy, usermode). Each GPU offers its own
+# generation's channel, compute and copy classes (Linux nouveau's GSP-RM tables, by NVIDIA: gh100.c, ad10x.c, ga1xx.c, ga100.c); the
+# methods tg sends them are the same in each (clc56f.h/clc86f.h, clc6c0.h..clcbc0.h, clc6b5.h..clc8b5.h). The usermode doorbell page is
+# VOLTA_USERMODE_A below Hopper and HOPPER_USERMODE_A from it, as RM's own UVM client maps it (nv_gpu_ops.c gpuDeviceMapUsermodeRegion)
+CLASS_SETS = ((rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_COPY_A, rm.HOPPER_USERMODE_A),
+              (rm.AMPERE_CHANNEL_GPFIFO_A, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+              (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+              (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A, rm.VOLTA_USERMODE_A))
 
 class NVRMInterface:
   """one GPU (/dev/nvidia<index>) through RM and UVM: memory, channels, the doorbell"""
@@ -77,8 +80,9 @@ class NVRMInterface:
     self.device = self.alloc_object(self.client, rm.NV01_DEVICE_0, rm.NV0080_ALLOC_PARAMETERS(
       deviceId=index, hClientShare=self.client, vaMode=rm.NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES))
     self.subdevice = self.alloc_object(self.device, rm.NV20_SUBDEVICE_0, rm.NV2080_ALLOC_PARAMETERS())
-    self.channel_classes = self._channel_classes(self.classes())
-    usermode = self.alloc_object(self.subdevice, rm.VOLTA_USERMODE_A, None)
+    self.gpfifo_class, compute, copy, usermode_class = self._class_set(self.classes())
+    self.channel_classes = {"COMPUTE": compute, "COPY": copy}
+    usermode = self.alloc_object(self.subdevice, usermode_class, None)
     self.doorbell = self._map_object(usermode, self.subdevice, rm.USERMODE_SIZE).cast("I")
     self.vaspace = self.alloc_object(self.device, rm.FERMI_VASPACE_A, rm.NV_VASPACE_ALLOCATION_PARAMETERS(
       vaBase=0x1000, vaSize=VA_LIMIT, flags=rm.NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | rm.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED))
@@ -174,7 +178,7 @@ class NVRMInterface:
     params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[self.notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
                                         hContextShare=self.ctxshare, engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS)
     params.hUserdMemory[0], params.userdOffset[0] = self._mems[mem.va][0], round_up(8 * entries, 0x1000)
-    handle = self.alloc_object(self.group, rm.AMPERE_CHANNEL_GPFIFO_A, params)
+    handle = self.alloc_object(self.group, self.gpfifo_class, params)
     self.alloc_object(handle, self.channel_classes[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
     self.channels.append(handle)
@@ -185,13 +189,12 @@ class NVRMInterface:
     buf = (ctypes.c_uint32 * n)()
     self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS(numClasses=n, classList=ctypes.addressof(buf)))
     return set(buf)
-  def _channel_classes(self, have:set[int]) -> dict[str, int]:
-    compute, copy = (next((c for c in want if c in have), None) for want in (COMPUTE_CLASSES, COPY_CLASSES))
-    if compute is None or copy is None or rm.AMPERE_CHANNEL_GPFIFO_A not in have:
+  def _class_set(self, have:set[int]) -> tuple[int, int, int, int]:
+    if (found := next((cs for cs in CLASS_SETS if set(cs[:3]) <= have), None)) is None:
       engines = sorted(hex(c) for c in have if c & 0xff in (0xc0, 0xb5, 0x6f))
-      raise NVDriverError(f"NV:{self.index}: the GPU offers none of the channel, compute and copy classes tg drives (AMPERE_CHANNEL_GPFIFO_A "
-                          f"with {[hex(c) for c in COMPUTE_CLASSES]} and {[hex(c) for c in COPY_CLASSES]}); its engine classes: {engines}")
-    return {"COMPUTE": compute, "COPY": copy}
+      raise NVDriverError(f"NV:{self.index}: the GPU offers none of the channel, compute and copy class sets tg drives "
+                          f"({[[hex(c) for c in cs[:3]] for cs in CLASS_SETS]}); its engine classes: {engines}")
+    return found
   def arch_info(self) -> tuple[int, int]:
     """the GPU's (architecture, implementation) (NV2080_CTRL_CMD_MC_GET_ARCH_INFO)"""
     info = self.control(self.subdevice, rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS())
