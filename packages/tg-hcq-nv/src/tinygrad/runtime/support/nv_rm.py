@@ -14,6 +14,7 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 MAP_FIXED_NOREPLACE, MAP_NORESERVE, PROT_NONE = 0x100000, 0x4000, 0  # linux values; python's mmap module names none of them
 VA_BASE, VA_LIMIT = 0x10_0000_0000, 1 << 40  # our GPU virtual addresses: semaphores and QMDs must lie below 2**40 (nv_methods)
 _next_va = VA_BASE
+_free_vas: dict[int, list[int]] = {}  # span -> ranges freed, taken again before new ones (a long run frees and allocates the same sizes)
 NOTIFICATION_BYTES = 16  # an NvNotification
 _handles = iter(range(0xCF00_0000, 0xD000_0000))
 def _new_handle() -> int: return next(_handles)  # ours to choose; unique in the process, so every client's objects differ too
@@ -138,8 +139,9 @@ class NVRMInterface:
   def _take_va(self, size:int) -> int:
     # one range for the process, as UVM gives a process one VA space that every GPU shares
     global _next_va
-    va, _next_va = _next_va, _next_va + round_up(size, 1 << 16)
-    if _next_va > VA_LIMIT: raise MemoryError(f"NV:{self.index}: the GPU virtual address range below {VA_LIMIT:#x} is used up")
+    if freed := _free_vas.get(span := round_up(size, 1 << 16)): return freed.pop()
+    if _next_va + span > VA_LIMIT: raise MemoryError(f"NV:{self.index}: the GPU virtual address range below {VA_LIMIT:#x} is used up")
+    va, _next_va = _next_va, _next_va + span
     return va
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
     size, view = round_up(max(size, 1), 0x1000), None
@@ -171,6 +173,7 @@ class NVRMInterface:
     self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=buf.va, length=size))
     self.free_object(handle, self.device)
     self.os.munmap(buf.va, size)
+    _free_vas.setdefault(round_up(size, 1 << 16), []).append(buf.va)
 
   # *** channels ***
   def create_channel(self, kind:str, entries:int=1024) -> RMChannel:
