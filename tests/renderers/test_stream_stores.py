@@ -57,6 +57,13 @@ def test_partial_or_unaligned_blocks_do_not_stream():
   ir = render(build(4096, lanes=4, step=4), above=1)  # whole 16-byte blocks at 4*i: not a whole 32-byte vector
   assert "!nontemporal" not in ir and "align 16" in stores(ir)[0] and "align 32" not in ir
 
+def test_only_contiguous_streams_of_blocks_stream():
+  # a trip writes 8 floats but moves on by 16 (half of each 64-byte line) or by 64 (a strided write): lines would go out in pieces
+  assert "!nontemporal" not in render(build(4096, lanes=8, step=16), above=1)
+  assert "!nontemporal" not in render(build(4096, lanes=8, step=64), above=1)
+  ir = render(build(4096, lanes=16, step=16), above=1)  # two whole blocks per trip, then the next two
+  assert sum("!nontemporal" in s for s in stores(ir)) == 16
+
 def test_no_claims_without_a_base_alignment():
   r = LLVMRenderer()
   r.param_align, r.nontemporal_bytes = 0, 1

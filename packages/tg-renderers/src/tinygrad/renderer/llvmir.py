@@ -149,22 +149,42 @@ def address_align(idx:UOp, base_align:int, memo:dict) -> int:
   m = known_multiple(idx.src[1], memo) * idx.src[0].dtype.itemsize
   return base_align if m == 0 else math.gcd(m, base_align)
 
+def loop_step(u:UOp, rng:UOp) -> int|None:
+  """how much u grows per trip of loop rng: the coefficient of rng in u, 0 when u does not depend on it, None when it is not linear in it"""
+  if u is rng: return 1
+  if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.SPECIAL, Ops.RANGE): return 0
+  if u.op is Ops.ADD and None not in (a := loop_step(u.src[0], rng), b := loop_step(u.src[1], rng)): return a + b
+  if u.op is Ops.MUL:
+    for x, c in (u.src, u.src[::-1]):
+      if c.op is Ops.CONST and isinstance(c.arg, int) and (a := loop_step(x, rng)) is not None: return a * c.arg
+  if u.op is Ops.SHL and u.src[1].op is Ops.CONST and (a := loop_step(u.src[0], rng)) is not None: return a << u.src[1].arg
+  if u.op is Ops.CAST and dtypes.is_int(u.dtype) and u.dtype.itemsize >= u.src[0].dtype.itemsize: return loop_step(u.src[0], rng)
+  return 0 if rng not in u.toposort() else None
+
 def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set[UOp]:
   """the stores that bypass the cache: those to an output bigger than `above_bytes` (the last-level cache: a stream that does not fit
-  gains nothing from being cached, and a non-temporal store skips reading each line before it is overwritten), and only where the
-  kernel writes every lane of an aligned STREAM_BLOCK (the vectorizer merges the lanes into one aligned vector store)"""
+  gains nothing from being cached, and a non-temporal store skips reading each line before it is overwritten), and only where each trip
+  of the innermost loop writes every lane of the aligned STREAM_BLOCKs it moves on by (the vectorizer merges the lanes into aligned vector
+  stores, and consecutive trips fill whole cache lines: a scattered non-temporal store writes part of a line to memory on its own)"""
   if not above_bytes or base_align < STREAM_BLOCK: return set()
   memo: dict = {}
-  blocks: dict[tuple, dict[int, UOp]] = defaultdict(dict)
+  loops: list[UOp] = []
+  blocks: dict[tuple, dict[int, UOp]] = defaultdict(dict)  # (buf, base, lanes, block) -> lane -> store
+  steps: dict[tuple, int] = {}  # (buf, base, lanes) -> elements a trip of the innermost loop moves on by
   for u in uops:
-    if u.op is not Ops.STORE or (buf := u.src[0].src[0]).op is not Ops.PARAM or not isinstance(buf.arg.shape, tuple): continue
+    if u.op is Ops.RANGE: loops.append(u)
+    elif u.op is Ops.END: loops.remove(loop_of(u)[0])
+    if u.op is not Ops.STORE or not loops or (buf := u.src[0].src[0]).op is not Ops.PARAM or not isinstance(buf.arg.shape, tuple): continue
     size = buf.dtype.itemsize
     if prod(buf.arg.shape) * size <= above_bytes or STREAM_BLOCK % size: continue
     i, lanes = u.src[0].src[1], STREAM_BLOCK // size
     base, off = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
     if math.gcd(known_multiple(base, memo) * size, base_align) % STREAM_BLOCK: continue  # 0 (a constant index) passes: gcd(0, a) = a
-    blocks[(buf, base, off // lanes)][off % lanes] = u
-  return {u for block in blocks.values() if len(block) == lanes for u in block.values()}
+    if not (step := loop_step(base, loops[-1])) or step % lanes: continue
+    steps[(buf, base, lanes)] = step
+    blocks[(buf, base, lanes, off // lanes)][off % lanes] = u
+  whole = {k for k, lanes_stored in blocks.items() if len(lanes_stored) == k[2]}
+  return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()}
 
 base_rewrite = PatternMatcher([
   # operands: no instruction
