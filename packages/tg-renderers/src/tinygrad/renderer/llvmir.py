@@ -173,13 +173,13 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
   steps: dict[tuple, int] = {}  # (buf, base, lanes) -> elements a trip of the innermost loop moves on by
   for u in uops:
     if u.op is Ops.RANGE: loops.append(u)
-    elif u.op is Ops.END: loops.remove(loop_of(u)[0])
+    elif u.op is Ops.END and (r := loop_of(u)[0]) in loops: loops.remove(r)
     if u.op is not Ops.STORE or not loops or (buf := u.src[0].src[0]).op is not Ops.PARAM or not isinstance(buf.arg.shape, tuple): continue
     size = buf.dtype.itemsize
     if prod(buf.arg.shape) * size <= above_bytes or STREAM_BLOCK % size: continue
     i, lanes = u.src[0].src[1], STREAM_BLOCK // size
     base, off = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
-    if math.gcd(known_multiple(base, memo) * size, base_align) % STREAM_BLOCK: continue  # 0 (a constant index) passes: gcd(0, a) = a
+    if math.gcd(known_multiple(base, memo) * size, base_align) % STREAM_BLOCK: continue
     if not (step := loop_step(base, loops[-1])) or step % lanes: continue
     steps[(buf, base, lanes)] = step
     blocks[(buf, base, lanes, off // lanes)][off % lanes] = u
@@ -277,7 +277,7 @@ class LLVMRenderer(Renderer):
     self.pos = {u: i for i, u in enumerate(uops)}
     self.r: dict[UOp, str] = {}
     self.label = "entry"
-    self.memo: dict = {}
+    self.multiples: dict = {}  # known_multiple's memo for this kernel
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
     allocas: list[str] = []
     body: list[str] = []
@@ -316,7 +316,7 @@ class LLVMRenderer(Renderer):
     """`, align N` for an access through INDEX idx into a global buffer whose address is known to be a multiple of N, when N is more
     than the element's own alignment (what LLVM assumes without it); lets the vectorizer emit aligned vector accesses"""
     if idx.src[0].op is not Ops.PARAM or not self.param_align: return ""
-    n = address_align(idx, self.param_align, self.memo)
+    n = address_align(idx, self.param_align, self.multiples)
     return f", align {n}" if n > idx.src[0].dtype.itemsize else ""
 
   @staticmethod
