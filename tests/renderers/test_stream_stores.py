@@ -64,6 +64,19 @@ def test_only_contiguous_streams_of_blocks_stream():
   ir = render(build(4096, lanes=16, step=16), above=1)  # two whole blocks per trip, then the next two
   assert sum("!nontemporal" in s for s in stores(ir)) == 16
 
+def test_scattered_blocks_do_not_stream():
+  # out[8*perm[i] + k]: whole aligned blocks, but where the next trip writes is not known
+  from tinygrad.uop import Ops
+  n = 4096
+  p = Prog()
+  out, a, perm = p.param(0, dtypes.float32, n), p.param(1, dtypes.float32, n), p.param(2, dtypes.int32, n // 8)
+  i = p.range(n // 8, 0)
+  base = p.alu(Ops.MUL, p.load(perm, i), 8)
+  for k in range(8): p.store(out, base if k == 0 else p.alu(Ops.ADD, base, k), p.load(a, i))
+  p.end(i)
+  ir = render(p, above=1)
+  assert "!nontemporal" not in ir and "align 32" in stores(ir)[0]  # aligned all the same: 8*anything is a multiple of 8
+
 def test_no_claims_without_a_base_alignment():
   r = LLVMRenderer()
   r.param_align, r.nontemporal_bytes = 0, 1
