@@ -25,7 +25,7 @@ def _copies(t:Tensor) -> list[tuple]:
 def test_panel_axis_rule():
   x = (64, 256, 1024)  # (M, N, K), K reduced
   assert panel_axis(x, (1, 256, 1024), (2,)) == 1      # B: varies along N and K, re-read by all 64 rows
-  assert panel_axis(x, (64, 1, 1024), (2,)) is None    # A: not along the output's innermost axis
+  assert panel_axis(x, (64, 1, 1024), (2,)) == 0       # A: along its rows (packed only where B can't be, see below)
   assert panel_axis((8, 256, 1024), (1, 256, 1024), (2,)) is None  # 8 rows re-read it: the copy costs more than it saves
   assert panel_axis((64, 8, 1024), (1, 8, 1024), (2,)) is None     # narrower than one panel
   assert panel_axis(x, (1, 256, 1), (2,)) is None      # does not walk the reduce
@@ -38,8 +38,11 @@ def test_which_operand_and_when():
     w = Tensor.empty(256, 128)                               # a linear layer's weight (out, in): x @ w.T reads w down its rows
     assert _copies(Tensor.empty(32, 128) @ w.T) == [f"E_16_128_{WIDE}"]
     assert _copies(Tensor.empty(8, 1024) @ b) == []          # 8 rows re-read it: the copy costs more than it saves
-    # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads
-    assert _copies(Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))) == []
+    # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads; its weight is packed along the output
+    # channels instead, and the conv's own buffer is channels-last (N, H, W, C) so that those channels are the store's stride-1 axis
+    conv = Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))
+    assert _copies(conv) == [f"E_2_16_3_3_{WIDE}"] and [it.ast.arg.name for it in _kernels(conv)][-2:] == ["r_2_32_32_32", "E_2_32_32_32"]
+    # A of a matmul is not packed along its rows: B (packed) serves the output's innermost axis
   with Context(PACK=1):
     assert _copies(Tensor.empty(1024, 1024) @ b) == [f"E_16_1024_{WIDE}"]  # 2^28 multiply-adds on the CPU
     assert _copies(a @ b) == []  # 2^24: the copy and its schedule cost as much as they save

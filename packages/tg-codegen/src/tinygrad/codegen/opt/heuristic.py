@@ -5,8 +5,8 @@ of a work group, the fastest grid axis is split into work groups, and a reductio
 from __future__ import annotations
 import math, os
 from tinygrad.uop import Ops, AxisType
-from tinygrad.uop.ops import UOp
-from tinygrad.uop.symbolic import _linear
+from tinygrad.uop.ops import UOp, graph_rewrite
+from tinygrad.uop.symbolic import symbolic, _linear
 from tinygrad.helpers import ContextVar, prod
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size
 
@@ -29,7 +29,8 @@ class _Access:
   a branch per lane: it counts double and its lanes never share a vector load"""
   def __init__(self, idx:UOp, gated:bool, itemsize:int=4):
     self.deps, self.itemsize = {u for u in idx.toposort() if u.op is Ops.RANGE}, itemsize
-    lin = _linear(idx)
+    # the AST's index math is as the views built it (a conv window's `(r*60)//1 % 59`): read its strides from the form lowering renders
+    lin = _linear(graph_rewrite(idx, symbolic, name="access"))
     self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
     self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
     self.stride = {b: abs(m) for b, m in lin[0].items() if b.op is Ops.RANGE} if lin is not None else {}
@@ -37,6 +38,10 @@ class _Access:
   def cost(self, tile:dict[UOp, int]) -> int:
     """loads of this access per step of the tile; neighbours share a vector load only in power-of-two groups (3 lanes are 3 loads)"""
     return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit and a & (a-1) == 0 else a for r, a in tile.items() if r in self.deps)
+
+def _always(gate:UOp) -> bool:
+  """the gate simplifies to True (lowering folds it the same way, so the load is a plain one)"""
+  return gate.op is Ops.CONST and gate.arg is True or (g := graph_rewrite(gate, symbolic, name="gate")).op is Ops.CONST and g.arg is True
 
 def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
@@ -46,8 +51,8 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   inner, unit = [], set()
   for u in ast.toposort():
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
-    # a gate that folded to True (padding that the view shrinks away again) gates nothing
-    gated = u.op is Ops.LOAD and len(u.src) == 3 and not (u.src[2].op is Ops.CONST and u.src[2].arg is True)
+    # a gate that folds to True (padding that the view shrinks away again: a conv's window over its padded input) gates nothing
+    gated = u.op is Ops.LOAD and len(u.src) == 3 and not _always(u.src[2])
     a = _Access(u.src[0].src[1], gated, u.src[0].src[0].dtype.itemsize)
     unit |= a.unit
     # a load the innermost loop does not move is hoisted out of it (softmax's row max and sum): lanes sharing it save nothing there
@@ -105,10 +110,12 @@ def reads_packed_panel(ast:UOp) -> bool:
 
 def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
-  its panel's rows are apart in memory"""
+  its panel's rows are apart in memory. Only a load that may be the tile's WIDE operand counts (stride 1 along an output axis that WIDE
+  divides, or an address it can't read): a conv's input read along its rows of 56 is broadcast across the output channels, and 16x8
+  spills there for nothing"""
   red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
   return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES and not _contiguous_panel(a, red)
-             for a in _accesses(ast)[0])
+             and (a.deps - a.stride.keys() or any(r.arg[1] not in REDUCE and size(r) % WIDE == 0 for r in a.unit)) for a in _accesses(ast)[0])
 
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
