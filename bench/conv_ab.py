@@ -1,6 +1,7 @@
 """The suite's conv2d (batch 8, 64->64, 56x56, 3x3, pad 1, fp32) and matmul 1024/2048 against torch in one process, best of `runs`
 realizes each, torch at as many threads as tg's THREADS. Run it alternately with each tree's packages first on PYTHONPATH to A/B two
-trees on a busy machine: the ratios to torch of one process are what compares. Usage: python bench/conv_ab.py [runs] [BEAM]"""
+trees on a busy machine: the ratios to torch of one process are what compares. With CLOCK=cpu the time is the process's CPU time
+(time.process_time), which other processes' load moves less: use it with THREADS=1. Usage: python bench/conv_ab.py [runs] [BEAM]"""
 import os, sys, time
 import numpy as np
 from tinygrad import Tensor
@@ -11,9 +12,10 @@ except ImportError: torch = None
 runs, beam = int(sys.argv[1]) if len(sys.argv) > 1 else 5, int(sys.argv[2]) if len(sys.argv) > 2 else 0
 if torch: torch.set_num_threads(THREADS.value)
 rng = np.random.default_rng(0)
+clock = time.process_time if os.environ.get("CLOCK") == "cpu" else time.perf_counter
 def best(fn):
   fn(); ts = []
-  for _ in range(runs): st = time.perf_counter(); fn(); ts.append(time.perf_counter() - st)
+  for _ in range(runs): st = clock(); fn(); ts.append(clock() - st)
   return min(ts)
 def conv():
   x, w = rng.standard_normal((8, 64, 56, 56), dtype=np.float32), rng.standard_normal((64, 64, 3, 3), dtype=np.float32)

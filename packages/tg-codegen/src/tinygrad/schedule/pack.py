@@ -5,7 +5,13 @@ a whole row: a new cache line per step and, at a power-of-two stride, the same f
 in L1 or L2 between the row tiles that share it (matmul 256-2048 at one thread: the same 4x16 kernel runs 1.3-2.6x faster on a packed
 B, bench/RESULTS.md). Written once into a panel-major copy (j//WIDE, reduce axes..., j%WIDE) by its own kernel, each panel is contiguous
 and the main kernel streams it (codegen/opt/split_ranges.py splits j so the address is affine). The copy costs one read and write of B
-against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy."""
+against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy.
+j is the innermost output axis the operand varies along. Where that is not the output's innermost axis (a direct conv's weight varies
+along the output channels, the output's rows are its pixels), the operand is packed only if no operand of the innermost axis reads or
+can be made to read contiguous panels (the conv's input is read as windows: a copy would grow by the window size, and its channel step
+is a whole image). The reduce then writes a buffer of its own with j innermost (channels-last: LLVM's SLP vectorizer builds the tile's
+vectors from consecutive stores, so j's lanes must be the store's) and its result is a permuted view of that buffer. A direct conv
+b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md)."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
@@ -117,8 +123,8 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
   red = tuple(sorted(red))
   if not (out := [i for i in range(len(x.shape)) if i not in red and x.shape[i] > 1]): return None
   for k, base, aligned in _operands(x):
-    if base in ctx.packed or (j := panel_axis(x.shape, aligned, red)) is None or not _packable(ctx, base, aligned, j, red): continue
-    if j != out[-1] and _vector_axis_served(ctx, x, out[-1], red): continue
+    if base in ctx.packed or (j := panel_axis(x.shape, aligned, red)) is None: continue
+    if (j != out[-1] and _vector_axis_served(ctx, x, out[-1], red)) or not _packable(ctx, base, aligned, j, red): continue
     view = packed(base.reshape(aligned), j, red).reshape(base.shape)
     ctx.packed.add(view)
     if view.shape != x.src[k].shape: view = view.expand(x.src[k].shape)
