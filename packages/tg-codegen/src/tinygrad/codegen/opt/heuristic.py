@@ -66,10 +66,10 @@ def _streams_vectors(ast:UOp, r:UOp) -> bool:
 
 def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
   """the output axes a kernel without a reduction may tile: an axis its store walks with stride 1, or one at least half of its loads
-  don't depend on (a broadcast input, loaded once for all lanes), or one every load that depends on it walks with stride 1 (a transpose:
-  its loads become vectors; a conv's channels-last buffer read back as NCHW, 8x8 tiles, one thread: 2.4 -> 1.2 ms). Otherwise each lane is one more stream through every
-  buffer and the lanes share nothing worth it: conv1's pool backward (5 buffers) tiled 8 channels wide for its one channels-last input
-  ran 4x slower than untiled, tiled 8 images wide (sharing only the bias) 8x"""
+  don't depend on (a broadcast input, loaded once for all lanes), or one every load that depends on it walks with stride 1 (a
+  transpose: its loads become vectors; a conv's channels-last buffer read back as NCHW, one thread: 2.4 -> 1.2 ms). Otherwise each
+  lane is one more stream through every buffer and the lanes share nothing worth it: conv1's pool backward (5 buffers) tiled 8
+  channels wide for its one channels-last input ran 4x slower than untiled, tiled 8 images wide (sharing only the bias) 8x"""
   ax, loads = axes(ast), [u.src[0].src[1] for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
   strided = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
              for r in _Access(u.src[0].src[1], False).strided}
