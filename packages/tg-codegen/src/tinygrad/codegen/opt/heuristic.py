@@ -5,10 +5,10 @@ of a work group, the fastest grid axis is split into work groups, and a reductio
 from __future__ import annotations
 import math, os
 from tinygrad.uop import Ops, AxisType
-from tinygrad.uop.ops import UOp, graph_rewrite
-from tinygrad.uop.symbolic import symbolic, _linear
+from tinygrad.uop.ops import UOp
+from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size, simplified
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 SHARES_PER_THREAD = 4      # shares of a streaming kernel per core, taken by the cores as they come free (runtime/ops_cpu)
@@ -29,8 +29,7 @@ class _Access:
   a branch per lane: it counts double and its lanes never share a vector load"""
   def __init__(self, idx:UOp, gated:bool, itemsize:int=4):
     self.deps, self.itemsize = {u for u in idx.toposort() if u.op is Ops.RANGE}, itemsize
-    # the AST's index math is as the views built it (a conv window's `(r*60)//1 % 59`): read its strides from the form lowering renders
-    lin = _linear(graph_rewrite(idx, symbolic, name="access"))
+    lin = _linear(simplified(idx))
     self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
     self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
     self.stride = {b: abs(m) for b, m in lin[0].items() if b.op is Ops.RANGE} if lin is not None else {}
@@ -41,7 +40,7 @@ class _Access:
 
 def _always(gate:UOp) -> bool:
   """the gate simplifies to True (lowering folds it the same way, so the load is a plain one)"""
-  return gate.op is Ops.CONST and gate.arg is True or (g := graph_rewrite(gate, symbolic, name="gate")).op is Ops.CONST and g.arg is True
+  return (g := simplified(gate)).op is Ops.CONST and g.arg is True
 
 def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.uop.symbolic import symbolic, _linear
-from tinygrad.codegen.opt.kernel import pm_split, ranges, size, _renumber
+from tinygrad.codegen.opt.kernel import pm_split, ranges, size, simplified, _renumber
 from tinygrad.codegen.opt.padding import pad_axis
 
 def _affine(idx:UOp) -> bool:
@@ -15,7 +15,7 @@ def _affine(idx:UOp) -> bool:
 
 def _addresses(ast:UOp) -> list[UOp]:
   """the address of each memory access, simplified: as views build it, a packed conv weight reads `((r*1)//1 + ...)//16`"""
-  return [graph_rewrite(u.src[1], symbolic, name="address") for u in ast.toposort() if u.op is Ops.INDEX and len(u.src) == 2]
+  return [simplified(u.src[1]) for u in ast.toposort() if u.op is Ops.INDEX and len(u.src) == 2]
 
 def affine_addresses(ast:UOp) -> int:
   """memory accesses whose address is an affine function of the ranges (and variables)"""
