@@ -6,7 +6,7 @@ import functools
 from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.helpers import JIT
+from tinygrad.helpers import JIT, Context
 from tinygrad.engine import realize
 from tinygrad.engine.captured import CapturedJit
 
@@ -58,14 +58,17 @@ class TinyJit:
       outs = self.captured(tensors, _var_vals(args, kwargs, tensors))
       return _shaped(self.kind, outs)
     self.cnt += 1
+    # both calls schedule as for a capture: call 2 then finds call 1's schedules in the cache
     if self.cnt == 1:
-      ret = self.fxn(*args, **kwargs)
-      if outs := _outputs(ret): outs[0].realize(*outs[1:])
+      with Context(JIT_CAPTURE=1):
+        ret = self.fxn(*args, **kwargs)
+        if outs := _outputs(ret): outs[0].realize(*outs[1:])
       return ret
     realize.capturing = log = []
     try:
-      ret = self.fxn(*args, **kwargs)
-      if outs := _outputs(ret): outs[0].realize(*outs[1:])
+      with Context(JIT_CAPTURE=1):
+        ret = self.fxn(*args, **kwargs)
+        if outs := _outputs(ret): outs[0].realize(*outs[1:])
     finally: realize.capturing = None
     self.captured, self.kind = CapturedJit(log, tensors, outs), None if ret is None else "tensor" if _is_tensor(ret) else type(ret)
     return ret

@@ -11,7 +11,7 @@ import math
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop.symbolic import symbolic, _linear
-from tinygrad.helpers import ContextVar, all_int, prod
+from tinygrad.helpers import ContextVar, JIT_CAPTURE, all_int, prod
 from tinygrad.dtype import dtypes
 from tinygrad.schedule.indexing import KernelCtx, at, pm_index
 
@@ -21,6 +21,9 @@ MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-rea
 MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize
                     # outside a JIT: this analysis and a second kernel to build) cost as much as the cache misses they save (512: even at one
                     # thread, slower at two)
+MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
+                        # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
+                        # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
 
 def _on_cpu(device) -> bool:
   if PACK.value >= 2: return True
@@ -39,7 +42,7 @@ def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
   already) or o does not build as one kernel"""
   rngs = tuple(UOp.range(s, i, AxisType.LOOP) if s > 1 else UOp.const(dtypes.weakint, 0) for i, s in enumerate(o.shape))
   cont = [c for c in o.toposort() if c.op is Ops.CONTIGUOUS and c._shape is not None and all_int(c.shape)]
-  ctx = KernelCtx({c: UOp.param(-1 - i, c.dtype, (prod(c.shape),)) for i, c in enumerate(cont)}, None, next_axis=len(rngs))
+  ctx = KernelCtx({c: UOp.placeholder(prod(c.shape), c.dtype, -1 - i) for i, c in enumerate(cont)}, None, next_axis=len(rngs))
   try: val = graph_rewrite(at(o, UOp.const(dtypes.bool, True), rngs), pm_index, ctx=ctx, bottom_up=True, name="pack strides")
   except (RuntimeError, ValueError): return None
   ret = []
@@ -84,7 +87,7 @@ def packed(o:UOp, j:int, red:tuple[int, ...]) -> UOp:
 def pack_operand(r:UOp) -> UOp|None:
   x, (op, red) = r.src[0], r.arg
   if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
-  if prod(x.shape) < MIN_WORK and PACK.value < 2: return None
+  if prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else MIN_WORK) and PACK.value < 2: return None
   red = tuple(sorted(red))
   for k, o in enumerate(x.src):
     if o._shape is None or not all_int(o.shape): continue
