@@ -123,8 +123,12 @@ class TensorConvMixin:
     pads = _flat_pads(padding, ks, dils, strides)
     if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]):
       # the input's gradient, a sum of shifted views of the windows' gradient, is written out once: left as a view it fuses into the
-      # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read
-      return _im2col_conv(_grad_written_out(self).pad(pads), weight, bias, groups, ks, strides, dils, dtype)
+      # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read. It is written
+      # channels-last, so that the fold walks the windows' gradient along its rows of (Cin, taps) instead of one row per element
+      # (the MNIST step's conv-2 fold: 2.6-7 -> 1.4-1.6 ms; the pool backward that reads it channels-last, +0.3)
+      last = (0,) + tuple(range(2, self.ndim)) + (1,)
+      x = _grad_written_out(self.permute(last)).permute(tuple(last.index(i) for i in range(self.ndim)))
+      return _im2col_conv(x.pad(pads), weight, bias, groups, ks, strides, dils, dtype)
     # every input element is read once per output channel and tap: through a padded view each read is a gated load (a compare and two
     # selects per lane, no vector loads along a row), so the padded input is written out once and the windows read plain memory
     x = _windows(self.pad(pads).contiguous() if any(pads) else self, ks, strides, dils)  # (N, Cin, *out, *ks)
