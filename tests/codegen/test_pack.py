@@ -8,7 +8,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo, graph_rewrite
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import Context
+from tinygrad.helpers import Context, GlobalCounters
 from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.schedule.pack import panel_axis, WIDE
 from tinygrad.codegen.opt.kernel import axes, size
@@ -185,3 +185,60 @@ def test_conv_gradients_packed(stride, pad, groups):
     dw, dx = _np_conv_grads(x, w, g, stride, pad, groups)
     np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+
+def test_operand_with_a_contiguous_inside_is_packed():
+  # the copy's analysis reads a contiguous() inside the operand as the buffer it will be (a conv's window buffer is one)
+  with Context(PACK=2): assert _copies(Tensor.empty(32, 128) @ (Tensor.empty(256, 128) * 2).contiguous().T) == [f"E_16_128_{WIDE}"]
+
+def _captured_copies(jit) -> list[str]:
+  return [runner[0].name for kind, runner, _, _ in jit.captured.items
+          if kind == "kernel" and runner[0].name.startswith("E_") and runner[0].name.endswith(f"_{WIDE}")]
+
+def test_jit_capture_packs_smaller_matmuls():
+  from tinygrad import TinyJit
+  from tinygrad.schedule.pack import MIN_WORK, MIN_WORK_JIT
+  rng = np.random.default_rng(7)
+  w, small = Tensor(rng.standard_normal((256, 256)).astype(np.float32)), Tensor(rng.standard_normal((32, 32)).astype(np.float32))
+  assert MIN_WORK_JIT <= 64 * 256 * 256 < MIN_WORK and 32 * 32 * 32 < MIN_WORK_JIT
+  @TinyJit
+  def f(x:Tensor, y:Tensor) -> tuple[Tensor, Tensor]: return (x @ w.T).realize(), (y @ small.T).realize()
+  with Context(PACK=2): assert _copies(Tensor.empty(32, 32) @ small.T)  # the rule itself would pack the small one too
+  with Context(PACK=1):
+    assert _copies(Tensor.empty(64, 256) @ w.T) == []  # outside a JIT: below MIN_WORK, not worth its schedule time
+    for i in range(4):
+      x, y = rng.standard_normal((64, 256)).astype(np.float32), rng.standard_normal((32, 32)).astype(np.float32)
+      got = f(Tensor(x), Tensor(y))
+      np.testing.assert_allclose(got[0].numpy(), x @ w.numpy().T, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(got[1].numpy(), y @ small.numpy().T, rtol=1e-4, atol=1e-4)
+    assert _captured_copies(f) == [f"E_16_256_{WIDE}"]  # the 2^22 product is packed, the 2^15 one is not
+    # the schedule cache keys on JIT_CAPTURE: the same graph outside the JIT gets the unpacked schedule again
+    k0 = GlobalCounters.kernel_count
+    (Tensor(x) @ w.T).realize()
+    assert GlobalCounters.kernel_count - k0 == 1
+
+def test_jitted_im2col_conv_step_packed_matches_numpy():
+  # conv 8 -> 16, 3x3 over 13x13 (an 11-wide output row: the im2col form) with its gradients, under TinyJit where the 2^20-2^28
+  # products are packed; numpy's windows give the reference
+  from tinygrad import TinyJit
+  rng = np.random.default_rng(11)
+  wn = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+  w = Tensor(wn, requires_grad=True)
+  @TinyJit
+  def step(x:Tensor, g:Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    out = x.conv2d(w)
+    (out * g).sum().backward()
+    ret = out.realize(), w.grad.realize(), x.grad.realize()
+    w.grad = None
+    return ret
+  with Context(PACK=1):
+    for i in range(4):
+      xn, gn = rng.standard_normal((16, 8, 13, 13)).astype(np.float32), rng.standard_normal((16, 16, 11, 11)).astype(np.float32)
+      out, wg, xg = step(Tensor(xn, requires_grad=True), Tensor(gn))
+      win = np.lib.stride_tricks.sliding_window_view(xn, (3, 3), axis=(2, 3))  # (N, Cin, 11, 11, 3, 3)
+      np.testing.assert_allclose(out.numpy(), np.einsum("ncyxij,ocij->noyx", win, wn), rtol=1e-3, atol=1e-3)
+      np.testing.assert_allclose(wg.numpy(), np.einsum("ncyxij,noyx->ocij", win, gn), rtol=1e-3, atol=1e-3)
+      xref = np.zeros_like(xn)
+      for a in range(3):
+        for b in range(3): xref[:, :, a:a+11, b:b+11] += np.einsum("noyx,oc->ncyx", gn, wn[:, :, a, b])
+      np.testing.assert_allclose(xg.numpy(), xref, rtol=1e-3, atol=1e-3)
+    assert len(_captured_copies(step)) >= 2  # the weight (forward, windows' gradient), the window buffer (weight gradient)

@@ -175,3 +175,19 @@ def test_tinyjit_with_sharded_arguments(devs):
     close(f(Tensor(xs).shard(devs, 0), w), np.maximum(xs @ W, 0).sum(0), rtol=1e-4)
   assert f.captured is not None
   with pytest.raises(ValueError, match="split over its devices"): f(Tensor(X).shard(devs, 1), w)
+
+@pytest.mark.parametrize("axis", [0, None], ids=["batch", "replicated"])
+def test_conv_gradients_with_written_out_gradients(devs, axis):
+  # the im2col conv (a 7-wide output row) makes its windows' and its input's gradients buffers (CONTIGUOUS_BACKWARD): each device
+  # writes its own piece, and the gradients equal the one-device ones
+  xn, wn = RNG.standard_normal((5, 3, 9, 9)).astype(np.float32), RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+  def grads(x:Tensor, w:Tensor):
+    loss = (x.conv2d(w).relu() * 0.5).max_pool2d(2).square().sum()
+    assert any(u.op.name == "CONTIGUOUS_BACKWARD" for u in loss.uop.toposort())
+    loss.backward()
+    return x.grad.numpy(), w.grad.numpy()
+  x1, w1 = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  ref = grads(x1, w1)
+  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
+  got = grads(x.shard(devs, axis), w.shard(devs, None))
+  for g, r in zip(got, ref): np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)

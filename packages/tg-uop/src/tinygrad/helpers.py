@@ -44,6 +44,10 @@ class Context(contextlib.ContextDecorator):
 
 DEBUG, SPEC, NOOPT, BEAM, JIT = ContextVar("DEBUG", 0), ContextVar("SPEC", 0), ContextVar("NOOPT", 0), ContextVar("BEAM", 0), ContextVar("JIT", 1)
 CACHELEVEL, VIZ, TRANSCENDENTAL = ContextVar("CACHELEVEL", 2), ContextVar("VIZ", 0), ContextVar("TRANSCENDENTAL", 1)
+# 1 while TinyJit runs the function it captures (its first two calls): the schedules built then are replayed on every later call, so
+# schedule-time work that makes kernels faster is paid once (schedule/pack.py packs smaller matmuls). A ContextVar, so the schedule
+# cache keys on it: a graph scheduled both inside and outside a capture gets both schedules
+JIT_CAPTURE = ContextVar("JIT_CAPTURE", 0)
 
 # *** small utilities ***
 

@@ -6,7 +6,7 @@ import functools
 from typing import Any, Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.helpers import JIT
+from tinygrad.helpers import JIT, Context
 from tinygrad.engine import realize
 from tinygrad.engine.captured import CapturedJit
 
@@ -51,6 +51,14 @@ class TinyJit:
     """forget the capture: the next call runs the function, the one after captures again"""
     self.captured, self.cnt = None, 0
 
+  def _run(self, args:tuple, kwargs:dict) -> tuple[Any, list]:
+    """the function's result and its tensors, realized; both calls before the capture schedule as for one (JIT_CAPTURE), so call 2
+    finds call 1's schedules in the cache"""
+    with Context(JIT_CAPTURE=1):
+      ret = self.fxn(*args, **kwargs)
+      if outs := _outputs(ret): outs[0].realize(*outs[1:])
+    return ret, outs
+
   def __call__(self, *args, **kwargs) -> Any:
     if JIT.value == 0: return self.fxn(*args, **kwargs)
     tensors = _tensor_args(args, kwargs)
@@ -58,14 +66,9 @@ class TinyJit:
       outs = self.captured(tensors, _var_vals(args, kwargs, tensors))
       return _shaped(self.kind, outs)
     self.cnt += 1
-    if self.cnt == 1:
-      ret = self.fxn(*args, **kwargs)
-      if outs := _outputs(ret): outs[0].realize(*outs[1:])
-      return ret
+    if self.cnt == 1: return self._run(args, kwargs)[0]
     realize.capturing = log = []
-    try:
-      ret = self.fxn(*args, **kwargs)
-      if outs := _outputs(ret): outs[0].realize(*outs[1:])
+    try: ret, outs = self._run(args, kwargs)
     finally: realize.capturing = None
     self.captured, self.kind = CapturedJit(log, tensors, outs), None if ret is None else "tensor" if _is_tensor(ret) else type(ret)
     return ret

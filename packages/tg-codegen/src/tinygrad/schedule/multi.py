@@ -102,7 +102,8 @@ multi_pm = PatternMatcher([
    lambda x, d: UOp.multi([to_device(x, dev) for dev in d.arg], None) if isinstance(d.arg, tuple) and x.op is not Ops.MULTI else None),
   (UPat(GroupOp.ALU, name="u"), _elementwise),
   (UPat(GroupOp.Movement, name="u"), _movement),
-  (UPat((Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.DETACH), src=(UPat(Ops.MULTI, name="m"),), name="u"), _per_piece),
+  (UPat((Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH), src=(UPat(Ops.MULTI, name="m"),), name="u"),
+   _per_piece),
   # in-place writes: each device writes its own piece
   (UPat(Ops.STORE, src=(UPat(Ops.MULTI, name="t"), UPat(name="v"))), _store),
   (UPat(Ops.AFTER, src=(UPat(Ops.MULTI, name="t"),), allow_any_len=True, name="u"), _after),

@@ -17,7 +17,7 @@ import math
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop.symbolic import symbolic, _linear
-from tinygrad.helpers import ContextVar, all_int, prod
+from tinygrad.helpers import ContextVar, JIT_CAPTURE, all_int, prod
 from tinygrad.dtype import dtypes
 from tinygrad.schedule.indexing import KernelCtx, at, pm_index
 
@@ -27,6 +27,9 @@ MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-rea
 MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize
                     # outside a JIT: this analysis and a second kernel to build) cost as much as the cache misses they save (512: even at one
                     # thread, slower at two)
+MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
+                        # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
+                        # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
 
 def _on_cpu(device) -> bool:
   if PACK.value >= 2: return True
@@ -119,7 +122,7 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
   tile's vectors follow its store (LLVM's SLP vectorizer starts from consecutive stores), and the result is a permuted view of it"""
   x, (op, red) = r.src[0], r.arg
   if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
-  if prod(x.shape) < MIN_WORK and PACK.value < 2: return None
+  if prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else MIN_WORK) and PACK.value < 2: return None
   red = tuple(sorted(red))
   if not (out := [i for i in range(len(x.shape)) if i not in red and x.shape[i] > 1]): return None
   for k, base, aligned in _operands(x):
