@@ -62,11 +62,15 @@ def _arg(u:UOp):
   if u.op is Ops.DEFINE_VAR: return u.arg.name
   if u.op is Ops.BUFFER: return (prod(u.arg.shape), u.arg.addrspace is AddrSpace.LOCAL)  # a LOCAL buffer is one per work group
   if u.op is Ops.SPECIAL: return u.arg
+  if u.op is Ops.WMMA:  # the tensor core as data: the emulator computes what its layout says, from any renderer's description
+    tc, e = u.arg
+    return {"name": tc.name, "dims": tc.dims, "threads": tc.threads, "out": tc.dtype_out.name, "elem": e,
+            "frags": [[f.lane_bits, f.elems] for f in (tc.a, tc.b, tc.c)]}
   return None
 
 # what the emulator runs besides the ALU ops (SKIP: structure it steps over)
 _RUNS = SKIP | {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD,
-                Ops.STORE, Ops.CAST, Ops.BITCAST, Ops.BARRIER}
+                Ops.STORE, Ops.CAST, Ops.BITCAST, Ops.BARRIER, Ops.WMMA}
 
 _DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
 
@@ -82,3 +86,21 @@ class PythonRenderer(Renderer):
       if u.op not in python_ops and u.op not in _RUNS: raise RuntimeError(f"PythonRenderer cannot render {u.op} (on {u.dtype}): lower it first")
       if u.dtype not in _DTYPES: raise RuntimeError(f"PythonRenderer has no {u.dtype} values (in {u.op})")
     return json.dumps({"name": name, "uops": [(u.op.name, u.dtype.name, [idx.get(s) for s in u.src], _arg(u)) for u in uops]})
+
+def wmma_warp(desc:dict, lanes:list[list]) -> list[list]:
+  """one tensor-core instruction of a warp: lanes[l] is lane l's sources (its A, B and C fragment elements in order), the result lane
+  l's D fragment. The matrices are put together from the fragments where the layout says each element sits; lanes that hold one element
+  twice must agree (RDNA3's repeated halves), else the kernel laid its fragments out wrong. D = A @ B + C, exact, rounded once"""
+  from tinygrad.codegen.opt.tc import Fragment
+  (n, m, k), frags = desc["dims"], [Fragment(tuple(map(tuple, b)), tuple(map(tuple, e))) for b, e in desc["frags"]]
+  counts = [len(f.elems) for f in frags]
+  mats: list[dict] = [{}, {}, {}]
+  for lane, srcs in enumerate(lanes):
+    vals = [srcs[:counts[0]], srcs[counts[0]:counts[0]+counts[1]], srcs[counts[0]+counts[1]:]]
+    for what, f, mat, vs in zip("ABC", frags, mats, vals):
+      for e, x in enumerate(vs):
+        if mat.setdefault(cell := f.at(lane, e), x) != x and not (x != x and mat[cell] != mat[cell]):
+          raise RuntimeError(f"{desc['name']}: lanes disagree on {what}{list(cell)} ({mat[cell]} and {x} from lane {lane}): the fragments are laid out wrong")
+  a, b, c = mats
+  d = {(i, j): truncate[dtypes.fields()[desc["out"]]](c[i, j] + math.fsum(a[i, q] * b[q, j] for q in range(k))) for i in range(m) for j in range(n)}
+  return [[d[frags[2].at(lane, e)] for e in range(counts[2])] for lane in range(len(lanes))]

@@ -44,11 +44,11 @@ def _with_opts(ast:UOp, opts:tuple[Opt, ...]) -> UOp:
   return ast.replace(arg=KernelInfo(info.name, tuple(opts), info.dont_use_locals))
 
 def _extend(ast:UOp, opts:tuple[Opt, ...], renderer) -> list[tuple[Opt, ...]]:
-  base, nodes = apply_opts(ast, opts), len(ast.toposort())
+  base, nodes = apply_opts(ast, opts, renderer), len(ast.toposort())
   ret = []
   for o in actions(base, renderer):
     if o.op is OptOps.SWAP and opts and opts[-1] == o: continue  # a swap twice is no swap
-    try: new = apply_opts(base, [o])
+    try: new = apply_opts(base, [o], renderer)
     except OptError: continue
     if o.op is OptOps.THREAD or nodes * lanes(new) <= CODE_BUDGET: ret.append(opts + (o,))
   return ret
