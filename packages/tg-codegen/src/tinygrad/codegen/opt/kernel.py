@@ -38,7 +38,7 @@ MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x un
 # a work group: items (LOCAL x GROUP_REDUCE) and LOCAL memory for the partials, limits every renderer with work items meets (OpenCL's
 # minimum local memory is 32 KiB; its local_max here is 256 per dim)
 MAX_GROUP_ITEMS, MAX_SHARED_BYTES = 256, 32 << 10
-_GROUPED = (AxisType.LOCAL, AxisType.GROUP_REDUCE)
+_GROUPED = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)
 
 def ranges(ast:UOp) -> list[UOp]: return sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0])
 def axes(ast:UOp) -> list[UOp]:
@@ -104,7 +104,7 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   return r
 
 def group_items(ast:UOp) -> int:
-  """items of one work group: the product of the LOCAL and GROUP_REDUCE axes"""
+  """items of one work group: the product of the LOCAL, GROUP_REDUCE and (tensor cores') WARP axes"""
   n = 1
   for r in ranges(ast):
     if r.arg[1] in _GROUPED: n *= size(r)

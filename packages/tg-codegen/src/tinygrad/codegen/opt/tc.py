@@ -147,3 +147,14 @@ def apply_tc(ast:UOp, tc:TensorCore, choice:int) -> UOp:
     stores.append(st.substitute(dict(zip((mi, ni), tc.c.index(lane, e)))))
   loops = [r for r in end.src[1:] if r not in (mi, ni)] + [lane]
   return _renumber(ast.replace(src=(UOp(Ops.GROUP, end.dtype, tuple(stores)).end(*loops),)))
+
+def tc_actions(ast:UOp, renderer) -> list:
+  """TC(choice, tensor core) for every (m, n, k) choice of every tensor core the renderer declares that fits the kernel (TC=0: none)"""
+  from tinygrad.codegen.opt.kernel import Opt, OptOps
+  if not TC.value or not (tcs := getattr(renderer, "tensor_cores", ())) or any(r.arg[1] not in (AxisType.LOOP, AxisType.REDUCE) for r in ranges(ast)):
+    return []
+  ret = []
+  for i, tc in enumerate(tcs):
+    try: ret += [Opt(OptOps.TC, c, i) for c in range(len(candidates(ast, tc)))]
+    except TCError: continue
+  return ret
