@@ -38,7 +38,7 @@ class PythonProgram:
     self.wmma: dict[int, list[tuple[int, int]]] = {}
     first: dict[tuple, int] = {}
     for i, (op, _, src, arg, _) in enumerate(self.uops):
-      if op is Ops.WMMA: self.wmma.setdefault(first.setdefault(src, i), []).append((i, arg["elem"]))
+      if op is Ops.WMMA: self.wmma.setdefault(first.setdefault(src, i), []).append((i, arg[2]))
 
   def __call__(self, *bufs:memoryview, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
     if len(bufs) != len(self.params) or len(vals) != len(self.vars):
@@ -72,9 +72,9 @@ class PythonProgram:
 
   def _warps(self, pc:int, srcs:list[list]) -> list[list]:
     """a WMMA: every warp of the group runs the instruction on its lanes' fragments; each item gets its own D elements back"""
-    desc = self.uops[pc][3]
-    if len(srcs) % (t := desc["threads"]): raise RuntimeError(f"kernel {self.name}: {desc['name']} needs whole warps of {t}, the group has {len(srcs)} items")
-    return [d for w in range(0, len(srcs), t) for d in wmma_warp(desc, srcs[w:w+t])]
+    name, t, _ = self.uops[pc][3]
+    if len(srcs) % t: raise RuntimeError(f"kernel {self.name}: {name} needs whole warps of {t}, the group has {len(srcs)} items")
+    return [d for w in range(0, len(srcs), t) for d in wmma_warp(name, srcs[w:w+t])]
 
   @staticmethod
   def _buffer(n:int, dt:DType) -> tuple: return ([dtypes.as_const(0, dt)] * n, None, None)
