@@ -82,7 +82,7 @@ def matmul_of(red:UOp, tc:TensorCore) -> tuple[UOp, UOp, UOp|None]:
     raise TCError(f"{tc.name} accumulates a sum in {tc.dtype_out}, the reduce is {red.arg.name} of {red.dtype}")
   v, gate = red.src[0], None
   if v.op is Ops.WHERE and v.src[2].op is Ops.CONST and v.src[2].arg == 0: gate, v = v.src[0], v.src[1]  # a padded reduce
-  v = _strip_cast(v, tc.dtype_in) if v.op is Ops.CAST and v.src[0].op is Ops.MUL else v
+  if v.op is Ops.CAST and v.src[0].op is Ops.MUL: v = v.src[0]  # a product in dtype_in (checked below) summed in dtype_out
   if v.op is not Ops.MUL: raise TCError(f"{tc.name} runs a sum of products, the reduce sums {v.op.name}")
   a, b = (_strip_cast(s, tc.dtype_in) for s in v.src)
   if a.dtype is not tc.dtype_in or b.dtype is not tc.dtype_in:
