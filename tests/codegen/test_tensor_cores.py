@@ -3,7 +3,7 @@ the emulator's WMMA (its own reading of those tables) against numpy, TC matmuls 
 would more than double the work) equal to numpy with float32 accumulation on the emulator with the PTX and RDNA3 descriptions, every opt
 list BEAM reaches from them too, the heuristic choosing TC first (TC=0: not), the PTX ptxas accepts and the AMDGPU code LLVM compiles,
 and half matmuls on the mock NV and AMD devices end to end."""
-import pathlib, random, sys
+import pathlib, random, re, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, dtypes
@@ -195,6 +195,9 @@ def _tc_kernel(renderer):
 def test_ptx_has_one_mma_per_tile():
   src = _tc_kernel(PTXRenderer("sm_80"))
   assert src.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f") == 1 and src.count("cvt.rn.f16x2.f32") == 6
+  # the accumulators are the mma's C (codegen/opt/tc.py accumulate_in_wmma): no float adds, four distinct C registers
+  c = re.search(r"mma\.sync\S+ \{[^}]*\}, \{[^}]*\}, \{[^}]*\}, \{([^}]*)\};", src)[1].split(", ")
+  assert "add.rn.f32" not in src and len(set(c)) == 4
   assert PTXRenderer("sm_75").tensor_cores == () and PTXRenderer("sm_90").tensor_cores == MMA_M16N8K16
 
 @pytest.mark.skipif(cuda_toolchain.find_tool("ptxas") is None, reason="ptxas is not installed (test_ptx_has_one_mma_per_tile still runs)")
@@ -206,7 +209,7 @@ def test_ptxas_accepts_tc_kernels(arch):
 def test_amdgpu_wmma_compiles_for_rdna3():
   from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler, read_code_object
   src = _tc_kernel(AMDGPURenderer("gfx1100"))
-  assert src.count("call <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16(") == 1
+  assert src.count("call <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16(") == 1 and "fadd float" not in src.split("define internal")[0]
   assert read_code_object(AMDGPUCompiler("gfx1100").compile(src), "mm").elf.machine == 224
   assert AMDGPURenderer("gfx90a").tensor_cores == ()
 

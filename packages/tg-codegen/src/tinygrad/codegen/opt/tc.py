@@ -8,7 +8,7 @@ rewrites a kernel's `REDUCE(ADD, MUL(a, b))` into that instruction, with the sam
   - TC comes first (only LOOP and REDUCE axes in the kernel), there is one store and one reduce.
 The rewrite splits m, n, k into an outer loop and the tile, adds a WARP axis of `threads` lanes, and gives each lane its fragment: A's
 element i of lane l is `a` at (m, k) = tc.a.at(l, i), and so on. The store becomes one store per element of the lane's D fragment, each the
-sum over the outer k of one WMMA node."""
+sum over the outer k of one WMMA node (C zero); once reduces are lowered to accumulators, `accumulate_in_wmma` makes them the C."""
 from __future__ import annotations
 from dataclasses import dataclass
 from tinygrad.uop import Ops, AxisType
@@ -158,3 +158,26 @@ def tc_actions(ast:UOp, renderer) -> list:
     try: ret += [Opt(OptOps.TC, c, i) for c in range(len(candidates(ast, tc)))]
     except TCError: continue
   return ret
+
+def _acc_plus_wmma(u:UOp) -> tuple[UOp, UOp]|None:
+  """(accumulator load, WMMA with zero C) of an ADD(LOAD, WMMA) in either order"""
+  if u.op is not Ops.ADD or len(u.src) != 2: return None
+  w, acc = (u.src[0], u.src[1]) if u.src[0].op is Ops.WMMA else (u.src[1], u.src[0])
+  if w.op is not Ops.WMMA or acc.op is not Ops.LOAD: return None
+  na, nb, _ = w.arg[0].elements
+  return (acc, w) if all(c.op is Ops.CONST and c.arg == 0 for c in w.src[na+nb:]) else None
+
+def accumulate_in_wmma(sink:UOp) -> UOp:
+  """after reduces are lowered: `acc_e = acc_e + WMMA_e(a, b, 0)` for every element e of one instruction -> `acc_e = WMMA_e(a, b, acc)`,
+  the tensor core adding its product to the accumulators (one rounding, no separate adds)"""
+  sums: dict[tuple, dict[int, tuple[UOp, UOp]]] = {}
+  for u in sink.toposort():
+    if (m := _acc_plus_wmma(u)) is not None: sums.setdefault(m[1].src, {})[m[1].arg[1]] = (u, m[0])
+  subs: dict[UOp, UOp] = {}
+  for src, adds in sums.items():
+    w = next(u for u in next(iter(adds.values()))[0].src if u.op is Ops.WMMA)
+    tc, (na, nb, nc) = w.arg[0], w.arg[0].elements
+    if len(adds) != nc: continue  # not every element has its accumulator here: the instruction keeps its zeros
+    accs = tuple(adds[e][1] for e in range(nc))
+    subs.update({add: UOp(Ops.WMMA, tc.dtype_out, (*src[:na+nb], *accs), (tc, e)) for e, (add, _) in adds.items()})
+  return sink.substitute(subs) if subs else sink
