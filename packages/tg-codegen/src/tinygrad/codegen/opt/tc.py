@@ -15,7 +15,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.dtype import DType
 from tinygrad.helpers import ContextVar
-from tinygrad.codegen.opt.kernel import OptError, ranges, pm_split, _renumber
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, ranges, pm_split, _renumber
 from tinygrad.codegen.opt.padding import pad_axis
 
 TC = ContextVar("TC", 1)  # TC=0: the heuristic and BEAM leave tensor cores alone
@@ -148,9 +148,8 @@ def apply_tc(ast:UOp, tc:TensorCore, choice:int) -> UOp:
   loops = [r for r in end.src[1:] if r not in (mi, ni)] + [lane]
   return _renumber(ast.replace(src=(UOp(Ops.GROUP, end.dtype, tuple(stores)).end(*loops),)))
 
-def tc_actions(ast:UOp, renderer) -> list:
+def tc_actions(ast:UOp, renderer) -> list[Opt]:
   """TC(choice, tensor core) for every (m, n, k) choice of every tensor core the renderer declares that fits the kernel (TC=0: none)"""
-  from tinygrad.codegen.opt.kernel import Opt, OptOps
   if not TC.value or not (tcs := getattr(renderer, "tensor_cores", ())) or any(r.arg[1] not in (AxisType.LOOP, AxisType.REDUCE) for r in ranges(ast)):
     return []
   ret = []
