@@ -15,7 +15,7 @@ def check(index:int=0, size:int=4 << 20) -> float:
   sem, cmd = iface.alloc(0x1000, host_visible=True), iface.alloc(0x1000, host_visible=True)
   data = os.urandom(size)
   src.cpu_view()[:] = data
-  words = array.array("I", nv.method(nv.SUBC_COPY, 0, iface.CHANNEL_CLASSES["COPY"]) + nv.copy(vram.va, src.va, size) +
+  words = array.array("I", nv.method(nv.SUBC_COPY, 0, iface.channel_classes["COPY"]) + nv.copy(vram.va, src.va, size) +
                       nv.copy(dst.va, vram.va, size) + nv.sem_release(sem.va, 7))
   cmd.cpu_view()[:4 * len(words)] = words.tobytes()
   ch.gpfifo.cpu_view().cast("I")[0:2] = array.array("I", nv.gpfifo_entry(cmd.va, len(words)))

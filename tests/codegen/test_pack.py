@@ -25,7 +25,7 @@ def _copies(t:Tensor) -> list[tuple]:
 def test_panel_axis_rule():
   x = (64, 256, 1024)  # (M, N, K), K reduced
   assert panel_axis(x, (1, 256, 1024), (2,)) == 1      # B: varies along N and K, re-read by all 64 rows
-  assert panel_axis(x, (64, 1, 1024), (2,)) is None    # A: not along the output's innermost axis
+  assert panel_axis(x, (64, 1, 1024), (2,)) == 0       # A: along its rows (packed only where B can't be, see below)
   assert panel_axis((8, 256, 1024), (1, 256, 1024), (2,)) is None  # 8 rows re-read it: the copy costs more than it saves
   assert panel_axis((64, 8, 1024), (1, 8, 1024), (2,)) is None     # narrower than one panel
   assert panel_axis(x, (1, 256, 1), (2,)) is None      # does not walk the reduce
@@ -38,8 +38,11 @@ def test_which_operand_and_when():
     w = Tensor.empty(256, 128)                               # a linear layer's weight (out, in): x @ w.T reads w down its rows
     assert _copies(Tensor.empty(32, 128) @ w.T) == [f"E_16_128_{WIDE}"]
     assert _copies(Tensor.empty(8, 1024) @ b) == []          # 8 rows re-read it: the copy costs more than it saves
-    # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads
-    assert _copies(Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))) == []
+    # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads; its weight is packed along the output
+    # channels instead, and the conv's own buffer is channels-last (N, H, W, C) so that those channels are the store's stride-1 axis
+    conv = Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))
+    assert _copies(conv) == [f"E_2_16_3_3_{WIDE}"] and [it.ast.arg.name for it in _kernels(conv)][-2:] == ["r_2_32_32_32", "E_2_32_32_32"]
+    # A of a matmul is not packed along its rows: B (packed) serves the output's innermost axis
   with Context(PACK=1):
     assert _copies(Tensor.empty(1024, 1024) @ b) == [f"E_16_1024_{WIDE}"]  # 2^28 multiply-adds on the CPU
     assert _copies(a @ b) == []  # 2^24: the copy and its schedule cost as much as they save
@@ -133,3 +136,52 @@ def test_packed_chain_strided_view_and_ints(device):
     assert len(_copies(t)) == 2
     np.testing.assert_allclose(t.numpy(), (a @ b[:, ::2]) @ c, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal((Tensor(ai, device=device) @ Tensor(bi, device=device)).numpy(), ai @ bi)
+
+def _np_windows(x, kh:int, kw:int, stride:int, pad:int, groups:int):
+  """(N, groups, C/groups, OH, OW, kh, kw): every window of the padded input, a strided numpy view"""
+  x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+  win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+  return win.reshape(x.shape[0], groups, x.shape[1] // groups, *win.shape[2:])
+
+def _np_conv(x, w, stride:int, pad:int, groups:int):
+  win, (co, cg, kh, kw) = _np_windows(x, *w.shape[2:], stride, pad, groups), w.shape
+  return np.einsum("ngcyxij,gocij->ngoyx", win, w.reshape(groups, co // groups, cg, kh, kw)).reshape(x.shape[0], co, *win.shape[3:5])
+
+def _np_conv_grads(x, w, g, stride:int, pad:int, groups:int):
+  """d/dw and d/dx of sum(conv(x, w) * g): each window's share of g times the input, and g times the weight added back onto every
+  input element its window read"""
+  (n, c, h, wd), (co, cg, kh, kw) = x.shape, w.shape
+  gg = g.reshape(n, groups, co // groups, *g.shape[2:])
+  dw = np.einsum("ngcyxij,ngoyx->gocij", _np_windows(x, kh, kw, stride, pad, groups), gg).reshape(w.shape)
+  dxp = np.zeros((n, c, h + 2*pad, wd + 2*pad), np.float32)
+  taps = np.einsum("ngoyx,gocij->ngcyxij", gg, w.reshape(groups, co // groups, cg, kh, kw)).reshape(n, c, *g.shape[2:], kh, kw)
+  oh, ow = g.shape[2:]
+  for i in range(kh):
+    for j in range(kw): dxp[:, :, i:i + stride*(oh-1) + 1:stride, j:j + stride*(ow-1) + 1:stride] += taps[..., i, j]
+  return dw, dxp[:, :, pad:pad + h, pad:pad + wd]
+
+def _conv_case(stride:int, groups:int):
+  """small enough for the emulator, big enough to pack: 16 output channels per group, 16 re-reads of the weight (N x out pixels)"""
+  rng = np.random.default_rng(stride + groups)
+  xs = (1, 4, 6, 6) if stride == 1 else (2, 4, 9, 8)
+  return rng.standard_normal(xs).astype(np.float32), rng.standard_normal((16 * groups, 4 // groups, 3, 3)).astype(np.float32), rng
+
+@pytest.mark.parametrize("stride,pad,groups", [(1, 1, 1), (2, 0, 2)])
+def test_conv_packed_weight_matches_numpy(device, stride, pad, groups):
+  x, w, _ = _conv_case(stride, groups)
+  with Context(PACK=2):
+    out = Tensor(x, device=device).conv2d(Tensor(w, device=device), groups=groups, stride=stride, padding=pad)
+    assert _copies(out)
+    np.testing.assert_allclose(out.numpy(), _np_conv(x, w, stride, pad, groups), rtol=1e-4, atol=1e-4)
+
+@pytest.mark.parametrize("stride,pad,groups", [(1, 1, 1), (2, 0, 2)])
+def test_conv_gradients_packed(stride, pad, groups):
+  """the backward's big reduces (the weight's gradient, the input's) are packed too under PACK=2: their values against numpy"""
+  x, w, rng = _conv_case(stride, groups)
+  g = rng.standard_normal(_np_conv(x, w, stride, pad, groups).shape).astype(np.float32)
+  with Context(PACK=2):
+    tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+    (tx.conv2d(tw, groups=groups, stride=stride, padding=pad) * Tensor(g)).sum().backward()
+    dw, dx = _np_conv_grads(x, w, g, stride, pad, groups)
+    np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)

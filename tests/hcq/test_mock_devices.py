@@ -7,6 +7,7 @@ from tinygrad.helpers import GlobalCounters
 from tinygrad.runtime.support.hcq import DeviceHang
 from tinygrad.runtime.support.hcq_mock import MockGPUError
 from tinygrad.runtime.support.code_object import CodeObject
+from tinygrad.runtime.support.nv_rm_abi import USERD_GP_PUT
 
 ALL = pytest.mark.parametrize("name", ["AMD", "NV"])
 
@@ -108,7 +109,8 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
   # the faulted queue is stopped: later work on it fails at once, naming the fault and where the queue stands, and does not hang
   sig = dev.new_signal()
   dev.compute_queue().signal(sig, 1).submit()
-  where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else "COMPUTE channel: GPGet 1, GPPut 3.*"
+  where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else \
+          r"COMPUTE channel: GPGet 1, GPPut 3.*RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
   with pytest.raises(DeviceHang, match=f"waiting for 1, and no queue can make progress; {where}fault: .*(unknown opcode|not one the encoder)"):
     sig.wait(1)
 
@@ -134,13 +136,28 @@ def test_code_object_round_trip_and_corruption(name):
   with pytest.raises(ValueError, match="not a tg code object"): CodeObject.unpack(b"ELF\x00" + co.pack()[4:])
 
 @ALL
-def test_rings_wrap_around(name):
-  dev = private(name)
+@pytest.mark.parametrize("gpu", ["eager", "lazy"])
+def test_rings_wrap_around(name, gpu, monkeypatch):
+  # small rings (one page: 1024 words; 16 GP entries) go round several times in 1600 submissions alternating between the queues.
+  # "eager": the mock GPU runs at each doorbell. "lazy": it runs only while the host waits, so the host fills a ring and must wait for
+  # room: writing over packets the GPU has not read corrupts the stream
+  from tinygrad.runtime.support.hcq import WAIT, SIGNAL
+  cls = type(Device[name])
+  monkeypatch.setattr(cls, *(("RING_BYTES", 1 << 12) if name == "AMD" else ("GPFIFO_ENTRIES", 16)))
+  dev, n = cls(name), 1600
+  if gpu == "lazy":
+    kernel = dev.iface.os
+    monkeypatch.setattr(kernel, "doorbell_rung", lambda: [g.doorbell_rung() for g in kernel.gpus])  # the GPUs see the doorbell, run later
   sig = dev.new_signal()
-  for v in range(1, 2001):  # past 16384 ring words (AMD) and 1024 GP entries (NV)
-    (dev.copy_queue() if v % 2 else dev.compute_queue()).wait(sig, v - 1).signal(sig, v).submit()
-  sig.wait(2000)
-  assert sig.value == 2000
+  dev.copy_queue().timestamp(dev.new_signal()).submit()  # an odd number of SDMA words ahead: later packets straddle the ring's end
+  cbs = [q.wait(sig, WAIT).signal(sig, SIGNAL).record() for q in (dev.compute_queue(), dev.copy_queue())]
+  for v in range(1, n + 1): dev.submit(("COMPUTE", "COPY")[v % 2], cbs[v % 2], {"hcq_wait": v - 1, "hcq_signal": v})
+  if gpu == "lazy": assert 0 < sig.value < n  # the GPU ran only when the host waited for room in a full ring
+  sig.wait(n)
+  assert sig.value == n
+  if name == "AMD": went = [q.wptr.cpu_view().cast("Q")[0] // (4 if q.kind == "COPY" else 1) // 1024 for q in (dev.compute_ring, dev.sdma_ring)]
+  else: went = [ch.control.cpu_view().cast("I")[USERD_GP_PUT // 4] // 16 for ch in dev.channels.values()]
+  assert min(went) >= 3, went  # every ring went round at least three times
 
 @ALL
 def test_command_pool_wraps_around(name, monkeypatch):
@@ -162,6 +179,15 @@ def test_amdgpu_llvm_renderer_on_the_mock(name):
   progs = [p for (_, dev), p in _runtimes.items() if dev == "AMD:LLVM"]
   co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
   assert co.machine_code and co.uops_json and co.meta["rsrc1"] != 0 and co.meta["kernarg_size"] >= 16
+  assert co.meta["props"] & 0x40f == 0x408  # LLVM's kernel asks for the kernarg pointer alone (bit 3) and runs wave32 (bit 10)
+
+@pytest.mark.parametrize("props, why", [(0x40a, "expects a dispatch pointer in its first user SGPRs"), (0x400, "takes no kernarg segment pointer"),
+                                        (0x00f, "expects a private segment buffer and a dispatch pointer and a queue pointer in its first user SGPRs"),
+                                        (0x008, "is compiled for wave64")])
+def test_amd_kernel_whose_arguments_the_dispatch_would_misplace_is_refused(props, why):
+  # the dispatch loads the kernarg pointer into s0-s1 and runs wave32; a kernel expecting another layout would read garbage on hardware
+  with pytest.raises(RuntimeError, match=f"kernel k {why} \\(kernel_code_properties {props:#x}\\)"):
+    Device["AMD"].runtime("k", CodeObject("k", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "props": props}).pack())
 
 @ALL
 def test_tinyjit_replay_spans_devices_with_a_finalizer(name):
@@ -262,3 +288,40 @@ def test_an_allocation_that_fails_waits_for_memory_freed_behind_queued_work(name
   monkeypatch.setattr(dev.iface, "alloc", out_of_memory_once)
   assert dev.allocator.alloc(64).size >= 64
   assert calls == [False, True]  # the retry came after the freed buffer went back to the driver
+
+# *** memory that lives as long as a program or a TinyJit graph goes back when it dies (deferred like a buffer's free) ***
+
+def driver_bytes(dev) -> int:
+  """bytes of memory the mock kernel driver holds for this device: the driver's own records, not the allocator's"""
+  k = dev.iface.os
+  if dev.device.startswith("AMD"): return sum(r["size"] for r in k.allocs.values() if r["gpu"].gpu_id == dev.iface.gpu_id)
+  return sum(o.attrs["size"] for o in k.objects.values() if "size" in o.attrs and o.gpu is k.gpus[dev.iface.index])
+
+def settled_bytes(dev) -> int:
+  import gc
+  gc.collect()
+  dev.synchronize()  # hands the driver back what was freed behind queued work
+  return driver_bytes(dev)
+
+@ALL
+def test_programs_loaded_and_dropped_give_their_code_memory_back(name):
+  from tinygrad.engine.realize import _runtimes
+  dev, a = Device[name], Tensor(np.arange(37, dtype=np.float32), device=name).realize()
+  held = []
+  for _ in range(6):
+    for key in [k for k in _runtimes if k[1] == name]: del _runtimes[key]  # the compile cache held the program: it is loaded anew
+    np.testing.assert_allclose((a * 3.25 + 1.5).numpy(), np.arange(37) * 3.25 + 1.5)
+    held.append(settled_bytes(dev))
+  assert held[1:] == held[1:2] * 5, held  # each round loads a program and drops the last one: the driver's total stays put
+
+@ALL
+def test_tinyjit_graphs_dropped_give_their_memory_back(name):
+  dev, x = Device[name], Tensor(np.arange(12, dtype=np.float32), device=name).realize()
+  held = []
+  for _ in range(6):
+    step = TinyJit(lambda t: (t * 2 + 1).relu())
+    for _ in range(3): np.testing.assert_allclose(step(x).numpy(), np.arange(12) * 2 + 1)
+    assert step.captured.graph is not None
+    del step
+    held.append(settled_bytes(dev))
+  assert held[1:] == held[1:2] * 5, held  # a graph's kernel arguments and command buffer went back with it

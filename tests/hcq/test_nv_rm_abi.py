@@ -31,6 +31,7 @@ def layout(s) -> tuple: return ctypes.sizeof(s), {name: getattr(s, name).offset 
     "hVASpace": 108, "tag": 116}),
   (rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, 268, {"length": 8, "data": 12}),
   (rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, 2, {"bSkipSubmit": 1}),
+  (rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS, 16, {"numClasses": 0, "classList": 8}),  # an NvU32, then an 8-aligned NvP64
   (rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS, 16, {"implementation": 4, "revision": 8, "subRevision": 12}),  # three NvU32, an NvU8, padding
   (rm.UVM_INITIALIZE_PARAMS, 16, {"rmStatus": 8}),
   (rm.UVM_REGISTER_GPU_PARAMS, 40, {"numaEnabled": 16, "numaNodeId": 20, "rmCtrlFd": 24, "hClient": 28, "hSmcPartRef": 32, "rmStatus": 36}),
@@ -113,3 +114,17 @@ def test_the_hardware_check_script_runs_on_the_mock():
   spec = importlib.util.spec_from_file_location("nv_driver_check", path)
   spec.loader.exec_module(mod := importlib.util.module_from_spec(spec))
   assert mod.check(3, size=1 << 16) >= 0
+
+def test_freed_gpu_address_ranges_are_taken_again():
+  # our GPU virtual addresses come from one range below 2**40 for the process: a long run that frees and allocates buffers of the same
+  # sizes reuses the ranges it freed instead of walking off the end (the mock driver checks UVM ranges and mappings never overlap)
+  from tinygrad.runtime.support import nv_rm
+  from tinygrad.runtime.ops_nv import host_os
+  iface = nv_rm.NVRMInterface(3, host_os())
+  first = [iface.alloc(1 << 20), iface.alloc(5000, host_visible=True)]
+  vas = [b.va for b in first]
+  for b in first: iface.free(b)
+  for _ in range(50):
+    again = [iface.alloc(1 << 20), iface.alloc(5000, host_visible=True)]
+    assert sorted(b.va for b in again) == sorted(vas)
+    for b in again: iface.free(b)

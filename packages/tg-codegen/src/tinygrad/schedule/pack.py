@@ -5,7 +5,13 @@ a whole row: a new cache line per step and, at a power-of-two stride, the same f
 in L1 or L2 between the row tiles that share it (matmul 256-2048 at one thread: the same 4x16 kernel runs 1.3-2.6x faster on a packed
 B, bench/RESULTS.md). Written once into a panel-major copy (j//WIDE, reduce axes..., j%WIDE) by its own kernel, each panel is contiguous
 and the main kernel streams it (codegen/opt/split_ranges.py splits j so the address is affine). The copy costs one read and write of B
-against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy."""
+against M/tile re-reads of it. A j that WIDE does not divide is padded with zeros in the copy.
+j is the innermost output axis the operand varies along. Where that is not the output's innermost axis (a direct conv's weight varies
+along the output channels, the output's rows are its pixels), the operand is packed only if no operand of the innermost axis reads or
+can be made to read contiguous panels (the conv's input is read as windows: a copy would grow by the window size, and its channel step
+is a whole image). The reduce then writes a buffer of its own with j innermost (channels-last: LLVM's SLP vectorizer builds the tile's
+vectors from consecutive stores, so j's lanes must be the store's) and its result is a permuted view of that buffer. A direct conv
+b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md)."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
@@ -28,18 +34,13 @@ def _on_cpu(device) -> bool:
   from tinygrad.device import Device
   return not getattr(Device[device].renderer, "has_local", False)
 
-def _strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
-  # kept on the (hash-consed) node while it lives: the same graph scheduled again costs nothing the second time
-  if "_pack_strides" not in o.__dict__: o.__dict__["_pack_strides"] = _find_strides(o)
-  return o.__dict__["_pack_strides"]
-
 def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
   """per load of o, {axis: stride} of its address, o read at one range per axis, and the elements of the buffers it loads. A
   contiguous() inside o is read as the row-major buffer it will be. None when an address is not affine in the axes (o is a packed view
   already) or o does not build as one kernel"""
   rngs = tuple(UOp.range(s, i, AxisType.LOOP) if s > 1 else UOp.const(dtypes.weakint, 0) for i, s in enumerate(o.shape))
   cont = [c for c in o.toposort() if c.op is Ops.CONTIGUOUS and c._shape is not None and all_int(c.shape)]
-  ctx = KernelCtx({c: UOp.param(-1 - i, c.dtype, (prod(c.shape),)) for i, c in enumerate(cont)}, None, next_axis=len(rngs))
+  ctx = KernelCtx({c: UOp.placeholder(prod(c.shape), c.dtype, -1 - i, device=c.device) for i, c in enumerate(cont)}, None, next_axis=len(rngs))
   try: val = graph_rewrite(at(o, UOp.const(dtypes.bool, True), rngs), pm_index, ctx=ctx, bottom_up=True, name="pack strides")
   except (RuntimeError, ValueError): return None
   ret = []
@@ -53,11 +54,11 @@ def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
   return (ret, sum(sizes)) if all(isinstance(n, int) for n in sizes) else None
 
 def panel_axis(x_shape:tuple, o_shape:tuple, red:tuple[int, ...]) -> int|None:
-  """the output axis the operand is packed along (the innermost output axis of size > 1) when the rule holds, else None. o_shape is
-  aligned to x_shape (size 1 where the operand is broadcast)"""
+  """the output axis the operand is packed along (the innermost output axis it varies along) when the rule holds, else None. o_shape
+  is aligned to x_shape (size 1 where the operand is broadcast)"""
   kept = [i for i in range(len(x_shape)) if i not in red and x_shape[i] > 1]
-  if not kept or not red or any(o_shape[i] != x_shape[i] for i in red): return None
-  j = kept[-1]
+  if not red or any(o_shape[i] != x_shape[i] for i in red) or not (own := [i for i in kept if o_shape[i] > 1]): return None
+  j = own[-1]
   reuse = prod(x_shape[i] for i in kept if o_shape[i] == 1)
   if o_shape[j] < WIDE or reuse < MIN_REUSE: return None
   return j
@@ -81,28 +82,59 @@ def packed(o:UOp, j:int, red:tuple[int, ...]) -> UOp:
   back = back.shrink(tuple((0, o.shape[j]) if i == p else (0, s) for i, s in enumerate(back.shape)))
   return back.permute(tuple(order.index(i) for i in range(n)))
 
-def pack_operand(r:UOp) -> UOp|None:
-  x, (op, red) = r.src[0], r.arg
-  if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
-  if prod(x.shape) < MIN_WORK and PACK.value < 2: return None
-  red = tuple(sorted(red))
+class PackCtx:
+  """what one pass knows: the packed views it made (not analysed again when the rewrite visits the new reduce) and each operand's
+  strides (analysed once per pass however often its reduces are visited)"""
+  def __init__(self): self.packed, self._strides = set(), {}
+  def strides(self, o:UOp) -> tuple[list[dict[int, int]], int]|None:
+    if o not in self._strides: self._strides[o] = _find_strides(o)
+    return self._strides[o]
+
+def _operands(x:UOp):
+  """(position, operand without its broadcast, its shape aligned to x's) for each operand of the product x"""
   for k, o in enumerate(x.src):
     if o._shape is None or not all_int(o.shape): continue
     base = o
     while base.op is Ops.EXPAND: base = base.src[0]
-    if base.__dict__.get("_packed"): continue
-    aligned = (1,) * (len(x.shape) - len(base.shape)) + tuple(base.shape)
-    if (j := panel_axis(x.shape, aligned, red)) is None: continue
-    o1 = base.reshape(aligned)
-    # the copy holds the operand's elements: no more than it reads (a conv's input read as windows would grow by the window size)
-    if (got := _strides(o1)) is None or not got[0] or prod(aligned) > got[1]: continue
-    if not panel_apart(got[0], j, red): continue
-    view = packed(o1, j, red).reshape(base.shape)
-    view.__dict__["_packed"] = True  # the rewrite visits the new reduce too: no analysis of the packed view
-    if view.shape != o.shape: view = view.expand(o.shape)
-    return r.replace(src=(x.replace(src=x.src[:k] + (view,) + x.src[k+1:]),))
+    yield k, base, (1,) * (len(x.shape) - len(base.shape)) + tuple(base.shape)
+
+def _packable(ctx:PackCtx, base:UOp, aligned:tuple, j:int, red:tuple[int, ...]) -> bool:
+  """its loads' panel rows lie apart and a copy holds no more than the operand reads (a conv's input read as windows would grow by
+  the window size)"""
+  got = ctx.strides(base.reshape(aligned))
+  return got is not None and bool(got[0]) and prod(aligned) <= got[1] and panel_apart(got[0], j, red)
+
+def _vector_axis_served(ctx:PackCtx, x:UOp, inner:int, red:tuple[int, ...]) -> bool:
+  """some operand that varies along the output's innermost axis reads it as contiguous panels, or will once packed; or it can't be told"""
+  for _, base, aligned in _operands(x):
+    if aligned[inner] == 1: continue
+    if base in ctx.packed or (got := ctx.strides(base.reshape(aligned))) is None or not panel_apart(got[0], inner, red): return True
+    if panel_axis(x.shape, aligned, red) == inner and prod(aligned) <= got[1]: return True
+  return False
+
+def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
+  """pack the operand of the product whose panels lie apart. Along the output's innermost axis first (matmul's B); along another one
+  only where no operand of the innermost axis can be made to read contiguous panels (a conv: its input read as windows can't be
+  copied, its weight can, along the output channels): then that axis becomes the innermost one of the reduce's own buffer, since the
+  tile's vectors follow its store (LLVM's SLP vectorizer starts from consecutive stores), and the result is a permuted view of it"""
+  x, (op, red) = r.src[0], r.arg
+  if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
+  if prod(x.shape) < MIN_WORK and PACK.value < 2: return None
+  red = tuple(sorted(red))
+  if not (out := [i for i in range(len(x.shape)) if i not in red and x.shape[i] > 1]): return None
+  for k, base, aligned in _operands(x):
+    if base in ctx.packed or (j := panel_axis(x.shape, aligned, red)) is None: continue
+    if (j != out[-1] and _vector_axis_served(ctx, x, out[-1], red)) or not _packable(ctx, base, aligned, j, red): continue
+    view = packed(base.reshape(aligned), j, red).reshape(base.shape)
+    ctx.packed.add(view)
+    if view.shape != x.src[k].shape: view = view.expand(x.src[k].shape)
+    x = x.replace(src=x.src[:k] + (view,) + x.src[k+1:])
+    if j == out[-1]: return r.replace(src=(x,))
+    order = tuple(i for i in range(len(x.shape)) if i != j) + (j,)
+    moved = r.replace(src=(x.permute(order),), arg=(op, tuple(order.index(i) for i in red)))
+    return moved.contiguous().permute(tuple(order.index(i) for i in range(len(x.shape))))
   return None
 
 pm_pack = PatternMatcher([(UPat(Ops.REDUCE_AXIS, name="r"), pack_operand)])
 
-def pack_operands(sink:UOp) -> UOp: return graph_rewrite(sink, pm_pack, name="pack operands") if PACK.value else sink
+def pack_operands(sink:UOp) -> UOp: return graph_rewrite(sink, pm_pack, ctx=PackCtx(), name="pack operands") if PACK.value else sink

@@ -6,9 +6,9 @@ from tinygrad.device import Device, Compiler
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.amdgpu import AMDGPURenderer
 from tinygrad.renderer.tensor_cores import WMMA_RDNA3
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, round_up, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
-from tinygrad.runtime.support.code_object import CodeObject, HEADER
+from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import amd_pm4 as pm4
 from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx
 
@@ -31,15 +31,27 @@ class AMDHCQCompiler(Compiler):
   def __init__(self, arch:str|None=None):
     from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler
     self.amdgpu = AMDGPUCompiler(arch)
-    super().__init__(f"tgco_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)
+    super().__init__(f"tgco2_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)  # 2: the meta has the code properties
   def compile(self, src:str) -> bytes:
     from tinygrad.runtime.compiler_amdgpu import read_code_object
     j = json.loads(src)
     co = read_code_object(self.amdgpu.compile(j["llvm"]), j["name"])
     text = co.elf.content(co.elf.sections[co.elf.symbol(j["name"]).shndx])[co.text_offset:]
     meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
-            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size}
+            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size, "props": co.kd.code_properties}
     return CodeObject(j["name"], bytes(text), j["emu"].encode(), meta).pack()
+
+# the kernel descriptor's kernel_code_properties (LLVM AMDGPUUsage, "Kernel Descriptor"): the user SGPRs a kernel expects, in this order
+# from s0, and its wave size. A dispatch loads only the kernarg pointer, into USER_DATA_0/1 (s0-s1), and runs wave32 (CS_W32_EN)
+USER_SGPRS_FIRST = ((1 << 0, "private segment buffer"), (1 << 1, "dispatch pointer"), (1 << 2, "queue pointer"))
+KERNARG_SEGMENT_PTR, WAVEFRONT_SIZE32 = 1 << 3, 1 << 10
+
+def launch_abi_mismatch(props:int) -> str|None:
+  """why a kernel with these code properties would not find its arguments under our dispatch, or None"""
+  if before := [what for bit, what in USER_SGPRS_FIRST if props & bit]: return f"expects a {' and a '.join(before)} in its first user SGPRs"
+  if not props & KERNARG_SEGMENT_PTR: return "takes no kernarg segment pointer"
+  if not props & WAVEFRONT_SIZE32: return "is compiled for wave64"
+  return None
 
 class AMDProgram(HCQProgram):
   def __init__(self, dev:AMDDevice, name:str, lib:bytes):
@@ -47,18 +59,17 @@ class AMDProgram(HCQProgram):
     if not co.machine_code and not dev.iface.is_mock:
       raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
                          "renderer on hardware")
+    if "props" in co.meta and (why := launch_abi_mismatch(co.meta["props"])):  # the mock runs the UOps and would not notice
+      raise RuntimeError(f"{dev.device}: kernel {name} {why} (kernel_code_properties {co.meta['props']:#x}); the dispatch gives it only the "
+                         "kernarg pointer in s0-s1, as a wave32 kernel")
     if (scratch := co.meta.get("private_segment_size", 0)) > 0:  # spills or a stack: the dispatch would need scratch memory set up
       raise RuntimeError(f"{dev.device}: kernel {name} needs {scratch} bytes of scratch per work-item, and this version sets up no scratch "
                          "memory (COMPUTE_TMPRING_SIZE and the scratch base): simplify the kernel (smaller upcasts) or use another device")
-    self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
-    self.mem.cpu_view()[:len(lib)] = lib
-    super().__init__(dev, name, self.mem.va + HEADER)  # the code starts after the header, 256-byte aligned as COMPUTE_PGM_LO needs
+    super().__init__(dev, name, lib)
     dev.select_ctx.programs[self.addr] = (co.meta.get("rsrc1", 0), co.meta.get("rsrc2", 0))
-  def __del__(self):
-    try: self.dev.select_ctx.programs.pop(self.addr, None)
-    except AttributeError: pass
 
 class AMDDevice(HCQCompiled):
+  RING_BYTES = 1 << 16  # of each queue's ring (KFD takes a power of two from 1 KiB)
   def __init__(self, device:str="AMD"):
     from tinygrad.runtime.support.amd_kfd import KFDInterface
     if mockgpu():
@@ -66,7 +77,7 @@ class AMDDevice(HCQCompiled):
       iface = KFDInterface(Device.parse(device).index, mock_kernel())
     else: iface = KFDInterface(Device.parse(device).index)
     renderer, compiler = Device.renderer_for(device)
-    self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE"), iface.create_queue("COPY")
+    self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE", self.RING_BYTES), iface.create_queue("COPY", self.RING_BYTES)
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
 
   def select_pm(self, kind:str): return pm_pm4 if kind == "COMPUTE" else pm_sdma

@@ -11,12 +11,12 @@ from tinygrad.device import Device, Compiler, CompileError, DeviceError
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.ptx import PTXRenderer
 from tinygrad.renderer.tensor_cores import MMA_M16N8K16
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, round_up, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
-from tinygrad.runtime.support.code_object import CodeObject, HEADER
+from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import nv_methods as nv, nv_rm_abi as rm
 from tinygrad.runtime.support.nv_rm import NVRMInterface, sm_of, sass_runs_on
-from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
+from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields, driver_words, QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS
 from tinygrad.runtime.support.nv_program import program_meta
 
 DRIVER_VERSION = "/proc/driver/nvidia/version"
@@ -57,6 +57,7 @@ class UnavailableCompiler(Compiler):
   def compile(self, src:str) -> bytes: raise CompileError(f"NV kernels unavailable: {self.reason}")
 
 class NVProgram(HCQProgram):
+  code_tail = 0x1000  # the SM prefetches instructions past a kernel's end: upstream tinygrad keeps 4 KiB mapped there against prefetch faults
   def __init__(self, dev:NVDevice, name:str, lib:bytes):
     co = CodeObject.unpack(lib)
     if not dev.iface.is_mock:
@@ -69,14 +70,14 @@ class NVProgram(HCQProgram):
                            "version does not set up: simplify the kernel (smaller upcasts) or use another device")
     # the kernargs block: the QMD, then constant buffer 0 with the parameters where the cubin put them (0x160 on sm_8x, 0x210 on sm_90)
     self.args_offset = QMD_BYTES + co.meta.get("cb0", CBUF0_PARAMS)
-    self.mem = dev.iface.alloc(round_up(len(lib), 256), host_visible=True)
-    self.mem.cpu_view()[:len(lib)] = lib
-    super().__init__(dev, name, self.mem.va + HEADER)
+    super().__init__(dev, name, lib)
+    # SASS_VERSION: the SM as two hex digits (0x86 for sm_86), as upstream tinygrad writes it; 0 for a program for the mock alone
+    sass = (sm // 10) << 4 | sm % 10 if (sm := co.meta.get("sm")) else 0
     dev.select_ctx.programs[self.addr] = program_qmd_fields(registers=co.meta.get("regs", 0), shared=co.meta.get("smem", 0),
-                                                           barriers=co.meta.get("bars", 1))
-  def __del__(self):
-    try: self.dev.select_ctx.programs.pop(self.addr, None)
-    except AttributeError: pass
+                                                           barriers=co.meta.get("bars", 1), sass_version=sass)
+  def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple, global_size:tuple, local_size:tuple):
+    ka.cpu_view()[QMD_BYTES:self.args_offset] = driver_words(self.args_offset - QMD_BYTES, global_size, local_size)
+    super().fill_kernargs(ka, bufs, vals, global_size, local_size)
   def kernargs_size(self, nbufs:int, nvals:int) -> int:
     if (n := super().kernargs_size(nbufs, nvals)) > QMD_BYTES + CBUF0_SIZE:
       raise RuntimeError(f"kernel {self.name}: {nbufs} buffers and {nvals} values do not fit constant buffer 0 ({CBUF0_SIZE} bytes)")
@@ -99,6 +100,7 @@ def host_os():
   return HostOS()
 
 class NVDevice(HCQCompiled):
+  GPFIFO_ENTRIES = 1024  # GP entries of each channel (a power of two)
   def __init__(self, device:str="NV"):
     iface = NVRMInterface((name := Device.parse(device)).index, host_os())
     # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on few others
@@ -113,14 +115,16 @@ class NVDevice(HCQCompiled):
       renderer, compiler = NVPTXRenderer(arch), UnavailableCompiler(str(e))
     if isinstance(compiler, NVPTXCompiler) and compiler.cubin.arch != arch: renderer, compiler = NVPTXRenderer(arch), NVPTXCompiler(arch)
     self.arch = arch
-    self.channels = {kind: iface.create_channel(kind) for kind in ("COMPUTE", "COPY")}
+    self.channels = {kind: iface.create_channel(kind, self.GPFIFO_ENTRIES) for kind in ("COMPUTE", "COPY")}
     iface.schedule()
     super().__init__(device, iface, renderer, compiler, NVProgram, NVSelectCtx())
-    # every channel first binds its engine's object to the subchannel the methods use (SET_OBJECT, method 0)
+    # every channel first binds its engine's object to the subchannel the methods use (SET_OBJECT, method 0); the compute one then
+    # places the shared and local memory windows, where the driver words of constant buffer 0 say they are
     self._setup = iface.alloc(0x1000, host_visible=True)
     for (kind, ch), at in zip(self.channels.items(), (0, 0x800)):
       subc = nv.SUBC_COMPUTE if kind == "COMPUTE" else nv.SUBC_COPY
-      self._push(kind, array.array("I", nv.method(subc, 0, iface.CHANNEL_CLASSES[kind])), self._setup.offset(at, 0x800))
+      words = nv.method(subc, 0, iface.channel_classes[kind]) + (nv.memory_windows() if kind == "COMPUTE" else [])
+      self._push(kind, array.array("I", words), self._setup.offset(at, 0x800))
 
   def select_pm(self, kind:str): return pm_nv
   def queue_states(self) -> list[str]:

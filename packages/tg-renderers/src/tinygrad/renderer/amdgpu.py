@@ -61,6 +61,7 @@ class AMDGPURenderer(LLVMRenderer):
   global_max, local_max = (2**31-1, 2**31-1, 2**31-1), (1024, 1024, 1024)
   kernel_cc = "amdgpu_kernel "
   addrspace = {AddrSpace.GLOBAL: 1, AddrSpace.LOCAL: 3, AddrSpace.REG: 5}
+  param_align = 0  # a view into a GPU buffer may start anywhere, and the HCQ runtime does not check
   code_for_workitem = {"gidx": lambda d: f"call i32 @llvm.amdgcn.workgroup.id.{'xyz'[d]}()",
                        "lidx": lambda d: f"call i32 @llvm.amdgcn.workitem.id.{'xyz'[d]}()"}
   code_for_op = {k: v for k, v in LLVMRenderer.code_for_op.items() if k not in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.MULACC)}

@@ -17,3 +17,29 @@ def host_has_fma() -> bool:
     with open("/proc/cpuinfo") as f: cpuinfo = f.read()
   except OSError: cpuinfo = ""
   return has_fma(platform.machine(), cpuinfo)
+
+# the CPU runtime runs an LLVM kernel only on buffers whose address is a multiple of this (its allocator's mmaps are page aligned; a
+# view at another offset or a foreign pointer runs on an aligned copy), so the renderer may claim it for the base of every buffer
+BUFFER_ALIGN = 64
+DEFAULT_LLC_BYTES = 8 << 20
+
+def parse_cache_size(text:str) -> int|None:
+  """bytes from a sysfs cache size such as '32768K' or '8M'; None if it is not one"""
+  text = text.strip().upper()
+  scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+  digits = text[:-1] if text[-1:] in "KMG" else text
+  return int(digits) * scale if digits.isdigit() else None
+
+@functools.cache
+def host_llc_bytes(root:str="/sys/devices/system/cpu/cpu0/cache") -> int:
+  """the size of the host's last-level data cache (the highest level that holds data), from sysfs; DEFAULT_LLC_BYTES where the OS does not
+  say (another OS, a container without sysfs)"""
+  import pathlib
+  best: tuple[int, int]|None = None  # (level, bytes)
+  try:
+    for d in pathlib.Path(root).glob("index*"):
+      if (d / "type").read_text().strip() not in ("Data", "Unified"): continue
+      level, size = int((d / "level").read_text()), parse_cache_size((d / "size").read_text())
+      if size and (best is None or level > best[0]): best = (level, size)
+  except (OSError, ValueError): best = None
+  return best[1] if best else DEFAULT_LLC_BYTES

@@ -4,6 +4,7 @@ table keyed by op whose rules return a node's instructions (or, for one that nee
 adds rules in front."""
 from __future__ import annotations
 import math, re, struct
+from collections import defaultdict
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher
@@ -13,7 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
-from tinygrad.renderer.host_cpu import host_has_fma
+from tinygrad.renderer.host_cpu import host_has_fma, host_llc_bytes, BUFFER_ALIGN
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
@@ -94,7 +95,7 @@ def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
   if t != ltype(val.dtype):  # to the in-memory form: bool as a byte, float16/bfloat16 as 16 bits
     lines.append(f"  {ctx[x]}.m = zext i1 {v} to i8" if val.dtype is dtypes.bool else f"  {ctx[x]}.m = call i16 {_EMULATED[val.dtype][1]}(float {v})")
     v = f"{ctx[x]}.m"
-  return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}"]
+  return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}{ctx.align_of(idx)}" + (", !nontemporal !{i32 1}" if x in ctx.streamed else "")]
 
 def _nonempty(buf:UOp) -> bool:
   return buf.op in (Ops.PARAM, Ops.BUFFER) and isinstance(buf.arg.shape, tuple) and bool(buf.arg.shape) and prod(buf.arg.shape) > 0
@@ -109,7 +110,8 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   lines = [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
           [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
   val = f"{d}.m" if t != vt or gated else d
-  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}")
+  # the alignment holds for the select's other pointer too: a buffer's base is aligned at least as much as any of its elements
+  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx)}")
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
     lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
@@ -123,6 +125,66 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
   if (fn := ctx.code_for_op.get(x.op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[ctx[s] for s in x.src], dt=x.src[-1].dtype)) is None:
     raise RuntimeError(f"{type(ctx).__name__} cannot render {x.op} on {x.src[-1].dtype} operands: lower it first")
   return _indent(lines) + ([f"  {d} = call float {_EMULATED[x.dtype][2]}(float {d}.u)"] if rounds else [])
+
+# *** what an address is known to be a multiple of, and which stores stream past the cache ***
+
+STREAM_BLOCK = 32  # bytes: one AVX vector. A non-temporal store of less than a whole aligned vector is split into scalar ones
+
+def known_multiple(u:UOp, memo:dict) -> int:
+  """the largest integer known to divide u's value (0 when u is 0), read off its adds, multiplies and shifts by constants; 1 for a
+  loop counter, thread id or variable"""
+  if (m := memo.get(u)) is not None: return m
+  if u.op is Ops.CONST: m = abs(int(u.arg)) if isinstance(u.arg, int) else 1
+  elif u.op is Ops.ADD: m = math.gcd(known_multiple(u.src[0], memo), known_multiple(u.src[1], memo))
+  elif u.op is Ops.MUL: m = known_multiple(u.src[0], memo) * known_multiple(u.src[1], memo)
+  elif u.op is Ops.SHL and u.src[1].op is Ops.CONST: m = known_multiple(u.src[0], memo) << u.src[1].arg
+  elif u.op is Ops.CAST and dtypes.is_int(u.dtype) and dtypes.is_int(u.src[0].dtype) and u.dtype.itemsize >= u.src[0].dtype.itemsize:
+    m = known_multiple(u.src[0], memo)
+  else: m = 1
+  memo[u] = m
+  return m
+
+def address_align(idx:UOp, base_align:int, memo:dict) -> int:
+  """the power of two the byte address of INDEX idx is known to be a multiple of, given its buffer's base alignment"""
+  m = known_multiple(idx.src[1], memo) * idx.src[0].dtype.itemsize
+  return base_align if m == 0 else math.gcd(m, base_align)
+
+def loop_step(u:UOp, rng:UOp) -> int|None:
+  """how much u grows per trip of loop rng: the coefficient of rng in u, 0 when u does not depend on it, None when it is not linear in it"""
+  if u is rng: return 1
+  if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.SPECIAL, Ops.RANGE): return 0
+  if u.op is Ops.ADD and None not in (a := loop_step(u.src[0], rng), b := loop_step(u.src[1], rng)): return a + b
+  if u.op is Ops.MUL:
+    for x, c in (u.src, u.src[::-1]):
+      if c.op is Ops.CONST and isinstance(c.arg, int) and (a := loop_step(x, rng)) is not None: return a * c.arg
+  if u.op is Ops.SHL and u.src[1].op is Ops.CONST and (a := loop_step(u.src[0], rng)) is not None: return a << u.src[1].arg
+  if u.op is Ops.CAST and dtypes.is_int(u.dtype) and u.dtype.itemsize >= u.src[0].dtype.itemsize: return loop_step(u.src[0], rng)
+  return 0 if rng not in u.toposort() else None
+
+def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set[UOp]:
+  """the stores that bypass the cache: those to an output bigger than `above_bytes` (the last-level cache: a stream that does not fit
+  gains nothing from being cached, and a non-temporal store skips reading each line before it is overwritten), and only where each trip
+  of the innermost loop writes every lane of the aligned STREAM_BLOCKs it moves on by (the vectorizer merges the lanes into aligned vector
+  stores, and consecutive trips fill whole cache lines: a scattered non-temporal store writes part of a line to memory on its own)"""
+  if not above_bytes or base_align < STREAM_BLOCK: return set()
+  memo: dict = {}
+  loops: list[UOp] = []
+  blocks: dict[tuple, dict[int, UOp]] = defaultdict(dict)  # (buf, base, lanes, block) -> lane -> store
+  steps: dict[tuple, int] = {}  # (buf, base, lanes) -> elements a trip of the innermost loop moves on by
+  for u in uops:
+    if u.op is Ops.RANGE: loops.append(u)
+    elif u.op is Ops.END and (r := loop_of(u)[0]) in loops: loops.remove(r)
+    if u.op is not Ops.STORE or not loops or (buf := u.src[0].src[0]).op is not Ops.PARAM or not isinstance(buf.arg.shape, tuple): continue
+    size = buf.dtype.itemsize
+    if prod(buf.arg.shape) * size <= above_bytes or STREAM_BLOCK % size: continue
+    i, lanes = u.src[0].src[1], STREAM_BLOCK // size
+    base, off = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
+    if math.gcd(known_multiple(base, memo) * size, base_align) % STREAM_BLOCK: continue
+    if not (step := loop_step(base, loops[-1])) or step % lanes: continue
+    steps[(buf, base, lanes)] = step
+    blocks[(buf, base, lanes, off // lanes)][off % lanes] = u
+  whole = {k for k, lanes_stored in blocks.items() if len(lanes_stored) == k[2]}
+  return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()}
 
 base_rewrite = PatternMatcher([
   # operands: no instruction
@@ -173,6 +235,7 @@ class LLVMRenderer(Renderer):
   kernel_cc: str = ""  # the kernel's calling convention, e.g. "amdgpu_kernel "
   addrspace: dict[AddrSpace, int] = {}  # LLVM address space of each kind of memory, 0 when absent (the CPU's flat memory)
   string_rewrite: PatternMatcher = base_rewrite
+  param_align = BUFFER_ALIGN  # what the runtime guarantees of each buffer's address (0: nothing is claimed)
 
   def __init__(self, arch:str|None=None):
     super().__init__(arch)
@@ -180,6 +243,7 @@ class LLVMRenderer(Renderer):
     # compiles the unfused multiply and add)
     if Ops.MULACC in self.code_for_op and not (arch is None and host_has_fma()):
       self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
+    self.nontemporal_bytes: int|None = host_llc_bytes()  # an output bigger than this is stored past the cache (None: never)
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
     """instructions computing d, or the operand itself when the value types agree"""
@@ -213,6 +277,8 @@ class LLVMRenderer(Renderer):
     self.pos = {u: i for i, u in enumerate(uops)}
     self.r: dict[UOp, str] = {}
     self.label = "entry"
+    self.multiples: dict = {}  # known_multiple's memo for this kernel
+    self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
     allocas: list[str] = []
     body: list[str] = []
     for u in uops:
@@ -232,7 +298,9 @@ class LLVMRenderer(Renderer):
       # loads into vector loads, and a threaded kernel stays scalar (conv2d at THREADS=2 ran 4x slower than at THREADS=1)
       n = thread.src[0].arg if thread.src and thread.src[0].op is Ops.CONST else None
       args.append(f"i32 noundef range(i32 0, {n}) %core_id" if isinstance(n, int) and n > 1 else "i32 %core_id")
-    fn = f'define {self.kernel_cc}void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + "\n  ret void\n}\n"
+    # non-temporal stores are weakly ordered: a full fence makes them visible before the thread reports the kernel done
+    fence = "\n  fence seq_cst" if self.streamed else ""
+    fn = f'define {self.kernel_cc}void @"{name}"({", ".join(args)}) nounwind {{\nentry:\n' + "\n".join(allocas + body) + f"{fence}\n  ret void\n}}\n"
     # declare each llvm intrinsic the kernel calls, with the argument types of the call
     decls = {f"declare {m[1]} {m[2]}({', '.join(a.split()[0] for a in m[3].split(', ') if a)})"
              for m in re.finditer(r"call (\w+) (@llvm\.[\w.]+)\(([^)]*)\)", fn)}
@@ -243,6 +311,13 @@ class LLVMRenderer(Renderer):
     buf = x.src[0] if x.op is Ops.INDEX else x
     space = self.addrspace.get(AddrSpace.GLOBAL if buf.op is Ops.PARAM else buf.arg.addrspace, 0)
     return f"ptr addrspace({space})" if space else "ptr"
+
+  def align_of(self, idx:UOp) -> str:
+    """`, align N` for an access through INDEX idx into a global buffer whose address is known to be a multiple of N, when N is more
+    than the element's own alignment (what LLVM assumes without it); lets the vectorizer emit aligned vector accesses"""
+    if idx.src[0].op is not Ops.PARAM or not self.param_align: return ""
+    n = address_align(idx, self.param_align, self.multiples)
+    return f", align {n}" if n > idx.src[0].dtype.itemsize else ""
 
   @staticmethod
   def elem(idx:UOp) -> str:

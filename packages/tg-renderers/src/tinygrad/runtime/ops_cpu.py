@@ -4,13 +4,15 @@ from __future__ import annotations
 import ctypes, hashlib, mmap, os, pathlib, time
 from tinygrad.device import BufferSpec, LRUAllocator, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
+from tinygrad.renderer.host_cpu import BUFFER_ALIGN
 
 HUGE_PAGE = 2 << 20  # a buffer this big asks for transparent huge pages: a kernel walking it with a stride of rows (matmul's B, a
                      # column per step) touches a new 4 KB page per step and misses the TLB; 2 MB pages cover it with a few entries
 
 class CPUAllocator(LRUAllocator):
-  """anonymous mmaps (page aligned; returned to the OS when dropped from the cache), reused through the LRU cache: a fresh mmap's pages
-  fault on first touch (tens of ms per 64 MB in a VM); the handle is a ctypes byte array over one"""
+  """anonymous mmaps (page aligned: more than the BUFFER_ALIGN that LLVM kernels assume; returned to the OS when dropped from the cache),
+  reused through the LRU cache: a fresh mmap's pages fault on first touch (tens of ms per 64 MB in a VM); the handle is a ctypes byte
+  array over one"""
   def _alloc(self, size:int, options:BufferSpec):
     if options.external_ptr is not None: return (ctypes.c_uint8 * size).from_address(options.external_ptr)
     # private: a shared anonymous map is shmem, which gets no transparent huge pages
@@ -25,9 +27,10 @@ class CPUAllocator(LRUAllocator):
   def _transfer(self, dest, src, nbytes:int, src_dev): ctypes.memmove(dest, src, nbytes)
 
 class CPUProgram:
-  """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped"""
-  def __init__(self, name:str, addr:int, keepalive):
-    self.name, self.addr, self.keepalive, self.fxns = name, addr, keepalive, {}
+  """a kernel at a host address, called through ctypes with buffer pointers then int32 vars; holds what keeps its code mapped.
+  `align`: the byte alignment the kernel assumes of every buffer (LLVM kernels: BUFFER_ALIGN); a buffer that lacks it is run on a copy"""
+  def __init__(self, name:str, addr:int, keepalive, align:int=1):
+    self.name, self.addr, self.keepalive, self.fxns, self.align = name, addr, keepalive, {}, align
   # the CPU renderers' only work item is the share id (a THREAD axis, codegen/opt): global_size[0] > 1 calls the kernel once per id,
   # with the id as a last int32 argument, on up to THREADS threads. ctypes releases the GIL during the call, so python threads use every
   # core. The threads take the next unrun share as they finish one: with more shares than threads, a core that another process slows
@@ -36,7 +39,9 @@ class CPUProgram:
     shares = global_size[0]
     if (fxn := self.fxns.get(key := (len(bufs), len(vals), shares > 1))) is None:
       fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*(len(vals) + (shares > 1)))(self.addr)
-    args = [ctypes.addressof(b) for b in bufs] + list(vals)
+    args = [ctypes.addressof(b) for b in bufs]
+    if any(a % self.align for a in args): return self._on_aligned_copies(bufs, vals, global_size, local_size, wait)
+    args += vals
     st = time.perf_counter()
     if shares > 1:
       from tinygrad.codegen.opt.heuristic import THREADS  # loaded with the first kernel anyway: a plain copy-out does not need it
@@ -50,6 +55,22 @@ class CPUProgram:
       for f in helpers: f.result()
     else: fxn(*args)
     return time.perf_counter() - st if wait else None
+
+  def _on_aligned_copies(self, bufs, vals, global_size, local_size, wait) -> float|None:
+    """run on aligned copies of the buffers that are not aligned (a view at an odd offset, a foreign pointer), then write back the copies
+    the kernel changed. Only outputs change, and the kernel's buffers are noalias (no written bytes shared with another argument), so a
+    write-back never clobbers what another argument holds. One copy per distinct (address, size): an argument passed twice stays one."""
+    keys = [(ctypes.addressof(b), ctypes.sizeof(b)) for b in bufs]
+    copies: dict[tuple[int, int], tuple] = {}
+    for k, b in zip(keys, bufs):
+      if k[0] % self.align and k not in copies:
+        copies[k] = (b, (ctypes.c_uint8 * k[1]).from_buffer(mmap.mmap(-1, max(1, k[1]))))
+        ctypes.memmove(copies[k][1], b, k[1])
+    et = self(*[copies[k][1] if k in copies else b for k, b in zip(keys, bufs)], vals=vals, global_size=global_size, local_size=local_size,
+              wait=wait)
+    for (_, size), (b, c) in copies.items():
+      if size and ctypes.string_at(b, size) != ctypes.string_at(c, size): ctypes.memmove(b, c, size)
+    return et
 
 _pools: dict = {}  # n -> ThreadPoolExecutor; concurrent.futures (and the logging it imports) loads with the first threaded kernel
 # a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own pools
@@ -79,7 +100,8 @@ class LLVMCompiler(Compiler):
   def target_machine(self):
     # the large code model: MCJIT may map code and constants more than 2GB apart
     return self.llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features, opt=2, codemodel="large")
-  def compile(self, src:str) -> bytes:
+  def optimized(self, src:str):
+    """the module of IR src after the pipeline"""
     try:
       mod = self.llvm.parse_assembly(src)
       mod.verify()
@@ -89,7 +111,9 @@ class LLVMCompiler(Compiler):
     pto.slp_vectorization = True  # upcast kernels are straight-line code
     pb = self.llvm.create_pass_builder(self.tm, pto)
     pb.getModulePassManager().run(mod, pb)
-    return self.tm.emit_object(mod)
+    return mod
+  def compile(self, src:str) -> bytes: return self.tm.emit_object(self.optimized(src))
+  def assembly(self, src:str) -> str: return self.tm.emit_assembly(self.optimized(src))
   def load(self, name:str, lib:bytes) -> CPUProgram:
     # one engine per kernel, so kernels of the same name never clash; an engine owns (and frees) the target machine it is given
     return load_object(self.llvm, self.target_machine(), name, lib)
@@ -99,7 +123,7 @@ def load_object(llvm, tm, name:str, lib:bytes) -> CPUProgram:
   engine.add_object_file(llvm.ObjectFileRef.from_data(lib))
   engine.finalize_object()
   if not (addr := engine.get_function_address(name)): raise RuntimeError(f"the object file has no function {name}")
-  return CPUProgram(name, addr, engine)
+  return CPUProgram(name, addr, engine, align=BUFFER_ALIGN)
 
 # *** C: source -> shared object (cached) -> dlopen ***
 

@@ -8,7 +8,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size, simplified
 from tinygrad.codegen.opt.tc import tc_actions
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
@@ -30,7 +30,7 @@ class _Access:
   a branch per lane: it counts double and its lanes never share a vector load"""
   def __init__(self, idx:UOp, gated:bool, itemsize:int=4):
     self.deps, self.itemsize = {u for u in idx.toposort() if u.op is Ops.RANGE}, itemsize
-    lin = _linear(idx)
+    lin = _linear(simplified(idx))
     self.unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None and not gated else set()
     self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
     self.stride = {b: abs(m) for b, m in lin[0].items() if b.op is Ops.RANGE} if lin is not None else {}
@@ -38,6 +38,10 @@ class _Access:
   def cost(self, tile:dict[UOp, int]) -> int:
     """loads of this access per step of the tile; neighbours share a vector load only in power-of-two groups (3 lanes are 3 loads)"""
     return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit and a & (a-1) == 0 else a for r, a in tile.items() if r in self.deps)
+
+def _always(gate:UOp) -> bool:
+  """the gate simplifies to True (lowering folds it the same way, so the load is a plain one)"""
+  return (g := simplified(gate)).op is Ops.CONST and g.arg is True
 
 def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
@@ -47,8 +51,8 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   inner, unit = [], set()
   for u in ast.toposort():
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
-    # a gate that folded to True (padding that the view shrinks away again) gates nothing
-    gated = u.op is Ops.LOAD and len(u.src) == 3 and not (u.src[2].op is Ops.CONST and u.src[2].arg is True)
+    # a gate that folds to True (padding that the view shrinks away again: a conv's window over its padded input) gates nothing
+    gated = u.op is Ops.LOAD and len(u.src) == 3 and not _always(u.src[2])
     a = _Access(u.src[0].src[1], gated, u.src[0].src[0].dtype.itemsize)
     unit |= a.unit
     # a load the innermost loop does not move is hoisted out of it (softmax's row max and sum): lanes sharing it save nothing there
@@ -62,14 +66,17 @@ def _streams_vectors(ast:UOp, r:UOp) -> bool:
 
 def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
   """the output axes a kernel without a reduction may tile: an axis its store walks with stride 1, or one at least half of its loads
-  don't depend on (a broadcast input, loaded once for all lanes). Otherwise each lane is one more stream through every buffer and the
-  lanes share nothing worth it: conv1's pool backward (5 buffers) tiled 8 channels wide for its one channels-last input ran 4x slower
-  than untiled, tiled 8 images wide (sharing only the bias) 8x"""
+  don't depend on (a broadcast input, loaded once for all lanes), or one every load that depends on it walks with stride 1 (a
+  transpose: its loads become vectors; a conv's channels-last buffer read back as NCHW, one thread: 2.4 -> 1.2 ms). Otherwise each
+  lane is one more stream through every buffer and the lanes share nothing worth it: conv1's pool backward (5 buffers) tiled 8
+  channels wide for its one channels-last input ran 4x slower than untiled, tiled 8 images wide (sharing only the bias) 8x"""
   ax, loads = axes(ast), [u.src[0].src[1] for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
   strided = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
              for r in _Access(u.src[0].src[1], False).strided}
-  def shared(r:UOp) -> int: return sum(1 for idx in loads if r not in {v for v in idx.toposort() if v.op is Ops.RANGE})
-  return [i for i in out if ax[i] not in strided or 2 * shared(ax[i]) >= len(loads)]
+  acc = [_Access(idx, False) for idx in loads]
+  def shared(r:UOp) -> int: return sum(1 for a in acc if r not in a.deps)
+  def transposed(r:UOp) -> bool: return any(r in a.unit for a in acc) and all(r in a.unit for a in acc if r in a.deps)
+  return [i for i in out if ax[i] not in strided or 2 * shared(ax[i]) >= len(loads) or transposed(ax[i])]
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
 
@@ -80,6 +87,11 @@ def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[i
   loads"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
+  # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
+  # tile's vectors follow the store (linear 1600->128's weight gradient, both loads stride 1: 16 lanes along the store 2x faster)
+  stored = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
+            for r in _Access(u.src[0].src[1], False).unit}
+  out = sorted(out, key=lambda i: ax[i] not in stored)
   while True:
     best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()})
     for i in out:
@@ -106,10 +118,12 @@ def reads_packed_panel(ast:UOp) -> bool:
 
 def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
-  its panel's rows are apart in memory"""
+  its panel's rows are apart in memory. Only a load that may be the tile's WIDE operand counts (stride 1 along an output axis that WIDE
+  divides, or an address it can't read): a conv's input read along its rows of 56 is broadcast across the output channels, and 16x8
+  spills there for nothing"""
   red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
   return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES and not _contiguous_panel(a, red)
-             for a in _accesses(ast)[0])
+             and (a.deps - a.stride.keys() or any(r.arg[1] not in REDUCE and size(r) % WIDE == 0 for r in a.unit)) for a in _accesses(ast)[0])
 
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only

@@ -10,10 +10,12 @@ stores of the padded indices are gated off and a padded reduce adds its identity
 then the REDUCE axes, in loop order; a split keeps the part that stays splittable at its axis number, so an opt list reads against the
 kernel it is applied to in order."""
 from __future__ import annotations
+import functools
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
+from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.opt.padding import pad_axis
 
 class OptOps(Enum):
@@ -45,6 +47,11 @@ def axes(ast:UOp) -> list[UOp]:
   """the splittable axes: output (LOOP/GLOBAL) then REDUCE ranges, each group in loop order"""
   rs = ranges(ast)
   return [r for r in rs if r.arg[1] in OUTPUT] + [r for r in rs if r.arg[1] in REDUCE]
+@functools.lru_cache(maxsize=1 << 14)
+def simplified(u:UOp) -> UOp:
+  """index math or a gate as lowering will render it: the AST keeps it as the views built it (a conv window's `(r*60)//1 % 59`), and
+  the optimizer reads strides and gates from it many times per kernel"""
+  return graph_rewrite(u, symbolic, name="simplify address")
 def size(r:UOp) -> int|None: return r.src[0].arg if r.src and r.src[0].op is Ops.CONST else None  # None: symbolic or bound-less
 def lanes(ast:UOp) -> int:
   n = 1

@@ -7,20 +7,24 @@ from __future__ import annotations
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.uop.symbolic import symbolic, _linear
-from tinygrad.codegen.opt.kernel import pm_split, ranges, size, _renumber
+from tinygrad.codegen.opt.kernel import pm_split, ranges, size, simplified, _renumber
 from tinygrad.codegen.opt.padding import pad_axis
 
 def _affine(idx:UOp) -> bool:
   return (lin := _linear(idx)) is not None and all(b.op in (Ops.RANGE, Ops.DEFINE_VAR) for b in lin[0])
 
+def _addresses(ast:UOp) -> list[UOp]:
+  """the address of each memory access, simplified: as views build it, a packed conv weight reads `((r*1)//1 + ...)//16`"""
+  return [simplified(u.src[1]) for u in ast.toposort() if u.op is Ops.INDEX and len(u.src) == 2]
+
 def affine_addresses(ast:UOp) -> int:
   """memory accesses whose address is an affine function of the ranges (and variables)"""
-  return sum(1 for u in ast.toposort() if u.op is Ops.INDEX and len(u.src) == 2 and _affine(u.src[1]))
+  return sum(1 for a in _addresses(ast) if _affine(a))
 
 def _divided(ast:UOp) -> list[tuple[UOp, int]]:
   """(range, c) for each `range // c` and `range % c` of a constant-size range longer than c"""
   seen: dict[tuple[UOp, int], None] = {}
-  for u in ast.toposort():
+  for u in UOp.sink(*_addresses(ast)).toposort():
     if u.op not in (Ops.FLOORDIV, Ops.FLOORMOD) or u.src[0].op is not Ops.RANGE or u.src[1].op is not Ops.CONST: continue
     r, c = u.src[0], u.src[1].arg
     if (n := size(r)) is not None and 1 < c < n: seen[(r, c)] = None

@@ -17,6 +17,12 @@ SEM_RELEASE_TIMESTAMP = 1 << 25            # also write the 64-bit clock 8 bytes
 # compute class C6C0
 SET_INLINE_QMD_ADDRESS_A, SET_INLINE_QMD_ADDRESS_B, LOAD_INLINE_QMD_DATA = 0x318, 0x31c, 0x320
 SEND_PCAS_A, SEND_SIGNALING_PCAS2_B, PCAS_ACTION_INVALIDATE_COPY_SCHEDULE = 0x2b4, 0x2c0, 3
+# where generic addresses reach a CTA's shared memory and a thread's local memory: 64-bit window bases (A: bits 48:32, B: 31:0) the
+# compute class takes as SET_SHADER_SHARED_MEMORY_WINDOW_A/B and SET_SHADER_LOCAL_MEMORY_WINDOW_A/B (clc7c0.h and later), set once per
+# channel. The bases are mesa NVK's (nvk_queue.c, Volta and later: shared at 0xfe << 24, local at 0xff << 24, set "unconditionally.
+# Otherwise, the memory window might be in a random place"): the top 32 MiB of the low 4 GiB, far below our allocations
+SET_SHADER_SHARED_MEMORY_WINDOW_A, SET_SHADER_LOCAL_MEMORY_WINDOW_A = 0x2a0, 0x7b0
+SHARED_WINDOW, LOCAL_WINDOW = 0xfe << 24, 0xff << 24
 # copy class C6B5
 LAUNCH_DMA, OFFSET_IN_UPPER, LINE_LENGTH_IN = 0x300, 0x400, 0x418
 # LAUNCH_DMA: DATA_TRANSFER_TYPE NON_PIPELINED (2, bits 1:0), FLUSH_ENABLE (bit 2), SRC/DST_MEMORY_LAYOUT PITCH (bits 7, 8)
@@ -60,6 +66,10 @@ def launch(qmd_addr, qmd_words:list) -> list:
           method(SUBC_COMPUTE, LOAD_INLINE_QMD_DATA, *qmd_words) +
           method(SUBC_COMPUTE, SEND_PCAS_A, lo(qmd_addr >> 8)) +
           method(SUBC_COMPUTE, SEND_SIGNALING_PCAS2_B, PCAS_ACTION_INVALIDATE_COPY_SCHEDULE))
+
+def memory_windows(shared:int=SHARED_WINDOW, local:int=LOCAL_WINDOW) -> list:
+  return (method(SUBC_COMPUTE, SET_SHADER_SHARED_MEMORY_WINDOW_A, hi(shared) & 0x1ffff, lo(shared)) +
+          method(SUBC_COMPUTE, SET_SHADER_LOCAL_MEMORY_WINDOW_A, hi(local) & 0x1ffff, lo(local)))
 
 def copy(dest, src, size) -> list:
   """one pitch-linear line of size bytes: OFFSET_IN_UPPER/LOWER, OFFSET_OUT_UPPER/LOWER, LINE_LENGTH_IN, LAUNCH_DMA"""

@@ -15,10 +15,24 @@ from tinygrad.runtime.support import nv_rm_abi as rm, nv_methods as nv
 from tinygrad.runtime.support.nv_rm import HostOS
 from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, clock_ns, mock_system
 from tinygrad.runtime.support.code_object import CodeObject, HEADER
-from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, WFI
+from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, CB0_NTID, CB0_NCTAID, CB0_SHARED_WINDOW, WFI
+
+_WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A) for i in (0, 4))
 
 GPUS = 4
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
+# the channel, engine and usermode classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
+# (drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/{ga100,ga1xx,ad10x,gh100}.c; usermode as RM's UVM client maps it); the mock serves the
+# list and refuses the others
+ENGINE_CLASSES = {(rm.ARCH_GA100, 0): (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A, rm.VOLTA_USERMODE_A),
+                  rm.ARCH_GA100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+                  rm.ARCH_AD100: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+                  rm.ARCH_GH100: (rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_COPY_A, rm.HOPPER_USERMODE_A)}
+ENGINE_CLASS_KINDS = {c for v in ENGINE_CLASSES.values() for c in v}
+GPFIFO_CLASSES, USERMODE_CLASSES = (rm.AMPERE_CHANNEL_GPFIFO_A, rm.HOPPER_CHANNEL_GPFIFO_A), (rm.VOLTA_USERMODE_A, rm.HOPPER_USERMODE_A)
+_COMMON_CLASSES = (rm.NV01_DEVICE_0, rm.NV20_SUBDEVICE_0, rm.NV01_MEMORY_LOCAL_USER, rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, rm.FERMI_VASPACE_A,
+                   rm.FERMI_CONTEXT_SHARE_A, rm.KEPLER_CHANNEL_GROUP_A)
+def engine_classes() -> tuple[int, ...]: return ENGINE_CLASSES.get(ARCH, ENGINE_CLASSES.get(ARCH[0], ()))
 NV_ERR_INVALID_ARGUMENT, NV_ERR_INVALID_STATE = 0x1F, 0x40  # the statuses the mock reports (its reason is in last_error)
 
 @dataclass
@@ -30,8 +44,9 @@ class RMObject:
 
 class MockChannel:
   """a GPFIFO channel as the GPU sees it: GP entries at a GPU address, GPGet/GPPut in its USERD, the GPPut its last doorbell saw"""
-  def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject):
+  def __init__(self, gpu:MockNVGPU, handle:int, gpfifo:int, entries:int, userd:int, group:RMObject, notifier:int):
     self.gpu, self.handle, self.gpfifo, self.entries, self.userd, self.group = gpu, handle, gpfifo, entries, userd, group
+    self.notifier = notifier  # where RM writes the channel's robust-channel error (an NvNotification)
     self.put_seen, self.pos, self.dead, self.fault = 0, 0, False, ""  # a channel that faulted is dead (RM's robust-channel recovery)
     self.engines: set[int] = set()          # engine classes allocated on the channel
     self.bound: dict[int, int] = {}         # subchannel -> class, from SET_OBJECT
@@ -66,6 +81,8 @@ class MockNVGPU:
           while ch.pending() and self._step(ch): moved = ran = True
         except MockGPUError as e:
           ch.dead, ch.fault = True, str(e)
+          # as RM reports it: the error in the notifier, Xid 31 for an MMU fault, else 13 (graphics engine exception), status set
+          self.mem.write(ch.notifier + rm.NOTIFIERS_RC * 16, "<QIHH", clock_ns(), 31 if "page fault" in ch.fault else 13, 0, 0xFFFF)
           raise
     return ran
 
@@ -106,12 +123,13 @@ class MockNVGPU:
     elif subc == 0 and mthd in (nv.SEM_ADDR_LO, nv.SEM_ADDR_HI, nv.SEM_PAYLOAD_LO, nv.SEM_PAYLOAD_HI): pass
     elif subc == nv.SUBC_COMPUTE and nv.LOAD_INLINE_QMD_DATA <= mthd < nv.LOAD_INLINE_QMD_DATA + 4 * nv.QMD_WORDS:
       ch.inline_qmd[(mthd - nv.LOAD_INLINE_QMD_DATA) // 4] = d
-    elif subc == nv.SUBC_COMPUTE and mthd in (nv.SET_INLINE_QMD_ADDRESS_A, nv.SET_INLINE_QMD_ADDRESS_B, nv.SEND_PCAS_A): pass
+    elif subc == nv.SUBC_COMPUTE and mthd in (nv.SET_INLINE_QMD_ADDRESS_A, nv.SET_INLINE_QMD_ADDRESS_B, nv.SEND_PCAS_A, *_WINDOW_METHODS): pass
     elif subc == nv.SUBC_COMPUTE and mthd == nv.SEND_SIGNALING_PCAS2_B:
       if d & 0xf != nv.PCAS_ACTION_INVALIDATE_COPY_SCHEDULE: raise MockGPUError(f"NV PCAS action {d & 0xf} is not emitted by the encoder")
       inline = (r(nv.SET_INLINE_QMD_ADDRESS_A) << 32 | r(nv.SET_INLINE_QMD_ADDRESS_B)) << 8
       self.mem.write(inline, f"<{nv.QMD_WORDS}I", *ch.inline_qmd)  # the inline load lands in memory, where PCAS finds it
-      self._launch(list(self.mem.read(r(nv.SEND_PCAS_A) << 8, f"<{nv.QMD_WORDS}I")))
+      windows = tuple(r(m) << 32 | r(m + 4) for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A))
+      self._launch(list(self.mem.read(r(nv.SEND_PCAS_A) << 8, f"<{nv.QMD_WORDS}I")), windows)
     elif subc == nv.SUBC_COPY and mthd == nv.LAUNCH_DMA:
       if d != nv.LAUNCH_DMA_COPY: raise MockGPUError(f"NV LAUNCH_DMA {d:#x} is not the pitch-linear copy the encoder emits")
       src = (r(nv.OFFSET_IN_UPPER) & 0x1ffff) << 32 | r(nv.OFFSET_IN_UPPER + 4)
@@ -122,13 +140,19 @@ class MockNVGPU:
                                            nv.LINE_LENGTH_IN): pass
     else: raise MockGPUError(f"NV:{self.index}: method {mthd:#x} on subchannel {subc} is not one the encoder emits")
 
-  def _launch(self, q:list[int]):
+  def _launch(self, q:list[int], windows:tuple[int, int]):
     f = lambda name: nv.qmd_field(q, name)
     if f("qmd_major_version") != 3 or not f("constant_buffer_valid0"): raise MockGPUError("NV QMD is not a V03 QMD with constant buffer 0")
     cbuf = f("constant_buffer_addr_upper0") << 32 | f("constant_buffer_addr_lower0")
     program = f("program_address_upper") << 32 | f("program_address_lower")
     grid = (f("cta_raster_width"), f("cta_raster_height"), f("cta_raster_depth"))
     block = (f("cta_thread_dimension0"), f("cta_thread_dimension1"), f("cta_thread_dimension2"))
+    # what ptxas-made code reads from constant buffer 0 must be this launch's: the block, the grid, the windows the channel set
+    want = {"%ntid": block, "%nctaid": grid, "the shared and local memory windows": windows}
+    got = {"%ntid": self.mem.read(cbuf + CB0_NTID, "<3I"), "%nctaid": self.mem.read(cbuf + CB0_NCTAID, "<3I"),
+           "the shared and local memory windows": self.mem.read(cbuf + CB0_SHARED_WINDOW, "<2Q")}
+    if bad := [f"{k} is {tuple(got[k])}, the launch's is {v}" for k, v in want.items() if tuple(got[k]) != v]:
+      raise MockGPUError(f"NV:{self.index}: constant buffer 0 at {cbuf:#x}: {'; '.join(bad)}")
     self.launches.launch(program, cbuf + self._check_program(program, f), grid, block)
 
   def _check_program(self, program:int, f) -> int:
@@ -147,12 +171,14 @@ class MockNVGPU:
 
 # what RM_ALLOC accepts: each class's parameter structure (None: none) and the classes of the parents it may have
 _ALLOC = {rm.NV01_ROOT_CLIENT: (None, (None,)), rm.NV01_DEVICE_0: (rm.NV0080_ALLOC_PARAMETERS, (rm.NV01_ROOT_CLIENT,)),
-          rm.NV20_SUBDEVICE_0: (rm.NV2080_ALLOC_PARAMETERS, (rm.NV01_DEVICE_0,)), rm.VOLTA_USERMODE_A: (None, (rm.NV20_SUBDEVICE_0,)),
+          rm.NV20_SUBDEVICE_0: (rm.NV2080_ALLOC_PARAMETERS, (rm.NV01_DEVICE_0,)),
+          **{c: (None, (rm.NV20_SUBDEVICE_0,)) for c in USERMODE_CLASSES},
           rm.FERMI_VASPACE_A: (rm.NV_VASPACE_ALLOCATION_PARAMETERS, (rm.NV01_DEVICE_0,)),
           rm.KEPLER_CHANNEL_GROUP_A: (rm.NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, (rm.NV01_DEVICE_0,)),
           rm.FERMI_CONTEXT_SHARE_A: (rm.NV_CTXSHARE_ALLOCATION_PARAMETERS, (rm.KEPLER_CHANNEL_GROUP_A,)),
-          rm.AMPERE_CHANNEL_GPFIFO_A: (rm.NV_CHANNEL_ALLOC_PARAMS, (rm.KEPLER_CHANNEL_GROUP_A,)),
-          rm.AMPERE_COMPUTE_A: (None, (rm.AMPERE_CHANNEL_GPFIFO_A,)), rm.AMPERE_DMA_COPY_A: (None, (rm.AMPERE_CHANNEL_GPFIFO_A,)),
+          **{c: (rm.NV_CHANNEL_ALLOC_PARAMS, (rm.KEPLER_CHANNEL_GROUP_A,)) for c in GPFIFO_CLASSES},
+          **{c: (None, GPFIFO_CLASSES) for c in (rm.AMPERE_COMPUTE_A, rm.AMPERE_COMPUTE_B, rm.ADA_COMPUTE_A, rm.HOPPER_COMPUTE_A,
+                                                 rm.AMPERE_DMA_COPY_A, rm.AMPERE_DMA_COPY_B, rm.HOPPER_DMA_COPY_A)},
           rm.NV01_MEMORY_LOCAL_USER: (rm.NV_MEMORY_ALLOCATION_PARAMS, (rm.NV01_DEVICE_0,))}
 
 class MockNVKernel(HostOS):
@@ -224,6 +250,8 @@ class MockNVKernel(HostOS):
     if p.paramsSize != (ctypes.sizeof(pcls) if pcls else 0):
       return self._fail(p, f"RM_ALLOC: class {p.hClass:#x} takes {ctypes.sizeof(pcls) if pcls else 0} parameter bytes, got {p.paramsSize}")
     if p.hObjectNew in self.objects: return self._fail(p, f"RM_ALLOC: handle {p.hObjectNew:#x} is taken")
+    if p.hClass in ENGINE_CLASS_KINDS and p.hClass not in engine_classes():
+      return self._fail(p, f"RM_ALLOC: class {p.hClass:#x} is not one this GPU offers ({[hex(c) for c in engine_classes()]})")
     args = pcls.from_address(p.pAllocParms) if pcls else None
     handle = p.hObjectNew or next(self._handles)
     obj = RMObject(p.hClass, p.hObjectParent, parent.gpu if parent else None)
@@ -233,15 +261,16 @@ class MockNVKernel(HostOS):
     elif p.hClass == rm.NV01_MEMORY_LOCAL_USER:
       obj.attrs["size"] = args.size
       obj.attrs["backing"] = mmap.mmap(-1, args.size)
-    elif p.hClass == rm.AMPERE_CHANNEL_GPFIFO_A:
-      ctx, userd = self.objects.get(args.hContextShare), self.objects.get(args.hUserdMemory[0])
-      if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or self.objects.get(args.hObjectError) is None or userd is None or "va" not in userd.attrs:
-        return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, an error notifier and host USERD memory")
+    elif p.hClass in GPFIFO_CLASSES:
+      ctx, userd, notifier = (self.objects.get(h) for h in (args.hContextShare, args.hUserdMemory[0], args.hObjectError))
+      if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or any(m is None or "va" not in m.attrs for m in (userd, notifier)):
+        return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, and host memory for its error notifier and USERD")
       if args.gpFifoEntries & (args.gpFifoEntries - 1): return self._fail(p, f"RM_ALLOC: {args.gpFifoEntries} GP entries is not a power of two")
-      ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent)
+      ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent,
+                       notifier.attrs["va"])
       obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)
       obj.gpu.channels[obj.attrs["token"]] = ch
-    elif p.hClass in (rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A): parent.attrs["channel"].engines.add(p.hClass)
+    elif p.hClass in ENGINE_CLASS_KINDS and "channel" in parent.attrs: parent.attrs["channel"].engines.add(p.hClass)
     self.objects[handle] = obj
     p.hObjectNew, p.status = handle, rm.NV_OK
 
@@ -264,22 +293,28 @@ class MockNVKernel(HostOS):
     obj = self.objects.get(p.hObject)
     want = {rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_GPU_GET_GID_INFO_PARAMS),
             rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: (rm.NV20_SUBDEVICE_0, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS),
-            rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (rm.AMPERE_CHANNEL_GPFIFO_A, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
+            rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST: (rm.NV01_DEVICE_0, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS),
+            rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: (GPFIFO_CLASSES, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS),
             rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE: (rm.KEPLER_CHANNEL_GROUP_A, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS)}.get(p.cmd)
-    if want is None or obj is None or obj.cls != want[0] or p.paramsSize != ctypes.sizeof(want[1]):
+    if want is None or obj is None or obj.cls not in (want[0] if isinstance(want[0], tuple) else (want[0],)) or p.paramsSize != ctypes.sizeof(want[1]):
       return self._fail(p, f"RM_CONTROL {p.cmd:#x} on {p.hObject:#x} ({obj.cls if obj else None:}) with {p.paramsSize} bytes is not one the mock serves")
     args = want[1].from_address(p.params)
     if p.cmd == rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO:
       args.length = 16
       args.data[:16] = list(obj.gpu.uuid)
     elif p.cmd == rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO: args.architecture, args.implementation = ARCH
+    elif p.cmd == rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST:
+      classes = _COMMON_CLASSES + engine_classes()
+      if args.classList and args.numClasses < len(classes): return self._fail(p, f"GET_CLASSLIST: {args.numClasses} entries for {len(classes)} classes")
+      if args.classList: (ctypes.c_uint32 * len(classes)).from_address(args.classList)[:] = list(classes)
+      args.numClasses = len(classes)
     elif p.cmd == rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN: args.workSubmitToken = obj.attrs["token"]
     else: obj.attrs["scheduled"] = bool(args.bEnable)
     p.status = rm.NV_OK
 
   def _map_memory(self, w:rm.nv_ioctl_nvos33_parameters_with_fd):
     p = w.params
-    if (obj := self.objects.get(p.hMemory)) is None or obj.cls != rm.VOLTA_USERMODE_A or obj.parent != p.hDevice:
+    if (obj := self.objects.get(p.hMemory)) is None or obj.cls not in USERMODE_CLASSES or obj.parent != p.hDevice:
       return self._fail(p, f"RM_MAP_MEMORY of {p.hMemory:#x} under {p.hDevice:#x}: the mock maps the usermode registers only")
     if self.fds.get(w.fd, {}).get("kind") != "gpu": return self._fail(p, f"RM_MAP_MEMORY: fd {w.fd} is not an open GPU file")
     self.fds[w.fd]["mapped"] = (obj, p.length)

@@ -4,7 +4,7 @@ compute and a copy-engine object each, the usermode doorbell page), and memory m
 the CPU through UVM (/dev/nvidia-uvm). The host OS beneath (files, ioctls, mappings) is `HostOS`; under MOCKGPU=1 the mock kernel
 driver (nv_mock.py) stands in for it and serves the same ioctls, so this file runs unchanged in the test suite."""
 from __future__ import annotations
-import ctypes, fcntl, mmap, os, time
+import ctypes, fcntl, mmap, os, struct, time
 from tinygrad.runtime.support import nv_rm_abi as rm
 from tinygrad.runtime.support.hcq import HCQBuffer, round_up
 
@@ -14,6 +14,8 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 MAP_FIXED_NOREPLACE, MAP_NORESERVE, PROT_NONE = 0x100000, 0x4000, 0  # linux values; python's mmap module names none of them
 VA_BASE, VA_LIMIT = 0x10_0000_0000, 1 << 40  # our GPU virtual addresses: semaphores and QMDs must lie below 2**40 (nv_methods)
 _next_va = VA_BASE
+_free_vas: dict[int, list[int]] = {}  # span -> ranges freed, taken again before new ones (a long run frees and allocates the same sizes)
+NOTIFICATION_BYTES = 16  # an NvNotification
 _handles = iter(range(0xCF00_0000, 0xD000_0000))
 def _new_handle() -> int: return next(_handles)  # ours to choose; unique in the process, so every client's objects differ too
 
@@ -44,7 +46,7 @@ class HostOS:
   def progress(self) -> bool:
     time.sleep(0)  # give other threads a turn while the host spins on a signal
     return True
-  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier; tg reads none
+  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier, read above
 
 class RMChannel:
   """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes"""
@@ -58,9 +60,17 @@ class RMChannel:
     self.iface.doorbell[rm.NVC361_NOTIFY_CHANNEL_PENDING // 4] = self.token
     self.iface.os.doorbell_rung()
 
+# the classes tg drives, one set per GPU generation, newest first: (GPFIFO channel, compute, copy, usermode). Each GPU offers its own
+# generation's channel, compute and copy classes (Linux nouveau's GSP-RM tables, by NVIDIA: gh100.c, ad10x.c, ga1xx.c, ga100.c); the
+# methods tg sends them are the same in each (clc56f.h/clc86f.h, clc6c0.h..clcbc0.h, clc6b5.h..clc8b5.h). The usermode doorbell page is
+# VOLTA_USERMODE_A below Hopper and HOPPER_USERMODE_A from it, as RM's own UVM client maps it (nv_gpu_ops.c gpuDeviceMapUsermodeRegion)
+CLASS_SETS = ((rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_COPY_A, rm.HOPPER_USERMODE_A),
+              (rm.AMPERE_CHANNEL_GPFIFO_A, rm.ADA_COMPUTE_A, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+              (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_B, rm.AMPERE_DMA_COPY_B, rm.VOLTA_USERMODE_A),
+              (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A, rm.VOLTA_USERMODE_A))
+
 class NVRMInterface:
   """one GPU (/dev/nvidia<index>) through RM and UVM: memory, channels, the doorbell"""
-  CHANNEL_CLASSES = {"COMPUTE": rm.AMPERE_COMPUTE_A, "COPY": rm.AMPERE_DMA_COPY_A}
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
     self.channels: list[int] = []  # the handles of our GPFIFO channels
@@ -71,7 +81,9 @@ class NVRMInterface:
     self.device = self.alloc_object(self.client, rm.NV01_DEVICE_0, rm.NV0080_ALLOC_PARAMETERS(
       deviceId=index, hClientShare=self.client, vaMode=rm.NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES))
     self.subdevice = self.alloc_object(self.device, rm.NV20_SUBDEVICE_0, rm.NV2080_ALLOC_PARAMETERS())
-    usermode = self.alloc_object(self.subdevice, rm.VOLTA_USERMODE_A, None)
+    self.gpfifo_class, compute, copy, usermode_class = self._class_set(self.classes())
+    self.channel_classes = {"COMPUTE": compute, "COPY": copy}
+    usermode = self.alloc_object(self.subdevice, usermode_class, None)
     self.doorbell = self._map_object(usermode, self.subdevice, rm.USERMODE_SIZE).cast("I")
     self.vaspace = self.alloc_object(self.device, rm.FERMI_VASPACE_A, rm.NV_VASPACE_ALLOCATION_PARAMETERS(
       vaBase=0x1000, vaSize=VA_LIMIT, flags=rm.NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | rm.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED))
@@ -127,8 +139,9 @@ class NVRMInterface:
   def _take_va(self, size:int) -> int:
     # one range for the process, as UVM gives a process one VA space that every GPU shares
     global _next_va
-    va, _next_va = _next_va, _next_va + round_up(size, 1 << 16)
-    if _next_va > VA_LIMIT: raise MemoryError(f"NV:{self.index}: the GPU virtual address range below {VA_LIMIT:#x} is used up")
+    if freed := _free_vas.get(span := round_up(size, 1 << 16)): return freed.pop()
+    if _next_va + span > VA_LIMIT: raise MemoryError(f"NV:{self.index}: the GPU virtual address range below {VA_LIMIT:#x} is used up")
+    va, _next_va = _next_va, _next_va + span
     return va
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
     size, view = round_up(max(size, 1), 0x1000), None
@@ -160,6 +173,7 @@ class NVRMInterface:
     self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=buf.va, length=size))
     self.free_object(handle, self.device)
     self.os.munmap(buf.va, size)
+    _free_vas.setdefault(round_up(size, 1 << 16), []).append(buf.va)
 
   # *** channels ***
   def create_channel(self, kind:str, entries:int=1024) -> RMChannel:
@@ -167,15 +181,33 @@ class NVRMInterface:
     params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[self.notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
                                         hContextShare=self.ctxshare, engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS)
     params.hUserdMemory[0], params.userdOffset[0] = self._mems[mem.va][0], round_up(8 * entries, 0x1000)
-    handle = self.alloc_object(self.group, rm.AMPERE_CHANNEL_GPFIFO_A, params)
-    self.alloc_object(handle, self.CHANNEL_CLASSES[kind], None)
+    handle = self.alloc_object(self.group, self.gpfifo_class, params)
+    self.alloc_object(handle, self.channel_classes[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
     self.channels.append(handle)
     return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
+  def classes(self) -> set[int]:
+    """the classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST: first their number, then the list)"""
+    n = self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS()).numClasses
+    buf = (ctypes.c_uint32 * n)()
+    self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS(numClasses=n, classList=ctypes.addressof(buf)))
+    return set(buf)
+  def _class_set(self, have:set[int]) -> tuple[int, int, int, int]:
+    if (found := next((cs for cs in CLASS_SETS if set(cs[:3]) <= have), None)) is None:
+      engines = sorted(hex(c) for c in have if c & 0xff in (0xc0, 0xb5, 0x6f))
+      raise NVDriverError(f"NV:{self.index}: the GPU offers none of the channel, compute and copy class sets tg drives "
+                          f"({[[hex(c) for c in cs[:3]] for cs in CLASS_SETS]}); its engine classes: {engines}")
+    return found
   def arch_info(self) -> tuple[int, int]:
     """the GPU's (architecture, implementation) (NV2080_CTRL_CMD_MC_GET_ARCH_INFO)"""
     info = self.control(self.subdevice, rm.NV2080_CTRL_CMD_MC_GET_ARCH_INFO, rm.NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS())
     return info.architecture, info.implementation
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
-  def faults(self) -> list[str]: return self.os.faults(self.index, self.channels)
+  def faults(self) -> list[str]:
+    """what the driver reported: a channel error RM wrote to the error notifier our channels share (its robust-channel notifier, index 0:
+    an NvNotification, nvtypes.h: timestamp, info32 at +8 (the error, the number an Xid log line shows), info16 at +12, status at +14,
+    nonzero once RM wrote it), and what the host OS beneath knows (the mock: each faulted channel's reason)"""
+    _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
+    rc = [f"RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}"] if status else []
+    return rc + self.os.faults(self.index, self.channels)

@@ -40,6 +40,8 @@ NV01_ROOT_CLIENT, NV01_DEVICE_0, NV20_SUBDEVICE_0 = 0x41, 0x80, 0x2080
 NV01_MEMORY_LOCAL_USER, NV01_MEMORY_SYSTEM_OS_DESCRIPTOR = 0x40, 0x71
 FERMI_VASPACE_A, FERMI_CONTEXT_SHARE_A, KEPLER_CHANNEL_GROUP_A = 0x90F1, 0x9067, 0xA06C
 VOLTA_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, AMPERE_COMPUTE_A, AMPERE_DMA_COPY_A = 0xC361, 0xC56F, 0xC6C0, 0xC6B5
+AMPERE_COMPUTE_B, ADA_COMPUTE_A, AMPERE_DMA_COPY_B = 0xC7C0, 0xC9C0, 0xC7B5
+HOPPER_CHANNEL_GPFIFO_A, HOPPER_COMPUTE_A, HOPPER_DMA_COPY_A, HOPPER_USERMODE_A = 0xC86F, 0xCBC0, 0xC8B5, 0xC661
 
 # *** class allocation parameters ***
 NV0080_ALLOC_PARAMETERS = _struct("NV0080_ALLOC_PARAMETERS", ("deviceId", u32), ("hClientShare", u32), ("hTargetClient", u32),
@@ -77,6 +79,8 @@ NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS, NVOS02_FLAGS_COHERENCY_CACHED, NVOS02_FL
 NV2080_CTRL_CMD_GPU_GET_GID_INFO, NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY = 0x2080014A, 2
 NV2080_CTRL_GPU_GET_GID_INFO_PARAMS = _struct("NV2080_CTRL_GPU_GET_GID_INFO_PARAMS", ("index", u32), ("flags", u32), ("length", u32),
                                               ("data", u8 * 256))
+NV0080_CTRL_CMD_GPU_GET_CLASSLIST = 0x800201  # the classes the device supports (ctrl0080gpu.h); a NULL classList asks for the count
+NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS = _struct("NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS", ("numClasses", u32), ("classList", u64))
 NV2080_CTRL_CMD_MC_GET_ARCH_INFO = 0x20801701
 NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS = _struct("NV2080_CTRL_MC_GET_ARCH_INFO_PARAMS", ("architecture", u32), ("implementation", u32),
                                               ("revision", u32), ("subRevision", u8))
@@ -91,6 +95,7 @@ NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS = _struct("NVC36F_CTRL_CMD_G
 
 # *** the channel's USERD (AmpereAControlGPFifo, clc56f.h) and the usermode doorbell (clc361.h) ***
 USERD_GP_GET, USERD_GP_PUT = 0x88, 0x8C
+NOTIFIERS_RC = 0  # the robust-channel (error) notifier's index in a channel's error notifier memory (clc56fsw.h NVC56F_NOTIFIERS_RC)
 NVC361_NOTIFY_CHANNEL_PENDING, USERMODE_SIZE = 0x90, 0x10000
 
 # *** UVM (uvm_ioctl.h, uvm_linux_ioctl.h): the number is the command itself ***

@@ -1,5 +1,6 @@
 """hcq2 selection for NV: queue commands -> GPFIFO methods (host semaphores, inline-QMD launches, copy engine). Golden tests in
 tests/hcq/test_select.py show each command's methods word by word."""
+import struct
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UPat, PatternMatcher
@@ -8,6 +9,19 @@ from tinygrad.runtime.support import nv_methods as nv
 
 # a launch's kernargs block: the QMD at its start, constant buffer 0 after it, the kernel's parameters at CBUF0_PARAMS in it
 QMD_BYTES, CBUF0_SIZE, CBUF0_PARAMS = 0x100, 0x1000, 0x160
+# constant buffer 0 below the parameters holds what the CUDA driver writes there, read by ptxas-made code (nvdisasm of ptxas 13.0's
+# code for %ntid, %nctaid, cvta.shared, cvta.local on sm_86 and sm_90; tests/hcq/test_nv_kernels.py): %ntid.xyz (the block) at 0x0,
+# %nctaid.xyz (the grid) at 0xc, the shared memory window at 0x18 (sm_8x; sm_90 reads SR_SWINHI), the local memory window at 0x20, the
+# initial stack pointer at 0x28. The rest stays zero: the stack pointer (kernels with a stack are refused on hardware, no local memory
+# is set up), and the 64-bit memory descriptor of global loads and stores at 0x118 (sm_8x) / 0x208 (sm_90), whose driver value no
+# public source gives (upstream tinygrad's NV backend leaves it zero too)
+CB0_NTID, CB0_NCTAID, CB0_SHARED_WINDOW, CB0_LOCAL_WINDOW = 0x0, 0xc, 0x18, 0x20
+
+def driver_words(size:int, global_size:tuple, local_size:tuple) -> bytes:
+  """the first `size` bytes of constant buffer 0 (up to the parameters) for a launch of this grid"""
+  words = bytearray(size)
+  struct.pack_into("<3I3IQQ", words, CB0_NTID, *local_size, *global_size, nv.SHARED_WINDOW, nv.LOCAL_WINDOW)
+  return bytes(words)
 WFI = 0x78  # host class NVC56F_WFI, SCOPE_ALL (bit 0)
 
 # the QMD fields every launch sets the same way: QMD V03_00, caches invalidated at launch (our host writes kernargs and data between

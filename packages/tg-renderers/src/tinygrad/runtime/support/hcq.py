@@ -14,6 +14,7 @@ from tinygrad.uop import queue as Q
 from tinygrad.helpers import GlobalCounters
 from tinygrad.device import Allocator, BufferSpec, Compiled
 from tinygrad.runtime.support.hcq_select import select, CommandBuffer
+from tinygrad.runtime.support.code_object import HEADER
 
 def mockgpu() -> bool: return os.environ.get("MOCKGPU", "0") not in ("", "0")
 def round_up(x:int, a:int) -> int: return (x + a - 1) // a * a
@@ -195,18 +196,29 @@ class HCQCompiled(Compiled):
     self.submit("COPY", cb, {"hcq_wait": v - 1, "hcq_signal": v, "hcq_dest": dest, "hcq_src": src})
 
 class HCQProgram:
-  """a kernel loaded on an HCQ device. Its arguments: each buffer's 64-bit address, then each variable as a 32-bit int; a vendor
-  subclass says where they go in the kernargs block (args_offset) and loads the code (self.addr)"""
+  """a kernel loaded on an HCQ device: its code object in host-visible memory the GPU reads, the code at self.addr (after the header,
+  256-byte aligned as both vendors' program address registers need). Its arguments: each buffer's 64-bit address, then each variable
+  as a 32-bit int; a vendor subclass says where they go in the kernargs block (args_offset) and what else the block holds"""
   args_offset = 0
-  def __init__(self, dev:HCQCompiled, name:str, addr:int): self.dev, self.name, self.addr, self._launches = dev, name, addr, {}
+  code_tail = 0  # bytes kept mapped after the code object, for a vendor whose instruction prefetch reads past a kernel's end
+  def __init__(self, dev:HCQCompiled, name:str, lib:bytes):
+    self.dev, self.name, self._launches = dev, name, {}
+    self.mem = dev.iface.alloc(round_up(len(lib), 256) + self.code_tail, host_visible=True)
+    self.mem.cpu_view()[:len(lib)] = lib
+    self.addr = self.mem.va + HEADER
+  def __del__(self):
+    # the code goes back to the driver once the launches queued so far are done: deferred like a buffer's free (a __del__ never waits)
+    if (mem := getattr(self, "mem", None)) is None: return
+    self.dev.select_ctx.programs.pop(self.addr, None)
+    self.dev.free_later(mem)
   def kernargs_size(self, nbufs:int, nvals:int) -> int: return self.args_offset + 8 * nbufs + 4 * nvals
-  def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple):
+  def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple, global_size:tuple, local_size:tuple):
     data = struct.pack(f"<{len(bufs)}Q{len(vals)}i", *[b.va for b in bufs], *vals)
     ka.cpu_view()[self.args_offset:self.args_offset+len(data)] = data
   def __call__(self, *bufs:HCQBuffer, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
     dev = self.dev
     ka = dev.kernargs_alloc(self.kernargs_size(len(bufs), len(vals)))
-    self.fill_kernargs(ka, bufs, vals)
+    self.fill_kernargs(ka, bufs, vals, tuple(global_size), tuple(local_size))
     v = dev.next_timeline()
     if not wait:  # a launch of this grid is recorded once, then patched with the timeline values and the kernargs address
       if (cb := self._launches.get(key := (tuple(global_size), tuple(local_size)))) is None:
@@ -251,11 +263,17 @@ class HCQGraph:
     self.cbs = {d: q.signal(d.timeline_signal, SIGNAL).record() for d, q in queues.items()}
     for cb in self.cbs.values(): cb.persistent = True
     self.last = dict.fromkeys(self.devs, 0)
+  def __del__(self):
+    # the arguments and command buffers go back once each device's work queued so far (the last replay included) is done
+    for d, ka in getattr(self, "kernargs", {}).items(): d.free_later(ka)
+    for d, cb in getattr(self, "cbs", {}).items():
+      if hasattr(cb, "mem"): d.free_later(cb.mem)
   def __call__(self, inputs:list, var_vals:dict[str, int]):
     self.devs[0].timeline_signal.wait(self.last[self.devs[0]])  # the arguments of the previous replay are read until it is done
     for (spec, prg, bufs, vals), ka in zip(self.kernels, self.blocks):
       vv = {k: var_vals.get(k, v) for k, v in vals.items()}
-      prg.fill_kernargs(ka, tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs]), tuple(vv[v] for v in spec.vars))
+      prg.fill_kernargs(ka, tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs]), tuple(vv[v] for v in spec.vars),
+                        *(tuple(d) for d in spec.launch_dims({**vals, **var_vals})))
       GlobalCounters.kernel_count += 1
       GlobalCounters.global_ops += spec.ops
       GlobalCounters.global_mem += spec.mem
