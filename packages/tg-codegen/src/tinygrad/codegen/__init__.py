@@ -49,6 +49,7 @@ def _estimates(lin:list[UOp], items:int|None) -> tuple[int, int, bool]:
       exact = exact and known
     elif u.op is Ops.END: mult.pop()
     elif u.op in GroupOp.ALU: ops += mult[-1] * (2 if u.op is Ops.MULACC else 1)  # a fused multiply-add is two flops
+    elif u.op is Ops.WMMA: ops += mult[-1] * 2 * u.arg[0].dims[2]  # each lane's D element: a K-long dot product
     elif u.op is Ops.LOAD: mem += mult[-1] * u.dtype.itemsize
     elif u.op is Ops.STORE: mem += mult[-1] * u.src[1].dtype.itemsize
   return ops, mem, exact

@@ -83,8 +83,9 @@ def add_gpudims(sink:UOp, renderer) -> UOp:
   topo = sink.toposort()
   if not renderer.has_shared and any(u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.LOCAL for u in topo):
     raise RuntimeError(f"{type(renderer).__name__} has no memory shared by a work group: a LOCAL buffer needs a renderer with has_shared")
+  # a tensor core's WARP axis is the fastest id: its lanes are one warp, consecutive items of the group
   ctx = {**_ids(_axes(topo, AxisType.GLOBAL), renderer.global_max, "gidx"),
-         **_ids(_axes(topo, AxisType.LOCAL, AxisType.GROUP_REDUCE), renderer.local_max, "lidx")}
+         **_ids(_axes(topo, AxisType.LOCAL, AxisType.GROUP_REDUCE) + _axes(topo, AxisType.WARP), renderer.local_max, "lidx")}
   return graph_rewrite(sink, pm_gpudims, ctx=ctx, bottom_up=True, name="gpudims") if ctx else sink
 
 def add_threads(sink:UOp, renderer) -> UOp:

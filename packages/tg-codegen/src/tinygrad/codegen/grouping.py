@@ -11,7 +11,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.dtype import AddrSpace, dtypes
 from tinygrad.helpers import prod
 
-_IDS = (AxisType.GLOBAL, AxisType.LOCAL, AxisType.GROUP_REDUCE)  # ranges that become work-item ids, not loops
+_IDS = (AxisType.GLOBAL, AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)  # ranges that become work-item ids, not loops
 
 def _groups(u:UOp) -> tuple[UOp, ...]: return tuple(sorted((r for r in u.src[1:] if r.arg[1] is AxisType.GROUP_REDUCE), key=lambda r: r.arg))
 
@@ -33,7 +33,8 @@ def _flat(rngs:list[UOp]) -> UOp:
 def _lower_bucket(sink:UOp, bucket:list[UOp]) -> dict[UOp, UOp]:
   """the reduces of `bucket` (one GROUP_REDUCE set, op and dtype) -> their values through one LOCAL buffer"""
   grp, topo = _groups(bucket[0]), sink.toposort()
-  local = sorted((u for u in topo if u.op is Ops.RANGE and u.arg[1] is AxisType.LOCAL), key=lambda r: r.arg)
+  # an item's slot: its LOCAL ids and its lane in a tensor core's warp (codegen/opt/tc.py), then the GROUP_REDUCE ids
+  local = sorted((u for u in topo if u.op is Ops.RANGE and u.arg[1] in (AxisType.LOCAL, AxisType.WARP)), key=lambda r: r.arg)
   slots = prod(r.src[0].arg for r in local + list(grp))
   partials = [u.src[0].reduce(*[r for r in u.src[1:] if r not in grp], op=u.arg) for u in bucket]
   slot = max([u.arg.slot + 1 for u in topo if u.op is Ops.BUFFER], default=0)

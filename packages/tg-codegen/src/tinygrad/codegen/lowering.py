@@ -11,6 +11,7 @@ from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
 from tinygrad.codegen.opt.heuristic import reads_packed_panel
 from tinygrad.codegen.opt.padding import reduce_identity
+from tinygrad.codegen.opt.tc import accumulate_in_wmma
 from tinygrad.codegen.expander import expand
 from tinygrad.codegen.grouping import lower_groups
 
@@ -154,6 +155,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = lower_groups(expand(sink), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
+  if getattr(renderer, "tensor_cores", ()): sink = accumulate_in_wmma(sink)
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")

@@ -16,6 +16,9 @@ class Renderer:
   # without work items: a THREAD range (codegen.opt) becomes the thread id gidx0 and the program is called once per id, concurrently
   # (CPU cores); elsewhere it is a loop
   has_threads: bool = False
+  # the matrix instructions of the target (codegen/opt/tc.py TensorCore), which OptOps.TC may use; a renderer that declares one renders
+  # Ops.WMMA with it. None on targets without tensor cores
+  tensor_cores: tuple = ()
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
   def __init__(self, arch:str|None=None):

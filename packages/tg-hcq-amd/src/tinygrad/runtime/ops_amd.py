@@ -5,6 +5,7 @@ import json
 from tinygrad.device import Device, Compiler
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.amdgpu import AMDGPURenderer
+from tinygrad.renderer.tensor_cores import WMMA_RDNA3
 from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject
@@ -16,6 +17,7 @@ class AMDEmulatedRenderer(PythonRenderer):
   the one for hardware)"""
   device = "AMD"
   global_max, local_max = (2**31-1, 65535, 65535), (1024, 1024, 1024)
+  tensor_cores = WMMA_RDNA3  # the AMDGPU renderer's on gfx11 (RDNA3), emulated
 
 class AMDHCQRenderer(AMDGPURenderer):
   """the AMDGPU LLVM renderer for the AMD device: the kernel's LLVM IR, and beside it its UOps as the emulator's JSON, which only the

@@ -10,6 +10,7 @@ import array, json, re
 from tinygrad.device import Device, Compiler, CompileError, DeviceError
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.ptx import PTXRenderer
+from tinygrad.renderer.tensor_cores import MMA_M16N8K16
 from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject
@@ -24,6 +25,7 @@ class NVEmulatedRenderer(PythonRenderer):
   """NV launch limits, kernels as the emulator's UOps: the renderer of NV under the mock driver (PTX is the one for hardware)"""
   device = "NV"
   global_max, local_max = (2**31-1, 65535, 65535), (1024, 1024, 64)
+  tensor_cores = MMA_M16N8K16  # the PTX renderer's (sm_80 and later), emulated
 
 class NVPTXRenderer(PTXRenderer):
   """the PTX renderer for the NV device: the kernel's PTX, and beside it its UOps as the emulator's JSON, which only the mock driver

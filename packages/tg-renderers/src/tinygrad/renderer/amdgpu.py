@@ -10,6 +10,7 @@ from tinygrad.dtype import AddrSpace
 from tinygrad.helpers import prod
 from tinygrad.renderer.llvmir import LLVMRenderer, base_rewrite, ltype
 from tinygrad.codegen.gpudims import workitem
+from tinygrad.renderer.tensor_cores import WMMA_RDNA3
 
 TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 500  # the HSA code object format (v5) the loader reads: kernel descriptors as `<name>.kd` symbols
@@ -27,7 +28,26 @@ def _lds(ctx:AMDGPURenderer, x:UOp) -> str:
   ctx.lds.append(f"{name} = internal addrspace(3) global [{prod(x.arg.shape)} x {ltype(x.dtype)}] undef, align 16")
   return name
 
+def _wmma(ctx:AMDGPURenderer, x:UOp) -> list[str]:
+  """the WMMA nodes with the same sources are one v_wmma_f32_16x16x16_f16: the first builds the <16 x half> A and B and <8 x float> C
+  vectors (element i of the lane's fragment at index i) and calls it; each node takes its element of the result"""
+  d, lines = ctx[x], []
+  if (res := ctx.wmma.get(x.src)) is None:
+    na, nb, nc = x.arg[0].elements
+    def vector(vals, t:str, n:int, tag:str) -> str:
+      cur = "undef"
+      for i, v in enumerate(vals):
+        if t == "half": lines.append(f"  {d}.{tag}h{i} = fptrunc float {ctx[v]} to half")  # a float16 value, exact in half
+        lines.append(f"  {d}.{tag}{i} = insertelement <{n} x {t}> {cur}, {t} {f'{d}.{tag}h{i}' if t == 'half' else ctx[v]}, i32 {i}")
+        cur = f"{d}.{tag}{i}"
+      return cur
+    a, b, c = vector(x.src[:na], "half", na, "a"), vector(x.src[na:na+nb], "half", nb, "b"), vector(x.src[na+nb:], "float", nc, "c")
+    res = ctx.wmma[x.src] = f"{d}.d"
+    lines.append(f"  {res} = call <{nc} x float> @llvm.amdgcn.wmma.f32.16x16x16.f16(<{na} x half> {a}, <{nb} x half> {b}, <{nc} x float> {c})")
+  return lines + [f"  {d} = extractelement <{x.arg[0].elements[2]} x float> {res}, i32 {x.arg[1]}"]
+
 amdgpu_rewrite = PatternMatcher([
+  (UPat(Ops.WMMA, name="x"), _wmma),
   (UPat(Ops.SPECIAL, name="x"), _special),
   (UPat(Ops.BUFFER, name="x"), lambda ctx, x: _lds(ctx, x) if x.arg.addrspace is AddrSpace.LOCAL else None),
   (UPat(Ops.BARRIER), lambda: ['  fence syncscope("workgroup") release', "  call void @llvm.amdgcn.s.barrier()",
@@ -50,9 +70,13 @@ class AMDGPURenderer(LLVMRenderer):
   def __init__(self, arch:str|None=None):
     super().__init__(arch)
     self.arch = arch or "gfx1100"
+    # RDNA3 (gfx11) in wave32, LLVM's default there
+    self.tensor_cores = WMMA_RDNA3 if self.arch.startswith("gfx11") else ()
 
   def render(self, name:str, uops:list[UOp]) -> str:
     self.lds: list[str] = []
+    self.wmma: dict[tuple, str] = {}
     fn = super().render(name, uops)
+    if self.wmma: fn += "declare <8 x float> @llvm.amdgcn.wmma.f32.16x16x16.f16(<16 x half>, <16 x half>, <8 x float>)\n"
     flags = f'!llvm.module.flags = !{{!0}}\n!0 = !{{i32 1, !"amdhsa_code_object_version", i32 {CODE_OBJECT_VERSION}}}\n'
     return f'target triple = "{TRIPLE}"\n' + "".join(f"{g}\n" for g in self.lds) + fn + flags

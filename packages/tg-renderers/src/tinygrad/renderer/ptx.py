@@ -15,6 +15,7 @@ from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.renderer.cuda import NVArch
+from tinygrad.renderer.tensor_cores import MMA_M16N8K16
 from tinygrad.codegen.gpudims import workitem
 
 HALF = (dtypes.float16, dtypes.bfloat16)
@@ -169,7 +170,26 @@ def _alu(ctx:PTXRenderer, x:UOp) -> list[str]:
   if x.dtype in _NARROW: lines.append(f"cvt.{_NARROW[x.dtype]}.{ptype(x.dtype)} {ctx[x]}, {ctx[x]};")  # wrap to the dtype's width
   return lines
 
+def _wmma(ctx:PTXRenderer, x:UOp) -> list[str]:
+  """the WMMA nodes with the same sources are one mma: the first emits it into the registers of all (PTX ISA: fragment elements low to
+  high, two 16-bit ones per .b32 register, the lower index in the low half)"""
+  tc, regs = x.arg[0], ctx.wmma_regs[x.src]
+  if regs[0] is not True: return []
+  na, nb, _ = tc.elements
+  def pack(vals:tuple[UOp, ...]) -> list[str]:
+    lines = []
+    for lo, hi in zip(vals[::2], vals[1::2]):
+      lines.append(f"cvt.rn.{'bf16x2' if tc.dtype_in is dtypes.bfloat16 else 'f16x2'}.f32 {(r := ctx.tmp('r'))}, {ctx[hi]}, {ctx[lo]};")
+      ctx.packed.append(r)
+    return lines
+  ctx.packed = []
+  lines = pack(x.src[:na]) + pack(x.src[na:na+nb])
+  a, b, c = ctx.packed[:na//2], ctx.packed[na//2:], [ctx[s] for s in x.src[na+nb:]]
+  regs[0] = False
+  return lines + [f"{tc.name} {{{', '.join(regs[1])}}}, {{{', '.join(a)}}}, {{{', '.join(b)}}}, {{{', '.join(c)}}};"]
+
 base_rewrite = PatternMatcher([
+  (UPat(Ops.WMMA, name="x"), _wmma),
   (UPat(Ops.PARAM, name="x"), lambda ctx, x: [f"ld.param.u64 {ctx[x]}, [data{x.arg.slot}];", f"cvta.to.global.u64 {ctx[x]}, {ctx[x]};"]),
   # a variable is an s32 parameter (every runtime passes int32), sign-extended for 64-bit index math
   (UPat(Ops.DEFINE_VAR, name="x"), lambda ctx, x: [f"ld.param.s32 {ctx[x]}, [{ctx.var_name(x)}];"] if reg_kind(x.dtype) == "r" else
@@ -200,6 +220,9 @@ class PTXRenderer(NVArch, Renderer):
   string_rewrite = base_rewrite
   # the PTX ISA version an architecture needs (PTX ISA, "Release Notes"); older ones take 7.0, the first with sm_80 and bfloat16
   isa_for_sm = {86: "7.1", 87: "7.4", 89: "7.8", 90: "7.8", 100: "8.6", 101: "8.6", 120: "8.7"}
+  @property
+  def tensor_cores(self) -> tuple:  # mma.m16n8k16 with float16 and bfloat16 inputs: sm_80 and later
+    return MMA_M16N8K16 if self.sm >= 80 else ()
 
   # *** registers and helpers the rules use ***
   def __getitem__(self, u:UOp) -> str: return self.r[u]
@@ -263,6 +286,7 @@ class PTXRenderer(NVArch, Renderer):
       if u.op is Ops.INDEX and u.src[0].op is Ops.BUFFER and u.src[0].arg.addrspace is AddrSpace.REG: indexes.setdefault(u.src[0], []).append(u)
     self.reg_elems: dict[UOp, list[str]] = {b: [self.tmp(reg_kind(b.dtype)) for _ in range(prod(b.arg.shape))] for b, ix in indexes.items()
                                             if all(i.src[1].op is Ops.CONST for i in ix)}
+    self.wmma_regs: dict[tuple, list] = {}
     body: list[str] = []
     for u in uops:
       if u.op in SKIP: continue
@@ -272,6 +296,9 @@ class PTXRenderer(NVArch, Renderer):
         self.r[u] = self.reg_elems[u.src[0]][i]
       elif u.op is Ops.INDEX: self.r[u] = self.tmp("rd" if _space(u.src[0]) == "global" else "r")
       elif u.op in (Ops.PARAM,): self.r[u] = self.tmp("rd")
+      elif u.op is Ops.WMMA:  # [not yet emitted, the D registers of the instruction]
+        grp = self.wmma_regs.setdefault(u.src, [True, [self.tmp("f") for _ in range(u.arg[0].elements[2])]])
+        self.r[u] = grp[1][u.arg[1]]
       elif u.op is Ops.BUFFER: self.r[u] = "" if u in self.reg_elems else self.tmp("r")
       elif u.op in (Ops.STORE, Ops.END, Ops.IF, Ops.ENDIF, Ops.BARRIER) or (u.op is Ops.RANGE and u.dtype is dtypes.void): self.r[u] = ""
       else: self.r[u] = self.tmp(reg_kind(u.dtype))

@@ -62,11 +62,12 @@ def _arg(u:UOp):
   if u.op is Ops.DEFINE_VAR: return u.arg.name
   if u.op is Ops.BUFFER: return (prod(u.arg.shape), u.arg.addrspace is AddrSpace.LOCAL)  # a LOCAL buffer is one per work group
   if u.op is Ops.SPECIAL: return u.arg
+  if u.op is Ops.WMMA: return (u.arg[0].name, u.arg[0].threads, u.arg[1])  # (instruction, lanes, element of D)
   return None
 
 # what the emulator runs besides the ALU ops (SKIP: structure it steps over)
 _RUNS = SKIP | {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD,
-                Ops.STORE, Ops.CAST, Ops.BITCAST, Ops.BARRIER}
+                Ops.STORE, Ops.CAST, Ops.BITCAST, Ops.BARRIER, Ops.WMMA}
 
 _DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
 
@@ -82,3 +83,46 @@ class PythonRenderer(Renderer):
       if u.op not in python_ops and u.op not in _RUNS: raise RuntimeError(f"PythonRenderer cannot render {u.op} (on {u.dtype}): lower it first")
       if u.dtype not in _DTYPES: raise RuntimeError(f"PythonRenderer has no {u.dtype} values (in {u.op})")
     return json.dumps({"name": name, "uops": [(u.op.name, u.dtype.name, [idx.get(s) for s in u.src], _arg(u)) for u in uops]})
+
+# *** tensor cores: what each instruction computes, from its ISA's fragment tables (independent of the renderers' TensorCore
+# descriptions, so a description that lays fragments out wrong gives wrong results here) ***
+
+def _mma_m16n8k16(operand:str, lane:int, i:int) -> tuple[int, int]:
+  """PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type": (row, col) of element i of a lane"""
+  group, tig = lane >> 2, lane % 4
+  if operand == "A": return (group if i < 2 or 4 <= i < 6 else group + 8), tig * 2 + (i & 1) + (8 if i >= 4 else 0)
+  if operand == "B": return tig * 2 + (i & 1) + (8 if i >= 2 else 0), group
+  return (group if i < 2 else group + 8), tig * 2 + (i & 1)
+
+def _wmma_rdna3(operand:str, lane:int, i:int) -> tuple[int, int]:
+  """RDNA3 ISA, WMMA in wave32: a lane holds row lane%16 of A, column lane%16 of B (all of K; lanes 16-31 repeat 0-15), and D rows
+  2*i + lane//16 of column lane%16"""
+  if operand == "A": return lane % 16, i
+  if operand == "B": return i, lane % 16
+  return 2 * i + lane // 16, lane % 16
+
+# instruction -> (M, N, K, lanes, elements of A, B, C per lane, layout)
+WMMA_SEMANTICS = {
+  "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32": (16, 8, 16, 32, (8, 4, 4), _mma_m16n8k16),
+  "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32": (16, 8, 16, 32, (8, 4, 4), _mma_m16n8k16),
+  "v_wmma_f32_16x16x16_f16": (16, 16, 16, 32, (16, 16, 8), _wmma_rdna3),
+}
+
+def wmma_warp(name:str, lanes:list[list]) -> list[list]:
+  """one tensor-core instruction of a warp: lanes[l] is lane l's sources (its A, B and C fragment elements in order), the result lane
+  l's D fragment. The matrices are put together from the fragments where the ISA says each element sits; lanes that hold one element
+  twice must agree (RDNA3's repeated halves). D = A @ B + C, exact, rounded to float32 once"""
+  if (sem := WMMA_SEMANTICS.get(name)) is None: raise RuntimeError(f"the emulator does not know the tensor core {name!r}")
+  m, n, k, threads, counts, at = sem
+  if len(lanes) != threads or any(len(x) != sum(counts) for x in lanes):
+    raise RuntimeError(f"{name} takes {threads} lanes of {sum(counts)} values, got {len(lanes)} lanes of {sorted({len(x) for x in lanes})}")
+  mats: list[dict] = [{}, {}, {}]
+  for lane, srcs in enumerate(lanes):
+    vals = (srcs[:counts[0]], srcs[counts[0]:counts[0]+counts[1]], srcs[counts[0]+counts[1]:])
+    for what, mat, vs in zip("ABC", mats, vals):
+      for i, x in enumerate(vs):
+        if mat.setdefault(cell := at(what, lane, i), x) != x and not (x != x and mat[cell] != mat[cell]):
+          raise RuntimeError(f"{name}: lanes disagree on {what}{list(cell)} ({mat[cell]} and {x} from lane {lane}): the fragments are laid out wrong")
+  a, b, c = mats
+  d = {(i, j): truncate[dtypes.float32](c[i, j] + math.fsum(a[i, q] * b[q, j] for q in range(k))) for i in range(m) for j in range(n)}
+  return [[d[at("C", lane, i)] for i in range(counts[2])] for lane in range(threads)]

@@ -6,7 +6,7 @@ import itertools, json, time
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.dtype import DType, dtypes, truncate
 from tinygrad.device import Allocator, BufferSpec, Compiler, Compiled, Device
-from tinygrad.renderer.python import python_ops, cast_fn, bitcast_fn, to_bits, from_bits
+from tinygrad.renderer.python import python_ops, cast_fn, bitcast_fn, to_bits, from_bits, wmma_warp
 from tinygrad.renderer.linear import SKIP
 from tinygrad.codegen.gpudims import workitem
 
@@ -34,6 +34,11 @@ class PythonProgram:
     self.params = sorted((arg, i) for i, (op, _, _, arg, _) in enumerate(self.uops) if op is Ops.PARAM)
     self.vars = sorted((arg, i) for i, (op, _, _, arg, _) in enumerate(self.uops) if op is Ops.DEFINE_VAR)
     self.shared = [(i, arg[0], dt) for i, (op, dt, _, arg, _) in enumerate(self.uops) if op is Ops.BUFFER and arg[1]]  # LOCAL buffers
+    # the WMMA nodes of one instruction share their sources: the first runs it for the warp and sets the others, (node, element) each
+    self.wmma: dict[int, list[tuple[int, int]]] = {}
+    first: dict[tuple, int] = {}
+    for i, (op, _, src, arg, _) in enumerate(self.uops):
+      if op is Ops.WMMA: self.wmma.setdefault(first.setdefault(src, i), []).append((i, arg[2]))
 
   def __call__(self, *bufs:memoryview, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
     if len(bufs) != len(self.params) or len(vals) != len(self.vars):
@@ -48,13 +53,28 @@ class PythonProgram:
     for gid in itertools.product(*[range(g) for g in gs]):
       group = base.copy()
       for i, n, dt in self.shared: group[i] = self._buffer(n, dt)
-      items = [self._run(group.copy(), {"gidx": gid, "lidx": lid, "idx": tuple(g*s + lc for g, s, lc in zip(gid, ls, lid))})
-               for lid in itertools.product(*[range(lc) for lc in ls])]
-      while items:  # one phase: each item runs to its next barrier; the group goes on when all are there, or all have ended
-        at = [next(it, None) for it in items]
-        if len(set(at)) > 1: raise RuntimeError(f"kernel {self.name}: the items of group {gid} diverge at barriers (uops {sorted(set(at), key=str)})")
+      # items in the order of their flat id in the group (lidx0 fastest): a warp is 32 consecutive ones
+      lids = sorted(itertools.product(*[range(lc) for lc in ls]), key=lambda lid: (lid[2], lid[1], lid[0]))
+      items = [self._run(group.copy(), {"gidx": gid, "lidx": lid, "idx": tuple(g*s + lc for g, s, lc in zip(gid, ls, lid))}) for lid in lids]
+      at = [next(it, None) for it in items]
+      while items:  # one phase: each item runs to its next barrier or WMMA; the group goes on when all are there, or all have ended
+        if len(pcs := {a and a[0] for a in at}) > 1:
+          raise RuntimeError(f"kernel {self.name}: the items of group {gid} diverge at barriers (uops {sorted(pcs, key=str)})")
         if at[0] is None: break
+        replies = self._warps(at[0][0], [a[1] for a in at]) if self.uops[at[0][0]][0] is Ops.WMMA else [None] * len(items)
+        at = [self._resume(it, r) for it, r in zip(items, replies)]
     return time.perf_counter() - st if wait else None
+
+  @staticmethod
+  def _resume(item, reply):
+    try: return item.send(reply)
+    except StopIteration: return None
+
+  def _warps(self, pc:int, srcs:list[list]) -> list[list]:
+    """a WMMA: every warp of the group runs the instruction on its lanes' fragments; each item gets its own D elements back"""
+    name, t, _ = self.uops[pc][3]
+    if len(srcs) % t: raise RuntimeError(f"kernel {self.name}: {name} needs whole warps of {t}, the group has {len(srcs)} items")
+    return [d for w in range(0, len(srcs), t) for d in wmma_warp(name, srcs[w:w+t])]
 
   @staticmethod
   def _buffer(n:int, dt:DType) -> tuple: return ([dtypes.as_const(0, dt)] * n, None, None)
@@ -96,8 +116,11 @@ class PythonProgram:
       elif op is Ops.BUFFER:
         if v[pc] is None: v[pc] = self._buffer(arg[0], dt)  # a REG buffer per item; a LOCAL one is the group's, set before
       elif op is Ops.SPECIAL: v[pc] = ids[arg[0]][arg[1]]
-      elif op is Ops.BARRIER: yield pc
-      elif op not in SKIP and op not in (Ops.ENDIF, Ops.PARAM, Ops.DEFINE_VAR, Ops.CONST): raise RuntimeError(f"emulator cannot run {op}")
+      elif op is Ops.BARRIER: yield pc, None
+      elif op is Ops.WMMA and pc in self.wmma:  # the warp runs it together: this lane's fragments out, its D elements back
+        d = yield pc, [v[s] for s in src]
+        for j, e in self.wmma[pc]: v[j] = d[e]
+      elif op not in SKIP and op not in (Ops.ENDIF, Ops.PARAM, Ops.DEFINE_VAR, Ops.CONST, Ops.WMMA): raise RuntimeError(f"emulator cannot run {op}")
       pc += 1
 
   def _check(self, index:tuple, pc:int) -> tuple:

@@ -27,6 +27,9 @@ class Ops(FastEnum):
   # kernel level
   RANGE = auto(); END = auto(); REDUCE = auto(); INDEX = auto(); LOAD = auto(); STORE = auto() # noqa: E702
   BARRIER = auto(); IF = auto(); ENDIF = auto(); CUSTOM = auto(); CUSTOMI = auto() # noqa: E702
+  # a tensor core's matrix multiply-accumulate, run by a whole warp: WMMA(*a_frag, *b_frag, *c_frag, arg=(TensorCore, e)) is element e
+  # of this lane's D = A@B + C fragment; the nodes with the same sources are one instruction (codegen/opt/tc.py)
+  WMMA = auto()
   # command level
   INS = auto(); GETADDR = auto() # noqa: E702
   # unary
@@ -61,3 +64,4 @@ class GroupOp:
 class AxisType(FastEnum):
   GLOBAL = auto(); LOCAL = auto(); LOOP = auto(); THREAD = auto(); GROUP_REDUCE = auto(); REDUCE = auto() # noqa: E702
   UPCAST = auto(); UNROLL = auto() # noqa: E702
+  WARP = auto()  # the lanes of a tensor core's warp: the fastest work-item id (codegen/opt/tc.py)

@@ -302,7 +302,7 @@ def broadcast_axes(src_shape:tuple, out_shape:tuple) -> tuple[int, ...]:
 
 _NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF, Ops.NOOP, Ops.CALL, Ops.LINEAR, Ops.PROGRAM,
              Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
-_SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT}
+_SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT, Ops.WMMA}
 
 def _infer_shape(u:UOp) -> tuple|None:
   op, src, arg = u.op, u.src, u.arg

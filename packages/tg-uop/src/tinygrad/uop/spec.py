@@ -126,7 +126,7 @@ def check_uop(u:UOp, stage:str|None=None) -> None:
 
 _EVERYWHERE = GroupOp.ALU | {Ops.CAST, Ops.BITCAST, Ops.CONST, Ops.DEVICE, Ops.DEFINE_VAR, Ops.SINK, Ops.GROUP, Ops.NOOP, Ops.AFTER,
                              Ops.CUSTOM, Ops.CUSTOMI, Ops.STACK, Ops.PARAM, Ops.BUFFER}
-_KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF}
+_KERNEL = {Ops.RANGE, Ops.SPECIAL, Ops.END, Ops.BARRIER, Ops.IF, Ops.ENDIF, Ops.WMMA}
 _ok = lambda: True
 
 spec_tensor = PatternMatcher([

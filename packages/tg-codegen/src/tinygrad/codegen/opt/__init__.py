@@ -10,12 +10,12 @@ from tinygrad.codegen.opt.split_ranges import split_divided_ranges
 def optimize(ast:UOp, renderer) -> UOp:
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
   if info.applied_opts: return ast
-  if info.opts_to_apply is not None: return apply_opts(ast, info.opts_to_apply)  # the kernel as written
+  if info.opts_to_apply is not None: return apply_opts(ast, info.opts_to_apply, renderer)  # the kernel as written
   if NOOPT: return ast
   ast = split_divided_ranges(ast)  # what the heuristic and BEAM choose opts for (and BEAM caches them under)
   if BEAM >= 1:
     from tinygrad.codegen.opt.search import beam_search
-    return apply_opts(ast, beam_search(ast, renderer, BEAM.value))
-  return apply_opts(ast, hand_coded_opts(ast, renderer))
+    return apply_opts(ast, beam_search(ast, renderer, BEAM.value), renderer)
+  return apply_opts(ast, hand_coded_opts(ast, renderer), renderer)
 
 __all__ = ["Opt", "OptOps", "OptError", "apply_opt", "apply_opts", "axes", "optimize", "hand_coded_opts", "THREADS"]

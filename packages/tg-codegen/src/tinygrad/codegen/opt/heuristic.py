@@ -9,6 +9,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size, simplified
+from tinygrad.codegen.opt.tc import tc_actions
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 SHARES_PER_THREAD = 4      # shares of a streaming kernel per core, taken by the cores as they come free (runtime/ops_cpu)
@@ -147,7 +148,12 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP]
   red = [i for i, r in enumerate(ax) if r.arg[1] in REDUCE]
   work, chosen, nodes = prod(size(r) for r in ax), [], len(ast.toposort())
-  if getattr(renderer, "has_local", False): return _gpu_opts(ast, red)
+  if getattr(renderer, "has_local", False):
+    # a matmul the renderer's tensor cores can run: on them first, the tiles' loops then a grid
+    for o in tc_actions(ast, renderer):
+      try: return [o] + _gpu_opts(apply_opt(ast, o, renderer), [])
+      except OptError: continue
+    return _gpu_opts(ast, red)
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:

@@ -20,7 +20,7 @@ from tinygrad.codegen.opt.padding import pad_axis
 
 class OptOps(Enum):
   UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); SWAP = auto(); GROUP = auto(); GROUPTOP = auto() # noqa: E702
-  PADTO = auto()
+  PADTO = auto(); TC = auto() # noqa: E702
 
 @dataclass(frozen=True)
 class Opt:
@@ -34,13 +34,13 @@ class OptError(ValueError):
 
 OUTPUT, REDUCE = (AxisType.LOOP, AxisType.GLOBAL), (AxisType.REDUCE,)
 # loop order after every opt: threads outermost, unrolled lanes innermost (they become straight-line code)
-_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.REDUCE: 3,
+_ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.WARP: 2, AxisType.REDUCE: 3,
           AxisType.UPCAST: 4,          AxisType.UNROLL: 5}
 MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x unroll lanes of a kernel (code size)
 # a work group: items (LOCAL x GROUP_REDUCE) and LOCAL memory for the partials, limits every renderer with work items meets (OpenCL's
 # minimum local memory is 32 KiB; its local_max here is 256 per dim)
 MAX_GROUP_ITEMS, MAX_SHARED_BYTES = 256, 32 << 10
-_GROUPED = (AxisType.LOCAL, AxisType.GROUP_REDUCE)
+_GROUPED = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)
 
 def ranges(ast:UOp) -> list[UOp]: return sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0])
 def axes(ast:UOp) -> list[UOp]:
@@ -111,7 +111,7 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   return r
 
 def group_items(ast:UOp) -> int:
-  """items of one work group: the product of the LOCAL and GROUP_REDUCE axes"""
+  """items of one work group: the product of the LOCAL, GROUP_REDUCE and (tensor cores') WARP axes"""
   n = 1
   for r in ranges(ast):
     if r.arg[1] in _GROUPED: n *= size(r)
@@ -128,7 +128,8 @@ def shared_bytes(ast:UOp) -> int:
 _KIND = {OptOps.THREAD: AxisType.THREAD, OptOps.UPCAST: AxisType.UPCAST, OptOps.UNROLL: AxisType.UNROLL, OptOps.GLOBAL: AxisType.GLOBAL,
          OptOps.LOCAL: AxisType.LOCAL, OptOps.GROUP: AxisType.GROUP_REDUCE, OptOps.GROUPTOP: AxisType.GROUP_REDUCE}
 
-def apply_opt(ast:UOp, opt:Opt) -> UOp:
+def apply_opt(ast:UOp, opt:Opt, renderer=None) -> UOp:
+  if opt.op is OptOps.TC: return _apply_tc(ast, opt, renderer)
   r = _check(ast, opt)
   if opt.op is OptOps.SWAP:  # loops nest by axis id: exchange the ids
     q = axes(ast)[opt.amt]
@@ -148,8 +149,18 @@ def apply_opt(ast:UOp, opt:Opt) -> UOp:
     raise OptError(f"{opt}: the grouped reduces need {b} bytes of LOCAL memory, at most {MAX_SHARED_BYTES}")
   return ret
 
-def apply_opts(ast:UOp, opts:list[Opt]|tuple[Opt, ...]) -> UOp:
-  """the opts in order; the applied list is recorded in KernelInfo.applied_opts (and names the kernel apart from its unoptimized self)"""
-  for o in opts: ast = apply_opt(ast, o)
+def _apply_tc(ast:UOp, opt:Opt, renderer) -> UOp:
+  """TC(axis=which (m, n, k) choice, amt=which of the renderer's tensor cores): codegen/opt/tc.py"""
+  from tinygrad.codegen.opt.tc import apply_tc
+  tcs = getattr(renderer, "tensor_cores", ())
+  if tcs and not renderer.has_local: raise OptError(f"{opt}: a tensor core needs work items (a warp of lanes), {type(renderer).__name__} has none")
+  if not 0 <= opt.amt < len(tcs): raise OptError(f"{opt}: {type(renderer).__name__} declares {len(tcs)} tensor cores, asked for number {opt.amt}")
+  try: return apply_tc(ast, tcs[opt.amt], opt.axis)
+  except OptError as e: raise OptError(f"{opt}: {e}") from None
+
+def apply_opts(ast:UOp, opts:list[Opt]|tuple[Opt, ...], renderer=None) -> UOp:
+  """the opts in order (TC needs the renderer, whose tensor cores it uses); the applied list is recorded in KernelInfo.applied_opts (and
+  names the kernel apart from its unoptimized self)"""
+  for o in opts: ast = apply_opt(ast, o, renderer)
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
   return ast.replace(arg=KernelInfo(info.name, info.opts_to_apply, info.dont_use_locals, tuple(info.applied_opts) + tuple(opts)))

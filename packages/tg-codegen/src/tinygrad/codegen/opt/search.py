@@ -10,6 +10,7 @@ from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.helpers import ContextVar, getenv, diskcache_get, diskcache_put, prod
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, OUTPUT, REDUCE, apply_opts, axes, lanes, size
 from tinygrad.codegen.opt.heuristic import THREADS, CODE_BUDGET, hand_coded_opts
+from tinygrad.codegen.opt.tc import tc_actions
 
 BEAM_MIN_GAIN = ContextVar("BEAM_MIN_GAIN", 0.01)  # a round must beat the best so far by this share, or the search ends
 BEAM_AMTS = (2, 3, 4, 8, 16)
@@ -21,11 +22,11 @@ BEAM_CUTOFF = ContextVar("BEAM_CUTOFF", 2.0)
 FORK_SLACK_S = 0.2  # a forked child's start and its copy-on-write faults, on top of the cutoff
 
 def actions(ast:UOp, renderer) -> list[Opt]:
-  """every opt BEAM may add to `ast` next: UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
+  """every opt BEAM may add to `ast` next: TC on each tensor core of the renderer that fits (first only), UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
   count (once), SWAP of an output axis with the innermost one, PADTO of an axis no amount divides; where the renderer has work items,
   LOCAL of a grid axis and GROUP/GROUPTOP of a reduce axis. Whether one fits is apply_opt's to say (OptError): the same rules as for
   any other opt list"""
-  ret, threads = [], THREADS.value if getattr(renderer, "has_threads", False) else 1
+  ret, threads = tc_actions(ast, renderer), THREADS.value if getattr(renderer, "has_threads", False) else 1
   items = getattr(renderer, "has_local", False)
   out = [i for i, r in enumerate(axes(ast)) if r.arg[1] in OUTPUT]
   ret += [Opt(OptOps.SWAP, i, out[-1]) for i in out[:-1]]
@@ -44,11 +45,11 @@ def _with_opts(ast:UOp, opts:tuple[Opt, ...]) -> UOp:
   return ast.replace(arg=KernelInfo(info.name, tuple(opts), info.dont_use_locals))
 
 def _extend(ast:UOp, opts:tuple[Opt, ...], renderer) -> list[tuple[Opt, ...]]:
-  base, nodes = apply_opts(ast, opts), len(ast.toposort())
+  base, nodes = apply_opts(ast, opts, renderer), len(ast.toposort())
   ret = []
   for o in actions(base, renderer):
     if o.op is OptOps.SWAP and opts and opts[-1] == o: continue  # a swap twice is no swap
-    try: new = apply_opts(base, [o])
+    try: new = apply_opts(base, [o], renderer)
     except OptError: continue
     if o.op is OptOps.THREAD or nodes * lanes(new) <= CODE_BUDGET: ret.append(opts + (o,))
   return ret
