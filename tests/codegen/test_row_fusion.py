@@ -115,3 +115,18 @@ def test_fused_kernel_compiles_for_amdgpu(fused_softmax_ast):
   from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler, read_code_object
   p = get_program(fused_softmax_ast, AMDGPURenderer())
   assert read_code_object(AMDGPUCompiler("gfx1100").compile(p.src), p.name).kd.kernarg_size == 16
+
+def test_exp_is_computed_once_per_element():
+  # the sum's loop stores exp(x - max) into a row of scratch that the store's loop reads back (codegen/row_stage.py)
+  from tinygrad.codegen.row_stage import stage_rows
+  from tinygrad.device import Device
+  from tinygrad.dtype import AddrSpace
+  (k,) = kernels(softmax(buf(8, 37)))
+  assert sum(u.op is Ops.EXP2 for u in k.ast.toposort()) == 2
+  staged = stage_rows(k.ast, Device["CPU"].renderer)
+  assert sum(u.op is Ops.EXP2 for u in staged.toposort()) == 1
+  assert [u.arg.shape for u in staged.toposort() if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.REG] == [(37,)]
+  # a value of a few ops is recomputed (layernorm's x - mean), and a target with work items keeps the kernel as it is
+  (ln,) = kernels(layernorm(buf(8, 37)))
+  assert stage_rows(ln.ast, Device["CPU"].renderer) is ln.ast
+  assert stage_rows(k.ast, Device["PYTHON"].renderer) is k.ast
