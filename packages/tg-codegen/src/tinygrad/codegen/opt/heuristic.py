@@ -136,6 +136,12 @@ def panel_swap(ast:UOp) -> Opt|None:
     if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
   return None
 
+def _chain_trips(ast:UOp) -> int:
+  """loop trips of a row chain: its loops run one after another, so the trips of each loop body add up (the product of every axis
+  would count each reduce once per element of the store's loop)"""
+  free = free_ranges(ast)
+  return sum(prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
+
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
   if not ax or any(size(r) is None for r in ranges(ast)): return []  # symbolic or bound-less loops: left as written
@@ -159,7 +165,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # a row chain (reduces run one after another per row, then a store across the row) shares no loads across output lanes: its loops
   # stream the row with stride 1, which LLVM's loop vectorizer packs on its own. Upcast, the lanes of softmax's store loop were vectorized
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
-  chain = broadcast_reduce(ast)
+  if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
   for i, amt in sorted(register_tile(ast, tile_axes, wide_lanes).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
