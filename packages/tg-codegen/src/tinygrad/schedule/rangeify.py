@@ -144,7 +144,8 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # several kernels would recompute at a higher cost than a buffer's
   while True:
     bcast, reached, evals = _broadcast_reduces(want | stored, want)
-    rows = {r: next(iter(reached[r])) for r in bcast if len(reached[r]) == 1 and row_candidate(r)}
+    # not in an assign's kernel: another write of the same schedule may overwrite what the reduce reads (a -= b.sum(); b -= a.sum())
+    rows = {r: root for r in bcast if len(reached[r]) == 1 and (root := next(iter(reached[r]))) not in stored and row_candidate(r)}
     extra = {r: None for r in bcast if r not in rows} | {r: None for r, roots in reached.items() if len(roots) > 1}
     if not (extra.keys() - want.keys()):
       kept = set().union(*(fused_rows(root, [r for r in rows if rows[r] is root], want) for root in set(rows.values())))
