@@ -10,6 +10,7 @@ from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
 from tinygrad.schedule.pack import pack_operands
+from tinygrad.schedule.row_fusion import row_candidate, fused_rows
 
 @dataclass
 class ExecItem:
@@ -138,11 +139,17 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])
   want = _realize_under_reshapes(_must_realize(sink, list(sink.src)), sink)
   stored = {u.src[1]: None for u in sink.toposort() if _is_assign(u)}  # an assign's value is computed by its own kernel
-  # reduces: realize the ones that are broadcast back or shared by several kernels (recomputing them would be O(n^2)); then elementwise
-  # nodes that several kernels would recompute at a higher cost than a buffer's
+  # reduces: realize the ones shared by several kernels and the ones broadcast back (recomputing them would be O(n^2)), except a chain of
+  # row reductions its one reader keeps in its kernel (row_fusion.py), decided once the rest is settled; then elementwise nodes that
+  # several kernels would recompute at a higher cost than a buffer's
   while True:
     bcast, reached, evals = _broadcast_reduces(want | stored, want)
-    extra = {r: None for r in bcast} | {r: None for r, roots in reached.items() if len(roots) > 1}
+    # not in an assign's kernel: another write of the same schedule may overwrite what the reduce reads (a -= b.sum(); b -= a.sum())
+    rows = {r: root for r in bcast if len(reached[r]) == 1 and (root := next(iter(reached[r]))) not in stored and row_candidate(r)}
+    extra = {r: None for r in bcast if r not in rows} | {r: None for r, roots in reached.items() if len(roots) > 1}
+    if not (extra.keys() - want.keys()):
+      kept = set().union(*(fused_rows(root, [r for r in rows if rows[r] is root], want) for root in set(rows.values())))
+      extra = {r: None for r in rows if r not in kept}
     if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, want)
     if not (extra.keys() - want.keys()): break
     want |= extra

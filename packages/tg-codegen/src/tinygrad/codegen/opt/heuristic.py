@@ -8,7 +8,8 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, lanes, ranges, size, simplified
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, lanes, ranges,\
+  simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
@@ -59,9 +60,18 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
     if (u.op is Ops.LOAD and innermost in a.deps) or (u.op is Ops.STORE and not reduce): inner.append(a)
   return inner, unit
 
+# ops lowered to a polynomial of ~20-30 vector ops per element (codegen/transcendental.py)
+POLYNOMIAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW})
+
+def _long_body(ast:UOp, r:UOp) -> bool:
+  """a reduce over r evaluates a polynomial per element: its ~30 ops per vector hide the latency of the add into one accumulator"""
+  return any(u.op is Ops.REDUCE and r in u.src[1:] and any(w.op in POLYNOMIAL for w in u.src[0].toposort(lambda w: w.op is not Ops.REDUCE))
+             for u in ast.toposort())
+
 def _streams_vectors(ast:UOp, r:UOp) -> bool:
-  """every load of the innermost loop that moves with the reduce axis r reads it with stride 1: its lanes become vector loads"""
-  moving = [a for a in _accesses(ast)[0] if r in a.deps]
+  """every load that moves with the reduce axis r reads it with stride 1: its lanes become vector loads"""
+  moving = [a for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
+            and r in (a := _Access(u.src[0].src[1], len(u.src) == 3 and not (u.src[2].op is Ops.CONST and u.src[2].arg is True))).deps]
   return bool(moving) and all(r in a.unit for a in moving)
 
 def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
@@ -141,6 +151,12 @@ def panel_swap(ast:UOp) -> Opt|None:
     if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
   return None
 
+def _chain_trips(ast:UOp) -> int:
+  """loop trips of a row chain: its loops run one after another, so the trips of each loop body add up (the product of every axis
+  would count each reduce once per element of the store's loop)"""
+  free = free_ranges(ast)
+  return sum(prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
+
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
   if not ax or any(size(r) is None for r in ranges(ast)): return []  # symbolic or bound-less loops: left as written
@@ -157,7 +173,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:
-      if op not in (OptOps.THREAD, OptOps.SWAP) and nodes * lanes(ast) * amt > CODE_BUDGET: continue
+      if op not in (OptOps.THREAD, OptOps.SWAP) and nodes * lanes(ast, axes(ast)[axis]) * amt > CODE_BUDGET: continue
       try: ast = apply_opt(ast, o := Opt(op, axis, amt))
       except OptError: continue
       chosen.append(o)
@@ -166,19 +182,30 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
   upcast = False
   wide_lanes = STREAMING_TILE_LANES if panel_streams(ast) else 2 * TILE_LANES
-  tile_axes = out if red else _elementwise_tile_axes(ast, out)
+  # a row chain (reduces run one after another per row, then a store across the row) shares no loads across output lanes: its loops
+  # stream the row with stride 1, which LLVM's loop vectorizer packs on its own. Upcast, the lanes of softmax's store loop were vectorized
+  # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
+  if chain := broadcast_reduce(ast): work = _chain_trips(ast)
+  tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
   for i, amt in sorted(register_tile(ast, tile_axes, wide_lanes).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs VECTOR neighbouring accumulators into one vector register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
-  if red and not upcast: attempt(OptOps.UNROLL, red[-1], (4 * VECTOR, 2 * VECTOR, 8, 4, 2) if _streams_vectors(ast, ax[red[-1]]) else (8, 4, 2))
+  # A row chain's reduces each get their own (last axis first: a whole axis unrolled leaves the axes list). Where the reduce evaluates a
+  # polynomial, 2 vectors: 4 accumulators beside its constants spilled out of the 16 ymm registers (fused softmax 4096x4096, 1 thread,
+  # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
+  for i in reversed(red) if chain else red[-1:] if red and not upcast else []:
+    amts = (2 * VECTOR, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * VECTOR, 2 * VECTOR, 8, 4, 2)
+    attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
     want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
+    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them
+    shared = set.intersection(*(set(f[u]) for u in ast.toposort() if u.op is Ops.REDUCE)) if chain and (f := free_ranges(ast)) else None
     for i in out:
-      if attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
+      if (shared is None or axes(ast)[i] in shared) and attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
   if (swap := panel_swap(ast)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))

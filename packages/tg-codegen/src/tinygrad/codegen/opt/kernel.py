@@ -17,6 +17,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.opt.padding import pad_axis
+from tinygrad.helpers import prod
 
 class OptOps(Enum):
   UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); SWAP = auto(); GROUP = auto(); GROUPTOP = auto() # noqa: E702
@@ -53,11 +54,33 @@ def simplified(u:UOp) -> UOp:
   the optimizer reads strides and gates from it many times per kernel"""
   return graph_rewrite(u, symbolic, name="simplify address")
 def size(r:UOp) -> int|None: return r.src[0].arg if r.src and r.src[0].op is Ops.CONST else None  # None: symbolic or bound-less
-def lanes(ast:UOp) -> int:
-  n = 1
-  for r in ranges(ast):
-    if r.arg[1] in (AxisType.UPCAST, AxisType.UNROLL): n *= size(r)
+def free_ranges(ast:UOp) -> dict[UOp, frozenset]:
+  """for every node, the ranges its value depends on that no REDUCE or END under it has closed"""
+  ret: dict[UOp, frozenset] = {}
+  for u in ast.toposort():
+    s = frozenset().union(*(ret[x] for x in u.src)) if u.src else frozenset()
+    if u.op is Ops.RANGE: s = s | {u}
+    elif u.op is Ops.REDUCE: s = s - set(u.src[1:])
+    elif u.op is Ops.END: s = s - set(u.ended_ranges)
+    ret[u] = s
+  return ret
+
+def lanes(ast:UOp, inside:UOp|None=None) -> int:
+  """copies of the code the UPCAST and UNROLL axes make: the most that one loop body holds (of the bodies that loop over `inside`, when
+  given). Reduces that run one after another (a row chain, schedule/row_fusion.py) are unrolled each apart: their lanes do not multiply"""
+  free, n = free_ranges(ast), 1
+  for u in ast.toposort():
+    body = free[u.src[0]] | set(u.src[1:]) if u.op in (Ops.REDUCE, Ops.END) else set()
+    if body and (inside is None or inside in body):
+      n = max(n, prod(size(r) for r in body if r.op is Ops.RANGE and r.arg[1] in (AxisType.UPCAST, AxisType.UNROLL)))
   return n
+
+def broadcast_reduce(ast:UOp) -> bool:
+  """some REDUCE is read across an output axis it does not depend on: a row reduction kept in its reader's kernel (softmax's max and
+  sum, schedule/row_fusion.py), its loop one of several that run one after another inside the loop over rows"""
+  free = free_ranges(ast)
+  out = {r for e in ast.src if e.op is Ops.END for r in e.ended_ranges if r.arg[1] in OUTPUT}
+  return any(u.op is Ops.REDUCE and out - free[u] for u in ast.toposort())
 
 def _split_use(ctx:dict[UOp, tuple[UOp, list[UOp]]], x:UOp) -> UOp|None:
   if not any(s in ctx for s in x.src[1:]): return None
@@ -95,7 +118,7 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   if opt.amt < 2 or opt.amt > n or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
-  if limit is not None and lanes(ast) * opt.amt > MAX_LANES: raise OptError(f"{opt}: {lanes(ast)*opt.amt} unrolled lanes, at most {MAX_LANES}")
+  if limit is not None and (n := lanes(ast, r) * opt.amt) > MAX_LANES: raise OptError(f"{opt}: {n} unrolled lanes, at most {MAX_LANES}")
   if opt.op is OptOps.THREAD and any(u.arg[1] is AxisType.THREAD for u in ranges(ast)):
     raise OptError(f"{opt}: the kernel already has a THREAD axis")
   if opt.op is OptOps.GLOBAL and (r.arg[1] is not AxisType.LOOP or opt.amt != n):

@@ -1,0 +1,132 @@
+"""A chain of row reductions (softmax, log_softmax, layernorm) stays in the kernel that reads it (schedule/row_fusion.py): kernel counts
+on tensor-level graphs, where the rule stops (a long row, a column reduce, a reduce over a matmul, a device with work items), and the
+fused kernels against numpy on every device of the op matrix and through the GPU renderers."""
+import numpy as np
+import pytest
+from tinygrad import Tensor
+from tinygrad.uop.ops import UOp, Ops
+from tinygrad.dtype import dtypes
+from tinygrad.helpers import Context, GlobalCounters
+from tinygrad.schedule.rangeify import create_schedule
+from tinygrad.codegen import get_program
+
+def buf(*shape, device="CPU"):
+  n = 1
+  for s in shape: n *= s
+  return UOp.new_buffer(device, n, dtypes.float).reshape(shape)
+
+def kernels(t:UOp) -> list: return [it for it in create_schedule([t])[0] if it.kind == "kernel"]
+
+def softmax(x:UOp, axis=1) -> UOp:
+  e = (x - x.max(axis, keepdim=True)).exp()
+  return e / e.sum(axis, keepdim=True)
+
+def layernorm(x:UOp) -> UOp:
+  c = x - x.sum(1, keepdim=True) * (1 / x.shape[1])
+  return c * ((c * c).sum(1, keepdim=True) * (1 / x.shape[1]) + 1e-5).rsqrt()
+
+def test_row_chains_are_one_kernel():
+  x = buf(8, 37)
+  assert len(kernels(softmax(x))) == 1
+  assert len(kernels(layernorm(x))) == 1
+  assert len(kernels(x - x.sum(1, keepdim=True))) == 1
+  with Context(FUSE_ROWS=0): assert len(kernels(softmax(x))) == 3
+
+def test_fused_kernel_runs_each_reduce_once_per_row():
+  ks = kernels(softmax(buf(8, 37)))
+  red = [u for u in ks[0].ast.toposort() if u.op is Ops.REDUCE]
+  rows = [u for u in ks[0].ast.toposort() if u.op is Ops.RANGE and u.src[0].arg == 8]
+  assert len(red) == 2 and len(rows) == 1
+  # each reduce loops over its own range of the row, inside the loop over rows
+  assert all(len(r.src) == 2 and r.src[1].src[0].arg == 37 and rows[0] in r.src[0].toposort() for r in red)
+
+def test_long_rows_split_into_kernels():
+  with Context(FUSE_ROWS_MAX=36): assert len(kernels(softmax(buf(8, 37)))) == 3
+  with Context(FUSE_ROWS_MAX=37): assert len(kernels(softmax(buf(8, 37)))) == 1
+  assert len(kernels(softmax(buf(2, 20000)))) == 3  # past the default limit (and short of split_reduce's)
+
+def test_column_reduce_is_not_fused():
+  # over axis 0 the reduce depends on the inner loop only: kept in the kernel it would run once per element
+  assert len(kernels(softmax(buf(8, 37), axis=0))) == 3
+
+def test_reduce_over_a_matmul_is_not_fused():
+  a, b = buf(8, 16), buf(16, 12)
+  mm = (a.reshape((8, 1, 16)) * b.T.reshape((1, 12, 16))).sum(2)
+  with Context(FUSE_ROWS=0): split = len(kernels(softmax(mm)))
+  ks = kernels(softmax(mm))
+  # the matmul's reduce is never nested inside a row reduce of a kernel (it would run once per loop over the row)
+  assert len(ks) == split and all(not any(v.op is Ops.REDUCE for v in r.src[0].toposort()) for k in ks for r in k.ast.toposort()
+                                  if r.op is Ops.REDUCE)
+
+def test_devices_with_work_items_keep_separate_kernels():
+  x = buf(8, 37, device="PYTHON")
+  assert len(kernels(softmax(x))) == 3
+  with Context(FUSE_ROWS=2): assert len(kernels(softmax(x))) == 1
+
+def _np_softmax(a):
+  e = np.exp(a - a.max(1, keepdims=True))
+  return e / e.sum(1, keepdims=True)
+
+def _np_layernorm(a):
+  c = a - a.mean(1, keepdims=True)
+  return c / np.sqrt((c * c).mean(1, keepdims=True) + 1e-5)
+
+CASES = {
+  "softmax": (lambda t: t.softmax(1), _np_softmax),
+  "log_softmax": (lambda t: t.log_softmax(1), lambda a: np.log(_np_softmax(a))),
+  "layernorm": (lambda t: t.layernorm(), _np_layernorm),
+}
+
+# a row that is no multiple of the vector width, one the heuristic unrolls (48: 16 lanes), a row of one, one past a (lowered) limit
+@pytest.mark.parametrize("shape, limit, fused", [((5, 37), 1 << 14, True), ((2, 48), 1 << 14, True), ((4, 1), 1 << 14, True),
+                                                 ((3, 45), 16, False)])
+@pytest.mark.parametrize("case", list(CASES))
+def test_fused_rows_match_numpy(device, case, shape, limit, fused):
+  fn, ref = CASES[case]
+  a = np.random.default_rng(0).standard_normal(shape).astype(np.float32) * 4
+  t = Tensor(a, device=device).realize()
+  with Context(FUSE_ROWS=2, FUSE_ROWS_MAX=limit):  # 2: the emulator and the GPU devices run the fused kernel too
+    GlobalCounters.reset()
+    out = fn(t).realize()
+    assert GlobalCounters.kernel_count == (1 if fused else 3)
+  np.testing.assert_allclose(out.numpy(), ref(a), rtol=2e-5, atol=2e-6)
+
+def test_cross_entropy_still_matches_numpy(device):
+  # log_softmax inside a loss: the loss is a reduce over the rows, the chain's reduces run inside its loop
+  a = np.random.default_rng(1).standard_normal((6, 10)).astype(np.float32)
+  y = np.array([1, 0, 9, 3, 3, 7])
+  with Context(FUSE_ROWS=2):
+    loss = Tensor(a, device=device).sparse_categorical_crossentropy(Tensor(y, device=device)).item()
+  np.testing.assert_allclose(loss, -np.log(_np_softmax(a))[np.arange(6), y].mean(), rtol=1e-5)
+
+@pytest.fixture
+def fused_softmax_ast():
+  with Context(FUSE_ROWS=2): (k,) = kernels(softmax(buf(8, 37, device="PYTHON")))
+  return k.ast
+
+def test_fused_kernel_renders_for_ptx(fused_softmax_ast):
+  from tinygrad.renderer.ptx import PTXRenderer
+  from tinygrad.runtime.ptx_check import check_ptx
+  entries = check_ptx(get_program(fused_softmax_ast, PTXRenderer()).src)
+  assert list(entries.values()) == [[("u64", "data0"), ("u64", "data1")]]
+
+def test_fused_kernel_compiles_for_amdgpu(fused_softmax_ast):
+  from tinygrad.renderer.amdgpu import AMDGPURenderer
+  from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler, read_code_object
+  p = get_program(fused_softmax_ast, AMDGPURenderer())
+  assert read_code_object(AMDGPUCompiler("gfx1100").compile(p.src), p.name).kd.kernarg_size == 16
+
+def test_exp_is_computed_once_per_element():
+  # the sum's loop stores exp(x - max) into a row of scratch that the store's loop reads back (codegen/row_stage.py)
+  from tinygrad.codegen.row_stage import stage_rows
+  from tinygrad.device import Device
+  from tinygrad.dtype import AddrSpace
+  (k,) = kernels(softmax(buf(8, 37)))
+  assert sum(u.op is Ops.EXP2 for u in k.ast.toposort()) == 2
+  staged = stage_rows(k.ast, Device["CPU"].renderer)
+  assert sum(u.op is Ops.EXP2 for u in staged.toposort()) == 1
+  assert [u.arg.shape for u in staged.toposort() if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.REG] == [(37,)]
+  # a value of a few ops is recomputed (layernorm's x - mean), and a target with work items keeps the kernel as it is
+  (ln,) = kernels(layernorm(buf(8, 37)))
+  assert stage_rows(ln.ast, Device["CPU"].renderer) is ln.ast
+  assert stage_rows(k.ast, Device["PYTHON"].renderer) is k.ast
