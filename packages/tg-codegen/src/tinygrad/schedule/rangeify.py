@@ -33,10 +33,15 @@ def _is_assign(u:UOp) -> bool:
   """a tensor-level STORE(target view, value); a custom kernel's body (inside a CALL) stores through INDEX"""
   return u.op is Ops.STORE and u.src[0].op is not Ops.INDEX
 
+def _written(u:UOp) -> bool:
+  """an AFTER whose buffer a write in this graph fills (an assign or a custom kernel)"""
+  return any(s.op is Ops.CALL or _is_assign(s) for s in u.src[1:])
+
 def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   want: dict[UOp, None] = {}
   for t in targets:
-    if t.base.op is not Ops.BUFFER: want[t] = None
+    # a reshape of a written buffer (an optimizer's write, reshaped back from the flat buffer it stores through) is that buffer: no copy
+    if t.base.op is not Ops.BUFFER and not ((x := _under_reshapes(t)).op is Ops.AFTER and _written(x) and _is_plain_buffer(x)): want[t] = None
   for u in sink.toposort():
     if u.op is Ops.CONTIGUOUS: want[u] = None
     if u.op is Ops.COPY:
@@ -157,7 +162,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   realized: dict[UOp, UOp] = {}
   for u in _writes_last(sink):
     if u.op is Ops.BUFFER: realized[u] = u; continue
-    if u.op is Ops.AFTER and any(s.op is Ops.CALL or _is_assign(s) for s in u.src[1:]):
+    if u.op is Ops.AFTER and _written(u):
       realized[u] = realized.get(u.src[0], u.src[0])  # read after the write: the written buffer (or view of it)
       continue
     if u.op is Ops.CALL: items.append(_custom_call(u, realized)); continue
