@@ -249,3 +249,21 @@ def test_register_tile_shares_loads():
       np.testing.assert_allclose(run_cpu(apply_opts(ast, hand_coded_opts(ast, Device["CPU"].renderer)), ins, ref(*ins).size), ref(*ins), rtol=1e-5, atol=1e-4)
   with Context(THREADS=2):  # the cores split the rows first, then each runs its row tiles inside the column tiles
     assert hand_coded_opts(matmul(64, 96, 1024)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 8), Opt(T, 0, 2), Opt(S, 0, 1)]
+
+def test_elementwise_tile_skips_gathered_axes():
+  # out[i, j] = a[i, j] + c[j*64 + i%3]: the store and a walk j with stride 1, but c reads it 64 floats apart and has no stride-1 axis,
+  # so lanes along j would each load and insert their own element: j is not tiled (the channels-last pool backward's NCHW reads)
+  h, w = 6, 32
+  def body(out, a, c):
+    i, j = UOp.range(h, 0), UOp.range(w, 1)
+    return i*w + j, a[i*w + j].load() + c[j*64 + i % 3].load(), (i, j)
+  (ast, ins) = kernel((h, w), body, 2, [h*w, w*64], h*w, "gather")
+  with Context(THREADS=1): opts = hand_coded_opts(ast, Device["CPU"].renderer)
+  assert not any(o.op is U and o.axis == 1 for o in opts), opts
+  ref = ins[0].reshape(h, w) + ins[1].reshape(w, 64)[:, np.arange(h) % 3].T
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, h*w), ref.ravel(), rtol=1e-6)
+  # the same read at stride 8 (two lanes per cache line) is no gather: j is tiled
+  def body8(out, a, c):
+    i, j = UOp.range(h, 0), UOp.range(w, 1)
+    return i*w + j, a[i*w + j].load() + c[j*8 + i % 3].load(), (i, j)
+  with Context(THREADS=1): assert any(o.op is U and o.axis == 1 for o in hand_coded_opts(kernel((h, w), body8, 2, [h*w, w*8], h*w, "g8")[0], Device["CPU"].renderer))

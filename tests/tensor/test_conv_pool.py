@@ -50,10 +50,11 @@ def np_conv_grads(x, w, g, stride, dilation, pads, groups):
     dxp[sl] += np.einsum("nohw,oc->nchw", g[:, co], w[co, :, ky, kx])
   return dxp[:, :, pads[0][0]:pads[0][0]+h, pads[1][0]:pads[1][0]+wd], dw
 
-# out widths 8 and 16 run the direct form (whole vectors along the row), the others the im2col matmul form
+# out widths 8 and 16 run the direct form (whole vectors along the row), the others the im2col matmul form (one input channel: a row
+# of 9 taps, whose gradient is written channels-last)
 @pytest.mark.parametrize("shape,kw", [((2, 4, 6, 10), dict()), ((2, 4, 5, 16), dict(padding=1)), ((2, 4, 7, 9), dict(stride=2, padding=(0, 1))),
                                       ((1, 4, 9, 13), dict(dilation=2, padding=1)), ((2, 4, 6, 7), dict(groups=2, stride=(1, 2))),
-                                      ((2, 6, 8, 9), dict(groups=3, padding=(1, 0)))])
+                                      ((2, 6, 8, 9), dict(groups=3, padding=(1, 0))), ((2, 1, 7, 12), dict())])
 def test_conv2d_gradients_both_forms(shape, kw):
   from tinygrad.tensor_conv import _im2col_pays
   x, g = rnd(*shape), None

@@ -91,3 +91,16 @@ def test_each_gradient_reads_the_other_parameter_before_it_is_written(make):
   if isinstance(opt, nn.optim.SGD): want_a, want_b = [1 - 0.5*3, 2 + 0.5*4], [3 - 0.5*1, -4 - 0.5*2]
   else: want_a, want_b = [1 - 0.5, 2 + 0.5], [3 - 0.5, -4 - 0.5]  # Adam's first step moves each element by lr * sign(grad)
   np.testing.assert_allclose(a.numpy(), want_a, rtol=1e-5); np.testing.assert_allclose(b.numpy(), want_b, rtol=1e-5)
+
+def test_reshaped_write_realizes_without_a_copy():
+  # a write stores through the flat buffer and reads back reshaped: realizing that view is the write's kernel alone, and the view then
+  # reads the buffer (a later realize does not write again)
+  from tinygrad.helpers import GlobalCounters
+  from tinygrad.nn.inplace import buffer_of, pending_write
+  t = buffer_of(Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)))
+  w = pending_write(t, t * 2)
+  before = GlobalCounters.kernel_count
+  Tensor.realize(w)
+  assert GlobalCounters.kernel_count - before == 1
+  np.testing.assert_equal((w + 1).numpy(), np.arange(12).reshape(3, 4) * 2 + 1)
+  np.testing.assert_equal(t.numpy(), np.arange(12).reshape(3, 4) * 2)

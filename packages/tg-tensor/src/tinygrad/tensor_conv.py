@@ -103,8 +103,13 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   cols = win.permute((0,) + tuple(range(2, 2+nd)) + (1, 2+nd)).contiguous()
   cols = cols.reshape((n,) + out + (groups, 1, kk)).contiguous_backward()
   w = weight.reshape((1,)*(1+nd) + (groups, cout//groups, kk))
-  ret = (cols * w).sum(-1, dtype=dtype).reshape((n,) + out + (cout,)).permute((0, 1+nd) + tuple(range(1, 1+nd)))
-  return ret if bias is None else ret + bias.reshape((1, cout) + (1,)*nd)
+  ret = (cols * w).sum(-1, dtype=dtype).reshape((n,) + out + (cout,))
+  if bias is not None: ret = ret + bias
+  # a row of fewer than two vectors (conv-1's 9 taps) gives the weight gradient, a (Cout, kk) sum over every pixel, no vector axis
+  # along kk: its gradient is written channels-last, so that Cout is one, read with stride 1 (MNIST conv-1, 1 thread: 3.7 -> 1.9 ms).
+  # A longer row is packed into panels (schedule/pack.py) and vectorizes along kk; there the NCHW gradient streams better (conv-2: +1.3 ms)
+  if kk < 2 * VECTOR_LANES: ret = ret.contiguous_backward()
+  return ret.permute((0, 1+nd) + tuple(range(1, 1+nd)))
 
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):

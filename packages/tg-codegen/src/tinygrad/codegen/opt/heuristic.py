@@ -24,6 +24,7 @@ WIDE = 16                  # two vectors along a stride-1 axis: then the tile's 
 # time, 4x16 -> 8x16 (both with SWAP): 1024 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42)
 STREAMING_TILE_LANES = 128
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
+LINE_FLOATS = 16           # elements of 4 bytes in a 64-byte cache line
 L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
 
 class _Access:
@@ -79,14 +80,18 @@ def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
   don't depend on (a broadcast input, loaded once for all lanes), or one every load that depends on it walks with stride 1 (a
   transpose: its loads become vectors; a conv's channels-last buffer read back as NCHW, one thread: 2.4 -> 1.2 ms). Otherwise each
   lane is one more stream through every buffer and the lanes share nothing worth it: conv1's pool backward (5 buffers) tiled 8
-  channels wide for its one channels-last input ran 4x slower than untiled, tiled 8 images wide (sharing only the bias) 8x"""
+  channels wide for its one channels-last input ran 4x slower than untiled, tiled 8 images wide (sharing only the bias) 8x. Never an
+  axis that a load with no stride-1 axis of its own reads a cache line or more apart per step: its lanes can never share a vector load,
+  each is a load and an insert (conv-1's pool backward written channels-last, its NCHW pool gradient read across 8 channels: 3-3.8 ms,
+  untiled 1.8-2.0, 1 thread)"""
   ax, loads = axes(ast), [u.src[0].src[1] for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
   strided = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
              for r in _Access(u.src[0].src[1], False).strided}
   acc = [_Access(idx, False) for idx in loads]
   def shared(r:UOp) -> int: return sum(1 for a in acc if r not in a.deps)
   def transposed(r:UOp) -> bool: return any(r in a.unit for a in acc) and all(r in a.unit for a in acc if r in a.deps)
-  return [i for i in out if ax[i] not in strided or 2 * shared(ax[i]) >= len(loads) or transposed(ax[i])]
+  def gathered(r:UOp) -> bool: return any(a.stride.get(r, 0) >= LINE_FLOATS and not a.unit for a in acc)
+  return [i for i in out if not gathered(ax[i]) and (ax[i] not in strided or 2 * shared(ax[i]) >= len(loads) or transposed(ax[i]))]
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
 
