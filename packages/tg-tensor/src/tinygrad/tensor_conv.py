@@ -102,13 +102,17 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   # its gradient (a matmul) is written out too: the fold reads each element once, where a view would redo the matmul per tap
   cols = win.permute((0,) + tuple(range(2, 2+nd)) + (1, 2+nd)).contiguous()
   cols = cols.reshape((n,) + out + (groups, 1, kk)).contiguous_backward()
-  w = weight.reshape((1,)*(1+nd) + (groups, cout//groups, kk))
-  ret = (cols * w).sum(-1, dtype=dtype).reshape((n,) + out + (cout,))
-  if bias is not None: ret = ret + bias
+  w = weight.reshape(groups, cout//groups, kk)
   # a row of fewer than two vectors (conv-1's 9 taps) gives the weight gradient, a (Cout, kk) sum over every pixel, no vector axis
-  # along kk: its gradient is written channels-last, so that Cout is one, read with stride 1 (MNIST conv-1, 1 thread: 3.7 -> 1.9 ms).
-  # A longer row is packed into panels (schedule/pack.py) and vectorizes along kk; there the NCHW gradient streams better (conv-2: +1.3 ms)
-  if kk < 2 * VECTOR_LANES: ret = ret.contiguous_backward()
+  # along kk: Cout is its vector axis instead, so the output's gradient is written channels-last (Cout read with stride 1) and the weight's
+  # as (kk, Cout) (Cout stored with stride 1: LLVM's SLP vectorizer builds its vectors from consecutive stores), then transposed (MNIST
+  # conv-1, 1 thread: 3.7 -> 0.9 ms). A longer row is packed into panels (schedule/pack.py) and vectorizes along kk; there the NCHW gradient
+  # streams better (conv-2: +1.3 ms)
+  short_row = kk < 2 * VECTOR_LANES
+  if short_row: w = w.permute(0, 2, 1).contiguous_backward().permute(0, 2, 1)
+  ret = (cols * w.reshape((1,)*(1+nd) + (groups, cout//groups, kk))).sum(-1, dtype=dtype).reshape((n,) + out + (cout,))
+  if bias is not None: ret = ret + bias
+  if short_row: ret = ret.contiguous_backward()
   return ret.permute((0, 1+nd) + tuple(range(1, 1+nd)))
 
 class TensorConvMixin:
