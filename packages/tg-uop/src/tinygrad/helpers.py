@@ -17,10 +17,22 @@ def getenv(key:str, default=0):
 class ContextVar:
   """a named global knob: initial value from the env, temporarily overridable with Context"""
   _cache: ClassVar[dict[str, ContextVar]] = {}
+  # bumped by every write of any value (and every new ContextVar): snapshot() rebuilds only after one
+  _version: ClassVar[int] = 0
+  _snapshot: ClassVar[tuple[int, tuple]] = (-1, ())
   def __init__(self, key:str, default:Any):
     if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} already exists")
     self.key, self.value = key, getenv(key, default)
     ContextVar._cache[key] = self
+  def __setattr__(self, k:str, v:Any):
+    object.__setattr__(self, k, v)
+    ContextVar._version += 1
+  @staticmethod
+  def snapshot() -> tuple:
+    """every ContextVar's (key, value), as one hashable tuple: the part of a cache key that says which knobs were set"""
+    if ContextVar._snapshot[0] != ContextVar._version:
+      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()))
+    return ContextVar._snapshot[1]
   def __bool__(self): return bool(self.value)
   # compare by value so `DEBUG >= 2` and `DEBUG == 2` both do what they read like
   def __eq__(self, x): return self.value == x

@@ -113,8 +113,11 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   @property
   def _shape(self) -> tuple|None:
     if "_shape_c" not in self.__dict__:
-      for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
-        if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
+      # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
+      if all("_shape_c" in s.__dict__ for s in self.src): self.__dict__["_shape_c"] = _infer_shape(self)
+      else:
+        for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
+          if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
     return self.__dict__["_shape_c"]
   @property
   def shape(self) -> tuple:
@@ -126,8 +129,10 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   @property
   def device(self) -> str|tuple|None:
     if "_device_c" not in self.__dict__:
-      for u in self.toposort(lambda u: "_device_c" not in u.__dict__):
-        if "_device_c" not in u.__dict__: u.__dict__["_device_c"] = _infer_device(u)
+      if all("_device_c" in s.__dict__ for s in self.src): self.__dict__["_device_c"] = _infer_device(self)
+      else:
+        for u in self.toposort(lambda u: "_device_c" not in u.__dict__):
+          if "_device_c" not in u.__dict__: u.__dict__["_device_c"] = _infer_device(u)
     return self.__dict__["_device_c"]
   @property
   def base(self) -> UOp:
