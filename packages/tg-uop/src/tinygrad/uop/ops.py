@@ -54,11 +54,11 @@ def _check_new(u:UOp):
 
 class UOp(OpMixin, metaclass=UOpMetaClass):
   def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=(), arg:Any=None, tag:Any=None):
-    if not isinstance(src, tuple) or not all(isinstance(s, UOp) for s in src): raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
+    if type(src) is not tuple or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
+      raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
     if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool:
       raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
-    object.__setattr__(self, "op", op); object.__setattr__(self, "dtype", dtype); object.__setattr__(self, "src", src)
-    object.__setattr__(self, "arg", arg); object.__setattr__(self, "tag", tag)
+    self.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
   def __setattr__(self, k, v): raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
   def replace(self, **kwargs) -> UOp:
@@ -231,7 +231,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     """a movement op's argument as python values: new shape (RESHAPE, EXPAND), (begin, end) or (before, after) pairs (SHRINK, PAD),
     axis order (PERMUTE), flip mask (FLIP); a symbolic size stays a UOp"""
     if self.op not in _SIZED_MOVEMENT: return self.arg
-    flat = tuple(_sint_py(s) for s in self.src[1:])
+    flat = tuple([s.arg if s.op is Ops.CONST else s for s in self.src[1:]])
     return flat if self.op in (Ops.RESHAPE, Ops.EXPAND) else tuple(zip(flat[0::2], flat[1::2]))
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> UOp: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(axis))) if axis else self
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
@@ -291,6 +291,8 @@ def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tupl
 
 def broadcast_shape(*shapes:tuple) -> tuple:
   """numpy broadcasting (right-aligned) of shapes; raises naming the shapes when they don't fit"""
+  # the usual case first: equal shapes, or scalars (shape ()) beside one shape. Sizes compare by identity where symbolic (hash-consed)
+  if len(rest := [s for s in shapes if s]) <= 1 or all([s == rest[0] for s in rest]): return tuple(rest[0]) if rest else ()
   nd = max(len(s) for s in shapes)
   padded = [(1,)*(nd-len(s)) + tuple(s) for s in shapes]
   out = []
@@ -309,14 +311,15 @@ _NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.E
              Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
 _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT, Ops.WMMA}
 
+_SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}
+
 def _infer_shape(u:UOp) -> tuple|None:
   op, src, arg = u.op, u.src, u.arg
   if op in _NO_SHAPE: return None
   if op in _SCALAR: return ()
   if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
-  if op in {Ops.PARAM, Ops.BUFFER}: return arg.shape
-  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}:
-    return src[0]._shape
+  if op is Ops.PARAM or op is Ops.BUFFER: return arg.shape
+  if op in _SAME_SHAPE: return src[0]._shape
   if op is Ops.INDEX:
     bs = src[0]._shape
     if bs is None or len(src)-1 > len(bs): return ()
@@ -349,8 +352,8 @@ def _infer_shape(u:UOp) -> tuple|None:
     return tuple(ssimplify(e-b) for b, e in arg)
   if op is Ops.FLIP: return ss
   if op is Ops.REDUCE_AXIS:
-    if any(not 0 <= a < len(ss) for a in arg[1]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
-    return tuple(1 if i in arg[1] else s for i, s in enumerate(ss))
+    if not all([0 <= a < len(ss) for a in arg[1]]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
+    return tuple([1 if i in arg[1] else s for i, s in enumerate(ss)])
   raise RuntimeError(f"no shape rule for {op}")
 
 def _infer_device(u:UOp) -> str|tuple|None:
