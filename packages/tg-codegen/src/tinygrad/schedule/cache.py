@@ -1,9 +1,10 @@
 """Schedule cache: a program that realizes the same graph again on other buffers (a training step, an inference loop) skips scheduling.
 The key is the targets' graph with every device buffer replaced by a numbered placeholder (numbered in toposort order, so which nodes
 share a buffer stays in the key) and every bound Variable by the Variable, plus the ContextVars (they steer scheduling). The graph is
-hash-consed, so the normalized graph itself is the key. A hit replays the stored schedule: placeholders become this call's buffers, the
-buffers the first call allocated become new ones, and each kernel reads this call's Variable values. Anything the abstraction cannot
-express (an unbound Variable, a buffer it did not see) is never cached: a miss always schedules from scratch. SCACHE=0 turns it off."""
+hash-consed, so the normalized targets themselves are the key (compared by identity). A hit replays the stored schedule: placeholders
+become this call's buffers, the buffers the first call allocated become new ones, and each kernel reads this call's Variable values.
+Anything the abstraction cannot express (an unbound Variable, a buffer it did not see) is never cached: a miss always schedules from
+scratch. SCACHE=0 turns it off."""
 from __future__ import annotations
 import dataclasses, weakref
 from collections import OrderedDict
@@ -40,15 +41,23 @@ def _hole(u:UOp, n:int) -> UOp:
     h = _holes[key] = u.replace(arg=dataclasses.replace(a, slot=-1-n))
   return h
 
-def _normalize(nodes:dict[UOp, None]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, int]]|None:
-  """each node of the graph (nodes in toposort) with buffers and bindings taken out, its buffers in order, its Variables' values; None
-  where it can't be cached. One pass: this runs on every realize"""
+def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, int]]|None:
+  """each node of the roots' graph with buffers and bindings taken out, its buffers in toposort order, its Variables' values; None where
+  it can't be cached. One walk (the toposort's, building as it finishes each node): this runs on every realize"""
   new: dict[UOp, UOp] = {}
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
   defined, bound = set(), set()
-  for u in nodes:
-    if (op := u.op) is Ops.BUFFER and u.arg.slot >= 0 and u.arg.addrspace is AddrSpace.GLOBAL:
+  stack = [(r, False) for r in reversed(roots)]
+  pop, push = stack.pop, stack.append
+  while stack:
+    u, done = pop()
+    if not done:
+      if u not in new:
+        push((u, True))
+        for s in reversed(u.src):
+          if s not in new: push((s, False))
+    elif (op := u.op) is Ops.BUFFER and u.arg.slot >= 0 and u.arg.addrspace is AddrSpace.GLOBAL:
       new[u] = _hole(u, len(bufs))
       bufs.append(u)
     elif op is Ops.BIND:
@@ -59,17 +68,16 @@ def _normalize(nodes:dict[UOp, None]) -> tuple[dict[UOp, UOp], list[UOp], dict[s
     else:
       if op is Ops.DEFINE_VAR: defined.add(u)
       src = u.src
-      new[u] = u if all(new[s] is s for s in src) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
+      new[u] = u if all([new[s] is s for s in src]) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
   if defined and defined - bound: return None  # a Variable that is not bound has no value to replay with
   return new, bufs, vals
 
 def create_schedule_cached(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """create_schedule(targets), from the cache when a graph of the same structure was scheduled before"""
   if not SCACHE: return create_schedule(targets)
-  sink = UOp.sink(*targets)
-  if (norm := _normalize(sink.toposort())) is None: return create_schedule(targets)
+  if (norm := _normalize(targets)) is None: return create_schedule(targets)
   new, bufs, vals = norm
-  key = (new[sink], ContextVar.snapshot())
+  key = (tuple([new[t] for t in targets]), ContextVar.snapshot())
   try: entry = _cache.get(key)
   except TypeError: return create_schedule(targets)  # a ContextVar set to something unhashable: no key, no cache
   if entry is not None:

@@ -80,13 +80,15 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     """all nodes reachable from self, sources before users; `gate(u)` False stops descending below u (u itself is included)"""
     ret: dict[UOp, None] = {}
     stack: list[tuple[UOp, bool]] = [(self, False)]
+    pop, push = stack.pop, stack.append  # the hottest loop of every pass: no generator, no attribute lookups
     while stack:
-      node, visited = stack.pop()
-      if node in ret: continue
+      node, visited = pop()
       if visited: ret[node] = None
-      else:
-        stack.append((node, True))
-        if gate is None or gate(node): stack.extend((s, False) for s in reversed(node.src) if s not in ret)
+      elif node not in ret:
+        push((node, True))
+        if gate is None or gate(node):
+          for s in reversed(node.src):
+            if s not in ret: push((s, False))
     return ret
   def backward_slice(self) -> dict[UOp, None]:
     """everything self depends on, excluding self"""
