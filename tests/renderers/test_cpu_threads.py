@@ -3,7 +3,7 @@ caller, and launches from several python threads at once each get their own shar
 import threading
 import pytest
 from tinygrad.helpers import Context
-from tinygrad.runtime.ops_cpu import run_shared
+from tinygrad.runtime.cpu_threads import run_shared
 from tinygrad.codegen.opt import THREADS  # noqa: F401  (defines the ContextVar)
 
 def recorder():
