@@ -38,15 +38,23 @@ class VarArg:
 def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else (x, bool) if type(x) is bool else x
 
 class UOpMetaClass(type):
-  # hash-consing: equal (op, dtype, src, arg, tag) give the same object; values are weak so dead graphs are freed
-  ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  # hash-consing: equal (op, dtype, src, arg, tag) give the same object. The cache holds weak references, so dead graphs are freed: a
+  # plain dict of weakref.ref (made in C) and a callback that drops the key, cheaper than WeakValueDictionary's python-level KeyedRef
+  # and get() on the path every node is built through
+  ucache: dict[tuple, weakref.ref] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple=(), arg:Any=None, tag:Any=None):
     key = (op, dtype, src, _float_key(arg), tag)
-    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    if (wr := _ucache.get(key)) is not None and (ret := wr()) is not None: return ret
     ret = super().__call__(op, dtype, src, arg, tag)
     if SPEC >= 2: _check_new(ret)
-    UOpMetaClass.ucache[key] = ret
+    _ucache[key] = wr = weakref.ref(ret, _forget)
+    _ucache_keys[wr] = key
     return ret
+
+_ucache, _ucache_keys = UOpMetaClass.ucache, {}  # key -> weak reference, and back
+def _forget(wr:weakref.ref):
+  key = _ucache_keys.pop(wr)
+  if _ucache.get(key) is wr: del _ucache[key]  # a node made again after this one died owns the key now
 
 def _check_new(u:UOp):
   from tinygrad.uop.spec import check_uop
