@@ -7,6 +7,7 @@ from tinygrad.helpers import getenv
 class AddrSpace(enum.Enum):
   GLOBAL = enum.auto(); LOCAL = enum.auto(); REG = enum.auto(); ALU = enum.auto()  # ALU: a scalar value, e.g. a variable
   def __repr__(self): return f"AddrSpace.{self.name}"
+  __hash__ = object.__hash__  # members are singletons: identity hashing in C (every BUFFER and PARAM arg hashes one)
 
 class _Interned(type):
   """equal constructor args give the identical object, so dtypes compare and hash by identity"""
