@@ -52,9 +52,10 @@ class UOpMetaClass(type):
     return ret
 
 _ucache, _ucache_keys = UOpMetaClass.ucache, {}  # key -> weak reference, and back
-def _forget(wr:weakref.ref):
-  key = _ucache_keys.pop(wr)
-  if _ucache.get(key) is wr: del _ucache[key]  # a node made again after this one died owns the key now
+# the dicts are bound as defaults: a callback that runs while the interpreter tears down its modules still finds them
+def _forget(wr:weakref.ref, cache=_ucache, keys=_ucache_keys):
+  key = keys.pop(wr)
+  if cache.get(key) is wr: del cache[key]  # a node made again after this one died owns the key now
 
 def _check_new(u:UOp):
   from tinygrad.uop.spec import check_uop
@@ -62,7 +63,7 @@ def _check_new(u:UOp):
 
 class UOp(OpMixin, metaclass=UOpMetaClass):
   def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=(), arg:Any=None, tag:Any=None):
-    if type(src) is not tuple or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
+    if not isinstance(src, tuple) or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
       raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
     if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool:
       raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
