@@ -1,6 +1,7 @@
 """The python cost of running again what ran before: an eager realize whose graph the schedule cache has seen, and a TinyJit replay.
   tiny realize   (t*2).sum().realize() on 4 floats: the kernel is nothing, the figure is building the graph, the cache hit, buffers, launch
   sum 16M        ta.sum().realize() (the suite's sum row) beside its kernels alone: the same programs called on the same buffers in a loop
+  sum 1M         the same two kernels on 16x less data: short enough that the best of many runs is one nobody preempted (a busy machine)
   jit replay     a TinyJit step of 32 small kernels (4 floats each, no copies): microseconds per kernel of a replay
 Prints one JSON line per figure. Usage: python bench/realize_overhead.py [reps, default 2000]"""
 import json, statistics, sys, time
@@ -24,8 +25,8 @@ def tiny(reps:int):
   for _ in range(20): (t * 2).sum().realize()  # compiled and cached
   row("tiny realize", *timed(lambda: (t * 2).sum().realize(), reps))
 
-def total(reps:int):
-  ta = Tensor(np.random.default_rng(0).standard_normal(1 << 24, dtype=np.float32)).realize()
+def total(reps:int, n:int=1 << 24, name:str="sum 16M"):
+  ta = Tensor(np.random.default_rng(0).standard_normal(n, dtype=np.float32)).realize()
   for _ in range(3): ta.sum().realize()
   wall = timed(lambda: ta.sum().realize(), reps)
   items, _ = create_schedule_cached([ta.sum().uop])
@@ -33,8 +34,8 @@ def total(reps:int):
   def kernels():
     for spec, prg, bufs, vals in runs: prg(*[b._buf for b in bufs[:spec.nbufs]], global_size=spec.global_size, local_size=spec.local_size)
   alone = timed(kernels, reps)
-  row("sum 16M", *wall, kernels_us_best=round(alone[0], 1), kernels_us_median=round(alone[1], 1), kernels=len(runs),
-      python_us_median=round(wall[1] - alone[1], 1))
+  row(name, *wall, kernels_us_best=round(alone[0], 1), kernels_us_median=round(alone[1], 1), kernels=len(runs),
+      python_us_best=round(wall[0] - alone[0], 1), python_us_median=round(wall[1] - alone[1], 1))
 
 def jit_replay(reps:int, kernels:int=32):
   @TinyJit
@@ -51,4 +52,5 @@ if __name__ == "__main__":
   reps = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
   tiny(reps)
   total(max(10, reps // 50))
+  total(max(50, reps // 4), 1 << 20, "sum 1M")
   jit_replay(max(50, reps // 10))

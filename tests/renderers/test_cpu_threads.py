@@ -1,14 +1,16 @@
 """The CPU runtime's share runner: every share of a THREAD kernel runs exactly once, on the caller and the helper threads, errors reach the
-caller, and launches from several python threads at once each get their own shares back."""
-import threading
+caller, the caller waits for the shares in flight but not for a helper that has not woken, and launches from several python threads at
+once each get their own shares back."""
+import threading, time
 import pytest
 from tinygrad.helpers import Context
 from tinygrad.runtime.cpu_threads import run_shared
 from tinygrad.codegen.opt import THREADS  # noqa: F401  (defines the ContextVar)
 
 def recorder():
-  seen, lock = [], threading.Lock()
+  seen, lock, caller = [], threading.Lock(), threading.get_ident()
   def share(tag, i):
+    if threading.get_ident() != caller: time.sleep(0.001)  # a helper's share still runs when the caller has run out of shares
     with lock: seen.append((tag, i, threading.get_ident()))
   return seen, share
 
@@ -36,3 +38,16 @@ def test_concurrent_launches_keep_their_shares_apart():
     for c in callers: c.start()
     for c in callers: c.join()
   for tag in ("a", "b", "c"): assert sorted(i for t, i, _ in seen if t == tag) == sorted(list(range(6)) * 20)
+
+def test_a_helper_that_has_not_woken_is_not_waited_for():
+  from tinygrad.runtime.cpu_threads import _helpers
+  busy, release = threading.Event(), threading.Event()
+  _helpers(1).start(lambda: busy.set() or release.wait(10))  # the one helper is held, as a thread the OS has not scheduled yet
+  try:
+    busy.wait(5)
+    seen, share = recorder()
+    st = time.perf_counter()
+    with Context(THREADS=2): run_shared(share, ["k"], 5)
+    assert time.perf_counter() - st < 5 and sorted(i for _, i, _ in seen) == list(range(5))
+    assert {t for *_, t in seen} == {threading.get_ident()}  # the caller ran them all
+  finally: release.set()

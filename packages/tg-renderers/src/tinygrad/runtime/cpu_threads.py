@@ -4,35 +4,52 @@ from __future__ import annotations
 import os
 
 def run_shared(fxn, args:list, shares:int):
-  """fxn(*args, i) for every share i, on up to THREADS threads: the caller and helpers that each take the next unrun share"""
+  """fxn(*args, i) for every share i, on up to THREADS threads: the caller and helpers that each take the next unrun share. The caller
+  waits only for shares a helper took: a helper that wakes after the last share was taken does nothing, and nobody waits for it (on a
+  busy machine a sleeping thread may get a core only milliseconds later, long after the caller ran every share itself)"""
   from tinygrad.codegen.opt.heuristic import THREADS  # loaded with the first kernel anyway: a plain copy-out does not need it
   todo = iter(range(shares))  # next() on it holds the GIL: each share is taken once
-  def run_shares():
+  if (n := min(shares, max(1, THREADS.value))) <= 1:
     for i in todo: fxn(*args, i)
-  # the caller is one of the threads: one handoff fewer to wait for (a pool of n for n shares cost ~40 us more per launch)
-  if (n := min(shares, max(1, THREADS.value))) > 1: _helpers(n - 1).run(run_shares)
-  else: run_shares()
+    return
+  helpers = _helpers(n - 1)
+  done = helpers.queue()  # one entry per share a helper took: None, or what it raised; this call's own queue
+  def helper():
+    for i in todo:
+      try: fxn(*args, i)
+      except BaseException as e:
+        done.put(e)
+        return
+      done.put(None)
+  helpers.start(helper)
+  mine, error = 0, None
+  try:
+    for i in todo:
+      mine += 1
+      fxn(*args, i)
+  except BaseException as e:
+    error = e
+    for _ in todo: mine += 1  # take the rest unrun, so that no helper starts one after this call returns
+  # the buffers must outlive every share in flight: wait for the helpers' shares even when one failed
+  errors = [e for e in (done.get() for _ in range(shares - mine)) if e is not None]
+  if error is not None: raise error
+  if errors: raise errors[0]
 
 class _Helpers:
-  """n daemon threads waiting on one queue of jobs. A job is a function and the queue its caller waits on: C-level queues, no futures,
-  so a launch costs a put per helper and a get per helper (a ThreadPoolExecutor's submit and result cost ~10 us more per kernel)"""
+  """n daemon threads that each run every job put on one queue: C-level queues, no futures (a ThreadPoolExecutor's submit and result
+  cost ~10 us more per kernel)"""
   def __init__(self, n:int):
     import queue, threading
     self.n, self.jobs, self.queue = n, queue.SimpleQueue(), queue.SimpleQueue
     for i in range(n): threading.Thread(target=self._work, name=f"tg-cpu-{i}", daemon=True).start()
   def _work(self):
     while True:
-      fn, done = self.jobs.get()
-      try: fn()
-      except BaseException as e: done.put(e)
-      else: done.put(None)
-  def run(self, fn):
-    """fn on every helper and on the caller at once; returns when all are done, raising the first error"""
-    done = self.queue()  # this call's own: threads of the program may launch kernels at the same time
-    for _ in range(self.n): self.jobs.put((fn, done))
-    try: fn()
-    finally: errors = [e for e in (done.get() for _ in range(self.n)) if e is not None]
-    if errors: raise errors[0]
+      job = self.jobs.get()
+      try: job()
+      except BaseException: pass  # a job reports its own errors (run_shared's helper puts them on its call's queue)
+  def start(self, job):
+    """job on every helper, as each wakes"""
+    for _ in range(self.n): self.jobs.put(job)
 
 _pools: dict[int, _Helpers] = {}  # n -> its helpers, kept for the next kernel that needs n
 # a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own
