@@ -294,7 +294,6 @@ def _sint_uop(x) -> UOp:
     return x
   if isinstance(x, bool) or not isinstance(x, int): raise TypeError(f"a size or offset must be an int or int UOp, got {type(x).__name__} {x!r}")
   return UOp.const(dtypes.weakint, x)
-def _sint_py(x:UOp) -> sint: return x.arg if x.op is Ops.CONST else x
 
 def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tuple(s)
 
