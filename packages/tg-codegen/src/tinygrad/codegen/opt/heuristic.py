@@ -94,9 +94,9 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   with a stride (a channels-last buffer read back as NCHW, x.T): a whole cache line of it, and 2 along the axis the store walks with
   stride 1, which the loads read with a stride. Then each line read is used whole before it leaves the cache, and LLVM's loop vectorizer
   packs the store loop's trips into vector stores of gathered lanes. The load-sharing tile (8 along the store, 4 along the loads) reads a
-  quarter of each line per pass and stores one lane at a time (transposing copy, THREADS=2, the best-of cost per kernel: 2048x2048 9.3 ->
-  2.1 ms, the conv's (8, 56, 56, 64) -> NCHW 1.26 -> 0.85 ms; 4 along the store 2.8 / 0.90, 8 along the store 1.0 ms). {} when the
-  kernel is no such copy"""
+  quarter of each line per pass (one thread, CPU time, bench/transpose_copy.py: 2048x2048 8.7 -> 3.7 ms, the conv's (8, 56, 56, 64) ->
+  NCHW 1.6 -> 0.79 ms; at two threads 4 along the store was level with 2 or slower, 8 slower, 1 about half as fast). {} when the kernel
+  is no such copy"""
   ax = axes(ast)
   loads = [_Access(u.src[0].src[1], False, u.src[0].src[0].dtype.itemsize) for u in ast.toposort()
            if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
@@ -210,7 +210,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  tile = (None if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, wide_lanes)
+  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, wide_lanes)
   for i, amt in sorted(tile.items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs VECTOR neighbouring accumulators into one vector register, so 8 would again be one chain of dependent adds;
