@@ -181,14 +181,6 @@ def test_amdgpu_llvm_renderer_on_the_mock(name):
   assert co.machine_code and co.uops_json and co.meta["rsrc1"] != 0 and co.meta["kernarg_size"] >= 16
   assert co.meta["props"] & 0x40f == 0x408  # LLVM's kernel asks for the kernarg pointer alone (bit 3) and runs wave32 (bit 10)
 
-@pytest.mark.parametrize("props, why", [(0x40a, "expects a dispatch pointer in its first user SGPRs"), (0x400, "takes no kernarg segment pointer"),
-                                        (0x00f, "expects a private segment buffer and a dispatch pointer and a queue pointer in its first user SGPRs"),
-                                        (0x008, "is compiled for wave64")])
-def test_amd_kernel_whose_arguments_the_dispatch_would_misplace_is_refused(props, why):
-  # the dispatch loads the kernarg pointer into s0-s1 and runs wave32; a kernel expecting another layout would read garbage on hardware
-  with pytest.raises(RuntimeError, match=f"kernel k {why} \\(kernel_code_properties {props:#x}\\)"):
-    Device["AMD"].runtime("k", CodeObject("k", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "props": props}).pack())
-
 @ALL
 def test_tinyjit_replay_spans_devices_with_a_finalizer(name):
   # a step sharded over two devices is one graph: one submission per device per replay, and the first device's part ends with a
