@@ -317,3 +317,37 @@ def test_tinyjit_graphs_dropped_give_their_memory_back(name):
     del step
     held.append(settled_bytes(dev))
   assert held[1:] == held[1:2] * 5, held  # a graph's kernel arguments and command buffer went back with it
+
+@ALL
+def test_graph_replay_computes_constant_launch_dims_once_and_symbolic_ones_per_replay(name, monkeypatch):
+  # two kernels in one graph: one over a grid of n groups (a bound Variable), one over a constant grid. A replay writes each launch's
+  # dims where the kernel reads them (NV: %nctaid in constant buffer 0, checked by the mock against the QMD's grid); the constant
+  # kernel's are computed when the graph is built, the symbolic one's at every replay with that replay's n
+  from tinygrad.codegen import get_program
+  from tinygrad.uop.ops import KernelInfo
+  from tinygrad.uop import AxisType
+  from tinygrad.codegen import ProgramSpec
+  from tinygrad.engine.device_base import Buffer
+  from tinygrad.runtime.support.hcq import HCQGraph
+  dev, renderer = Device[name], Device[name].renderer
+  n = Variable("n", 1, 64)
+  def kernel(size, kname):
+    out = UOp.param(0, dtypes.int, (64,))
+    g = UOp.range(size, 0, AxisType.GLOBAL)
+    spec = get_program(out[g].store(g.cast(dtypes.int) + 100).end(g).sink(arg=KernelInfo(name=kname)), renderer)
+    return spec, dev.runtime(spec.name, dev.compiler.compile(spec.src))
+  (sym, sym_prg), (const, const_prg) = kernel(n, "sym_grid"), kernel(16, "const_grid")
+  assert not isinstance(sym.global_size[0], int) and const.global_size == (16, 1, 1)
+  bufs = [Buffer(name, 64, dtypes.int).allocate() for _ in range(2)]
+  graph = HCQGraph(dev, [(sym, sym_prg, [bufs[0]], {"n": 1}), (const, const_prg, [bufs[1]], {})])
+  calls = []
+  real = ProgramSpec.launch_dims
+  monkeypatch.setattr(ProgramSpec, "launch_dims", lambda self, vv: calls.append(self.name) or real(self, vv))
+  for v in (5, 40, 3):
+    for b in bufs: b.copyin(memoryview(np.full(64, -1, np.int32).tobytes()))
+    graph([], {"n": v})
+    dev.synchronize()
+    out = [np.frombuffer(b.copyout(memoryview(bytearray(256))), np.int32) for b in bufs]
+    np.testing.assert_array_equal(out[0], np.where(np.arange(64) < v, np.arange(64) + 100, -1))
+    np.testing.assert_array_equal(out[1], np.where(np.arange(64) < 16, np.arange(64) + 100, -1))
+  assert calls == ["sym_grid"] * 3  # the constant kernel's dims were not evaluated again
