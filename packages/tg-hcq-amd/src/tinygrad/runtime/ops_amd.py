@@ -91,7 +91,8 @@ class AMDDevice(HCQCompiled):
       raise RuntimeError(f"AMD:{name.index}: {gfx_arch(gfxv)} is a gfx9 GPU; tg's PM4 packets are gfx10+'s (RELEASE_MEM and ACQUIRE_MEM "
                          "carry gfx10's GCR cache controls, gfx9 lays them out differently), so it would run with stale caches")
     renderer, compiler = Device.renderer_for(device)
-    if isinstance(compiler, AMDHCQCompiler) and compiler.amdgpu.arch != self.arch: renderer, compiler = AMDHCQRenderer(self.arch), AMDHCQCompiler(self.arch)
+    if isinstance(compiler, AMDHCQCompiler) and compiler.amdgpu.arch != self.arch:
+      renderer, compiler = AMDHCQRenderer(self.arch), AMDHCQCompiler(self.arch)
     self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE", self.RING_BYTES), iface.create_queue("COPY", self.RING_BYTES)
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
 

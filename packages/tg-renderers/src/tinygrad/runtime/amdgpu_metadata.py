@@ -71,4 +71,5 @@ def kernel_args(elf:Elf, name:str) -> list[tuple[str, int, int]]:
   if (k := next((k for k in kernels if isinstance(k, dict) and k.get(".name") == name), None)) is None:
     raise ElfError(f"the AMDGPU metadata describes no kernel {name!r} (it has {[k.get('.name') for k in kernels if isinstance(k, dict)]})")
   try: return [(str(a[".value_kind"]), int(a[".offset"]), int(a[".size"])) for a in k.get(".args", [])]
-  except (KeyError, TypeError, ValueError) as e: raise ElfError(f"AMDGPU metadata of {name!r}: an argument lacks its value kind, offset or size ({e})") from e
+  except (KeyError, TypeError, ValueError) as e:
+    raise ElfError(f"AMDGPU metadata of {name!r}: an argument lacks its value kind, offset or size ({e})") from e

@@ -123,15 +123,17 @@ class MockAMDGPU:
     if "props" not in meta: return 0
     regs = {"COMPUTE_PGM_RSRC1": (pm4.COMPUTE_PGM_RSRC1, meta["rsrc1"]), "COMPUTE_PGM_RSRC2": (pm4.COMPUTE_PGM_RSRC1 + 1, meta["rsrc2"]),
             "COMPUTE_PGM_RSRC3": (pm4.COMPUTE_PGM_RSRC3, meta["rsrc3"])}
-    if bad := [f"{n} is {self.regs.get(reg, 0):#x}, the descriptor's {want:#x}" for n, (reg, want) in regs.items() if self.regs.get(reg, 0) != want]:
+    if bad := [f"{n} is {self.regs.get(r, 0):#x}, the descriptor's {want:#x}" for n, (r, want) in regs.items() if self.regs.get(r, 0) != want]:
       raise MockGPUError(f"PM4 dispatch: {'; '.join(bad)}")
     if bool(initiator & pm4.CS_W32_EN) != bool(meta["props"] >> 10 & 1):
-      raise MockGPUError(f"PM4 dispatch: initiator {initiator:#x} disagrees with the descriptor's wave size (kernel_code_properties {meta['props']:#x})")
+      raise MockGPUError(f"PM4 dispatch: initiator {initiator:#x} disagrees with the descriptor's wave size "
+                         f"(kernel_code_properties {meta['props']:#x})")
     # the user SGPRs the properties enable, in the ABI's order: private segment buffer 4, dispatch ptr 2, queue ptr 2, kernarg ptr 2
     sgpr = sum(n for bit, n in ((0, 4), (1, 2), (2, 2)) if meta["props"] >> bit & 1)
     for i in range(meta["rsrc2"] >> 1 & 0x1f):  # what the hardware loads into s0..: anything but the kernarg pointer must be zero here
       if i not in (sgpr, sgpr + 1) and self.regs.get(pm4.COMPUTE_USER_DATA_0 + i, 0):
-        raise MockGPUError(f"PM4 dispatch: USER_DATA_{i} is {self.regs[pm4.COMPUTE_USER_DATA_0 + i]:#x}, the kernel takes its kernarg pointer in s{sgpr}")
+        raise MockGPUError(f"PM4 dispatch: USER_DATA_{i} is {self.regs[pm4.COMPUTE_USER_DATA_0 + i]:#x}, the kernel takes its kernarg "
+                           f"pointer in s{sgpr} and nothing else")
     return sgpr
   def _check_hidden(self, meta:dict, args:int, grid:tuple, local:tuple):
     """what the kernel reads from the hidden arguments (AMDGPUUsage, code object v5) must describe this dispatch"""

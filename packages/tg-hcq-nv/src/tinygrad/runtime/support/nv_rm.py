@@ -7,14 +7,15 @@ from __future__ import annotations
 import ctypes, fcntl, mmap, os, struct, time
 from tinygrad.runtime.support import nv_rm_abi as rm
 from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+from tinygrad.runtime.support.va_ranges import VARanges
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype, _libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 MAP_FIXED_NOREPLACE, MAP_NORESERVE, PROT_NONE = 0x100000, 0x4000, 0  # linux values; python's mmap module names none of them
 VA_BASE, VA_LIMIT = 0x10_0000_0000, 1 << 40  # our GPU virtual addresses: semaphores and QMDs must lie below 2**40 (nv_methods)
-_next_va = VA_BASE
-_free_vas: dict[int, list[int]] = {}  # span -> ranges freed, taken again before new ones (a long run frees and allocates the same sizes)
+# one range for the process, as UVM gives a process one VA space that every GPU shares
+VAS = VARanges(VA_BASE, VA_LIMIT)
 NOTIFICATION_BYTES = 16  # an NvNotification
 _handles = iter(range(0xCF00_0000, 0xD000_0000))
 def _new_handle() -> int: return next(_handles)  # ours to choose; unique in the process, so every client's objects differ too
@@ -136,16 +137,10 @@ class NVRMInterface:
     return memoryview((ctypes.c_char * size).from_address(addr)).cast("B")
 
   # *** memory: a GPU virtual address range of ours, backed by host pages or video memory, mapped through UVM ***
-  def _take_va(self, size:int) -> int:
-    # one range for the process, as UVM gives a process one VA space that every GPU shares
-    global _next_va
-    if freed := _free_vas.get(span := round_up(size, 1 << 16)): return freed.pop()
-    if _next_va + span > VA_LIMIT: raise MemoryError(f"NV:{self.index}: the GPU virtual address range below {VA_LIMIT:#x} is used up")
-    va, _next_va = _next_va, _next_va + span
-    return va
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
     size, view = round_up(max(size, 1), 0x1000), None
-    va = self._take_va(size)
+    try: va = VAS.take(size)
+    except MemoryError as e: raise MemoryError(f"NV:{self.index}: {e}") from None
     if host_visible:  # host pages at va, described to RM, so the GPU reaches them over the bus at the same address
       self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
       args = self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC_MEMORY, rm.nv_ioctl_nvos02_parameters_with_fd(params=rm.NVOS02_PARAMETERS(
@@ -173,7 +168,7 @@ class NVRMInterface:
     self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=buf.va, length=size))
     self.free_object(handle, self.device)
     self.os.munmap(buf.va, size)
-    _free_vas.setdefault(round_up(size, 1 << 16), []).append(buf.va)
+    VAS.give(buf.va, size)
 
   # *** channels ***
   def create_channel(self, kind:str, entries:int=1024) -> RMChannel:

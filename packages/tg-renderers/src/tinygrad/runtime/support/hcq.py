@@ -277,7 +277,8 @@ class HCQGraph:
     for (spec, prg, bufs, vals), ka, dims in zip(self.kernels, self.blocks, self.dims):
       vv = {k: var_vals.get(k, v) for k, v in vals.items()}
       if dims is None: dims = spec.launch_dims({**vals, **var_vals})
-      prg.fill_kernargs(ka, tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs]), tuple(vv[v] for v in spec.vars), *dims)
+      bufs = tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs])
+      prg.fill_kernargs(ka, bufs, tuple(vv[v] for v in spec.vars), *dims)
       GlobalCounters.kernel_count += 1
       GlobalCounters.global_ops += spec.ops
       GlobalCounters.global_mem += spec.mem
