@@ -110,8 +110,28 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
   sig = dev.new_signal()
   dev.compute_queue().signal(sig, 1).submit()
   where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else \
-          r"COMPUTE channel: GPGet 1, GPPut 3.*RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
+          r"COMPUTE channel: GPGet 1, GPPut 3; COPY channel: GPGet 1, GPPut 2; " \
+          r"fault: COMPUTE channel: RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; " \
+          r"fault: COPY channel: RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
   with pytest.raises(DeviceHang, match=f"waiting for 1, and no queue can make progress; {where}fault: .*(unknown opcode|not one the encoder)"):
+    sig.wait(1)
+
+def test_each_nv_channel_has_its_own_error_notifier_and_a_hang_names_the_channel():
+  # RM writes a faulted channel's error to the notifier that channel was allocated with: a fault on the copy channel shows in its
+  # notifier alone, and the hang names the copy channel
+  import array
+  dev = private("NV")
+  kernel = dev.iface.os
+  notifiers = {k: kernel.objects[ch.handle].attrs["channel"].notifier for k, ch in dev.channels.items()}
+  assert notifiers == {k: ch.notifier.va for k, ch in dev.channels.items()} and notifiers["COMPUTE"] != notifiers["COPY"]
+  with pytest.raises(MockGPUError, match="subchannel 2 before its SET_OBJECT"):
+    dev._push("COPY", array.array("I", [0x20010000 | (2 << 13) | 0x10, 7]), dev.iface.alloc(0x1000, host_visible=True))
+  assert dev.channels["COMPUTE"].error() is None and "COPY channel: RM error notifier: channel error 13" in dev.channels["COPY"].error()
+  sig = dev.new_signal()
+  dev.copy_queue().signal(sig, 1).submit()
+  with pytest.raises(DeviceHang, match=r"no queue can make progress; COMPUTE channel: GPGet \d+, GPPut \d+; COPY channel: GPGet 1, GPPut 3; "
+                                       r"fault: COPY channel: RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
+                                       r"fault: channel 0x[0-9a-f]+ \(copy\): .*SET_OBJECT$"):
     sig.wait(1)
 
 @ALL

@@ -223,7 +223,9 @@ class MockNVKernel(HostOS):
     self.system.progress()
   def progress(self) -> bool: return self.system.progress()
   def faults(self, index:int, channels:list[int]) -> list[str]:
-    return [f"channel {h:#x}: {ch.fault}" for h in channels if (ch := self.objects[h].attrs["channel"]).fault]
+    # the engine from its class: compute classes end in 0xC0 (clc6c0.h ...), copy classes in 0xB5
+    return [f"channel {h:#x} ({'compute' if any(c & 0xff == 0xc0 for c in ch.engines) else 'copy'}): {ch.fault}"
+            for h in channels if (ch := self.objects[h].attrs["channel"]).fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, params:ctypes.Structure) -> int:

@@ -47,13 +47,20 @@ class HostOS:
   def progress(self) -> bool:
     time.sleep(0)  # give other threads a turn while the host spins on a signal
     return True
-  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier, read above
+  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in their error notifiers, read above
 
 class RMChannel:
-  """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes"""
-  def __init__(self, iface:NVRMInterface, kind:str, mem:HCQBuffer, entries:int, handle:int, token:int):
+  """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes, the error
+  notifier RM writes when the channel faults"""
+  def __init__(self, iface:NVRMInterface, kind:str, mem:HCQBuffer, entries:int, handle:int, token:int, notifier:HCQBuffer):
     self.iface, self.kind, self.entries, self.handle, self.token, self.submissions = iface, kind, entries, handle, token, 0
     self.gpfifo, self.control = mem.offset(0, 8 * entries), mem.offset(round_up(8 * entries, 0x1000), 0x1000)
+    self.notifier = notifier
+  def error(self) -> str|None:
+    """the error RM reported in this channel's robust-channel notifier (index 0: an NvNotification, nvtypes.h: timestamp, info32 at +8
+    (the error, the number an Xid log line shows), info16 at +12, status at +14, nonzero once RM wrote it), or None"""
+    _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
+    return f"{self.kind} channel: RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}" if status else None
   @property
   def gp_get(self) -> int: return self.control.cpu_view().cast("I")[rm.USERD_GP_GET // 4]
   def ring_doorbell(self, put:int):
@@ -75,6 +82,7 @@ class NVRMInterface:
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
     self.channels: list[int] = []  # the handles of our GPFIFO channels
+    self.rm_channels: list[RMChannel] = []
     self.ctl, self.uvm, self.gpu = host_os.open("/dev/nvidiactl"), host_os.open("/dev/nvidia-uvm"), host_os.open(f"/dev/nvidia{index}")
     self._uvm(rm.UVM_INITIALIZE, rm.UVM_INITIALIZE_PARAMS())
     self._ioctl(self.gpu, rm.NV_ESC_REGISTER_FD, rm.nv_ioctl_register_fd_t(ctl_fd=self.ctl))
@@ -98,7 +106,6 @@ class NVRMInterface:
       engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS))
     self.ctxshare = self.alloc_object(self.group, rm.FERMI_CONTEXT_SHARE_A, rm.NV_CTXSHARE_ALLOCATION_PARAMETERS(
       hVASpace=self.vaspace, flags=rm.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC))
-    self.notifier = self.alloc(0x1000, host_visible=True)  # where RM reports a channel's errors
 
   # *** RM and UVM calls ***
   def _ioctl(self, fd:int, esc:int, params:ctypes.Structure):
@@ -173,14 +180,18 @@ class NVRMInterface:
   # *** channels ***
   def create_channel(self, kind:str, entries:int=1024) -> RMChannel:
     mem = self.alloc(round_up(8 * entries, 0x1000) + 0x1000, host_visible=True)
-    params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[self.notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
+    # each channel its own error notifier, as RM's clients give one: RM writes a channel's error there, so a shared one could not say
+    # which channel faulted (and the second error would overwrite the first)
+    notifier = self.alloc(0x1000, host_visible=True)
+    params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
                                         hContextShare=self.ctxshare, engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS)
     params.hUserdMemory[0], params.userdOffset[0] = self._mems[mem.va][0], round_up(8 * entries, 0x1000)
     handle = self.alloc_object(self.group, self.gpfifo_class, params)
     self.alloc_object(handle, self.channel_classes[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
     self.channels.append(handle)
-    return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
+    self.rm_channels.append(ch := RMChannel(self, kind, mem, entries, handle, token.workSubmitToken, notifier))
+    return ch
   def classes(self) -> set[int]:
     """the classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST: first their number, then the list)"""
     n = self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS()).numClasses
@@ -200,9 +211,6 @@ class NVRMInterface:
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
   def faults(self) -> list[str]:
-    """what the driver reported: a channel error RM wrote to the error notifier our channels share (its robust-channel notifier, index 0:
-    an NvNotification, nvtypes.h: timestamp, info32 at +8 (the error, the number an Xid log line shows), info16 at +12, status at +14,
-    nonzero once RM wrote it), and what the host OS beneath knows (the mock: each faulted channel's reason)"""
-    _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
-    rc = [f"RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}"] if status else []
-    return rc + self.os.faults(self.index, self.channels)
+    """what the driver reported: the errors RM wrote to our channels' error notifiers, each naming its channel, and what the host OS
+    beneath knows (the mock: each faulted channel's reason)"""
+    return [e for ch in self.rm_channels if (e := ch.error())] + self.os.faults(self.index, self.channels)
