@@ -11,7 +11,7 @@ from tinygrad.runtime.amdgpu_metadata import unpack_msgpack, kernel_args
 from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler, read_code_object
 from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support.hcq import DeviceHang
-from tinygrad.runtime.support.amd_launch import program_regs, check_explicit_args
+from tinygrad.runtime.support.amd_launch import program_regs, check_explicit_args, rsrc2_with_lds
 from tinygrad.runtime.support.amd_select import ProgramRegs
 from tinygrad.runtime.ops_amd import AMDEmulatedRenderer, AMDHCQCompiler, gfx_arch
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "renderers"))
@@ -77,6 +77,15 @@ def test_explicit_arguments_must_be_where_the_dispatch_writes_them():
 ])
 def test_user_sgprs_and_wave_size_from_the_descriptor(props, user, regs):
   assert program_regs({"rsrc1": 1, "rsrc2": user << 1, "rsrc3": 0x50, "props": props}) == regs
+
+def test_lds_size_is_programmed_from_the_group_segment_size():
+  # HSA descriptors leave COMPUTE_PGM_RSRC2.LDS_SIZE (bits 23:15) zero for the CP to fill from the AQL packet; a PM4 dispatch sets it, in
+  # granules of 128 dwords (AMDGPUUsage GRANULATED_LDS_SIZE, gfx7-gfx12.0): 1 byte -> 1, 512 -> 1, 513 -> 2, 64 KiB -> 128
+  assert [rsrc2_with_lds(0x84, n) >> 15 for n in (0, 1, 512, 513, 1024, 64 << 10)] == [0, 1, 1, 2, 2, 128]
+  assert rsrc2_with_lds(0x84, 1024) & 0x7fff == 0x84
+  assert program_regs({"rsrc1": 1, "rsrc2": 2 << 1, "props": 0x408, "group_segment_size": 4096}).rsrc2 == 2 << 1 | 8 << 15
+  with pytest.raises(RuntimeError, match="more than a work group has"): rsrc2_with_lds(0, (64 << 10) + 1)
+  with pytest.raises(RuntimeError, match="LDS_SIZE set"): rsrc2_with_lds(3 << 15, 0)
 
 @pytest.mark.parametrize("props, user, why", [(0x40a, 4, "expects a dispatch pointer"), (0x40c, 4, "expects a queue pointer"),
                                               (0x400, 0, "takes no kernarg segment pointer"), (0x418, 4, "expects a dispatch id"),

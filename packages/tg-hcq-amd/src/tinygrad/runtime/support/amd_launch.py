@@ -15,10 +15,21 @@ KERNARG_SEGMENT_PTR, WAVEFRONT_SIZE32, USES_DYNAMIC_STACK = 1 << 3, 1 << 10, 1 <
 # without architected flat scratch, gfx10.3 among them, whether or not the kernel uses it). The others have no value here
 ZERO_WITHOUT_SCRATCH = ("private segment buffer", "flat scratch init", "private segment size")
 
+# COMPUTE_PGM_RSRC2.LDS_SIZE (bits 23:15): the LDS a work group gets, in granules of 128 dwords on gfx7-gfx12.0 (AMDGPUUsage,
+# GRANULATED_LDS_SIZE). An HSA descriptor leaves it 0 since the CP fills it from the AQL packet's group segment size; a PM4 dispatch
+# has no AQL packet, so it is ours to set, or the kernel's LDS accesses fall outside an empty allocation
+LDS_SIZE_SHIFT, LDS_SIZE_MASK, LDS_GRANULE, LDS_MAX = 15, 0x1ff, 512, 64 << 10
+
+def rsrc2_with_lds(rsrc2:int, group_segment_size:int) -> int:
+  if rsrc2 >> LDS_SIZE_SHIFT & LDS_SIZE_MASK: raise RuntimeError(f"has COMPUTE_PGM_RSRC2 {rsrc2:#x} with LDS_SIZE set, which HSA leaves 0")
+  if group_segment_size > LDS_MAX: raise RuntimeError(f"needs {group_segment_size} bytes of LDS, more than a work group has ({LDS_MAX})")
+  return rsrc2 | (group_segment_size + LDS_GRANULE - 1) // LDS_GRANULE << LDS_SIZE_SHIFT
+
 def program_regs(meta:dict) -> ProgramRegs:
   """the registers a dispatch of this kernel programs, from its code object's descriptor facts; RuntimeError naming what the dispatch
   cannot give it. A code object without descriptor facts (the emulated renderer's) takes the kernarg pointer in s0-s1, wave32"""
-  if "props" not in meta: return ProgramRegs(meta.get("rsrc1", 0), meta.get("rsrc2", 0), meta.get("rsrc3", 0))
+  rsrc2 = rsrc2_with_lds(meta.get("rsrc2", 0), meta.get("group_segment_size", 0))
+  if "props" not in meta: return ProgramRegs(meta.get("rsrc1", 0), rsrc2, meta.get("rsrc3", 0))
   props, user, kernarg_at = meta["props"], 0, None
   for bit, what, n in USER_SGPRS:
     if not props & bit: continue
@@ -31,7 +42,7 @@ def program_regs(meta:dict) -> ProgramRegs:
   # more where LLVM pads them (gfx1100-1103 need 16 user + system SGPRs, its UserSGPRInit16Bug); the padding is written zero
   if (declared := meta["rsrc2"] >> 1 & 0x1f) < user:
     raise RuntimeError(f"has COMPUTE_PGM_RSRC2.USER_SGPR {declared}, but its kernel_code_properties enable {user} user SGPRs")
-  return ProgramRegs(meta["rsrc1"], meta["rsrc2"], meta.get("rsrc3", 0), declared, kernarg_at, bool(props & WAVEFRONT_SIZE32))
+  return ProgramRegs(meta["rsrc1"], rsrc2, meta.get("rsrc3", 0), declared, kernarg_at, bool(props & WAVEFRONT_SIZE32))
 
 def check_explicit_args(args:list[tuple[str, int, int]]) -> str|None:
   """why the kernel's explicit arguments (value kind, offset, size) are not where HCQProgram writes them (each buffer's 64-bit address,

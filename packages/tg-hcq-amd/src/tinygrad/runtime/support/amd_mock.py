@@ -120,9 +120,14 @@ class MockAMDGPU:
     """the hardware runs the machine code with the resource registers and user SGPRs the dispatch set; a kernel whose descriptor says
     otherwise would misbehave, so the mock holds them to the descriptor its code object recorded. Returns the user SGPR of the kernarg
     pointer (a code object without machine code takes it in s0)"""
+    # LDS: RSRC2.LDS_SIZE (bits 23:15, granules of 512 bytes) is the work group's whole allocation; an HSA descriptor leaves it zero
+    lds = self.regs.get(pm4.COMPUTE_PGM_RSRC1 + 1, 0) >> 15 & 0x1ff
+    if lds * 512 < meta.get("group_segment_size", 0):
+      raise MockGPUError(f"PM4 dispatch: COMPUTE_PGM_RSRC2.LDS_SIZE gives {lds * 512} bytes of LDS, the kernel uses "
+                         f"{meta['group_segment_size']}")
     if "props" not in meta: return 0
-    regs = {"COMPUTE_PGM_RSRC1": (pm4.COMPUTE_PGM_RSRC1, meta["rsrc1"]), "COMPUTE_PGM_RSRC2": (pm4.COMPUTE_PGM_RSRC1 + 1, meta["rsrc2"]),
-            "COMPUTE_PGM_RSRC3": (pm4.COMPUTE_PGM_RSRC3, meta["rsrc3"])}
+    regs = {"COMPUTE_PGM_RSRC1": (pm4.COMPUTE_PGM_RSRC1, meta["rsrc1"]), "COMPUTE_PGM_RSRC3": (pm4.COMPUTE_PGM_RSRC3, meta["rsrc3"]),
+            "COMPUTE_PGM_RSRC2": (pm4.COMPUTE_PGM_RSRC1 + 1, meta["rsrc2"] | lds << 15)}
     if bad := [f"{n} is {self.regs.get(r, 0):#x}, the descriptor's {want:#x}" for n, (r, want) in regs.items() if self.regs.get(r, 0) != want]:
       raise MockGPUError(f"PM4 dispatch: {'; '.join(bad)}")
     if bool(initiator & pm4.CS_W32_EN) != bool(meta["props"] >> 10 & 1):
