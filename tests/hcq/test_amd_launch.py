@@ -64,6 +64,17 @@ def test_compiler_records_hidden_arguments_and_the_renderers_kernels_declare_non
   from tinygrad.engine.realize import _runtimes
   assert all(p.hidden == [] for (_, d), p in _runtimes.items() if d == "AMD:LLVM")
 
+def test_a_kernel_referring_to_data_beside_its_code_is_refused_at_compile():
+  # a constant table LLVM puts in .rodata, addressed from the code through relocations: the device loads only the code, so it would
+  # read whatever lies there
+  import json
+  from tinygrad.device import CompileError
+  ir = IMPLICIT_IR.replace("define amdgpu_kernel", "@tbl = internal addrspace(4) constant [4 x i32] [i32 1, i32 2, i32 3, i32 5]\n"
+                           "define amdgpu_kernel").replace("%s = add i32 %bc, 1", "%tp = getelementptr [4 x i32], ptr addrspace(4) @tbl, "
+                           "i32 0, i32 %bc\n  %s = load i32, ptr addrspace(4) %tp")
+  with pytest.raises(CompileError, match=r"kernel k refers to data outside its code \(\.text\+0x[0-9a-f]+ against "):
+    AMDHCQCompiler("gfx1100").compile(json.dumps({"name": "k", "llvm": ir, "emu": "{}"}))
+
 def test_explicit_arguments_must_be_where_the_dispatch_writes_them():
   assert check_explicit_args([("global_buffer", 0, 8), ("global_buffer", 8, 8), ("by_value", 16, 4), ("hidden_block_count_x", 24, 4)]) is None
   assert "at offset 16" in check_explicit_args([("global_buffer", 0, 8), ("by_value", 8, 4), ("global_buffer", 16, 8)])

@@ -36,9 +36,16 @@ class AMDHCQCompiler(Compiler):
   def compile(self, src:str) -> bytes:
     from tinygrad.runtime.compiler_amdgpu import read_code_object
     from tinygrad.runtime.amdgpu_metadata import kernel_args
+    from tinygrad.runtime.elf import SHF_ALLOC
     j = json.loads(src)
     co = read_code_object(self.amdgpu.compile(j["llvm"]), j["name"])
     text = co.elf.content(co.elf.sections[co.elf.symbol(j["name"]).shndx])[co.text_offset:]
+    # only the kernel's code is loaded (at the dispatched address): a relocation into it, or into other loaded data, would go unapplied
+    kd_section = co.elf.sections[co.elf.symbol(f"{j['name']}.kd").shndx].name
+    loaded = {sec.name for sec in co.elf.sections if sec.flags & SHF_ALLOC}
+    if stray := [f"{r.section}+{r.offset:#x} against {r.symbol.name or '(section)'}" for r in co.elf.relocations()
+                 if r.section in loaded and (r.section, r.offset) != (kd_section, co.kd_offset + 16)]:
+      raise CompileError(f"kernel {j['name']} refers to data outside its code ({', '.join(stray)}); the loader places only the code")
     args = kernel_args(co.elf, j["name"])
     if why := check_explicit_args(args): raise CompileError(f"kernel {j['name']}: LLVM placed its {why}")
     meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
