@@ -162,3 +162,21 @@ def test_freed_gpu_address_ranges_of_other_sizes_are_reused():
   small = [iface.alloc(4096, host_visible=True) for _ in range(3)]
   assert [b.va for b in small] == [bufs[0].va + i * (1 << 16) for i in range(3)]  # the 192 KiB freed range, split
   for b in small + [bufs[3]]: iface.free(b)
+
+def test_video_memory_running_out_is_a_memory_error_that_leaks_nothing(monkeypatch):
+  # RM answers NV_ERR_NO_MEMORY: the allocator sees a MemoryError (which it answers by waiting for deferred frees, as for KFD's ENOMEM),
+  # and the failed allocation gave back its address range and host reservation, so a later one at the same address succeeds
+  from tinygrad.runtime.support import nv_rm, nv_mock
+  from tinygrad.runtime.ops_nv import host_os
+  iface = nv_rm.NVRMInterface(3, host_os())
+  kernel = iface.os  # room for 3 MiB more than the video memory earlier tests left allocated on this mock GPU
+  used = sum(o.attrs["size"] for o in kernel.objects.values() if o.cls == nv_mock.rm.NV01_MEMORY_LOCAL_USER and o.gpu is kernel.gpus[3])
+  monkeypatch.setattr(nv_mock, "VRAM_BYTES", used + (3 << 20))
+  a, b = iface.alloc(1 << 20), iface.alloc(1 << 20)
+  top = nv_rm.VAS.top
+  with pytest.raises(MemoryError, match=r"RM_ALLOC of class 0x40 .* status 0x51"): iface.alloc(2 << 20)
+  assert nv_rm.VAS.top == top  # the range it took is back
+  iface.free(b)
+  c = iface.alloc(2 << 20)  # the same address again: no host mapping was left behind there (MAP_FIXED_NOREPLACE would refuse)
+  assert c.va == b.va
+  for buf in (a, c): iface.free(buf)

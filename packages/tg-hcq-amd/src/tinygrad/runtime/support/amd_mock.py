@@ -14,6 +14,7 @@ from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, cl
 
 HDP_FLUSH_REQ, HDP_FLUSH_DONE = 0x106, 0x107  # the mock's NBIO registers (for the HDP flush packets): done mirrors the request at once
 GPUS = 4
+VRAM_BYTES = 8 << 30  # video memory of each mock GPU: an allocation past it fails with ENOMEM, as KFD's does
 # the topology a mock GPU node reports (sysfs properties): a small gfx1100, 4 CUs of 2 SIMDs
 PROPS = {"simd_count": 8, "simd_per_cu": 2, "max_waves_per_simd": 16, "array_count": 2, "simd_arrays_per_engine": 1, "lds_size_in_kb": 64,
          "num_xcc": 1, "gfx_target_version": 110000}
@@ -261,6 +262,9 @@ class MockKFDKernel(KFDHostOS):
       raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU of {a.size} bytes at {a.va_addr:#x}, flags {a.flags:#x}: one of VRAM/GTT, whole pages")
     if any(b["va"] < a.va_addr + a.size and a.va_addr < b["va"] + b["size"] for b in self.allocs.values()):
       raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU at {a.va_addr:#x} overlaps an allocation")
+    if where == kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM and \
+       sum(b["size"] for b in self.allocs.values() if b["gpu"].gpu_id == a.gpu_id and "memfd" not in b) + a.size > VRAM_BYTES:
+      raise OSError(12, f"mock KFD: ALLOC_MEMORY_OF_GPU of {a.size} bytes of VRAM: more than the GPU's {VRAM_BYTES} bytes")  # ENOMEM
     rec = {"va": a.va_addr, "size": a.size, "gpu": self._gpu(a.gpu_id), "mmap_offset": next(self._offset) * mmap.PAGESIZE, "mapped": False}
     if where == kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT:  # system pages the CPU maps through the render node and the GPU through its page tables
       rec["memfd"] = os.memfd_create("mock-kfd-gtt")

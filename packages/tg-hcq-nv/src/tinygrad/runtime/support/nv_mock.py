@@ -20,6 +20,7 @@ from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, CB0_NTID, CB0_NCTAI
 _WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A) for i in (0, 4))
 
 GPUS = 4
+VRAM_BYTES = 8 << 30  # video memory of each mock GPU: an allocation past it fails with NV_ERR_NO_MEMORY, as RM's does
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
 # the channel, engine and usermode classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
 # (drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/{ga100,ga1xx,ad10x,gh100}.c; usermode as RM's UVM client maps it); the mock serves the
@@ -261,6 +262,9 @@ class MockNVKernel(HostOS):
       if args.deviceId >= GPUS: return self._fail(p, f"RM_ALLOC: device {args.deviceId} does not exist")
       obj.gpu = self.gpus[args.deviceId]
     elif p.hClass == rm.NV01_MEMORY_LOCAL_USER:
+      used = sum(o.attrs["size"] for o in self.objects.values() if o.cls == rm.NV01_MEMORY_LOCAL_USER and o.gpu is obj.gpu)
+      if used + args.size > VRAM_BYTES:
+        return self._fail(p, f"RM_ALLOC: {args.size} bytes of video memory, {VRAM_BYTES - used} left", rm.NV_ERR_NO_MEMORY)
       obj.attrs["size"] = args.size
       obj.attrs["backing"] = mmap.mmap(-1, args.size)
     elif p.hClass in GPFIFO_CLASSES:

@@ -30,7 +30,10 @@ def sass_runs_on(code_sm:int, gpu_sm:int) -> bool:
   return code_sm // 10 == gpu_sm // 10 and code_sm <= gpu_sm
 
 class NVDriverError(RuntimeError):
-  """the kernel driver refused a request: names the call, the object and RM's status"""
+  """the kernel driver refused a request: names the call, the object and RM's status (kept in .status)"""
+  def __init__(self, msg:str, status:int|None=None):
+    super().__init__(msg)
+    self.status = status
 
 class HostOS:
   """the real kernel: device files, ioctls, mappings; the GPU runs by itself"""
@@ -60,7 +63,8 @@ class RMChannel:
     """the error RM reported in this channel's robust-channel notifier (index 0: an NvNotification, nvtypes.h: timestamp, info32 at +8
     (the error, the number an Xid log line shows), info16 at +12, status at +14, nonzero once RM wrote it), or None"""
     _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
-    return f"{self.kind} channel: RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}" if status else None
+    if not status: return None
+    return f"{self.kind} channel: RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}"
   @property
   def gp_get(self) -> int: return self.control.cpu_view().cast("I")[rm.USERD_GP_GET // 4]
   def ring_doorbell(self, put:int):
@@ -113,7 +117,8 @@ class NVRMInterface:
     return params
   def _uvm(self, cmd:int, params:ctypes.Structure):
     self.os.ioctl(self.uvm, cmd, params)
-    if params.rmStatus != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: UVM {type(params).__name__[:-7]} failed with status {params.rmStatus:#x}")
+    if params.rmStatus != rm.NV_OK:
+      raise NVDriverError(f"NV:{self.index}: UVM {type(params).__name__[:-7]} failed with status {params.rmStatus:#x}", params.rmStatus)
     return params
   def alloc_object(self, parent:int, cls:int, params:ctypes.Structure|None, handle:int|None=None) -> int:
     """an RM object of class cls under parent (NV_ESC_RM_ALLOC); its handle"""
@@ -122,7 +127,8 @@ class NVRMInterface:
                                 pAllocParms=ctypes.addressof(params) if params is not None else 0,
                                 paramsSize=ctypes.sizeof(params) if params is not None else 0)
     self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC, args)
-    if args.status != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: RM_ALLOC of class {cls:#x} under {parent:#x} failed with status {args.status:#x}")
+    if args.status != rm.NV_OK:
+      raise NVDriverError(f"NV:{self.index}: RM_ALLOC of class {cls:#x} under {parent:#x} failed with status {args.status:#x}", args.status)
     return args.hObjectNew
   def free_object(self, handle:int, parent:int):
     args = self._ioctl(self.ctl, rm.NV_ESC_RM_FREE, rm.NVOS00_PARAMETERS(hRoot=self.client, hObjectParent=parent, hObjectOld=handle))
@@ -145,28 +151,42 @@ class NVRMInterface:
 
   # *** memory: a GPU virtual address range of ours, backed by host pages or video memory, mapped through UVM ***
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
+    """a buffer at a GPU address of ours; a failed step gives back what the steps before it set up (the address range, the host
+    range, the RM object), and RM's NV_ERR_NO_MEMORY is a MemoryError, which the allocator answers by waiting for deferred frees"""
     size, view = round_up(max(size, 1), 0x1000), None
     try: va = VAS.take(size)
     except MemoryError as e: raise MemoryError(f"NV:{self.index}: {e}") from None
-    if host_visible:  # host pages at va, described to RM, so the GPU reaches them over the bus at the same address
-      self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
-      args = self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC_MEMORY, rm.nv_ioctl_nvos02_parameters_with_fd(params=rm.NVOS02_PARAMETERS(
-        hRoot=self.client, hObjectParent=self.device, hObjectNew=(handle := _new_handle()), hClass=rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
-        flags=rm.NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS | rm.NVOS02_FLAGS_COHERENCY_CACHED | rm.NVOS02_FLAGS_MAPPING_NO_MAP,
-        pMemory=va, limit=size - 1), fd=-1))
-      if args.params.status != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: RM_ALLOC_MEMORY of {size} host bytes failed with status {args.params.status:#x}")
-      view = memoryview((ctypes.c_char * size).from_address(va)).cast("B")
-    else:  # video memory; the CPU range is only reserved, so nothing else lands there
-      self.os.mmap(va, size, PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0)
-      handle = self.alloc_object(self.device, rm.NV01_MEMORY_LOCAL_USER, rm.NV_MEMORY_ALLOCATION_PARAMS(
-        owner=self.client, type=rm.NVOS32_TYPE_IMAGE, size=size, alignment=0x1000,
-        flags=rm.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE | rm.NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED | rm.NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM,
-        attr=rm.NVOS32_ATTR_LOCATION_VIDMEM))
-    self._uvm(rm.UVM_CREATE_EXTERNAL_RANGE, rm.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=va, length=size))
-    attrs = rm.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=va, length=size, gpuAttributesCount=1, rmCtrlFd=self.ctl, hClient=self.client,
-                                                  hMemory=handle)
-    attrs.perGpuAttributes[0].gpuUuid = self.uuid
-    self._uvm(rm.UVM_MAP_EXTERNAL_ALLOCATION, attrs)
+    undo = [lambda: VAS.give(va, size)]
+    try:
+      if host_visible:  # host pages at va, described to RM, so the GPU reaches them over the bus at the same address
+        self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
+        undo.append(lambda: self.os.munmap(va, size))
+        args = self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC_MEMORY, rm.nv_ioctl_nvos02_parameters_with_fd(params=rm.NVOS02_PARAMETERS(
+          hRoot=self.client, hObjectParent=self.device, hObjectNew=(handle := _new_handle()), hClass=rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+          flags=rm.NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS | rm.NVOS02_FLAGS_COHERENCY_CACHED | rm.NVOS02_FLAGS_MAPPING_NO_MAP,
+          pMemory=va, limit=size - 1), fd=-1))
+        if args.params.status != rm.NV_OK:
+          raise NVDriverError(f"NV:{self.index}: RM_ALLOC_MEMORY of {size} host bytes failed with status {args.params.status:#x}",
+                              args.params.status)
+        view = memoryview((ctypes.c_char * size).from_address(va)).cast("B")
+      else:  # video memory; the CPU range is only reserved, so nothing else lands there
+        self.os.mmap(va, size, PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0)
+        undo.append(lambda: self.os.munmap(va, size))
+        handle = self.alloc_object(self.device, rm.NV01_MEMORY_LOCAL_USER, rm.NV_MEMORY_ALLOCATION_PARAMS(
+          owner=self.client, type=rm.NVOS32_TYPE_IMAGE, size=size, alignment=0x1000,
+          flags=rm.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE | rm.NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED | rm.NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM,
+          attr=rm.NVOS32_ATTR_LOCATION_VIDMEM))
+      undo.append(lambda: self.free_object(handle, self.device))
+      self._uvm(rm.UVM_CREATE_EXTERNAL_RANGE, rm.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=va, length=size))
+      undo.append(lambda: self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=va, length=size)))
+      attrs = rm.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=va, length=size, gpuAttributesCount=1, rmCtrlFd=self.ctl, hClient=self.client,
+                                                    hMemory=handle)
+      attrs.perGpuAttributes[0].gpuUuid = self.uuid
+      self._uvm(rm.UVM_MAP_EXTERNAL_ALLOCATION, attrs)
+    except (NVDriverError, OSError) as e:
+      for fn in reversed(undo): fn()
+      if getattr(e, "status", None) == rm.NV_ERR_NO_MEMORY: raise MemoryError(str(e)) from e
+      raise
     self._mems[va] = (handle, size)
     return HCQBuffer(va, size, view)
   def free(self, buf:HCQBuffer):
