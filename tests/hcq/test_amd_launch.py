@@ -156,3 +156,23 @@ def test_llvm_kernels_for_other_targets_dispatch_as_their_descriptors_say(arch):
 @pytest.mark.parametrize("gfxv, arch", [(110000, "gfx1100"), (90010, "gfx90a"), (90402, "gfx942"), (100300, "gfx1030"), (120001, "gfx1201")])
 def test_the_llvm_target_comes_from_the_gpus_gfx_target_version(gfxv, arch):
   assert gfx_arch(gfxv) == arch
+
+def test_the_device_compiles_for_its_gpu_and_refuses_gfx9_on_hardware(monkeypatch):
+  from tinygrad.runtime.support import amd_mock
+  from tinygrad.runtime.ops_amd import AMDDevice
+  monkeypatch.setitem(amd_mock.PROPS, "gfx_target_version", 100300)
+  dev = AMDDevice("AMD:2:LLVM")
+  assert dev.arch == "gfx1030" and dev.compiler.amdgpu.arch == "gfx1030"
+  assert AMDDevice("AMD:2:LLVM:gfx1100").compiler.amdgpu.arch == "gfx1100"  # a target the device string names wins
+  # a gfx9 GPU (gfx90a) on hardware: refused at open, naming why (the mock runs any target: its packets are the encoders' own)
+  monkeypatch.setitem(amd_mock.PROPS, "gfx_target_version", 90010)
+  monkeypatch.setattr(amd_mock.MockKFDKernel, "is_mock", False)
+  with pytest.raises(RuntimeError, match="AMD:2: gfx90a is a gfx9 GPU; tg's PM4 packets are gfx10\\+'s"): AMDDevice("AMD:2:LLVM")
+
+def test_machine_code_for_another_target_is_refused_on_hardware(monkeypatch):
+  from tinygrad.runtime.ops_amd import AMDDevice
+  dev = AMDDevice("AMD:2")
+  monkeypatch.setattr(dev.iface, "is_mock", False)
+  meta = {"rsrc1": 1, "rsrc2": 4, "props": 0x408, "arch": "gfx1030"}
+  with pytest.raises(RuntimeError, match="kernel k is machine code for gfx1030, and this GPU is gfx1100"):
+    dev.runtime("k", CodeObject("k", b"\x00" * 16, b"{}", meta).pack())
