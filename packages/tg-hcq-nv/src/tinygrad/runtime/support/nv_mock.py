@@ -20,6 +20,7 @@ from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, CB0_NTID, CB0_NCTAI
 _WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A) for i in (0, 4))
 
 GPUS = 4
+NOTIFICATIONS = 3  # a channel's error notifier: NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 NvNotifications of 16 bytes (alloc_channel.h)
 VRAM_BYTES = 8 << 30  # video memory of each mock GPU: an allocation past it fails with NV_ERR_NO_MEMORY, as RM's does
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
 # the channel, engine and usermode classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
@@ -272,6 +273,8 @@ class MockNVKernel(HostOS):
       if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or any(m is None or "va" not in m.attrs for m in (userd, notifier)):
         return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, and host memory for its error notifier and USERD")
       if args.gpFifoEntries & (args.gpFifoEntries - 1): return self._fail(p, f"RM_ALLOC: {args.gpFifoEntries} GP entries is not a power of two")
+      if notifier.attrs["size"] < NOTIFICATIONS * 16:  # alloc_channel.h: NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 NvNotifications
+        return self._fail(p, f"RM_ALLOC: the error notifier holds {notifier.attrs['size']} bytes, fewer than {NOTIFICATIONS} notifications")
       ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent,
                        notifier.attrs["va"])
       obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)
