@@ -75,6 +75,19 @@ def test_a_kernel_referring_to_data_beside_its_code_is_refused_at_compile():
   with pytest.raises(CompileError, match=r"kernel k refers to data outside its code \(\.text\+0x[0-9a-f]+ against "):
     AMDHCQCompiler("gfx1100").compile(json.dumps({"name": "k", "llvm": ir, "emu": "{}"}))
 
+def test_a_kernel_with_preloaded_arguments_is_refused():
+  # gfx942 preloads `inreg` kernel arguments into user SGPRs (descriptor byte 58, kernarg_preload: 3 SGPRs from offset 0 here, RSRC2's
+  # USER_SGPR 2 + 3); the CP of an AQL queue fills them, a PM4 dispatch cannot
+  import json
+  ir = IMPLICIT_IR.split("define")[0] + \
+    "define amdgpu_kernel void @k(ptr addrspace(1) inreg %a, i32 inreg %n) {\n  store i32 %n, ptr addrspace(1) %a\n  ret void\n}\n" + \
+    "!llvm.module.flags = !{!0}\n!0 = !{i32 1, !\"amdhsa_code_object_version\", i32 500}\n"
+  lib = AMDHCQCompiler("gfx942").compile(json.dumps({"name": "k", "llvm": ir, "emu": "{}"}))
+  meta = CodeObject.unpack(lib).meta
+  assert meta["kernarg_preload"] == 3 and meta["rsrc2"] >> 1 & 0x1f == 5
+  with pytest.raises(RuntimeError, match=r"kernel k preloads 3 SGPRs of kernel arguments \(kernarg_preload 0x3\)"):
+    Device["AMD"].runtime("k", lib)
+
 def test_explicit_arguments_must_be_where_the_dispatch_writes_them():
   assert check_explicit_args([("global_buffer", 0, 8), ("global_buffer", 8, 8), ("by_value", 16, 4), ("hidden_block_count_x", 24, 4)]) is None
   assert "at offset 16" in check_explicit_args([("global_buffer", 0, 8), ("by_value", 8, 4), ("global_buffer", 16, 8)])

@@ -50,7 +50,8 @@ class AMDHCQCompiler(Compiler):
     if why := check_explicit_args(args): raise CompileError(f"kernel {j['name']}: LLVM placed its {why}")
     meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
             "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size, "props": co.kd.code_properties,
-            "arch": self.amdgpu.arch, "hidden": [[kind, off, size] for kind, off, size in args if kind.startswith("hidden_")]}
+            "arch": self.amdgpu.arch, "hidden": [[kind, off, size] for kind, off, size in args if kind.startswith("hidden_")],
+            "kernarg_preload": co.kd.kernarg_preload}
     return CodeObject(j["name"], bytes(text), j["emu"].encode(), meta).pack()
 
 class AMDProgram(HCQProgram):

@@ -38,8 +38,13 @@ def program_regs(meta:dict) -> ProgramRegs:
     user += n
   if kernarg_at is None: raise RuntimeError("takes no kernarg segment pointer")
   if props & USES_DYNAMIC_STACK: raise RuntimeError("uses a dynamic stack, which needs scratch memory")
+  # the CP of an AQL queue copies preloaded arguments into the user SGPRs after the enabled ones and starts 256 bytes into the code;
+  # a PM4 dispatch writes USER_DATA once per recorded command buffer and starts at the entry, where LLVM puts a trap or a fallback
+  if preload := meta.get("kernarg_preload", 0):
+    raise RuntimeError(f"preloads {preload & 0x7f} SGPRs of kernel arguments (kernarg_preload {preload:#x}), which a PM4 dispatch does not")
   # COMPUTE_PGM_RSRC2.USER_SGPR (bits 5:1) is how many USER_DATA registers the hardware loads: at least what the properties enable,
-  # more where LLVM pads them (gfx1100-1103 need 16 user + system SGPRs, its UserSGPRInit16Bug); the padding is written zero
+  # more where LLVM pads them (on gfx1100 to 15 for a kernel that takes 2 on gfx1201: user and system SGPRs at least 16, for a hardware
+  # bug); with no preloaded arguments (refused above) the padding is unused and written zero
   if (declared := meta["rsrc2"] >> 1 & 0x1f) < user:
     raise RuntimeError(f"has COMPUTE_PGM_RSRC2.USER_SGPR {declared}, but its kernel_code_properties enable {user} user SGPRs")
   return ProgramRegs(meta["rsrc1"], rsrc2, meta.get("rsrc3", 0), declared, kernarg_at, bool(props & WAVEFRONT_SIZE32))
