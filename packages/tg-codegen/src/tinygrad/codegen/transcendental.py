@@ -72,6 +72,22 @@ def _exp2(x:UOp) -> UOp:
   # scale in two steps: p*2**k1 is exact, the second multiply rounds once, into the subnormals or to inf
   return x.ne(x).where(x, p * _pow2(k1, x.dtype) * _pow2(k - k1, x.dtype))
 
+# an EXP2 whose argument is known to be <= 0 or NaN (codegen/nonpositive_exp.py: softmax's x - max)
+NONPOSITIVE = "nonpositive"
+
+def _exp2_nonpositive(x:UOp) -> UOp:
+  """_exp2 for x <= 0 or NaN: no upper clamp; the lower one lets NaN through and NaN stays NaN in every op after, so no fix-up; k is
+  read off the bits of the rounding sum (no float-to-int conversion, whose NaN result LLVM calls poison), and 2**k is written in one
+  step at 2**(k+s), normal for every k down to -lim, then scaled by the constant 2**-s: the one rounding into the subnormals"""
+  it, mant, bias = _BITS[x.dtype]
+  lim, s = bias + mant + 10, mant + 11
+  magic = 1.5 * 2.0 ** mant
+  xc = (x < -lim).where(-lim, x)
+  t = xc + magic
+  p = _poly(xc - (t - magic), (1.0, *_EXP2_P[x.dtype]))
+  magic_bits = struct.unpack(f"<{it.fmt}", struct.pack(f"<{x.dtype.fmt}", magic))[0]
+  return p * _pow2(t.bitcast(it) - (magic_bits - s), x.dtype) * 2.0 ** -s
+
 # *** log2(x) = k + log2(m), m in [sqrt(1/2), sqrt(2)), f = m-1, s = f/(2+f): ln(1+f) = f - f*f/2 + s*(f*f/2 + R), R = z*P(z), z = s*s.
 # Only s*R carries the rounding of s, and it is small next to f. P on z in [0, (3-2*sqrt(2))**2] ***
 _LOG_P = {
@@ -155,7 +171,7 @@ def _in_f32(fn):
   return lambda x: fn(x) if x.dtype in _BITS else fn(x.cast(dtypes.float32)).cast(x.dtype)
 
 pm_transcendental = PatternMatcher([
-  (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),)), _in_f32(_exp2)),
+  (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),), name="e"), lambda e, x: _in_f32(_exp2_nonpositive if e.arg == NONPOSITIVE else _exp2)(x)),
   (UPat(Ops.LOG2, dtypes.floats, (UPat.var("x"),)), _in_f32(_log2)),
   (UPat(Ops.SIN, dtypes.floats, (UPat.var("x"),)), _in_f32(_sin)),
 ])
