@@ -76,17 +76,18 @@ def _exp2(x:UOp) -> UOp:
 NONPOSITIVE = "nonpositive"
 
 def _exp2_nonpositive(x:UOp) -> UOp:
-  """_exp2 for x <= 0 or NaN: no upper clamp; the lower one lets NaN through and NaN stays NaN in every op after, so no fix-up; k is
-  read off the bits of the rounding sum (no float-to-int conversion, whose NaN result LLVM calls poison), and 2**k is written in one
-  step at 2**(k+s), normal for every k down to -lim, then scaled by the constant 2**-s: the one rounding into the subnormals"""
+  """_exp2 for x <= 0 or NaN: no upper clamp; the lower one lets NaN through and NaN stays NaN in every op after, so no fix-up. 2**k is
+  built at 2**(k+s), a normal float for every k down to -lim, and the polynomial's coefficients carry the 2**-s (exact: powers of two),
+  so p * 2**(k+s) is the one rounding, into the subnormals where the result is one. The rounding constant's low bits are bias+s, so the
+  bits of the rounded sum, shifted into the exponent field, are 2**(k+s) by themselves: no float-to-int conversion (LLVM calls its NaN
+  result poison) and no integer add"""
   it, mant, bias = _BITS[x.dtype]
   lim, s = bias + mant + 10, mant + 11
-  magic = 1.5 * 2.0 ** mant
+  magic = 1.5 * 2.0 ** mant + (bias + s)  # an integer below 2**(mant+1): adding it still rounds to an integer; bias+s+k fits its low bits
   xc = (x < -lim).where(-lim, x)
   t = xc + magic
-  p = _poly(xc - (t - magic), (1.0, *_EXP2_P[x.dtype]))
-  magic_bits = struct.unpack(f"<{it.fmt}", struct.pack(f"<{x.dtype.fmt}", magic))[0]
-  return p * _pow2(t.bitcast(it) - (magic_bits - s), x.dtype) * 2.0 ** -s
+  p = _poly(xc - (t - magic), tuple(c * 2.0 ** -s for c in (1.0, *_EXP2_P[x.dtype])))
+  return p * (t.bitcast(it) << mant).bitcast(x.dtype)
 
 # *** log2(x) = k + log2(m), m in [sqrt(1/2), sqrt(2)), f = m-1, s = f/(2+f): ln(1+f) = f - f*f/2 + s*(f*f/2 + R), R = z*P(z), z = s*s.
 # Only s*R carries the rounding of s, and it is small next to f. P on z in [0, (3-2*sqrt(2))**2] ***

@@ -107,8 +107,13 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   # instead and a select picks the alternative: straight-line code, which LLVM can vectorize (a branch per lane splits the loop body
   # into blocks the SLP vectorizer cannot pack across). Otherwise a branch around the load.
   select = gated and _nonempty(idx.src[0])
+  # (next_trip_prefetches, ungated loads only) a hint: an address past the buffer is no fault, so a plain (not inbounds) pointer; before
+  # the load, not between it and its neighbour lanes' loads, which the SLP vectorizer then cannot merge into one vector load
+  pf = [] if (ahead := ctx.prefetch.get(x)) is None else \
+       [f"  {d}.pi = add {(it := ltype(idx.src[1].dtype))} {ctx[idx.src[1]]}, {ahead}",
+        f"  {d}.pp = getelementptr {t}, ptr {ctx[idx.src[0]]}, {it} {d}.pi", f"  call void @llvm.prefetch.p0(ptr {d}.pp, i32 0, i32 3, i32 1)"]
   lines = [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
-          [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else []
+          [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else pf
   val = f"{d}.m" if t != vt or gated else d
   # the alignment holds for the select's other pointer too: a buffer's base is aligned at least as much as any of its elements
   lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx)}")
@@ -116,10 +121,6 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
     conv = f"{d}.x" if gated else d
     lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
     val = conv
-  if (ahead := ctx.prefetch.get(x)) is not None:  # a hint: an address past the buffer is no fault, so a plain (not inbounds) pointer
-    it = ltype(idx.src[1].dtype)
-    lines += [f"  {d}.pi = add {it} {ctx[idx.src[1]]}, {ahead}", f"  {d}.pp = getelementptr {t}, ptr {ctx[idx.src[0]]}, {it} {d}.pi",
-              f"  call void @llvm.prefetch.p0(ptr {d}.pp, i32 0, i32 3, i32 1)"]
   if not gated: return lines
   if select: return lines + [f"  {d} = select i1 {ctx[x.src[2]]}, {vt} {val}, {vt} {ctx[x.src[1]]}"]
   return lines + [f"  br label %L{i}.join", f"L{i}.join:", f"  {d} = phi {vt} [{val}, %L{i}.load], [{ctx[x.src[1]]}, %{ctx.label}]"]
