@@ -7,7 +7,7 @@ import math, re, struct
 from collections import defaultdict
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import DType, dtypes, AddrSpace
 from tinygrad.helpers import prod
 from tinygrad.renderer import Renderer
@@ -109,9 +109,13 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   select = gated and _nonempty(idx.src[0])
   # (next_trip_prefetches, ungated loads only) a hint: an address past the buffer is no fault, so a plain (not inbounds) pointer; before
   # the load, not between it and its neighbour lanes' loads, which the SLP vectorizer then cannot merge into one vector load
-  pf = [] if (ahead := ctx.prefetch.get(x)) is None else \
-       [f"  {d}.pi = add {(it := ltype(idx.src[1].dtype))} {ctx[idx.src[1]]}, {ahead}",
-        f"  {d}.pp = getelementptr {t}, ptr {ctx[idx.src[0]]}, {it} {d}.pi", f"  call void @llvm.prefetch.p0(ptr {d}.pp, i32 0, i32 3, i32 1)"]
+  pf: list[str] = []
+  if (found := ctx.prefetch.get(x)) is not None:
+    it = ltype(idx.src[1].dtype)
+    pf.append(f"  {d}.pi = add {it} {ctx[idx.src[1]]}, {found[0]}")
+    for k, (buf, rw) in enumerate([(idx.src[0], 0), *((b, 1) for b in found[1])]):
+      pf += [f"  {d}.pp{k} = getelementptr {mtype(buf.dtype)}, ptr {ctx[buf]}, {it} {d}.pi",
+             f"  call void @llvm.prefetch.p0(ptr {d}.pp{k}, i32 {rw}, i32 3, i32 1)"]
   lines = [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
           [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else pf
   val = f"{d}.m" if t != vt or gated else d
@@ -193,18 +197,39 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
 
 PREFETCH_LINE = 64  # bytes: one cache line, what one prefetch brings in
 
-def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, int]:
-  """{LOAD: elements ahead} for the loads that also prefetch what the next trip of their enclosing loop reads. Where a loop re-reads a
-  global buffer that an earlier loop of the same trip of the enclosing loop read from memory (a row chain's later loops over the row,
-  schedule/row_fusion.py), the row comes from cache and the memory sits idle while the loop computes; then the next row is read from
-  memory while nothing is computed. The first such loop asks for the next trip's row as it goes, one prefetch per cache line (a load
-  whose constant lane offset starts a line), so that row arrives while this one is computed (softmax: 18% less time on one core)"""
+def _nest(uops:list[UOp]):
+  """(node, the loops around it, innermost last) for each node of a linear program"""
   loops: list[UOp] = []
+  for u in uops:
+    if u.op is Ops.RANGE: loops.append(u)
+    elif u.op is Ops.END and (r := loop_of(u)[0]) in loops: loops.remove(r)
+    yield u, loops
+
+def _same_element(store_i:UOp, store_loop:UOp, load_i:UOp, load_loop:UOp) -> bool:
+  """a store's index, its loop counter moved to where the load's loop is (the counters differ by the ratio of their steps), is the
+  load's index: the store writes the element the load reads, in another buffer"""
+  from tinygrad.uop.symbolic import symbolic
+  a, b = loop_step(store_i, store_loop), loop_step(load_i, load_loop)
+  if not a or not b or b % a: return False
+  return graph_rewrite(store_i.substitute({store_loop: load_loop * (b // a)}), symbolic) is graph_rewrite(load_i, symbolic)
+
+def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, tuple[int, tuple[UOp, ...]]]:
+  """{LOAD: (elements ahead, the buffers to prefetch for writing there)} for the loads that also prefetch what the next trip of their
+  enclosing loop reads and writes. Where a loop re-reads a global buffer that an earlier loop of the same trip of the enclosing loop
+  read from memory (a row chain's later loops over the row, schedule/row_fusion.py), the row comes from cache and the memory sits idle
+  while the loop computes; then the next row is read, and the output row's lines are read before they are overwritten, while nothing
+  is computed. The first such loop asks for the next trip's row as it goes, one prefetch per cache line (a load whose constant lane
+  offset starts a line), and for writing, the same element of each buffer a later loop of the trip stores at the load's own index, so
+  both arrive while this row is computed (softmax on one core: 35% less time)"""
   reads: dict[UOp, set] = defaultdict(set)  # loop -> (buffer, step per trip of the loop around it) of its loads
   done: dict[UOp, set] = defaultdict(set)  # enclosing loop -> what the loops ended inside its current trip read
+  stores: dict[UOp, list] = defaultdict(list)  # enclosing loop -> (position, its own loop, store) of the stores in its inner loops
   chosen: dict[UOp, UOp] = {}  # enclosing loop -> the loop that prefetches for it
-  out: dict[UOp, int] = {}
-  for u in uops:
+  out: dict[UOp, tuple[int, tuple[UOp, ...]]] = {}
+  for n, (u, around) in enumerate(_nest(uops)):
+    if u.op is Ops.STORE and len(around) >= 2 and u.src[0].src[0].op is Ops.PARAM: stores[around[-2]].append((n, around[-1], u))
+  loops: list[UOp] = []
+  for n, u in enumerate(uops):
     if u.op is Ops.RANGE: loops.append(u)
     elif u.op is Ops.END and (r := loop_of(u)[0]) in loops:
       loops.remove(r)
@@ -214,8 +239,11 @@ def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, int]:
     if not (step := loop_step(i, outer)) or not loop_step(i, inner): continue
     reads[inner].add((buf, step))
     if (buf, step) not in done[outer] or chosen.setdefault(outer, inner) is not inner: continue
-    lane = i.src[1].arg if i.op is Ops.ADD and i.src[1].op is Ops.CONST else 0
-    if lane * buf.dtype.itemsize % PREFETCH_LINE == 0: out[u] = step
+    base, lane = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
+    if lane * buf.dtype.itemsize % PREFETCH_LINE: continue
+    written = {s.src[0].src[0]: None for at, lp, s in stores[outer] if at > n and lp is not inner and
+               _same_element(s.src[0].src[1], lp, base, inner)}
+    out[u] = (step, tuple(written))
   return out
 
 base_rewrite = PatternMatcher([
