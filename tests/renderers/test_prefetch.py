@@ -6,7 +6,7 @@ import re
 import numpy as np
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
-from tinygrad.renderer.llvmir import LLVMRenderer
+from tinygrad.renderer.llvmir import LLVMRenderer, PREFETCH_MAX_AHEAD
 from linprog import Prog, run
 
 def row_chain(rows:int, width:int, lanes:int, passes:int=2, shift:int=0) -> Prog:
@@ -59,7 +59,7 @@ def test_first_rereading_pass_prefetches_what_a_later_pass_writes():
   # written elsewhere (one element on): not the element the load reads, no write prefetch
   assert prefetches(LLVMRenderer().render("k", row_chain(4, 64, 16, passes=3, shift=1).uops)) == [(second, "%data1", "64", "0")]
 
-def test_single_pass_and_gpu_dialects_do_not_prefetch():
+def test_single_pass_long_rows_and_gpu_dialects_do_not_prefetch():
   p = Prog()
   out, a = p.param(0, dtypes.float32, 256), p.param(1, dtypes.float32, 256)
   r = p.range(16, 0)
@@ -72,6 +72,9 @@ def test_single_pass_and_gpu_dialects_do_not_prefetch():
   gpu = LLVMRenderer()
   gpu.has_local = True
   assert "prefetch" not in gpu.render("k", row_chain(4, 64, 16).uops)
+  # a row past PREFETCH_MAX_AHEAD: the next one would push it out of L2 before its later loops read it
+  assert prefetches(LLVMRenderer().render("k", row_chain(2, PREFETCH_MAX_AHEAD // 4, 16).uops)) != []
+  assert "prefetch" not in LLVMRenderer().render("k", row_chain(2, PREFETCH_MAX_AHEAD // 4 + 16, 16).uops)
 
 def test_results_match_numpy_including_the_last_row():
   a = np.random.default_rng(0).standard_normal((5, 64)).astype(np.float32)

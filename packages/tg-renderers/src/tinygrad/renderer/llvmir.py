@@ -196,6 +196,7 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
   return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()}
 
 PREFETCH_LINE = 64  # bytes: one cache line, what one prefetch brings in
+PREFETCH_MAX_AHEAD = 256 << 10  # bytes: further ahead, the next row would push the current one out of L2 before its later loops
 
 def _nest(uops:list[UOp]):
   """(node, the loops around it, innermost last) for each node of a linear program"""
@@ -238,6 +239,7 @@ def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, tuple[int, tuple[UOp, ...]
     inner, outer, i = loops[-1], loops[-2], u.src[0].src[1]
     if not (step := loop_step(i, outer)) or not loop_step(i, inner): continue
     reads[inner].add((buf, step))
+    if abs(step) * buf.dtype.itemsize > PREFETCH_MAX_AHEAD: continue
     if (buf, step) not in done[outer] or chosen.setdefault(outer, inner) is not inner: continue
     base, lane = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
     if lane * buf.dtype.itemsize % PREFETCH_LINE: continue
