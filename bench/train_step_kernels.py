@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from tinygrad import Tensor, TinyJit, nn
 from tinygrad.engine import realize
+from tinygrad.helpers import Context
 from train_step import TgNet, BS
 
 def main(replays:int):
@@ -32,9 +33,10 @@ def main(replays:int):
       return loss
   rng = np.random.default_rng(0)
   plain = realize.launch
-  for i in range(3 + replays):  # call 1 runs, call 2 captures, the rest replay (the replay calls realize.launch per kernel)
+  for i in range(3 + replays):  # call 1 runs, call 2 captures, the rest replay (at DEBUG=2 a replay launches each kernel through realize.launch)
     realize.launch = timed_launch if i >= 3 else plain
-    step(Tensor(rng.random((BS, 1, 28, 28), dtype=np.float32)), Tensor(rng.integers(0, 10, BS, dtype=np.int32))).item()
+    with Context(DEBUG=2 if i >= 3 else 0):
+      step(Tensor(rng.random((BS, 1, 28, 28), dtype=np.float32)), Tensor(rng.integers(0, 10, BS, dtype=np.int32))).item()
   realize.launch = plain
   rows = sorted(((min(ts) * len(ts) / replays, name, len(ts) // replays) for name, ts in times.items()), reverse=True)
   print(f"{'ms':>7} {'runs':>4} {'kernel':32s} {'MFLOP':>8} {'MB moved':>8}")
