@@ -24,7 +24,8 @@ WIDE = 16                  # two vectors along a stride-1 axis: then the tile's 
 # time, 4x16 -> 8x16 (both with SWAP): 1024 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42)
 STREAMING_TILE_LANES = 128
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
-L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
+L1_BYTES = 32 << 10
+REDO_SHARE = 16            # a reduce every thread's share redoes costs at most 1/REDO_SHARE of the kernel's work        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
 
 class _Access:
   """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
@@ -160,11 +161,15 @@ def panel_swap(ast:UOp) -> Opt|None:
     if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
   return None
 
+def _trips(u:UOp, free:dict[UOp, frozenset]) -> int:
+  """loop trips of one REDUCE or END's body: the ranges its body depends on and the ones it closes"""
+  return prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE)
+
 def _chain_trips(ast:UOp) -> int:
   """loop trips of a row chain: its loops run one after another, so the trips of each loop body add up (the product of every axis
   would count each reduce once per element of the store's loop)"""
   free = free_ranges(ast)
-  return sum(prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
+  return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
@@ -211,8 +216,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
     want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
-    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them
-    shared = set.intersection(*(set(f[u]) for u in ast.toposort() if u.op is Ops.REDUCE)) if chain and (f := free_ranges(ast)) else None
+    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them. Except
+    # a reduce that small that every share may redo it (argmax's max over the partials of a split reduce: 256 trips in shares of 2M)
+    f = free_ranges(ast) if chain else {}
+    costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and _trips(u, f) * want * REDO_SHARE > work] if chain else []
+    shared = set.intersection(*(set(f[u]) for u in costly)) if costly else None
     for i in out:
       if (shared is None or axes(ast)[i] in shared) and attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
