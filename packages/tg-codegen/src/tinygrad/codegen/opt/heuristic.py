@@ -8,6 +8,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
+from tinygrad.dtype import dtypes
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, lanes, ranges,\
   simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
@@ -24,8 +25,8 @@ WIDE = 16                  # two vectors along a stride-1 axis: then the tile's 
 # time, 4x16 -> 8x16 (both with SWAP): 1024 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42)
 STREAMING_TILE_LANES = 128
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
-L1_BYTES = 32 << 10
-REDO_SHARE = 16            # a reduce every thread's share redoes costs at most 1/REDO_SHARE of the kernel's work        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
+L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
+MINOR_REDUCE = 1 << 10     # a chain's reduce with at most 1/MINOR_REDUCE of the kernel's loop trips: see _minor_reduce
 
 class _Access:
   """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
@@ -67,6 +68,13 @@ POLYNOMIAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW})
 def _long_body(ast:UOp, r:UOp) -> bool:
   """a reduce over r evaluates a polynomial per element: its ~30 ops per vector hide the latency of the add into one accumulator"""
   return any(u.op is Ops.REDUCE and r in u.src[1:] and any(w.op in POLYNOMIAL for w in u.src[0].toposort(lambda w: w.op is not Ops.REDUCE))
+             for u in ast.toposort())
+
+def _counts_in_ints(ast:UOp, r:UOp) -> bool:
+  """an int reduce over r whose value depends on r itself, not only through addresses (argmax's index pass: max of where(hit, n-i, 0)):
+  LLVM's loop vectorizer packs such a loop with a vector of the induction variable, which its SLP vectorizer does not build from unrolled
+  lanes (per-lane inserts). Argmax's index pass over 16M at 2 threads: unrolled 32 3.5-3.8 ms, 8 3.1-3.7, not unrolled 2.5-2.8"""
+  return any(u.op is Ops.REDUCE and r in u.src[1:] and dtypes.is_int(u.dtype) and r in u.src[0].toposort(lambda w: w.op is not Ops.INDEX)
              for u in ast.toposort())
 
 def _streams_vectors(ast:UOp, r:UOp) -> bool:
@@ -165,6 +173,17 @@ def _trips(u:UOp, free:dict[UOp, frozenset]) -> int:
   """loop trips of one REDUCE or END's body: the ranges its body depends on and the ones it closes"""
   return prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE)
 
+def _minor_reduce(u:UOp, free:dict[UOp, frozenset], work:int) -> bool:
+  """a REDUCE of a row chain small beside the kernel (argmax's index pass over a split reduce re-reads the max of 256 partials, in a
+  kernel of 16M trips): every thread's share may redo it, and it is not unrolled (its 32 lanes made that index pass 1.4x slower: 2.7-2.9
+  against 4.0-4.2 ms at 2 threads)"""
+  return u.op is Ops.REDUCE and _trips(u, free) * MINOR_REDUCE <= work
+
+def _only_minor(ast:UOp, r:UOp, work:int) -> bool:
+  """every REDUCE over the range r is minor"""
+  free = free_ranges(ast)
+  return bool(reds := [u for u in ast.toposort() if u.op is Ops.REDUCE and r in u.src[1:]]) and all(_minor_reduce(u, free, work) for u in reds)
+
 def _chain_trips(ast:UOp) -> int:
   """loop trips of a row chain: its loops run one after another, so the trips of each loop body add up (the product of every axis
   would count each reduce once per element of the store's loop)"""
@@ -209,6 +228,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # polynomial, 2 vectors: 4 accumulators beside its constants spilled out of the 16 ymm registers (fused softmax 4096x4096, 1 thread,
   # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
   for i in reversed(red) if chain else red[-1:] if red and not upcast else []:
+    if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * VECTOR, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * VECTOR, 2 * VECTOR, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
@@ -216,10 +236,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
     want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
-    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them. Except
-    # a reduce that small that every share may redo it (argmax's max over the partials of a split reduce: 256 trips in shares of 2M)
+    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them (a minor
+    # one may be redone)
     f = free_ranges(ast) if chain else {}
-    costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and _trips(u, f) * want * REDO_SHARE > work] if chain else []
+    costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and not _minor_reduce(u, f, work)] if chain else []
     shared = set.intersection(*(set(f[u]) for u in costly)) if costly else None
     for i in out:
       if (shared is None or axes(ast)[i] in shared) and attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
