@@ -84,3 +84,19 @@ def test_scache_0_turns_it_off():
   with Context(SCACHE=0):
     assert hits_of(lambda a: a + 1, [(rand(3),), (rand(3),)]) == [0, 0]
   assert cache.stats["misses"] == 0
+
+def test_a_changed_contextvar_misses():
+  from tinygrad.helpers import NOOPT
+  x = rand(8, 4)
+  run = lambda: np.testing.assert_allclose((Tensor(x) * 2).sum(1).numpy(), (x * 2).sum(1), rtol=1e-5)
+  run(); run()
+  assert cache.stats == {"hits": 1, "misses": 1}
+  with Context(NOOPT=1): run()  # through Context
+  saved = NOOPT.value
+  try:
+    NOOPT.value = 1  # set directly: the key's snapshot of the ContextVars must see it too
+    run()
+  finally: NOOPT.value = saved
+  assert cache.stats == {"hits": 2, "misses": 2}  # NOOPT=1 twice: one schedule, then its hit
+  run()
+  assert cache.stats == {"hits": 3, "misses": 2}

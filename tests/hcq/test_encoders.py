@@ -47,14 +47,22 @@ def test_pm4_set_sh_reg_and_dispatch():
   assert pm4.dispatch_direct(4, 2, 1) == [0xC0031500, 4, 2, 1, 0x8005]
 
 def test_pm4_dispatch_sequence():
-  words = pm4.dispatch(0x7F00_0000_1200, 0x7F00_0000_3000, (4, 2, 1), (64, 1, 1), rsrc1=0xAB, rsrc2=0xCD)
+  words = pm4.dispatch(0x7F00_0000_1200, 0x7F00_0000_3000, (4, 2, 1), (64, 1, 1), rsrc1=0xAB, rsrc2=0xCD, rsrc3=0x50)
   code = 0x7F00_0000_1200 >> 8
   assert words == [0xC0027600, 0x20C, code & 0xFFFFFFFF, code >> 32,           # COMPUTE_PGM_LO/HI = address >> 8
                    0xC0027600, 0x212, 0xAB, 0xCD,                              # COMPUTE_PGM_RSRC1/2 (0x2e12)
+                   0xC0017600, 0x228, 0x50,                                    # COMPUTE_PGM_RSRC3 (mesa R_00B8A0: 0xB8A0 / 4 = 0x2e28)
                    0xC0067600, 0x204, 0, 0, 0, 64, 1, 1,                       # COMPUTE_START_X..Z, NUM_THREAD_X..Z (0x2e04..0x2e09)
                    0xC0027600, 0x240, 0x3000, 0x7F00,                          # COMPUTE_USER_DATA_0/1 = kernarg pointer (0x2e40)
                    0xC0031500, 4, 2, 1, 0x8005,                                # DISPATCH_DIRECT
                    0xC0004600, 7 | 4 << 8]                                     # EVENT_WRITE CS_PARTIAL_FLUSH(7), EVENT_INDEX(4)
+
+def test_pm4_dispatch_of_a_wave64_kernel_with_a_private_segment_buffer():
+  # a kernel taking 6 user SGPRs, the kernarg pointer in s4-s5 after the 4-SGPR private segment buffer (zero: no scratch), as LLVM
+  # compiles for gfx1030; wave64: DISPATCH_INITIATOR without CS_W32_EN (bit 15)
+  words = pm4.dispatch(0x1000, 0x7F00_0000_3000, (1, 1, 1), (64, 1, 1), 1, 2 << 1, 0, user_sgprs=6, kernarg_at=4, wave32=False)
+  assert words[19:27] == [0xC0067600, 0x240, 0, 0, 0, 0, 0x3000, 0x7F00]      # COMPUTE_USER_DATA_0..5
+  assert words[27:32] == [0xC0031500, 1, 1, 1, 0x5]
 
 def test_pm4_indirect_buffer():
   # PACKET3(INDIRECT_BUFFER=0x3F, 2): base lo, base hi (15:0), size | INDIRECT_BUFFER_VALID (1<<23)

@@ -126,3 +126,19 @@ def test_kfd_version_and_call_order_are_checked(kfd_iface):
   args = kfd.kfd_ioctl_alloc_memory_of_gpu_args(va_addr=0x10000, size=0x1000, gpu_id=kfd_iface.gpu_id, flags=kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT)
   with pytest.raises(OSError, match="before ACQUIRE_VM"): k.ioctl(fd, kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, args)
   with pytest.raises(OSError, match="does not describe"): k.ioctl(fd, kfd.AMDKFD_IOC_ACQUIRE_VM, args)
+
+def test_vram_running_out_is_enomem_and_leaves_no_reserved_range(monkeypatch):
+  # KFD answers ENOMEM (an OSError, which the allocator answers by waiting for deferred frees); the address range reserved for the
+  # allocation goes back to the host
+  import errno
+  from tinygrad.runtime.support import amd_mock
+  from tinygrad.runtime.support.amd_kfd import KFDInterface
+  kernel = amd_mock.mock_kernel()
+  iface = KFDInterface(3, kernel)
+  used = sum(b["size"] for b in kernel.allocs.values() if b["gpu"].gpu_id == iface.gpu_id and "memfd" not in b)
+  monkeypatch.setattr(amd_mock, "VRAM_BYTES", used + (1 << 20))
+  unmapped, real = [], kernel.munmap
+  monkeypatch.setattr(kernel, "munmap", lambda addr, size: (unmapped.append(size), real(addr, size)))
+  with pytest.raises(OSError) as e: iface.alloc(2 << 20)
+  assert e.value.errno == errno.ENOMEM and unmapped == [2 << 20]
+  iface.free(iface.alloc(1 << 20))

@@ -110,8 +110,28 @@ def test_a_packet_the_gpu_does_not_know_faults(name):
   sig = dev.new_signal()
   dev.compute_queue().signal(sig, 1).submit()
   where = r"COMPUTE queue \d+: read pointer 0, write pointer 6 .*" if name == "AMD" else \
-          r"COMPUTE channel: GPGet 1, GPPut 3.*RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
+          r"COMPUTE channel: GPGet 1, GPPut 3; COPY channel: GPGet 1, GPPut 2; " \
+          r"fault: COMPUTE channel: RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; " \
+          r"fault: COPY channel: RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
   with pytest.raises(DeviceHang, match=f"waiting for 1, and no queue can make progress; {where}fault: .*(unknown opcode|not one the encoder)"):
+    sig.wait(1)
+
+def test_each_nv_channel_has_its_own_error_notifier_and_a_hang_names_the_channel():
+  # RM writes a faulted channel's error to the notifier that channel was allocated with: a fault on the copy channel shows in its
+  # notifier alone, and the hang names the copy channel
+  import array
+  dev = private("NV")
+  kernel = dev.iface.os
+  notifiers = {k: kernel.objects[ch.handle].attrs["channel"].notifier for k, ch in dev.channels.items()}
+  assert notifiers == {k: ch.notifier.va for k, ch in dev.channels.items()} and notifiers["COMPUTE"] != notifiers["COPY"]
+  with pytest.raises(MockGPUError, match="subchannel 2 before its SET_OBJECT"):
+    dev._push("COPY", array.array("I", [0x20010000 | (2 << 13) | 0x10, 7]), dev.iface.alloc(0x1000, host_visible=True))
+  assert dev.channels["COMPUTE"].error() is None and "COPY channel: RM error notifier: channel error 13" in dev.channels["COPY"].error()
+  sig = dev.new_signal()
+  dev.copy_queue().signal(sig, 1).submit()
+  with pytest.raises(DeviceHang, match=r"no queue can make progress; COMPUTE channel: GPGet \d+, GPPut \d+; COPY channel: GPGet 1, GPPut 3; "
+                                       r"fault: COPY channel: RM error notifier: channel error 13 \(Xid 13\), info16 0x0, status 0xffff; "
+                                       r"fault: channel 0x[0-9a-f]+ \(copy\): .*SET_OBJECT$"):
     sig.wait(1)
 
 @ALL
@@ -180,14 +200,6 @@ def test_amdgpu_llvm_renderer_on_the_mock(name):
   co = CodeObject.unpack(progs[-1].mem.cpu_view()[:CodeObject.size_at(progs[-1].mem.cpu_view()[:256])])
   assert co.machine_code and co.uops_json and co.meta["rsrc1"] != 0 and co.meta["kernarg_size"] >= 16
   assert co.meta["props"] & 0x40f == 0x408  # LLVM's kernel asks for the kernarg pointer alone (bit 3) and runs wave32 (bit 10)
-
-@pytest.mark.parametrize("props, why", [(0x40a, "expects a dispatch pointer in its first user SGPRs"), (0x400, "takes no kernarg segment pointer"),
-                                        (0x00f, "expects a private segment buffer and a dispatch pointer and a queue pointer in its first user SGPRs"),
-                                        (0x008, "is compiled for wave64")])
-def test_amd_kernel_whose_arguments_the_dispatch_would_misplace_is_refused(props, why):
-  # the dispatch loads the kernarg pointer into s0-s1 and runs wave32; a kernel expecting another layout would read garbage on hardware
-  with pytest.raises(RuntimeError, match=f"kernel k {why} \\(kernel_code_properties {props:#x}\\)"):
-    Device["AMD"].runtime("k", CodeObject("k", b"\x00" * 16, b"{}", {"rsrc1": 1, "rsrc2": 2, "props": props}).pack())
 
 @ALL
 def test_tinyjit_replay_spans_devices_with_a_finalizer(name):
@@ -325,3 +337,37 @@ def test_tinyjit_graphs_dropped_give_their_memory_back(name):
     del step
     held.append(settled_bytes(dev))
   assert held[1:] == held[1:2] * 5, held  # a graph's kernel arguments and command buffer went back with it
+
+@ALL
+def test_graph_replay_computes_constant_launch_dims_once_and_symbolic_ones_per_replay(name, monkeypatch):
+  # two kernels in one graph: one over a grid of n groups (a bound Variable), one over a constant grid. A replay writes each launch's
+  # dims where the kernel reads them (NV: %nctaid in constant buffer 0, checked by the mock against the QMD's grid); the constant
+  # kernel's are computed when the graph is built, the symbolic one's at every replay with that replay's n
+  from tinygrad.codegen import get_program
+  from tinygrad.uop.ops import KernelInfo
+  from tinygrad.uop import AxisType
+  from tinygrad.codegen import ProgramSpec
+  from tinygrad.engine.device_base import Buffer
+  from tinygrad.runtime.support.hcq import HCQGraph
+  dev, renderer = Device[name], Device[name].renderer
+  n = Variable("n", 1, 64)
+  def kernel(size, kname):
+    out = UOp.param(0, dtypes.int, (64,))
+    g = UOp.range(size, 0, AxisType.GLOBAL)
+    spec = get_program(out[g].store(g.cast(dtypes.int) + 100).end(g).sink(arg=KernelInfo(name=kname)), renderer)
+    return spec, dev.runtime(spec.name, dev.compiler.compile(spec.src))
+  (sym, sym_prg), (const, const_prg) = kernel(n, "sym_grid"), kernel(16, "const_grid")
+  assert not isinstance(sym.global_size[0], int) and const.global_size == (16, 1, 1)
+  bufs = [Buffer(name, 64, dtypes.int).allocate() for _ in range(2)]
+  graph = HCQGraph(dev, [(sym, sym_prg, [bufs[0]], {"n": 1}), (const, const_prg, [bufs[1]], {})])
+  calls = []
+  real = ProgramSpec.launch_dims
+  monkeypatch.setattr(ProgramSpec, "launch_dims", lambda self, vv: calls.append(self.name) or real(self, vv))
+  for v in (5, 40, 3):
+    for b in bufs: b.copyin(memoryview(np.full(64, -1, np.int32).tobytes()))
+    graph([], {"n": v})
+    dev.synchronize()
+    out = [np.frombuffer(b.copyout(memoryview(bytearray(256))), np.int32) for b in bufs]
+    np.testing.assert_array_equal(out[0], np.where(np.arange(64) < v, np.arange(64) + 100, -1))
+    np.testing.assert_array_equal(out[1], np.where(np.arange(64) < 16, np.arange(64) + 100, -1))
+  assert calls == ["sym_grid"] * 3  # the constant kernel's dims were not evaluated again

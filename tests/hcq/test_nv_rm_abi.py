@@ -128,3 +128,55 @@ def test_freed_gpu_address_ranges_are_taken_again():
     again = [iface.alloc(1 << 20), iface.alloc(5000, host_visible=True)]
     assert sorted(b.va for b in again) == sorted(vas)
     for b in again: iface.free(b)
+
+def test_va_ranges_first_fit_splits_and_merges():
+  from tinygrad.runtime.support.va_ranges import VARanges
+  K = 1 << 16
+  r = VARanges(0x100000, 0x100000 + 16 * K, align=K)
+  a, b, c, d = r.take(K), r.take(2 * K), r.take(K), r.take(3 * K)
+  assert (a, b, c, d) == (0x100000, 0x100000 + K, 0x100000 + 3 * K, 0x100000 + 4 * K) and r.top == 0x100000 + 7 * K
+  r.give(b, 2 * K)
+  assert r.take(1) == b and r.free == [(b + K, K)]  # first fit splits the freed range: its rest stays free
+  r.give(b, K)                                     # merged with the rest after it
+  r.give(a, K)                                     # and with a before it: one range of 3 spans
+  assert r.free == [(a, 3 * K)]
+  r.give(c, K)                                     # a, b and c merged: 4 spans
+  assert r.free == [(a, 4 * K)] and r.take(4 * K) == a and r.free == []
+  r.give(d, 3 * K)                                 # at the top: the top comes down instead
+  assert r.top == d and r.free == []
+  with pytest.raises(ValueError, match="free already"): r.give(d, K)
+  with pytest.raises(ValueError, match="not handed out"): r.give(a + K // 2, K)
+  r.take(12 * K)
+  with pytest.raises(MemoryError, match="no 0x10000 bytes"): r.take(1)
+
+def test_freed_gpu_address_ranges_of_other_sizes_are_reused():
+  # buffers freed side by side serve a larger allocation at the first one's address; a large freed range serves smaller ones
+  from tinygrad.runtime.support import nv_rm
+  from tinygrad.runtime.ops_nv import host_os
+  iface = nv_rm.NVRMInterface(3, host_os())
+  bufs = [iface.alloc(1 << 16) for _ in range(3)] + [iface.alloc(1 << 16, host_visible=True)]  # the last keeps the top above them
+  iface.free(bufs[0]); iface.free(bufs[1])
+  big = iface.alloc(2 << 16)
+  assert big.va == bufs[0].va  # the two freed 64 KiB ranges, merged
+  iface.free(big); iface.free(bufs[2])
+  small = [iface.alloc(4096, host_visible=True) for _ in range(3)]
+  assert [b.va for b in small] == [bufs[0].va + i * (1 << 16) for i in range(3)]  # the 192 KiB freed range, split
+  for b in small + [bufs[3]]: iface.free(b)
+
+def test_video_memory_running_out_is_a_memory_error_that_leaks_nothing(monkeypatch):
+  # RM answers NV_ERR_NO_MEMORY: the allocator sees a MemoryError (which it answers by waiting for deferred frees, as for KFD's ENOMEM),
+  # and the failed allocation gave back its address range and host reservation, so a later one at the same address succeeds
+  from tinygrad.runtime.support import nv_rm, nv_mock
+  from tinygrad.runtime.ops_nv import host_os
+  iface = nv_rm.NVRMInterface(3, host_os())
+  kernel = iface.os  # room for 3 MiB more than the video memory earlier tests left allocated on this mock GPU
+  used = sum(o.attrs["size"] for o in kernel.objects.values() if o.cls == nv_mock.rm.NV01_MEMORY_LOCAL_USER and o.gpu is kernel.gpus[3])
+  monkeypatch.setattr(nv_mock, "VRAM_BYTES", used + (3 << 20))
+  a, b = iface.alloc(1 << 20), iface.alloc(1 << 20)
+  top = nv_rm.VAS.top
+  with pytest.raises(MemoryError, match=r"RM_ALLOC of class 0x40 .* status 0x51"): iface.alloc(2 << 20)
+  assert nv_rm.VAS.top == top  # the range it took is back
+  iface.free(b)
+  c = iface.alloc(2 << 20)  # the same address again: no host mapping was left behind there (MAP_FIXED_NOREPLACE would refuse)
+  assert c.va == b.va
+  for buf in (a, c): iface.free(buf)

@@ -5,7 +5,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.queue import queue, wait, store, barrier, timestamp, exec_kernel, copy, render_queue
 from tinygrad.dtype import dtypes
 from tinygrad.runtime.support.hcq_select import select, CommandBuffer
-from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx
+from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx, ProgramRegs
 from tinygrad.runtime.support.nv_select import pm_nv, NVSelectCtx, program_qmd_fields
 
 TL = UOp.variable("tl", 0, 2**32, dtypes.uint64)
@@ -16,13 +16,14 @@ def words(q, pm, ctx=None, **var_vals) -> list[int]: return list(CommandBuffer(s
 def test_pm4_golden():
   q = queue(wait(SIG, TL), barrier(), exec_kernel(0x7F00_0000_2000, 0x7F00_0000_3000, (4, 1, 1), (32, 1, 1)), store(SIG, TL + 1),
             timestamp(SIG + 0x10))
-  ctx = AMDSelectCtx(programs={0x7F00_0000_2000: (0x11, 0x22)}, hdp_flush=(0x50, 0x51, 4))
+  ctx = AMDSelectCtx(programs={0x7F00_0000_2000: ProgramRegs(0x11, 0x22, 0x33)}, hdp_flush=(0x50, 0x51, 4))
   assert words(q, pm_pm4, ctx, tl=6) == [
     0xC0053C00, 0x15, 0x1000, 0x7F00, 6, 0xFFFFFFFF, 4,                                    # wait: WAIT_REG_MEM >= 6
     0xC0053C00, 0x43, 0x50, 0x51, 4, 4, 0x20,                                              # barrier: HDP flush
     0xC0065800, 0, 0xFFFFFFFF, 0xFFFFFF, 0, 0, 0xA, 0xC3F1,                                #          ACQUIRE_MEM
     0xC0027600, 0x20C, 0x7F00000020 & 0xFFFFFFFF, 0x7F00000020 >> 32,                      # exec: COMPUTE_PGM_LO/HI
     0xC0027600, 0x212, 0x11, 0x22,                                                         #       RSRC1/2
+    0xC0017600, 0x228, 0x33,                                                               #       RSRC3
     0xC0067600, 0x204, 0, 0, 0, 32, 1, 1,                                                  #       START_X.., NUM_THREAD_X..
     0xC0027600, 0x240, 0x3000, 0x7F00,                                                     #       USER_DATA_0/1 = kernargs
     0xC0031500, 4, 1, 1, 0x8005, 0xC0004600, 0x407,                                        #       DISPATCH_DIRECT, CS_PARTIAL_FLUSH

@@ -54,6 +54,8 @@ class _Device:
     return self.DEFAULT if name is None else str(self.parse(name))
 
   def __getitem__(self, name:str) -> Any:
+    # a canonical name of an opened device (every launch asks for one) skips the parse
+    if (dev := self._opened.get(name)) is not None and self._registry() is self._reg and name in self._opened: return dev
     n = self.parse(name)
     if (dev := self._opened.get(full := str(n))) is not None: return dev
     reg = self._registry()

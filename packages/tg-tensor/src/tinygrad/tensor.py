@@ -385,8 +385,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       becomes = realize_uops(olds := [t.uop for t in todo])
       # constant-only graphs are not shared: two Tensor.zeros(4) are one node (hash-consing), and a write into one must not show in the
       # other; recomputing a constant is cheap
-      reads = _reads_memory(olds)
-      _realized.record({o: n for o, n in becomes.items() if o is not n and o in reads})
+      _realized.record({o: n for o, n in becomes.items() if o is not n and _reads_memory(o)})
       for t, o in zip(todo, olds): t.uop = becomes[o]
     return self
   def assign(self, x:Any) -> Tensor:
@@ -436,11 +435,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
 
-def _reads_memory(roots:list[UOp]) -> set[UOp]:
-  """the nodes of these graphs that read a buffer or run a custom kernel (the rest compute from constants alone)"""
-  ret: set[UOp] = set()
-  for u in UOp.sink(*roots).toposort():
-    if u.op in (Ops.BUFFER, Ops.CALL) or any(s in ret for s in u.src): ret.add(u)
+_READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
+def _reads_memory(u:UOp) -> bool:
+  """u's graph reads a buffer or runs a custom kernel (else it computes from constants alone)"""
+  if (ret := u.__dict__.get(_READS)) is None:
+    for x in u.toposort(lambda x: _READS not in x.__dict__):
+      if _READS not in x.__dict__: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
+    ret = u.__dict__[_READS]
   return ret
 
 def _private_buffer(u:UOp) -> UOp:

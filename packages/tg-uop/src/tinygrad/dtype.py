@@ -7,6 +7,7 @@ from tinygrad.helpers import getenv
 class AddrSpace(enum.Enum):
   GLOBAL = enum.auto(); LOCAL = enum.auto(); REG = enum.auto(); ALU = enum.auto()  # ALU: a scalar value, e.g. a variable
   def __repr__(self): return f"AddrSpace.{self.name}"
+  __hash__ = object.__hash__  # members are singletons: identity hashing in C (every BUFFER and PARAM arg hashes one)
 
 class _Interned(type):
   """equal constructor args give the identical object, so dtypes compare and hash by identity"""
@@ -219,5 +220,6 @@ def least_upper_dtype(*ds:DType) -> DType:
   """the dtype all of ds promote to. The result is weak only if every input is weak; a weak join met by a strong input becomes the
   current default (bool+weakint -> default_int, int32+weakfloat -> default_float). That strengthening is why, unlike the lattice join,
   chained binary calls can differ from one n-ary call: JAX keeps a weak flag on such results instead, we keep dtypes plain."""
+  if len(ds) == 2 and ds[0] is ds[1]: return ds[0]  # the usual binary op: its own join, weak or strong as it is
   ret = _join(frozenset(ds))
   return ret if all(dtypes.is_weak(d) for d in ds) else dtypes.strong(ret)

@@ -17,10 +17,22 @@ def getenv(key:str, default=0):
 class ContextVar:
   """a named global knob: initial value from the env, temporarily overridable with Context"""
   _cache: ClassVar[dict[str, ContextVar]] = {}
+  # bumped by every write of any value (and every new ContextVar): snapshot() rebuilds only after one
+  _version: ClassVar[int] = 0
+  _snapshot: ClassVar[tuple[int, tuple]] = (-1, ())
   def __init__(self, key:str, default:Any):
     if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} already exists")
     self.key, self.value = key, getenv(key, default)
     ContextVar._cache[key] = self
+  def __setattr__(self, k:str, v:Any):
+    object.__setattr__(self, k, v)
+    ContextVar._version += 1
+  @staticmethod
+  def snapshot() -> tuple:
+    """every ContextVar's (key, value), as one hashable tuple: the part of a cache key that says which knobs were set"""
+    if ContextVar._snapshot[0] != ContextVar._version:
+      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()))
+    return ContextVar._snapshot[1]
   def __bool__(self): return bool(self.value)
   # compare by value so `DEBUG >= 2` and `DEBUG == 2` both do what they read like
   def __eq__(self, x): return self.value == x
@@ -56,7 +68,7 @@ def dedup(x:Iterable[T]) -> list[T]: return list(dict.fromkeys(x))  # keeps firs
 def flatten(l:Iterable[Iterable[T]]) -> list[T]: return list(itertools.chain.from_iterable(l))
 def argsort(x:Sequence) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
 def all_same(items:Sequence) -> bool: return all(x == items[0] for x in items)
-def all_int(t:Iterable) -> bool: return all(isinstance(s, int) for s in t)
+def all_int(t:Iterable) -> bool: return all([isinstance(s, int) for s in t])  # a list: shapes are short, a generator costs more
 # sizes are ints or symbolic UOps (hash-consed, so one expression is one object); a UOp's == and != build comparisons instead
 def sint_eq(a, b) -> bool: return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
 def partition(itr:Iterable[T], fxn:Callable[[T], bool]) -> tuple[list[T], list[T]]:

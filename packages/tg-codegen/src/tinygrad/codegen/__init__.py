@@ -24,8 +24,12 @@ class ProgramSpec:
   global_size: tuple[sint, ...] = (1, 1, 1)
   local_size: tuple[sint, ...] = (1, 1, 1)
 
+  @functools.cached_property
+  def fixed_dims(self) -> tuple[tuple[int, ...], tuple[int, ...]]|None:
+    return (tuple(self.global_size), tuple(self.local_size)) if all_int(self.global_size + self.local_size) else None
   def launch_dims(self, var_vals:dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(global_size, local_size) as ints, symbolic sizes evaluated with the variables' values"""
+    """(global_size, local_size) as ints, symbolic sizes evaluated with the variables' values (sizes without any: worked out once)"""
+    if (fixed := self.fixed_dims) is not None: return fixed
     return tuple(int(sym_infer(s, var_vals)) for s in self.global_size), tuple(int(sym_infer(s, var_vals)) for s in self.local_size)
 
 def launch_grid(lin:list[UOp]) -> tuple[tuple[sint, ...], tuple[sint, ...]]:

@@ -15,6 +15,7 @@ from tinygrad.codegen.opt.tc import accumulate_in_wmma
 from tinygrad.codegen.expander import expand
 from tinygrad.codegen.grouping import lower_groups
 from tinygrad.codegen.row_stage import stage_rows
+from tinygrad.codegen.nonpositive_exp import mark_nonpositive_exp
 
 def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
   """for every node, the RANGEs it depends on that no END between it and them has closed"""
@@ -151,7 +152,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.transcendental import lower_transcendental
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
-  sink = optimize(stage_rows(sink, renderer), renderer)
+  sink = optimize(stage_rows(mark_nonpositive_exp(sink), renderer), renderer)
   fused = FMA.value == 1 or (FMA.value == 2 and reads_packed_panel(sink))
   sink = lower_groups(expand(sink), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)

@@ -72,6 +72,23 @@ def _exp2(x:UOp) -> UOp:
   # scale in two steps: p*2**k1 is exact, the second multiply rounds once, into the subnormals or to inf
   return x.ne(x).where(x, p * _pow2(k1, x.dtype) * _pow2(k - k1, x.dtype))
 
+# an EXP2 whose argument is known to be <= 0 or NaN (codegen/nonpositive_exp.py: softmax's x - max)
+NONPOSITIVE = "nonpositive"
+
+def _exp2_nonpositive(x:UOp) -> UOp:
+  """_exp2 for x <= 0 or NaN: no upper clamp; the lower one lets NaN through and NaN stays NaN in every op after, so no fix-up. 2**k is
+  built at 2**(k+s), a normal float for every k down to -lim, and the polynomial's coefficients carry the 2**-s (exact: powers of two),
+  so p * 2**(k+s) is the one rounding, into the subnormals where the result is one. The rounding constant's low bits are bias+s, so the
+  bits of the rounded sum, shifted into the exponent field, are 2**(k+s) by themselves: no float-to-int conversion (LLVM calls its NaN
+  result poison) and no integer add"""
+  it, mant, bias = _BITS[x.dtype]
+  lim, s = bias + mant + 10, mant + 11
+  magic = 1.5 * 2.0 ** mant + (bias + s)  # an integer below 2**(mant+1): adding it still rounds to an integer; bias+s+k fits its low bits
+  xc = (x < -lim).where(-lim, x)
+  t = xc + magic
+  p = _poly(xc - (t - magic), tuple(c * 2.0 ** -s for c in (1.0, *_EXP2_P[x.dtype])))
+  return p * (t.bitcast(it) << mant).bitcast(x.dtype)
+
 # *** log2(x) = k + log2(m), m in [sqrt(1/2), sqrt(2)), f = m-1, s = f/(2+f): ln(1+f) = f - f*f/2 + s*(f*f/2 + R), R = z*P(z), z = s*s.
 # Only s*R carries the rounding of s, and it is small next to f. P on z in [0, (3-2*sqrt(2))**2] ***
 _LOG_P = {
@@ -155,7 +172,7 @@ def _in_f32(fn):
   return lambda x: fn(x) if x.dtype in _BITS else fn(x.cast(dtypes.float32)).cast(x.dtype)
 
 pm_transcendental = PatternMatcher([
-  (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),)), _in_f32(_exp2)),
+  (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),), name="e"), lambda e, x: _in_f32(_exp2_nonpositive if e.arg == NONPOSITIVE else _exp2)(x)),
   (UPat(Ops.LOG2, dtypes.floats, (UPat.var("x"),)), _in_f32(_log2)),
   (UPat(Ops.SIN, dtypes.floats, (UPat.var("x"),)), _in_f32(_sin)),
 ])

@@ -70,7 +70,7 @@ class LRUAllocator(Allocator):
   def _forget(self, key:tuple[int, BufferSpec], opaque):
     """take opaque out of the cache (it is handed out or freed)"""
     kept = self.cache[key]
-    kept.pop(next(i for i in range(len(kept) - 1, -1, -1) if kept[i] is opaque))
+    kept.pop(-1 if kept[-1] is opaque else next(i for i in range(len(kept) - 1, -1, -1) if kept[i] is opaque))  # alloc takes the last
     if not kept: del self.cache[key]
     del LRUAllocator.order[id(opaque)]
     self.cached_bytes -= key[0]

@@ -1,6 +1,6 @@
 """Run a schedule: allocate buffers, compile kernels (memoised per AST and device, disk-cached by the compiler), launch in order."""
 from __future__ import annotations
-import time, weakref
+import time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import DEBUG, GlobalCounters, colored
@@ -8,29 +8,30 @@ from tinygrad.schedule.rangeify import ExecItem
 from tinygrad.schedule.cache import create_schedule_cached
 from tinygrad.codegen import get_program_cached, ProgramSpec
 
-_buffers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # BUFFER UOp -> device Buffer, freed with the UOp
+# the device Buffer behind a BUFFER UOp is kept on the UOp itself, so it is freed with it (a plain attribute read: every launch asks)
+_DEVICE_BUFFER = "_device_buffer"
 
 def buffer_of(u:UOp):
   """the device Buffer behind a BUFFER UOp, allocated on first use"""
-  from tinygrad.device import Buffer
   while u.op is Ops.AFTER: u = u.src[0]
-  if u.op is not Ops.BUFFER: raise RuntimeError(f"{u.op} is not a buffer (realize it first)")
-  if (b := _buffers.get(u)) is None:
+  if (b := u.__dict__.get(_DEVICE_BUFFER)) is None:
+    if u.op is not Ops.BUFFER: raise RuntimeError(f"{u.op} is not a buffer (realize it first)")
     if not isinstance(u.arg.device, str): raise RuntimeError(f"buffer has no single device: {u.arg.device}")
-    b = _buffers[u] = Buffer(u.arg.device, u.arg.shape[0], u.dtype)
+    from tinygrad.device import Buffer
+    b = u.__dict__[_DEVICE_BUFFER] = Buffer(u.arg.device, u.arg.shape[0], u.dtype)
   if not b.is_allocated(): b.allocate()
   return b
 
 def existing_buffer(u:UOp):
   """the allocated device Buffer behind a BUFFER UOp, or None (never allocates)"""
-  return b if (b := _buffers.get(u)) is not None and b.is_allocated() else None
+  return b if (b := u.__dict__.get(_DEVICE_BUFFER)) is not None and b.is_allocated() else None
 
 def adopt_buffer(u:UOp, buf) -> UOp:
   """make the device Buffer `buf` the memory behind the new BUFFER UOp u (an unpickled tensor brings its own)"""
   if u.op is not Ops.BUFFER or (u.arg.shape[0], u.dtype, u.arg.device) != (buf.size, buf.dtype, buf.device):
     raise ValueError(f"{buf} does not fit {u.op} of {u.arg.shape} {u.dtype} on {u.arg.device}")
-  if u in _buffers: raise RuntimeError(f"{u.op} {u.arg.slot} already has a device buffer")
-  _buffers[u] = buf
+  if _DEVICE_BUFFER in u.__dict__: raise RuntimeError(f"{u.op} {u.arg.slot} already has a device buffer")
+  u.__dict__[_DEVICE_BUFFER] = buf
   return u
 
 _runtimes: dict[tuple, object] = {}
@@ -96,7 +97,7 @@ capturing: list|None = None
 
 def run_schedule(items:list[ExecItem]):
   for it in items:
-    fresh = [(b := _buffers.get(u)) is None or not b.is_allocated() for u in it.bufs] if capturing is not None else None
+    fresh = [existing_buffer(u) is None for u in it.bufs] if capturing is not None else None
     bufs = [buffer_of(b) for b in it.bufs]
     if capturing is not None: capturing.append((it, bufs, fresh))
     if it.kind == "copy": run_copy(*bufs)

@@ -1,11 +1,12 @@
 """Schedule cache: a program that realizes the same graph again on other buffers (a training step, an inference loop) skips scheduling.
 The key is the targets' graph with every device buffer replaced by a numbered placeholder (numbered in toposort order, so which nodes
 share a buffer stays in the key) and every bound Variable by the Variable, plus the ContextVars (they steer scheduling). The graph is
-hash-consed, so the normalized graph itself is the key. A hit replays the stored schedule: placeholders become this call's buffers, the
-buffers the first call allocated become new ones, and each kernel reads this call's Variable values. Anything the abstraction cannot
-express (an unbound Variable, a buffer it did not see) is never cached: a miss always schedules from scratch. SCACHE=0 turns it off."""
+hash-consed, so the normalized targets themselves are the key (compared by identity). A hit replays the stored schedule: placeholders
+become this call's buffers, the buffers the first call allocated become new ones, and each kernel reads this call's Variable values.
+Anything the abstraction cannot express (an unbound Variable, a buffer it did not see) is never cached: a miss always schedules from
+scratch. SCACHE=0 turns it off."""
 from __future__ import annotations
-import dataclasses
+import dataclasses, weakref
 from collections import OrderedDict
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
@@ -30,34 +31,53 @@ def clear():
   stats.update(hits=0, misses=0)
 
 def _is_device_buffer(u:UOp) -> bool: return u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.GLOBAL and u.arg.slot >= 0
-def _hole(u:UOp, n:int) -> UOp: return u.replace(arg=dataclasses.replace(u.arg, slot=-1-n))
 
-def _normalize(nodes:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, int]]|None:
-  """each node of the graph (nodes in toposort, the sink last) with buffers and bindings taken out, its buffers in order, its Variables'
-  values; None where it can't be cached"""
+# a hole is found again rather than rebuilt (dataclasses.replace and a new ParamArg cost more than the rest of a hit): each call's new
+# buffers map to the same few holes, which live as long as some cached graph holds them
+_holes: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+def _hole(u:UOp, n:int) -> UOp:
+  a = u.arg
+  if (h := _holes.get(key := (u.dtype, u.src, u.tag, a.shape, a.addrspace, a.device, a.name, a.vmin_vmax, a.volatile, n))) is None:
+    h = _holes[key] = u.replace(arg=dataclasses.replace(a, slot=-1-n))
+  return h
+
+def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, int]]|None:
+  """each node of the roots' graph with buffers and bindings taken out, its buffers in toposort order, its Variables' values; None where
+  it can't be cached. One walk (the toposort's, building as it finishes each node): this runs on every realize"""
   new: dict[UOp, UOp] = {}
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
-  if any(u.op is Ops.DEFINE_VAR for u in nodes) and {u for u in nodes if u.op is Ops.DEFINE_VAR} - {u.src[0] for u in nodes if u.op is Ops.BIND}:
-    return None  # a Variable that is not bound has no value to replay with
-  for u in nodes:
-    if _is_device_buffer(u):
+  defined, bound = set(), set()
+  stack = [(r, False) for r in reversed(roots)]
+  pop, push = stack.pop, stack.append
+  while stack:
+    u, done = pop()
+    if not done:
+      if u not in new:
+        push((u, True))
+        for s in reversed(u.src):
+          if s not in new: push((s, False))
+    elif (op := u.op) is Ops.BUFFER and u.arg.slot >= 0 and u.arg.addrspace is AddrSpace.GLOBAL:
       new[u] = _hole(u, len(bufs))
       bufs.append(u)
-    elif u.op is Ops.BIND:
-      var, val = u.unbind()
+    elif op is Ops.BIND:
+      var, val = u.src[0], u.src[1].arg
       if vals.setdefault(var.arg.name, val) != val: return None  # two values in one realize: the scheduler says what is wrong
+      bound.add(var)
       new[u] = var
-    else: new[u] = u if all(new[s] is s for s in u.src) else u.replace(src=tuple(new[s] for s in u.src))
+    else:
+      if op is Ops.DEFINE_VAR: defined.add(u)
+      src = u.src
+      new[u] = u if all([new[s] is s for s in src]) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
+  if defined and defined - bound: return None  # a Variable that is not bound has no value to replay with
   return new, bufs, vals
 
 def create_schedule_cached(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """create_schedule(targets), from the cache when a graph of the same structure was scheduled before"""
   if not SCACHE: return create_schedule(targets)
-  nodes = list(UOp.sink(*targets).toposort())
-  if (norm := _normalize(nodes)) is None: return create_schedule(targets)
+  if (norm := _normalize(targets)) is None: return create_schedule(targets)
   new, bufs, vals = norm
-  key = (new[nodes[-1]], tuple((k, v.value) for k, v in ContextVar._cache.items()))
+  key = (tuple([new[t] for t in targets]), ContextVar.snapshot())
   try: entry = _cache.get(key)
   except TypeError: return create_schedule(targets)  # a ContextVar set to something unhashable: no key, no cache
   if entry is not None:
@@ -91,11 +111,10 @@ def _binds_in(u:UOp) -> dict[UOp, UOp]:
   return {b: b.src[0] for b in u.toposort() if b.op is Ops.BIND}
 
 def _replay(entry:_Entry, new:dict[UOp, UOp], bufs:list[UOp], vals:dict[str, int]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
-  fill = {_hole(b, i): b for i, b in enumerate(bufs)}
-  fill |= {h: UOp.new_buffer(h.arg.device, h.arg.shape[0], h.dtype) for h in entry.fresh}
+  fill = {new[b]: b for b in bufs}
+  for h in entry.fresh: fill[h] = UOp.new_buffer(h.arg.device, h.arg.shape[0], h.dtype)
   items = [ExecItem(it.kind, it.ast, [fill[b] for b in it.bufs], {k: vals[k] for k in it.var_vals}) for it in entry.items]
-  bind, original = {}, {}
-  for u, n in new.items():
-    if u.op is Ops.BIND: bind[u.src[0]] = u
-    elif u.op is not Ops.DEFINE_VAR: original[n] = u
-  return items, {original[n]: r.substitute(fill | bind) for n, r in entry.becomes}
+  # the becomes keys are never a Variable or a BIND (_abstract), the only nodes that several originals share
+  original = {n: u for u, n in new.items()}
+  if vals: fill |= {u.src[0]: u for u in new if u.op is Ops.BIND}
+  return items, {original[n]: r.substitute(fill) for n, r in entry.becomes}

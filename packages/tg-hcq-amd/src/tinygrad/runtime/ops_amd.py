@@ -2,15 +2,16 @@
 the compute queue as PM4 (dispatches run from command buffers through INDIRECT_BUFFER), copies to the SDMA queue."""
 from __future__ import annotations
 import json
-from tinygrad.device import Device, Compiler
+from tinygrad.device import Device, Compiler, CompileError
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.amdgpu import AMDGPURenderer
 from tinygrad.renderer.tensor_cores import WMMA_RDNA3
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, mockgpu, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import amd_pm4 as pm4
 from tinygrad.runtime.support.amd_select import pm_pm4, pm_sdma, AMDSelectCtx
+from tinygrad.runtime.support.amd_launch import program_regs, check_explicit_args, hidden_args, fill_hidden
 
 class AMDEmulatedRenderer(PythonRenderer):
   """AMD launch limits, kernels as the emulator's UOps: the renderer of AMD under the mock driver (the AMDGPU LLVM renderer is
@@ -31,42 +32,57 @@ class AMDHCQCompiler(Compiler):
   def __init__(self, arch:str|None=None):
     from tinygrad.runtime.compiler_amdgpu import AMDGPUCompiler
     self.amdgpu = AMDGPUCompiler(arch)
-    super().__init__(f"tgco2_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)  # 2: the meta has the code properties
+    super().__init__(f"tgco3_{self.amdgpu.cachekey}" if self.amdgpu.cachekey else None)  # 3: hidden arguments, the head at the end
   def compile(self, src:str) -> bytes:
     from tinygrad.runtime.compiler_amdgpu import read_code_object
+    from tinygrad.runtime.amdgpu_metadata import kernel_args
+    from tinygrad.runtime.elf import SHF_ALLOC
     j = json.loads(src)
     co = read_code_object(self.amdgpu.compile(j["llvm"]), j["name"])
     text = co.elf.content(co.elf.sections[co.elf.symbol(j["name"]).shndx])[co.text_offset:]
+    # only the kernel's code is loaded (at the dispatched address): a relocation into it, or into other loaded data, would go unapplied
+    kd_section = co.elf.sections[co.elf.symbol(f"{j['name']}.kd").shndx].name
+    loaded = {sec.name for sec in co.elf.sections if sec.flags & SHF_ALLOC}
+    if stray := [f"{r.section}+{r.offset:#x} against {r.symbol.name or '(section)'}" for r in co.elf.relocations()
+                 if r.section in loaded and (r.section, r.offset) != (kd_section, co.kd_offset + 16)]:
+      raise CompileError(f"kernel {j['name']} refers to data outside its code ({', '.join(stray)}); the loader places only the code")
+    args = kernel_args(co.elf, j["name"])
+    if why := check_explicit_args(args): raise CompileError(f"kernel {j['name']}: LLVM placed its {why}")
     meta = {"rsrc1": co.kd.rsrc1, "rsrc2": co.kd.rsrc2, "rsrc3": co.kd.rsrc3, "kernarg_size": co.kd.kernarg_size,
-            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size, "props": co.kd.code_properties}
+            "group_segment_size": co.kd.group_segment_size, "private_segment_size": co.kd.private_segment_size, "props": co.kd.code_properties,
+            "arch": self.amdgpu.arch, "hidden": [[kind, off, size] for kind, off, size in args if kind.startswith("hidden_")],
+            "kernarg_preload": co.kd.kernarg_preload}
     return CodeObject(j["name"], bytes(text), j["emu"].encode(), meta).pack()
-
-# the kernel descriptor's kernel_code_properties (LLVM AMDGPUUsage, "Kernel Descriptor"): the user SGPRs a kernel expects, in this order
-# from s0, and its wave size. A dispatch loads only the kernarg pointer, into USER_DATA_0/1 (s0-s1), and runs wave32 (CS_W32_EN)
-USER_SGPRS_FIRST = ((1 << 0, "private segment buffer"), (1 << 1, "dispatch pointer"), (1 << 2, "queue pointer"))
-KERNARG_SEGMENT_PTR, WAVEFRONT_SIZE32 = 1 << 3, 1 << 10
-
-def launch_abi_mismatch(props:int) -> str|None:
-  """why a kernel with these code properties would not find its arguments under our dispatch, or None"""
-  if before := [what for bit, what in USER_SGPRS_FIRST if props & bit]: return f"expects a {' and a '.join(before)} in its first user SGPRs"
-  if not props & KERNARG_SEGMENT_PTR: return "takes no kernarg segment pointer"
-  if not props & WAVEFRONT_SIZE32: return "is compiled for wave64"
-  return None
 
 class AMDProgram(HCQProgram):
   def __init__(self, dev:AMDDevice, name:str, lib:bytes):
     co = CodeObject.unpack(lib)
-    if not co.machine_code and not dev.iface.is_mock:
-      raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
-                         "renderer on hardware")
-    if "props" in co.meta and (why := launch_abi_mismatch(co.meta["props"])):  # the mock runs the UOps and would not notice
-      raise RuntimeError(f"{dev.device}: kernel {name} {why} (kernel_code_properties {co.meta['props']:#x}); the dispatch gives it only the "
-                         "kernarg pointer in s0-s1, as a wave32 kernel")
+    if not dev.iface.is_mock:
+      if not co.machine_code:
+        raise RuntimeError(f"{dev.device}: kernel {name} has no AMDGPU machine code (it was rendered for the mock driver); use the AMDGPU "
+                           "renderer on hardware")
+      if co.meta.get("arch", dev.arch) != dev.arch:
+        raise RuntimeError(f"{dev.device}: kernel {name} is machine code for {co.meta['arch']}, and this GPU is {dev.arch}: drop the target "
+                           f"from the device string, or name {dev.arch}")
+    try:  # the mock runs the UOps and would not notice a kernel that finds its arguments elsewhere: refuse it here
+      self.regs, self.hidden = program_regs(co.meta), hidden_args([tuple(a) for a in co.meta.get("hidden", [])])
+    except RuntimeError as e: raise RuntimeError(f"{dev.device}: kernel {name} {e} (kernel_code_properties {co.meta.get('props', 0):#x})") from e
     if (scratch := co.meta.get("private_segment_size", 0)) > 0:  # spills or a stack: the dispatch would need scratch memory set up
       raise RuntimeError(f"{dev.device}: kernel {name} needs {scratch} bytes of scratch per work-item, and this version sets up no scratch "
                          "memory (COMPUTE_TMPRING_SIZE and the scratch base): simplify the kernel (smaller upcasts) or use another device")
+    self.kernarg_size = co.meta.get("kernarg_size", 0)  # the explicit arguments and the hidden ones after them
     super().__init__(dev, name, lib)
-    dev.select_ctx.programs[self.addr] = (co.meta.get("rsrc1", 0), co.meta.get("rsrc2", 0))
+    dev.select_ctx.programs[self.addr] = self.regs
+  def kernargs_size(self, nbufs:int, nvals:int) -> int: return max(super().kernargs_size(nbufs, nvals), self.kernarg_size)
+  def fill_kernargs(self, ka:HCQBuffer, bufs:tuple, vals:tuple, global_size:tuple, local_size:tuple):
+    super().fill_kernargs(ka, bufs, vals, global_size, local_size)
+    fill_hidden(ka.cpu_view(), self.hidden, global_size, local_size)
+
+GFX10 = 100000  # gfx_target_version of the first target whose PM4 layouts tg encodes
+def gfx_arch(gfx_target_version:int) -> str:
+  """the LLVM target of a KFD node's gfx_target_version (major * 10000 + minor * 100 + stepping; 90010 is gfx90a, 110000 gfx1100)"""
+  major, minor, stepping = gfx_target_version // 10000, gfx_target_version // 100 % 100, gfx_target_version % 100
+  return f"gfx{major}{minor:x}{stepping:x}"
 
 class AMDDevice(HCQCompiled):
   RING_BYTES = 1 << 16  # of each queue's ring (KFD takes a power of two from 1 KiB)
@@ -76,7 +92,15 @@ class AMDDevice(HCQCompiled):
       from tinygrad.runtime.support.amd_mock import mock_kernel
       iface = KFDInterface(Device.parse(device).index, mock_kernel())
     else: iface = KFDInterface(Device.parse(device).index)
+    # kernels compile for the GPU's own target unless the device string (AMD:LLVM:gfxNNNN, or DEV=) names one: an ISA runs on its target
+    name, gfxv = Device.parse(device), iface.props["gfx_target_version"]
+    self.arch = name.arch or (None if name.renderer else Device.requested_renderer(name.base)[1]) or gfx_arch(gfxv)
+    if gfxv < GFX10 and not iface.is_mock:
+      raise RuntimeError(f"AMD:{name.index}: {gfx_arch(gfxv)} is a gfx9 GPU; tg's PM4 packets are gfx10+'s (RELEASE_MEM and ACQUIRE_MEM "
+                         "carry gfx10's GCR cache controls, gfx9 lays them out differently), so it would run with stale caches")
     renderer, compiler = Device.renderer_for(device)
+    if isinstance(compiler, AMDHCQCompiler) and compiler.amdgpu.arch != self.arch:
+      renderer, compiler = AMDHCQRenderer(self.arch), AMDHCQCompiler(self.arch)
     self.compute_ring, self.sdma_ring = iface.create_queue("COMPUTE", self.RING_BYTES), iface.create_queue("COPY", self.RING_BYTES)
     super().__init__(device, iface, renderer, compiler, AMDProgram, AMDSelectCtx(hdp_flush=iface.hdp_flush))
 

@@ -40,7 +40,7 @@ class NVPTXCompiler(Compiler):
   def __init__(self, arch:str|None=None):
     from tinygrad.runtime.compiler_cuda import CubinCompiler
     self.cubin = CubinCompiler(arch)
-    super().__init__(f"tgco_nv_{self.cubin.cachekey}" if self.cubin.cachekey else None)
+    super().__init__(f"tgco2_nv_{self.cubin.cachekey}" if self.cubin.cachekey else None)
   def compile(self, src:str) -> bytes:
     from tinygrad.runtime.cubin import read_cubin, CubinError
     from tinygrad.runtime.ptx_check import check_ptx

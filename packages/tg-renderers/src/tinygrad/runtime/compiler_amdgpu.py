@@ -50,12 +50,13 @@ class KernelDescriptor:
   rsrc1: int
   rsrc2: int
   code_properties: int
+  kernarg_preload: int = 0   # gfx90a/gfx94x: kernel arguments the CP preloads into user SGPRs (LENGTH bits 6:0, OFFSET bits 15:7)
   @staticmethod
   def parse(raw:bytes) -> KernelDescriptor:
     if len(raw) != 64: raise ElfError(f"a kernel descriptor is 64 bytes, got {len(raw)}")
     g, p, k, _, entry = struct.unpack_from("<IIIIq", raw, 0)
-    rsrc3, rsrc1, rsrc2, props = struct.unpack_from("<IIIH", raw, 44)
-    return KernelDescriptor(g, p, k, entry, rsrc3, rsrc1, rsrc2, props)
+    rsrc3, rsrc1, rsrc2, props, preload = struct.unpack_from("<IIIHH", raw, 44)
+    return KernelDescriptor(g, p, k, entry, rsrc3, rsrc1, rsrc2, props, preload)
   # COMPUTE_PGM_RSRC2: which work-group ids the hardware puts in SGPRs, how many work-item ids in VGPRs (0: x, 1: x y, 2: x y z)
   def workgroup_id_enabled(self, dim:int) -> bool: return bool(self.rsrc2 >> (7 + dim) & 1)
   @property

@@ -5,6 +5,8 @@ import ctypes, hashlib, mmap, os, pathlib, time
 from tinygrad.device import BufferSpec, LRUAllocator, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 from tinygrad.renderer.host_cpu import BUFFER_ALIGN
+from tinygrad.runtime.cpu_threads import run_shared
+from tinygrad.runtime.graph_cpu import CPUGraph
 
 HUGE_PAGE = 2 << 20  # a buffer this big asks for transparent huge pages: a kernel walking it with a stride of rows (matmul's B, a
                      # column per step) touches a new 4 KB page per step and misses the TLB; 2 MB pages cover it with a few entries
@@ -36,25 +38,20 @@ class CPUProgram:
   # core. The threads take the next unrun share as they finish one: with more shares than threads, a core that another process slows
   # runs fewer of them instead of holding the whole kernel up (a fixed half each made a sum wait ~2x its time on a busy core).
   def __call__(self, *bufs, vals:tuple[int, ...]=(), global_size=(1, 1, 1), local_size=(1, 1, 1), wait=False) -> float|None:
-    shares = global_size[0]
-    if (fxn := self.fxns.get(key := (len(bufs), len(vals), shares > 1))) is None:
-      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*len(bufs), *[ctypes.c_int32]*(len(vals) + (shares > 1)))(self.addr)
+    fxn = self.fxn(len(bufs), len(vals), (shares := global_size[0]) > 1)
     args = [ctypes.addressof(b) for b in bufs]
     if any(a % self.align for a in args): return self._on_aligned_copies(bufs, vals, global_size, local_size, wait)
     args += vals
     st = time.perf_counter()
-    if shares > 1:
-      from tinygrad.codegen.opt.heuristic import THREADS  # loaded with the first kernel anyway: a plain copy-out does not need it
-      todo = iter(range(shares))  # next() on it holds the GIL: each share is taken once
-      def run_shares():
-        for i in todo: fxn(*args, i)
-      # the caller is one of the threads: one handoff fewer to wait for (a pool of n for n shares cost ~40 us more per launch)
-      n = min(shares, max(1, THREADS.value))
-      helpers = [_pool(n - 1).submit(run_shares) for _ in range(n - 1)]
-      run_shares()
-      for f in helpers: f.result()
+    if shares > 1: run_shared(fxn, args, shares)
     else: fxn(*args)
     return time.perf_counter() - st if wait else None
+
+  def fxn(self, nbufs:int, nvals:int, shared:bool):
+    """the kernel as a ctypes function of nbufs pointers, nvals int32 values and, when shared, the share id"""
+    if (fxn := self.fxns.get(key := (nbufs, nvals, shared))) is None:
+      fxn = self.fxns[key] = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p]*nbufs, *[ctypes.c_int32]*(nvals + shared))(self.addr)
+    return fxn
 
   def _on_aligned_copies(self, bufs, vals, global_size, local_size, wait) -> float|None:
     """run on aligned copies of the buffers that are not aligned (a view at an odd offset, a foreign pointer), then write back the copies
@@ -71,16 +68,6 @@ class CPUProgram:
     for (_, size), (b, c) in copies.items():
       if size and ctypes.string_at(b, size) != ctypes.string_at(c, size): ctypes.memmove(b, c, size)
     return et
-
-_pools: dict = {}  # n -> ThreadPoolExecutor; concurrent.futures (and the logging it imports) loads with the first threaded kernel
-# a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own pools
-if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_pools.clear)
-def _pool(n:int) -> ThreadPoolExecutor:
-  """a pool of n workers, kept for the next kernel that needs n helpers"""
-  if (p := _pools.get(n)) is None:
-    from concurrent.futures import ThreadPoolExecutor
-    p = _pools[n] = ThreadPoolExecutor(n, thread_name_prefix="tg-cpu")
-  return p
 
 # *** LLVM: IR -> object file (cached) -> MCJIT ***
 
@@ -166,6 +153,7 @@ class CPUDevice(Compiled):
   """Host memory and kernels run through ctypes. The renderer comes from the RendererSpecs registered for this device (LLVM and C
   by tg-renderers, more by other plugins); its compiler makes host code and loads it: `load(name, lib)` returns the program."""
   runs_in_process = True
+  graph = CPUGraph
   def __init__(self, device:str="CPU"):
     renderer, compiler = Device.renderer_for(device)
     if not callable(getattr(compiler, "load", None)):

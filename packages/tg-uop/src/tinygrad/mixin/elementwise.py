@@ -15,6 +15,9 @@ class ElementwiseMixin:
     # a symbolic scalar (a UOp size, e.g. a count over a Variable axis) keeps its int dtype, weak like a python int
     return self.const_like(x, x.dtype if hasattr(x, "dtype") else dtypes.from_py(x))
   def _broadcasted(self, y:Any, reverse=False, match_dtype=True) -> tuple:
+    if match_dtype and type(y) in (int, float, bool):  # a python scalar is made in the joined dtype at once: the weak constant cast to it
+      out = least_upper_dtype(self.dtype, dtypes.from_py(y))
+      return (self.const_like(y, out), self.cast(out)) if reverse else (self.cast(out), self.const_like(y, out))
     x, y = self, self.ufix(y)
     if reverse: x, y = y, x
     if match_dtype:

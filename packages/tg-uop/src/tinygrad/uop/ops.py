@@ -38,15 +38,24 @@ class VarArg:
 def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else (x, bool) if type(x) is bool else x
 
 class UOpMetaClass(type):
-  # hash-consing: equal (op, dtype, src, arg, tag) give the same object; values are weak so dead graphs are freed
-  ucache: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  # hash-consing: equal (op, dtype, src, arg, tag) give the same object. The cache holds weak references, so dead graphs are freed: a
+  # plain dict of weakref.ref (made in C) and a callback that drops the key, cheaper than WeakValueDictionary's python-level KeyedRef
+  # and get() on the path every node is built through
+  ucache: dict[tuple, weakref.ref] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple=(), arg:Any=None, tag:Any=None):
     key = (op, dtype, src, _float_key(arg), tag)
-    if (ret := UOpMetaClass.ucache.get(key)) is not None: return ret
+    if (wr := _ucache.get(key)) is not None and (ret := wr()) is not None: return ret
     ret = super().__call__(op, dtype, src, arg, tag)
     if SPEC >= 2: _check_new(ret)
-    UOpMetaClass.ucache[key] = ret
+    _ucache[key] = wr = weakref.ref(ret, _forget)
+    _ucache_keys[wr] = key
     return ret
+
+_ucache, _ucache_keys = UOpMetaClass.ucache, {}  # key -> weak reference, and back
+# the dicts are bound as defaults: a callback that runs while the interpreter tears down its modules still finds them
+def _forget(wr:weakref.ref, cache=_ucache, keys=_ucache_keys):
+  key = keys.pop(wr)
+  if cache.get(key) is wr: del cache[key]  # a node made again after this one died owns the key now
 
 def _check_new(u:UOp):
   from tinygrad.uop.spec import check_uop
@@ -54,11 +63,11 @@ def _check_new(u:UOp):
 
 class UOp(OpMixin, metaclass=UOpMetaClass):
   def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=(), arg:Any=None, tag:Any=None):
-    if not isinstance(src, tuple) or not all(isinstance(s, UOp) for s in src): raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
+    if not isinstance(src, tuple) or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
+      raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
     if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool:
       raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
-    object.__setattr__(self, "op", op); object.__setattr__(self, "dtype", dtype); object.__setattr__(self, "src", src)
-    object.__setattr__(self, "arg", arg); object.__setattr__(self, "tag", tag)
+    self.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
   def __setattr__(self, k, v): raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
   def replace(self, **kwargs) -> UOp:
@@ -80,13 +89,15 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     """all nodes reachable from self, sources before users; `gate(u)` False stops descending below u (u itself is included)"""
     ret: dict[UOp, None] = {}
     stack: list[tuple[UOp, bool]] = [(self, False)]
+    pop, push = stack.pop, stack.append  # the hottest loop of every pass: no generator, no attribute lookups
     while stack:
-      node, visited = stack.pop()
-      if node in ret: continue
+      node, visited = pop()
       if visited: ret[node] = None
-      else:
-        stack.append((node, True))
-        if gate is None or gate(node): stack.extend((s, False) for s in reversed(node.src) if s not in ret)
+      elif node not in ret:
+        push((node, True))
+        if gate is None or gate(node):
+          for s in reversed(node.src):
+            if s not in ret: push((s, False))
     return ret
   def backward_slice(self) -> dict[UOp, None]:
     """everything self depends on, excluding self"""
@@ -113,8 +124,11 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   @property
   def _shape(self) -> tuple|None:
     if "_shape_c" not in self.__dict__:
-      for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
-        if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
+      # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
+      if all("_shape_c" in s.__dict__ for s in self.src): self.__dict__["_shape_c"] = _infer_shape(self)
+      else:
+        for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
+          if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
     return self.__dict__["_shape_c"]
   @property
   def shape(self) -> tuple:
@@ -126,8 +140,10 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   @property
   def device(self) -> str|tuple|None:
     if "_device_c" not in self.__dict__:
-      for u in self.toposort(lambda u: "_device_c" not in u.__dict__):
-        if "_device_c" not in u.__dict__: u.__dict__["_device_c"] = _infer_device(u)
+      if all("_device_c" in s.__dict__ for s in self.src): self.__dict__["_device_c"] = _infer_device(self)
+      else:
+        for u in self.toposort(lambda u: "_device_c" not in u.__dict__):
+          if "_device_c" not in u.__dict__: u.__dict__["_device_c"] = _infer_device(u)
     return self.__dict__["_device_c"]
   @property
   def base(self) -> UOp:
@@ -226,7 +242,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     """a movement op's argument as python values: new shape (RESHAPE, EXPAND), (begin, end) or (before, after) pairs (SHRINK, PAD),
     axis order (PERMUTE), flip mask (FLIP); a symbolic size stays a UOp"""
     if self.op not in _SIZED_MOVEMENT: return self.arg
-    flat = tuple(_sint_py(s) for s in self.src[1:])
+    flat = tuple([s.arg if s.op is Ops.CONST else s for s in self.src[1:]])
     return flat if self.op in (Ops.RESHAPE, Ops.EXPAND) else tuple(zip(flat[0::2], flat[1::2]))
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> UOp: return UOp(Ops.REDUCE_AXIS, self.dtype, (self,), (op, tuple(axis))) if axis else self
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
@@ -278,7 +294,6 @@ def _sint_uop(x) -> UOp:
     return x
   if isinstance(x, bool) or not isinstance(x, int): raise TypeError(f"a size or offset must be an int or int UOp, got {type(x).__name__} {x!r}")
   return UOp.const(dtypes.weakint, x)
-def _sint_py(x:UOp) -> sint: return x.arg if x.op is Ops.CONST else x
 
 def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tuple(s)
 
@@ -286,6 +301,8 @@ def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tupl
 
 def broadcast_shape(*shapes:tuple) -> tuple:
   """numpy broadcasting (right-aligned) of shapes; raises naming the shapes when they don't fit"""
+  # the usual case first: equal shapes, or scalars (shape ()) beside one shape. Sizes compare by identity where symbolic (hash-consed)
+  if len(rest := [s for s in shapes if s]) <= 1 or all([s == rest[0] for s in rest]): return tuple(rest[0]) if rest else ()
   nd = max(len(s) for s in shapes)
   padded = [(1,)*(nd-len(s)) + tuple(s) for s in shapes]
   out = []
@@ -304,14 +321,15 @@ _NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.E
              Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
 _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT, Ops.WMMA}
 
+_SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}
+
 def _infer_shape(u:UOp) -> tuple|None:
   op, src, arg = u.op, u.src, u.arg
   if op in _NO_SHAPE: return None
   if op in _SCALAR: return ()
   if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
-  if op in {Ops.PARAM, Ops.BUFFER}: return arg.shape
-  if op in {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}:
-    return src[0]._shape
+  if op is Ops.PARAM or op is Ops.BUFFER: return arg.shape
+  if op in _SAME_SHAPE: return src[0]._shape
   if op is Ops.INDEX:
     bs = src[0]._shape
     if bs is None or len(src)-1 > len(bs): return ()
@@ -344,8 +362,8 @@ def _infer_shape(u:UOp) -> tuple|None:
     return tuple(ssimplify(e-b) for b, e in arg)
   if op is Ops.FLIP: return ss
   if op is Ops.REDUCE_AXIS:
-    if any(not 0 <= a < len(ss) for a in arg[1]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
-    return tuple(1 if i in arg[1] else s for i, s in enumerate(ss))
+    if not all([0 <= a < len(ss) for a in arg[1]]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
+    return tuple([1 if i in arg[1] else s for i, s in enumerate(ss)])
   raise RuntimeError(f"no shape rule for {op}")
 
 def _infer_device(u:UOp) -> str|tuple|None:

@@ -27,6 +27,7 @@ STREAMING_TILE_LANES = 128
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
 L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
 MINOR_REDUCE = 1 << 10     # a chain's reduce with at most 1/MINOR_REDUCE of the kernel's loop trips: see _minor_reduce
+CACHE_LINE = 64            # bytes
 
 class _Access:
   """one memory access of the kernel: the ranges its address depends on and the ones it walks with stride 1. A gated load (padding) is
@@ -96,6 +97,28 @@ def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
   def shared(r:UOp) -> int: return sum(1 for a in acc if r not in a.deps)
   def transposed(r:UOp) -> bool: return any(r in a.unit for a in acc) and all(r in a.unit for a in acc if r in a.deps)
   return [i for i in out if ax[i] not in strided or 2 * shared(ax[i]) >= len(loads) or transposed(ax[i])]
+
+def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
+  """{output axis: upcast amount} for a transposing copy: an output axis every load that depends on it reads with stride 1 and the store
+  with a stride (a channels-last buffer read back as NCHW, x.T): a whole cache line of it, and 2 along the axis the store walks with
+  stride 1, which the loads read with a stride. Then each line read is used whole before it leaves the cache, and LLVM's loop vectorizer
+  packs the store loop's trips into vector stores of gathered lanes. The load-sharing tile (8 along the store, 4 along the loads) reads a
+  quarter of each line per pass (one thread, CPU time, bench/transpose_copy.py: 2048x2048 8.7 -> 3.7 ms, the conv's (8, 56, 56, 64) ->
+  NCHW 1.6 -> 0.79 ms; at two threads 4 along the store was level with 2 or slower, 8 slower, 1 about half as fast). {} when the kernel
+  is no such copy"""
+  ax = axes(ast)
+  loads = [_Access(u.src[0].src[1], False, u.src[0].src[0].dtype.itemsize) for u in ast.toposort()
+           if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
+  stores = [_Access(u.src[0].src[1], False) for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
+  if not loads or len(stores) != 1: return {}
+  st = stores[0]
+  line = [i for i in out if ax[i] in st.strided and any(ax[i] in a.unit for a in loads) and all(ax[i] in a.unit for a in loads if ax[i] in a.deps)]
+  along = [i for i in out if ax[i] in st.unit and any(ax[i] in a.strided for a in loads)]
+  if not line or not along: return {}
+  lanes = min(WIDE, CACHE_LINE // max(a.itemsize for a in loads))
+  amt = next((n for n in (lanes, lanes // 2, lanes // 4) if n > 1 and size(ax[line[-1]]) % n == 0), None)
+  if amt is None: return {}
+  return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 else {})
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
 
@@ -220,7 +243,8 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  for i, amt in sorted(register_tile(ast, tile_axes, wide_lanes).items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, wide_lanes)
+  for i, amt in sorted(tile.items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs VECTOR neighbouring accumulators into one vector register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)

@@ -119,15 +119,23 @@ class KFDInterface:
     flags = kfd.KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | kfd.KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | kfd.KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
     flags |= (kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT | kfd.KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | kfd.KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED |
               kfd.KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC) if host_visible else kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM
-    mem = self._ioctl(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, kfd.kfd_ioctl_alloc_memory_of_gpu_args(va_addr=va, size=size, gpu_id=self.gpu_id,
-                                                                                                   flags=flags))
+    args = kfd.kfd_ioctl_alloc_memory_of_gpu_args(va_addr=va, size=size, gpu_id=self.gpu_id, flags=flags)
+    try: mem = self._ioctl(kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, args)
+    except OSError:  # out of memory (ENOMEM) is answered by a retry once deferred frees went back: leave no reserved range behind
+      self.os.munmap(va, size)
+      raise
     view = None
-    if host_visible:
-      self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, self.drm, mem.mmap_offset)
-      view = memoryview((ctypes.c_char * size).from_address(va)).cast("B")
-    ids = (ctypes.c_uint32 * 1)(self.gpu_id)
-    self._ioctl(kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU, kfd.kfd_ioctl_map_memory_to_gpu_args(handle=mem.handle, device_ids_array_ptr=ctypes.addressof(ids),
-                                                                                        n_devices=1))
+    try:
+      if host_visible:
+        self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | MAP_FIXED, self.drm, mem.mmap_offset)
+        view = memoryview((ctypes.c_char * size).from_address(va)).cast("B")
+      ids = (ctypes.c_uint32 * 1)(self.gpu_id)
+      self._ioctl(kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU, kfd.kfd_ioctl_map_memory_to_gpu_args(handle=mem.handle, n_devices=1,
+                                                                                          device_ids_array_ptr=ctypes.addressof(ids)))
+    except OSError:
+      self._ioctl(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, kfd.kfd_ioctl_free_memory_of_gpu_args(handle=mem.handle))
+      self.os.munmap(va, size)
+      raise
     self._handles[va] = mem.handle
     return HCQBuffer(va, size, view)
 

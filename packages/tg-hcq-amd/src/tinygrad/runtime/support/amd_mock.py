@@ -14,6 +14,7 @@ from tinygrad.runtime.support.hcq_mock import MockGPUError, EmulatedLaunches, cl
 
 HDP_FLUSH_REQ, HDP_FLUSH_DONE = 0x106, 0x107  # the mock's NBIO registers (for the HDP flush packets): done mirrors the request at once
 GPUS = 4
+VRAM_BYTES = 8 << 30  # video memory of each mock GPU: an allocation past it fails with ENOMEM, as KFD's does
 # the topology a mock GPU node reports (sysfs properties): a small gfx1100, 4 CUs of 2 SIMDs
 PROPS = {"simd_count": 8, "simd_per_cu": 2, "max_waves_per_simd": 16, "array_count": 2, "simd_arrays_per_engine": 1, "lds_size_in_kb": 64,
          "num_xcc": 1, "gfx_target_version": 110000}
@@ -110,10 +111,46 @@ class MockAMDGPU:
   def _dispatch(self, q, w):
     r = self.regs
     code = (r.get(pm4.COMPUTE_PGM_LO, 0) | r.get(pm4.COMPUTE_PGM_LO + 1, 0) << 32) << 8
-    args = r.get(pm4.COMPUTE_USER_DATA_0, 0) | r.get(pm4.COMPUTE_USER_DATA_0 + 1, 0) << 32
-    local = tuple(r.get(pm4.COMPUTE_NUM_THREAD_X + i, 1) for i in range(3))
+    local, grid = tuple(r.get(pm4.COMPUTE_NUM_THREAD_X + i, 1) for i in range(3)), tuple(w[:3])
     if not w[3] & 1: raise MockGPUError(f"PM4 DISPATCH_DIRECT without COMPUTE_SHADER_EN: initiator {w[3]:#x}")
-    self.launches.launch(code, args, tuple(w[:3]), local)
+    kernarg_sgpr = self._check_descriptor(self.launches.meta(code), w[3])
+    args = r.get(pm4.COMPUTE_USER_DATA_0 + kernarg_sgpr, 0) | r.get(pm4.COMPUTE_USER_DATA_0 + kernarg_sgpr + 1, 0) << 32
+    self._check_hidden(self.launches.meta(code), args, grid, local)
+    self.launches.launch(code, args, grid, local)
+  def _check_descriptor(self, meta:dict, initiator:int) -> int:
+    """the hardware runs the machine code with the resource registers and user SGPRs the dispatch set; a kernel whose descriptor says
+    otherwise would misbehave, so the mock holds them to the descriptor its code object recorded. Returns the user SGPR of the kernarg
+    pointer (a code object without machine code takes it in s0)"""
+    # LDS: RSRC2.LDS_SIZE (bits 23:15, granules of 512 bytes) is the work group's whole allocation; an HSA descriptor leaves it zero
+    lds = self.regs.get(pm4.COMPUTE_PGM_RSRC1 + 1, 0) >> 15 & 0x1ff
+    if lds * 512 < meta.get("group_segment_size", 0):
+      raise MockGPUError(f"PM4 dispatch: COMPUTE_PGM_RSRC2.LDS_SIZE gives {lds * 512} bytes of LDS, the kernel uses "
+                         f"{meta['group_segment_size']}")
+    if "props" not in meta: return 0
+    regs = {"COMPUTE_PGM_RSRC1": (pm4.COMPUTE_PGM_RSRC1, meta["rsrc1"]), "COMPUTE_PGM_RSRC3": (pm4.COMPUTE_PGM_RSRC3, meta["rsrc3"]),
+            "COMPUTE_PGM_RSRC2": (pm4.COMPUTE_PGM_RSRC1 + 1, meta["rsrc2"] | lds << 15)}
+    if bad := [f"{n} is {self.regs.get(r, 0):#x}, the descriptor's {want:#x}" for n, (r, want) in regs.items() if self.regs.get(r, 0) != want]:
+      raise MockGPUError(f"PM4 dispatch: {'; '.join(bad)}")
+    if bool(initiator & pm4.CS_W32_EN) != bool(meta["props"] >> 10 & 1):
+      raise MockGPUError(f"PM4 dispatch: initiator {initiator:#x} disagrees with the descriptor's wave size "
+                         f"(kernel_code_properties {meta['props']:#x})")
+    # the user SGPRs the properties enable, in the ABI's order: private segment buffer 4, dispatch ptr 2, queue ptr 2, kernarg ptr 2
+    sgpr = sum(n for bit, n in ((0, 4), (1, 2), (2, 2)) if meta["props"] >> bit & 1)
+    for i in range(meta["rsrc2"] >> 1 & 0x1f):  # what the hardware loads into s0..: anything but the kernarg pointer must be zero here
+      if i not in (sgpr, sgpr + 1) and self.regs.get(pm4.COMPUTE_USER_DATA_0 + i, 0):
+        raise MockGPUError(f"PM4 dispatch: USER_DATA_{i} is {self.regs[pm4.COMPUTE_USER_DATA_0 + i]:#x}, the kernel takes its kernarg "
+                           f"pointer in s{sgpr} and nothing else")
+    return sgpr
+  def _check_hidden(self, meta:dict, args:int, grid:tuple, local:tuple):
+    """what the kernel reads from the hidden arguments (AMDGPUUsage, code object v5) must describe this dispatch"""
+    want = {**{f"hidden_block_count_{'xyz'[d]}": grid[d] for d in range(3)}, **{f"hidden_group_size_{'xyz'[d]}": local[d] for d in range(3)},
+            **{f"hidden_{k}_{'xyz'[d]}": 0 for k in ("remainder", "global_offset") for d in range(3)}, "hidden_grid_dims": 3,
+            "hidden_dynamic_lds_size": 0}
+    for kind, off, size in meta.get("hidden", []):
+      if kind == "hidden_none": continue
+      got = int.from_bytes(self.mem.view(args + off, size), "little", signed=True)
+      if kind not in want or got != want[kind]:
+        raise MockGPUError(f"PM4 dispatch: hidden argument {kind} at kernarg offset {off} is {got}, the dispatch's is {want.get(kind, 'unknown')}")
   def _indirect(self, q, w):
     if q.ibs: raise MockGPUError("PM4: INDIRECT_BUFFER inside an indirect buffer (the device chains none)")
     if not w[2] & (1 << 23): raise MockGPUError(f"PM4 INDIRECT_BUFFER without the VALID bit: {w[2]:#x}")
@@ -225,6 +262,9 @@ class MockKFDKernel(KFDHostOS):
       raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU of {a.size} bytes at {a.va_addr:#x}, flags {a.flags:#x}: one of VRAM/GTT, whole pages")
     if any(b["va"] < a.va_addr + a.size and a.va_addr < b["va"] + b["size"] for b in self.allocs.values()):
       raise OSError(22, f"mock KFD: ALLOC_MEMORY_OF_GPU at {a.va_addr:#x} overlaps an allocation")
+    if where == kfd.KFD_IOC_ALLOC_MEM_FLAGS_VRAM and \
+       sum(b["size"] for b in self.allocs.values() if b["gpu"].gpu_id == a.gpu_id and "memfd" not in b) + a.size > VRAM_BYTES:
+      raise OSError(12, f"mock KFD: ALLOC_MEMORY_OF_GPU of {a.size} bytes of VRAM: more than the GPU's {VRAM_BYTES} bytes")  # ENOMEM
     rec = {"va": a.va_addr, "size": a.size, "gpu": self._gpu(a.gpu_id), "mmap_offset": next(self._offset) * mmap.PAGESIZE, "mapped": False}
     if where == kfd.KFD_IOC_ALLOC_MEM_FLAGS_GTT:  # system pages the CPU maps through the render node and the GPU through its page tables
       rec["memfd"] = os.memfd_create("mock-kfd-gtt")

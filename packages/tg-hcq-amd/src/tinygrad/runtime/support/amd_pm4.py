@@ -11,8 +11,10 @@ OPCODE_NAMES = {NOP: "NOP", DISPATCH_DIRECT: "DISPATCH_DIRECT", WRITE_DATA: "WRI
                 SET_SH_REG: "SET_SH_REG"}
 SET_SH_REG_START = 0x2c00  # PACKET3_SET_SH_REG_START: SET_SH_REG addresses registers relative to it
 
-# compute shader registers (dword offsets; gfx11 mmCOMPUTE_*)
+# compute shader registers (dword offsets; gfx11 mmCOMPUTE_*; mesa's sid.h has the same as byte offsets: R_00B8A0_COMPUTE_PGM_RSRC3 is
+# 0xB8A0 = 4 * 0x2e28). RSRC3 holds gfx10+'s SHARED_VGPR_CNT and gfx11's INST_PREF_SIZE (gfx90a/gfx94x: ACCUM_OFFSET)
 COMPUTE_START_X, COMPUTE_NUM_THREAD_X, COMPUTE_PGM_LO, COMPUTE_PGM_RSRC1, COMPUTE_USER_DATA_0 = 0x2e04, 0x2e07, 0x2e0c, 0x2e12, 0x2e40
+COMPUTE_PGM_RSRC3 = 0x2e28
 
 # WAIT_REG_MEM fields: FUNCTION bits 2:0 (5 is >=, 3 is ==), MEM_SPACE bit 4 (1 memory), OPERATION bits 7:6 (1 write, wait, write)
 WAIT_GEQ, WAIT_EQ = 5, 3
@@ -23,8 +25,9 @@ DATA_SEL_32, DATA_SEL_64, DATA_SEL_GPU_CLOCK = 1, 2, 3
 # ACQUIRE_MEM GCR_CNTL: invalidate the instruction, scalar, vector, L1 and L2 caches, write back L2 (GLI_INV bit 0, GLM_WB 4, GLM_INV 5,
 # GLK_WB 6, GLK_INV 7, GLV_INV 8, GL1_INV 9, GL2_INV 14, GL2_WB 15)
 ACQUIRE_GCR = 0x1 | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x4000 | 0x8000
-# DISPATCH_INITIATOR: COMPUTE_SHADER_EN bit 0, FORCE_START_AT_000 bit 2, CS_W32_EN bit 15 (wave32)
-DISPATCH_INITIATOR = (1 << 0) | (1 << 2) | (1 << 15)
+# DISPATCH_INITIATOR: COMPUTE_SHADER_EN bit 0, FORCE_START_AT_000 bit 2, CS_W32_EN bit 15 (wave32; clear: wave64)
+CS_W32_EN = 1 << 15
+DISPATCH_INITIATOR = (1 << 0) | (1 << 2) | CS_W32_EN
 CS_PARTIAL_FLUSH = 7  # EVENT_WRITE event type, with EVENT_INDEX 4
 
 # an int is split here; an int UOp is masked to its low word when it becomes a packet word (tinygrad.uop.queue.packet)
@@ -69,10 +72,12 @@ def indirect_buffer(addr, n_words) -> list:
   """run n_words of commands at addr (4-byte aligned): IB_BASE_LO, IB_BASE_HI (bits 15:0), IB_SIZE | INDIRECT_BUFFER_VALID (bit 23)"""
   return _pkt(INDIRECT_BUFFER, lo(addr), hi(addr) & 0xffff, n_words | (1 << 23))
 
-def dispatch(program, kernargs, global_size, local_size, rsrc1:int, rsrc2:int) -> list:
-  """the register setup and the dispatch of one kernel: code address (>> 8), resources, work-group size, kernarg pointer in user
-  SGPRs 0-1, then the grid in work groups"""
-  code = program >> 8
-  return (set_sh_reg(COMPUTE_PGM_LO, lo(code), hi(code)) + set_sh_reg(COMPUTE_PGM_RSRC1, rsrc1, rsrc2) +
-          set_sh_reg(COMPUTE_START_X, 0, 0, 0, *local_size) + set_sh_reg(COMPUTE_USER_DATA_0, lo(kernargs), hi(kernargs)) +
-          dispatch_direct(*global_size) + event_write())
+def dispatch(program, kernargs, global_size, local_size, rsrc1:int, rsrc2:int, rsrc3:int=0, user_sgprs:int=2, kernarg_at:int=0,
+             wave32:bool=True) -> list:
+  """the register setup and the dispatch of one kernel: code address (>> 8), resources (RSRC1-2, then RSRC3), work-group size, the
+  kernel's user SGPRs (user_sgprs words of USER_DATA, the kernarg pointer at kernarg_at, the rest zero), then the grid in work groups"""
+  code, user = program >> 8, [0] * user_sgprs
+  user[kernarg_at:kernarg_at + 2] = [lo(kernargs), hi(kernargs)]
+  return (set_sh_reg(COMPUTE_PGM_LO, lo(code), hi(code)) + set_sh_reg(COMPUTE_PGM_RSRC1, rsrc1, rsrc2) + set_sh_reg(COMPUTE_PGM_RSRC3, rsrc3) +
+          set_sh_reg(COMPUTE_START_X, 0, 0, 0, *local_size) + set_sh_reg(COMPUTE_USER_DATA_0, *user) +
+          dispatch_direct(*global_size, initiator=DISPATCH_INITIATOR if wave32 else DISPATCH_INITIATOR & ~CS_W32_EN) + event_write())

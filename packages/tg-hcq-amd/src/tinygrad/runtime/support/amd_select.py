@@ -1,23 +1,34 @@
 """hcq2 selection for AMD: queue commands -> PM4 packets (compute queue) and SDMA packets (copy queue). Golden tests in
 tests/hcq/test_hcq_select.py show each command's packets word by word."""
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UPat, PatternMatcher
 from tinygrad.runtime.support.hcq_select import packets
 from tinygrad.runtime.support import amd_pm4 as pm4, amd_sdma as sdma
 
+class ProgramRegs(NamedTuple):
+  """what a dispatch programs from a kernel's descriptor: its resource registers, how many user SGPRs it takes and where among them
+  the kernarg pointer goes (the others are zero), and its wave size"""
+  rsrc1: int
+  rsrc2: int
+  rsrc3: int = 0
+  user_sgprs: int = 2
+  kernarg_at: int = 0
+  wave32: bool = True
+
 @dataclass
 class AMDSelectCtx:
-  """what selection needs from the device: each loaded program's resource registers by code address, the HDP flush registers"""
-  programs: dict[int, tuple[int, int]] = field(default_factory=dict)
+  """what selection needs from the device: each loaded program's registers by code address, the HDP flush registers"""
+  programs: dict[int, ProgramRegs] = field(default_factory=dict)
   hdp_flush: tuple[int, int, int]|None = None  # (request register, done register, this engine's bit); None: no HDP flush known
 
 def _cmd(name:str, n:int) -> UPat: return UPat(Ops.INS, arg=name, src=tuple(UPat.var(f"s{i}") for i in range(n)))
 
 def _dispatch(ctx:AMDSelectCtx, s0, s1, s2, s3, s4, s5, s6, s7):
-  if s0.op is not Ops.CONST or (rsrc := ctx.programs.get(s0.arg)) is None:
+  if s0.op is not Ops.CONST or (regs := ctx.programs.get(s0.arg)) is None:
     raise RuntimeError(f"exec of a program at {s0.render()} that this device did not load (loaded: {[hex(a) for a in ctx.programs]})")
-  return packets("PM4", ("DISPATCH", pm4.dispatch(s0, s1, (s2, s3, s4), (s5, s6, s7), *rsrc)))
+  return packets("PM4", ("DISPATCH", pm4.dispatch(s0, s1, (s2, s3, s4), (s5, s6, s7), *regs)))
 
 pm_pm4 = PatternMatcher([
   # wait: WAIT_REG_MEM on the signal's low word, >= compare

@@ -20,6 +20,8 @@ from tinygrad.runtime.support.nv_select import CBUF0_PARAMS, CB0_NTID, CB0_NCTAI
 _WINDOW_METHODS = tuple(m + i for m in (nv.SET_SHADER_SHARED_MEMORY_WINDOW_A, nv.SET_SHADER_LOCAL_MEMORY_WINDOW_A) for i in (0, 4))
 
 GPUS = 4
+NOTIFICATIONS = 3  # a channel's error notifier: NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 NvNotifications of 16 bytes (alloc_channel.h)
+VRAM_BYTES = 8 << 30  # video memory of each mock GPU: an allocation past it fails with NV_ERR_NO_MEMORY, as RM's does
 ARCH = (rm.ARCH_GA100, 2)  # what the mock GPUs report as their architecture and implementation: GA102, an sm_86 part
 # the channel, engine and usermode classes each GPU generation offers, as NVIDIA's GSP-RM tables in Linux nouveau name them
 # (drivers/gpu/drm/nouveau/nvkm/subdev/gsp/rm/{ga100,ga1xx,ad10x,gh100}.c; usermode as RM's UVM client maps it); the mock serves the
@@ -223,7 +225,9 @@ class MockNVKernel(HostOS):
     self.system.progress()
   def progress(self) -> bool: return self.system.progress()
   def faults(self, index:int, channels:list[int]) -> list[str]:
-    return [f"channel {h:#x}: {ch.fault}" for h in channels if (ch := self.objects[h].attrs["channel"]).fault]
+    # the engine from its class: compute classes end in 0xC0 (clc6c0.h ...), copy classes in 0xB5
+    return [f"channel {h:#x} ({'compute' if any(c & 0xff == 0xc0 for c in ch.engines) else 'copy'}): {ch.fault}"
+            for h in channels if (ch := self.objects[h].attrs["channel"]).fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, params:ctypes.Structure) -> int:
@@ -259,6 +263,9 @@ class MockNVKernel(HostOS):
       if args.deviceId >= GPUS: return self._fail(p, f"RM_ALLOC: device {args.deviceId} does not exist")
       obj.gpu = self.gpus[args.deviceId]
     elif p.hClass == rm.NV01_MEMORY_LOCAL_USER:
+      used = sum(o.attrs["size"] for o in self.objects.values() if o.cls == rm.NV01_MEMORY_LOCAL_USER and o.gpu is obj.gpu)
+      if used + args.size > VRAM_BYTES:
+        return self._fail(p, f"RM_ALLOC: {args.size} bytes of video memory, {VRAM_BYTES - used} left", rm.NV_ERR_NO_MEMORY)
       obj.attrs["size"] = args.size
       obj.attrs["backing"] = mmap.mmap(-1, args.size)
     elif p.hClass in GPFIFO_CLASSES:
@@ -266,6 +273,8 @@ class MockNVKernel(HostOS):
       if ctx is None or ctx.cls != rm.FERMI_CONTEXT_SHARE_A or any(m is None or "va" not in m.attrs for m in (userd, notifier)):
         return self._fail(p, "RM_ALLOC: a GPFIFO channel needs a context share, and host memory for its error notifier and USERD")
       if args.gpFifoEntries & (args.gpFifoEntries - 1): return self._fail(p, f"RM_ALLOC: {args.gpFifoEntries} GP entries is not a power of two")
+      if notifier.attrs["size"] < NOTIFICATIONS * 16:  # alloc_channel.h: NV_CHANNELGPFIFO_NOTIFICATION_TYPE__SIZE_1 NvNotifications
+        return self._fail(p, f"RM_ALLOC: the error notifier holds {notifier.attrs['size']} bytes, fewer than {NOTIFICATIONS} notifications")
       ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent,
                        notifier.attrs["va"])
       obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)

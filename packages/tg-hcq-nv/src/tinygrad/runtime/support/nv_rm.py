@@ -7,14 +7,15 @@ from __future__ import annotations
 import ctypes, fcntl, mmap, os, struct, time
 from tinygrad.runtime.support import nv_rm_abi as rm
 from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+from tinygrad.runtime.support.va_ranges import VARanges
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype, _libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 MAP_FIXED_NOREPLACE, MAP_NORESERVE, PROT_NONE = 0x100000, 0x4000, 0  # linux values; python's mmap module names none of them
 VA_BASE, VA_LIMIT = 0x10_0000_0000, 1 << 40  # our GPU virtual addresses: semaphores and QMDs must lie below 2**40 (nv_methods)
-_next_va = VA_BASE
-_free_vas: dict[int, list[int]] = {}  # span -> ranges freed, taken again before new ones (a long run frees and allocates the same sizes)
+# one range for the process, as UVM gives a process one VA space that every GPU shares
+VAS = VARanges(VA_BASE, VA_LIMIT)
 NOTIFICATION_BYTES = 16  # an NvNotification
 _handles = iter(range(0xCF00_0000, 0xD000_0000))
 def _new_handle() -> int: return next(_handles)  # ours to choose; unique in the process, so every client's objects differ too
@@ -29,7 +30,10 @@ def sass_runs_on(code_sm:int, gpu_sm:int) -> bool:
   return code_sm // 10 == gpu_sm // 10 and code_sm <= gpu_sm
 
 class NVDriverError(RuntimeError):
-  """the kernel driver refused a request: names the call, the object and RM's status"""
+  """the kernel driver refused a request: names the call, the object and RM's status (kept in .status)"""
+  def __init__(self, msg:str, status:int|None=None):
+    super().__init__(msg)
+    self.status = status
 
 class HostOS:
   """the real kernel: device files, ioctls, mappings; the GPU runs by itself"""
@@ -46,13 +50,21 @@ class HostOS:
   def progress(self) -> bool:
     time.sleep(0)  # give other threads a turn while the host spins on a signal
     return True
-  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in the error notifier, read above
+  def faults(self, index:int, channels:list[int]) -> list[str]: return []  # RM reports channel errors in their error notifiers, read above
 
 class RMChannel:
-  """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes"""
-  def __init__(self, iface:NVRMInterface, kind:str, mem:HCQBuffer, entries:int, handle:int, token:int):
+  """a GPFIFO channel: its ring of GP entries and its USERD page (GPGet/GPPut) in host memory, the token its doorbell takes, the error
+  notifier RM writes when the channel faults"""
+  def __init__(self, iface:NVRMInterface, kind:str, mem:HCQBuffer, entries:int, handle:int, token:int, notifier:HCQBuffer):
     self.iface, self.kind, self.entries, self.handle, self.token, self.submissions = iface, kind, entries, handle, token, 0
     self.gpfifo, self.control = mem.offset(0, 8 * entries), mem.offset(round_up(8 * entries, 0x1000), 0x1000)
+    self.notifier = notifier
+  def error(self) -> str|None:
+    """the error RM reported in this channel's robust-channel notifier (index 0: an NvNotification, nvtypes.h: timestamp, info32 at +8
+    (the error, the number an Xid log line shows), info16 at +12, status at +14, nonzero once RM wrote it), or None"""
+    _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
+    if not status: return None
+    return f"{self.kind} channel: RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}"
   @property
   def gp_get(self) -> int: return self.control.cpu_view().cast("I")[rm.USERD_GP_GET // 4]
   def ring_doorbell(self, put:int):
@@ -74,6 +86,7 @@ class NVRMInterface:
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
     self.channels: list[int] = []  # the handles of our GPFIFO channels
+    self.rm_channels: list[RMChannel] = []
     self.ctl, self.uvm, self.gpu = host_os.open("/dev/nvidiactl"), host_os.open("/dev/nvidia-uvm"), host_os.open(f"/dev/nvidia{index}")
     self._uvm(rm.UVM_INITIALIZE, rm.UVM_INITIALIZE_PARAMS())
     self._ioctl(self.gpu, rm.NV_ESC_REGISTER_FD, rm.nv_ioctl_register_fd_t(ctl_fd=self.ctl))
@@ -97,7 +110,6 @@ class NVRMInterface:
       engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS))
     self.ctxshare = self.alloc_object(self.group, rm.FERMI_CONTEXT_SHARE_A, rm.NV_CTXSHARE_ALLOCATION_PARAMETERS(
       hVASpace=self.vaspace, flags=rm.NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC))
-    self.notifier = self.alloc(0x1000, host_visible=True)  # where RM reports a channel's errors
 
   # *** RM and UVM calls ***
   def _ioctl(self, fd:int, esc:int, params:ctypes.Structure):
@@ -105,7 +117,8 @@ class NVRMInterface:
     return params
   def _uvm(self, cmd:int, params:ctypes.Structure):
     self.os.ioctl(self.uvm, cmd, params)
-    if params.rmStatus != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: UVM {type(params).__name__[:-7]} failed with status {params.rmStatus:#x}")
+    if params.rmStatus != rm.NV_OK:
+      raise NVDriverError(f"NV:{self.index}: UVM {type(params).__name__[:-7]} failed with status {params.rmStatus:#x}", params.rmStatus)
     return params
   def alloc_object(self, parent:int, cls:int, params:ctypes.Structure|None, handle:int|None=None) -> int:
     """an RM object of class cls under parent (NV_ESC_RM_ALLOC); its handle"""
@@ -114,7 +127,8 @@ class NVRMInterface:
                                 pAllocParms=ctypes.addressof(params) if params is not None else 0,
                                 paramsSize=ctypes.sizeof(params) if params is not None else 0)
     self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC, args)
-    if args.status != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: RM_ALLOC of class {cls:#x} under {parent:#x} failed with status {args.status:#x}")
+    if args.status != rm.NV_OK:
+      raise NVDriverError(f"NV:{self.index}: RM_ALLOC of class {cls:#x} under {parent:#x} failed with status {args.status:#x}", args.status)
     return args.hObjectNew
   def free_object(self, handle:int, parent:int):
     args = self._ioctl(self.ctl, rm.NV_ESC_RM_FREE, rm.NVOS00_PARAMETERS(hRoot=self.client, hObjectParent=parent, hObjectOld=handle))
@@ -136,35 +150,43 @@ class NVRMInterface:
     return memoryview((ctypes.c_char * size).from_address(addr)).cast("B")
 
   # *** memory: a GPU virtual address range of ours, backed by host pages or video memory, mapped through UVM ***
-  def _take_va(self, size:int) -> int:
-    # one range for the process, as UVM gives a process one VA space that every GPU shares
-    global _next_va
-    if freed := _free_vas.get(span := round_up(size, 1 << 16)): return freed.pop()
-    if _next_va + span > VA_LIMIT: raise MemoryError(f"NV:{self.index}: the GPU virtual address range below {VA_LIMIT:#x} is used up")
-    va, _next_va = _next_va, _next_va + span
-    return va
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
+    """a buffer at a GPU address of ours; a failed step gives back what the steps before it set up (the address range, the host
+    range, the RM object), and RM's NV_ERR_NO_MEMORY is a MemoryError, which the allocator answers by waiting for deferred frees"""
     size, view = round_up(max(size, 1), 0x1000), None
-    va = self._take_va(size)
-    if host_visible:  # host pages at va, described to RM, so the GPU reaches them over the bus at the same address
-      self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
-      args = self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC_MEMORY, rm.nv_ioctl_nvos02_parameters_with_fd(params=rm.NVOS02_PARAMETERS(
-        hRoot=self.client, hObjectParent=self.device, hObjectNew=(handle := _new_handle()), hClass=rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
-        flags=rm.NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS | rm.NVOS02_FLAGS_COHERENCY_CACHED | rm.NVOS02_FLAGS_MAPPING_NO_MAP,
-        pMemory=va, limit=size - 1), fd=-1))
-      if args.params.status != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: RM_ALLOC_MEMORY of {size} host bytes failed with status {args.params.status:#x}")
-      view = memoryview((ctypes.c_char * size).from_address(va)).cast("B")
-    else:  # video memory; the CPU range is only reserved, so nothing else lands there
-      self.os.mmap(va, size, PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0)
-      handle = self.alloc_object(self.device, rm.NV01_MEMORY_LOCAL_USER, rm.NV_MEMORY_ALLOCATION_PARAMS(
-        owner=self.client, type=rm.NVOS32_TYPE_IMAGE, size=size, alignment=0x1000,
-        flags=rm.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE | rm.NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED | rm.NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM,
-        attr=rm.NVOS32_ATTR_LOCATION_VIDMEM))
-    self._uvm(rm.UVM_CREATE_EXTERNAL_RANGE, rm.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=va, length=size))
-    attrs = rm.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=va, length=size, gpuAttributesCount=1, rmCtrlFd=self.ctl, hClient=self.client,
-                                                  hMemory=handle)
-    attrs.perGpuAttributes[0].gpuUuid = self.uuid
-    self._uvm(rm.UVM_MAP_EXTERNAL_ALLOCATION, attrs)
+    try: va = VAS.take(size)
+    except MemoryError as e: raise MemoryError(f"NV:{self.index}: {e}") from None
+    undo = [lambda: VAS.give(va, size)]
+    try:
+      if host_visible:  # host pages at va, described to RM, so the GPU reaches them over the bus at the same address
+        self.os.mmap(va, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0)
+        undo.append(lambda: self.os.munmap(va, size))
+        args = self._ioctl(self.ctl, rm.NV_ESC_RM_ALLOC_MEMORY, rm.nv_ioctl_nvos02_parameters_with_fd(params=rm.NVOS02_PARAMETERS(
+          hRoot=self.client, hObjectParent=self.device, hObjectNew=(handle := _new_handle()), hClass=rm.NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+          flags=rm.NVOS02_FLAGS_PHYSICALITY_NONCONTIGUOUS | rm.NVOS02_FLAGS_COHERENCY_CACHED | rm.NVOS02_FLAGS_MAPPING_NO_MAP,
+          pMemory=va, limit=size - 1), fd=-1))
+        if args.params.status != rm.NV_OK:
+          raise NVDriverError(f"NV:{self.index}: RM_ALLOC_MEMORY of {size} host bytes failed with status {args.params.status:#x}",
+                              args.params.status)
+        view = memoryview((ctypes.c_char * size).from_address(va)).cast("B")
+      else:  # video memory; the CPU range is only reserved, so nothing else lands there
+        self.os.mmap(va, size, PROT_NONE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0)
+        undo.append(lambda: self.os.munmap(va, size))
+        handle = self.alloc_object(self.device, rm.NV01_MEMORY_LOCAL_USER, rm.NV_MEMORY_ALLOCATION_PARAMS(
+          owner=self.client, type=rm.NVOS32_TYPE_IMAGE, size=size, alignment=0x1000,
+          flags=rm.NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE | rm.NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED | rm.NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM,
+          attr=rm.NVOS32_ATTR_LOCATION_VIDMEM))
+      undo.append(lambda: self.free_object(handle, self.device))
+      self._uvm(rm.UVM_CREATE_EXTERNAL_RANGE, rm.UVM_CREATE_EXTERNAL_RANGE_PARAMS(base=va, length=size))
+      undo.append(lambda: self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=va, length=size)))
+      attrs = rm.UVM_MAP_EXTERNAL_ALLOCATION_PARAMS(base=va, length=size, gpuAttributesCount=1, rmCtrlFd=self.ctl, hClient=self.client,
+                                                    hMemory=handle)
+      attrs.perGpuAttributes[0].gpuUuid = self.uuid
+      self._uvm(rm.UVM_MAP_EXTERNAL_ALLOCATION, attrs)
+    except (NVDriverError, OSError) as e:
+      for fn in reversed(undo): fn()
+      if getattr(e, "status", None) == rm.NV_ERR_NO_MEMORY: raise MemoryError(str(e)) from e
+      raise
     self._mems[va] = (handle, size)
     return HCQBuffer(va, size, view)
   def free(self, buf:HCQBuffer):
@@ -173,19 +195,23 @@ class NVRMInterface:
     self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=buf.va, length=size))
     self.free_object(handle, self.device)
     self.os.munmap(buf.va, size)
-    _free_vas.setdefault(round_up(size, 1 << 16), []).append(buf.va)
+    VAS.give(buf.va, size)
 
   # *** channels ***
   def create_channel(self, kind:str, entries:int=1024) -> RMChannel:
     mem = self.alloc(round_up(8 * entries, 0x1000) + 0x1000, host_visible=True)
-    params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[self.notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
+    # each channel its own error notifier, as RM's clients give one: RM writes a channel's error there, so a shared one could not say
+    # which channel faulted (and the second error would overwrite the first)
+    notifier = self.alloc(0x1000, host_visible=True)
+    params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
                                         hContextShare=self.ctxshare, engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS)
     params.hUserdMemory[0], params.userdOffset[0] = self._mems[mem.va][0], round_up(8 * entries, 0x1000)
     handle = self.alloc_object(self.group, self.gpfifo_class, params)
     self.alloc_object(handle, self.channel_classes[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
     self.channels.append(handle)
-    return RMChannel(self, kind, mem, entries, handle, token.workSubmitToken)
+    self.rm_channels.append(ch := RMChannel(self, kind, mem, entries, handle, token.workSubmitToken, notifier))
+    return ch
   def classes(self) -> set[int]:
     """the classes the GPU supports (NV0080_CTRL_CMD_GPU_GET_CLASSLIST: first their number, then the list)"""
     n = self.control(self.device, rm.NV0080_CTRL_CMD_GPU_GET_CLASSLIST, rm.NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS()).numClasses
@@ -205,9 +231,6 @@ class NVRMInterface:
   def schedule(self): self.control(self.group, rm.NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, rm.NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS(bEnable=1))
   def progress(self) -> bool: return self.os.progress()
   def faults(self) -> list[str]:
-    """what the driver reported: a channel error RM wrote to the error notifier our channels share (its robust-channel notifier, index 0:
-    an NvNotification, nvtypes.h: timestamp, info32 at +8 (the error, the number an Xid log line shows), info16 at +12, status at +14,
-    nonzero once RM wrote it), and what the host OS beneath knows (the mock: each faulted channel's reason)"""
-    _, info32, info16, status = struct.unpack_from("<QIHH", self.notifier.cpu_view(), rm.NOTIFIERS_RC * NOTIFICATION_BYTES)
-    rc = [f"RM error notifier: channel error {info32} (Xid {info32}), info16 {info16:#x}, status {status:#x}"] if status else []
-    return rc + self.os.faults(self.index, self.channels)
+    """what the driver reported: the errors RM wrote to our channels' error notifiers, each naming its channel, and what the host OS
+    beneath knows (the mock: each faulted channel's reason)"""
+    return [e for ch in self.rm_channels if (e := ch.error())] + self.os.faults(self.index, self.channels)

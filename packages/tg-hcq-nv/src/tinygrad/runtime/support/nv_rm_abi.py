@@ -116,4 +116,4 @@ UVM_MAP_EXTERNAL_ALLOCATION_PARAMS = _struct("UVM_MAP_EXTERNAL_ALLOCATION_PARAMS
   ("hMemory", u32), ("rmStatus", u32))
 UVM_FREE_PARAMS = _struct("UVM_FREE_PARAMS", ("base", u64), ("length", u64), ("rmStatus", u32))
 UVM_GPU_MAPPING_TYPE_DEFAULT, UVM_GPU_CACHING_TYPE_DEFAULT = 0, 0
-NV_OK = 0
+NV_OK, NV_ERR_NO_MEMORY = 0, 0x51  # nvstatuscodes.h

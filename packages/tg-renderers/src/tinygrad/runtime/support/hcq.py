@@ -257,6 +257,10 @@ class HCQGraph:
       self.blocks.append(ka := self.kernargs[prg.dev].offset(at[prg.dev], size))
       at[prg.dev] += size
       queues[prg.dev].barrier().exec(prg.addr, ka.va, spec.global_size, spec.local_size)
+    # a kernel's launch dims go into its arguments (NV's constant buffer 0, AMD's hidden arguments): computed here once unless they
+    # depend on a Variable, whose value each replay brings
+    self.dims = [spec.launch_dims({}) if all(isinstance(s, int) for s in spec.global_size + spec.local_size) else None
+                 for spec, _, _, _ in kernels]
     first = self.devs[0]
     for i, d in enumerate(self.devs[1:], 1):  # the finalizer: the first device's part ends when every other device's part has
       queues[first].wait(d.timeline_signal, _var(f"hcq_signal_{i}"))
@@ -270,10 +274,11 @@ class HCQGraph:
       if hasattr(cb, "mem"): d.free_later(cb.mem)
   def __call__(self, inputs:list, var_vals:dict[str, int]):
     self.devs[0].timeline_signal.wait(self.last[self.devs[0]])  # the arguments of the previous replay are read until it is done
-    for (spec, prg, bufs, vals), ka in zip(self.kernels, self.blocks):
+    for (spec, prg, bufs, vals), ka, dims in zip(self.kernels, self.blocks, self.dims):
       vv = {k: var_vals.get(k, v) for k, v in vals.items()}
-      prg.fill_kernargs(ka, tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs]), tuple(vv[v] for v in spec.vars),
-                        *(tuple(d) for d in spec.launch_dims({**vals, **var_vals})))
+      if dims is None: dims = spec.launch_dims({**vals, **var_vals})
+      args = tuple(inputs[b]._buf if isinstance(b, int) else b._buf for b in bufs[:spec.nbufs])
+      prg.fill_kernargs(ka, args, tuple(vv[v] for v in spec.vars), *dims)
       GlobalCounters.kernel_count += 1
       GlobalCounters.global_ops += spec.ops
       GlobalCounters.global_mem += spec.mem

@@ -75,10 +75,10 @@ class EmulatedLaunches:
   """kernel launches on the PYTHON emulator: the program is read back from GPU memory (its code object's UOps), its arguments from the
   kernargs block (64-bit buffer addresses, then 32-bit ints), its buffers are views of GPU memory"""
   def __init__(self, mem:MockMemory):
-    self.mem, self.programs, self.launches = mem, {}, 0
+    self.mem, self.programs, self.metas, self.launches = mem, {}, {}, 0
     mem.unmapped.append(self._forget)
   def _forget(self, va:int, size:int):
-    for addr in [a for a in self.programs if va <= a < va + size]: del self.programs[addr]
+    for addr in [a for a in self.programs if va <= a < va + size]: del self.programs[addr]; self.metas.pop(addr, None)
   def program(self, addr:int):
     if (prg := self.programs.get(addr)) is None:
       from tinygrad.runtime.ops_python import PythonProgram
@@ -86,7 +86,12 @@ class EmulatedLaunches:
       co = CodeObject.unpack(self.mem.view(addr - HEADER, CodeObject.size_at(head)))
       if not co.uops_json: raise MockGPUError(f"program at {addr:#x} ({co.name}) carries no UOps: the mock GPU cannot run machine code")
       prg = self.programs[addr] = PythonProgram(co.name, co.uops_json)
+      self.metas[addr] = co.meta
     return prg
+  def meta(self, addr:int) -> dict:
+    """the launch facts the code object at addr records of its machine code (what the hardware would read from the descriptor)"""
+    self.program(addr)
+    return self.metas[addr]
   def launch(self, program:int, args:int, global_size:tuple, local_size:tuple):
     prg = self.program(program)
     nb, nv = len(prg.params), len(prg.vars)
