@@ -229,6 +229,22 @@ def test_reduce_accumulators_are_whole_vectors():
       assert (opts := hand_coded_opts(ast, Device["CPU"].renderer)) == want, opts
       for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
 
+def col_reduce(h, w):
+  """a column sum: the reduce steps over rows, every load walks it with a stride"""
+  def body(out, a):
+    j, i = UOp.range(w, 0), UOp.range(h, 1, AxisType.REDUCE)
+    return j, a[i*w + j].load().reduce(i, op=Ops.ADD), (j,)
+  return kernel((h, w), body, 1, [h*w], w, "col"), lambda a: a.reshape(h, w).sum(0)
+
+def test_column_reduce_takes_whole_cache_lines():
+  # the lanes of a column sum's output axis are its only independent accumulators: 16 (two vector chains, a whole 64-byte line per row)
+  # where 8 would load as few per lane; 8 where 16 does not divide the columns
+  with Context(THREADS=1):
+    for k, want in ((col_reduce(40, 64), [Opt(U, 0, 16)]), (col_reduce(40, 24), [Opt(U, 0, 8)])):
+      (ast, ins), ref = k
+      assert (opts := hand_coded_opts(ast, Device["CPU"].renderer)) == want, opts
+      for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
+
 def test_streaming_kernels_get_shares_for_free_cores():
   # a kernel that tiles no loads is split into 4 shares per core, which the cores take as they come free; whatever THREADS is when it
   # runs (fewer threads than shares, or one), every share runs exactly once

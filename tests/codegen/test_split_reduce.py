@@ -6,6 +6,7 @@ from tinygrad import Tensor, dtypes
 from tinygrad.helpers import Context
 from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.schedule.split_reduce import partial_count
+from tinygrad.runtime import host_toolchain
 
 def _kernels(t:Tensor) -> list:
   return [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
@@ -67,3 +68,42 @@ def test_split_sum_inside_a_bigger_graph():
   x = np.random.default_rng(5).standard_normal(1 << 17).astype(np.float32)
   np.testing.assert_allclose((Tensor(x) - Tensor(x).mean()).numpy(), x - x.astype(np.float64).mean(), atol=1e-5)
   np.testing.assert_allclose(Tensor(x).exp().sum().numpy(), np.exp(x.astype(np.float64)).sum(), rtol=1e-5)
+
+def _big(device:str, cpu_size, emulator_size):
+  """full-size cases on the CPU renderers; the PYTHON emulator runs every element in python, so a smaller case of the same kind"""
+  return emulator_size if device == "PYTHON" else cpu_size
+
+@pytest.mark.parametrize("device", [pytest.param("CPU", id="CPU-LLVM"), pytest.param("CPU:C", id="CPU-C", marks=pytest.mark.skipif(
+  host_toolchain.find_cc() is None, reason="no C compiler on PATH"))])
+def test_large_sum_with_a_tail(device):
+  # 16M + 3: 256 partials of 65536, the three elements past them reduced on their own (the emulator runs the same split at 65537 in
+  # test_sum_odd_sizes)
+  x = np.random.default_rng(6).standard_normal((1 << 24) + 3).astype(np.float32)
+  np.testing.assert_allclose(Tensor(x, device=device).sum().numpy(), x.astype(np.float64).sum(), rtol=1e-5, atol=1e-2)
+
+def test_large_row_and_column_sums(device):
+  # sum(1): one long row loop per output; sum(0): the reduce steps over rows, its lanes along the columns (codegen/opt/heuristic.py)
+  h, w = _big(device, (4096, 4096), (96, 80))
+  x = np.random.default_rng(7).standard_normal((h, w)).astype(np.float32)
+  for axis in (1, 0):
+    np.testing.assert_allclose(Tensor(x, device=device).sum(axis).numpy(), x.astype(np.float64).sum(axis), rtol=1e-4, atol=1e-3)
+
+def test_argmax_over_a_split_reduce_shares_threads():
+  # the index pass re-reads the max of the partials, a reduce of 32 trips that every share may redo (not unrolled): its 128K elements
+  # still go to both cores; its own reduce, a max of n - i, is left to LLVM's loop vectorizer (no unroll). The first maximum wins over a
+  # later tie and over the tail
+  from tinygrad import Device
+  from tinygrad.codegen.opt import OptOps, hand_coded_opts
+  from tinygrad.codegen.opt.split_ranges import split_divided_ranges
+  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop.symbolic import symbolic
+  from tinygrad.uop import Ops
+  for n, at in ((1 << 17, (70_000, 100_000)), ((1 << 17) + 5, (70_000, 100_000, (1 << 17) + 2))):  # with a tail, the max is realized first
+    x = np.random.default_rng(8).standard_normal(n).astype(np.float32)
+    x[list(at)] = 9.0
+    with Context(THREADS=2):
+      index_pass = next(k for k in _kernels(Tensor(x).argmax()) if k.bufs[0].arg.shape == (32,) and
+                        any(u.op is Ops.REDUCE and dtypes.is_int(u.dtype) for u in k.ast.toposort()))
+      opts = hand_coded_opts(split_divided_ranges(graph_rewrite(index_pass.ast, symbolic)), Device["CPU"].renderer)
+      assert [o.op for o in opts] == [OptOps.THREAD], opts
+      assert Tensor(x).argmax().item() == 70_000 == Tensor(x).argmax(0).item()

@@ -219,3 +219,17 @@ def test_divmod_remainders_brute_force(terms, k, d, div):
   for vals in itertools.product(*[range(n) for _, n in terms]):
     env = {f"r{i}": v for i, v in enumerate(vals)}
     assert python_eval(s, env) == python_eval(e, env), f"{e.render(False)} -> {s.render(False)} at {env}"
+
+def test_binary_digits_fold_to_the_index():
+  # Tensor._arange sums binary digits, each a padded constant: where(0 < (i//2^j)%2, 2^j, 0) in int32. In index math they fold back to i
+  # (argmax's n - arange is then n - i), and a cast of index math to an int32 that holds it moves out of the sum
+  i = UOp.range(1000, 0)
+  digits = [(c(0) < (i // c(1 << j)) % c(2)).where(c(1 << j, dtypes.int32), c(0, dtypes.int32)) for j in range(10)]
+  total = digits[0]
+  for d in digits[1:]: total = total + d
+  assert (e := (total * c(-1, dtypes.int32) + c(1000, dtypes.int32)).simplify()).render(False) == "int(((r0*-1)+1000))", e.render(False)
+  assert all(python_eval(e, {"r0": v}) == 1000 - v for v in (0, 1, 511, 999))
+  # a digit that may be 2 (no %2) or a negative one is no digit; a cast whose int8 cannot hold the sum stays inside
+  assert (c(0) < i // c(256)).where(c(5, dtypes.int32), c(0, dtypes.int32)).simplify().op is Ops.WHERE
+  k = UOp.range(300, 1)
+  assert (k.cast(dtypes.int8) + c(1, dtypes.int8)).simplify().op is Ops.ADD

@@ -262,6 +262,10 @@ def _cmp_const(op:Ops, s:UOp, v:int, s_left:bool) -> UOp|None:
 
 def _holds(dt:DType, x:UOp) -> bool: return dt is dtypes.weakint or dtypes.min(dt) <= x.vmin and x.vmax <= dtypes.max(dt)
 
+def _cast_out(u:UOp, a:UOp, b:UOp) -> UOp|None:
+  """cast(a) op cast(b) -> cast(a op b) for index math a, b when u's dtype holds every value of a op b (so u never wrapped around)"""
+  return _same_shape(u, r.cast(u.dtype)) if u.dtype is not dtypes.weakint and _holds(u.dtype, r := a.alu(u.op, b)) else None
+
 symbolic = symbolic_simple + PatternMatcher([
   (UPat(GroupOp.ALU, name="u"), _fold_bounds),
   # ** canonical order: constants last **
@@ -292,6 +296,15 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat(Ops.WHERE, dtypes.bool, (UPat.var("c"), _F, _T)), lambda c: c.alu(Ops.CMPNE, c.const_like(True))),  # where(c,False,True) -> !c
   (UPat(Ops.WHERE, src=(UPat(Ops.CMPNE, src=(UPat.var("c", dtypes.bool), _T)), UPat.var("a"), UPat.var("b"))),
    lambda c, a, b: c.alu(Ops.WHERE, b, a)),  # where(!c,a,b) -> where(c,b,a)
+  # a binary digit d in {0, 1} selecting c or 0 is d*c, in index math (Tensor._arange sums its digits so; folded, n - arange is linear)
+  (UPat(Ops.WHERE, _INTS, (UPat(Ops.CMPLT, src=(UPat.cvar("z"), UPat.var("d", dtypes.weakint))), UPat.cvar("c"), UPat.cvar("o")), name="u"),
+   lambda u, z, d, c, o: _same_shape(u, d.alu(Ops.MUL, d.const_like(c.arg)).cast(u.dtype)) if z.arg == 0 == o.arg and 0 <= d.vmin and
+   d.vmax <= 1 else None),
+  # int sums and products of index math cast to an int dtype that holds the result: one cast of the index math, which then folds
+  (UPat((Ops.ADD, Ops.MUL), _INTS, (UPat(Ops.CAST, src=(UPat.var("a", dtypes.weakint),)), UPat(Ops.CAST, src=(UPat.var("b", dtypes.weakint),))),
+        name="u"), lambda u, a, b: _cast_out(u, a, b)),
+  (UPat((Ops.ADD, Ops.MUL), _INTS, (UPat(Ops.CAST, src=(UPat.var("a", dtypes.weakint),)), UPat.cvar("c")), name="u"),
+   lambda u, a, c: _cast_out(u, a, a.const_like(c.arg))),
   # a round trip through an int dtype that holds every value of x (weakint holds all) is no cast at all
   (UPat(Ops.CAST, _INTS, (UPat(Ops.CAST, _INTS, (UPat.var("x", _INTS),), name="mid"),), name="u"),
    lambda u, mid, x: x.cast(u.dtype) if _holds(mid.dtype, x) else None),

@@ -8,6 +8,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
+from tinygrad.dtype import dtypes
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, lanes, ranges,\
   simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
@@ -26,6 +27,7 @@ STREAMING_TILE_LANES = 128
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
 LINE_FLOATS = 16           # elements of 4 bytes in a 64-byte cache line
 L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
+MINOR_REDUCE = 1 << 10     # a chain's reduce with at most 1/MINOR_REDUCE of the kernel's loop trips: see _minor_reduce
 CACHE_LINE = 64            # bytes
 
 class _Access:
@@ -68,6 +70,13 @@ POLYNOMIAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW})
 def _long_body(ast:UOp, r:UOp) -> bool:
   """a reduce over r evaluates a polynomial per element: its ~30 ops per vector hide the latency of the add into one accumulator"""
   return any(u.op is Ops.REDUCE and r in u.src[1:] and any(w.op in POLYNOMIAL for w in u.src[0].toposort(lambda w: w.op is not Ops.REDUCE))
+             for u in ast.toposort())
+
+def _counts_in_ints(ast:UOp, r:UOp) -> bool:
+  """an int reduce over r whose value depends on r itself, not only through addresses (argmax's index pass: max of where(hit, n-i, 0)):
+  LLVM's loop vectorizer packs such a loop with a vector of the induction variable, which its SLP vectorizer does not build from unrolled
+  lanes (per-lane inserts). Argmax's index pass over 16M at 2 threads: unrolled 32 3.5-3.8 ms, 8 3.1-3.7, not unrolled 2.5-2.8"""
+  return any(u.op is Ops.REDUCE and r in u.src[1:] and dtypes.is_int(u.dtype) and r in u.src[0].toposort(lambda w: w.op is not Ops.INDEX)
              for u in ast.toposort())
 
 def _streams_vectors(ast:UOp, r:UOp) -> bool:
@@ -118,11 +127,19 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
 
+def _reduce_strided(ast:UOp) -> bool:
+  """the kernel reduces, and no load walks a reduce axis with stride 1: its reduce loop steps over rows (a column sum), so the lanes of
+  the output axes are the only independent accumulators it has"""
+  red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  moving = [a for a in _accesses(ast)[0] if a.deps & red]
+  return bool(moving) and not any(a.unit & red for a in moving)
+
 def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[int, int]:
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most TILE_LANES
   lanes (wide_lanes with a WIDE stride-1 axis). Lanes that read the same address share the load (a matmul's A row across the
   lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a stride-1 axis share vector
-  loads"""
+  loads. On a tie the smaller tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector
+  chains instead of one and a whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms)"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
@@ -130,6 +147,7 @@ def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[i
   stored = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
             for r in _Access(u.src[0].src[1], False).unit}
   out = sorted(out, key=lambda i: ax[i] not in stored)
+  wide_on_tie = _reduce_strided(ast)
   while True:
     best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()})
     for i in out:
@@ -139,7 +157,7 @@ def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[i
         limit = wide_lanes if WIDE in tile.values() or amt == WIDE else TILE_LANES
         if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
         c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()})
-        if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9): best = (c, i, amt)
+        if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9 or (wide_on_tie and amt == WIDE != best[2] and c < best[0] + 1e-9)): best = (c, i, amt)
     if best is None: return tile
     tile[best[1]] = best[2]
 
@@ -179,11 +197,26 @@ def panel_swap(ast:UOp) -> Opt|None:
     if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
   return None
 
+def _trips(u:UOp, free:dict[UOp, frozenset]) -> int:
+  """loop trips of one REDUCE or END's body: the ranges its body depends on and the ones it closes"""
+  return prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE)
+
+def _minor_reduce(u:UOp, free:dict[UOp, frozenset], work:int) -> bool:
+  """a REDUCE of a row chain small beside the kernel (argmax's index pass over a split reduce re-reads the max of 256 partials, in a
+  kernel of 16M trips): every thread's share may redo it, and it is not unrolled (its 32 lanes made that index pass 1.4x slower: 2.7-2.9
+  against 4.0-4.2 ms at 2 threads)"""
+  return u.op is Ops.REDUCE and _trips(u, free) * MINOR_REDUCE <= work
+
+def _only_minor(ast:UOp, r:UOp, work:int) -> bool:
+  """every REDUCE over the range r is minor"""
+  free = free_ranges(ast)
+  return bool(reds := [u for u in ast.toposort() if u.op is Ops.REDUCE and r in u.src[1:]]) and all(_minor_reduce(u, free, work) for u in reds)
+
 def _chain_trips(ast:UOp) -> int:
   """loop trips of a row chain: its loops run one after another, so the trips of each loop body add up (the product of every axis
   would count each reduce once per element of the store's loop)"""
   free = free_ranges(ast)
-  return sum(prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
+  return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
@@ -224,6 +257,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # polynomial, 2 vectors: 4 accumulators beside its constants spilled out of the 16 ymm registers (fused softmax 4096x4096, 1 thread,
   # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
   for i in reversed(red) if chain else red[-1:] if red and not upcast else []:
+    if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * VECTOR, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * VECTOR, 2 * VECTOR, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
@@ -231,8 +265,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
     want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
-    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them
-    shared = set.intersection(*(set(f[u]) for u in ast.toposort() if u.op is Ops.REDUCE)) if chain and (f := free_ranges(ast)) else None
+    # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them (a minor
+    # one may be redone)
+    f = free_ranges(ast) if chain else {}
+    costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and not _minor_reduce(u, f, work)] if chain else []
+    shared = set.intersection(*(set(f[u]) for u in costly)) if costly else None
     for i in out:
       if (shared is None or axes(ast)[i] in shared) and attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
