@@ -6,10 +6,10 @@ Usage: THREADS=1 python bench/train_step_kernels.py [replays, default 10]"""
 import collections, os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
-from tinygrad import Tensor, TinyJit, nn
+from tinygrad import Tensor
 from tinygrad.engine import realize
 from tinygrad.helpers import Context
-from train_step import TgNet, BS
+from train_step import tg_train_step, BS
 
 def main(replays:int):
   times: dict[str, list[float]] = collections.defaultdict(list)
@@ -20,17 +20,7 @@ def main(replays:int):
     prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), global_size=global_size, local_size=local_size, wait=True)
     times[spec.name].append(time.thread_time() - st)
     est[spec.name] = (spec.ops, spec.mem)
-  net = TgNet()
-  opt = nn.optim.Adam(net.parameters(), lr=1e-3)
-  @TinyJit
-  def step(x:Tensor, y:Tensor) -> Tensor:
-    with Tensor.train():
-      loss = net(x).sparse_categorical_crossentropy(y)
-      opt.zero_grad()
-      loss.backward()
-      Tensor.realize(loss, *[t.grad for t in opt.params])
-      opt.step()
-      return loss
+  step = tg_train_step()
   rng = np.random.default_rng(0)
   plain = realize.launch
   for i in range(3 + replays):  # call 1 runs, call 2 captures, the rest replay (at DEBUG=2 a replay launches each kernel through realize.launch)
