@@ -118,24 +118,25 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
     ret = self.uop.alu(op, *[s.uop for s in src])
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
-    return Tensor(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
-  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return Tensor(UOp.const(dtype or self.dtype, b, self.device))
+    return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
+  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
   def cast(self, dtype:DType|str) -> Tensor:
-    return self if (dt := to_dtype(dtype)) is self.dtype else Tensor(self.uop.cast(dt))
+    return self if (dt := to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
-    return self if dt is self.dtype else Tensor(self.uop.bitcast(dt))
-  def _mop(self, op:Ops, arg:Any) -> Tensor: return Tensor(self.uop._mop(op, arg))
-  def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return Tensor(self.uop._rop(op, axis))
+    return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
+  def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
+  def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))
 
   # *** properties ***
+  # the handle's node read inline when it is caught up (the usual case): these are asked for by every op
   @property
-  def device(self) -> str|tuple[str, ...]: return self.uop.device
+  def device(self) -> str|tuple[str, ...]: return (self._uop if self._epoch == _realized.epoch else self.uop).device
   @property
-  def dtype(self) -> DType: return self.uop.dtype
+  def dtype(self) -> DType: return (self._uop if self._epoch == _realized.epoch else self.uop).dtype
   @property
-  def shape(self) -> tuple: return self.uop.shape
+  def shape(self) -> tuple: return (self._uop if self._epoch == _realized.epoch else self.uop).shape
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> int: return prod(self.shape)
@@ -296,8 +297,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
 
   # *** graph-level ops ***
-  def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
-  def detach(self) -> Tensor: return Tensor(self.uop.detach())
+  def contiguous(self) -> Tensor: return _handle(self.uop.contiguous())
+  def detach(self) -> Tensor: return _handle(self.uop.detach())
   def contiguous_backward(self) -> Tensor:
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
     return Tensor(self.uop.contiguous_backward())
@@ -486,6 +487,13 @@ class _Realized:
     return u
 
 _realized = _Realized()
+
+def _handle(u:UOp) -> Tensor:
+  """Tensor(u) for the node an op just built from tensors (no argument to check): the constructor's work on a UOp, without its branches"""
+  t = Tensor.__new__(Tensor)
+  t._requires_grad, t.grad, t._uop, t._epoch = None, None, u, _realized.epoch
+  u.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+  return t
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 

@@ -52,11 +52,12 @@ def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
 
 def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
   if len(bufs) < spec.nbufs: raise RuntimeError(f"kernel {spec.name} takes {spec.nbufs} buffers, got {len(bufs)}")
-  missing = [v for v in spec.vars if v not in var_vals]
-  if missing: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
+  if spec.vars:
+    if missing := [v for v in spec.vars if v not in var_vals]: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
+    vals = tuple([var_vals[v] for v in spec.vars])
+  else: vals = ()
   global_size, local_size = spec.launch_dims(var_vals)
-  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), global_size=global_size, local_size=local_size,
-           wait=DEBUG >= 2)
+  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=vals, global_size=global_size, local_size=local_size, wait=DEBUG >= 2)
   GlobalCounters.kernel_count += 1
   GlobalCounters.global_ops += spec.ops
   GlobalCounters.global_mem += spec.mem
@@ -87,6 +88,7 @@ def run_copy(dst, src):
                        f"  {(time.perf_counter()-st)*1e6:9.2f} us")
 
 def kernel_device(it:ExecItem, bufs:list) -> str:
+  if len(bufs) == 1: return bufs[0].device
   devices = {b.device for b in bufs}
   if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
   return devices.pop()

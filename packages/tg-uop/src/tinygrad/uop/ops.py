@@ -40,13 +40,17 @@ def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else (x, 
 class UOpMetaClass(type):
   # hash-consing: equal (op, dtype, src, arg, tag) give the same object. The cache holds weak references, so dead graphs are freed: a
   # plain dict of weakref.ref (made in C) and a callback that drops the key, cheaper than WeakValueDictionary's python-level KeyedRef
-  # and get() on the path every node is built through
+  # and get() on the path every node is built through. A new node is made here, not through __init__: one python frame less per node
   ucache: dict[tuple, weakref.ref] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple=(), arg:Any=None, tag:Any=None):
-    key = (op, dtype, src, _float_key(arg), tag)
+    key = (op, dtype, src, _float_key(arg) if type(arg) is float or type(arg) is bool else arg, tag)
     if (wr := _ucache.get(key)) is not None and (ret := wr()) is not None: return ret
-    ret = super().__call__(op, dtype, src, arg, tag)
-    if SPEC >= 2: _check_new(ret)
+    if not isinstance(src, tuple) or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
+      raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
+    if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool: raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
+    ret = cls.__new__(cls)
+    ret.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
+    if SPEC.value >= 2: _check_new(ret)
     _ucache[key] = wr = weakref.ref(ret, _forget)
     _ucache_keys[wr] = key
     return ret
@@ -62,12 +66,6 @@ def _check_new(u:UOp):
   check_uop(u)
 
 class UOp(OpMixin, metaclass=UOpMetaClass):
-  def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=(), arg:Any=None, tag:Any=None):
-    if not isinstance(src, tuple) or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
-      raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
-    if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool:
-      raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
-    self.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
   def __setattr__(self, k, v): raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
   def replace(self, **kwargs) -> UOp:
@@ -123,16 +121,11 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   # *** shape inference ***
   @property
   def _shape(self) -> tuple|None:
-    if "_shape_c" not in self.__dict__:
-      # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
-      if all("_shape_c" in s.__dict__ for s in self.src): self.__dict__["_shape_c"] = _infer_shape(self)
-      else:
-        for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
-          if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
-    return self.__dict__["_shape_c"]
+    return s if (s := self.__dict__.get("_shape_c", _UNKNOWN)) is not _UNKNOWN else _shape_of(self)
   @property
   def shape(self) -> tuple:
-    if (s := self._shape) is None: raise RuntimeError(f"{self.op} has no shape")
+    if (s := self.__dict__.get("_shape_c", _UNKNOWN)) is _UNKNOWN: s = _shape_of(self)
+    if s is None: raise RuntimeError(f"{self.op} has no shape")
     return s
   @property
   def ndim(self) -> int: return len(self.shape)
@@ -323,13 +316,30 @@ _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CU
 
 _SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}
 
+_UNKNOWN = object()  # a node whose shape is not worked out yet (None is a node without one)
+def _shape_of(u:UOp) -> tuple|None:
+  """u's shape, worked out (and kept on each node) for u and whatever below it has none yet"""
+  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
+  if all(["_shape_c" in s.__dict__ for s in u.src]): ret = u.__dict__["_shape_c"] = _infer_shape(u)
+  else:
+    for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
+      if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
+    ret = u.__dict__["_shape_c"]
+  return ret
+
+def _known_shape(u:UOp) -> tuple:
+  """the worked-out shape of a source (sources go first), which a movement op or reduce needs"""
+  if (s := u.__dict__["_shape_c"]) is None: raise RuntimeError(f"{u.op} has no shape")
+  return s
+
 def _infer_shape(u:UOp) -> tuple|None:
+  """u's shape from its sources' (worked out already)"""
   op, src, arg = u.op, u.src, u.arg
   if op in _NO_SHAPE: return None
   if op in _SCALAR: return ()
   if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
   if op is Ops.PARAM or op is Ops.BUFFER: return arg.shape
-  if op in _SAME_SHAPE: return src[0]._shape
+  if op in _SAME_SHAPE: return src[0].__dict__["_shape_c"]
   if op is Ops.INDEX:
     bs = src[0]._shape
     if bs is None or len(src)-1 > len(bs): return ()
@@ -337,13 +347,15 @@ def _infer_shape(u:UOp) -> tuple|None:
   if op in (Ops.MULTI, Ops.MSELECT):
     from tinygrad.uop.multi import multi_shape
     return multi_shape(u)
-  if op is Ops.ALLREDUCE: return src[0]._shape
+  if op is Ops.ALLREDUCE: return src[0].__dict__["_shape_c"]
   if op is Ops.STACK: return (len(src),) + (broadcast_shape(*[s.shape for s in src]) if src else ())
   if op in GroupOp.ALU:
-    shapes = [s._shape for s in src]
+    shapes = [s.__dict__["_shape_c"] for s in src]
     if any(s is None for s in shapes): raise RuntimeError(f"{op} has a source without a shape: {[s.op for s in src]}")
     return broadcast_shape(*shapes)
-  ss, arg = src[0].shape, u.marg
+  ss = _known_shape(src[0])
+  if op is Ops.RESHAPE or op is Ops.EXPAND: arg = tuple([x.arg if x.op is Ops.CONST else x for x in src[1:]])
+  elif op is not Ops.REDUCE_AXIS: arg = u.marg
   if op is Ops.RESHAPE:
     if all_int(ss) and all_int(arg) and prod(ss) != prod(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
     return tuple(arg)
