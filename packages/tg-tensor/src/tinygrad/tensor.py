@@ -374,7 +374,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _is_buffer(self) -> bool:
     """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
     u = self.uop
-    if is_multi_buffer(u): return True
+    if u.op is Ops.MULTI: return is_multi_buffer(u)
     while u.op is Ops.RESHAPE: u = u.src[0]
     # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
     if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
@@ -475,14 +475,23 @@ class _Realized:
   A realize only records and bumps the epoch: its cost does not depend on how many tensors are alive. Each handle catches up on its next
   use, applying only what was realized after it last looked (a node built again after its realize, like a second in-place kernel call,
   is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
-  def __init__(self): self.epoch, self.nodes = 0, weakref.WeakKeyDictionary()
+  # id(old node) -> (epoch, buffer view, weak reference to the old node, whose death drops the entry): a lookup is a dict read by id,
+  # with no weak reference made per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize)
+  def __init__(self): self.epoch, self.nodes = 0, {}
   def record(self, becomes:dict[UOp, UOp]):
     if not becomes: return
     self.epoch += 1
-    for old, new in becomes.items(): self.nodes[old] = (self.epoch, new)
+    nodes = self.nodes
+    for old, new in becomes.items():
+      key = id(old)
+      nodes[key] = (self.epoch, new, weakref.ref(old, lambda _, key=key: nodes.pop(key, None)))
+  def get(self, u:UOp) -> tuple[int, UOp]|None:
+    """(epoch, buffer view) of the realize that last recorded u, or None"""
+    return None if (r := self.nodes.get(id(u))) is None else r[:2]
   def since(self, u:UOp, epoch:int) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
-    while self.nodes and (hits := {x: r[1] for x in u.toposort() if (r := self.nodes.get(x)) is not None and r[0] > epoch}):
+    nodes = self.nodes
+    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch}):
       u = u.substitute(hits)
     return u
 

@@ -1,6 +1,6 @@
 """What every device is made of: Buffer (typed memory on a device), Allocator, Compiler (with the disk cache) and Compiled."""
 from __future__ import annotations
-import collections, functools, pickle
+import collections, pickle
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.dtype import DType
@@ -48,7 +48,7 @@ class LRUAllocator(Allocator):
     self.cached_bytes = 0
   def alloc(self, size:int, options:BufferSpec|None=None):
     if (kept := self.cache.get(key := (size, options or self.default_buffer_spec))):
-      self._forget(key, opaque := kept[-1])
+      self._forget(key, opaque := kept[-1], kept)
       return opaque
     if size <= 0: return super().alloc(size, key[1])  # its error
     try: return self._alloc(size, key[1])
@@ -67,9 +67,9 @@ class LRUAllocator(Allocator):
       owner, old_key, old = next(iter(LRUAllocator.order.values()))
       owner._forget(old_key, old)
       owner._free(old, old_key[1])
-  def _forget(self, key:tuple[int, BufferSpec], opaque):
-    """take opaque out of the cache (it is handed out or freed)"""
-    kept = self.cache[key]
+  def _forget(self, key:tuple[int, BufferSpec], opaque, kept:list|None=None):
+    """take opaque out of the cache (it is handed out or freed); kept: the cache's list for key, where the caller has it"""
+    if kept is None: kept = self.cache[key]
     kept.pop(-1 if kept[-1] is opaque else next(i for i in range(len(kept) - 1, -1, -1) if kept[i] is opaque))  # alloc takes the last
     if not kept: del self.cache[key]
     del LRUAllocator.order[id(opaque)]
@@ -95,10 +95,14 @@ class Buffer:
   def base(self) -> Buffer: return self._base if self._base is not None else self
   @property
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
-  @functools.cached_property
-  def allocator(self) -> Allocator:  # looked up once: freeing must not reopen a device (e.g. after the registry was reset)
-    from tinygrad.device import Device
-    return Device[self.device].allocator
+  @property
+  def allocator(self) -> Allocator:
+    # looked up once: freeing must not reopen a device (e.g. after the registry was reset). Not functools.cached_property: python 3.11's
+    # takes a lock on the first read, which every new Buffer pays
+    if (a := self.__dict__.get("_allocator")) is None:
+      from tinygrad.device import Device
+      a = self._allocator = Device[self.device].allocator
+    return a
   def is_allocated(self) -> bool: return hasattr(self, "_buf")
   def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
   def allocate(self, opaque:Any=None) -> Buffer:
