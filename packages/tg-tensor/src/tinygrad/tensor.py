@@ -475,16 +475,20 @@ class _Realized:
   A realize only records and bumps the epoch: its cost does not depend on how many tensors are alive. Each handle catches up on its next
   use, applying only what was realized after it last looked (a node built again after its realize, like a second in-place kernel call,
   is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
-  # id(old node) -> (epoch, buffer view, weak reference to the old node, whose death drops the entry): a lookup is a dict read by id,
-  # with no weak reference made per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize)
-  def __init__(self): self.epoch, self.nodes = 0, {}
+  # id(old node) -> (epoch, buffer view, weak reference to the old node): a lookup is a dict read by id, with no weak reference made
+  # per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize). The reference's death drops the entry
+  def __init__(self):
+    self.epoch, self.nodes, self._ids = 0, {}, {}  # _ids: weak reference -> the id it is the entry of
+    self._on_death = self._drop  # one bound method for every reference
   def record(self, becomes:dict[UOp, UOp]):
     if not becomes: return
     self.epoch += 1
-    nodes = self.nodes
     for old, new in becomes.items():
-      key = id(old)
-      nodes[key] = (self.epoch, new, weakref.ref(old, lambda _, key=key: nodes.pop(key, None)))
+      if (r := self.nodes.get(key := id(old))) is not None: self.nodes[key] = (self.epoch, new, r[2])  # recorded again: same reference
+      else:
+        self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
+        self._ids[wr] = key
+  def _drop(self, wr:weakref.ref): self.nodes.pop(self._ids.pop(wr))
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
