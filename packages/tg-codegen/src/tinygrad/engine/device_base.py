@@ -1,6 +1,6 @@
 """What every device is made of: Buffer (typed memory on a device), Allocator, Compiler (with the disk cache) and Compiled."""
 from __future__ import annotations
-import collections, pickle
+import collections, dataclasses, pickle, weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.dtype import DType
@@ -9,14 +9,23 @@ from tinygrad.helpers import GlobalCounters, diskcache_get, diskcache_put, geten
 class CompileError(RuntimeError):
   """a renderer's source did not compile: the message holds the compiler's output"""
 
-@dataclass(frozen=True)
-class BufferSpec:
+class _Interned(type):
+  """equal specs are one object: the allocator caches key on them by identity (hashed in C; a frozen dataclass hashes in python, three
+  times per buffer allocated and freed). Held weakly: a spec per external pointer does not pile up"""
+  made: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  def __call__(cls, *args, **kwargs):
+    spec = super().__call__(*args, **kwargs)
+    return _Interned.made.setdefault((cls, dataclasses.astuple(spec)), spec)
+
+@dataclass(frozen=True, eq=False)
+class BufferSpec(metaclass=_Interned):
   """allocation options a device may honor; the default is plain device memory"""
   uncached: bool = False
   cpu_access: bool = False
   host: bool = False
   nolru: bool = False
   external_ptr: int|None = None
+  def __reduce__(self): return BufferSpec, dataclasses.astuple(self)  # unpickled through the intern table
 
 class Allocator:
   """device memory by bytes. Subclasses implement _alloc/_copyin/_copyout, optionally _free, _as_buffer (zero-copy host view), _offset (views)

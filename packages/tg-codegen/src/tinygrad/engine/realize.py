@@ -57,12 +57,13 @@ def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str
     vals = tuple([var_vals[v] for v in spec.vars])
   else: vals = ()
   global_size, local_size = spec.launch_dims(var_vals)
-  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=vals, global_size=global_size, local_size=local_size, wait=DEBUG >= 2)
+  debug = DEBUG.value  # read once: a ContextVar's comparison is a python call
+  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=vals, global_size=global_size, local_size=local_size, wait=debug >= 2)
   GlobalCounters.kernel_count += 1
   GlobalCounters.global_ops += spec.ops
   GlobalCounters.global_mem += spec.mem
   if et is not None: GlobalCounters.time_sum_s += et
-  if DEBUG >= 2:
+  if debug >= 2:
     tm = f"{et*1e6:9.2f} us" if et is not None else " " * 12
     gflops = f"{'>=' if not spec.exact else ''}{spec.ops/et*1e-9:.2f} GFLOPS" if et else ""  # unknown trip counts: a lower bound
     print(f"{colored(f'*** {device:7s}', 'magenta')} {GlobalCounters.kernel_count:4d} {spec.name:30s} {tm} {gflops}")
@@ -110,6 +111,6 @@ def realize_uops(uops:list[UOp]) -> dict[UOp, UOp]:
   whose base is a BUFFER"""
   if not uops: return {}
   items, becomes = create_schedule_cached(uops)
-  if DEBUG >= 3: print(f"schedule: {len(items)} items")
+  if DEBUG.value >= 3: print(f"schedule: {len(items)} items")
   run_schedule(items)
   return becomes

@@ -27,6 +27,20 @@ class ParamArg:
   name: str|None = None
   vmin_vmax: tuple|None = None
   volatile: bool = False
+  # every BUFFER and PARAM node's cache key hashes its arg (when made, looked up and dropped): worked out once. Never pickled (a string's
+  # hash differs between processes): __reduce__ rebuilds from the fields
+  def __hash__(self) -> int:
+    if (h := self.__dict__.get("_hash")) is None:
+      object.__setattr__(self, "_hash", h := hash((self.slot, self.shape, self.addrspace, self.device, self.name, self.vmin_vmax, self.volatile)))
+    return h
+  def __reduce__(self): return ParamArg, (self.slot, self.shape, self.addrspace, self.device, self.name, self.vmin_vmax, self.volatile)
+  @staticmethod
+  def global_buffer(slot:int, size:int, device:str|tuple) -> ParamArg:
+    """ParamArg(slot, (size,), AddrSpace.GLOBAL, device), made without the frozen dataclass's __init__ (a setattr call per field): every
+    new device buffer makes one"""
+    ret = object.__new__(ParamArg)
+    ret.__dict__.update(slot=slot, shape=(size,), addrspace=AddrSpace.GLOBAL, device=device, name=None, vmin_vmax=None, volatile=False)
+    return ret
 
 @dataclass(frozen=True)
 class VarArg:
@@ -58,8 +72,8 @@ class UOpMetaClass(type):
 _ucache, _ucache_keys = UOpMetaClass.ucache, {}  # key -> weak reference, and back
 # the dicts are bound as defaults: a callback that runs while the interpreter tears down its modules still finds them
 def _forget(wr:weakref.ref, cache=_ucache, keys=_ucache_keys):
-  key = keys.pop(wr)
-  if cache.get(key) is wr: del cache[key]  # a node made again after this one died owns the key now
+  # a node made again after this one died owns the key now: put back (one hash of the key in the usual case)
+  if (now := cache.pop(key := keys.pop(wr), None)) is not wr and now is not None: cache[key] = now
 
 def _check_new(u:UOp):
   from tinygrad.uop.spec import check_uop
@@ -193,7 +207,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     return UOp(Ops.BUFFER, dtype, arg=ParamArg(slot, _shape_tuple(shape), addrspace, device))
   @staticmethod
   def new_buffer(device:str|tuple, size:int, dtype:DType) -> UOp:
-    return UOp(Ops.BUFFER, dtype, arg=ParamArg(next(_buffer_num), (size,), AddrSpace.GLOBAL, device))
+    return UOp(Ops.BUFFER, dtype, (), ParamArg.global_buffer(next(_buffer_num), size, device))
   # sink/group work as `UOp.sink(a, b)` and as `a.sink(b)`: the first source is self either way
   def sink(self, *srcs:UOp, arg=None) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,)+srcs, arg)
   def group(self, *srcs:UOp) -> UOp: return self if not srcs else UOp(Ops.GROUP, dtypes.void, (self,)+srcs)
