@@ -114,14 +114,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
     # a symbolic scalar (a Variable's value) has no device: it is a kernel argument, usable on any device
-    if any(s.device != self.device and s.device is not None and self.device is not None for s in src):
+    if (dev := self.device) is not None and any([(d := s.device) is not None and d != dev for s in src]):
       raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
     ret = self.uop.alu(op, *[s.uop for s in src])
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
     return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
   def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
   def cast(self, dtype:DType|str) -> Tensor:
-    return self if (dt := to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
+    return self if (dt := dtype if type(dtype) is DType else to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
@@ -439,11 +439,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 _READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
 def _reads_memory(u:UOp) -> bool:
   """u's graph reads a buffer or runs a custom kernel (else it computes from constants alone)"""
-  if (ret := u.__dict__.get(_READS)) is None:
-    for x in u.toposort(lambda x: _READS not in x.__dict__):
-      if _READS not in x.__dict__: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
-    ret = u.__dict__[_READS]
-  return ret
+  if (ret := u.__dict__.get(_READS)) is not None: return ret
+  stack = [u]  # depth first, a node decided once its sources are (no toposort: no gate call per node)
+  while stack:
+    if _READS in (x := stack[-1]).__dict__: stack.pop()
+    elif todo := [s for s in x.src if _READS not in s.__dict__]: stack.extend(todo)
+    else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
+  return u.__dict__[_READS]
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose

@@ -225,6 +225,12 @@ def least_upper_dtype(*ds:DType) -> DType:
   """the dtype all of ds promote to. The result is weak only if every input is weak; a weak join met by a strong input becomes the
   current default (bool+weakint -> default_int, int32+weakfloat -> default_float). That strengthening is why, unlike the lattice join,
   chained binary calls can differ from one n-ary call: JAX keeps a weak flag on such results instead, we keep dtypes plain."""
-  if len(ds) == 2 and ds[0] is ds[1]: return ds[0]  # the usual binary op: its own join, weak or strong as it is
+  if len(ds) == 2:
+    if ds[0] is ds[1]: return ds[0]  # the usual binary op: its own join, weak or strong as it is
+    if (ret := _STRONG_PAIRS.get(ds)) is not None: return ret
   ret = _join(frozenset(ds))
+  if not dtypes.is_weak(ret):  # a strong join (some input is strong) never depends on the defaults
+    if len(ds) == 2: _STRONG_PAIRS[ds] = ret
+    return ret
   return ret if all(dtypes.is_weak(d) for d in ds) else dtypes.strong(ret)
+_STRONG_PAIRS: dict[tuple[DType, DType], DType] = {}  # least_upper_dtype of two dtypes whose join is strong (a tensor and a python scalar)
