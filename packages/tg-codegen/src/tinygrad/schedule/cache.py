@@ -79,7 +79,7 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
 
 def create_schedule_cached(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """create_schedule(targets), from the cache when a graph of the same structure was scheduled before"""
-  if not SCACHE: return create_schedule(targets)
+  if not SCACHE.value: return create_schedule(targets)
   if (norm := _normalize(targets)) is None: return create_schedule(targets)
   new, bufs, vals = norm
   key = (tuple([new[t] for t in targets]), ContextVar.snapshot())
