@@ -2,7 +2,7 @@
 so the IR only ever sees full-rank tuples; no-op movements return self. The composites at the end (padding with a value, cat, _arange)
 also use the elementwise core: dtype, cast, const_like and alu through the operators."""
 from __future__ import annotations
-import functools, itertools
+import functools, itertools, math
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
@@ -34,7 +34,7 @@ class MovementMixin:
         new = tuple(prod(cur) // known if isinstance(s, int) and s == -1 else s for s in new)
       if any(isinstance(s, int) and s < 0 for s in new): raise ValueError(f"negative size in reshape {new}")
       shape = new
-    if all_int(cur) and all_int(shape) and prod(cur) != prod(shape):
+    if all_int(cur) and all_int(shape) and math.prod(cur) != math.prod(shape):  # math.prod: in C, on ints only
       raise ValueError(f"cannot reshape shape {cur} (size {prod(cur)}) to {shape} (size {prod(shape)})")
     return self if shape == tuple(cur) else self._mop(Ops.RESHAPE, shape)
   def expand(self, shape, *args):

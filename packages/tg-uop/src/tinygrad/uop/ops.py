@@ -371,7 +371,8 @@ def _infer_shape(u:UOp) -> tuple|None:
   if op is Ops.RESHAPE or op is Ops.EXPAND: arg = tuple([x.arg if x.op is Ops.CONST else x for x in src[1:]])
   elif op is not Ops.REDUCE_AXIS: arg = u.marg
   if op is Ops.RESHAPE:
-    if all_int(ss) and all_int(arg) and prod(ss) != prod(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
+    if all_int(ss) and all_int(arg) and math.prod(ss) != math.prod(arg):  # math.prod: in C, on ints only
+      raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
     return tuple(arg)
   if op is Ops.EXPAND:
     if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):
