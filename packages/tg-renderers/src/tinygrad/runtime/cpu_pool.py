@@ -13,6 +13,7 @@ A job is read like a seqlock: a helper reads the claim word, the job, then the w
 compare-and-swap on a word that has not changed, so that a helper that read a job late never runs a share of the next one."""
 from __future__ import annotations
 import ctypes, threading, queue
+from tinygrad.helpers import DEBUG
 
 BUSY = 0xFFFFFFFF
 SPIN_ROUNDS = 1 << 15  # each round a pause (tens of ns), and a sched_yield every 64: a spin of about 1-2 ms after the last kernel
@@ -165,17 +166,17 @@ class _Native:
   def __init__(self):
     from tinygrad.runtime.ops_cpu import LLVMCompiler  # the CPU runtime imports this module: no cycle at import
     self.compiler, self.trampolines, self.programs = LLVMCompiler(), {}, []
-    triple = self.compiler.triple
-    self.launch = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p]*4, ctypes.c_int64)(self._load(pool_ir(triple), "tg_pool_launch"))
-    self.work = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)(self._load(pool_ir(triple), "tg_pool_work"))
+    launch, work = self._load(pool_ir(self.compiler.triple), "tg_pool_launch", "tg_pool_work")
+    self.launch = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p]*4, ctypes.c_int64)(launch)
+    self.work = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)(work)
 
-  def _load(self, src:str, name:str) -> int:
-    prg = self.compiler.load(name, self.compiler.compile_cached(src))
+  def _load(self, src:str, *names:str) -> list[int]:
+    prg = self.compiler.load(names[0], self.compiler.compile_cached(src))
     self.programs.append(prg)  # keeps its code mapped
-    return prg.addr
+    return [prg.addr] + [prg.keepalive.get_function_address(n) for n in names[1:]]
 
   def trampoline(self, nbufs:int, nvals:int) -> int:
-    if (addr := self.trampolines.get(key := (nbufs, nvals))) is None: addr = self.trampolines[key] = self._load(trampoline_ir(nbufs, nvals), "tg_tramp")
+    if (addr := self.trampolines.get(key := (nbufs, nvals))) is None: addr = self.trampolines[key] = self._load(trampoline_ir(nbufs, nvals), "tg_tramp")[0]
     return addr
 
 class NativePool:
@@ -219,9 +220,13 @@ def _sched_yield() -> int|None:
   try: return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value
   except (OSError, AttributeError, TypeError): return None
 
-_native: list = []  # [the _Native], or [None] where it can't be built (no llvmlite)
+_native: list = []  # [the _Native], or [None] where it can't be built
 def native() -> _Native|None:
+  """the compiled pool, or None without llvmlite (or where LLVM rejects the pool for this CPU: the python helpers run the shares)"""
   if not _native:
     try: _native.append(_Native())
     except ImportError: _native.append(None)
+    except Exception as e:  # an untested target's spin hint or atomics: slower threads, not a failed kernel
+      if DEBUG >= 1: print(f"CPU: no native thread pool ({type(e).__name__}: {e}); python helper threads run THREAD kernels")
+      _native.append(None)
   return _native[0]
