@@ -1,5 +1,5 @@
 """A pool of CPU threads that spin in native code between kernels, so that a THREAD kernel's shares start on every core at once.
-Python threads that sleep between kernels take ~50-100 us to wake, and on a 2 ms kernel that is a share of the run; a spin in python
+Python threads that sleep between kernels take tens of microseconds to wake, each share costs a GIL round trip, and a spin in python
 would hold the GIL. The spin loop, the launch and one trampoline per kernel signature are LLVM IR compiled by llvmlite, called through
 ctypes (which releases the GIL for the whole call). A helper that has spun SPIN_ROUNDS rounds with no work returns to python and sleeps
 on a queue; the next launch wakes it.
@@ -44,6 +44,16 @@ def pool_ir(triple:str) -> str:
 {label}.yield:
   %{label}.r = call i32 %{label}.y()
   br label %{then}"""
+  def claim_and_run(tramp:str, args:str, lost:str) -> str:
+    """share %idx of word %w, claimed by compare-and-swap (to `lost` when another thread took it first), run through the trampoline"""
+    return f"""try:
+  %w1 = add i64 %w, 1
+  %cas = cmpxchg ptr %wordp, i64 %w, i64 %w1 acq_rel monotonic
+  %ok = extractvalue {{i64, i1}} %cas, 1
+  br i1 %ok, label %run, label %{lost}
+run:
+  %i = trunc i64 %idx to i32
+  call void %{tramp}(ptr %fn, ptr %{args}, i32 %i)"""
   return f"""{decl}
 
 define i64 @tg_pool_launch(ptr %ctl, ptr %tramp, ptr %fn, ptr %args, i64 %shares) nounwind {{
@@ -71,14 +81,7 @@ claim:
   %idx = and i64 %w, {BUSY}
   %more = icmp ult i64 %idx, %shares
   br i1 %more, label %try, label %wait
-try:
-  %w1 = add i64 %w, 1
-  %cas = cmpxchg ptr %wordp, i64 %w, i64 %w1 acq_rel monotonic
-  %ok = extractvalue {{i64, i1}} %cas, 1
-  br i1 %ok, label %run, label %claim
-run:
-  %i = trunc i64 %idx to i32
-  call void %tramp(ptr %fn, ptr %args, i32 %i)
+{claim_and_run("tramp", "args", "claim")}
   %mine1 = add i64 %mine, 1
   br label %claim
 wait:
@@ -123,14 +126,7 @@ idle.count:
   %idle1 = add i64 %idle, 1
   %tired = icmp uge i64 %idle1, %rounds
   br i1 %tired, label %sleep, label %nap
-try:
-  %w1 = add i64 %w, 1
-  %cas = cmpxchg ptr %wordp, i64 %w, i64 %w1 acq_rel monotonic
-  %ok = extractvalue {{i64, i1}} %cas, 1
-  br i1 %ok, label %run, label %loop
-run:
-  %i = trunc i64 %idx to i32
-  call void %tr(ptr %fn, ptr %ar, i32 %i)
+{claim_and_run("tr", "ar", "loop")}
   %old = atomicrmw add ptr %donep, i64 1 release
   br label %loop
 {backoff("nap", "idle1", "loop")}
