@@ -1,7 +1,9 @@
 """The CPU runtime's threads: a THREAD kernel is called once per share, on the caller and helper threads that each take the next unrun
-share. ctypes releases the GIL during the call, so python threads use every core."""
+share. A compiled kernel runs on the native pool (cpu_pool: helpers that spin between kernels); without llvmlite, or for a python
+callable, on python threads that sleep between kernels (ctypes releases the GIL during each call, so they use every core too)."""
 from __future__ import annotations
-import os
+import atexit, ctypes, os
+from tinygrad.runtime import cpu_pool
 
 def run_shared(fxn, args:list, shares:int):
   """fxn(*args, i) for every share i, on up to THREADS threads: the caller and helpers that each take the next unrun share. The caller
@@ -12,6 +14,7 @@ def run_shared(fxn, args:list, shares:int):
   if (n := min(shares, max(1, THREADS.value))) <= 1:
     for i in todo: fxn(*args, i)
     return
+  if isinstance(fxn, ctypes._CFuncPtr) and (pool := _native_pool(n - 1)) is not None and pool.run(fxn, args, shares) is not None: return
   helpers = _helpers(n - 1)
   done = helpers.queue()  # one entry per share a helper took: None, or what it raised; this call's own queue
   def helper():
@@ -52,8 +55,19 @@ class _Helpers:
     for _ in range(self.n): self.jobs.put(job)
 
 _pools: dict[int, _Helpers] = {}  # n -> its helpers, kept for the next kernel that needs n
+_native_pools: dict[int, cpu_pool.NativePool] = {}
+def _forget_threads():
+  _pools.clear()
+  _native_pools.clear()
 # a forked child (BEAM times candidates in one) has none of the parent's worker threads: it makes its own
-if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_pools.clear)
+if hasattr(os, "register_at_fork"): os.register_at_fork(after_in_child=_forget_threads)
 def _helpers(n:int) -> _Helpers:
   if (p := _pools.get(n)) is None: p = _pools[n] = _Helpers(n)
   return p
+def _native_pool(n:int) -> cpu_pool.NativePool|None:
+  if (p := _native_pools.get(n)) is None and (native := cpu_pool.native()) is not None: p = _native_pools[n] = cpu_pool.NativePool(native, n)
+  return p
+
+@atexit.register
+def _stop_native_helpers():
+  for p in _native_pools.values(): p.stop()
