@@ -42,7 +42,7 @@ class CPUProgram:
     args = [ctypes.addressof(b) for b in bufs]
     if (align := self.align) > 1 and any([a % align for a in args]): return self._on_aligned_copies(bufs, vals, global_size, local_size, wait)
     args += vals
-    st = time.perf_counter()
+    st = time.perf_counter() if wait else 0.0
     if shares > 1: run_shared(fxn, args, shares)
     else: fxn(*args)
     return time.perf_counter() - st if wait else None

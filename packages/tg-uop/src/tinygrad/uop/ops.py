@@ -59,7 +59,8 @@ class UOpMetaClass(type):
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple=(), arg:Any=None, tag:Any=None):
     key = (op, dtype, src, _float_key(arg) if type(arg) is float or type(arg) is bool else arg, tag)
     if (wr := _ucache.get(key)) is not None and (ret := wr()) is not None: return ret
-    if not isinstance(src, tuple) or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
+    # the check runs in C (no comprehension frame) when every source is exactly a UOp, the usual case
+    if not isinstance(src, tuple) or not (_JUST_UOP.issuperset(map(type, src)) or all(isinstance(s, UOp) for s in src)):
       raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
     if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool: raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
     ret = cls.__new__(cls)
@@ -69,6 +70,7 @@ class UOpMetaClass(type):
     _ucache_keys[wr] = key
     return ret
 
+_JUST_UOP: frozenset = frozenset()  # {UOp}, once the class exists
 _ucache, _ucache_keys = UOpMetaClass.ucache, {}  # key -> weak reference, and back
 # the dicts are bound as defaults: a callback that runs while the interpreter tears down its modules still finds them
 def _forget(wr:weakref.ref, cache=_ucache, keys=_ucache_keys):
@@ -292,6 +294,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def sym_infer(self, var_vals:dict[str, int]) -> int|float:
     return sym_infer(self, var_vals)
 
+_JUST_UOP = frozenset([UOp])
 _buffer_num = itertools.count(1 << 20)
 
 _SIZED_MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK}
