@@ -53,6 +53,8 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
   defined, bound = set(), set()
+  # enum members read once, not per node: python 3.11's EnumType makes each `Ops.X` a slow attribute read
+  BUFFER, BIND, DEFINE_VAR, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, AddrSpace.GLOBAL
   stack = [(r, False) for r in reversed(roots)]
   pop, push = stack.pop, stack.append
   while stack:
@@ -62,16 +64,16 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
         push((u, True))
         for s in reversed(u.src):
           if s not in new: push((s, False))
-    elif (op := u.op) is Ops.BUFFER and u.arg.slot >= 0 and u.arg.addrspace is AddrSpace.GLOBAL:
+    elif (op := u.op) is BUFFER and u.arg.slot >= 0 and u.arg.addrspace is GLOBAL:
       new[u] = _hole(u, len(bufs))
       bufs.append(u)
-    elif op is Ops.BIND:
+    elif op is BIND:
       var, val = u.src[0], u.src[1].arg
       if vals.setdefault(var.arg.name, val) != val: return None  # two values in one realize: the scheduler says what is wrong
       bound.add(var)
       new[u] = var
     else:
-      if op is Ops.DEFINE_VAR: defined.add(u)
+      if op is DEFINE_VAR: defined.add(u)
       src = u.src
       new[u] = u if all([new[s] is s for s in src]) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
   if defined and defined - bound: return None  # a Variable that is not bound has no value to replay with

@@ -349,60 +349,79 @@ def _known_shape(u:UOp) -> tuple:
   if (s := u.__dict__["_shape_c"]) is None: raise RuntimeError(f"{u.op} has no shape")
   return s
 
+def _index_shape(u:UOp) -> tuple:
+  src = u.src
+  bs = src[0]._shape
+  if bs is None or len(src)-1 > len(bs): return ()
+  return broadcast_shape(*[s._shape or () for s in src[1:]], ()) + bs[len(src)-1:] if any(s._shape for s in src[1:]) else bs[len(src)-1:]
+
+def _multi_shape(u:UOp) -> tuple:
+  from tinygrad.uop.multi import multi_shape
+  return multi_shape(u)
+
+def _alu_shape(u:UOp) -> tuple:
+  shapes = [s.__dict__["_shape_c"] for s in u.src]
+  if any(s is None for s in shapes): raise RuntimeError(f"{u.op} has a source without a shape: {[s.op for s in u.src]}")
+  return broadcast_shape(*shapes)
+
+def _sizes(u:UOp) -> tuple: return tuple([x.arg if x.op is Ops.CONST else x for x in u.src[1:]])  # RESHAPE's or EXPAND's marg
+
+def _reshape_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), _sizes(u)
+  if all_int(ss) and all_int(arg) and math.prod(ss) != math.prod(arg):  # math.prod: in C, on ints only
+    raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
+  return arg
+
+def _expand_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), _sizes(u)
+  if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):
+    raise ValueError(f"cannot expand {ss} to {arg}")
+  return arg
+
+def _permute_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), u.arg
+  if sorted(arg) != list(range(len(ss))): raise ValueError(f"{arg} is not a permutation of the {len(ss)} axes of {ss}")
+  return tuple(ss[i] for i in arg)
+
+def _pad_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), u.marg
+  if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
+  return tuple(ssimplify(s+b+a) for s, (b, a) in zip(ss, arg))
+
+def _shrink_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), u.marg
+  if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
+  return tuple(ssimplify(e-b) for b, e in arg)
+
+def _reduce_shape(u:UOp) -> tuple:
+  ss, axes = _known_shape(u.src[0]), u.arg[1]
+  if not all([0 <= a < len(ss) for a in axes]): raise ValueError(f"reduce axes {axes} out of range for shape {ss}")
+  return tuple([1 if i in axes else s for i, s in enumerate(ss)])
+
+# op -> its shape from its sources' (worked out already): one table lookup per node (an Ops member read is slow in python 3.11, whose
+# EnumType has a __getattr__ hook, so a chain of `op is Ops.X` tests costs more than the rule)
+_SHAPE_RULES: dict[Ops, Callable[[UOp], tuple|None]] = {
+  **{op: (lambda u: None) for op in _NO_SHAPE}, **{op: (lambda u: ()) for op in _SCALAR},
+  **{op: (lambda u: u.src[0].__dict__["_shape_c"]) for op in _SAME_SHAPE | {Ops.ALLREDUCE}},
+  **{op: _alu_shape for op in GroupOp.ALU}, **{op: _multi_shape for op in (Ops.MULTI, Ops.MSELECT)},
+  Ops.RANGE: lambda u: None if u.dtype is dtypes.void else (), Ops.PARAM: lambda u: u.arg.shape, Ops.BUFFER: lambda u: u.arg.shape,
+  Ops.INDEX: _index_shape, Ops.STACK: lambda u: (len(u.src),) + (broadcast_shape(*[s.shape for s in u.src]) if u.src else ()),
+  Ops.RESHAPE: _reshape_shape, Ops.EXPAND: _expand_shape, Ops.PERMUTE: _permute_shape, Ops.PAD: _pad_shape, Ops.SHRINK: _shrink_shape,
+  Ops.FLIP: lambda u: _known_shape(u.src[0]), Ops.REDUCE_AXIS: _reduce_shape}
+
 def _infer_shape(u:UOp) -> tuple|None:
   """u's shape from its sources' (worked out already)"""
-  op, src, arg = u.op, u.src, u.arg
-  if op in _NO_SHAPE: return None
-  if op in _SCALAR: return ()
-  if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
-  if op is Ops.PARAM or op is Ops.BUFFER: return arg.shape
-  if op in _SAME_SHAPE: return src[0].__dict__["_shape_c"]
-  if op is Ops.INDEX:
-    bs = src[0]._shape
-    if bs is None or len(src)-1 > len(bs): return ()
-    return broadcast_shape(*[s._shape or () for s in src[1:]], ()) + bs[len(src)-1:] if any(s._shape for s in src[1:]) else bs[len(src)-1:]
-  if op in (Ops.MULTI, Ops.MSELECT):
-    from tinygrad.uop.multi import multi_shape
-    return multi_shape(u)
-  if op is Ops.ALLREDUCE: return src[0].__dict__["_shape_c"]
-  if op is Ops.STACK: return (len(src),) + (broadcast_shape(*[s.shape for s in src]) if src else ())
-  if op in GroupOp.ALU:
-    shapes = [s.__dict__["_shape_c"] for s in src]
-    if any(s is None for s in shapes): raise RuntimeError(f"{op} has a source without a shape: {[s.op for s in src]}")
-    return broadcast_shape(*shapes)
-  ss = _known_shape(src[0])
-  if op is Ops.RESHAPE or op is Ops.EXPAND: arg = tuple([x.arg if x.op is Ops.CONST else x for x in src[1:]])
-  elif op is not Ops.REDUCE_AXIS: arg = u.marg
-  if op is Ops.RESHAPE:
-    if all_int(ss) and all_int(arg) and math.prod(ss) != math.prod(arg):  # math.prod: in C, on ints only
-      raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
-    return tuple(arg)
-  if op is Ops.EXPAND:
-    if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):
-      raise ValueError(f"cannot expand {ss} to {arg}")
-    return tuple(arg)
-  if op is Ops.PERMUTE:
-    if sorted(arg) != list(range(len(ss))): raise ValueError(f"{arg} is not a permutation of the {len(ss)} axes of {ss}")
-    return tuple(ss[i] for i in arg)
-  if op is Ops.PAD:
-    if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
-    return tuple(ssimplify(s+b+a) for s, (b, a) in zip(ss, arg))
-  if op is Ops.SHRINK:
-    if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
-    return tuple(ssimplify(e-b) for b, e in arg)
-  if op is Ops.FLIP: return ss
-  if op is Ops.REDUCE_AXIS:
-    if not all([0 <= a < len(ss) for a in arg[1]]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
-    return tuple([1 if i in arg[1] else s for i, s in enumerate(ss)])
-  raise RuntimeError(f"no shape rule for {op}")
+  if (rule := _SHAPE_RULES.get(u.op)) is None: raise RuntimeError(f"no shape rule for {u.op}")
+  return rule(u)
+
+_DEVICE_RULES: dict[Ops, Callable[[UOp], str|tuple|None]] = {
+  Ops.DEVICE: lambda u: u.arg, Ops.BUFFER: lambda u: u.arg.device, Ops.COPY: lambda u: u.src[1].arg,
+  Ops.MULTI: lambda u: tuple(s.device for s in u.src), Ops.ALLREDUCE: lambda u: tuple(s.device for s in u.src),
+  Ops.MSELECT: lambda u: u.src[0].device[u.arg[0]]}
 
 def _infer_device(u:UOp) -> str|tuple|None:
-  if u.op is Ops.DEVICE: return u.arg
-  if u.op is Ops.BUFFER: return u.arg.device
-  if u.op is Ops.COPY: return u.src[1].arg
-  if u.op in (Ops.MULTI, Ops.ALLREDUCE): return tuple(s.device for s in u.src)
-  if u.op is Ops.MSELECT: return u.src[0].device[u.arg[0]]
-  for s in u.src:
+  if (rule := _DEVICE_RULES.get(u.op)) is not None: return rule(u)
+  for s in u.src:  # anything else: the first source's device
     if (d := s.device) is not None: return d
   return None
 
