@@ -481,7 +481,9 @@ class _Realized:
   # per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize). The reference's death drops the entry
   def __init__(self):
     self.epoch, self.nodes, self._ids = 0, {}, {}  # _ids: weak reference -> the id it is the entry of
-    self._on_death = self._drop  # one bound method for every reference
+    nodes, ids = self.nodes, self._ids
+    # one callback for every reference; it holds the dicts, not self, so it still works while the interpreter tears down
+    self._on_death = lambda wr: nodes.pop(ids.pop(wr), None)
   def record(self, becomes:dict[UOp, UOp]):
     if not becomes: return
     self.epoch += 1
@@ -490,7 +492,6 @@ class _Realized:
       else:
         self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
         self._ids[wr] = key
-  def _drop(self, wr:weakref.ref): self.nodes.pop(self._ids.pop(wr))
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
@@ -509,6 +510,7 @@ def _handle(u:UOp) -> Tensor:
   t._requires_grad, t.grad, t._uop, t._epoch = None, None, u, _realized.epoch
   u.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
   return t
+
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
