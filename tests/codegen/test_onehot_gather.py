@@ -1,0 +1,59 @@
+"""A one-hot sum (where(r == e, v, 0) summed over r) is lowered as a gather: same values as numpy's indexing, including indices out of
+bounds (0, as the sum gives) and negative ones, and the kernel reads one row per index instead of every row. A comparison whose range
+side is cast to a type that wraps is not a one-hot pick and stays a sum."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes, nn
+from tinygrad.helpers import GlobalCounters
+
+def bytes_moved(fn):
+  GlobalCounters.reset()
+  out = fn()
+  return out, GlobalCounters.global_mem
+
+def test_batch_of_rows_reads_only_those_rows(device):
+  rng = np.random.default_rng(0)
+  x, idx = rng.standard_normal((1437, 64), dtype=np.float32), rng.integers(-1437, 1437, 128).astype(np.int32)
+  X, I = Tensor(x, device=device).realize(), Tensor(idx, device=device).realize()
+  out, moved = bytes_moved(lambda: X[I].numpy())
+  np.testing.assert_array_equal(out, x[idx])
+  assert moved < 4 * x[idx].nbytes, f"{moved} bytes moved for a {x[idx].nbytes}-byte gather: the sum over all 1437 rows is still there"
+
+def test_out_of_bounds_indices_pick_zero():
+  v = np.arange(10, dtype=np.float32) + 1
+  e = np.array([-20, -1, 0, 9, 10, 57], dtype=np.int32)
+  onehot = (Tensor.arange(10).unsqueeze(0) == Tensor(e).unsqueeze(1))
+  got = onehot.where(Tensor(v).unsqueeze(0), 0).sum(1).numpy()
+  np.testing.assert_array_equal(got, [0, 0, 1, 10, 0, 0])  # by hand: only 0 and 9 are in 0..9
+
+def test_integer_values_and_an_embedding():
+  rng = np.random.default_rng(1)
+  y, idx = rng.integers(0, 10, 300).astype(np.int32), rng.integers(0, 300, (4, 7)).astype(np.int32)
+  np.testing.assert_array_equal(Tensor(y)[Tensor(idx)].numpy(), y[idx])
+  emb = nn.Embedding(50, 8)
+  tok = rng.integers(0, 50, (3, 5)).astype(np.int32)
+  np.testing.assert_allclose(emb(Tensor(tok)).numpy(), emb.weight.numpy()[tok], rtol=0, atol=0)
+
+def test_a_further_condition_on_the_range_still_applies():
+  v, e = np.arange(8, dtype=np.float32) * 10, np.array([1, 3, 6, 7], dtype=np.int32)
+  r = Tensor.arange(8).unsqueeze(0)
+  got = ((r == Tensor(e).unsqueeze(1)) & (r < 5)).where(Tensor(v).unsqueeze(0), 0).sum(1).numpy()
+  np.testing.assert_array_equal(got, [10, 30, 0, 0])
+
+def test_a_wrapping_cast_is_not_a_gather():
+  # int8(r) == e matches r and r + 256 when 300 values wrap: a sum of two rows, not a pick of one
+  v, e = np.arange(300, dtype=np.float32), np.array([0, 20, 43, 100], dtype=np.int8)
+  r = Tensor.arange(300).cast(dtypes.int8).unsqueeze(0)
+  got = (r == Tensor(e).unsqueeze(1)).where(Tensor(v).unsqueeze(0), 0).sum(1).numpy()
+  want = [(v * (np.arange(300).astype(np.int8) == k)).sum() for k in e]
+  np.testing.assert_array_equal(got, want)
+
+@pytest.mark.parametrize("ignore_index", [-1, 3])
+def test_cross_entropy_picks_its_class_term(ignore_index):
+  rng = np.random.default_rng(2)
+  logits, y = rng.standard_normal((16, 10), dtype=np.float32), rng.integers(0, 10, 16).astype(np.int32)
+  got = Tensor(logits).sparse_categorical_crossentropy(Tensor(y), ignore_index=ignore_index).numpy()
+  logp = logits - logits.max(1, keepdims=True)
+  logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+  keep = y != ignore_index
+  np.testing.assert_allclose(got, -logp[np.arange(16), y][keep].mean(), rtol=1e-5)
