@@ -109,3 +109,13 @@ def test_beam_scratch_buffers_are_zero_even_from_the_cache():
   dirty = Buffer("CPU", 16, dtypes.int32).ensure_allocated().copyin(memoryview(np.full(16, 7, np.int32)))
   dirty.deallocate()  # into the cache, holding 7s
   for b in _scratch(ast, "CPU"): assert not b.numpy().any()
+
+def test_equal_buffer_specs_are_one_object_and_share_the_cache():
+  import copy, pickle
+  spec = BufferSpec(host=True)
+  assert spec is BufferSpec(False, False, True) and pickle.loads(pickle.dumps(spec)) is spec and copy.deepcopy(spec) is spec
+  assert spec is not BufferSpec() and BufferSpec() is BufferSpec()
+  a = CountingAllocator()
+  m = a.alloc(64, BufferSpec(host=True))
+  a.free(m, 64, BufferSpec(host=True))
+  assert a.alloc(64, spec) is m and a.allocs == 1

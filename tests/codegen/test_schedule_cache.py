@@ -100,3 +100,23 @@ def test_a_changed_contextvar_misses():
   assert cache.stats == {"hits": 2, "misses": 2}  # NOOPT=1 twice: one schedule, then its hit
   run()
   assert cache.stats == {"hits": 3, "misses": 2}
+
+def test_buffers_that_swap_places_between_hits():
+  # a buffer keeps the hole it last became: the same two buffers in the other order (one structure: holes go by position) must still
+  # read each its own data
+  a, b = rand(5), rand(5, seed=1)
+  ta, tb = Tensor(a).realize(), Tensor(b).realize()
+  for _ in range(2):
+    np.testing.assert_allclose((ta + tb * 2).numpy(), a + b * 2, rtol=1e-6)
+    np.testing.assert_allclose((tb + ta * 2).numpy(), b + a * 2, rtol=1e-6)
+    np.testing.assert_allclose((ta + ta * 2).numpy(), a * 3, rtol=1e-6)  # one buffer twice: another graph
+  assert cache.stats == {"hits": 4, "misses": 2}
+
+def test_a_hit_after_a_changed_dtype_or_shape_reads_the_right_values():
+  x = rand(6, 4)
+  for arr in (x, x.astype(np.float16), x[:5], x, x.astype(np.float16), x[:5]):
+    t = Tensor(arr).realize()
+    out = (t * 2).sum(0)
+    assert out.shape == (4,) and out.dtype == Tensor(arr).dtype
+    np.testing.assert_allclose(out.numpy(), (arr.astype(np.float32) * 2).sum(0), rtol=2e-3)
+  assert cache.stats == {"hits": 3, "misses": 3}

@@ -43,6 +43,18 @@ def test_pickle_returns_the_same_object():
   buf = UOp.param(0, dtypes.float32, (4, 4), name="a")
   assert pickle.loads(pickle.dumps(buf.index(x % 4, y % 4).load())) is buf.index(x % 4, y % 4).load()
 
+def test_buffer_args_hash_like_their_fields_and_pickle_without_the_kept_hash():
+  from tinygrad.uop.ops import ParamArg
+  from tinygrad.dtype import AddrSpace
+  fast, plain = ParamArg.global_buffer(7, 4, "CPU"), ParamArg(7, (4,), AddrSpace.GLOBAL, "CPU")
+  assert fast == plain and hash(fast) == hash(plain) and repr(fast) == repr(plain)
+  # a string hashes differently in another process: the hash kept on the arg must not travel
+  code = "import pickle, sys; from tinygrad.uop.ops import ParamArg; a = pickle.loads(sys.stdin.buffer.read()); print(hash(a) == hash(ParamArg(*a.__reduce__()[1])))"
+  out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(fast), capture_output=True, env={**os.environ, "PYTHONHASHSEED": "123"})
+  assert out.stdout.strip() == b"True", out.stderr
+  b = UOp.new_buffer("CPU", 4, dtypes.float32)
+  assert pickle.loads(pickle.dumps(b)) is b and b.arg.shape == (4,) and b.arg.addrspace is AddrSpace.GLOBAL
+
 def test_immutable_and_no_truth_value():
   with pytest.raises(AttributeError, match="immutable"): x.arg = 3
   with pytest.raises(TypeError, match="truth value"): bool(x < 3)

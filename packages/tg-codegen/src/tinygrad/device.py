@@ -2,6 +2,7 @@ import importlib, os, warnings
 from dataclasses import dataclass
 from typing import Any
 from tinygrad.dtype import DType
+from tinygrad.plugins import discovery
 from tinygrad.plugins.spec import DeviceError, DeviceSpec, RendererSpec
 from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, LRUAllocator, Compiler, Compiled, CompileError  # noqa: F401  (re-exported)
 
@@ -23,9 +24,8 @@ def _load(module:str, name:str, what:str) -> Any:
 class _Device:
   def __init__(self): self._reg, self._opened, self._default, self._requested, self._parsed = None, {}, None, {}, {}
   def _registry(self):
-    from tinygrad.plugins.discovery import registry
     # a plugins.reset() (tests) replaces the registry: forget everything chosen or opened under the old one
-    if (r := registry()) is not self._reg: self._reg, self._opened, self._default, self._requested, self._parsed = r, {}, None, {}, {}
+    if (r := discovery.registry()) is not self._reg: self._reg, self._opened, self._default, self._requested, self._parsed = r, {}, None, {}, {}
     return r
 
   def parse(self, spec:str) -> DeviceName:
@@ -54,8 +54,8 @@ class _Device:
     return self.DEFAULT if name is None else str(self.parse(name))
 
   def __getitem__(self, name:str) -> Any:
-    # a canonical name of an opened device (every launch asks for one) skips the parse
-    if (dev := self._opened.get(name)) is not None and self._registry() is self._reg and name in self._opened: return dev
+    # a canonical name of an opened device (every launch asks for one) skips the parse, while the registry it was opened under is current
+    if (dev := self._opened.get(name)) is not None and discovery._registry is self._reg: return dev
     n = self.parse(name)
     if (dev := self._opened.get(full := str(n))) is not None: return dev
     reg = self._registry()

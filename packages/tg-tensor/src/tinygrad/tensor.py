@@ -114,28 +114,29 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
     # a symbolic scalar (a Variable's value) has no device: it is a kernel argument, usable on any device
-    if any(s.device != self.device and s.device is not None and self.device is not None for s in src):
+    if (dev := self.device) is not None and any([(d := s.device) is not None and d != dev for s in src]):
       raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
     ret = self.uop.alu(op, *[s.uop for s in src])
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
-    return Tensor(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
-  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return Tensor(UOp.const(dtype or self.dtype, b, self.device))
+    return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
+  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
   def cast(self, dtype:DType|str) -> Tensor:
-    return self if (dt := to_dtype(dtype)) is self.dtype else Tensor(self.uop.cast(dt))
+    return self if (dt := dtype if type(dtype) is DType else to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
-    return self if dt is self.dtype else Tensor(self.uop.bitcast(dt))
-  def _mop(self, op:Ops, arg:Any) -> Tensor: return Tensor(self.uop._mop(op, arg))
-  def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return Tensor(self.uop._rop(op, axis))
+    return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
+  def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
+  def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))
 
   # *** properties ***
+  # the handle's node read inline when it is caught up (the usual case): these are asked for by every op
   @property
-  def device(self) -> str|tuple[str, ...]: return self.uop.device
+  def device(self) -> str|tuple[str, ...]: return (self._uop if self._epoch == _realized.epoch else self.uop).device
   @property
-  def dtype(self) -> DType: return self.uop.dtype
+  def dtype(self) -> DType: return (self._uop if self._epoch == _realized.epoch else self.uop).dtype
   @property
-  def shape(self) -> tuple: return self.uop.shape
+  def shape(self) -> tuple: return (self._uop if self._epoch == _realized.epoch else self.uop).shape
   @property
   def ndim(self) -> int: return len(self.shape)
   def numel(self) -> int: return prod(self.shape)
@@ -296,8 +297,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
 
   # *** graph-level ops ***
-  def contiguous(self) -> Tensor: return Tensor(self.uop.contiguous())
-  def detach(self) -> Tensor: return Tensor(self.uop.detach())
+  def contiguous(self) -> Tensor: return _handle(self.uop.contiguous())
+  def detach(self) -> Tensor: return _handle(self.uop.detach())
   def contiguous_backward(self) -> Tensor:
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
     return Tensor(self.uop.contiguous_backward())
@@ -373,7 +374,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _is_buffer(self) -> bool:
     """realized: a whole buffer seen through reshapes only, so its memory is this tensor in row-major order"""
     u = self.uop
-    if is_multi_buffer(u): return True
+    if u.op is Ops.MULTI: return is_multi_buffer(u)
     while u.op is Ops.RESHAPE: u = u.src[0]
     # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
     if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
@@ -438,11 +439,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 _READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
 def _reads_memory(u:UOp) -> bool:
   """u's graph reads a buffer or runs a custom kernel (else it computes from constants alone)"""
-  if (ret := u.__dict__.get(_READS)) is None:
-    for x in u.toposort(lambda x: _READS not in x.__dict__):
-      if _READS not in x.__dict__: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
-    ret = u.__dict__[_READS]
-  return ret
+  if (ret := u.__dict__.get(_READS)) is not None: return ret
+  stack = [u]  # depth first, a node decided once its sources are (no toposort: no gate call per node)
+  while stack:
+    if _READS in (x := stack[-1]).__dict__: stack.pop()
+    elif todo := [s for s in x.src if _READS not in s.__dict__]: stack.extend(todo)
+    else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
+  return u.__dict__[_READS]
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
@@ -474,18 +477,40 @@ class _Realized:
   A realize only records and bumps the epoch: its cost does not depend on how many tensors are alive. Each handle catches up on its next
   use, applying only what was realized after it last looked (a node built again after its realize, like a second in-place kernel call,
   is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
-  def __init__(self): self.epoch, self.nodes = 0, weakref.WeakKeyDictionary()
+  # id(old node) -> (epoch, buffer view, weak reference to the old node): a lookup is a dict read by id, with no weak reference made
+  # per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize). The reference's death drops the entry
+  def __init__(self):
+    self.epoch, self.nodes, self._ids = 0, {}, {}  # _ids: weak reference -> the id it is the entry of
+    nodes, ids = self.nodes, self._ids
+    # one callback for every reference; it holds the dicts, not self, so it still works while the interpreter tears down
+    self._on_death = lambda wr: nodes.pop(ids.pop(wr), None)
   def record(self, becomes:dict[UOp, UOp]):
     if not becomes: return
     self.epoch += 1
-    for old, new in becomes.items(): self.nodes[old] = (self.epoch, new)
+    for old, new in becomes.items():
+      if (r := self.nodes.get(key := id(old))) is not None: self.nodes[key] = (self.epoch, new, r[2])  # recorded again: same reference
+      else:
+        self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
+        self._ids[wr] = key
+  def get(self, u:UOp) -> tuple[int, UOp]|None:
+    """(epoch, buffer view) of the realize that last recorded u, or None"""
+    return None if (r := self.nodes.get(id(u))) is None else r[:2]
   def since(self, u:UOp, epoch:int) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
-    while self.nodes and (hits := {x: r[1] for x in u.toposort() if (r := self.nodes.get(x)) is not None and r[0] > epoch}):
+    nodes = self.nodes
+    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch}):
       u = u.substitute(hits)
     return u
 
 _realized = _Realized()
+
+def _handle(u:UOp) -> Tensor:
+  """Tensor(u) for the node an op just built from tensors (no argument to check): the constructor's work on a UOp, without its branches"""
+  t = Tensor.__new__(Tensor)
+  t._requires_grad, t.grad, t._uop, t._epoch = None, None, u, _realized.epoch
+  u.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+  return t
+
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 

@@ -47,6 +47,8 @@ class PtrDType(DType):
   def ptr(self, size=-1, addrspace=AddrSpace.GLOBAL): raise TypeError(f"{self!r} is already a pointer")
   def __repr__(self): return f"{self._base!r}.ptr({self.size}" + ("" if self.addrspace is AddrSpace.GLOBAL else f", {self.addrspace!r}") + ")"
 
+_SUM_ACC: dict[DType, DType] = {}  # sum_acc_dtype of each strong dtype asked about (the lattice never changes)
+
 class dtypes:
   void = DType(-1, 0, "void", None)
   bool = DType(0, 1, "bool", "?")
@@ -123,10 +125,13 @@ class dtypes:
   @staticmethod
   def sum_acc_dtype(dt:DType) -> DType:
     """accumulator for a sum: ints/bool at least 32 bits (uints stay unsigned); floats at least float32 (even when the default is lower)"""
-    dt = dtypes.strong(dt)
-    if dtypes.is_unsigned(dt): return least_upper_dtype(dt, dtypes.uint32)
-    if dtypes.is_int(dt) or dt is dtypes.bool: return least_upper_dtype(dt, dtypes.int32)
-    return least_upper_dtype(dt, dtypes.float32)
+    if (ret := _SUM_ACC.get(dt)) is not None: return ret
+    strong = dtypes.strong(dt)
+    if dtypes.is_unsigned(strong): ret = least_upper_dtype(strong, dtypes.uint32)
+    elif dtypes.is_int(strong) or strong is dtypes.bool: ret = least_upper_dtype(strong, dtypes.int32)
+    else: ret = least_upper_dtype(strong, dtypes.float32)
+    if strong is dt: _SUM_ACC[dt] = ret  # a weak dtype's answer follows the current default: not kept
+    return ret
 
 _FINFO = {dtypes.fp8e4m3: (4, 3), dtypes.fp8e5m2: (5, 2), dtypes.float16: (5, 10), dtypes.bfloat16: (8, 7),
   dtypes.float32: (8, 23), dtypes.float64: (11, 52)}
@@ -220,6 +225,12 @@ def least_upper_dtype(*ds:DType) -> DType:
   """the dtype all of ds promote to. The result is weak only if every input is weak; a weak join met by a strong input becomes the
   current default (bool+weakint -> default_int, int32+weakfloat -> default_float). That strengthening is why, unlike the lattice join,
   chained binary calls can differ from one n-ary call: JAX keeps a weak flag on such results instead, we keep dtypes plain."""
-  if len(ds) == 2 and ds[0] is ds[1]: return ds[0]  # the usual binary op: its own join, weak or strong as it is
+  if len(ds) == 2:
+    if ds[0] is ds[1]: return ds[0]  # the usual binary op: its own join, weak or strong as it is
+    if (ret := _STRONG_PAIRS.get(ds)) is not None: return ret
   ret = _join(frozenset(ds))
+  if not dtypes.is_weak(ret):  # a strong join (some input is strong) never depends on the defaults
+    if len(ds) == 2: _STRONG_PAIRS[ds] = ret
+    return ret
   return ret if all(dtypes.is_weak(d) for d in ds) else dtypes.strong(ret)
+_STRONG_PAIRS: dict[tuple[DType, DType], DType] = {}  # least_upper_dtype of two dtypes whose join is strong (a tensor and a python scalar)

@@ -1,6 +1,6 @@
 """What every device is made of: Buffer (typed memory on a device), Allocator, Compiler (with the disk cache) and Compiled."""
 from __future__ import annotations
-import collections, functools, pickle
+import collections, dataclasses, pickle, weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 from tinygrad.dtype import DType
@@ -9,14 +9,23 @@ from tinygrad.helpers import GlobalCounters, diskcache_get, diskcache_put, geten
 class CompileError(RuntimeError):
   """a renderer's source did not compile: the message holds the compiler's output"""
 
-@dataclass(frozen=True)
-class BufferSpec:
+class _Interned(type):
+  """equal specs are one object: the allocator caches key on them by identity (hashed in C; a frozen dataclass hashes in python, three
+  times per buffer allocated and freed). Held weakly: a spec per external pointer does not pile up"""
+  made: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+  def __call__(cls, *args, **kwargs):
+    spec = super().__call__(*args, **kwargs)
+    return _Interned.made.setdefault((cls, dataclasses.astuple(spec)), spec)
+
+@dataclass(frozen=True, eq=False)
+class BufferSpec(metaclass=_Interned):
   """allocation options a device may honor; the default is plain device memory"""
   uncached: bool = False
   cpu_access: bool = False
   host: bool = False
   nolru: bool = False
   external_ptr: int|None = None
+  def __reduce__(self): return BufferSpec, dataclasses.astuple(self)  # unpickled through the intern table
 
 class Allocator:
   """device memory by bytes. Subclasses implement _alloc/_copyin/_copyout, optionally _free, _as_buffer (zero-copy host view), _offset (views)
@@ -48,7 +57,7 @@ class LRUAllocator(Allocator):
     self.cached_bytes = 0
   def alloc(self, size:int, options:BufferSpec|None=None):
     if (kept := self.cache.get(key := (size, options or self.default_buffer_spec))):
-      self._forget(key, opaque := kept[-1])
+      self._forget(key, opaque := kept[-1], kept)
       return opaque
     if size <= 0: return super().alloc(size, key[1])  # its error
     try: return self._alloc(size, key[1])
@@ -67,9 +76,9 @@ class LRUAllocator(Allocator):
       owner, old_key, old = next(iter(LRUAllocator.order.values()))
       owner._forget(old_key, old)
       owner._free(old, old_key[1])
-  def _forget(self, key:tuple[int, BufferSpec], opaque):
-    """take opaque out of the cache (it is handed out or freed)"""
-    kept = self.cache[key]
+  def _forget(self, key:tuple[int, BufferSpec], opaque, kept:list|None=None):
+    """take opaque out of the cache (it is handed out or freed); kept: the cache's list for key, where the caller has it"""
+    if kept is None: kept = self.cache[key]
     kept.pop(-1 if kept[-1] is opaque else next(i for i in range(len(kept) - 1, -1, -1) if kept[i] is opaque))  # alloc takes the last
     if not kept: del self.cache[key]
     del LRUAllocator.order[id(opaque)]
@@ -95,10 +104,14 @@ class Buffer:
   def base(self) -> Buffer: return self._base if self._base is not None else self
   @property
   def nbytes(self) -> int: return self.size * self.dtype.itemsize
-  @functools.cached_property
-  def allocator(self) -> Allocator:  # looked up once: freeing must not reopen a device (e.g. after the registry was reset)
-    from tinygrad.device import Device
-    return Device[self.device].allocator
+  @property
+  def allocator(self) -> Allocator:
+    # looked up once: freeing must not reopen a device (e.g. after the registry was reset). Not functools.cached_property: python 3.11's
+    # takes a lock on the first read, which every new Buffer pays
+    if (a := self.__dict__.get("_allocator")) is None:
+      from tinygrad.device import Device
+      a = self._allocator = Device[self.device].allocator
+    return a
   def is_allocated(self) -> bool: return hasattr(self, "_buf")
   def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
   def allocate(self, opaque:Any=None) -> Buffer:

@@ -52,16 +52,18 @@ def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
 
 def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
   if len(bufs) < spec.nbufs: raise RuntimeError(f"kernel {spec.name} takes {spec.nbufs} buffers, got {len(bufs)}")
-  missing = [v for v in spec.vars if v not in var_vals]
-  if missing: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
+  if spec.vars:
+    if missing := [v for v in spec.vars if v not in var_vals]: raise RuntimeError(f"kernel {spec.name} needs values for variables {missing}")
+    vals = tuple([var_vals[v] for v in spec.vars])
+  else: vals = ()
   global_size, local_size = spec.launch_dims(var_vals)
-  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=tuple(var_vals[v] for v in spec.vars), global_size=global_size, local_size=local_size,
-           wait=DEBUG >= 2)
+  debug = DEBUG.value  # read once: a ContextVar's comparison is a python call
+  et = prg(*[b._buf for b in bufs[:spec.nbufs]], vals=vals, global_size=global_size, local_size=local_size, wait=debug >= 2)
   GlobalCounters.kernel_count += 1
   GlobalCounters.global_ops += spec.ops
   GlobalCounters.global_mem += spec.mem
   if et is not None: GlobalCounters.time_sum_s += et
-  if DEBUG >= 2:
+  if debug >= 2:
     tm = f"{et*1e6:9.2f} us" if et is not None else " " * 12
     gflops = f"{'>=' if not spec.exact else ''}{spec.ops/et*1e-9:.2f} GFLOPS" if et else ""  # unknown trip counts: a lower bound
     print(f"{colored(f'*** {device:7s}', 'magenta')} {GlobalCounters.kernel_count:4d} {spec.name:30s} {tm} {gflops}")
@@ -87,6 +89,7 @@ def run_copy(dst, src):
                        f"  {(time.perf_counter()-st)*1e6:9.2f} us")
 
 def kernel_device(it:ExecItem, bufs:list) -> str:
+  if len(bufs) == 1: return bufs[0].device
   devices = {b.device for b in bufs}
   if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
   return devices.pop()
@@ -108,6 +111,6 @@ def realize_uops(uops:list[UOp]) -> dict[UOp, UOp]:
   whose base is a BUFFER"""
   if not uops: return {}
   items, becomes = create_schedule_cached(uops)
-  if DEBUG >= 3: print(f"schedule: {len(items)} items")
+  if DEBUG.value >= 3: print(f"schedule: {len(items)} items")
   run_schedule(items)
   return becomes

@@ -22,6 +22,7 @@ class _Entry:
   items: list[ExecItem]            # bufs are placeholders; var_vals only name the Variables each kernel reads
   becomes: list[tuple[UOp, UOp]]   # (the node in the normalized graph, its result over placeholders and unbound Variables)
   fresh: list[UOp]                 # placeholders of the buffers the schedule allocates: new ones on every call
+  rebuild: list[UOp]               # the results' nodes above a placeholder or Variable, sources first: what a replay makes again
 
 _cache: OrderedDict = OrderedDict()
 stats = {"hits": 0, "misses": 0}
@@ -33,12 +34,16 @@ def clear():
 def _is_device_buffer(u:UOp) -> bool: return u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.GLOBAL and u.arg.slot >= 0
 
 # a hole is found again rather than rebuilt (dataclasses.replace and a new ParamArg cost more than the rest of a hit): each call's new
-# buffers map to the same few holes, which live as long as some cached graph holds them
+# buffers map to the same few holes, which live as long as some cached graph holds them. The last hole a buffer became is also kept
+# on the buffer's node: a weight or input realized again and again is one attribute read
 _holes: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_LAST_HOLE = "_last_hole"
 def _hole(u:UOp, n:int) -> UOp:
+  if (last := u.__dict__.get(_LAST_HOLE)) is not None and last[0] == n: return last[1]
   a = u.arg
   if (h := _holes.get(key := (u.dtype, u.src, u.tag, a.shape, a.addrspace, a.device, a.name, a.vmin_vmax, a.volatile, n))) is None:
     h = _holes[key] = u.replace(arg=dataclasses.replace(a, slot=-1-n))
+  u.__dict__[_LAST_HOLE] = (n, h)
   return h
 
 def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, int]]|None:
@@ -48,6 +53,8 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
   defined, bound = set(), set()
+  # enum members read once, not per node: python 3.11's EnumType makes each `Ops.X` a slow attribute read
+  BUFFER, BIND, DEFINE_VAR, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, AddrSpace.GLOBAL
   stack = [(r, False) for r in reversed(roots)]
   pop, push = stack.pop, stack.append
   while stack:
@@ -57,16 +64,16 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
         push((u, True))
         for s in reversed(u.src):
           if s not in new: push((s, False))
-    elif (op := u.op) is Ops.BUFFER and u.arg.slot >= 0 and u.arg.addrspace is AddrSpace.GLOBAL:
+    elif (op := u.op) is BUFFER and u.arg.slot >= 0 and u.arg.addrspace is GLOBAL:
       new[u] = _hole(u, len(bufs))
       bufs.append(u)
-    elif op is Ops.BIND:
+    elif op is BIND:
       var, val = u.src[0], u.src[1].arg
       if vals.setdefault(var.arg.name, val) != val: return None  # two values in one realize: the scheduler says what is wrong
       bound.add(var)
       new[u] = var
     else:
-      if op is Ops.DEFINE_VAR: defined.add(u)
+      if op is DEFINE_VAR: defined.add(u)
       src = u.src
       new[u] = u if all([new[s] is s for s in src]) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
   if defined and defined - bound: return None  # a Variable that is not bound has no value to replay with
@@ -74,7 +81,7 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
 
 def create_schedule_cached(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """create_schedule(targets), from the cache when a graph of the same structure was scheduled before"""
-  if not SCACHE: return create_schedule(targets)
+  if not SCACHE.value: return create_schedule(targets)
   if (norm := _normalize(targets)) is None: return create_schedule(targets)
   new, bufs, vals = norm
   key = (tuple([new[t] for t in targets]), ContextVar.snapshot())
@@ -104,7 +111,16 @@ def _abstract(items:list[ExecItem], becomes:dict[UOp, UOp], new:dict[UOp, UOp], 
   ast_bufs = [u for it in items if it.ast is not None for u in it.ast.toposort() if _is_device_buffer(u)]
   left = [u for _, r in abstract for u in r.toposort() if _is_device_buffer(u) or u.op is Ops.BIND]
   if ast_bufs or left: return None
-  return _Entry([ExecItem(it.kind, it.ast, [holes[b] for b in it.bufs], {k: 0 for k in it.var_vals}) for it in items], abstract, fresh)
+  return _Entry([ExecItem(it.kind, it.ast, [holes[b] for b in it.bufs], {k: 0 for k in it.var_vals}) for it in items], abstract, fresh,
+                _above(set(holes.values()), [r for _, r in abstract]))
+
+def _above(leaves:set[UOp], results:list[UOp]) -> list[UOp]:
+  """the nodes of results that have a leaf or a Variable below them (the leaves excluded), sources first"""
+  above: dict[UOp, None] = {}
+  for r in results:
+    for u in r.toposort():
+      if u not in leaves and u not in above and any(s in leaves or s in above or s.op is Ops.DEFINE_VAR for s in u.src): above[u] = None
+  return list(above)
 
 def _binds_in(u:UOp) -> dict[UOp, UOp]:
   """the results are rebound to this call's values (create_schedule's _rebind): any BIND in them becomes its Variable"""
@@ -113,8 +129,10 @@ def _binds_in(u:UOp) -> dict[UOp, UOp]:
 def _replay(entry:_Entry, new:dict[UOp, UOp], bufs:list[UOp], vals:dict[str, int]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   fill = {new[b]: b for b in bufs}
   for h in entry.fresh: fill[h] = UOp.new_buffer(h.arg.device, h.arg.shape[0], h.dtype)
-  items = [ExecItem(it.kind, it.ast, [fill[b] for b in it.bufs], {k: vals[k] for k in it.var_vals}) for it in entry.items]
+  items = [ExecItem(it.kind, it.ast, [fill[b] for b in it.bufs], {k: vals[k] for k in it.var_vals} if it.var_vals else {}) for it in entry.items]
+  if vals: fill |= {u.src[0]: u for u in new if u.op is Ops.BIND}
+  # the results are made again from the nodes _abstract listed (no walk): each on its sources' replacements
+  for u in entry.rebuild: fill[u] = UOp(u.op, u.dtype, tuple([fill.get(s, s) for s in u.src]), u.arg, u.tag)
   # the becomes keys are never a Variable or a BIND (_abstract), the only nodes that several originals share
   original = {n: u for u, n in new.items()}
-  if vals: fill |= {u.src[0]: u for u in new if u.op is Ops.BIND}
-  return items, {original[n]: r.substitute(fill) for n, r in entry.becomes}
+  return items, {original[n]: fill.get(r, r) for n, r in entry.becomes}

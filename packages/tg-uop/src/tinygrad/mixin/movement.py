@@ -2,7 +2,7 @@
 so the IR only ever sees full-rank tuples; no-op movements return self. The composites at the end (padding with a value, cat, _arange)
 also use the elementwise core: dtype, cast, const_like and alu through the operators."""
 from __future__ import annotations
-import functools, itertools
+import functools, itertools, math
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
@@ -23,16 +23,20 @@ class MovementMixin:
   def _resolve_dim(self, dim:int, extra:bool=False) -> int: return _resolve_dim(dim, len(self.shape), extra)
 
   def reshape(self, shape, *args):
-    new = tuple(s if s is not None else self.shape[i] for i, s in enumerate(_argfix(shape, *args)))
-    if (c := sum(1 for s in new if isinstance(s, int) and s == -1)) > 1: raise ValueError(f"only one -1 is allowed in reshape {new}")
-    if c:
-      if (known := prod(s for s in new if not (isinstance(s, int) and s == -1))) == 0:
-        raise ValueError(f"cannot reshape shape {tuple(self.shape)} to {new}: the -1 is ambiguous next to a size 0")
-      new = tuple(prod(self.shape) // known if isinstance(s, int) and s == -1 else s for s in new)
-    if any(isinstance(s, int) and s < 0 for s in new): raise ValueError(f"negative size in reshape {new}")
-    if all_int(self.shape) and all_int(new) and prod(self.shape) != prod(new):
-      raise ValueError(f"cannot reshape shape {self.shape} (size {prod(self.shape)}) to {new} (size {prod(new)})")
-    return self if new == tuple(self.shape) else self._mop(Ops.RESHAPE, new)
+    cur = self.shape
+    # the usual call, a tuple of sizes (no None, no -1), needs no normalising
+    if args or type(shape) is not tuple or not all([type(s) is int and s >= 0 for s in shape]):
+      new = tuple(s if s is not None else cur[i] for i, s in enumerate(_argfix(shape, *args)))
+      if (c := sum(1 for s in new if isinstance(s, int) and s == -1)) > 1: raise ValueError(f"only one -1 is allowed in reshape {new}")
+      if c:
+        if (known := prod(s for s in new if not (isinstance(s, int) and s == -1))) == 0:
+          raise ValueError(f"cannot reshape shape {tuple(cur)} to {new}: the -1 is ambiguous next to a size 0")
+        new = tuple(prod(cur) // known if isinstance(s, int) and s == -1 else s for s in new)
+      if any(isinstance(s, int) and s < 0 for s in new): raise ValueError(f"negative size in reshape {new}")
+      shape = new
+    if all_int(cur) and all_int(shape) and math.prod(cur) != math.prod(shape):  # math.prod: in C, on ints only
+      raise ValueError(f"cannot reshape shape {cur} (size {prod(cur)}) to {shape} (size {prod(shape)})")
+    return self if shape == tuple(cur) else self._mop(Ops.RESHAPE, shape)
   def expand(self, shape, *args):
     new = _argfix(shape, *args)
     if len(new) < len(self.shape): raise ValueError(f"cannot expand {self.shape} to fewer dims {new}")

@@ -16,12 +16,16 @@ class ReduceMixin:
     return axes if self.shape else ()  # a 0-d tensor takes axis 0 or -1, like torch, and has nothing to reduce
   def _count(self, axis) -> int: return prod(self.shape[a] for a in set(self._axes(axis)))
   def _reduce(self, op:Ops, axis=None, keepdim=False):
-    axes = self._axes(axis)
+    if axis is None:  # every axis (the usual sum() or max()): sorted already, and nothing is left but a scalar
+      ret = self._rop(op, tuple(range(len(self.shape))))
+      return ret if keepdim else ret.reshape(())
+    axes, shape = self._axes(axis), self.shape
     ret = self._rop(op, tuple(sorted(set(axes))))
-    return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+    return ret if keepdim else ret.reshape(tuple([s for i, s in enumerate(shape) if i not in axes]))
   def sum(self, axis=None, keepdim=False, dtype=None):
-    ret = self.cast(dtype or dtypes.sum_acc_dtype(self.dtype))._reduce(Ops.ADD, axis, keepdim)
-    return ret.cast(self.dtype) if dtype is None and self.dtype in _NARROW_FLOATS else ret
+    dt = self.dtype
+    ret = self.cast(dtype or dtypes.sum_acc_dtype(dt))._reduce(Ops.ADD, axis, keepdim)
+    return ret.cast(dt) if dtype is None and dt in _NARROW_FLOATS else ret
   def prod(self, axis=None, keepdim=False, dtype=None):
     x = self.cast(dtype) if dtype is not None else self.cast(dtypes.sum_acc_dtype(self.dtype))
     return x._reduce(Ops.MUL, axis, keepdim)

@@ -27,6 +27,20 @@ class ParamArg:
   name: str|None = None
   vmin_vmax: tuple|None = None
   volatile: bool = False
+  # every BUFFER and PARAM node's cache key hashes its arg (when made, looked up and dropped): worked out once. Never pickled (a string's
+  # hash differs between processes): __reduce__ rebuilds from the fields
+  def __hash__(self) -> int:
+    if (h := self.__dict__.get("_hash")) is None:
+      object.__setattr__(self, "_hash", h := hash((self.slot, self.shape, self.addrspace, self.device, self.name, self.vmin_vmax, self.volatile)))
+    return h
+  def __reduce__(self): return ParamArg, (self.slot, self.shape, self.addrspace, self.device, self.name, self.vmin_vmax, self.volatile)
+  @staticmethod
+  def global_buffer(slot:int, size:int, device:str|tuple) -> ParamArg:
+    """ParamArg(slot, (size,), AddrSpace.GLOBAL, device), made without the frozen dataclass's __init__ (a setattr call per field): every
+    new device buffer makes one"""
+    ret = object.__new__(ParamArg)
+    ret.__dict__.update(slot=slot, shape=(size,), addrspace=AddrSpace.GLOBAL, device=device, name=None, vmin_vmax=None, volatile=False)
+    return ret
 
 @dataclass(frozen=True)
 class VarArg:
@@ -40,34 +54,34 @@ def _float_key(x): return (x, math.copysign(1, x)) if type(x) is float else (x, 
 class UOpMetaClass(type):
   # hash-consing: equal (op, dtype, src, arg, tag) give the same object. The cache holds weak references, so dead graphs are freed: a
   # plain dict of weakref.ref (made in C) and a callback that drops the key, cheaper than WeakValueDictionary's python-level KeyedRef
-  # and get() on the path every node is built through
+  # and get() on the path every node is built through. A new node is made here, not through __init__: one python frame less per node
   ucache: dict[tuple, weakref.ref] = {}
   def __call__(cls, op:Ops, dtype:DType=dtypes.void, src:tuple=(), arg:Any=None, tag:Any=None):
-    key = (op, dtype, src, _float_key(arg), tag)
+    key = (op, dtype, src, _float_key(arg) if type(arg) is float or type(arg) is bool else arg, tag)
     if (wr := _ucache.get(key)) is not None and (ret := wr()) is not None: return ret
-    ret = super().__call__(op, dtype, src, arg, tag)
-    if SPEC >= 2: _check_new(ret)
+    # the check runs in C (no comprehension frame) when every source is exactly a UOp, the usual case
+    if not isinstance(src, tuple) or not (_JUST_UOP.issuperset(map(type, src)) or all(isinstance(s, UOp) for s in src)):
+      raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
+    if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool: raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
+    ret = cls.__new__(cls)
+    ret.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
+    if SPEC.value >= 2: _check_new(ret)
     _ucache[key] = wr = weakref.ref(ret, _forget)
     _ucache_keys[wr] = key
     return ret
 
+_JUST_UOP: frozenset = frozenset()  # {UOp}, once the class exists
 _ucache, _ucache_keys = UOpMetaClass.ucache, {}  # key -> weak reference, and back
 # the dicts are bound as defaults: a callback that runs while the interpreter tears down its modules still finds them
 def _forget(wr:weakref.ref, cache=_ucache, keys=_ucache_keys):
-  key = keys.pop(wr)
-  if cache.get(key) is wr: del cache[key]  # a node made again after this one died owns the key now
+  # a node made again after this one died owns the key now: put back (one hash of the key in the usual case)
+  if (now := cache.pop(key := keys.pop(wr), None)) is not wr and now is not None: cache[key] = now
 
 def _check_new(u:UOp):
   from tinygrad.uop.spec import check_uop
   check_uop(u)
 
 class UOp(OpMixin, metaclass=UOpMetaClass):
-  def __init__(self, op:Ops, dtype:DType=dtypes.void, src:tuple[UOp, ...]=(), arg:Any=None, tag:Any=None):
-    if not isinstance(src, tuple) or not all([type(s) is UOp or isinstance(s, UOp) for s in src]):
-      raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
-    if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool:
-      raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
-    self.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
   def __setattr__(self, k, v): raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
   def replace(self, **kwargs) -> UOp:
@@ -123,16 +137,11 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   # *** shape inference ***
   @property
   def _shape(self) -> tuple|None:
-    if "_shape_c" not in self.__dict__:
-      # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
-      if all("_shape_c" in s.__dict__ for s in self.src): self.__dict__["_shape_c"] = _infer_shape(self)
-      else:
-        for u in self.toposort(lambda u: "_shape_c" not in u.__dict__):
-          if "_shape_c" not in u.__dict__: u.__dict__["_shape_c"] = _infer_shape(u)
-    return self.__dict__["_shape_c"]
+    return s if (s := self.__dict__.get("_shape_c", _UNKNOWN)) is not _UNKNOWN else _shape_of(self)
   @property
   def shape(self) -> tuple:
-    if (s := self._shape) is None: raise RuntimeError(f"{self.op} has no shape")
+    if (s := self.__dict__.get("_shape_c", _UNKNOWN)) is _UNKNOWN: s = _shape_of(self)
+    if s is None: raise RuntimeError(f"{self.op} has no shape")
     return s
   @property
   def ndim(self) -> int: return len(self.shape)
@@ -200,7 +209,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     return UOp(Ops.BUFFER, dtype, arg=ParamArg(slot, _shape_tuple(shape), addrspace, device))
   @staticmethod
   def new_buffer(device:str|tuple, size:int, dtype:DType) -> UOp:
-    return UOp(Ops.BUFFER, dtype, arg=ParamArg(next(_buffer_num), (size,), AddrSpace.GLOBAL, device))
+    return UOp(Ops.BUFFER, dtype, (), ParamArg.global_buffer(next(_buffer_num), size, device))
   # sink/group work as `UOp.sink(a, b)` and as `a.sink(b)`: the first source is self either way
   def sink(self, *srcs:UOp, arg=None) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,)+srcs, arg)
   def group(self, *srcs:UOp) -> UOp: return self if not srcs else UOp(Ops.GROUP, dtypes.void, (self,)+srcs)
@@ -285,6 +294,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def sym_infer(self, var_vals:dict[str, int]) -> int|float:
     return sym_infer(self, var_vals)
 
+_JUST_UOP = frozenset([UOp])
 _buffer_num = itertools.count(1 << 20)
 
 _SIZED_MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK}
@@ -323,56 +333,95 @@ _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CU
 
 _SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}
 
+_UNKNOWN = object()  # a node whose shape is not worked out yet (None is a node without one)
+def _shape_of(u:UOp) -> tuple|None:
+  """u's shape, worked out (and kept on each node) for u and whatever below it has none yet"""
+  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
+  if all(["_shape_c" in s.__dict__ for s in u.src]): ret = u.__dict__["_shape_c"] = _infer_shape(u)
+  else:
+    for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
+      if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
+    ret = u.__dict__["_shape_c"]
+  return ret
+
+def _known_shape(u:UOp) -> tuple:
+  """the worked-out shape of a source (sources go first), which a movement op or reduce needs"""
+  if (s := u.__dict__["_shape_c"]) is None: raise RuntimeError(f"{u.op} has no shape")
+  return s
+
+def _index_shape(u:UOp) -> tuple:
+  src = u.src
+  bs = src[0]._shape
+  if bs is None or len(src)-1 > len(bs): return ()
+  return broadcast_shape(*[s._shape or () for s in src[1:]], ()) + bs[len(src)-1:] if any(s._shape for s in src[1:]) else bs[len(src)-1:]
+
+def _multi_shape(u:UOp) -> tuple:
+  from tinygrad.uop.multi import multi_shape
+  return multi_shape(u)
+
+def _alu_shape(u:UOp) -> tuple:
+  shapes = [s.__dict__["_shape_c"] for s in u.src]
+  if any(s is None for s in shapes): raise RuntimeError(f"{u.op} has a source without a shape: {[s.op for s in u.src]}")
+  return broadcast_shape(*shapes)
+
+def _sizes(u:UOp) -> tuple: return tuple([x.arg if x.op is Ops.CONST else x for x in u.src[1:]])  # RESHAPE's or EXPAND's marg
+
+def _reshape_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), _sizes(u)
+  if all_int(ss) and all_int(arg) and math.prod(ss) != math.prod(arg):  # math.prod: in C, on ints only
+    raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
+  return arg
+
+def _expand_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), _sizes(u)
+  if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):
+    raise ValueError(f"cannot expand {ss} to {arg}")
+  return arg
+
+def _permute_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), u.arg
+  if sorted(arg) != list(range(len(ss))): raise ValueError(f"{arg} is not a permutation of the {len(ss)} axes of {ss}")
+  return tuple(ss[i] for i in arg)
+
+def _pad_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), u.marg
+  if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
+  return tuple(ssimplify(s+b+a) for s, (b, a) in zip(ss, arg))
+
+def _shrink_shape(u:UOp) -> tuple:
+  ss, arg = _known_shape(u.src[0]), u.marg
+  if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
+  return tuple(ssimplify(e-b) for b, e in arg)
+
+def _reduce_shape(u:UOp) -> tuple:
+  ss, axes = _known_shape(u.src[0]), u.arg[1]
+  if not all([0 <= a < len(ss) for a in axes]): raise ValueError(f"reduce axes {axes} out of range for shape {ss}")
+  return tuple([1 if i in axes else s for i, s in enumerate(ss)])
+
+# op -> its shape from its sources' (worked out already): one table lookup per node (an Ops member read is slow in python 3.11, whose
+# EnumType has a __getattr__ hook, so a chain of `op is Ops.X` tests costs more than the rule)
+_SHAPE_RULES: dict[Ops, Callable[[UOp], tuple|None]] = {
+  **{op: (lambda u: None) for op in _NO_SHAPE}, **{op: (lambda u: ()) for op in _SCALAR},
+  **{op: (lambda u: u.src[0].__dict__["_shape_c"]) for op in _SAME_SHAPE | {Ops.ALLREDUCE}},
+  **{op: _alu_shape for op in GroupOp.ALU}, **{op: _multi_shape for op in (Ops.MULTI, Ops.MSELECT)},
+  Ops.RANGE: lambda u: None if u.dtype is dtypes.void else (), Ops.PARAM: lambda u: u.arg.shape, Ops.BUFFER: lambda u: u.arg.shape,
+  Ops.INDEX: _index_shape, Ops.STACK: lambda u: (len(u.src),) + (broadcast_shape(*[s.shape for s in u.src]) if u.src else ()),
+  Ops.RESHAPE: _reshape_shape, Ops.EXPAND: _expand_shape, Ops.PERMUTE: _permute_shape, Ops.PAD: _pad_shape, Ops.SHRINK: _shrink_shape,
+  Ops.FLIP: lambda u: _known_shape(u.src[0]), Ops.REDUCE_AXIS: _reduce_shape}
+
 def _infer_shape(u:UOp) -> tuple|None:
-  op, src, arg = u.op, u.src, u.arg
-  if op in _NO_SHAPE: return None
-  if op in _SCALAR: return ()
-  if op is Ops.RANGE: return None if u.dtype is dtypes.void else ()
-  if op is Ops.PARAM or op is Ops.BUFFER: return arg.shape
-  if op in _SAME_SHAPE: return src[0]._shape
-  if op is Ops.INDEX:
-    bs = src[0]._shape
-    if bs is None or len(src)-1 > len(bs): return ()
-    return broadcast_shape(*[s._shape or () for s in src[1:]], ()) + bs[len(src)-1:] if any(s._shape for s in src[1:]) else bs[len(src)-1:]
-  if op in (Ops.MULTI, Ops.MSELECT):
-    from tinygrad.uop.multi import multi_shape
-    return multi_shape(u)
-  if op is Ops.ALLREDUCE: return src[0]._shape
-  if op is Ops.STACK: return (len(src),) + (broadcast_shape(*[s.shape for s in src]) if src else ())
-  if op in GroupOp.ALU:
-    shapes = [s._shape for s in src]
-    if any(s is None for s in shapes): raise RuntimeError(f"{op} has a source without a shape: {[s.op for s in src]}")
-    return broadcast_shape(*shapes)
-  ss, arg = src[0].shape, u.marg
-  if op is Ops.RESHAPE:
-    if all_int(ss) and all_int(arg) and prod(ss) != prod(arg): raise ValueError(f"cannot reshape {ss} to {arg}: sizes {prod(ss)} != {prod(arg)}")
-    return tuple(arg)
-  if op is Ops.EXPAND:
-    if len(arg) != len(ss) or any(not (s == a or (isinstance(s, int) and s == 1)) for s, a in zip(ss, arg) if isinstance(s, int) or s is not a):
-      raise ValueError(f"cannot expand {ss} to {arg}")
-    return tuple(arg)
-  if op is Ops.PERMUTE:
-    if sorted(arg) != list(range(len(ss))): raise ValueError(f"{arg} is not a permutation of the {len(ss)} axes of {ss}")
-    return tuple(ss[i] for i in arg)
-  if op is Ops.PAD:
-    if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
-    return tuple(ssimplify(s+b+a) for s, (b, a) in zip(ss, arg))
-  if op is Ops.SHRINK:
-    if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
-    return tuple(ssimplify(e-b) for b, e in arg)
-  if op is Ops.FLIP: return ss
-  if op is Ops.REDUCE_AXIS:
-    if not all([0 <= a < len(ss) for a in arg[1]]): raise ValueError(f"reduce axes {arg[1]} out of range for shape {ss}")
-    return tuple([1 if i in arg[1] else s for i, s in enumerate(ss)])
-  raise RuntimeError(f"no shape rule for {op}")
+  """u's shape from its sources' (worked out already)"""
+  if (rule := _SHAPE_RULES.get(u.op)) is None: raise RuntimeError(f"no shape rule for {u.op}")
+  return rule(u)
+
+_DEVICE_RULES: dict[Ops, Callable[[UOp], str|tuple|None]] = {
+  Ops.DEVICE: lambda u: u.arg, Ops.BUFFER: lambda u: u.arg.device, Ops.COPY: lambda u: u.src[1].arg,
+  Ops.MULTI: lambda u: tuple(s.device for s in u.src), Ops.ALLREDUCE: lambda u: tuple(s.device for s in u.src),
+  Ops.MSELECT: lambda u: u.src[0].device[u.arg[0]]}
 
 def _infer_device(u:UOp) -> str|tuple|None:
-  if u.op is Ops.DEVICE: return u.arg
-  if u.op is Ops.BUFFER: return u.arg.device
-  if u.op is Ops.COPY: return u.src[1].arg
-  if u.op in (Ops.MULTI, Ops.ALLREDUCE): return tuple(s.device for s in u.src)
-  if u.op is Ops.MSELECT: return u.src[0].device[u.arg[0]]
-  for s in u.src:
+  if (rule := _DEVICE_RULES.get(u.op)) is not None: return rule(u)
+  for s in u.src:  # anything else: the first source's device
     if (d := s.device) is not None: return d
   return None
 
