@@ -275,9 +275,11 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def vmax(self): return self._min_max[1]
   @property
   def _min_max(self) -> tuple:
-    if "_mm" not in self.__dict__:
-      for u in self.toposort(lambda u: "_mm" not in u.__dict__):
-        if "_mm" not in u.__dict__: u.__dict__["_mm"] = _min_max(u)
+    if (mm := self.__dict__.get("_mm")) is not None: return mm
+    # a node built on nodes whose bounds are known (the usual case: rewrites ask as they build) needs no walk
+    if all(["_mm" in s.__dict__ for s in self.src]): mm = self.__dict__["_mm"] = _min_max(self); return mm
+    for u in self.toposort(lambda u: "_mm" not in u.__dict__):
+      if "_mm" not in u.__dict__: u.__dict__["_mm"] = _min_max(u)
     return self.__dict__["_mm"]
   def simplify(self) -> UOp:
     from tinygrad.uop.symbolic import symbolic

@@ -2,6 +2,7 @@
 from __future__ import annotations
 from typing import Any
 from tinygrad.helpers import SPEC
+from tinygrad.uop.ops import UOp
 
 def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=None, memo:str|None=None):
   """Rewrite every node reachable from sink.
@@ -11,6 +12,32 @@ def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=No
   memo: for a matcher without ctx, a name under which each node is marked once it is a fixed point; a marked node is not looked at
         again by any later rewrite with the same memo (simplifying a graph that holds already simplified parts costs only the new part)"""
   done: dict = {}
+  if bottom_up: _settle(sink, pm, ctx, True, memo, done)
+  else: _walk(sink, pm, ctx, memo, done)
+  ret = done[sink]
+  if SPEC >= 1:
+    from tinygrad.uop.spec import check_graph
+    check_graph(ret, stage=name)
+  return ret
+
+def _walk(sink, pm, ctx, memo, done:dict):
+  """the default order over the graph as given: its nodes in topological order (the order the rewriting would reach them in), each
+  rebuilt on its sources' results; only what a rule returns needs the general machinery. Nodes without a rule for their op skip the
+  matcher, and a node whose sources are unchanged is not rebuilt"""
+  rules, rewrite = pm.pdict, pm.rewrite
+  for u in sink.toposort(None if memo is None else lambda u: memo not in u.__dict__):
+    if u in done: continue
+    if memo is not None and memo in u.__dict__: done[u] = u; continue
+    if (src := u.src) and (new_src := tuple([done[s] for s in src])) != src: u2 = UOp(u.op, u.dtype, new_src, u.arg, u.tag)
+    else: u2 = u
+    if u2.op not in rules or (rw := rewrite(u2, ctx)) is None:
+      done[u] = u2
+      if memo is not None: u2.__dict__[memo] = True
+    else: done[u] = _settle(rw, pm, ctx, False, memo, done)
+
+def _settle(sink, pm, ctx, bottom_up:bool, memo, done:dict):
+  """the result for sink, everything it needs rewritten first: the general machinery, an explicit stack"""
+  rules, rewrite = pm.pdict, pm.rewrite
   stack: list = [(sink, 0, None)]
   while stack:
     node, stage, extra = stack.pop()
@@ -20,32 +47,26 @@ def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=No
       if bottom_up:
         # pre-order: rewrite the node itself until nothing applies
         seen = node
-        while (rw := pm.rewrite(seen, ctx)) is not None:
+        while seen.op in rules and (rw := rewrite(seen, ctx)) is not None:
           if rw in done: seen = done[rw]; break
           seen = rw
         stack.append((node, 1, seen))
-        stack.extend((s, 0, None) for s in reversed(seen.src) if s not in done)
+        stack.extend([(s, 0, None) for s in reversed(seen.src) if s not in done])
       else:
         stack.append((node, 1, node))
-        stack.extend((s, 0, None) for s in reversed(node.src) if s not in done)
+        stack.extend([(s, 0, None) for s in reversed(node.src) if s not in done])
     elif stage == 1:
       cur = extra
       if cur in done and cur is not node: done[node] = done[cur]; continue
-      new_src = tuple(done.get(s, s) for s in cur.src)
-      rebuilt = cur if new_src == cur.src else cur.replace(src=new_src)
+      rebuilt = cur if (new_src := tuple([done.get(s, s) for s in cur.src])) == cur.src else UOp(cur.op, cur.dtype, new_src, cur.arg, cur.tag)
       if bottom_up:
         if rebuilt is cur: done[node] = cur
         else: stack.append((node, 2, rebuilt)); stack.append((rebuilt, 0, None))
         continue
-      rw = pm.rewrite(rebuilt, ctx)
-      if rw is None:
+      if rebuilt.op not in rules or (rw := rewrite(rebuilt, ctx)) is None:
         done[node] = rebuilt
         if memo is not None: rebuilt.__dict__[memo] = True
       else: stack.append((node, 2, rw)); stack.append((rw, 0, None))
     else:
       done[node] = done[extra]
-  ret = done[sink]
-  if SPEC >= 1:
-    from tinygrad.uop.spec import check_graph
-    check_graph(ret, stage=name)
-  return ret
+  return done[sink]
