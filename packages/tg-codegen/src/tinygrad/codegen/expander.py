@@ -7,8 +7,18 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 
 def _lanes(x:UOp, rngs:tuple[UOp, ...]) -> list[UOp]:
-  """x once per combination of values of rngs (constant ranges), first range slowest"""
-  return [x.substitute({r: r.const_like(v) for r, v in zip(rngs, vals)}) for vals in itertools.product(*(range(r.src[0].arg) for r in rngs))]
+  """x once per combination of values of rngs (constant ranges), first range slowest. One walk finds the nodes that depend on rngs;
+  each lane rebuilds only those"""
+  deps: dict[UOp, None] = {}
+  for u in x.toposort():
+    if u in rngs or any(s in deps for s in u.src): deps[u] = None
+  ret = []
+  for vals in itertools.product(*(range(r.src[0].arg) for r in rngs)):
+    new = {r: r.const_like(v) for r, v in zip(rngs, vals)}
+    for u in deps:
+      if u not in new: new[u] = u.replace(src=tuple([new.get(s, s) for s in u.src]))
+    ret.append(new.get(x, x))
+  return ret
 
 def _in_lane_order(xs:list[UOp], op) -> UOp:
   """((x0 op x1) op x2) op ...: LLVM's SLP vectorizer reads that chain as an ordered reduction of one vector, so the accumulators become

@@ -70,17 +70,16 @@ def linearize(sink:UOp) -> list[UOp]:
     ret = [s]
     while s is not None: s = parent[s]; ret.append(s)
     return ret
-  chains = {u: chain(scope[u]) for u in opn}
+  # per scope, its enclosing blocks and (for each) the child loop of that block the scope lies in
+  chains = {s: chain(s) for s in dict.fromkeys(scope.values())}
+  child_in = {s: {c[i]: c[i-1] for i in range(1, len(c))} for s, c in chains.items()}
   def item_in(u:UOp, block) -> UOp|None:
     """the node or child loop of `block` that contains u, None when u is outside the block or is the block's own RANGE/END"""
-    c = chains[u]
-    if block not in c: return None
-    i = c.index(block)
-    if i == 0: return None if u.op in (Ops.RANGE, Ops.END) and scope[u] is block else u
-    return c[i-1]
+    if (s := scope[u]) is block: return None if u.op is Ops.RANGE or u.op is Ops.END else u
+    return child_in[s].get(block)
   members: dict = {}
   for u in opn:
-    for b in chains[u]: members.setdefault(b, []).append(u)
+    for b in chains[scope[u]]: members.setdefault(b, []).append(u)
   out: list[UOp] = []
   def emit(block):
     items: dict[UOp, None] = {}

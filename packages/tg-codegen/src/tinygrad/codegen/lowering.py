@@ -17,10 +17,12 @@ from tinygrad.codegen.grouping import lower_groups
 from tinygrad.codegen.row_stage import stage_rows
 from tinygrad.codegen.nonpositive_exp import mark_nonpositive_exp
 
-def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
-  """for every node, the RANGEs it depends on that no END between it and them has closed"""
-  ret: dict[UOp, frozenset] = {}
-  for u in sink.toposort():
+def open_ranges(sink:UOp, known:dict[UOp, frozenset]|None=None) -> dict[UOp, frozenset]:
+  """for every node, the RANGEs it depends on that no END between it and them has closed. `known`: the result of earlier calls, which
+  is extended (the parts of the graph it has are not walked again)"""
+  ret: dict[UOp, frozenset] = {} if known is None else known
+  for u in sink.toposort(None if known is None else lambda u: u not in known):
+    if u in ret: continue
     s = frozenset().union(*(ret[x] for x in u.src)) if u.src else frozenset()
     if u.op is Ops.RANGE: s = s | {u}
     elif u.op is Ops.END: s = s - set(u.ended_ranges)
@@ -29,17 +31,19 @@ def open_ranges(sink:UOp) -> dict[UOp, frozenset]:
 
 def lower_reduces(sink:UOp) -> UOp:
   """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first."""
-  slot = itertools.count(max([u.arg.slot+1 for u in sink.toposort() if u.op is Ops.BUFFER], default=0))
+  topo = sink.toposort()
+  slot = itertools.count(max([u.arg.slot+1 for u in topo if u.op is Ops.BUFFER], default=0))
+  opn: dict[UOp, frozenset] = {}  # shared by every reduce: the graphs below them overlap
   def fix(r:UOp):
     val, rngs, op = r.src[0], r.src[1:], r.arg
-    outer = sorted(open_ranges(val)[val] - set(rngs), key=lambda x: x.arg)
+    outer = sorted(open_ranges(val, opn)[val] - set(rngs), key=lambda x: x.arg)
     acc = UOp.placeholder((1,), r.dtype, next(slot), addrspace=AddrSpace.REG)
     init = acc.after(*outer)[0].store(reduce_identity(op, r.dtype))
     cur = acc.after(init, *rngs)
     upd = cur[0].store(cur[0].load().alu(op, val))
     return acc.after(upd.end(*rngs))[0].load()
   done: dict[UOp, UOp] = {}
-  for u in sink.toposort():
+  for u in topo:
     nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
     done[u] = fix(nu) if nu.op is Ops.REDUCE else nu
   return done[sink]
@@ -106,14 +110,14 @@ pm_decompose = PatternMatcher([
    lambda g, ld, a: ld if len(ld.src) == 3 and ld.src[2] is g and ld.src[1] is a else None),
 ]))
 
-def _index_dtype(sink:UOp):
-  return dtypes.int64 if any(u.dtype is dtypes.weakint and not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in sink.toposort()) else dtypes.int32
+def _index_dtype(topo:dict[UOp, None]):
+  return dtypes.int64 if any(u.dtype is dtypes.weakint and not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in topo) else dtypes.int32
 
 def lower_weak(sink:UOp) -> UOp:
   """commit weak dtypes: index math -> int32 (int64 when its bounds need it), weak floats -> default_float"""
-  idt = _index_dtype(sink)
+  idt = _index_dtype(topo := sink.toposort())
   done: dict[UOp, UOp] = {}
-  for u in sink.toposort():
+  for u in topo:
     src = tuple(done[s] for s in u.src)
     dt = idt if u.dtype is dtypes.weakint else dtypes.default_float if u.dtype is dtypes.weakfloat else u.dtype
     arg = dtypes.as_const(u.arg, dt) if u.op is Ops.CONST else u.arg

@@ -429,45 +429,70 @@ def _infer_device(u:UOp) -> str|tuple|None:
 
 # *** value bounds ***
 
+_BOUNDS: dict[DType, tuple] = {}  # per dtype (a pure function of it): asked for by most bounds rules
 def _dtype_bounds(dt:DType) -> tuple:
-  if dt in (dtypes.weakint, dtypes.void): return (-(2**63), 2**63-1)
-  if dtypes.is_float(dt): return (-math.inf, math.inf)
-  return (dtypes.min(dt), dtypes.max(dt))
+  if (b := _BOUNDS.get(dt)) is None:
+    if dt in (dtypes.weakint, dtypes.void): b = (-(2**63), 2**63-1)
+    elif dtypes.is_float(dt): b = (-math.inf, math.inf)
+    else: b = (dtypes.min(dt), dtypes.max(dt))
+    _BOUNDS[dt] = b
+  return b
+
+_FLOAT_DTYPES = frozenset((*dtypes.floats, dtypes.weakfloat))
+_INT_OR_BOOL = frozenset((*dtypes.ints, dtypes.weakint, dtypes.bool))
+
+def _cast_bounds(u:UOp, s:tuple) -> tuple|None:
+  if u.dtype in _FLOAT_DTYPES or s[0].dtype in _FLOAT_DTYPES: return None  # float->int truncates: bounds don't carry over
+  lo, hi = _dtype_bounds(u.dtype)
+  return s[0]._min_max if s[0].vmin >= lo and s[0].vmax <= hi else None
+
+def _int_binary(rule:Callable) -> Callable:
+  """a rule for a binary op of ints (or bools) from its sources' bounds; anything else falls through to the dtype's bounds"""
+  def bounds(u:UOp, s:tuple) -> tuple|None:
+    if u.dtype not in _INT_OR_BOOL or len(s) != 2: return None
+    (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
+    return rule(u, a0, a1, b0, b1)
+  return bounds
+
+def _mod_bounds(u:UOp, a0, a1, b0, b1) -> tuple|None:
+  if not (b0 > 0 and (u.op is Ops.FLOORMOD or a0 >= 0)): return None
+  return (a0 % b0, a1 % b0) if b0 == b1 and a1 - a0 < b0 and a0 % b0 <= a1 % b0 else (0, b1-1)
+
+def _and_bounds(u:UOp, a0, a1, b0, b1) -> tuple|None:
+  if u.dtype is dtypes.bool: return (a0 and b0, a1 and b1)
+  return (0, min(a1, b1)) if a0 >= 0 and b0 >= 0 else None
+
+def _comparison(rule:Callable) -> Callable:
+  def bounds(u:UOp, s:tuple) -> tuple:
+    (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
+    return rule(a0, a1, b0, b1)
+  return bounds
+
+# op -> its bounds from its sources' (worked out already), or None where they say nothing: then the dtype's own bounds.
+# float branches of a WHERE may be NaN, which min/max can't order: their bounds would lie
+_BOUND_RULES: dict[Ops, Callable[[UOp, tuple], tuple|None]] = {
+  Ops.CONST: lambda u, s: (u.arg, u.arg), Ops.DEFINE_VAR: lambda u, s: (u.arg.vmin, u.arg.vmax), Ops.BIND: lambda u, s: s[0]._min_max,
+  Ops.RANGE: lambda u, s: (0, s[0].vmax - 1) if s else None, Ops.SPECIAL: lambda u, s: (0, s[0].vmax - 1) if s else None,
+  Ops.PARAM: lambda u, s: u.arg.vmin_vmax, Ops.CAST: _cast_bounds,
+  Ops.WHERE: lambda u, s: None if u.dtype in _FLOAT_DTYPES else (min(s[1].vmin, s[2].vmin), max(s[1].vmax, s[2].vmax)),
+  Ops.CMPLT: _comparison(lambda a0, a1, b0, b1: (a1 < b0, a0 < b1)),
+  Ops.CMPNE: _comparison(lambda a0, a1, b0, b1: (a1 < b0 or b1 < a0, not (a0 == a1 == b0 == b1))),
+  Ops.CMPEQ: _comparison(lambda a0, a1, b0, b1: (a0 == a1 == b0 == b1, not (a1 < b0 or b1 < a0))),
+  Ops.ADD: _int_binary(lambda u, a0, a1, b0, b1: _clamp(u, a0+b0, a1+b1)),
+  Ops.SUB: _int_binary(lambda u, a0, a1, b0, b1: _clamp(u, a0-b1, a1-b0)),
+  Ops.MUL: _int_binary(lambda u, a0, a1, b0, b1: _clamp(u, *_span(a0*b0, a0*b1, a1*b0, a1*b1))),
+  Ops.MAX: _int_binary(lambda u, a0, a1, b0, b1: (max(a0, b0), max(a1, b1))),
+  Ops.FLOORDIV: _int_binary(lambda u, a0, a1, b0, b1: (a0//b0, a1//b0) if b0 == b1 and b0 > 0 else None),
+  Ops.CDIV: _int_binary(lambda u, a0, a1, b0, b1: (a0//b0, a1//b0) if b0 == b1 and b0 > 0 and a0 >= 0 else None),
+  Ops.FLOORMOD: _int_binary(_mod_bounds), Ops.CMOD: _int_binary(_mod_bounds), Ops.AND: _int_binary(_and_bounds),
+  Ops.OR: _int_binary(lambda u, a0, a1, b0, b1: (a0 or b0, a1 or b1) if u.dtype is dtypes.bool else None),
+  Ops.SHL: _int_binary(lambda u, a0, a1, b0, b1: _clamp(u, a0 << b0, a1 << b0) if b0 == b1 and b0 >= 0 else None),
+  Ops.SHR: _int_binary(lambda u, a0, a1, b0, b1: (a0 >> b0, a1 >> b0) if b0 == b1 and b0 >= 0 else None),
+  Ops.NEG: lambda u, s: _clamp(u, -s[0].vmax, -s[0].vmin) if u.dtype in _INT_OR_BOOL else None,
+  Ops.AFTER: lambda u, s: s[0]._min_max if s[0]._shape == () else _dtype_bounds(u.dtype)}
 
 def _min_max(u:UOp) -> tuple:
-  op, s = u.op, u.src
-  if op is Ops.CONST: return (u.arg, u.arg)
-  if op is Ops.DEFINE_VAR: return (u.arg.vmin, u.arg.vmax)
-  if op is Ops.BIND: return s[0]._min_max
-  if op in (Ops.RANGE, Ops.SPECIAL) and s: return (0, s[0].vmax - 1)
-  if op is Ops.PARAM and u.arg.vmin_vmax is not None: return u.arg.vmin_vmax
-  if op is Ops.CAST and not dtypes.is_float(u.dtype) and not dtypes.is_float(s[0].dtype):  # float->int truncates: bounds don't carry over
-    lo, hi = _dtype_bounds(u.dtype)
-    if s[0].vmin >= lo and s[0].vmax <= hi: return s[0]._min_max
-  # float branches may be NaN, which min/max can't order: their bounds would lie
-  if op is Ops.WHERE and not dtypes.is_float(u.dtype): return (min(s[1].vmin, s[2].vmin), max(s[1].vmax, s[2].vmax))
-  if op in GroupOp.Comparison:
-    (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
-    if op is Ops.CMPLT: return (a1 < b0, a0 < b1)
-    if op is Ops.CMPNE: return (a1 < b0 or b1 < a0, not (a0 == a1 == b0 == b1))
-    return (a0 == a1 == b0 == b1, not (a1 < b0 or b1 < a0))
-  if dtypes.is_int(u.dtype) or u.dtype is dtypes.bool:
-    if op in GroupOp.Binary and len(s) == 2:
-      (a0, a1), (b0, b1) = s[0]._min_max, s[1]._min_max
-      if op is Ops.ADD: return _clamp(u, a0+b0, a1+b1)
-      if op is Ops.SUB: return _clamp(u, a0-b1, a1-b0)
-      if op is Ops.MUL: return _clamp(u, *_span(a0*b0, a0*b1, a1*b0, a1*b1))
-      if op is Ops.MAX: return (max(a0, b0), max(a1, b1))
-      if op in (Ops.FLOORDIV, Ops.CDIV) and b0 == b1 and b0 > 0 and (op is Ops.FLOORDIV or a0 >= 0): return (a0//b0, a1//b0)
-      if op in (Ops.FLOORMOD, Ops.CMOD) and b0 > 0 and (op is Ops.FLOORMOD or a0 >= 0):
-        return (a0 % b0, a1 % b0) if b0 == b1 and a1 - a0 < b0 and a0 % b0 <= a1 % b0 else (0, b1-1)
-      if op is Ops.AND and u.dtype is dtypes.bool: return (a0 and b0, a1 and b1)
-      if op is Ops.OR and u.dtype is dtypes.bool: return (a0 or b0, a1 or b1)
-      if op is Ops.AND and a0 >= 0 and b0 >= 0: return (0, min(a1, b1))
-      if op is Ops.SHL and b0 == b1 and b0 >= 0: return _clamp(u, a0 << b0, a1 << b0)
-      if op is Ops.SHR and b0 == b1 and b0 >= 0: return (a0 >> b0, a1 >> b0)
-    if op is Ops.NEG: return _clamp(u, -s[0].vmax, -s[0].vmin)
-  if op is Ops.AFTER: return s[0]._min_max if s[0]._shape == () else _dtype_bounds(u.dtype)
+  if (rule := _BOUND_RULES.get(u.op)) is not None and (ret := rule(u, u.src)) is not None: return ret
   return (False, True) if u.dtype is dtypes.bool else _dtype_bounds(u.dtype)
 
 def _span(*x): return (min(x), max(x))

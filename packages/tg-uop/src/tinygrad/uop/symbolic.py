@@ -7,7 +7,7 @@ from __future__ import annotations
 import math, operator
 from typing import Callable
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, _dtype_bounds
+from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, _dtype_bounds, _INT_OR_BOOL
 from tinygrad.dtype import DType, dtypes, fma
 from tinygrad.helpers import cdiv, cmod
 
@@ -137,7 +137,7 @@ symbolic_simple = PatternMatcher([
 
 def _fold_bounds(u:UOp) -> UOp|None:
   # an int or bool value its bounds pin down is that constant (float bounds decide nothing: NaN)
-  if u.dtype is not dtypes.bool and not dtypes.is_int(u.dtype): return None
+  if u.dtype not in _INT_OR_BOOL: return None
   lo, hi = u._min_max
   return _const(u, lo) if lo == hi else None
 
@@ -145,15 +145,16 @@ def _normal_sum(u:UOp, limit:int=128) -> bool:
   """u is what _build would make of it: a left chain of distinct bases with one constant at most, at the end. A mod term may pair with
   its quotient, so a sum with one isn't known normal. Past `limit` terms: normal (long chains aren't collected)"""
   seen: set[UOp] = set()
-  t = u.src[0] if u.src[1].op is Ops.CONST else u
+  t = u.src[0] if u.src[1].op is _CONST else u
   while len(seen) < limit:
-    r = t.src[1] if t.op is Ops.ADD else t
-    b = r.src[0] if r.op is Ops.MUL and r.src[1].op is Ops.CONST else r
-    if b.op in (Ops.ADD, Ops.CONST, Ops.FLOORMOD) or b in seen: return False
-    if t.op is not Ops.ADD: return True
+    r = t.src[1] if t.op is _ADD else t
+    b = r.src[0] if r.op is _MUL and r.src[1].op is _CONST else r
+    if b.op in _NOT_BASE or b in seen: return False
+    if t.op is not _ADD: return True
     seen.add(b)
     t = t.src[0]
   return True
+_ADD, _MUL, _CONST, _NOT_BASE = Ops.ADD, Ops.MUL, Ops.CONST, frozenset((Ops.ADD, Ops.CONST, Ops.FLOORMOD))  # read once: hot loop
 
 def _fold_sum(u:UOp) -> UOp|None:
   """like terms collected (x*a + x*b -> x*(a+b)), constants summed last, and (x%c)*m + (x//c)*(c*m) -> x*m"""
