@@ -6,10 +6,10 @@ compile is not part of it.
 Prints the total, a per-pass split (the stages of rewrite_to_program, then linearize / render) and one JSON line.
 Usage: python bench/lowering.py [runs, default 3] [--sha FILE: write one sha256 of each rendered source per line]
   [--profile N: cProfile one run, the N functions with the most own time] [--only NAME: one program]
-  [--save FILE / --load FILE: the collected corpus to / from a file, so a run can skip the programs] [--limit K: the first K kernels]
+  [--save FILE / --load FILE: the collected corpus to / from a file, so a run can skip the programs] [--limit K: the first K kernels] [--stride N: every Nth kernel]
   [--no-split]
 Instruction counts (callgrind): the difference of `--load F 2` and `--load F 1` is one cold run of the corpus, without start-up.
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null python bench/lowering.py 1 --load F --limit 12 --no-split"""
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null python bench/lowering.py 1 --load F --stride 8 --no-split"""
 import argparse, cProfile, functools, gc, hashlib, json, os, pickle, pstats, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import numpy as np
@@ -119,6 +119,7 @@ def main():
   ap.add_argument("--save")
   ap.add_argument("--load")
   ap.add_argument("--limit", type=int)
+  ap.add_argument("--stride", type=int, default=1)
   ap.add_argument("--no-split", action="store_true")
   args = ap.parse_args()
   names = [args.only] if args.only else list(PROGRAMS)
@@ -128,7 +129,7 @@ def main():
   else: blob, tags, renderer = collect(names)
   if args.save:
     with open(args.save, "wb") as f: pickle.dump((blob, tags), f)
-  if args.limit: blob, tags = pickle.dumps(pickle.loads(blob)[:args.limit]), tags[:args.limit]
+  if args.limit or args.stride > 1: blob, tags = pickle.dumps(pickle.loads(blob)[:args.limit:args.stride]), tags[:args.limit:args.stride]
   names = list(dict.fromkeys(tags))
   print(f"{len(tags)} kernels on {Device.DEFAULT} ({type(renderer).__name__}): " + ", ".join(f"{n} {tags.count(n)}" for n in names))
   times, srcs = [], []

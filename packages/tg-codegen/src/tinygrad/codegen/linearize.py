@@ -77,23 +77,31 @@ def linearize(sink:UOp) -> list[UOp]:
     """the node or child loop of `block` that contains u, None when u is outside the block or is the block's own RANGE/END"""
     if (s := scope[u]) is block: return None if u.op is Ops.RANGE or u.op is Ops.END else u
     return child_in[s].get(block)
-  members: dict = {}
+  # the items of each block (its own nodes and child loops) and the order edges between them. An edge u -> s matters only in the
+  # innermost block holding both (above it they lie in one child loop; below it one of them is outside)
+  items: dict = {}
+  deps: dict = {}
+  ends: dict[UOp, UOp] = {}
+  chain_set = {s: set(c) for s, c in chains.items()}
+  common: dict[tuple, UOp|None] = {}
   for u in opn:
-    for b in chains[scope[u]]: members.setdefault(b, []).append(u)
+    su = scope[u]
+    for b in chains[su]:
+      if (iu := item_in(u, b)) is not None: items.setdefault(b, {})[iu] = None
+    if u.op is Ops.END: ends.setdefault(u.ended_ranges[0], u)
+    for s in u.src:
+      if (key := (su, scope[s])) not in common: common[key] = next(b for b in chains[su] if b in chain_set[key[1]])  # both end in None
+      b = common[key]
+      if (iu := item_in(u, b)) is not None and (is_ := item_in(s, b)) is not None and is_ is not iu:
+        deps.setdefault(b, {}).setdefault(iu, set()).add(is_)
   out: list[UOp] = []
   def emit(block):
-    items: dict[UOp, None] = {}
-    deps: dict[UOp, set] = {}
-    for v in members.get(block, []):
-      if (iv := item_in(v, block)) is None: continue
-      items[iv] = None
-      for s in v.src:
-        if (is_ := item_in(s, block)) is not None and is_ is not iv: deps.setdefault(iv, set()).add(is_)
+    block_deps: dict[UOp, set] = deps.get(block, {})
     users: dict[UOp, list] = {}
-    for i, ds in deps.items():
+    for i, ds in block_deps.items():
       for d in ds: users.setdefault(d, []).append(i)
-    pending = {i: len(deps.get(i, ())) for i in items}
-    heap = [(order[i], i) for i in items if pending[i] == 0]
+    pending = {i: len(block_deps.get(i, ())) for i in items.get(block, ())}
+    heap = [(order[i], i) for i, n in pending.items() if n == 0]
     heapq.heapify(heap)
     while heap:
       _, i = heapq.heappop(heap)
@@ -106,8 +114,7 @@ def linearize(sink:UOp) -> list[UOp]:
   def emit_loop(r:UOp):
     out.append(r)
     emit(r)
-    end = next((u for u in members[r] if u.op is Ops.END and u.ended_ranges[0] is r), None)
-    if end is None: raise RuntimeError(f"range {r.arg} is never ended")
+    if (end := ends.get(r)) is None: raise RuntimeError(f"range {r.arg} is never ended")
     i = end.src.index(r)
     out.append(UOp(Ops.END, end.dtype, (r,) + end.src[i+1:i+2]))
   emit(None)
