@@ -84,15 +84,16 @@ def linearize(sink:UOp) -> list[UOp]:
   ends: dict[UOp, UOp] = {}
   chain_set = {s: set(c) for s, c in chains.items()}
   common: dict[tuple, UOp|None] = {}
+  for sc, c in chains.items():  # what a scope is in the blocks around it: the child loop on its chain, the same for all its nodes
+    for b in c[1:]: items.setdefault(b, {})[child_in[sc][b]] = None
   for u in opn:
     su = scope[u]
-    for b in chains[su]:
-      if (iu := item_in(u, b)) is not None: items.setdefault(b, {})[iu] = None
     if u.op is Ops.END: ends.setdefault(u.ended_ranges[0], u)
+    if (iu_own := item_in(u, su)) is not None: items.setdefault(su, {})[iu_own] = None
     for s in u.src:
-      if (key := (su, scope[s])) not in common: common[key] = next(b for b in chains[su] if b in chain_set[key[1]])  # both end in None
+      if (key := (su, ss := scope[s])) not in common: common[key] = next(b for b in chains[su] if b in chain_set[ss])  # both end in None
       b = common[key]
-      if (iu := item_in(u, b)) is not None and (is_ := item_in(s, b)) is not None and is_ is not iu:
+      if (iu := iu_own if su is b else child_in[su][b]) is not None and (is_ := item_in(s, b)) is not None and is_ is not iu:
         deps.setdefault(b, {}).setdefault(iu, set()).add(is_)
   out: list[UOp] = []
   def emit(block):

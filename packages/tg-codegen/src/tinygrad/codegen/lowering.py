@@ -17,13 +17,16 @@ from tinygrad.codegen.grouping import lower_groups
 from tinygrad.codegen.row_stage import stage_rows
 from tinygrad.codegen.nonpositive_exp import mark_nonpositive_exp
 
+_NONE: frozenset = frozenset()
 def open_ranges(sink:UOp, known:dict[UOp, frozenset]|None=None) -> dict[UOp, frozenset]:
   """for every node, the RANGEs it depends on that no END between it and them has closed. `known`: the result of earlier calls, which
   is extended (the parts of the graph it has are not walked again)"""
   ret: dict[UOp, frozenset] = {} if known is None else known
   for u in sink.toposort(None if known is None else lambda u: u not in known):
     if u in ret: continue
-    s = frozenset().union(*(ret[x] for x in u.src)) if u.src else frozenset()
+    s = _NONE
+    for x in u.src:  # the sources' sets are mostly the same object: a union only where they differ
+      if (t := ret[x]) is not s and t: s = s | t if s else t
     if u.op is Ops.RANGE: s = s | {u}
     elif u.op is Ops.END: s = s - set(u.ended_ranges)
     ret[u] = s

@@ -43,7 +43,11 @@ MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x un
 MAX_GROUP_ITEMS, MAX_SHARED_BYTES = 256, 32 << 10
 _GROUPED = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)
 
-def ranges(ast:UOp) -> list[UOp]: return sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0])
+def ranges(ast:UOp) -> list[UOp]:
+  # kept on the AST node (a pure function of it; no cycle: the SINK is not among them): the optimizer asks many times per kernel
+  if (rs := ast.__dict__.get("_ranges_c")) is None:
+    rs = ast.__dict__["_ranges_c"] = tuple(sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0]))
+  return list(rs)
 def axes(ast:UOp) -> list[UOp]:
   """the splittable axes: output (LOOP/GLOBAL) then REDUCE ranges, each group in loop order"""
   rs = ranges(ast)
