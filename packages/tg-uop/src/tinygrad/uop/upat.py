@@ -203,9 +203,16 @@ class PatternMatcher:
     # a wildcard rule (no op) applies to every op, in its original position
     for o in Ops:
       if rules := sorted(entries.get(o, []) + wildcard, key=lambda x: x[0]): self.pdict[o] = [(p, f, c) for _, p, f, c in rules]
+    # op -> dtype -> the op's rules whose pattern admits that dtype (filled as dtypes are met): a float ADD skips every int-only rule
+    self._by_dtype: dict[Ops, dict[DType, list]] = {o: {} for o in self.pdict}
   def __add__(self, other:PatternMatcher) -> PatternMatcher: return PatternMatcher(self.patterns + other.patterns)
+  def _rules(self, op:Ops, dtype:DType) -> list:
+    ret = self._by_dtype[op][dtype] = [r for r in self.pdict[op] if r[0].dtype is None or dtype in r[0].dtype]
+    return ret
   def rewrite(self, uop, ctx=None):
-    for pat, fxn, takes_ctx in self.pdict.get(uop.op, ()):
+    if (per_dtype := self._by_dtype.get(uop.op)) is None: return None
+    if (rules := per_dtype.get(uop.dtype)) is None: rules = self._rules(uop.op, uop.dtype)
+    for pat, fxn, takes_ctx in rules:
       if (r := pat._m(uop)) is None: continue
       for binds in (r if pat._multi else (r,)):
         ret = fxn(ctx=ctx, **binds) if takes_ctx else fxn(**binds)
