@@ -63,13 +63,14 @@ def strip_after(lin:list[UOp]) -> list[UOp]:
   different nodes; each rebuilt INDEX/LOAD is tagged with its position so they stay different (and are rendered twice)."""
   new: dict[UOp, UOp] = {}
   out = []
+  index, after, load = Ops.INDEX, Ops.AFTER, Ops.LOAD  # read once: every node asks
   for pos, u in enumerate(lin):
-    src = tuple(new.get(s, s) for s in u.src)
-    if u.op is Ops.INDEX:
+    src = tuple([new.get(s, s) for s in u.src])
+    if u.op is index:
       b = src[0]
-      while b.op is Ops.AFTER: b = b.src[0]
+      while b.op is after: b = b.src[0]
       src = (b,) + src[1:]
-    if src != u.src: new[u] = u.replace(src=src, tag=pos if u.op in (Ops.INDEX, Ops.LOAD) else u.tag)
+    if src != u.src: new[u] = u.replace(src=src, tag=pos if u.op is index or u.op is load else u.tag)
     out.append(new.get(u, u))
   return out
 

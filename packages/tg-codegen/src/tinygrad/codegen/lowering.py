@@ -114,17 +114,21 @@ pm_decompose = PatternMatcher([
 ]))
 
 def _index_dtype(topo:dict[UOp, None]):
-  return dtypes.int64 if any(u.dtype is dtypes.weakint and not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in topo) else dtypes.int32
+  weakint = dtypes.weakint
+  return dtypes.int64 if any([not -2**31 <= u.vmin <= u.vmax <= 2**31-1 for u in topo if u.dtype is weakint]) else dtypes.int32
 
 def lower_weak(sink:UOp) -> UOp:
   """commit weak dtypes: index math -> int32 (int64 when its bounds need it), weak floats -> default_float"""
   idt = _index_dtype(topo := sink.toposort())
+  weakint, weakfloat, default_float, const = dtypes.weakint, dtypes.weakfloat, dtypes.default_float, Ops.CONST  # read once: every node asks
   done: dict[UOp, UOp] = {}
   for u in topo:
-    src = tuple(done[s] for s in u.src)
-    dt = idt if u.dtype is dtypes.weakint else dtypes.default_float if u.dtype is dtypes.weakfloat else u.dtype
-    arg = dtypes.as_const(u.arg, dt) if u.op is Ops.CONST else u.arg
-    done[u] = u if (src, dt, arg) == (u.src, u.dtype, u.arg) else UOp(u.op, dt, src, arg, u.tag)
+    src = tuple([done[s] for s in u.src])
+    dt = idt if (udt := u.dtype) is weakint else default_float if udt is weakfloat else udt
+    if u.op is const:
+      arg = dtypes.as_const(u.arg, dt)
+      done[u] = u if (src, dt, arg) == (u.src, udt, u.arg) else UOp(u.op, dt, src, arg, u.tag)
+    else: done[u] = u if dt is udt and src == u.src else UOp(u.op, dt, src, u.arg, u.tag)
   return done[sink]
 
 def _one_trip(r:UOp) -> bool: return r.op is Ops.RANGE and bool(r.src) and r.src[0].op is Ops.CONST and r.src[0].arg == 1
