@@ -12,7 +12,7 @@ def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=No
   memo: for a matcher without ctx, a name under which each node is marked once it is a fixed point; a marked node is not looked at
         again by any later rewrite with the same memo (simplifying a graph that holds already simplified parts costs only the new part)"""
   done: dict = {}
-  if bottom_up: _settle(sink, pm, ctx, True, memo, done)
+  if bottom_up: _bottom_up(sink, pm, ctx, memo, done)
   else: _walk(sink, pm, ctx, memo, done)
   ret = done[sink]
   if SPEC >= 1:
@@ -21,22 +21,34 @@ def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=No
   return ret
 
 def _walk(sink, pm, ctx, memo, done:dict):
-  """the default order over the graph as given: its nodes in topological order (the order the rewriting would reach them in), each
-  rebuilt on its sources' results; only what a rule returns needs the general machinery. Nodes without a rule for their op skip the
-  matcher, and a node whose sources are unchanged is not rebuilt"""
+  """the default order: the graph's nodes in topological order (the order the rewriting reaches them in), each rebuilt on its sources'
+  results and offered to the rules of its op. What a rule returns is walked the same way (its new part only) before the walk it
+  interrupted goes on: a stack of walks, not recursion, so chains of rewrites of any length are fine"""
   rules, rewrite = pm.pdict, pm.rewrite
-  for u in sink.toposort(None if memo is None else lambda u: memo not in u.__dict__):
-    if u in done: continue
-    if memo is not None and memo in u.__dict__: done[u] = u; continue
-    if (src := u.src) and (new_src := tuple([done[s] for s in src])) != src: u2 = UOp(u.op, u.dtype, new_src, u.arg, u.tag)
-    else: u2 = u
-    if u2.op not in rules or (rw := rewrite(u2, ctx)) is None:
-      done[u] = u2
-      if memo is not None: u2.__dict__[memo] = True
-    else: done[u] = _settle(rw, pm, ctx, False, memo, done)
+  # below a node that has its result (or is marked a fixed point) there is nothing to do
+  if memo is None: gate = lambda u: u not in done
+  else: gate = lambda u: u not in done and memo not in u.__dict__
+  walks: list = [(iter(sink.toposort(gate)), None, None)]  # (nodes left, the node waiting for this walk's result, this walk's root)
+  while walks:
+    nodes, waiting, root = walks[-1]
+    for u in nodes:
+      if u in done: continue
+      if memo is not None and memo in u.__dict__: done[u] = u; continue
+      if (src := u.src) and (new_src := tuple([done[s] for s in src])) != src: u2 = UOp(u.op, u.dtype, new_src, u.arg, u.tag)
+      else: u2 = u
+      if u2.op not in rules or (rw := rewrite(u2, ctx)) is None:
+        done[u] = u2
+        if memo is not None: u2.__dict__[memo] = True
+      elif rw in done: done[u] = done[rw]
+      else:
+        walks.append((iter(rw.toposort(gate)), u, rw))
+        break
+    else:
+      walks.pop()
+      if waiting is not None: done[waiting] = done[root]
 
-def _settle(sink, pm, ctx, bottom_up:bool, memo, done:dict):
-  """the result for sink, everything it needs rewritten first: the general machinery, an explicit stack"""
+def _bottom_up(sink, pm, ctx, memo, done:dict):
+  """bottom_up: each node rewritten before its sources, an explicit stack"""
   rules, rewrite = pm.pdict, pm.rewrite
   stack: list = [(sink, 0, None)]
   while stack:
@@ -44,29 +56,18 @@ def _settle(sink, pm, ctx, bottom_up:bool, memo, done:dict):
     if node in done: continue
     if memo is not None and stage == 0 and memo in node.__dict__: done[node] = node; continue
     if stage == 0:
-      if bottom_up:
-        # pre-order: rewrite the node itself until nothing applies
-        seen = node
-        while seen.op in rules and (rw := rewrite(seen, ctx)) is not None:
-          if rw in done: seen = done[rw]; break
-          seen = rw
-        stack.append((node, 1, seen))
-        stack.extend([(s, 0, None) for s in reversed(seen.src) if s not in done])
-      else:
-        stack.append((node, 1, node))
-        stack.extend([(s, 0, None) for s in reversed(node.src) if s not in done])
+      # pre-order: rewrite the node itself until nothing applies
+      seen = node
+      while seen.op in rules and (rw := rewrite(seen, ctx)) is not None:
+        if rw in done: seen = done[rw]; break
+        seen = rw
+      stack.append((node, 1, seen))
+      stack.extend([(s, 0, None) for s in reversed(seen.src) if s not in done])
     elif stage == 1:
       cur = extra
       if cur in done and cur is not node: done[node] = done[cur]; continue
       rebuilt = cur if (new_src := tuple([done.get(s, s) for s in cur.src])) == cur.src else UOp(cur.op, cur.dtype, new_src, cur.arg, cur.tag)
-      if bottom_up:
-        if rebuilt is cur: done[node] = cur
-        else: stack.append((node, 2, rebuilt)); stack.append((rebuilt, 0, None))
-        continue
-      if rebuilt.op not in rules or (rw := rewrite(rebuilt, ctx)) is None:
-        done[node] = rebuilt
-        if memo is not None: rebuilt.__dict__[memo] = True
-      else: stack.append((node, 2, rw)); stack.append((rw, 0, None))
+      if rebuilt is cur: done[node] = cur
+      else: stack.append((node, 2, rebuilt)); stack.append((rebuilt, 0, None))
     else:
       done[node] = done[extra]
-  return done[sink]
