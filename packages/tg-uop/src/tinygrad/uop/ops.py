@@ -85,6 +85,8 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def __setattr__(self, k, v): raise AttributeError(f"UOp is immutable (tried to set {k}); use .replace()")
   def __reduce__(self): return UOp, (self.op, self.dtype, self.src, self.arg, self.tag)
   def replace(self, **kwargs) -> UOp:
+    if len(kwargs) == 1 and (src := kwargs.get("src")) is not None:  # the usual case: new sources
+      return self if src == self.src else UOp(self.op, self.dtype, src, self.arg, self.tag)
     new = (kwargs.pop("op", self.op), kwargs.pop("dtype", self.dtype), kwargs.pop("src", self.src), kwargs.pop("arg", self.arg), kwargs.pop("tag", self.tag))
     if kwargs: raise TypeError(f"replace got unknown fields {list(kwargs)}")
     return self if new == (self.op, self.dtype, self.src, self.arg, self.tag) else UOp(*new)

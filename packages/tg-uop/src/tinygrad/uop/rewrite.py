@@ -28,7 +28,8 @@ def _walk(sink, pm, ctx, memo, done:dict):
   # below a node that has its result (or is marked a fixed point) there is nothing to do
   if memo is None: gate = lambda u: u not in done
   else: gate = lambda u: u not in done and memo not in u.__dict__
-  walks: list = [(iter(sink.toposort(gate)), None, None)]  # (nodes left, the node waiting for this walk's result, this walk's root)
+  # (nodes left, the node waiting for this walk's result, this walk's root); nothing is done yet when the first walk starts
+  walks: list = [(iter(sink.toposort(None if memo is None else lambda u: memo not in u.__dict__)), None, None)]
   while walks:
     nodes, waiting, root = walks[-1]
     for u in nodes:
