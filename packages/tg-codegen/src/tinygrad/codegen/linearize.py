@@ -62,10 +62,13 @@ def linearize(sink:UOp) -> list[UOp]:
   parent = {r: innermost(outer[r]) for r in outer}
   # scope: the loop a node lives in (None = top level); a loop's RANGE and END belong to the loop itself
   scope: dict[UOp, UOp|None] = {}
+  inner: dict[int, UOp|None] = {}  # per open set (by identity: nodes share their sources' sets, and opn keeps every one alive)
   for u in opn:
     if u.op is Ops.RANGE: scope[u] = u
     elif u.op is Ops.END: scope[u] = u.ended_ranges[0]
-    else: scope[u] = innermost(opn[u])
+    else:
+      if (k := id(rs := opn[u])) not in inner: inner[k] = innermost(rs)
+      scope[u] = inner[k]
   def chain(s) -> list:
     ret = [s]
     while s is not None: s = parent[s]; ret.append(s)
