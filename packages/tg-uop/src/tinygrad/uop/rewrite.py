@@ -29,7 +29,14 @@ def _walk(sink, pm, ctx, memo, done:dict):
   if memo is None: gate = lambda u: u not in done
   else: gate = lambda u: u not in done and memo not in u.__dict__
   # (nodes left, the node waiting for this walk's result, this walk's root); nothing is done yet when the first walk starts
-  walks: list = [(iter(sink.toposort(None if memo is None else lambda u: memo not in u.__dict__)), None, None)]
+  order = list(sink.toposort(None if memo is None else lambda u: memo not in u.__dict__))
+  if memo is None:
+    # the nodes before the first one whose op has rules keep their sources (which come before them), so each is its own result: a pass
+    # whose ops the graph lacks (transcendentals on a kernel without any) costs one walk
+    first = next((i for i, u in enumerate(order) if u.op in rules), len(order))
+    done.update(zip(order[:first], order[:first]))
+    order = order[first:]
+  walks: list = [(iter(order), None, None)]
   while walks:
     nodes, waiting, root = walks[-1]
     for u in nodes:
