@@ -15,8 +15,8 @@ def _lanes(x:UOp, rngs:tuple[UOp, ...]) -> list[UOp]:
   ret = []
   for vals in itertools.product(*(range(r.src[0].arg) for r in rngs)):
     new = {r: r.const_like(v) for r, v in zip(rngs, vals)}
-    for u in deps:
-      if u not in new: new[u] = u.replace(src=tuple([new.get(s, s) for s in u.src]))
+    for u in deps:  # each has a source that changed: built directly, no comparison with the old sources
+      if u not in new: new[u] = UOp(u.op, u.dtype, tuple([new.get(s, s) for s in u.src]), u.arg, u.tag)
     ret.append(new.get(x, x))
   return ret
 
