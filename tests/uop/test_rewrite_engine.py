@@ -107,3 +107,45 @@ def test_deep_chain_needs_no_recursion():
   for i in range(5000): x = x + 0 if i % 2 else x * 1
   assert graph_rewrite(UOp.sink(x), cascade) is UOp.sink(_VARS[1])
   assert graph_rewrite(UOp.sink(x), cascade, bottom_up=True) is UOp.sink(_VARS[1])
+
+def _normal_sum_by_walking(u:UOp, limit:int=128) -> bool:
+  """the plain definition: walk the left chain from the top, each term's base (without a constant factor) neither an ADD, CONST or
+  FLOORMOD nor seen above it; past `limit` terms, normal"""
+  seen: set = set()
+  t = u.src[0] if u.src[1].op is Ops.CONST else u
+  while len(seen) < limit:
+    r = t.src[1] if t.op is Ops.ADD else t
+    b = r.src[0] if r.op is Ops.MUL and r.src[1].op is Ops.CONST else r
+    if b.op in (Ops.ADD, Ops.CONST, Ops.FLOORMOD) or b in seen: return False
+    if t.op is not Ops.ADD: return True
+    seen.add(b)
+    t = t.src[0]
+  return True
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=12), st.integers(0, 2), st.integers(0, 140), st.booleans())
+def test_normal_sum_kept_per_node_is_the_walk(picks:list[int], order:int, long:int, bad_leaf:bool):
+  # left chains as index math builds them, one term at a time (each prefix asked first, as simplifying does), sharing their prefixes;
+  # terms repeat, carry constant factors, or are a mod, a const or a sum (not normal); some chains run past the limit of 128 terms
+  from tinygrad.uop.symbolic import _normal_sum
+  a, b, z = _VARS
+  terms = [a, b, z, a * 3, b * 2, z % 2, UOp.const(dtypes.weakint, 4), a + b, a * b, b // 2]
+  base = a % 3 if bad_leaf else a * 7  # a mod at the bottom: not normal, unless the chain is too long to look that far
+  for i in range(long): base = base.alu(Ops.ADD, Variable(f"t{i}", 0, 3) * (order + 1))
+  chains = [base]
+  for p in picks:
+    nxt = chains[-1].alu(Ops.ADD, terms[p])
+    if order == 1: _normal_sum(nxt)
+    chains.append(nxt)
+  for c in reversed(chains) if order == 2 else chains:
+    if c.op is Ops.ADD:
+      for u in (c, c.alu(Ops.ADD, UOp.const(dtypes.weakint, 5))):
+        assert _normal_sum(u) == _normal_sum_by_walking(u), u.render(simplify=False)
+
+def test_normal_sum_at_the_limit():
+  # a mod at the bottom of a chain of 126..130 terms: seen (not normal) up to the limit of 128 terms, out of sight past it
+  from tinygrad.uop.symbolic import _normal_sum
+  for n in range(125, 130):
+    chain = _VARS[0] % 3
+    for i in range(n): chain = chain.alu(Ops.ADD, Variable(f"t{i}", 0, 3))
+    assert _normal_sum(chain) == _normal_sum_by_walking(chain) == (n + 1 > 128)

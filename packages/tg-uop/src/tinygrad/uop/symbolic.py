@@ -144,8 +144,10 @@ def _fold_bounds(u:UOp) -> UOp|None:
 def _normal_sum(u:UOp, limit:int=128) -> bool:
   """u is what _build would make of it: a left chain of distinct bases with one constant at most, at the end. A mod term may pair with
   its quotient, so a sum with one isn't known normal. Past `limit` terms: normal (long chains aren't collected)"""
-  seen: set[UOp] = set()
   t = u.src[0] if u.src[1].op is _CONST else u
+  if (info := _chain(t, limit)) is not None: return info[1] is not None
+  # a chain longer than the limit: only its first `limit` terms are looked at
+  seen: set[UOp] = set()
   while len(seen) < limit:
     r = t.src[1] if t.op is _ADD else t
     b = r.src[0] if r.op is _MUL and r.src[1].op is _CONST else r
@@ -155,6 +157,25 @@ def _normal_sum(u:UOp, limit:int=128) -> bool:
     t = t.src[0]
   return True
 _ADD, _MUL, _CONST, _NOT_BASE = Ops.ADD, Ops.MUL, Ops.CONST, frozenset((Ops.ADD, Ops.CONST, Ops.FLOORMOD))  # read once: hot loop
+
+def _chain(t:UOp, limit:int) -> tuple[int, frozenset|None]|None:
+  """(terms, bases) of the left chain of ADDs from t down to its first non-ADD node, a term's base being it without a constant
+  factor; bases is None when one is an ADD, CONST or FLOORMOD or two are the same. None for a chain of more than `limit` terms. Kept on
+  each node of the chain: index math grows one term at a time, so asking for a sum reads its left source's answer (no walk)"""
+  path: list[UOp] = []
+  while (info := t.__dict__.get("_chain_c")) is None and t.op is _ADD and len(path) < limit:
+    path.append(t)
+    t = t.src[0]
+  if info is None:
+    if t.op is _ADD: return None  # longer than the limit
+    b = t.src[0] if t.op is _MUL and t.src[1].op is _CONST else t
+    info = t.__dict__["_chain_c"] = (1, None if b.op in _NOT_BASE else frozenset((b,)))
+  for a in reversed(path):
+    if info[0] >= limit: return None
+    r = a.src[1]
+    b = r.src[0] if r.op is _MUL and r.src[1].op is _CONST else r
+    info = a.__dict__["_chain_c"] = (info[0] + 1, None if info[1] is None or b.op in _NOT_BASE or b in info[1] else info[1] | {b})
+  return info if info[0] <= limit else None
 
 def _fold_sum(u:UOp) -> UOp|None:
   """like terms collected (x*a + x*b -> x*(a+b)), constants summed last, and (x%c)*m + (x//c)*(c*m) -> x*m"""
