@@ -1,6 +1,6 @@
 """Kernel AST -> rendered program: lowering passes, linearize, render. Compiling and running belong to the engine."""
 from __future__ import annotations
-import functools
+import contextlib, functools, gc
 from dataclasses import dataclass
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, KernelInfo, sint, sym_infer
@@ -74,7 +74,22 @@ def strip_after(lin:list[UOp]) -> list[UOp]:
     out.append(new.get(u, u))
   return out
 
+@contextlib.contextmanager
+def _no_cycle_collection():
+  """lowering builds and drops graphs by the hundred thousand nodes, acyclic ones that reference counting frees; each cycle collection
+  in between scans the whole heap instead (in the main job's process, with numpy and scikit-learn loaded, ~40% of the time its first
+  step spent lowering). A collector someone else turned off stays off"""
+  if not gc.isenabled():
+    yield
+    return
+  gc.disable()
+  try: yield
+  finally: gc.enable()
+
 def get_program(ast:UOp, renderer) -> ProgramSpec:
+  with _no_cycle_collection(): return _get_program(ast, renderer)
+
+def _get_program(ast:UOp, renderer) -> ProgramSpec:
   if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
   lin = strip_after(linearize(rewrite_to_program(ast, renderer)))
   # the engine passes buffers by slot: one whose reads all simplified away (where(c, a, a) -> a) is still an argument
