@@ -3,6 +3,8 @@
   sum 16M        ta.sum().realize() (the suite's sum row) beside its kernels alone: the same programs called on the same buffers in a loop
   sum 1M         the same two kernels on 16x less data: short enough that the best of many runs is one nobody preempted (a busy machine)
   jit replay     a TinyJit step of 32 small kernels (4 floats each, no copies): microseconds per kernel of a replay
+  sum 16M beside torch   the eager sum, the same sum under TinyJit (its kernels without the eager python) and torch's sum (when
+                 importable), in alternating blocks: how far the kernels alone are from torch, and what the eager python adds
 Prints one JSON line per figure. Usage: python bench/realize_overhead.py [reps, default 2000]"""
 import json, statistics, sys, time
 import numpy as np
@@ -48,9 +50,28 @@ def jit_replay(reps:int, kernels:int=32):
   best, median = timed(lambda: step(next(it)), reps - 3)
   row("jit replay per kernel", best / kernels, median / kernels, kernels=kernels)
 
+def sum_beside_torch(reps:int, n:int=1 << 24):
+  a = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+  ta = Tensor(a).realize()
+  jitted = TinyJit(lambda x: x.sum().realize())
+  fns = {"eager": lambda: ta.sum().realize(), "TinyJit": lambda: jitted(ta)}
+  try:
+    import torch
+    pa = torch.from_numpy(a)
+    fns["torch"] = lambda: pa.sum()
+  except ImportError: pass
+  for f in fns.values():
+    for _ in range(3): f()
+  times: dict[str, list[float]] = {k: [] for k in fns}
+  for _ in range(max(1, reps // 10)):  # blocks of 10: each one's threads (tg's pool, torch's) are awake, as in a loop of the same call
+    for k, f in fns.items(): times[k] += [timed(f, 1)[0] for _ in range(10)]
+  for k, ts in times.items():
+    row(f"sum 16M {k}", min(ts), statistics.median(ts), GB_s_best=round(a.nbytes / min(ts) / 1e3, 1))
+
 if __name__ == "__main__":
   reps = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
   tiny(reps)
   total(max(10, reps // 50))
   total(max(50, reps // 4), 1 << 20, "sum 1M")
   jit_replay(max(50, reps // 10))
+  sum_beside_torch(max(20, reps // 20))

@@ -82,3 +82,22 @@ def test_in_place_kernel_under_a_realized_view_runs_once():
   user = out + 0
   out.reshape(1, 1).realize()
   assert user.tolist() == [6] and c.tolist() == [6]
+
+def test_failed_compile_runs_nothing_and_leaves_the_tensor_lazy(monkeypatch):
+  # every item is compiled before the first runs: a compile error in the second kernel leaves the first unrun, and the tensor keeps
+  # its graph, so the same realize succeeds once the cause is gone
+  import pytest
+  import tinygrad.engine.realize as realize
+  x = Tensor([1., 2., 3., 4.]).realize()
+  t = (x.reshape(2, 2).sum(1).contiguous() * x[:2]).sum() + x.sum()  # (1+2)*1 + (3+4)*2 + 10, in two kernels
+  prepare, launch, compiled, launched = realize.prepare_kernel, realize.launch, [], []
+  def fails_second(ast, device):
+    if len(compiled) == 1: raise RuntimeError("no compiler today")
+    compiled.append(ast)
+    return prepare(ast, device)
+  monkeypatch.setattr(realize, "prepare_kernel", fails_second)
+  monkeypatch.setattr(realize, "launch", lambda *a: launched.append(a) or launch(*a))
+  with pytest.raises(RuntimeError, match="no compiler today"): t.realize()
+  assert len(compiled) == 1 and launched == [] and t.uop.base.op is not Ops.BUFFER
+  monkeypatch.setattr(realize, "prepare_kernel", prepare)
+  assert t.item() == 27.0 and len(launched) > 1

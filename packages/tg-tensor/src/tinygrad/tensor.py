@@ -382,12 +382,17 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def realize(self, *lst:Tensor) -> Tensor:
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none)"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
-      from tinygrad.engine.realize import realize_uops
-      becomes = realize_uops(olds := [t.uop for t in todo])
+      from tinygrad.engine.realize import prepare_uops
+      runs, becomes = prepare_uops(olds := [t.uop for t in todo])
       # constant-only graphs are not shared: two Tensor.zeros(4) are one node (hash-consing), and a write into one must not show in the
       # other; recomputing a constant is cheap
-      _realized.record({o: n for o, n in becomes.items() if o is not n and _reads_memory(o)})
-      for t, o in zip(todo, olds): t.uop = becomes[o]
+      realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
+      results = [becomes[o] for o in olds]
+      # the bookkeeping is done (and the schedule dropped) before the kernels run: after a big one the interpreter's caches are cold
+      del becomes
+      for run in runs: run()
+      _realized.record(realized)
+      for t, n in zip(todo, results): t.uop = n
     return self
   def assign(self, x:Any) -> Tensor:
     """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values"""

@@ -1,6 +1,6 @@
 """Run a schedule: allocate buffers, compile kernels (memoised per AST and device, disk-cached by the compiler), launch in order."""
 from __future__ import annotations
-import time
+import functools, time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import DEBUG, GlobalCounters, colored
@@ -69,9 +69,6 @@ def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str
     print(f"{colored(f'*** {device:7s}', 'magenta')} {GlobalCounters.kernel_count:4d} {spec.name:30s} {tm} {gflops}")
   return et
 
-def run_kernel(ast:UOp, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
-  return launch(*prepare_kernel(ast, device), bufs, var_vals, device)
-
 def copy_path(dst, src) -> str:
   """how a copy between these buffers goes: "transfer" when the destination's allocator can read the source device's memory directly
   (device to device, same kind of device), else "host" (out to host memory, then in)"""
@@ -98,19 +95,24 @@ def kernel_device(it:ExecItem, bufs:list) -> str:
 # allocated for this item)
 capturing: list|None = None
 
-def run_schedule(items:list[ExecItem]):
-  for it in items:
-    fresh = [existing_buffer(u) is None for u in it.bufs] if capturing is not None else None
-    bufs = [buffer_of(b) for b in it.bufs]
-    if capturing is not None: capturing.append((it, bufs, fresh))
-    if it.kind == "copy": run_copy(*bufs)
-    else: run_kernel(it.ast, bufs, it.var_vals, kernel_device(it, bufs))
+def _prepared(it:ExecItem):
+  """what running `it` needs, made now: its buffers allocated and its program compiled; returns the call that runs it"""
+  fresh = [existing_buffer(u) is None for u in it.bufs] if capturing is not None else None
+  bufs = [buffer_of(b) for b in it.bufs]
+  if capturing is not None: capturing.append((it, bufs, fresh))
+  if it.kind == "copy": return functools.partial(run_copy, *bufs)
+  device = kernel_device(it, bufs)
+  return functools.partial(launch, *prepare_kernel(it.ast, device), bufs, it.var_vals, device)
 
-def realize_uops(uops:list[UOp]) -> dict[UOp, UOp]:
-  """schedule and run what `uops` need; returns, for each of them and each node on the way that was materialised, an equivalent UOp
-  whose base is a BUFFER"""
-  if not uops: return {}
+def run_schedule(items:list[ExecItem]):
+  """every item made ready (allocated, compiled) before the first runs: a big kernel leaves the interpreter's caches cold, and the
+  python between kernels then costs twice what it costs before them; a failed compile also stops the schedule before anything ran"""
+  for run in [_prepared(it) for it in items]: run()
+
+def prepare_uops(uops:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
+  """schedule what `uops` need and make each item ready (see run_schedule); returns the calls that run them, in order, and, for each
+  of `uops` and each node on the way that will be materialised, an equivalent UOp whose base is a BUFFER"""
+  if not uops: return [], {}
   items, becomes = create_schedule_cached(uops)
   if DEBUG.value >= 3: print(f"schedule: {len(items)} items")
-  run_schedule(items)
-  return becomes
+  return [_prepared(it) for it in items], becomes

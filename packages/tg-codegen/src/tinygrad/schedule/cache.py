@@ -53,7 +53,7 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
   defined, bound = set(), set()
-  # enum members read once, not per node: python 3.11's EnumType makes each `Ops.X` a slow attribute read
+  # enum members read once, not per node: a local read is cheaper than a class attribute's
   BUFFER, BIND, DEFINE_VAR, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, AddrSpace.GLOBAL
   stack = [(r, False) for r in reversed(roots)]
   pop, push = stack.pop, stack.append

@@ -1,15 +1,50 @@
 """The op vocabulary of the one IR. Every stage (tensor graph, kernel AST, linear program, command list) is spelled in these Ops."""
-from enum import Enum, auto
+from enum import auto
 
-class FastEnum(Enum):
-  # members compare by identity; a stable integer order makes sorted() and toposort tiebreaks deterministic
+class _FastEnumType(type):
+  """Named singleton members, like enum.Enum's, without enum's metaclass: python 3.11's EnumType has a __getattr__ hook, which sends
+  every attribute read of the class down a slow path (`Ops.ADD` cost ~3x a plain class attribute, and a realize reads hundreds).
+  Members are made from the class body's `auto()` entries, numbered from 1 in order; `Cls(value)`, `Cls[name]`, iteration and len
+  work as for an Enum."""
+  def __new__(mcs, name:str, bases:tuple, ns:dict):
+    names = [k for k, v in ns.items() if isinstance(v, auto)]
+    cls = super().__new__(mcs, name, bases, {k: v for k, v in ns.items() if k not in names})
+    members: dict[str, FastEnum] = {}
+    for value, member_name in enumerate(names, 1):
+      m = members[member_name] = object.__new__(cls)
+      object.__setattr__(m, "name", member_name)
+      object.__setattr__(m, "value", value)
+      type.__setattr__(cls, member_name, m)
+    type.__setattr__(cls, "_members", members)
+    type.__setattr__(cls, "_by_value", {m.value: m for m in members.values()})
+    return cls
+  def __call__(cls, value:int):
+    if (m := cls._by_value.get(value)) is None: raise ValueError(f"{value!r} is not a valid {cls.__name__}")
+    return m
+  def __getitem__(cls, name:str): return cls._members[name]
+  def __iter__(cls): return iter(cls._members.values())
+  def __len__(cls) -> int: return len(cls._members)
+  def __contains__(cls, x) -> bool: return type(x) is cls
+  @property
+  def __members__(cls) -> dict: return dict(cls._members)
+  def __setattr__(cls, k:str, v):
+    if k in cls._members: raise AttributeError(f"cannot reassign member {cls.__name__}.{k}")
+    type.__setattr__(cls, k, v)
+
+class FastEnum(metaclass=_FastEnumType):
+  # members compare and hash by identity (in C); a stable integer order makes sorted() and toposort tiebreaks deterministic
+  __slots__ = ("name", "value")
+  def __setattr__(self, k, v): raise AttributeError(f"{self!r} is immutable")
   def __lt__(self, other): return self.value < other.value
   def __repr__(self): return f"{type(self).__name__}.{self.name}"
-  __hash__ = object.__hash__  # members are singletons: identity hashing in C, not Enum's python-level hash of the name (hot in rewrites)
-  @staticmethod
-  def _generate_next_value_(_, __, ___, last_values): return 1 + max([0, *last_values])
+  __str__ = __repr__
+  def __format__(self, spec:str) -> str: return format(str(self), spec)  # f"{op:20}" pads like an Enum member
+  def __reduce__(self): return getattr, (type(self), self.name)  # unpickles to the same singleton
+  def __copy__(self): return self
+  def __deepcopy__(self, memo): return self
 
 class Ops(FastEnum):
+  __slots__ = ()
   # defines / leaves
   CONST = auto(); DEVICE = auto(); DEFINE_VAR = auto(); BIND = auto(); SPECIAL = auto(); PARAM = auto(); BUFFER = auto() # noqa: E702
   UNIQUE = auto() # noqa: E702
@@ -62,6 +97,7 @@ class GroupOp:
   All = set(Ops)
 
 class AxisType(FastEnum):
+  __slots__ = ()
   GLOBAL = auto(); LOCAL = auto(); LOOP = auto(); THREAD = auto(); GROUP_REDUCE = auto(); REDUCE = auto() # noqa: E702
   UPCAST = auto(); UNROLL = auto() # noqa: E702
   WARP = auto()  # the lanes of a tensor core's warp: the fastest work-item id (codegen/opt/tc.py)

@@ -402,8 +402,7 @@ def _reduce_shape(u:UOp) -> tuple:
   if not all([0 <= a < len(ss) for a in axes]): raise ValueError(f"reduce axes {axes} out of range for shape {ss}")
   return tuple([1 if i in axes else s for i, s in enumerate(ss)])
 
-# op -> its shape from its sources' (worked out already): one table lookup per node (an Ops member read is slow in python 3.11, whose
-# EnumType has a __getattr__ hook, so a chain of `op is Ops.X` tests costs more than the rule)
+# op -> its shape from its sources' (worked out already): one table lookup per node, not a chain of `op is Ops.X` tests
 _SHAPE_RULES: dict[Ops, Callable[[UOp], tuple|None]] = {
   **{op: (lambda u: None) for op in _NO_SHAPE}, **{op: (lambda u: ()) for op in _SCALAR},
   **{op: (lambda u: u.src[0].__dict__["_shape_c"]) for op in _SAME_SHAPE | {Ops.ALLREDUCE}},
