@@ -101,3 +101,38 @@ def test_failed_compile_runs_nothing_and_leaves_the_tensor_lazy(monkeypatch):
   assert len(compiled) == 1 and launched == [] and t.uop.base.op is not Ops.BUFFER
   monkeypatch.setattr(realize, "prepare_kernel", prepare)
   assert t.item() == 27.0 and len(launched) > 1
+
+def test_a_realize_between_forward_and_backward_keeps_the_gradient():
+  # h is read (realized) after the loss was built on it: the loss now reads h's buffer, yet the gradient still goes through x * x
+  x, w = Tensor([1., 2., 3.], requires_grad=True), Tensor([0.5, -1., 2.], requires_grad=True)
+  h = x * x
+  loss = (h * w).sum() + (x * 2).sum()  # a path through h and one around it
+  assert h.tolist() == [1., 4., 9.]
+  loss.backward()
+  assert x.grad.tolist() == [2 * 1 * 0.5 + 2, 2 * 2 * -1. + 2, 2 * 3 * 2. + 2] and w.grad.tolist() == [1., 4., 9.]
+
+def test_backward_after_reading_the_loss():
+  x = Tensor([1., -2., 3.], requires_grad=True)
+  loss = (x * x * 3).sum()
+  assert loss.item() == 42.0
+  loss.backward()
+  assert x.grad.tolist() == [6., -12., 18.]
+
+def test_realized_graphs_without_gradients_are_not_kept():
+  x = Tensor([1., 2.]).realize()
+  y = x * 3 + 1
+  node = weakref.ref(y.uop)
+  y.realize()
+  gc.collect()
+  assert node() is None and y.tolist() == [4., 7.]  # the view y reads does not hold the graph it replaced
+  p = Tensor([1., 2.], requires_grad=True)
+  z = p * 3 + 1
+  kept = weakref.ref(z.uop)
+  z.realize()
+  gc.collect()
+  assert kept() is not None  # on a gradient path: kept while z lives, for backward()
+  (z * z).sum().backward()
+  assert p.grad.tolist() == [2 * 4. * 3, 2 * 7. * 3]
+  del z
+  gc.collect()
+  assert kept() is None

@@ -106,7 +106,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** the graph, caught up lazily with what realize() turned into buffers since this handle last looked ***
   @property
   def uop(self) -> UOp:
-    if self._epoch != _realized.epoch: self._uop, self._epoch = _realized.since(self._uop, self._epoch), _realized.epoch
+    if self._epoch != _realized.epoch:
+      built, (self._uop, self._epoch) = self._uop, (_realized.since(self._uop, self._epoch), _realized.epoch)
+      if self._uop is not built: _keep_for_autograd(self, built)
     return self._uop
   @uop.setter
   def uop(self, u:UOp): self._uop, self._epoch = u, _realized.epoch
@@ -333,6 +335,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     _needs_grad[id(self)] = self
     # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
     if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = _private_buffer(self.uop)
+    self.uop.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
     return self
@@ -344,13 +347,16 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
     from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
-    grads = compute_gradient(self.uop, gradient.uop.cast(self.dtype), {t.uop for t in targets})
+    # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
+    # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
+    keep = {t.uop for t in targets}
+    grads = compute_gradient(_realized.unrealized(self.uop, keep), gradient.uop.cast(self.dtype), keep)
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
         raise RuntimeError(f"no gradient reaches the {t.shape} {t.dtype} target from this {self.shape} tensor: it is not in its graph, or only "
                            f"through detach(); pass materialize_grads=True for zeros")
-      ret.append(t.zeros_like() if g is None else Tensor(g))
+      ret.append(t.zeros_like() if g is None else Tensor(_realized.since(g, 0)))
     return ret
   def _root_gradient(self, gradient:Tensor|None) -> Tensor:
     """the gradient self starts with: given (of self's shape), or 1 for a 0-d self"""
@@ -363,10 +369,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def backward(self, gradient:Tensor|None=None) -> Tensor:
     """add d(self)/d(t) to t.grad for every live tensor t with requires_grad=True in self's graph (zeros where only detach() leads to t)"""
     gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
-    nodes = self.uop.toposort()
-    if not (ts := [t for t in list(_needs_grad.values()) if t.requires_grad and t.uop in nodes]):
-      raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor (a realize replaces the "
-                         f"graph by a buffer: call backward before reading the loss)")
+    wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
+    nodes = _realized.unrealized(self.uop, {t.uop for t in wanted}).toposort()
+    if not (ts := [t for t in wanted if t.uop in nodes]):
+      raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor")
     for t, g in zip(ts, self.gradient(*ts, gradient=gradient, materialize_grads=True)): t.grad = g if t.grad is None else t.grad + g
     return self
 
@@ -392,7 +398,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       del becomes
       for run in runs: run()
       _realized.record(realized)
-      for t, n in zip(todo, results): t.uop = n
+      for t, o, n in zip(todo, olds, results):
+        _keep_for_autograd(t, o)
+        t.uop = n
     return self
   def assign(self, x:Any) -> Tensor:
     """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values"""
@@ -452,6 +460,23 @@ def _reads_memory(u:UOp) -> bool:
     else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
   return u.__dict__[_READS]
 
+_GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
+def _on_grad_path(u:UOp) -> bool:
+  """u's graph holds the node of a tensor that was given requires_grad=True"""
+  if (ret := u.__dict__.get(_GRAD_PATH)) is not None: return ret
+  stack = [u]  # as _reads_memory: depth first, each node decided once its sources are
+  while stack:
+    if _GRAD_PATH in (x := stack[-1]).__dict__: stack.pop()
+    elif todo := [s for s in x.src if _GRAD_PATH not in s.__dict__]: stack.extend(todo)
+    else: x.__dict__[_GRAD_PATH] = _WANTS_GRAD in x.__dict__ or any([s.__dict__[_GRAD_PATH] for s in x.src])
+  return u.__dict__[_GRAD_PATH]
+
+def _keep_for_autograd(t:Tensor, built:UOp):
+  """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
+  it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
+  as torch keeps a loss's graph. Graphs no gradient needs are not kept"""
+  if "_built" not in t.__dict__ and _on_grad_path(built): t._built = built
+
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
   graph is the same node, and an in-place write into it would show in all of them"""
@@ -497,9 +522,19 @@ class _Realized:
       else:
         self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
         self._ids[wr] = key
+      new.__dict__[_REALIZED_FROM] = self.nodes[key][2]  # for autograd (unrealized): the node, while something keeps it
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
+  def unrealized(self, u:UOp, keep:set[UOp]) -> UOp:
+    """u with each buffer view a realize put in place of a node that is still alive replaced by that node (again inside it, for a node
+    built on an earlier realize's buffer): the graph as it was built, which autograd differentiates. Nodes in `keep` (the tensors that
+    want gradients) stay"""
+    for _ in range(self.epoch):  # each round goes back at least one realize
+      undo = {x: old for x in u.toposort() if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
+      if not undo: break
+      u = u.substitute(undo)
+    return u
   def since(self, u:UOp, epoch:int) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
     nodes = self.nodes
@@ -507,6 +542,7 @@ class _Realized:
       u = u.substitute(hits)
     return u
 
+_REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced
 _realized = _Realized()
 
 def _handle(u:UOp) -> Tensor:
