@@ -3,6 +3,7 @@ from __future__ import annotations
 from contextlib import ContextDecorator
 from typing import ClassVar
 from tinygrad.dtype import dtypes
+from tinygrad.helpers import TRAINING
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -16,6 +17,11 @@ class train(ContextDecorator):
     from tinygrad.tensor import Tensor
     Tensor.training = self.prev
 
+def is_training() -> bool:
+  """training mode: `Tensor.training` (set by `with Tensor.train():`) or tinygrad 0.14's `Context(TRAINING=1)`"""
+  from tinygrad.tensor import Tensor
+  return bool(Tensor.training or TRAINING)
+
 def _check_smoothing(label_smoothing:float):
   if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
 
@@ -26,7 +32,7 @@ class TensorNNMixin:
   def dropout(self, p:float=0.5):
     """while Tensor.training: zero each element with probability p and scale the rest by 1/(1-p); otherwise the identity"""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    if not type(self).training or p == 0: return self
+    if not (type(self).training or TRAINING) or p == 0: return self
     keep = self.rand_like(dtype=dtypes.float32, contiguous=False) >= p
     return keep.where(self, 0) * (1 / (1 - p) if p < 1 else 0)
 

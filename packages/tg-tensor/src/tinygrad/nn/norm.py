@@ -3,6 +3,7 @@ from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.nn.inplace import buffer_of, pending_write
+from tinygrad.tensor_nn import is_training
 
 def _affine(x:Tensor, weight:Tensor|None, bias:Tensor|None) -> Tensor:
   """x * weight + bias per channel (axis 1)"""
@@ -20,11 +21,11 @@ class BatchNorm:
     if track_running_stats:
       self.running_mean = buffer_of(Tensor.zeros(sz, requires_grad=False))
       self.running_var = buffer_of(Tensor.ones(sz, requires_grad=False))
-      self.num_batches_tracked = buffer_of(Tensor.zeros(1, dtype=dtypes.int64, requires_grad=False))
+      self.num_batches_tracked = buffer_of(Tensor.zeros((), dtype=dtypes.int64, requires_grad=False))  # a scalar, as in torch checkpoints
 
   def calc_stats(self, x:Tensor) -> tuple[Tensor, Tensor]:
     """(mean, biased variance) per channel: the running ones in eval mode, the batch's otherwise"""
-    if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
+    if self.track_running_stats and not is_training(): return self.running_mean, self.running_var
     axes = tuple(i for i in range(x.ndim) if i != 1)
     mean = x.mean(axes)
     y = x - mean.detach().reshape((1, -1) + (1,)*(x.ndim-2))  # the mean's gradient through the variance is zero: skip it
@@ -34,7 +35,7 @@ class BatchNorm:
     if x.ndim < 2 or x.shape[1] != (sz := self.running_mean.shape[0] if self.track_running_stats else x.shape[1]):
       raise ValueError(f"BatchNorm({sz}) got input of shape {tuple(x.shape)}: axis 1 must hold the {sz} channels")
     mean, var = self.calc_stats(x)
-    if self.track_running_stats and Tensor.training:
+    if self.track_running_stats and is_training():
       n, m = x.numel() // x.shape[1], self.momentum
       Tensor.realize(pending_write(self.running_mean, (1-m)*self.running_mean + m*mean.detach()),
                      pending_write(self.running_var, (1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()),

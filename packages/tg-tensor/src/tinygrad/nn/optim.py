@@ -3,6 +3,7 @@ parameters and optimizer state into their own buffers (parameter handles and the
 schedule can assign to it."""
 from __future__ import annotations
 from tinygrad.tensor import Tensor
+from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import dedup
 from tinygrad.nn.inplace import buffer_of, pending_write
@@ -23,8 +24,8 @@ class Optimizer:
   def step(self):
     """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
     writes of every parameter in a second"""
-    if not Tensor.training:
-      raise RuntimeError("Optimizer.step() with Tensor.training=False: set Tensor.training = True (or use `with Tensor.train():`) while training")
+    if not is_training():
+      raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` (or set Tensor.training = True)")
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     grads = [t.grad for t in self.params]
@@ -81,3 +82,24 @@ def Adam(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:
 def AdamW(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, weight_decay:float=0.01) -> LAMB:
   """Adam with decoupled weight decay: lr * weight_decay * p added to each step"""
   return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+class OptimizerGroup(Optimizer):
+  """several optimizers (e.g. different rules or learning rates for different parameters) stepped as one: every gradient is computed
+  from the parameters before any of them is written, so the order of the optimizers does not change the result"""
+  def __init__(self, *optimizers:Optimizer):
+    if not optimizers: raise ValueError("OptimizerGroup needs at least one optimizer")
+    self.optimizers = list(optimizers)
+    self.params = [t for o in self.optimizers for t in o.params]
+    if len(dedup(self.params)) != len(self.params): raise ValueError("OptimizerGroup: a parameter is in more than one of the optimizers")
+    self.device = self.params[0].device
+  def __getitem__(self, i:int) -> Optimizer: return self.optimizers[i]
+  def zero_grad(self):
+    for o in self.optimizers: o.zero_grad()
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    updates: list[Tensor] = []
+    state: list[Tensor] = []
+    for o in self.optimizers:
+      u, s = o._updates(grads[len(updates):len(updates) + len(o.params)])
+      updates += u
+      state += s
+    return updates, state
