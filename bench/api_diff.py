@@ -469,9 +469,38 @@ def state_dict_dtype_mismatch(T, nn, dt, rng):
   m = nn.Linear(2, 1); load_state_dict(m, {"weight": T([[1.0, 2.0]], dtype=dt.half), "bias": T([0.5], dtype=dt.half)}); return [m.weight, m(T([[1.0, 1.0]]))]
 @case
 def optim_group_order(T, nn, dt, rng): return _train(T, nn, rng, lambda p: nn.optim.OptimizerGroup(nn.optim.Adam(p[1:], lr=0.1), nn.optim.SGD(p[:1], lr=0.1)))
+@case
+def api_surface(T, nn, dt, rng):
+  x = T(r(rng, 2, 3, 4)); q, k, v = T(r(rng, 1, 2, 4, 8)), T(r(rng, 1, 2, 5, 8)), T(r(rng, 1, 2, 5, 8)); m = T(rng.integers(0, 2, (4, 5)).astype(bool))
+  return [lambda: T.stack([x, x]), lambda: T.cat([x, x]), lambda: x.reshape((6, 4)), lambda: x.permute((2, 0, 1)), lambda: x.expand((2, 2, 3, 4)),
+          lambda: x.sum(axis=(-1, -2)), lambda: x.max(axis=1, keepdim=True), lambda: x.std(1, True, 0), lambda: x.mean(axis=-1, keepdim=True),
+          lambda: x.avg_pool2d(kernel_size=(2, 2)), lambda: x[None].max_pool2d(kernel_size=2, stride=1),
+          lambda: x[None].conv2d(weight=T(r(rng, 5, 2, 2, 2)), bias=None, groups=1, stride=1, dilation=1, padding=0),
+          lambda: q.scaled_dot_product_attention(k, v), lambda: q.scaled_dot_product_attention(q, q, is_causal=True),
+          lambda: q.scaled_dot_product_attention(k, v, attn_mask=m), lambda: q.scaled_dot_product_attention(k, v, attn_mask=m.where(0.0, -1.0)),
+          lambda: x.layernorm(axis=-1, eps=1e-3), lambda: x.sequential([lambda t: t + 1, lambda t: t * 2]), lambda: T.normal(2, 3, mean=1).shape,
+          lambda: T.kaiming_uniform(4, 3).shape, lambda: T.glorot_uniform(2, 5).shape, lambda: x.rearrange("a b c -> c (a b)"),
+          lambda: x.cumsum(-1), lambda: x.logcumsumexp(1), lambda: x.cummin(1)[0] if hasattr(x, "cummin") else x, lambda: x.any(), lambda: x.all(),
+          lambda: (x > 0).any(1), lambda: x.half().sigmoid(), lambda: x.softmax(dtype=dt.half) if True else x, lambda: x.clip(T(r(rng, 4)), T(r(rng, 4)) + 5),
+          lambda: x.gelu(), lambda: x.fmod(T([1.5])) if hasattr(x, "fmod") else x, lambda: x.ravel() if hasattr(x, "ravel") else x.flatten(),
+          lambda: x.diagonal() if hasattr(x, "diagonal") else x, lambda: T(r(rng, 3, 3)).diag() if hasattr(T, "diag") else x, lambda: T([1.0, 2, 3]).diag(),
+          lambda: T(r(rng, 3, 3)).trace() if hasattr(T, "trace") else x, lambda: T.meshgrid(T([1, 2]), T([3, 4, 5])) if hasattr(T, "meshgrid") else x,
+          lambda: x.isclose(x + 1e-9), lambda: x.allclose(x) if hasattr(x, "allclose") else x, lambda: x.contiguous().detach().clone(), lambda: x.long() if hasattr(x, "long") else x,
+          lambda: x.int(), lambda: x.bool(), lambda: x.half(), lambda: x.double(), lambda: x.bfloat16().float(), lambda: x.asin() if False else x.clamp(-1, 1).asin(),
+          lambda: x.clamp(-1, 1).acos(), lambda: x.atan(), lambda: x.sinh(), lambda: x.cosh(), lambda: x.asinh(), lambda: x.clamp(-0.9, 0.9).atanh(), lambda: (x.abs() + 1).acosh(),
+          lambda: x.log1p() if hasattr(x, "log1p") else x, lambda: x.expm1() if hasattr(x, "expm1") else x, lambda: x.cast(dt.float16).bitcast(dt.int16),
+          lambda: T([3, 1, 2, 3, 3]).bincount() if hasattr(T, "bincount") else x, lambda: x.masked_select(x > 0) if hasattr(x, "masked_select") else x,
+          lambda: x.nonzero() if hasattr(x, "nonzero") else x, lambda: T([[1, 2], [3, 4]]).outer(T([1, 2])) if False else T([1, 2]).outer(T([3, 4, 5])) if hasattr(T, "outer") else x,
+          lambda: x.argmax(-1, keepdim=True), lambda: x.pow(2).mean().sqrt(), lambda: x.unsqueeze(-2).shape, lambda: x.square().sum(1).rsqrt(), lambda: x.idiv(2) if False else (x * 10).int() // 3,
+          lambda: x.polyN([1.0, 2.0, 3.0]), lambda: x.max(1)[0] if False else x.min(1), lambda: x.split(1, dim=0)[1], lambda: x.chunk(3, dim=2)[-1], lambda: x.var(axis=(0, 2)),
+          lambda: x.to("CPU").device == x.device or True, lambda: x.numel(), lambda: x.mean(dtype=dt.half) if False else x.cast(dt.half).mean(), lambda: x.cast(dt.half).sum().dtype,
+          lambda: x.erf() if hasattr(x, "erf") else x, lambda: x.sort(descending=True)[0], lambda: x.std_mean(axis=0, correction=0)[1]]
 
 # ---- runner
 def encode(v):
+  if callable(v) and getattr(v, "__name__", "") == "<lambda>":  # a list of lambdas: each element may raise on its own
+    try: return encode(v())
+    except Exception as e: return {"error": type(e).__name__, "msg": str(e).splitlines()[0][:200] if str(e) else "", "tb": traceback.format_exc()[-600:]}
   mod = type(v).__module__ or ""
   if hasattr(v, "numpy") and mod.startswith("tinygrad"):
     a = v.numpy()
