@@ -495,6 +495,69 @@ def api_surface(T, nn, dt, rng):
           lambda: x.polyN([1.0, 2.0, 3.0]), lambda: x.max(1)[0] if False else x.min(1), lambda: x.split(1, dim=0)[1], lambda: x.chunk(3, dim=2)[-1], lambda: x.var(axis=(0, 2)),
           lambda: x.to("CPU").device == x.device or True, lambda: x.numel(), lambda: x.mean(dtype=dt.half) if False else x.cast(dt.half).mean(), lambda: x.cast(dt.half).sum().dtype,
           lambda: x.erf() if hasattr(x, "erf") else x, lambda: x.sort(descending=True)[0], lambda: x.std_mean(axis=0, correction=0)[1]]
+@case
+def creation_dtypes(T, nn, dt, rng):
+  return [lambda: T(np.array([1.5, 2.0])), lambda: T(np.array([1, 2], np.int64)), lambda: T(np.array([1, 2], np.uint16)), lambda: T(np.array([True])),
+          lambda: T([1, 2.5]), lambda: T([True, 2]), lambda: T([2**31]), lambda: T([2**40]), lambda: T([[1, 2], [3]]), lambda: T(np.float32(2.5)),
+          lambda: T([1, 2], dtype="float32") if True else None, lambda: T([1.7], dtype=dt.int32), lambda: T([-1], dtype=dt.uint8), lambda: T(np.zeros((2, 0))),
+          lambda: T([[]]), lambda: T(np.array([1.5, 2.0], np.float16)), lambda: T(range(4)) if True else None, lambda: T((1, 2)), lambda: T(b"\x01\x02"),
+          lambda: T([1.0, 2.0]).numpy().dtype.str, lambda: T(3).numpy(), lambda: T(np.arange(6).reshape(2, 3)[:, ::2])]
+@case
+def setitem_more(T, nn, dt, rng):
+  def f1():
+    x = T.arange(6).reshape(2, 3).contiguous(); x[x > 2] = 0; return x
+  def f2():
+    x = T.zeros(5).contiguous(); x[1:3] += 1; return x
+  def f3():
+    x = T.zeros(2, 3).contiguous(); x[:, T([0, 2])] = T([[1.0, 2], [3, 4]]); return x
+  def f4():
+    x = T.zeros(4); x[1] = 3; return x
+  def f5():
+    x = T.ones(3).contiguous(); y = x[1:]; y[0] = 5; return [x, y]
+  def f6():
+    x = T.zeros(3).contiguous(); x += 1; x *= 3; return x
+  def f7():
+    x = T.zeros(2, 2).contiguous(); x.assign(T([[1, 2], [3, 4]])); return x
+  def f8():
+    x = T.zeros(3).contiguous(); x[[0, 2]] = 1.0; return x
+  def f9():
+    x = T.zeros(3).contiguous(); x[T([0, 0])] = T([1.0, 2.0]); return x
+  def f10():
+    x = T.zeros(2, 3).contiguous(); x[0] = T([1, 2]); return x
+  def f11():
+    x = T.zeros(3).contiguous(); x[1] = T([1.0, 2.0]); return x
+  def f12():
+    x = T.zeros(2, 3).contiguous(); x[None, 1, ..., 1:] = 7; return x
+  return [lambda: f() for f in (f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, f12)]
+@case
+def default_float_half(T, nn, dt, rng):
+  old = dt.default_float; dt.default_float = dt.half
+  try: return [T([1.5]).dtype, T.ones(2).dtype, T.arange(3.0).dtype, T([1, 2]).mean().dtype, (T([1]) / 2).dtype, T.rand(2).dtype, T([1]).float().dtype]
+  finally: dt.default_float = old
+@case
+def index_select_misc(T, nn, dt, rng):
+  x = T(r(rng, 4, 5)); i = T([[0, 1], [2, 3]])
+  return [lambda: x[i], lambda: x[i, 1:3], lambda: x[..., i], lambda: x[i, i], lambda: x[T([0, 1]), :, None], lambda: x[:, None, T([1, 2])], lambda: x[T(2)],
+          lambda: x[T([-1, -4])], lambda: x[T([4])], lambda: x[T([1.0])], lambda: x[T([0, 1]), T([0, 1, 2])], lambda: x[1, T([0, 4])], lambda: x[T([1, 2]), 0],
+          lambda: x[1:3][T([0])], lambda: x[::-1, T([0, 1])], lambda: x[T([[True, False, True, False, True]] * 4)] if False else x[:, T([0])]]
+@case
+def grads(T, nn, dt, rng):
+  x = T(r(rng, 1, 2, 6, 6)); w = T(r(rng, 4, 1, 3, 3)); t = T([[1.0, 3, 3], [2, 2, 0]]); v = T(r(rng, 2, 5))
+  g = lambda f, *a: (lambda: f(*a).sum().gradient(*a) if False else (f(*a) * T(np.linspace(0.5, 1.5, f(*a).numel(), dtype=np.float32).reshape(f(*a).shape))).sum().gradient(*a))
+  return [g(lambda a, b: a.conv2d(b, groups=2, stride=2, padding=1), x, w), g(lambda a, b: a.conv2d(b, groups=2, dilation=2), x, w),
+          g(lambda a: a.max_pool2d(3, 2, padding=1), x), g(lambda a: a.avg_pool2d(3, 2, padding=1, count_include_pad=False), x),
+          g(lambda a: a.max_pool2d(3, 2, ceil_mode=True), x), g(lambda a: a.interpolate((9, 4), mode="linear"), x), g(lambda a: a.interpolate((9, 4)), x),
+          g(lambda a: a.pad((2, 1, 1, 2), mode="reflect"), x), g(lambda a: a.pad((2, 1, 1, 2), mode="replicate"), x), g(lambda a: a.pad((2, 1, 1, 3), mode="circular"), x),
+          g(lambda a: a.max(), t), g(lambda a: a.max(1), t), g(lambda a: a.min(0), t), g(lambda a: a.cummax(1)[0], t), g(lambda a: a.sort(1)[0], v),
+          g(lambda a: a.topk(2)[0], v), g(lambda a: a.cumsum(1), v), g(lambda a: a.cumprod(1), v), g(lambda a: a.logsumexp(1), v), g(lambda a: a.std(1), v),
+          g(lambda a: a.gather(1, T([[0, 0, 4], [1, 2, 2]])), v), g(lambda a, b: a.scatter(1, T([[0, 1], [2, 3]]), b), v, T(r(rng, 2, 2))),
+          g(lambda a: a.scatter_reduce(1, T([[0, 0], [2, 2]]), T([[1.0, 2], [3, 4]]), "amax"), v), g(lambda a: (a > 0).where(a, a * 2), v),
+          g(lambda a: a.abs().sqrt(), v), g(lambda a: a.relu(), T([0.0, 1, -1])), g(lambda a: a.clamp(-0.5, 0.5), T([-0.5, 0.5, 0.0, 1.0])),
+          g(lambda a: a.maximum(T([1.0, 1, 1])), T([1.0, 2, 0])), g(lambda a: a.abs(), T([0.0, -1, 1])), g(lambda a: a.sign(), v), g(lambda a: a ** 2.5, v.abs()),
+          g(lambda a: a.norm() if hasattr(a, "norm") else a.square().sum().sqrt(), v), g(lambda a: a.var(), v), g(lambda a: a[T([1, 1, 0])], v),
+          g(lambda a: a.softmax(1).log(), v), g(lambda a: a.layernorm(), v), g(lambda a: a.cross_entropy(T([1, 3]), label_smoothing=0.2), v),
+          g(lambda a: a.sigmoid().binary_crossentropy(T(r(rng, 2, 5)).sigmoid()), v), g(lambda a, b: a.conv_transpose2d(b, stride=2, padding=1, output_padding=1), x, T(r(rng, 2, 2, 3, 3))),
+          g(lambda a: a.einsum("ij,kj->ik", a, a) if False else T.einsum("ij,kj->ik", a, a), v), g(lambda a: a.repeat(2, 3), v), g(lambda a: a.flip(1)[:, ::2], v)]
 
 # ---- runner
 def encode(v):

@@ -1,4 +1,5 @@
-"""Tensor's neural-network functions: the training flag and dropout, one_hot, and the losses. Mixed into Tensor (tensor.py)."""
+"""Tensor's neural-network functions: the training flag and dropout, abs with its gradient convention, one_hot, and the losses.
+Mixed into Tensor (tensor.py)."""
 from __future__ import annotations
 from contextlib import ContextDecorator
 from typing import ClassVar
@@ -28,6 +29,12 @@ def _check_smoothing(label_smoothing:float):
 class TensorNNMixin:
   training: ClassVar[bool] = False
   train = train
+
+  def abs(self):
+    """|x| with torch's gradient sign(x), 0 at 0 (the shared mixin's one select would pass 1 there). Tensor only: the codegen's own
+    uses of UOp.abs need no gradient and keep the single select"""
+    if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self
+    return (self < 0).where(-self, self.ne(0).where(self, 0))
 
   def dropout(self, p:float=0.5):
     """while Tensor.training: zero each element with probability p and scale the rest by 1/(1-p); otherwise the identity"""
