@@ -75,8 +75,9 @@ class TensorNNMixin:
   def _smoothed_nll(self, picked, logp, axis:int, label_smoothing:float):
     """-(1-s) * picked - s * mean(logp): the loss against targets mixed with the uniform distribution; s=0 adds no term (-inf*0 is nan)"""
     return -(1 - label_smoothing) * picked - label_smoothing * logp.mean(axis) if label_smoothing else -picked
-  def cross_entropy(self, Y, reduction:str="mean", label_smoothing:float=0.0):
-    """self holds logits with classes on axis 1 (axis 0 unbatched); Y holds class indices (one dim less) or class probabilities (same shape)"""
+  def cross_entropy(self, Y, reduction:str="mean", label_smoothing:float=0.0, ignore_index:int|None=None):
+    """self holds logits with classes on axis 1 (axis 0 unbatched); Y holds class indices (one dim less) or class probabilities (same shape).
+    With class indices, samples whose index is ignore_index don't count, also in the mean (torch's ignore_index)"""
     _check_smoothing(label_smoothing)
     axis = 1 if self.ndim > 1 else 0
     logp = self.log_softmax(axis)
@@ -84,7 +85,12 @@ class TensorNNMixin:
     elif tuple(Y.shape) == tuple(self.shape): picked = (logp * Y).sum(axis)
     else: raise ValueError(f"cross_entropy: target {tuple(Y.shape)} must be class indices of shape {tuple(self.shape[:axis]) + tuple(self.shape[axis+1:])} "
                            f"or probabilities of the input's shape {tuple(self.shape)}")
-    return self._smoothed_nll(picked, logp, axis, label_smoothing)._do_reduction(reduction)
+    loss = self._smoothed_nll(picked, logp, axis, label_smoothing)
+    if ignore_index is None: return loss._do_reduction(reduction)
+    if Y.ndim != self.ndim - 1: raise ValueError("cross_entropy: ignore_index needs class indices as the target, not probabilities")
+    counted = Y.ne(ignore_index)
+    loss = counted.where(loss, 0)
+    return loss.sum() / counted.sum() if reduction == "mean" else loss._do_reduction(reduction)
   def sparse_categorical_crossentropy(self, Y, ignore_index:int=-1, label_smoothing:float=0.0, reduction:str="mean"):
     """self holds logits with classes on the last axis, Y class indices; samples whose index is ignore_index don't count (also in the mean)"""
     _check_smoothing(label_smoothing)
