@@ -138,3 +138,23 @@ def test_context_training_is_training_mode():
     assert (Tensor.ones(1000).dropout(0.5).numpy() == 0).any()
   np.testing.assert_allclose(w.numpy(), [1.0 - 0.5 * 2, -2.0 + 0.5 * 4])
   with pytest.raises(RuntimeError, match="outside training mode"): opt.step()
+
+@pytest.mark.parametrize("classic", [False, True])
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_sgd_classic_momentum_under_a_changing_lr(classic, nesterov):
+  # upstream's SGD(classic=True) keeps lr inside the momentum buffer; torch's (classic=False) applies it to the step. They differ only
+  # once lr changes, so the numpy reference runs a schedule
+  w0 = np.array([1.0, -2.0, 3.0])
+  w, b = w0.copy(), np.zeros(3)
+  p = Tensor(w0.astype(np.float32))
+  opt = nn.optim.SGD([p], lr=0.1, momentum=0.9, nesterov=nesterov, classic=classic, weight_decay=0.1)
+  with Tensor.train():
+    for lr in (0.1, 0.5, 0.2):
+      opt.lr.assign(Tensor([lr]))
+      opt.zero_grad()
+      ((p * p).sum() / 2 + p.sum()).backward()
+      opt.step()
+      g = w + 1 + 0.1 * w
+      if classic: b = 0.9 * b + lr * g; w = w - (lr * g + 0.9 * b if nesterov else b)
+      else: b = 0.9 * b + g; w = w - lr * (g + 0.9 * b if nesterov else b)
+  np.testing.assert_allclose(p.numpy(), w, rtol=1e-5)

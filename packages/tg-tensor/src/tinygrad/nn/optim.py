@@ -25,7 +25,8 @@ class Optimizer:
     """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
     writes of every parameter in a second"""
     if not is_training():
-      raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` (or set Tensor.training = True)")
+      raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` "
+                         "(or set Tensor.training = True)")
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     grads = [t.grad for t in self.params]
@@ -42,17 +43,20 @@ def _zeros_like(t:Tensor) -> Tensor: return buffer_of(Tensor.zeros(*t.shape, dty
 
 class SGD(Optimizer):
   """g = grad + weight_decay * p; with momentum, b = momentum * b + g and the step is lr * (g + momentum * b if nesterov else b);
-  without, lr * g (torch's rule)"""
-  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False):
+  without, lr * g (torch's rule). classic=True keeps lr inside the buffer (b = momentum * b + lr * g, the step b, or lr * g + momentum * b
+  with nesterov): the same steps while lr is constant, different once a schedule changes it"""
+  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False, classic:bool=False):
     if nesterov and not momentum: raise ValueError("SGD(nesterov=True) needs momentum > 0")
     super().__init__(params, lr)
-    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
     self.b = [_zeros_like(t) for t in self.params] if momentum else []
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     gs = [g + self.wd * t.detach() for t, g in zip(self.params, grads)]
     if not self.momentum: return [g * self.lr for g in gs], []
+    if self.classic: gs = [g * self.lr for g in gs]
     bs = [pending_write(b, self.momentum * b + g) for b, g in zip(self.b, gs)]
-    return [(g + self.momentum * b if self.nesterov else b) * self.lr for g, b in zip(gs, bs)], bs
+    steps = [g + self.momentum * b if self.nesterov else b for g, b in zip(gs, bs)]
+    return (steps if self.classic else [s * self.lr for s in steps]), bs
 
 class LAMB(Optimizer):
   """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
