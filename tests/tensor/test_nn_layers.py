@@ -131,3 +131,29 @@ def test_batchnorm_loads_a_torch_style_state_dict():
   with Context(TRAINING=1): bn(Tensor(x))  # 0.14's spelling of training mode updates the statistics too
   assert bn.num_batches_tracked.item() == 8
   close(bn.running_mean.numpy(), 0.9 * np.array([0.5, -0.5]) + 0.1 * x.mean((0, 2, 3)))
+
+def test_batchnorm_training_keeps_the_gradient_of_the_layers_before():
+  # the running-statistics update must not realize the batch statistics inside the forward pass: a realize substitutes buffers into the
+  # loss's graph, and the Linear before would get no gradient (its bias a wrong one). Reference: numpy finite differences in float64
+  x, w, b, c = (rnd(*s).astype(np.float64) for s in ((6, 4), (3, 4), (3,), (6, 3)))
+  def loss_np(w_, b_):
+    h = x @ w_.T + b_
+    y = (h - h.mean(0)) / np.sqrt(h.var(0) + 1e-5) * c
+    return (y ** 2).sum() + y.sum()
+  def numeric(f, a, eps=1e-6):
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+      d = np.zeros_like(a); d[i] = eps
+      g[i] = (f(a + d) - f(a - d)) / (2 * eps)
+    return g
+  lin, bn = nn.Linear(4, 3), nn.BatchNorm(3)
+  lin.weight.assign(Tensor(w.astype(np.float32))); lin.bias.assign(Tensor(b.astype(np.float32)))
+  opt = nn.optim.SGD([lin.weight, lin.bias], lr=0.0)
+  with Tensor.train():
+    y = bn(lin(Tensor(x.astype(np.float32)))) * Tensor(c.astype(np.float32))
+    ((y ** 2).sum() + y.sum()).backward()
+    close(lin.weight.grad.numpy(), numeric(lambda a: loss_np(a, b), w), tol=1e-3)
+    close(lin.bias.grad.numpy(), numeric(lambda a: loss_np(w, a), b), tol=1e-3)
+    opt.step()  # realizes the deferred statistics with the gradients
+  assert bn.running_mean._is_buffer() and bn.num_batches_tracked.item() == 1
+  close(bn.running_mean.numpy(), 0.1 * (x @ w.T + b).mean(0))

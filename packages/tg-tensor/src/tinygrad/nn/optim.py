@@ -6,7 +6,7 @@ from tinygrad.tensor import Tensor
 from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import dedup
-from tinygrad.nn.inplace import buffer_of, pending_write
+from tinygrad.nn.inplace import buffer_of, pending_write, take_deferred
 
 class Optimizer:
   """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,)"""
@@ -33,7 +33,7 @@ class Optimizer:
     updates, state = self._updates(grads)
     # two realizes: every parameter's gradient may read every other parameter, and a kernel writing a buffer is not ordered after the
     # other kernels of its schedule that read it; so the gradients and the state first, then the writes, which read only those
-    Tensor.realize(*grads, *state)
+    Tensor.realize(*grads, *state, *take_deferred())  # with the modules' pending writes (BatchNorm statistics): see nn/inplace.py
     Tensor.realize(*[pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)])
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
