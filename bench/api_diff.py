@@ -19,7 +19,8 @@ def r(rng, *shape): return rng.standard_normal(shape).astype(np.float32)
 
 # ---- indexing / setitem
 @case
-def idx_basic(T, nn, dt, rng): x = T(r(rng, 4, 5, 6)); return [x[1], x[-1, 2:], x[:, None, ::2], x[..., 1], x[1:3, ..., None], x[::-1], x[:, ::-2, 1::3]]
+def idx_basic(T, nn, dt, rng): x = T(r(rng, 4, 5, 6)); return [x[1], x[-1, 2:], x[:, None, ::2], x[..., 1], x[1:3, ..., None], x[::-1], x[:, ::-2,
+        1::3]]
 @case
 def idx_tensor(T, nn, dt, rng):
   x = T(r(rng, 5, 6)); i = T(np.array([0, 4, -1, 2], np.int32))
@@ -69,7 +70,8 @@ def reduce_sum_mean(T, nn, dt, rng):
 @case
 def reduce_var_std(T, nn, dt, rng):
   x = T(r(rng, 3, 4, 5))
-  return [x.var(), x.var(1), x.var(1, correction=0), x.std(-1, keepdim=True), x.std(correction=2), x.var_mean(1)[0], x.var_mean(1)[1], x.std_mean()[0]]
+  return [x.var(), x.var(1), x.var(1, correction=0), x.std(-1, keepdim=True), x.std(correction=2), x.var_mean(1)[0], x.var_mean(1)[1],
+          x.std_mean()[0]]
 @case
 def reduce_max_arg(T, nn, dt, rng):
   x = T(np.array([[1, 3, 3, 0], [5, 5, -1, 2], [0, 0, 0, 0]], np.float32))
@@ -143,7 +145,8 @@ def losses(T, nn, dt, rng):
   return [x.cross_entropy(y), x.cross_entropy(y, label_smoothing=0.1), x.cross_entropy(yi, ignore_index=-1), x.cross_entropy(y, reduction="sum"),
           x.cross_entropy(y, reduction="none"), x.log_softmax().nll_loss(y), x.log_softmax().nll_loss(yi, ignore_index=-1),
           x.log_softmax().nll_loss(y, weight=T([1.0, 2, 3, 4])), p.binary_crossentropy(t), x.binary_crossentropy_logits(t),
-          x.binary_crossentropy_logits(t, reduction="sum"), x.sparse_categorical_crossentropy(y), x.sparse_categorical_crossentropy(yi, ignore_index=-1),
+          x.binary_crossentropy_logits(t, reduction="sum"), x.sparse_categorical_crossentropy(y), x.sparse_categorical_crossentropy(yi,
+                  ignore_index=-1),
           x.cross_entropy(x.softmax())]
 @case
 def cross_entropy_nd(T, nn, dt, rng):
@@ -181,7 +184,8 @@ def nn_norms(T, nn, dt, rng):
   ln2 = nn.LayerNorm((3, 4), elementwise_affine=False)
   gn = nn.GroupNorm(2, 6); gn.weight.assign(T(r(rng, 6))); gn.bias.assign(T(r(rng, 6)))
   rms = nn.RMSNorm(4); rms.weight.assign(T(r(rng, 4)))
-  return [ln(x), ln2(x), gn(x), rms(x), x.layernorm(), x.layernorm(axis=(1, 2)), x.batchnorm(None, None, x.mean((0, 2, 3)), x.var((0, 2, 3)).add(1e-5).rsqrt())]
+  return [ln(x), ln2(x), gn(x), rms(x), x.layernorm(), x.layernorm(axis=(1, 2)), x.batchnorm(None, None, x.mean((0, 2, 3)), x.var((0, 2,
+          3)).add(1e-5).rsqrt())]
 @case
 def nn_embedding(T, nn, dt, rng):
   e = nn.Embedding(10, 3); e.weight.assign(T(r(rng, 10, 3)))
@@ -242,7 +246,8 @@ def repeat_expand(T, nn, dt, rng):
   a = T(r(rng, 2, 3))
   return [a.repeat(2, 1), a.repeat(1, 2, 2), a.expand(4, 2, 3), a[:, None].expand(-1, 2, -1), a.repeat_interleave(2), a.repeat_interleave(2, dim=1),
           a.flip(0), a.flip((0, 1)), a.roll(1, 1), a.roll((1, -1), (0, 1)), a.permute(1, 0), a.T, a.transpose(), a.reshape(-1), a.view(3, -1),
-          a.flatten(), a.unflatten(1, (3, 1)), a.squeeze(), a[None].squeeze(0), a.unsqueeze(-1), a.shrink(((0, 1), None))]  # no movedim: upstream has none
+          a.flatten(), a.unflatten(1, (3, 1)), a.squeeze(), a[None].squeeze(0), a.unsqueeze(-1), a.shrink(((0, 1),
+                  None))]  # no movedim: upstream has none
 @case
 def tril_triu_onehot(T, nn, dt, rng):
   a = T(r(rng, 4, 5))
@@ -258,8 +263,10 @@ def creation(T, nn, dt, rng):
 def activations(T, nn, dt, rng):
   x = T(r(rng, 3, 4) * 3)
   return [x.relu(), x.sigmoid(), x.tanh(), x.gelu(), x.quick_gelu(), x.silu(), x.elu(), x.leaky_relu(0.2), x.softplus(), x.mish(), x.relu6(),
-          x.hardswish(), x.hardsigmoid(), x.hardtanh(), x.softmax(), x.softmax(0), x.log_softmax(-1), x.logsigmoid(), x.celu(), x.selu(), x.softsign(),
-          x.swish(), x.exp2(), x.square(), x.reciprocal(), x.abs().sqrt(), x.abs().rsqrt(), x.abs().log2(), x.sin(), x.cos(), x.tan(), x.erf() if hasattr(x, "erf") else x]
+          x.hardswish(), x.hardsigmoid(), x.hardtanh(), x.softmax(), x.softmax(0), x.log_softmax(-1), x.logsigmoid(), x.celu(), x.selu(),
+          x.softsign(),
+          x.swish(), x.exp2(), x.square(), x.reciprocal(), x.abs().sqrt(), x.abs().rsqrt(), x.abs().log2(), x.sin(), x.cos(), x.tan(),
+          x.erf() if hasattr(x, "erf") else x]
 @case
 def matmul_dot(T, nn, dt, rng):
   a, b = T(r(rng, 2, 3, 4)), T(r(rng, 4, 5)); v = T(r(rng, 4))
@@ -311,7 +318,8 @@ def idx_bool_tensor(T, nn, dt, rng): x = T(r(rng, 5)); return x[x > 0]
 @case
 def idx_misc(T, nn, dt, rng):
   x = T(r(rng, 3, 4)); s = T(2.5)
-  return [x[None, ..., None], x[...], s[()], s[None], x[1][2], x[-3:-1, -1], x[5:], x[:, 10:20], x[::3, ::5], x[2:0], x[T(1)], x[T([True, False, True])] if False else x]
+  return [x[None, ..., None], x[...], s[()], s[None], x[1][2], x[-3:-1, -1], x[5:], x[:, 10:20], x[::3, ::5], x[2:0], x[T(1)], x[T([True, False,
+          True])] if False else x]
 @case
 def setitem_broadcast(T, nn, dt, rng):
   x = T.zeros(3, 4).contiguous(); x[:, 1] = T([1.0, 2, 3]); x[0, :] = T([9.0]); x[1:, 2:] = T([[4.0, 5]]); x[..., -1] = 6; return x
@@ -324,7 +332,8 @@ def setitem_dtype_cast(T, nn, dt, rng):
 @case
 def reduce_dtypes(T, nn, dt, rng):
   i8 = T([100, 100, 100], dtype=dt.int8); u8 = T([200, 200], dtype=dt.uint8); h = T([1.0, 2.0], dtype=dt.half); b = T([True, True])
-  return [i8.sum(), u8.sum(), h.sum(), b.sum(), i8.mean(), b.mean(), i8.max(), b.max(), b.argmax(), T([1, 2, 3]).prod(), h.mean(), u8.cumsum(0), b.cumsum(0), i8.prod()]
+  return [i8.sum(), u8.sum(), h.sum(), b.sum(), i8.mean(), b.mean(), i8.max(), b.max(), b.argmax(), T([1, 2, 3]).prod(), h.mean(), u8.cumsum(0),
+          b.cumsum(0), i8.prod()]
 @case
 def reduce_empty(T, nn, dt, rng):
   e = T.zeros(0, 3)
@@ -341,7 +350,8 @@ def ties(T, nn, dt, rng):
 @case
 def pow_edge(T, nn, dt, rng):
   x = T([-2.0, -1.5, 0.0, 0.0, 2.0, -0.0])
-  return [x ** 2, x ** 3, x ** 0.5, x ** 0, x ** -1, T([0.0]) ** T([0.0]), 2.0 ** x, (-2.0) ** T([2.0, 3.0, 0.5]), T([2, -3]) ** 3, T([2, 3]) ** T([-1, 0]),
+  return [x ** 2, x ** 3, x ** 0.5, x ** 0, x ** -1, T([0.0]) ** T([0.0]), 2.0 ** x, (-2.0) ** T([2.0, 3.0, 0.5]), T([2, -3]) ** 3, T([2,
+          3]) ** T([-1, 0]),
           T([-8.0]) ** (1/3), x.pow(T([2.0, 3, 2, 0, -1, 3])), T([4]) ** 0.5]
 @case
 def int_edge(T, nn, dt, rng):
@@ -354,16 +364,19 @@ def int_div_zero(T, nn, dt, rng): return [T([1.0, -1.0, 0.0]) / 0, T([5, 6]) // 
 @case
 def nan_inf(T, nn, dt, rng):
   x = T([float("nan"), float("inf"), -float("inf"), 1.0])
-  return [x.isnan(), x.isinf(), x.isinf(detect_negative=False), x.isfinite() if hasattr(x, "isfinite") else x, x.max(), x.relu(), x.sigmoid(), x.exp(),
+  return [x.isnan(), x.isinf(), x.isinf(detect_negative=False), x.isfinite() if hasattr(x, "isfinite") else x, x.max(), x.relu(), x.sigmoid(),
+          x.exp(),
           T([0.0, -1.0]).log(), T([-1.0]).sqrt(), x.clamp(-1, 1), x == x, x.softmax()]
 @case
 def logic(T, nn, dt, rng):
   a, b = T([True, False, True]), T([True, True, False])
-  return [a.logical_not(), a & b, a | b, a ^ b, ~a, a == b, a != b, a < b, T([1, 2, 3]) != 2, T([1.0, 2.0]) >= T([1, 3]), a.where(a, b), (T([1, 2]) == 1).any()]
+  return [a.logical_not(), a & b, a | b, a ^ b, ~a, a == b, a != b, a < b, T([1, 2, 3]) != 2, T([1.0, 2.0]) >= T([1, 3]), a.where(a, b), (T([1,
+          2]) == 1).any()]
 @case
 def shape_props(T, nn, dt, rng):
   x = T(r(rng, 2, 3, 4))
-  return [x.ndim, x.numel(), x.size(), x.size(1), x.size(-1), x.element_size(), x.nbytes(), len(x), x.shape, x.dtype, x[0].tolist()[0][:2] == x.numpy()[0][0][:2].tolist(), T([3]).item(), T(2).item(), T([1, 2]).tolist()]
+  return [x.ndim, x.numel(), x.size(), x.size(1), x.size(-1), x.element_size(), x.nbytes(), len(x), x.shape, x.dtype,
+          x[0].tolist()[0][:2] == x.numpy()[0][0][:2].tolist(), T([3]).item(), T(2).item(), T([1, 2]).tolist()]
 @case
 def item_bad(T, nn, dt, rng): return T([1, 2]).item()
 @case
@@ -382,7 +395,8 @@ def broadcast_bad(T, nn, dt, rng): return T.zeros(2, 3) + T.zeros(4)
 @case
 def einsum_more(T, nn, dt, rng):
   a, b = T(r(rng, 2, 3)), T(r(rng, 3, 3))
-  return [T.einsum("ij, jk -> ik", a, b), T.einsum("ii", b), T.einsum("ij->", a), T.einsum("ij,kj->ik", a, T(r(rng, 4, 3))), T.einsum("bi,bi->b", a, a),
+  return [T.einsum("ij, jk -> ik", a, b), T.einsum("ii", b), T.einsum("ij->", a), T.einsum("ij,kj->ik", a, T(r(rng, 4, 3))), T.einsum("bi,bi->b", a,
+          a),
           T.einsum("ijk->kji", T(r(rng, 2, 3, 4))), T.einsum("i,i,i->", T([1.0, 2]), T([3.0, 4]), T([5.0, 6]))]
 @case
 def einsum_bad(T, nn, dt, rng): return T.einsum("ij,jk->ik", T.zeros(2, 3), T.zeros(4, 5))
@@ -396,7 +410,8 @@ def nn_conv_more(T, nn, dt, rng):
 @case
 def nn_layers_misc(T, nn, dt, rng):
   x = T(r(rng, 2, 3, 4))
-  return [nn.LayerNorm(4).weight.numpy().sum() == 4 and x.shape, nn.BatchNorm(3).running_var, nn.GroupNorm(1, 3, affine=False)(x), nn.InstanceNorm(3)(x[..., None]) if hasattr(nn, "InstanceNorm") else x]
+  return [nn.LayerNorm(4).weight.numpy().sum() == 4 and x.shape, nn.BatchNorm(3).running_var, nn.GroupNorm(1, 3, affine=False)(x),
+          nn.InstanceNorm(3)(x[..., None]) if hasattr(nn, "InstanceNorm") else x]
 @case
 def linear_init_shapes(T, nn, dt, rng):
   l = nn.Linear(5, 7); c = nn.Conv2d(3, 8, (3, 2)); e = nn.Embedding(11, 4); ct = nn.ConvTranspose2d(3, 8, 3, groups=1)
@@ -407,13 +422,16 @@ def dropout_eval(T, nn, dt, rng): x = T(r(rng, 3, 4)); return [x.dropout(0.5), x
 @case
 def losses_more(T, nn, dt, rng):
   x = T(r(rng, 4, 3)); y = T(np.array([0, 2, 1, 2], np.int32)); t = T(rng.integers(0, 2, (4, 3)).astype(np.float32))
-  return [x.cross_entropy(y, label_smoothing=0.2, reduction="sum"), x.cross_entropy(x.softmax(1), label_smoothing=0.1), x.log_softmax().nll_loss(y, reduction="none"),
+  return [x.cross_entropy(y, label_smoothing=0.2, reduction="sum"), x.cross_entropy(x.softmax(1), label_smoothing=0.1), x.log_softmax().nll_loss(y,
+          reduction="none"),
           x.log_softmax().nll_loss(y, reduction="sum"), x.binary_crossentropy_logits(t, pos_weight=T([1.0, 2, 3])) if True else x,
-          x.sigmoid().binary_crossentropy(t, reduction="none"), x.sparse_categorical_crossentropy(y, label_smoothing=0.1), x.log_softmax().nll_loss(y, weight=T([1.0, 2, 3]), reduction="sum")]
+          x.sigmoid().binary_crossentropy(t, reduction="none"), x.sparse_categorical_crossentropy(y,
+                  label_smoothing=0.1), x.log_softmax().nll_loss(y, weight=T([1.0, 2, 3]), reduction="sum")]
 @case
 def interpolate_more(T, nn, dt, rng):
   x = T(r(rng, 1, 1, 3, 4))
-  return [x.interpolate((5, 9), mode="linear", align_corners=False), x.interpolate((2, 2), mode="linear"), x.interpolate((2, 2)), x.interpolate((7, 5), mode="nearest-exact"),
+  return [x.interpolate((5, 9), mode="linear", align_corners=False), x.interpolate((2, 2), mode="linear"), x.interpolate((2, 2)), x.interpolate((7,
+          5), mode="nearest-exact"),
           T(r(rng, 1, 1, 2, 3, 4)).interpolate((3, 4, 5), mode="linear")]
 @case
 def pool_more(T, nn, dt, rng):
@@ -435,7 +453,8 @@ def gather_bad(T, nn, dt, rng): return T.zeros(3, 4).gather(0, T.zeros(3, 5, dty
 @case
 def scatter_more(T, nn, dt, rng):
   x = T.zeros(3, 4, dtype=dt.int32); i = T([[0, 1], [2, 0]]); s = T([[1, 2], [3, 4]])
-  return [x.scatter(1, i, s), x.scatter(0, i, s), T.zeros(2, 3).scatter(1, T([[2], [0]]), 4.0, reduce="add"), T.ones(2, 3).scatter(1, T([[2, 2], [0, 0]]), 4.0, reduce="multiply"),
+  return [x.scatter(1, i, s), x.scatter(0, i, s), T.zeros(2, 3).scatter(1, T([[2], [0]]), 4.0, reduce="add"), T.ones(2, 3).scatter(1, T([[2, 2], [0,
+          0]]), 4.0, reduce="multiply"),
           x.scatter_reduce(1, i, s, "sum"), T.zeros(5).scatter_reduce(0, T([0, 0, 4]), T([1.0, 2, 3]), "amax", include_self=False)]
 @case
 def optim_sgd_classic(T, nn, dt, rng): return _train(T, nn, rng, lambda p: nn.optim.SGD(p, lr=0.05, momentum=0.5))
@@ -443,10 +462,12 @@ def optim_sgd_classic(T, nn, dt, rng): return _train(T, nn, rng, lambda p: nn.op
 def optim_adam_wd(T, nn, dt, rng): return _train(T, nn, rng, lambda p: nn.optim.Adam(p, lr=0.02, b1=0.8, b2=0.95, eps=1e-6), steps=4)
 @case
 def optim_lars_ol(T, nn, dt, rng):
-  return _train(T, nn, rng, lambda p: nn.optim.OptimizerGroup(nn.optim.SGD(p[:1], lr=0.1), nn.optim.Adam(p[1:], lr=0.1)) if hasattr(nn.optim, "OptimizerGroup") else nn.optim.SGD(p))
+  return _train(T, nn, rng, lambda p: nn.optim.OptimizerGroup(nn.optim.SGD(p[:1], lr=0.1), nn.optim.Adam(p[1:], lr=0.1)) if hasattr(nn.optim,
+          "OptimizerGroup") else nn.optim.SGD(p))
 @case
 def arange_edge(T, nn, dt, rng):
-  return [T.arange(0), T.arange(-3), T.arange(1, 2, 0.3), T.arange(5, 1), T.arange(0.5, 3), T.arange(3, dtype=dt.int64), T.linspace(0, 10, 4, dtype=dt.int32),
+  return [T.arange(0), T.arange(-3), T.arange(1, 2, 0.3), T.arange(5, 1), T.arange(0.5, 3), T.arange(3, dtype=dt.int64), T.linspace(0, 10, 4,
+          dtype=dt.int32),
           T.linspace(1, 0, 3), T.eye(1), T.eye(0).shape, T.full((), 2), T.zeros(()), T.ones(0, 2).shape]
 @case
 def arange_zero_step(T, nn, dt, rng): return T.arange(0, 5, 0)
@@ -458,22 +479,27 @@ def triu_more(T, nn, dt, rng):
 def onehot_bad(T, nn, dt, rng): return T([0.0, 1.0]).one_hot(3)
 @case
 def softmax_dtype(T, nn, dt, rng):
-  return [T([1, 2, 3]).softmax(), T([1.0, 2.0], dtype=dt.half).softmax(), T([1, 2]).sigmoid(), T([1, 4]).sqrt(), T([1, 2]).exp(), T([True]).float(), T([1, 2]).mean(), T([1, 2]).std()]
+  return [T([1, 2, 3]).softmax(), T([1.0, 2.0], dtype=dt.half).softmax(), T([1, 2]).sigmoid(), T([1, 4]).sqrt(), T([1, 2]).exp(), T([True]).float(),
+          T([1, 2]).mean(), T([1, 2]).std()]
 @case
 def state_dict_bn_torch_style(T, nn, dt, rng):
   from tinygrad.nn.state import load_state_dict
   bn = nn.BatchNorm2d(2)
-  load_state_dict(bn, {"weight": T([1.0, 2]), "bias": T([0.0, 1]), "running_mean": T([0.5, -0.5]), "running_var": T([2.0, 3]), "num_batches_tracked": T(7, dtype=dt.int64)})
+  load_state_dict(bn, {"weight": T([1.0, 2]), "bias": T([0.0, 1]), "running_mean": T([0.5, -0.5]), "running_var": T([2.0, 3]),
+          "num_batches_tracked": T(7, dtype=dt.int64)})
   return [bn(T(r(rng, 1, 2, 2, 2))), bn.num_batches_tracked]
 @case
 def state_dict_dtype_mismatch(T, nn, dt, rng):
   from tinygrad.nn.state import load_state_dict
-  m = nn.Linear(2, 1); load_state_dict(m, {"weight": T([[1.0, 2.0]], dtype=dt.half), "bias": T([0.5], dtype=dt.half)}); return [m.weight, m(T([[1.0, 1.0]]))]
+  m = nn.Linear(2, 1); load_state_dict(m, {"weight": T([[1.0, 2.0]], dtype=dt.half), "bias": T([0.5], dtype=dt.half)}); return [m.weight, m(T([[1.0,
+          1.0]]))]
 @case
-def optim_group_order(T, nn, dt, rng): return _train(T, nn, rng, lambda p: nn.optim.OptimizerGroup(nn.optim.Adam(p[1:], lr=0.1), nn.optim.SGD(p[:1], lr=0.1)))
+def optim_group_order(T, nn, dt, rng): return _train(T, nn, rng, lambda p: nn.optim.OptimizerGroup(nn.optim.Adam(p[1:], lr=0.1), nn.optim.SGD(p[:1],
+        lr=0.1)))
 @case
 def api_surface(T, nn, dt, rng):
-  x = T(r(rng, 2, 3, 4)); q, k, v = T(r(rng, 1, 2, 4, 8)), T(r(rng, 1, 2, 5, 8)), T(r(rng, 1, 2, 5, 8)); m = T(rng.integers(0, 2, (4, 5)).astype(bool))
+  x = T(r(rng, 2, 3, 4)); q, k, v = T(r(rng, 1, 2, 4, 8)), T(r(rng, 1, 2, 5, 8)), T(r(rng, 1, 2, 5, 8)); m = T(rng.integers(0, 2, (4,
+          5)).astype(bool))
   return [lambda: T.stack([x, x]), lambda: T.cat([x, x]), lambda: x.reshape((6, 4)), lambda: x.permute((2, 0, 1)), lambda: x.expand((2, 2, 3, 4)),
           lambda: x.sum(axis=(-1, -2)), lambda: x.max(axis=1, keepdim=True), lambda: x.std(1, True, 0), lambda: x.mean(axis=-1, keepdim=True),
           lambda: x.avg_pool2d(kernel_size=(2, 2)), lambda: x[None].max_pool2d(kernel_size=2, stride=1),
@@ -483,26 +509,40 @@ def api_surface(T, nn, dt, rng):
           lambda: x.layernorm(axis=-1, eps=1e-3), lambda: x.sequential([lambda t: t + 1, lambda t: t * 2]), lambda: T.normal(2, 3, mean=1).shape,
           lambda: T.kaiming_uniform(4, 3).shape, lambda: T.glorot_uniform(2, 5).shape, lambda: x.rearrange("a b c -> c (a b)"),
           lambda: x.cumsum(-1), lambda: x.logcumsumexp(1), lambda: x.cummin(1)[0] if hasattr(x, "cummin") else x, lambda: x.any(), lambda: x.all(),
-          lambda: (x > 0).any(1), lambda: x.half().sigmoid(), lambda: x.softmax(dtype=dt.half) if True else x, lambda: x.clip(T(r(rng, 4)), T(r(rng, 4)) + 5),
+          lambda: (x > 0).any(1), lambda: x.half().sigmoid(), lambda: x.softmax(dtype=dt.half) if True else x, lambda: x.clip(T(r(rng, 4)), T(r(rng,
+                  4)) + 5),
           lambda: x.gelu(), lambda: x.fmod(T([1.5])) if hasattr(x, "fmod") else x, lambda: x.ravel() if hasattr(x, "ravel") else x.flatten(),
-          lambda: x.diagonal() if hasattr(x, "diagonal") else x, lambda: T(r(rng, 3, 3)).diag() if hasattr(T, "diag") else x, lambda: T([1.0, 2, 3]).diag(),
+          lambda: x.diagonal() if hasattr(x, "diagonal") else x, lambda: T(r(rng, 3, 3)).diag() if hasattr(T, "diag") else x, lambda: T([1.0, 2,
+                  3]).diag(),
           lambda: T(r(rng, 3, 3)).trace() if hasattr(T, "trace") else x, lambda: T.meshgrid(T([1, 2]), T([3, 4, 5])) if hasattr(T, "meshgrid") else x,
-          lambda: x.isclose(x + 1e-9), lambda: x.allclose(x) if hasattr(x, "allclose") else x, lambda: x.contiguous().detach().clone(), lambda: x.long() if hasattr(x, "long") else x,
-          lambda: x.int(), lambda: x.bool(), lambda: x.half(), lambda: x.double(), lambda: x.bfloat16().float(), lambda: x.asin() if False else x.clamp(-1, 1).asin(),
-          lambda: x.clamp(-1, 1).acos(), lambda: x.atan(), lambda: x.sinh(), lambda: x.cosh(), lambda: x.asinh(), lambda: x.clamp(-0.9, 0.9).atanh(), lambda: (x.abs() + 1).acosh(),
-          lambda: x.log1p() if hasattr(x, "log1p") else x, lambda: x.expm1() if hasattr(x, "expm1") else x, lambda: x.cast(dt.float16).bitcast(dt.int16),
-          lambda: T([3, 1, 2, 3, 3]).bincount() if hasattr(T, "bincount") else x, lambda: x.masked_select(x > 0) if hasattr(x, "masked_select") else x,
-          lambda: x.nonzero() if hasattr(x, "nonzero") else x, lambda: T([[1, 2], [3, 4]]).outer(T([1, 2])) if False else T([1, 2]).outer(T([3, 4, 5])) if hasattr(T, "outer") else x,
-          lambda: x.argmax(-1, keepdim=True), lambda: x.pow(2).mean().sqrt(), lambda: x.unsqueeze(-2).shape, lambda: x.square().sum(1).rsqrt(), lambda: x.idiv(2) if False else (x * 10).int() // 3,
-          lambda: x.polyN([1.0, 2.0, 3.0]), lambda: x.max(1)[0] if False else x.min(1), lambda: x.split(1, dim=0)[1], lambda: x.chunk(3, dim=2)[-1], lambda: x.var(axis=(0, 2)),
-          lambda: x.to("CPU").device == x.device or True, lambda: x.numel(), lambda: x.mean(dtype=dt.half) if False else x.cast(dt.half).mean(), lambda: x.cast(dt.half).sum().dtype,
+          lambda: x.isclose(x + 1e-9), lambda: x.allclose(x) if hasattr(x,
+                  "allclose") else x, lambda: x.contiguous().detach().clone(), lambda: x.long() if hasattr(x, "long") else x,
+          lambda: x.int(), lambda: x.bool(), lambda: x.half(), lambda: x.double(), lambda: x.bfloat16().float(),
+          lambda: x.asin() if False else x.clamp(-1, 1).asin(),
+          lambda: x.clamp(-1, 1).acos(), lambda: x.atan(), lambda: x.sinh(), lambda: x.cosh(), lambda: x.asinh(), lambda: x.clamp(-0.9,
+                  0.9).atanh(), lambda: (x.abs() + 1).acosh(),
+          lambda: x.log1p() if hasattr(x, "log1p") else x, lambda: x.expm1() if hasattr(x,
+                  "expm1") else x, lambda: x.cast(dt.float16).bitcast(dt.int16),
+          lambda: T([3, 1, 2, 3, 3]).bincount() if hasattr(T, "bincount") else x, lambda: x.masked_select(x > 0) if hasattr(x,
+                  "masked_select") else x,
+          lambda: x.nonzero() if hasattr(x, "nonzero") else x, lambda: T([[1, 2], [3, 4]]).outer(T([1, 2])) if False else T([1, 2]).outer(T([3, 4,
+                  5])) if hasattr(T, "outer") else x,
+          lambda: x.argmax(-1,
+                  keepdim=True), lambda: x.pow(2).mean().sqrt(), lambda: x.unsqueeze(-2).shape, lambda: x.square().sum(1).rsqrt(),
+                  lambda: x.idiv(2) if False else (x * 10).int() // 3,
+          lambda: x.polyN([1.0, 2.0, 3.0]), lambda: x.max(1)[0] if False else x.min(1), lambda: x.split(1, dim=0)[1], lambda: x.chunk(3,
+                  dim=2)[-1], lambda: x.var(axis=(0, 2)),
+          lambda: x.to("CPU").device == x.device or True, lambda: x.numel(), lambda: x.mean(dtype=dt.half) if False else x.cast(dt.half).mean(),
+          lambda: x.cast(dt.half).sum().dtype,
           lambda: x.erf() if hasattr(x, "erf") else x, lambda: x.sort(descending=True)[0], lambda: x.std_mean(axis=0, correction=0)[1]]
 @case
 def creation_dtypes(T, nn, dt, rng):
   return [lambda: T(np.array([1.5, 2.0])), lambda: T(np.array([1, 2], np.int64)), lambda: T(np.array([1, 2], np.uint16)), lambda: T(np.array([True])),
           lambda: T([1, 2.5]), lambda: T([True, 2]), lambda: T([2**31]), lambda: T([2**40]), lambda: T([[1, 2], [3]]), lambda: T(np.float32(2.5)),
-          lambda: T([1, 2], dtype="float32") if True else None, lambda: T([1.7], dtype=dt.int32), lambda: T([-1], dtype=dt.uint8), lambda: T(np.zeros((2, 0))),
-          lambda: T([[]]), lambda: T(np.array([1.5, 2.0], np.float16)), lambda: T(range(4)) if True else None, lambda: T((1, 2)), lambda: T(b"\x01\x02"),
+          lambda: T([1, 2], dtype="float32") if True else None, lambda: T([1.7], dtype=dt.int32), lambda: T([-1],
+                  dtype=dt.uint8), lambda: T(np.zeros((2, 0))),
+          lambda: T([[]]), lambda: T(np.array([1.5, 2.0], np.float16)), lambda: T(range(4)) if True else None, lambda: T((1,
+                  2)), lambda: T(b"\x01\x02"),
           lambda: T([1.0, 2.0]).numpy().dtype.str, lambda: T(3).numpy(), lambda: T(np.arange(6).reshape(2, 3)[:, ::2])]
 @case
 def setitem_more(T, nn, dt, rng):
@@ -534,38 +574,49 @@ def setitem_more(T, nn, dt, rng):
 @case
 def default_float_half(T, nn, dt, rng):
   old = dt.default_float; dt.default_float = dt.half
-  try: return [T([1.5]).dtype, T.ones(2).dtype, T.arange(3.0).dtype, T([1, 2]).mean().dtype, (T([1]) / 2).dtype, T.rand(2).dtype, T([1]).float().dtype]
+  try: return [T([1.5]).dtype, T.ones(2).dtype, T.arange(3.0).dtype, T([1, 2]).mean().dtype, (T([1]) / 2).dtype, T.rand(2).dtype,
+          T([1]).float().dtype]
   finally: dt.default_float = old
 @case
 def index_select_misc(T, nn, dt, rng):
   x = T(r(rng, 4, 5)); i = T([[0, 1], [2, 3]])
-  return [lambda: x[i], lambda: x[i, 1:3], lambda: x[..., i], lambda: x[i, i], lambda: x[T([0, 1]), :, None], lambda: x[:, None, T([1, 2])], lambda: x[T(2)],
-          lambda: x[T([-1, -4])], lambda: x[T([4])], lambda: x[T([1.0])], lambda: x[T([0, 1]), T([0, 1, 2])], lambda: x[1, T([0, 4])], lambda: x[T([1, 2]), 0],
+  return [lambda: x[i], lambda: x[i, 1:3], lambda: x[..., i], lambda: x[i, i], lambda: x[T([0, 1]), :, None], lambda: x[:, None, T([1, 2])],
+          lambda: x[T(2)],
+          lambda: x[T([-1, -4])], lambda: x[T([4])], lambda: x[T([1.0])], lambda: x[T([0, 1]), T([0, 1, 2])], lambda: x[1, T([0,
+                  4])], lambda: x[T([1, 2]), 0],
           lambda: x[1:3][T([0])], lambda: x[::-1, T([0, 1])], lambda: x[T([[True, False, True, False, True]] * 4)] if False else x[:, T([0])]]
 @case
 def grads(T, nn, dt, rng):
   x = T(r(rng, 1, 2, 6, 6)); w = T(r(rng, 4, 1, 3, 3)); t = T([[1.0, 3, 3], [2, 2, 0]]); v = T(r(rng, 2, 5))
-  g = lambda f, *a: (lambda: f(*a).sum().gradient(*a) if False else (f(*a) * T(np.linspace(0.5, 1.5, f(*a).numel(), dtype=np.float32).reshape(f(*a).shape))).sum().gradient(*a))
+  g = lambda f, *a: (lambda: f(*a).sum().gradient(*a) if False else (f(*a) * T(np.linspace(0.5, 1.5, f(*a).numel(),
+          dtype=np.float32).reshape(f(*a).shape))).sum().gradient(*a))
   return [g(lambda a, b: a.conv2d(b, groups=2, stride=2, padding=1), x, w), g(lambda a, b: a.conv2d(b, groups=2, dilation=2), x, w),
           g(lambda a: a.max_pool2d(3, 2, padding=1), x), g(lambda a: a.avg_pool2d(3, 2, padding=1, count_include_pad=False), x),
-          g(lambda a: a.max_pool2d(3, 2, ceil_mode=True), x), g(lambda a: a.interpolate((9, 4), mode="linear"), x), g(lambda a: a.interpolate((9, 4)), x),
-          g(lambda a: a.pad((2, 1, 1, 2), mode="reflect"), x), g(lambda a: a.pad((2, 1, 1, 2), mode="replicate"), x), g(lambda a: a.pad((2, 1, 1, 3), mode="circular"), x),
+          g(lambda a: a.max_pool2d(3, 2, ceil_mode=True), x), g(lambda a: a.interpolate((9, 4), mode="linear"), x), g(lambda a: a.interpolate((9,
+                  4)), x),
+          g(lambda a: a.pad((2, 1, 1, 2), mode="reflect"), x), g(lambda a: a.pad((2, 1, 1, 2), mode="replicate"), x), g(lambda a: a.pad((2, 1, 1,
+                  3), mode="circular"), x),
           g(lambda a: a.max(), t), g(lambda a: a.max(1), t), g(lambda a: a.min(0), t), g(lambda a: a.cummax(1)[0], t), g(lambda a: a.sort(1)[0], v),
-          g(lambda a: a.topk(2)[0], v), g(lambda a: a.cumsum(1), v), g(lambda a: a.cumprod(1), v), g(lambda a: a.logsumexp(1), v), g(lambda a: a.std(1), v),
+          g(lambda a: a.topk(2)[0], v), g(lambda a: a.cumsum(1), v), g(lambda a: a.cumprod(1), v), g(lambda a: a.logsumexp(1),
+                  v), g(lambda a: a.std(1), v),
           g(lambda a: a.gather(1, T([[0, 0, 4], [1, 2, 2]])), v), g(lambda a, b: a.scatter(1, T([[0, 1], [2, 3]]), b), v, T(r(rng, 2, 2))),
           g(lambda a: a.scatter_reduce(1, T([[0, 0], [2, 2]]), T([[1.0, 2], [3, 4]]), "amax"), v), g(lambda a: (a > 0).where(a, a * 2), v),
           g(lambda a: a.abs().sqrt(), v), g(lambda a: a.relu(), T([0.0, 1, -1])), g(lambda a: a.clamp(-0.5, 0.5), T([-0.5, 0.5, 0.0, 1.0])),
-          g(lambda a: a.maximum(T([1.0, 1, 1])), T([1.0, 2, 0])), g(lambda a: a.abs(), T([0.0, -1, 1])), g(lambda a: a.sign(), v), g(lambda a: a ** 2.5, v.abs()),
+          g(lambda a: a.maximum(T([1.0, 1, 1])), T([1.0, 2, 0])), g(lambda a: a.abs(), T([0.0, -1, 1])), g(lambda a: a.sign(),
+                  v), g(lambda a: a ** 2.5, v.abs()),
           g(lambda a: a.norm() if hasattr(a, "norm") else a.square().sum().sqrt(), v), g(lambda a: a.var(), v), g(lambda a: a[T([1, 1, 0])], v),
           g(lambda a: a.softmax(1).log(), v), g(lambda a: a.layernorm(), v), g(lambda a: a.cross_entropy(T([1, 3]), label_smoothing=0.2), v),
-          g(lambda a: a.sigmoid().binary_crossentropy(T(r(rng, 2, 5)).sigmoid()), v), g(lambda a, b: a.conv_transpose2d(b, stride=2, padding=1, output_padding=1), x, T(r(rng, 2, 2, 3, 3))),
-          g(lambda a: a.einsum("ij,kj->ik", a, a) if False else T.einsum("ij,kj->ik", a, a), v), g(lambda a: a.repeat(2, 3), v), g(lambda a: a.flip(1)[:, ::2], v)]
+          g(lambda a: a.sigmoid().binary_crossentropy(T(r(rng, 2, 5)).sigmoid()), v), g(lambda a, b: a.conv_transpose2d(b, stride=2, padding=1,
+                  output_padding=1), x, T(r(rng, 2, 2, 3, 3))),
+          g(lambda a: a.einsum("ij,kj->ik", a, a) if False else T.einsum("ij,kj->ik", a, a), v), g(lambda a: a.repeat(2, 3),
+                  v), g(lambda a: a.flip(1)[:, ::2], v)]
 
 # ---- runner
 def encode(v):
   if callable(v) and getattr(v, "__name__", "") == "<lambda>":  # a list of lambdas: each element may raise on its own
     try: return encode(v())
-    except Exception as e: return {"error": type(e).__name__, "msg": str(e).splitlines()[0][:200] if str(e) else "", "tb": traceback.format_exc()[-600:]}
+    except Exception as e: return {"error": type(e).__name__, "msg": str(e).splitlines()[0][:200] if str(e) else "",
+            "tb": traceback.format_exc()[-600:]}
   mod = type(v).__module__ or ""
   if hasattr(v, "numpy") and mod.startswith("tinygrad"):
     a = v.numpy()
@@ -582,13 +633,15 @@ def run_all(out, only):
   for name, fn in CASES.items():
     if only and not any(k in name for k in only.split(",")): continue
     try: res[name] = encode(fn(Tensor, nn, dtypes, np.random.default_rng(abs(hash(name)) % 2**32 if False else sum(map(ord, name)))))
-    except Exception as e: res[name] = {"error": type(e).__name__, "msg": str(e).splitlines()[0][:200] if str(e) else "", "tb": traceback.format_exc()[-600:]}
+    except Exception as e: res[name] = {"error": type(e).__name__, "msg": str(e).splitlines()[0][:200] if str(e) else "",
+            "tb": traceback.format_exc()[-600:]}
   with open(out, "w") as f: json.dump(res, f)
 
 def compare(a, b, path=""):
   """list of differences between two encoded values"""
   if "error" in a or "error" in b:
-    if ("error" in a) != ("error" in b): return [f"{path}: error mismatch: tg={a.get('error', 'ok')} {a.get('msg', '')!r} other={b.get('error', 'ok')} {b.get('msg', '')!r}"]
+    if ("error" in a) != ("error" in b):
+      return [f"{path}: error mismatch: tg={a.get('error', 'ok')} {a.get('msg', '')!r} other={b.get('error', 'ok')} {b.get('msg', '')!r}"]
     return []
   if "list" in a or "list" in b:
     if "list" not in a or "list" not in b or len(a["list"]) != len(b["list"]): return [f"{path}: structure differs: {str(a)[:120]} vs {str(b)[:120]}"]
@@ -611,7 +664,8 @@ def main():
   other = args[args.index("--other") + 1] if "--other" in args else "/tmp/upvenv/bin/python"
   with tempfile.TemporaryDirectory() as tmp:
     outs = {}
-    for tag, py, env in (("tg", sys.executable, {}), ("other", other, {"DEV": os.environ.get("OTHER_DEV", "CPU"), "PATH": "/tmp/upclang/bin:" + os.environ["PATH"]})):
+    for tag, py, env in (("tg", sys.executable, {}), ("other", other, {"DEV": os.environ.get("OTHER_DEV", "CPU"),
+            "PATH": "/tmp/upclang/bin:" + os.environ["PATH"]})):
       outs[tag] = os.path.join(tmp, tag + ".json")
       subprocess.run([py, __file__, "--run", outs[tag]] + (["-k", only] if only else []), env={**os.environ, **env}, check=True, cwd=tmp)
     a, b = (json.load(open(outs[t])) for t in ("tg", "other"))
