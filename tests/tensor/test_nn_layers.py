@@ -157,3 +157,30 @@ def test_batchnorm_training_keeps_the_gradient_of_the_layers_before():
     opt.step()  # realizes the deferred statistics with the gradients
   assert bn.running_mean._is_buffer() and bn.num_batches_tracked.item() == 1
   close(bn.running_mean.numpy(), 0.1 * (x @ w.T + b).mean(0))
+
+def test_batchnorm_trains_under_tinyjit_and_says_what_a_forward_only_jit_needs():
+  # a jitted step that ends with the optimizer step writes the statistics each call (the JIT and plain runs agree); a jitted forward
+  # alone would leave them pending across calls, which a replay cannot do: it must raise, not drift
+  from tinygrad import TinyJit
+  xs = [rnd(8, 3) + i for i in range(3)]
+  def run(jit:bool):
+    lin, bn = nn.Linear(3, 3), nn.BatchNorm(3)
+    lin.weight.assign(Tensor(np.eye(3, dtype=np.float32))); lin.bias.assign(Tensor.zeros(3))
+    opt = nn.optim.SGD([lin.weight, lin.bias, bn.weight, bn.bias], lr=0.1)
+    def step(x):
+      with Tensor.train():
+        opt.zero_grad()
+        (bn(lin(x)) * Tensor([1.0, 2.0, 3.0])).square().sum().backward()
+        opt.step()
+    f = TinyJit(step) if jit else step
+    for x in xs: f(Tensor(x))
+    return lin.weight.numpy(), bn.running_mean.numpy(), bn.num_batches_tracked.item()
+  (w_jit, m_jit, n_jit), (w, m, n) = run(True), run(False)
+  close(w_jit, w); close(m_jit, m)
+  assert n_jit == n == 3 and not np.allclose(w, np.eye(3))
+  bn = nn.BatchNorm(3)
+  @TinyJit
+  def forward_only(x):
+    with Tensor.train(): return bn(x).realize()
+  with pytest.raises(RuntimeError, match="must end with the optimizer step"):
+    for x in xs: forward_only(Tensor(x))

@@ -4,6 +4,7 @@ from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.nn.inplace import buffer_of, pending_write, defer
 from tinygrad.tensor_nn import is_training
+from tinygrad.helpers import JIT_CAPTURE
 
 def _affine(x:Tensor, weight:Tensor|None, bias:Tensor|None) -> Tensor:
   """x * weight + bias per channel (axis 1)"""
@@ -36,7 +37,11 @@ class BatchNorm:
       raise ValueError(f"BatchNorm({sz}) got input of shape {tuple(x.shape)}: axis 1 must hold the {sz} channels")
     stats = (self.running_mean, self.running_var, self.num_batches_tracked) if self.track_running_stats else ()
     # the previous training call's update, if nothing realized it yet: a new write needs its target in a buffer
-    if any(not t._is_buffer() for t in stats): Tensor.realize(*stats)
+    if any(not t._is_buffer() for t in stats):
+      # inside a TinyJit capture that realize would be recorded reading the last call's intermediates, which the replays overwrite
+      if JIT_CAPTURE: raise RuntimeError("BatchNorm in training mode under TinyJit: the jitted function must end with the optimizer step, "
+                                         "which writes the running statistics (or realize bn.running_mean, running_var, num_batches_tracked)")
+      Tensor.realize(*stats)
     mean, var = self.calc_stats(x)
     if self.track_running_stats and is_training():
       n, m = x.numel() // x.shape[1], self.momentum
