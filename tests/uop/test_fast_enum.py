@@ -10,7 +10,7 @@ def test_members_match_an_enum_built_from_the_same_names(cls):
   assert len(cls) == len(ref) and list(cls.__members__) == list(ref.__members__)
   for m, r in zip(cls, ref):
     assert cls(r.value) is m and cls[r.name] is m and getattr(cls, r.name) is m and m in cls
-    assert repr(m) == str(m) == f"{cls.__name__}.{r.name}"
+    assert repr(m) == str(m) == f"{cls.__name__}.{r.name}" and f"{m:>30}" == f"{str(r).replace('Ref', cls.__name__):>30}"
 
 def test_singletons_survive_pickle_and_copy():
   for m in (Ops.ADD, Ops.WHERE, AxisType.REDUCE):

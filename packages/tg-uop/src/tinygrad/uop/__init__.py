@@ -38,6 +38,7 @@ class FastEnum(metaclass=_FastEnumType):
   def __lt__(self, other): return self.value < other.value
   def __repr__(self): return f"{type(self).__name__}.{self.name}"
   __str__ = __repr__
+  def __format__(self, spec:str) -> str: return format(str(self), spec)  # f"{op:20}" pads like an Enum member
   def __reduce__(self): return getattr, (type(self), self.name)  # unpickles to the same singleton
   def __copy__(self): return self
   def __deepcopy__(self, memo): return self
