@@ -369,3 +369,13 @@ def test_cnn_gradients():
   r = np.random.default_rng(3)
   x, w1, b1, w2 = r.uniform(-1, 1, (2, 2, 9, 8)), r.uniform(-1, 1, (3, 2, 3, 3)), r.uniform(-0.5, 0.5, 3), r.uniform(-1, 1, (4, 3, 2, 2))
   check(lambda x, w1, b1, w2: x.conv2d(w1, b1).relu().max_pool2d(2).conv2d(w2).relu(), _np_cnn, x, w1, b1, w2, rtol=1e-5, atol=1e-7)
+
+def test_clamp_and_abs_gradients_at_the_kinks_follow_torch():
+  # torch: clamp passes the whole gradient at a value equal to a bound; abs' gradient is sign(x), 0 at 0
+  x = Tensor([-0.5, 0.5, 0.0, 1.0, -2.0])
+  np.testing.assert_equal(x.clamp(-0.5, 0.5).sum().gradient(x)[0].numpy(), [1, 1, 1, 0, 0])
+  np.testing.assert_equal(x.clip(max_=0.5).sum().gradient(x)[0].numpy(), [1, 1, 1, 0, 1])
+  np.testing.assert_equal(x.abs().sum().gradient(x)[0].numpy(), [-1, 1, 0, 1, -1])
+  out = Tensor([-0.0, -3.0]).abs().numpy()
+  assert out.tolist() == [0.0, 3.0] and not np.signbit(out).any()
+  np.testing.assert_equal(Tensor([-3, 4]).clamp(-1.5, 2).numpy(), [-1.5, 2.0])  # an int tensor with a float bound becomes float

@@ -114,3 +114,15 @@ def test_train_as_decorator():
   @Tensor.train()
   def step(): return Tensor.training
   assert step() is True and Tensor.training is False
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_ignore_index(reduction):
+  # torch's cross_entropy(ignore_index=): ignored samples add nothing and are not counted in the mean, smoothing included
+  x = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0], [2.0, 0.0, -2.0], [0.3, 0.2, 0.1]], np.float32)
+  y = np.array([0, -1, 2, 1])
+  logp = x - np.log(np.exp(x).sum(1, keepdims=True))
+  per = np.array([-(0.9 * logp[i, c] + 0.1 * logp[i].mean()) if c != -1 else 0.0 for i, c in enumerate(y)])
+  want = {"mean": per.sum() / 3, "sum": per.sum(), "none": per}[reduction]
+  got = Tensor(x).cross_entropy(Tensor(y), reduction=reduction, label_smoothing=0.1, ignore_index=-1).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+  with pytest.raises(ValueError, match="ignore_index needs class indices"): Tensor(x).cross_entropy(Tensor(x), ignore_index=-1)

@@ -139,3 +139,11 @@ def test_setitem_reads_itself_and_casts():
   b[[0, 2]] = Tensor([5., 6.])
   assert b.tolist() == [5, 2, 6]
   with pytest.raises(ValueError, match=r"shape \(3,\) to the indexed shape \(2,\)"): b[:2] = Tensor([1., 2., 3.])
+
+def test_cat_and_stack_take_a_sequence():
+  # torch.cat / torch.stack take a list; upstream tinygrad's Tensor.stack does too
+  a, b = np.arange(6, dtype=np.float32).reshape(2, 3), -np.arange(6, dtype=np.float32).reshape(2, 3)
+  np.testing.assert_equal(Tensor.cat([Tensor(a), Tensor(b)], dim=1).numpy(), np.concatenate([a, b], 1))
+  np.testing.assert_equal(Tensor.stack((Tensor(a), Tensor(b)), dim=-1).numpy(), np.stack([a, b], -1))
+  np.testing.assert_equal(Tensor.stack([Tensor(a)]).numpy(), a[None])
+  with pytest.raises(ValueError, match="empty sequence"): Tensor.cat([])

@@ -64,9 +64,9 @@ def test_batchnorm_train_updates_running_stats_in_place():
   close(y, (x - mu.reshape(1, 3, 1, 1)) / np.sqrt(var.reshape(1, 3, 1, 1) + 1e-5))
   close(bn.running_mean.numpy(), 0.2 * mu)
   close(bn.running_var.numpy(), 0.8 + 0.2 * var * 40 / 39)  # unbiased: n/(n-1), n = 40 values per channel
-  assert bn.num_batches_tracked.tolist() == [1] and bn.running_mean.uop.base is mean_buf
+  assert bn.num_batches_tracked.tolist() == 1 and bn.running_mean.uop.base is mean_buf
   with Tensor.train(): bn(Tensor(x))
-  assert bn.num_batches_tracked.tolist() == [2]
+  assert bn.num_batches_tracked.tolist() == 2
   close(bn.running_mean.numpy(), 0.8 * 0.2 * mu + 0.2 * mu)
 
 def test_batchnorm_eval_uses_running_stats_and_affine():
@@ -75,7 +75,7 @@ def test_batchnorm_eval_uses_running_stats_and_affine():
   bn.weight, bn.bias = Tensor([2.0, 1.0, 1.0]), Tensor([0.0, 1.0, 0.0])
   want = (x - [1.0, -1.0, 0.5]) / np.sqrt(np.array([4.0, 1.0, 0.25]) + 1e-5) * [2.0, 1.0, 1.0] + [0.0, 1.0, 0.0]
   close(bn(Tensor(x)).numpy(), want)
-  assert bn.num_batches_tracked.tolist() == [0]  # eval leaves the statistics alone
+  assert bn.num_batches_tracked.tolist() == 0  # eval leaves the statistics alone
   plain = nn.BatchNorm(3, affine=False, track_running_stats=False)
   close(plain(Tensor(x)).numpy(), (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5))
   with pytest.raises(ValueError, match=r"BatchNorm\(3\) got input of shape \(5, 4\)"): bn(Tensor(rnd(5, 4)))
@@ -117,3 +117,70 @@ def test_lstm_cell_matches_the_gate_equations():
   close(c2t.numpy(), c2); close(h2.numpy(), sig(o) * np.tanh(c2))
   i0, _, g0, o0 = np.split(x @ cell.weight_ih.numpy().T + bi + bh, 4, axis=1)
   close(cell(Tensor(x))[0].numpy(), sig(o0) * np.tanh(sig(i0) * np.tanh(g0)))  # no state given: zeros
+
+def test_batchnorm_loads_a_torch_style_state_dict():
+  # torch saves num_batches_tracked as a 0-d int64 tensor; ours has that shape so such checkpoints load
+  from tinygrad.nn.state import load_state_dict
+  from tinygrad import Context, dtypes
+  bn, x = nn.BatchNorm2d(2), rnd(3, 2, 2, 2)
+  load_state_dict(bn, {"weight": Tensor([1.0, 2.0]), "bias": Tensor([0.0, 1.0]), "running_mean": Tensor([0.5, -0.5]),
+                       "running_var": Tensor([2.0, 3.0]), "num_batches_tracked": Tensor(7, dtype=dtypes.int64)}, verbose=False)
+  assert bn.num_batches_tracked.shape == () and bn.num_batches_tracked.item() == 7
+  mean, var = np.array([0.5, -0.5]).reshape(1, 2, 1, 1), np.array([2.0, 3.0]).reshape(1, 2, 1, 1)
+  close(bn(Tensor(x)).numpy(), (x - mean) / np.sqrt(var + 1e-5) * np.array([1.0, 2.0]).reshape(1, 2, 1, 1) + np.array([0.0, 1.0]).reshape(1, 2, 1, 1))
+  with Context(TRAINING=1): bn(Tensor(x))  # 0.14's spelling of training mode updates the statistics too
+  assert bn.num_batches_tracked.item() == 8
+  close(bn.running_mean.numpy(), 0.9 * np.array([0.5, -0.5]) + 0.1 * x.mean((0, 2, 3)))
+
+def test_batchnorm_training_keeps_the_gradient_of_the_layers_before():
+  # the running-statistics update must not realize the batch statistics inside the forward pass: a realize substitutes buffers into the
+  # loss's graph, and the Linear before would get no gradient (its bias a wrong one). Reference: numpy finite differences in float64
+  x, w, b, c = (rnd(*s).astype(np.float64) for s in ((6, 4), (3, 4), (3,), (6, 3)))
+  def loss_np(w_, b_):
+    h = x @ w_.T + b_
+    y = (h - h.mean(0)) / np.sqrt(h.var(0) + 1e-5) * c
+    return (y ** 2).sum() + y.sum()
+  def numeric(f, a, eps=1e-6):
+    g = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+      d = np.zeros_like(a); d[i] = eps
+      g[i] = (f(a + d) - f(a - d)) / (2 * eps)
+    return g
+  lin, bn = nn.Linear(4, 3), nn.BatchNorm(3)
+  lin.weight.assign(Tensor(w.astype(np.float32))); lin.bias.assign(Tensor(b.astype(np.float32)))
+  opt = nn.optim.SGD([lin.weight, lin.bias], lr=0.0)
+  with Tensor.train():
+    y = bn(lin(Tensor(x.astype(np.float32)))) * Tensor(c.astype(np.float32))
+    ((y ** 2).sum() + y.sum()).backward()
+    close(lin.weight.grad.numpy(), numeric(lambda a: loss_np(a, b), w), tol=1e-3)
+    close(lin.bias.grad.numpy(), numeric(lambda a: loss_np(w, a), b), tol=1e-3)
+    opt.step()  # realizes the deferred statistics with the gradients
+  assert bn.running_mean._is_buffer() and bn.num_batches_tracked.item() == 1
+  close(bn.running_mean.numpy(), 0.1 * (x @ w.T + b).mean(0))
+
+def test_batchnorm_trains_under_tinyjit_and_says_what_a_forward_only_jit_needs():
+  # a jitted step that ends with the optimizer step writes the statistics each call (the JIT and plain runs agree); a jitted forward
+  # alone would leave them pending across calls, which a replay cannot do: it must raise, not drift
+  from tinygrad import TinyJit
+  xs = [rnd(8, 3) + i for i in range(3)]
+  def run(jit:bool):
+    lin, bn = nn.Linear(3, 3), nn.BatchNorm(3)
+    lin.weight.assign(Tensor(np.eye(3, dtype=np.float32))); lin.bias.assign(Tensor.zeros(3))
+    opt = nn.optim.SGD([lin.weight, lin.bias, bn.weight, bn.bias], lr=0.1)
+    def step(x):
+      with Tensor.train():
+        opt.zero_grad()
+        (bn(lin(x)) * Tensor([1.0, 2.0, 3.0])).square().sum().backward()
+        opt.step()
+    f = TinyJit(step) if jit else step
+    for x in xs: f(Tensor(x))
+    return lin.weight.numpy(), bn.running_mean.numpy(), bn.num_batches_tracked.item()
+  (w_jit, m_jit, n_jit), (w, m, n) = run(True), run(False)
+  close(w_jit, w); close(m_jit, m)
+  assert n_jit == n == 3 and not np.allclose(w, np.eye(3))
+  bn = nn.BatchNorm(3)
+  @TinyJit
+  def forward_only(x):
+    with Tensor.train(): return bn(x).realize()
+  with pytest.raises(RuntimeError, match="must end with the optimizer step"):
+    for x in xs: forward_only(Tensor(x))

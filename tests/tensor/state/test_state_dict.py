@@ -1,6 +1,6 @@
 from collections import OrderedDict, namedtuple
 import pytest
-from tinygrad import Tensor
+from tinygrad import Tensor, dtypes
 from tinygrad.nn.state import get_state_dict, get_parameters, load_state_dict
 
 class Lin:
@@ -44,4 +44,13 @@ def test_not_strict_skips_missing_but_not_mismatches(capsys):
   load_state_dict(n, sd, strict=False, consume=True)
   assert n.weight.tolist() == [[4.0, 5.0]] and n.bias.tolist() == [0.0] and list(sd) == ["junk"]
   assert "skipped missing ['bias']" in capsys.readouterr().out
-  with pytest.raises(ValueError, match="dtypes.int32|int"): load_state_dict(n, {"weight": Tensor([[1, 2]])}, strict=False, verbose=False)
+  with pytest.raises(ValueError, match=r"\(1, 2\).*\(2, 1\)"): load_state_dict(n, {"weight": Tensor([[1.0], [2.0]])}, strict=False, verbose=False)
+
+def test_other_dtype_is_cast_to_the_models():
+  # torch's load_state_dict copies into the existing parameter (a float16 checkpoint into a float32 model); upstream tinygrad also
+  # accepts it. The model keeps its dtype and its buffer
+  n = Lin(2, 1)
+  buf = n.weight.realize().uop.base
+  load_state_dict(n, {"weight": Tensor([[1.5, -2.25]], dtype=dtypes.half), "bias": Tensor([3])}, verbose=False)
+  assert n.weight.dtype == dtypes.float32 and n.bias.dtype == dtypes.float32 and n.weight.uop.base is buf
+  assert n.weight.tolist() == [[1.5, -2.25]] and n.bias.tolist() == [3.0]

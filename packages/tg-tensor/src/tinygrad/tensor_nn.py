@@ -1,8 +1,10 @@
-"""Tensor's neural-network functions: the training flag and dropout, one_hot, and the losses. Mixed into Tensor (tensor.py)."""
+"""Tensor's neural-network functions: the training flag and dropout, abs with its gradient convention, one_hot, and the losses.
+Mixed into Tensor (tensor.py)."""
 from __future__ import annotations
 from contextlib import ContextDecorator
 from typing import ClassVar
 from tinygrad.dtype import dtypes
+from tinygrad.helpers import TRAINING
 
 _REDUCTIONS = ("none", "sum", "mean")
 
@@ -16,6 +18,11 @@ class train(ContextDecorator):
     from tinygrad.tensor import Tensor
     Tensor.training = self.prev
 
+def is_training() -> bool:
+  """training mode: `Tensor.training` (set by `with Tensor.train():`) or tinygrad 0.14's `Context(TRAINING=1)`"""
+  from tinygrad.tensor import Tensor
+  return bool(Tensor.training or TRAINING)
+
 def _check_smoothing(label_smoothing:float):
   if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
 
@@ -23,10 +30,16 @@ class TensorNNMixin:
   training: ClassVar[bool] = False
   train = train
 
+  def abs(self):
+    """|x| with torch's gradient sign(x), 0 at 0 (the shared mixin's one select would pass 1 there). Tensor only: the codegen's own
+    uses of UOp.abs need no gradient and keep the single select"""
+    if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool: return self
+    return (self < 0).where(-self, self.ne(0).where(self, 0))
+
   def dropout(self, p:float=0.5):
     """while Tensor.training: zero each element with probability p and scale the rest by 1/(1-p); otherwise the identity"""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    if not type(self).training or p == 0: return self
+    if not (type(self).training or TRAINING) or p == 0: return self
     keep = self.rand_like(dtype=dtypes.float32, contiguous=False) >= p
     return keep.where(self, 0) * (1 / (1 - p) if p < 1 else 0)
 
@@ -62,8 +75,9 @@ class TensorNNMixin:
   def _smoothed_nll(self, picked, logp, axis:int, label_smoothing:float):
     """-(1-s) * picked - s * mean(logp): the loss against targets mixed with the uniform distribution; s=0 adds no term (-inf*0 is nan)"""
     return -(1 - label_smoothing) * picked - label_smoothing * logp.mean(axis) if label_smoothing else -picked
-  def cross_entropy(self, Y, reduction:str="mean", label_smoothing:float=0.0):
-    """self holds logits with classes on axis 1 (axis 0 unbatched); Y holds class indices (one dim less) or class probabilities (same shape)"""
+  def cross_entropy(self, Y, reduction:str="mean", label_smoothing:float=0.0, ignore_index:int|None=None):
+    """self holds logits with classes on axis 1 (axis 0 unbatched); Y holds class indices (one dim less) or class probabilities (same shape).
+    With class indices, samples whose index is ignore_index don't count, also in the mean (torch's ignore_index)"""
     _check_smoothing(label_smoothing)
     axis = 1 if self.ndim > 1 else 0
     logp = self.log_softmax(axis)
@@ -71,7 +85,12 @@ class TensorNNMixin:
     elif tuple(Y.shape) == tuple(self.shape): picked = (logp * Y).sum(axis)
     else: raise ValueError(f"cross_entropy: target {tuple(Y.shape)} must be class indices of shape {tuple(self.shape[:axis]) + tuple(self.shape[axis+1:])} "
                            f"or probabilities of the input's shape {tuple(self.shape)}")
-    return self._smoothed_nll(picked, logp, axis, label_smoothing)._do_reduction(reduction)
+    loss = self._smoothed_nll(picked, logp, axis, label_smoothing)
+    if ignore_index is None: return loss._do_reduction(reduction)
+    if Y.ndim != self.ndim - 1: raise ValueError("cross_entropy: ignore_index needs class indices as the target, not probabilities")
+    counted = Y.ne(ignore_index)
+    loss = counted.where(loss, 0)
+    return loss.sum() / counted.sum() if reduction == "mean" else loss._do_reduction(reduction)
   def sparse_categorical_crossentropy(self, Y, ignore_index:int=-1, label_smoothing:float=0.0, reduction:str="mean"):
     """self holds logits with classes on the last axis, Y class indices; samples whose index is ignore_index don't count (also in the mean)"""
     _check_smoothing(label_smoothing)

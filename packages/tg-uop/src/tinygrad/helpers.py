@@ -60,6 +60,9 @@ CACHELEVEL, VIZ, TRANSCENDENTAL = ContextVar("CACHELEVEL", 2), ContextVar("VIZ",
 # schedule-time work that makes kernels faster is paid once (schedule/pack.py packs smaller matmuls). A ContextVar, so the schedule
 # cache keys on it: a graph scheduled both inside and outside a capture gets both schedules
 JIT_CAPTURE = ContextVar("JIT_CAPTURE", 0)
+# tinygrad 0.14 spells training mode `with Context(TRAINING=1):`; tg also keeps the older `Tensor.training` / `with Tensor.train():`,
+# and training is on while either is set (tensor_nn.is_training)
+TRAINING = ContextVar("TRAINING", 0)
 
 # *** small utilities ***
 

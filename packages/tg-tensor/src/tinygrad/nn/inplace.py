@@ -22,3 +22,18 @@ def pending_write(target:Tensor, value:Tensor) -> Tensor:
   # through the flat buffer: the schedule reads an AFTER of a reshaped view as no buffer at all
   buf = target.uop.base
   return Tensor(buf.after(buf.store(v.reshape(-1).uop))).reshape(target.shape)
+
+# Writes a module leaves pending (BatchNorm's running statistics) until the next optimizer step realizes them with the gradients. Realizing
+# them in the forward pass would turn the batch statistics, and the layers before, into buffers in the loss's graph (a realize substitutes
+# what it materialised into every live graph), so backward() would stop there
+_deferred: dict[int, Tensor] = {}
+
+def defer(*pending:Tensor) -> None:
+  """leave these tensors (whose graphs end in pending writes) to be realized by the next take_deferred() caller or any realize of them"""
+  for t in pending: _deferred[id(t)] = t
+
+def take_deferred() -> list[Tensor]:
+  """the deferred tensors, forgotten here: the caller realizes them"""
+  ret = list(_deferred.values())
+  _deferred.clear()
+  return ret

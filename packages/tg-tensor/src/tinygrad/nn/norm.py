@@ -2,7 +2,9 @@
 from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
-from tinygrad.nn.inplace import buffer_of, pending_write
+from tinygrad.nn.inplace import buffer_of, pending_write, defer
+from tinygrad.tensor_nn import is_training
+from tinygrad.helpers import JIT_CAPTURE
 
 def _affine(x:Tensor, weight:Tensor|None, bias:Tensor|None) -> Tensor:
   """x * weight + bias per channel (axis 1)"""
@@ -20,11 +22,11 @@ class BatchNorm:
     if track_running_stats:
       self.running_mean = buffer_of(Tensor.zeros(sz, requires_grad=False))
       self.running_var = buffer_of(Tensor.ones(sz, requires_grad=False))
-      self.num_batches_tracked = buffer_of(Tensor.zeros(1, dtype=dtypes.int64, requires_grad=False))
+      self.num_batches_tracked = buffer_of(Tensor.zeros((), dtype=dtypes.int64, requires_grad=False))  # a scalar, as in torch checkpoints
 
   def calc_stats(self, x:Tensor) -> tuple[Tensor, Tensor]:
     """(mean, biased variance) per channel: the running ones in eval mode, the batch's otherwise"""
-    if self.track_running_stats and not Tensor.training: return self.running_mean, self.running_var
+    if self.track_running_stats and not is_training(): return self.running_mean, self.running_var
     axes = tuple(i for i in range(x.ndim) if i != 1)
     mean = x.mean(axes)
     y = x - mean.detach().reshape((1, -1) + (1,)*(x.ndim-2))  # the mean's gradient through the variance is zero: skip it
@@ -33,12 +35,22 @@ class BatchNorm:
   def __call__(self, x:Tensor) -> Tensor:
     if x.ndim < 2 or x.shape[1] != (sz := self.running_mean.shape[0] if self.track_running_stats else x.shape[1]):
       raise ValueError(f"BatchNorm({sz}) got input of shape {tuple(x.shape)}: axis 1 must hold the {sz} channels")
+    stats = (self.running_mean, self.running_var, self.num_batches_tracked) if self.track_running_stats else ()
+    # the previous training call's update, if nothing realized it yet: a new write needs its target in a buffer
+    if any(not t._is_buffer() for t in stats):
+      # inside a TinyJit capture that realize would be recorded reading the last call's intermediates, which the replays overwrite
+      if JIT_CAPTURE: raise RuntimeError("BatchNorm in training mode under TinyJit: the jitted function must end with the optimizer step, "
+                                         "which writes the running statistics (or realize bn.running_mean, running_var, num_batches_tracked)")
+      Tensor.realize(*stats)
     mean, var = self.calc_stats(x)
-    if self.track_running_stats and Tensor.training:
+    if self.track_running_stats and is_training():
       n, m = x.numel() // x.shape[1], self.momentum
-      Tensor.realize(pending_write(self.running_mean, (1-m)*self.running_mean + m*mean.detach()),
-                     pending_write(self.running_var, (1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()),
-                     pending_write(self.num_batches_tracked, self.num_batches_tracked + 1))
+      writes = (pending_write(self.running_mean, (1-m)*self.running_mean + m*mean.detach()),
+                pending_write(self.running_var, (1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()),
+                pending_write(self.num_batches_tracked, self.num_batches_tracked + 1))
+      # lazy, like upstream's assign: reading a statistic realizes its write, and so does the next optimizer step (inplace.defer)
+      for t, w in zip(stats, writes): t.uop = w.uop
+      defer(*stats)
     return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
 
 # upstream names: the channel axis is 1 whatever the rank

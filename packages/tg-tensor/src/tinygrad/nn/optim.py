@@ -3,9 +3,10 @@ parameters and optimizer state into their own buffers (parameter handles and the
 schedule can assign to it."""
 from __future__ import annotations
 from tinygrad.tensor import Tensor
+from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import dedup
-from tinygrad.nn.inplace import buffer_of, pending_write
+from tinygrad.nn.inplace import buffer_of, pending_write, take_deferred
 
 class Optimizer:
   """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,)"""
@@ -23,15 +24,16 @@ class Optimizer:
   def step(self):
     """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
     writes of every parameter in a second"""
-    if not Tensor.training:
-      raise RuntimeError("Optimizer.step() with Tensor.training=False: set Tensor.training = True (or use `with Tensor.train():`) while training")
+    if not is_training():
+      raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` "
+                         "(or set Tensor.training = True)")
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     grads = [t.grad for t in self.params]
     updates, state = self._updates(grads)
     # two realizes: every parameter's gradient may read every other parameter, and a kernel writing a buffer is not ordered after the
     # other kernels of its schedule that read it; so the gradients and the state first, then the writes, which read only those
-    Tensor.realize(*grads, *state)
+    Tensor.realize(*grads, *state, *take_deferred())  # with the modules' pending writes (BatchNorm statistics): see nn/inplace.py
     Tensor.realize(*[pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)])
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
@@ -41,17 +43,20 @@ def _zeros_like(t:Tensor) -> Tensor: return buffer_of(Tensor.zeros(*t.shape, dty
 
 class SGD(Optimizer):
   """g = grad + weight_decay * p; with momentum, b = momentum * b + g and the step is lr * (g + momentum * b if nesterov else b);
-  without, lr * g (torch's rule)"""
-  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False):
+  without, lr * g (torch's rule). classic=True keeps lr inside the buffer (b = momentum * b + lr * g, the step b, or lr * g + momentum * b
+  with nesterov): the same steps while lr is constant, different once a schedule changes it"""
+  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False, classic:bool=False):
     if nesterov and not momentum: raise ValueError("SGD(nesterov=True) needs momentum > 0")
     super().__init__(params, lr)
-    self.momentum, self.wd, self.nesterov = momentum, weight_decay, nesterov
+    self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
     self.b = [_zeros_like(t) for t in self.params] if momentum else []
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     gs = [g + self.wd * t.detach() for t, g in zip(self.params, grads)]
     if not self.momentum: return [g * self.lr for g in gs], []
+    if self.classic: gs = [g * self.lr for g in gs]
     bs = [pending_write(b, self.momentum * b + g) for b, g in zip(self.b, gs)]
-    return [(g + self.momentum * b if self.nesterov else b) * self.lr for g, b in zip(gs, bs)], bs
+    steps = [g + self.momentum * b if self.nesterov else b for g, b in zip(gs, bs)]
+    return (steps if self.classic else [s * self.lr for s in steps]), bs
 
 class LAMB(Optimizer):
   """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
@@ -81,3 +86,24 @@ def Adam(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:
 def AdamW(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, weight_decay:float=0.01) -> LAMB:
   """Adam with decoupled weight decay: lr * weight_decay * p added to each step"""
   return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+
+class OptimizerGroup(Optimizer):
+  """several optimizers (e.g. different rules or learning rates for different parameters) stepped as one: every gradient is computed
+  from the parameters before any of them is written, so the order of the optimizers does not change the result"""
+  def __init__(self, *optimizers:Optimizer):
+    if not optimizers: raise ValueError("OptimizerGroup needs at least one optimizer")
+    self.optimizers = list(optimizers)
+    self.params = [t for o in self.optimizers for t in o.params]
+    if len(dedup(self.params)) != len(self.params): raise ValueError("OptimizerGroup: a parameter is in more than one of the optimizers")
+    self.device = self.params[0].device
+  def __getitem__(self, i:int) -> Optimizer: return self.optimizers[i]
+  def zero_grad(self):
+    for o in self.optimizers: o.zero_grad()
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    updates: list[Tensor] = []
+    state: list[Tensor] = []
+    for o in self.optimizers:
+      u, s = o._updates(grads[len(updates):len(updates) + len(o.params)])
+      updates += u
+      state += s
+    return updates, state

@@ -33,16 +33,17 @@ def get_parameters(obj) -> list:
 
 def load_state_dict(model, state_dict:dict, strict:bool=True, verbose:bool=True, consume:bool=False) -> None:
   """assign each value of state_dict into the model's tensor of that name (in place: the model's buffers get the values).
-  strict: every model tensor must be in state_dict and nothing else may be; shapes and dtypes must match either way"""
+  strict: every model tensor must be in state_dict and nothing else may be; shapes must match either way. A value of another dtype is
+  cast to the model tensor's (torch's rule; e.g. a float16 checkpoint into a float32 model), so the model's buffers stay its own"""
   model_state = get_state_dict(model)
   missing, unexpected = [k for k in model_state if k not in state_dict], [k for k in state_dict if k not in model_state]
-  mismatched = [f"{k}: model has {v.shape} {v.dtype}, state_dict has {state_dict[k].shape} {state_dict[k].dtype}"
-                for k, v in model_state.items() if k in state_dict and (v.shape != state_dict[k].shape or v.dtype != state_dict[k].dtype)]
+  mismatched = [f"{k}: model has shape {v.shape}, state_dict has {state_dict[k].shape}"
+                for k, v in model_state.items() if k in state_dict and v.shape != state_dict[k].shape]
   problems = ([f"missing keys: {missing}", f"unexpected keys: {unexpected}"] if strict else []) + ([f"mismatched: {mismatched}"] if mismatched else [])
   if mismatched or (strict and (missing or unexpected)):
     raise ValueError("load_state_dict: " + "; ".join(p for p in problems if not p.endswith("[]")))
   for k, v in model_state.items():
     if k not in state_dict: continue
-    v.assign(state_dict[k].to(v.device))
+    v.assign(state_dict[k].to(v.device).cast(v.dtype))
     if consume: del state_dict[k]
   if verbose: print(f"load_state_dict: loaded {len(model_state) - len(missing)} tensors" + (f", skipped missing {missing}" if missing else ""))

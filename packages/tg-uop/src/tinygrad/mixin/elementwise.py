@@ -167,9 +167,10 @@ class ElementwiseMixin:
     diff = self - f
     return (diff < 0.5).where(f, (diff > 0.5).where(f + 1, ((f * 0.5).floor() * 2).ne(f).where(f + 1, f)))
   def clip(self, min_=None, max_=None):
+    # selects rather than maximum/minimum: a value on a bound keeps its whole gradient (torch's rule; MAX would split it in half)
     ret = self
-    if min_ is not None: ret = ret.maximum(min_)
-    if max_ is not None: ret = ret.minimum(max_)
+    if min_ is not None: ret = (ret < min_).where(min_, ret)
+    if max_ is not None: ret = (ret > max_).where(max_, ret)
     return ret
   clamp = clip
   def isnan(self): return self.ne(self)

@@ -19,6 +19,11 @@ def _resolve_dim(dim:int, ndim:int, extra:bool=False) -> int:
   if not -max(1, total) <= dim < max(1, total): raise IndexError(f"dim {dim} is out of range for a tensor with {ndim} dims")
   return dim + total if dim < 0 else dim
 
+def _first_of(xs:list|tuple, op:str):
+  """Tensor.cat([a, b]) / Tensor.stack((a, b)) call the method with the sequence as self: its first tensor joins the rest"""
+  if not xs: raise ValueError(f"{op} of an empty sequence: it needs at least one tensor")
+  return xs[0]
+
 class MovementMixin:
   def _resolve_dim(self, dim:int, extra:bool=False) -> int: return _resolve_dim(dim, len(self.shape), extra)
 
@@ -175,6 +180,7 @@ class MovementMixin:
   # *** joining ***
   def cat(self, *args, dim:int=0):
     """concatenate along dim: each piece is zero-padded to the full length and the pieces are summed"""
+    if isinstance(self, (list, tuple)): return _first_of(self, "cat").cat(*self[1:], *args, dim=dim)  # Tensor.cat([a, b]), as torch
     if not self.shape: raise ValueError("cat of 0-d tensors: there is no axis to join along; use stack")
     dim, xs = self._resolve_dim(dim), (self,) + args
     for t in args:
@@ -185,6 +191,7 @@ class MovementMixin:
     parts = [t.cast(dt)._pad(tuple((o, total-o-t.shape[dim]) if i == dim else (0, 0) for i in range(len(t.shape)))) for t, o in zip(xs, offs)]
     return functools.reduce(lambda a, b: a | b if dt is dtypes.bool else a + b, parts)
   def stack(self, *args, dim:int=0):
+    if isinstance(self, (list, tuple)): return _first_of(self, "stack").stack(*self[1:], *args, dim=dim)  # Tensor.stack([a, b])
     dim = self._resolve_dim(dim, extra=True)
     return self.unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in args], dim=dim)
 
