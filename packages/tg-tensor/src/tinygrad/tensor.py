@@ -350,13 +350,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
     keep = {t.uop for t in targets}
-    grads = compute_gradient(_realized.unrealized(self.uop, keep), gradient.uop.cast(self.dtype), keep)
+    grads = compute_gradient(root := _realized.unrealized(self.uop, keep), gradient.uop.cast(self.dtype), keep)
+    if root is not self.uop and grads: grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0).src))  # one walk for all
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
         raise RuntimeError(f"no gradient reaches the {t.shape} {t.dtype} target from this {self.shape} tensor: it is not in its graph, or only "
                            f"through detach(); pass materialize_grads=True for zeros")
-      ret.append(t.zeros_like() if g is None else Tensor(_realized.since(g, 0)))
+      ret.append(t.zeros_like() if g is None else Tensor(g))
     return ret
   def _root_gradient(self, gradient:Tensor|None) -> Tensor:
     """the gradient self starts with: given (of self's shape), or 1 for a 0-d self"""
