@@ -158,3 +158,22 @@ def test_sgd_classic_momentum_under_a_changing_lr(classic, nesterov):
       if classic: b = 0.9 * b + lr * g; w = w - (lr * g + 0.9 * b if nesterov else b)
       else: b = 0.9 * b + g; w = w - lr * (g + 0.9 * b if nesterov else b)
   np.testing.assert_allclose(p.numpy(), w, rtol=1e-5)
+
+@pytest.mark.parametrize("update", ["SGD", "Adam", "assign"])
+def test_a_loss_read_after_the_step_is_the_forward_value(update):
+  # torch's rule: the loss backward() ran on is realized before the parameters change (with the gradients, or before an assign), so
+  # reading it afterwards gives the forward's value, not one that mixes old and new parameters
+  rng = np.random.default_rng(3)
+  X, W0, Y = rng.standard_normal((8, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
+  w = Tensor(W0.copy(), requires_grad=True)
+  h = Tensor(X) @ w.T
+  # h is materialised by the step (the gradient reads it); the weight-decay term reads w itself, and only the loss needs its value
+  loss = ((h.relu() * 2 - Tensor(Y)) ** 2).mean() + (h * 0.5).sum() + (w * w).sum() * 0.1
+  loss.backward()
+  with Tensor.train():
+    if update == "assign": w.assign(w.detach() - 0.5 * w.grad)
+    else: (nn.optim.SGD([w], lr=0.5) if update == "SGD" else nn.optim.Adam([w], lr=0.5)).step()
+  hn = X @ W0.T
+  want = ((np.maximum(hn, 0) * 2 - Y) ** 2).mean() + (hn * 0.5).sum() + (W0 * W0).sum() * 0.1
+  assert not np.allclose(w.numpy(), W0)  # the step did change the weights
+  np.testing.assert_allclose(loss.item(), want, rtol=1e-5)

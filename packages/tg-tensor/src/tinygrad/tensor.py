@@ -375,6 +375,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not (ts := [t for t in wanted if t.uop in nodes]):
       raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor")
     for t, g in zip(ts, self.gradient(*ts, gradient=gradient, materialize_grads=True)): t.grad = g if t.grad is None else t.grad + g
+    from tinygrad.nn.inplace import defer
+    defer(self)  # realized before the next in-place write (nn/inplace.py): a loss read after the optimizer step is the forward's value
     return self
 
   # *** realization and reading back ***
@@ -415,6 +417,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
       raise ValueError(f"cannot assign into an expanded or padded view of shape {self.shape}: several elements (or none) share an address")
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
+    from tinygrad.nn.inplace import take_deferred
+    if pending := take_deferred(): Tensor.realize(*pending)  # a loss backward() ran on keeps its value (nn/inplace.py)
     Tensor(target.after(target.store(value))).realize()
     return self
   def _data(self) -> memoryview:

@@ -1,6 +1,7 @@
 """Deferred in-place writes: Tensor.assign writes now, one realize per call; an optimizer step (or a BatchNorm's running statistics)
 writes many buffers, so it builds every write first and realizes them together, one schedule for the lot."""
 from __future__ import annotations
+import weakref
 from tinygrad.tensor import Tensor, _reads_elsewhere, _private_buffer
 
 def buffer_of(t:Tensor) -> Tensor:
@@ -23,13 +24,15 @@ def pending_write(target:Tensor, value:Tensor) -> Tensor:
   buf = target.uop.base
   return Tensor(buf.after(buf.store(v.reshape(-1).uop))).reshape(target.shape)
 
-# Writes a module leaves pending (BatchNorm's running statistics) until the next optimizer step realizes them with the gradients. Realizing
-# them in the forward pass would turn the batch statistics, and the layers before, into buffers in the loss's graph (a realize substitutes
-# what it materialised into every live graph), so backward() would stop there
-_deferred: dict[int, Tensor] = {}
+# Left to the next optimizer step, which realizes them with the gradients (or to an assign, which realizes them first):
+# - writes a module leaves pending (BatchNorm's running statistics): realized in the forward pass they would make one realize per layer;
+# - a loss backward() ran on: realized before the parameters change, so reading it after the step gives the forward's value (torch's),
+#   not one that mixes old and new parameters (the step's realize materialises part of the forward; the rest would read new weights).
+# Weak: a tensor nobody holds any more needs no realize
+_deferred: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 def defer(*pending:Tensor) -> None:
-  """leave these tensors (whose graphs end in pending writes) to be realized by the next take_deferred() caller or any realize of them"""
+  """leave these tensors to be realized by the next take_deferred() caller (or any realize of them)"""
   for t in pending: _deferred[id(t)] = t
 
 def take_deferred() -> list[Tensor]:
