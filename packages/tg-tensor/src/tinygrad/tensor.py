@@ -343,14 +343,17 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """d(self)/d(target) for each target, as new lazy tensors (.grad is left alone). self must be 0-d unless `gradient`, the gradient
     of some loss with respect to self, is given. A target no gradient reaches (not in the graph, or only through detach()) raises,
     or gives zeros with materialize_grads=True. requires_grad is not needed on the targets."""
-    gradient = self._root_gradient(gradient)
+    return self._gradient(targets, self._root_gradient(gradient), materialize_grads)
+  def _gradient(self, targets:tuple[Tensor, ...], gradient:Tensor, materialize_grads:bool, root:UOp|None=None) -> list[Tensor]:
+    """gradient(); root: self's graph as built (see unrealized), where the caller has it already"""
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
     from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
     keep = {t.uop for t in targets}
-    grads = compute_gradient(root := _realized.unrealized(self.uop, keep), gradient.uop.cast(self.dtype), keep)
+    if root is None: root = _realized.unrealized(self.uop, keep)
+    grads = compute_gradient(root, gradient.uop.cast(self.dtype), keep)
     if root is not self.uop and grads: grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0).src))  # one walk for all
     ret = []
     for t in targets:
@@ -371,10 +374,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """add d(self)/d(t) to t.grad for every live tensor t with requires_grad=True in self's graph (zeros where only detach() leads to t)"""
     gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
     wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
-    nodes = _realized.unrealized(self.uop, {t.uop for t in wanted}).toposort()
+    nodes = (root := _realized.unrealized(self.uop, {t.uop for t in wanted})).toposort()
     if not (ts := [t for t in wanted if t.uop in nodes]):
       raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor")
-    for t, g in zip(ts, self.gradient(*ts, gradient=gradient, materialize_grads=True)): t.grad = g if t.grad is None else t.grad + g
+    for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root)): t.grad = g if t.grad is None else t.grad + g
     from tinygrad.nn.inplace import defer
     defer(self)  # realized before the next in-place write (nn/inplace.py): a loss read after the optimizer step is the forward's value
     return self
