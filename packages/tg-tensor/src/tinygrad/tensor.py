@@ -20,6 +20,7 @@ from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
 from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
 from tinygrad.uop.multi import shard_of
+from tinygrad.tensor_live import LiveTensors
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -55,6 +56,7 @@ def _creates(fn):
   @functools.wraps(fn)
   def wrapper(*args, requires_grad:bool|None=None, **kwargs) -> Tensor:
     (ret := fn(*args, **kwargs)).requires_grad = requires_grad
+    ret._made_by = fn.__name__  # tinygrad 0.14 makes these buffers: backward() without requires_grad gives each its own gradient
     return ret
   return wrapper
 
@@ -102,6 +104,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     self.uop = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
     self.requires_grad = requires_grad
+    _live.add(self)
 
   # *** the graph, caught up lazily with what realize() turned into buffers since this handle last looked ***
   @property
@@ -371,16 +374,35 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if gradient.shape != self.shape: raise ValueError(f"gradient= has shape {gradient.shape}, but the tensor it is for has shape {self.shape}")
     return gradient
   def backward(self, gradient:Tensor|None=None) -> Tensor:
-    """add d(self)/d(t) to t.grad for every live tensor t with requires_grad=True in self's graph (zeros where only detach() leads to t)"""
+    """add d(self)/d(t) to t.grad for every live tensor t with requires_grad=True in self's graph (zeros where only detach() leads to t).
+    With none in the graph, as in tinygrad 0.14 (which has no requires_grad): every live float tensor in it, save those given
+    requires_grad=False, self and the intermediates included"""
     gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
     wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
     nodes = (root := _realized.unrealized(self.uop, {t.uop for t in wanted})).toposort()
-    if not (ts := [t for t in wanted if t.uop in nodes]):
-      raise RuntimeError(f"backward: no tensor with requires_grad=True is in the graph of this {self.shape} tensor")
+    if not (ts := [t for t in wanted if t.uop in nodes]): ts, root = self._implicit_targets()
     for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root)): t.grad = g if t.grad is None else t.grad + g
     from tinygrad.nn.inplace import defer
     defer(self)  # realized before the next in-place write (nn/inplace.py): a loss read after the optimizer step is the forward's value
     return self
+  def _implicit_targets(self) -> tuple[list[Tensor], UOp]:
+    """(the tensors backward() fills when none in the graph has requires_grad=True, self's graph as built)"""
+    if (wr := self.uop.__dict__.get(_REALIZED_FROM)) is not None and wr() is None:  # a graph with no requires_grad is not kept
+      raise RuntimeError(f"backward: this {self.shape} tensor was realized (item(), numpy(), realize()) before backward(), and with no "
+                         f"requires_grad=True tensor in it its graph was not kept: call backward() first, or give the tensors you want "
+                         f"gradients for requires_grad=True")
+    maybe = [t for t in _live.alive() if t.requires_grad is None and dtypes.is_float(t.dtype)]
+    nodes = (root := _realized.unrealized(self.uop, {t.uop for t in maybe})).toposort()
+    ts = [t for t in maybe if t.uop in nodes]
+    # hash-consing makes equal constants one node (Tensor.ones(3) twice, or beside a python 1.0 broadcast in an op): a gradient there mixes
+    # them all. Python numbers get none, as in tinygrad 0.14; a creation function's constant, a buffer of its own there, is an error here
+    consts = {id(t) for t in ts if t.uop is not root and not _reads_memory(t.uop)}
+    if (made := next((t for t in ts if id(t) in consts and "_made_by" in t.__dict__), None)) is not None:
+      by = "full/ones/zeros" if made._made_by == "full" else made._made_by
+      raise RuntimeError(f"backward: the {made.shape} {made.dtype} tensor from Tensor.{by} holds constants alone, so it is one node with "
+                         f"every equal constant and its gradient can't be told apart from theirs: make it with requires_grad=True (a buffer of "
+                         f"its own), or requires_grad=False to leave it out")
+    return [t for t in ts if id(t) not in consts], root  # self among them: its own graph holds it
 
   # *** realization and reading back ***
   def _is_buffer(self) -> bool:
@@ -558,10 +580,12 @@ def _handle(u:UOp) -> Tensor:
   t = Tensor.__new__(Tensor)
   t._requires_grad, t.grad, t._uop, t._epoch = None, None, u, _realized.epoch
   u.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
+  _live.add(t)
   return t
 
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+_live = LiveTensors()  # every handle: backward() with no requires_grad=True tensor in the graph works as tinygrad 0.14's
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""

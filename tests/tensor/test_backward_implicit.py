@@ -1,0 +1,96 @@
+"""backward() with no requires_grad=True tensor in the graph: tinygrad 0.14 (which has no requires_grad) fills .grad of every live float
+tensor in the graph. Expected values are worked out by hand or with numpy."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, nn
+from tinygrad.tensor_live import LiveTensors
+
+def test_the_tinygrad_docstring_example():
+  t = Tensor([1.0, 2.0, 3.0, 4.0])
+  t.sum().backward()
+  assert t.grad.tolist() == [1.0, 1.0, 1.0, 1.0]
+
+def test_leaves_and_intermediates_get_gradients():
+  x = Tensor([1.0, 2.0])
+  h = x * 3
+  (h * h).sum().backward()
+  assert h.grad.tolist() == [6.0, 12.0]  # d/dh sum(h^2) = 2h
+  assert x.grad.tolist() == [18.0, 36.0]  # 2h * 3
+
+def test_a_small_network_matches_numpy():
+  rng = np.random.default_rng(0)
+  xs, ws, bs = rng.standard_normal((4, 3), dtype=np.float32), rng.standard_normal((3, 2), dtype=np.float32), rng.standard_normal(2, dtype=np.float32)
+  x, w, b = Tensor(xs), Tensor(ws), Tensor(bs)
+  (x @ w + b).relu().sum().backward()
+  on = (xs @ ws + bs > 0).astype(np.float32)
+  np.testing.assert_allclose(w.grad.numpy(), xs.T @ on, rtol=1e-5)
+  np.testing.assert_allclose(b.grad.numpy(), on.sum(0), rtol=1e-5)
+  np.testing.assert_allclose(x.grad.numpy(), on @ ws.T, rtol=1e-5)
+
+def test_module_parameters_without_an_optimizer():
+  lin = nn.Linear(2, 2)
+  lin(Tensor([[1.0, 2.0]])).sum().backward()
+  assert lin.weight.grad.tolist() == [[1.0, 2.0], [1.0, 2.0]] and lin.bias.grad.tolist() == [1.0, 1.0]
+
+def test_requires_grad_false_opts_out_and_ints_have_none():
+  x, c, i = Tensor([1.0, 2.0]), Tensor([5.0, 6.0], requires_grad=False), Tensor([3, 4])
+  (x * c * i).sum().backward()
+  assert x.grad.tolist() == [15.0, 24.0] and c.grad is None and i.grad is None
+
+def test_any_requires_grad_tensor_in_the_graph_means_only_those():
+  x, y = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0])
+  (x * y).sum().backward()
+  assert x.grad.tolist() == [3.0, 4.0] and y.grad is None  # as torch: the program asked for gradients by name
+
+def test_gradients_accumulate():
+  x = Tensor([1.0, -2.0])
+  (x * x).sum().backward()
+  (x * 3).sum().backward()
+  assert x.grad.tolist() == [2.0 + 3.0, -4.0 + 3.0]
+
+def test_a_loss_read_before_backward_says_how_to_keep_its_graph():
+  x = Tensor([1.0, 2.0])
+  loss = (x * x).sum()
+  assert loss.item() == 5.0
+  with pytest.raises(RuntimeError, match=r"realized .* before backward\(\).*requires_grad=True"): loss.backward()
+  y = Tensor([1.0, 2.0], requires_grad=True)  # the fix: a graph with a requires_grad tensor in it is kept over a realize
+  loss = (y * y).sum()
+  assert loss.item() == 5.0
+  loss.backward()
+  assert y.grad.tolist() == [2.0, 4.0]
+
+def test_a_realized_intermediate_cuts_the_graph_as_in_tinygrad():
+  x = Tensor([1.0, 2.0])
+  y = (x * 2).realize()
+  (y * y).sum().backward()
+  assert y.grad.tolist() == [4.0, 8.0] and x.grad is None
+
+def test_only_detach_leading_to_a_tensor_gives_zeros():
+  x = Tensor([1.0, 2.0])
+  (x.detach() * 2).sum().backward()
+  assert x.grad.tolist() == [0.0, 0.0]
+
+def test_a_constant_from_a_creation_function_is_refused_with_the_fix():
+  w = Tensor.ones(3)
+  with pytest.raises(RuntimeError, match=r"\(3,\).*Tensor\.full/ones/zeros.*requires_grad=True"): (w * Tensor([1.0, 2.0, 3.0])).sum().backward()
+  a, b = Tensor.ones(3, requires_grad=True), Tensor.ones(3, requires_grad=True)  # the fix: each gets a buffer of its own
+  (a * 2 + b * 5).sum().backward()
+  assert a.grad.tolist() == [2.0] * 3 and b.grad.tolist() == [5.0] * 3
+
+def test_a_python_number_constant_gets_no_gradient():
+  c, x = Tensor(2.0), Tensor([1.0, 2.0])
+  (x * c + x * 2).sum().backward()  # c is the same node as the 2 of x * 2: tinygrad 0.14 gives such constants no gradient either
+  assert c.grad is None and x.grad.tolist() == [4.0, 4.0]
+
+def test_the_loss_itself_gets_gradient_one_as_in_tinygrad():
+  loss = (Tensor([1.0, 2.0]) * 3).sum()
+  loss.backward()
+  assert loss.grad.item() == 1.0
+
+def test_the_live_registry_stays_bounded():
+  live = LiveTensors()
+  kept = [Tensor([float(i)]) for i in range(10)]
+  for t in kept: live.add(t)
+  for i in range(5 * LiveTensors.MIN_LIMIT): live.add(Tensor([float(i)]))
+  assert len(live.refs) <= LiveTensors.MIN_LIMIT + 1
+  assert {id(t) for t in live.alive()} >= {id(t) for t in kept}
