@@ -611,6 +611,285 @@ def grads(T, nn, dt, rng):
           g(lambda a: a.einsum("ij,kj->ik", a, a) if False else T.einsum("ij,kj->ik", a, a), v), g(lambda a: a.repeat(2, 3),
                   v), g(lambda a: a.flip(1)[:, ::2], v)]
 
+# ---- whole programs in tinygrad 0.14's idiom (model class, get_parameters, optimizer, Context(TRAINING=1), a few seeded steps)
+def _init(T, model, rng):
+  """every weight/bias of a model set from the case's generator, so both sides start from the same values"""
+  from tinygrad.nn.state import get_state_dict
+  for k, v in sorted(get_state_dict(model).items()):
+    if k.endswith(("weight", "bias")): v.assign(T(rng.standard_normal(v.shape).astype(np.float32) * 0.5))
+  return model
+def _steps(T, model, opt, x, y, n=4, loss_fn=None, read="before"):
+  """n steps; read: when the loss is read -- "before" opt.step(), "schedule" (`loss.realize(*opt.schedule_step())`, 0.14's idiom) or
+  "after" opt.step() (see KNOWN)"""
+  from tinygrad import Context
+  losses = []
+  with Context(TRAINING=1):
+    for _ in range(n):
+      opt.zero_grad()
+      loss = loss_fn(model(x), y) if loss_fn else model(x).sparse_categorical_crossentropy(y)
+      loss.backward()
+      if read == "before": losses.append(loss.item())
+      if read == "schedule": loss.realize(*opt.schedule_step())
+      else: opt.step()
+      if read != "before": losses.append(loss.item())
+  return losses
+class _MLP:
+  def __init__(self, nn):
+    self.l1, self.ln, self.l2 = nn.Linear(6, 16), nn.LayerNorm(16), nn.Linear(16, 4)
+  def __call__(self, x): return self.l2(self.ln(self.l1(x)).relu())
+class _CNN:
+  def __init__(self, nn):
+    self.c1, self.bn, self.c2, self.fc = nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.Conv2d(4, 8, 3, stride=2), nn.Linear(8 * 3 * 3, 3)
+  def __call__(self, x): return self.fc(self.c2(self.bn(self.c1(x)).relu().max_pool2d(2 if False else 1)).relu().flatten(1))
+class _LM:
+  def __init__(self, nn): self.emb, self.ln, self.out = nn.Embedding(11, 8), nn.LayerNorm(8), nn.Linear(8, 11, bias=False)
+  def __call__(self, tok): return self.out(self.ln(self.emb(tok)).gelu())
+def _prog(T, nn, rng, make_model, make_opt, x, y, **kw):
+  from tinygrad.nn.state import get_parameters
+  m = _init(T, make_model(nn), rng); opt = make_opt(get_parameters(m))
+  return [_steps(T, m, opt, x, y, **kw)] + [p for p in get_parameters(m)]
+@case
+def prog_mlp_adam(T, nn, dt, rng):
+  return _prog(T, nn, rng, _MLP, lambda p: nn.optim.Adam(p, lr=0.01), T(r(rng, 8, 6)), T(rng.integers(0, 4, 8).astype(np.int32)))
+@case
+def prog_mlp_adam_loss_after_step(T, nn, dt, rng):
+  return _prog(T, nn, rng, _MLP, lambda p: nn.optim.Adam(p, lr=0.01), T(r(rng, 8, 6)), T(rng.integers(0, 4, 8).astype(np.int32)), read="after")
+@case
+def prog_mlp_adam_schedule_step(T, nn, dt, rng):
+  return _prog(T, nn, rng, _MLP, lambda p: nn.optim.Adam(p, lr=0.01), T(r(rng, 8, 6)), T(rng.integers(0, 4, 8).astype(np.int32)), read="schedule")
+@case
+def prog_mlp_adamw(T, nn, dt, rng):
+  return _prog(T, nn, rng, _MLP, lambda p: nn.optim.AdamW(p, lr=0.01, b1=0.85, weight_decay=0.05), T(r(rng, 8, 6)), T(rng.integers(0, 4,
+          8).astype(np.int32)))
+@case
+def prog_mlp_lamb(T, nn, dt, rng):
+  return _prog(T, nn, rng, _MLP, lambda p: nn.optim.LAMB(p, lr=0.01, weight_decay=0.01), T(r(rng, 8, 6)), T(rng.integers(0, 4, 8).astype(np.int32)))
+@case
+def prog_mlp_sgd_mse(T, nn, dt, rng):
+  return _prog(T, nn, rng, _MLP, lambda p: nn.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True), T(r(rng, 8, 6)), T(r(rng, 8, 4)),
+               loss_fn=lambda out, y: (out - y).square().mean())
+@case
+def prog_cnn_bn_sgd(T, nn, dt, rng):
+  from tinygrad.nn.state import get_parameters
+  m = _init(T, _CNN(nn), rng); opt = nn.optim.SGD(get_parameters(m), lr=0.02, momentum=0.9, weight_decay=1e-4)
+  x, y = T(r(rng, 4, 1, 7, 7)), T(rng.integers(0, 3, 4).astype(np.int32))
+  losses = _steps(T, m, opt, x, y, n=3, loss_fn=lambda out, y: out.cross_entropy(y))
+  return [losses, m.bn.running_mean, m.bn.running_var, m.bn.num_batches_tracked, m(x), m.c1.weight, m.fc.bias]
+@case
+def prog_lm_embedding(T, nn, dt, rng):
+  tok = T(rng.integers(0, 11, (3, 5)).astype(np.int32)); tgt = T(rng.integers(0, 11, (3, 5)).astype(np.int32))
+  return _prog(T, nn, rng, _LM, lambda p: nn.optim.AdamW(p, lr=0.02), tok, tgt,
+               loss_fn=lambda out, y: out.sparse_categorical_crossentropy(y, label_smoothing=0.1))
+def _jit_train(T, nn, rng, body):
+  from tinygrad import TinyJit, Context
+  from tinygrad.nn.state import get_parameters
+  m = _init(T, _MLP(nn), rng); opt = nn.optim.Adam(get_parameters(m), lr=0.01)
+  X, Y = T(r(rng, 5, 8, 6)), T(rng.integers(0, 4, (5, 8)).astype(np.int32))
+  step = TinyJit(Context(TRAINING=1)(lambda x, y: body(m, opt, x, y)))
+  losses = [step(X[i].contiguous().realize(), Y[i].contiguous().realize()).item() for i in range(5)]
+  return [losses, m.l1.weight, m.l2.bias]
+@case
+def prog_jit_train_schedule_step(T, nn, dt, rng):
+  def body(m, opt, x, y):
+    opt.zero_grad(); loss = m(x).sparse_categorical_crossentropy(y).backward(); return loss.realize(*opt.schedule_step())
+  return _jit_train(T, nn, rng, body)
+@case
+def prog_jit_train_step(T, nn, dt, rng):
+  def body(m, opt, x, y):
+    opt.zero_grad(); loss = m(x).sparse_categorical_crossentropy(y).backward(); opt.step(); return loss.realize()
+  return _jit_train(T, nn, rng, body)
+@case
+def prog_jit_eval(T, nn, dt, rng):
+  from tinygrad import TinyJit
+  m = _init(T, _MLP(nn), rng)
+  jf = TinyJit(lambda x: m(x).softmax().realize())
+  xs = [T(r(rng, 4, 6)) for _ in range(4)]
+  return [jf(x) for x in xs] + [m(xs[-1]).softmax()]
+@case
+def prog_train_eval_switch(T, nn, dt, rng):
+  """a BatchNorm model trained a step, then evaluated: eval uses the running statistics"""
+  from tinygrad import Context
+  from tinygrad.nn.state import get_parameters
+  bn, lin = nn.BatchNorm(4), nn.Linear(4, 2); _init(T, lin, rng)
+  opt = nn.optim.SGD(get_parameters([bn, lin]), lr=0.1)
+  x = T(r(rng, 6, 4) * 2 + 1)
+  with Context(TRAINING=1):
+    for _ in range(2): opt.zero_grad(); (l := lin(bn(x)).square().mean()).backward(); l.realize(); opt.step()
+  return [l, lin(bn(x)), bn.running_mean, bn.running_var, bn.weight, _training_flag(T)]
+def _training_flag(T):
+  from tinygrad import Context
+  from tinygrad.helpers import TRAINING
+  with Context(TRAINING=1): inside = bool(TRAINING)
+  return [inside, bool(TRAINING)]
+@case
+def prog_randint_batches(T, nn, dt, rng):
+  """the 0.14 mnist idiom: random batches by Tensor.randint indices into a dataset tensor"""
+  X = T(r(rng, 20, 3)); Y = T(np.arange(20, dtype=np.int32))
+  T.manual_seed(7); s1 = T.randint(6, high=20); b1 = X[s1]; y1 = Y[s1]
+  T.manual_seed(7); s2 = T.randint(6, high=20)
+  n = s1.numpy()
+  return [s1.shape, s1.dtype, bool((n >= 0).all() and (n < 20).all()), (s1 == s2).all().item(), b1.shape, (y1 == s1).all().item(),
+          T.randint(2, 3, low=5, high=7).shape, bool(((v := T.randint(50, low=-3, high=2).numpy()) >= -3).all() and (v < 2).all())]
+@case
+def prog_manual_seed(T, nn, dt, rng):
+  T.manual_seed(123); a = [T.rand(4, 3).numpy(), T.randn(5).numpy(), T.uniform(3, low=2, high=4).numpy()]
+  T.manual_seed(123); b = [T.rand(4, 3).numpy(), T.randn(5).numpy(), T.uniform(3, low=2, high=4).numpy()]
+  T.manual_seed(124); c = T.rand(4, 3).numpy()
+  return [all((x == y).all() for x, y in zip(a, b)), bool((a[0] != c).any()), bool((a[0] >= 0).all() and (a[0] < 1).all()),
+          bool((a[2] >= 2).all() and (a[2] < 4).all()), T.rand(2, 2).dtype, T.randn(3, dtype=dt.half).dtype, T.rand(0).shape,
+          T.randperm(6).sort()[0], T.randn_like(T.zeros(2, 3)).shape, T.rand_like(T.zeros(2, dtype=dt.half)).dtype]
+@case
+def prog_dropout_train(T, nn, dt, rng):
+  from tinygrad import Context
+  x = T.ones(200, 50)
+  with Context(TRAINING=1): y = x.dropout(0.25).numpy()
+  kept = (y != 0).mean()
+  return [bool(0.7 < kept < 0.8), bool(np.allclose(y[y != 0], 1 / 0.75)), x.dropout(0.25)]
+@case
+def prog_realize_many(T, nn, dt, rng):
+  a, b = T(r(rng, 3, 4)), T(r(rng, 4))
+  c, d, e = a + b, (a * b).sum(1), a.max()
+  out = T.realize(c, d, e) if False else c.realize(d, e)
+  return [out is c, c, d, e, T.realize(a.exp(), b.sin()) if hasattr(T.realize, "__call__") else None]
+@case
+def prog_realize_static(T, nn, dt, rng):
+  a = T(r(rng, 3)); x, y = a + 1, a * 2
+  T.realize(x, y)
+  return [x, y]
+@case
+def prog_state_roundtrip(T, nn, dt, rng):
+  from tinygrad.nn.state import get_state_dict, load_state_dict, safe_save, safe_load, get_parameters
+  m = _init(T, _CNN(nn), rng); x = T(r(rng, 2, 1, 7, 7))
+  with tempfile.TemporaryDirectory() as tmp:
+    fn = os.path.join(tmp, "m.safetensors"); safe_save(get_state_dict(m), fn)
+    m2 = _CNN(nn); load_state_dict(m2, safe_load(fn))
+    return [sorted(get_state_dict(m2)), m2(x), m(x), len(get_parameters(m2)), m2.bn.num_batches_tracked.dtype]
+@case
+def prog_state_strict(T, nn, dt, rng):
+  from tinygrad.nn.state import get_state_dict, load_state_dict
+  m = _MLP(nn); sd = get_state_dict(m); sd.pop("l2.bias")
+  m2 = _MLP(nn); ret = load_state_dict(m2, sd, strict=False)
+  return [sorted(sd), m2.l1.weight.shape, len(ret), ret[0].shape]
+@case
+def prog_state_extra_keys(T, nn, dt, rng):
+  """a checkpoint with more than the model holds (optimizer state, a head the model lacks) loads with strict=True"""
+  from tinygrad.nn.state import load_state_dict
+  lin = nn.Linear(2, 2)
+  load_state_dict(lin, {"weight": T([[1.0, 2], [3, 4]]), "bias": T([0.5, 0.5]), "head.weight": T.zeros(3)}, strict=True)
+  return lin(T([[1.0, 1.0]]))
+@case
+def prog_state_scalar_vs_1(T, nn, dt, rng):
+  """a () value loads into a (1,) tensor and back (torch checkpoints store counters as 0-d)"""
+  from tinygrad.nn.state import load_state_dict
+  class M:
+    def __init__(self): self.a, self.b = T.zeros(1).contiguous().realize(), T.zeros(()).contiguous().realize()
+  m = M(); load_state_dict(m, {"a": T(3.0), "b": T([4.0])}, realize=False); return [m.a, m.b]
+@case
+def prog_torch_load(T, nn, dt, rng):
+  sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "tensor", "state"))
+  from torch_writer import FakeStorage, FakeTensor, zip_checkpoint
+  from tinygrad.nn.state import torch_load, load_state_dict
+  w = FakeStorage("FloatStorage", "f", [float(v) for v in r(rng, 12)]); b = FakeStorage("FloatStorage", "f", [0.5, -0.5, 1.0])
+  with tempfile.TemporaryDirectory() as tmp:
+    fn = os.path.join(tmp, "m.pth")
+    with open(fn, "wb") as f: f.write(zip_checkpoint({"weight": FakeTensor(w, 0, (3, 4), (4, 1)), "bias": FakeTensor(b, 0, (3,), (1,))}))
+    sd = torch_load(fn); lin = nn.Linear(4, 3); load_state_dict(lin, sd)
+    return [sorted(sd), sd["weight"], lin(T.ones(1, 4))]
+@case
+def prog_global_counters(T, nn, dt, rng):
+  from tinygrad import GlobalCounters
+  GlobalCounters.reset(); z = [GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem]
+  (T(r(rng, 16, 16)) @ T(r(rng, 16, 16))).realize()
+  return [z, GlobalCounters.kernel_count > 0, GlobalCounters.global_ops > 0, GlobalCounters.global_mem > 0, type(GlobalCounters.time_sum_s).__name__,
+          type(GlobalCounters.mem_used).__name__]
+@case
+def prog_context_getenv(T, nn, dt, rng):
+  from tinygrad import Context, getenv, Device
+  from tinygrad.helpers import DEBUG
+  os.environ["TG_API_DIFF_X"] = "5"
+  with Context(DEBUG=0): inner = DEBUG.value
+  return [getenv("TG_API_DIFF_X"), getenv("TG_API_DIFF_X", 1), getenv("TG_API_DIFF_NOPE", 3), getenv("TG_API_DIFF_NOPE", "s"), inner,
+          Device.DEFAULT, T([1]).device, T([1]).to(Device.DEFAULT).device, isinstance(Device.DEFAULT, str)]
+@case
+def prog_dtypes_helpers(T, nn, dt, rng):
+  from tinygrad.dtype import DType
+  return [dt.is_float(dt.half), dt.is_float(dt.int32), dt.is_int(dt.uint8), dt.is_unsigned(dt.uint8), dt.is_unsigned(dt.int8), dt.is_bool(dt.bool),
+          dt.float32.itemsize, dt.half.itemsize, dt.int64.itemsize, dt.float32 == dt.float, dt.int32 == dt.int, dt.default_float, dt.default_int,
+          dt.from_py(1.5), dt.from_py(2), dt.from_py(True), dt.finfo(dt.half), dt.finfo(dt.float32), isinstance(dt.float32, DType),
+          dt.float32.name, dt.bool.name, str(dt.float32), T([1, 2], dtype="int16").dtype, T([1.0]).cast("half").dtype, dt.float32.fmt, dt.int8.fmt]
+
+# ---- documented Tensor methods called with keyword arguments and at their edges
+@case
+def doc_kwargs_processing(T, nn, dt, rng):
+  x = T(r(rng, 1, 2, 6, 7)); w = T(r(rng, 2, 3, 3, 2))
+  return [lambda: x.conv_transpose2d(weight=w, bias=T(r(rng, 3)), groups=1, stride=(2, 1), dilation=(1, 2), padding=(1, 0), output_padding=(1, 0)),
+          lambda: x.max_pool2d(kernel_size=(3, 2), stride=2, dilation=(2, 1), padding=1, ceil_mode=True),
+          lambda: x.avg_pool2d(kernel_size=3, stride=(2, 3), dilation=1, padding=(1, 1), ceil_mode=True, count_include_pad=True),
+          lambda: x.avg_pool2d(kernel_size=(2, 2), dilation=2), lambda: x.max_pool2d(kernel_size=3, dilation=2, ceil_mode=True),
+          lambda: x.interpolate(size=(3, 14), mode="linear", align_corners=True), lambda: x.interpolate(size=(12, 3), mode="nearest"),
+          lambda: x.pad(padding=(1, 1, 2, 0), mode="constant", value=-1.0), lambda: x.pad(padding=((0, 0), (0, 0), (2, 1), (0, 3)), mode="reflect"),
+          lambda: x.pad(padding=(3, 3), mode="replicate"), lambda: x.pad((1, 0, 0, 0, 1, 0)), lambda: x.conv2d(weight=T(r(rng, 4, 2, 1, 1)), padding=(1, 1)),
+          lambda: T(r(rng, 2, 3, 5)).conv_transpose2d(T(r(rng, 3, 2, 3)), stride=2),
+          lambda: T(r(rng, 1, 1, 4, 4)).interpolate((2, 2), mode="nearest-exact"), lambda: T(r(rng, 1, 3, 5)).avg_pool2d(kernel_size=(2,)),
+          lambda: x.max_pool2d(kernel_size=2, return_indices=True)[1].dtype]
+@case
+def doc_kwargs_select(T, nn, dt, rng):
+  x = T(r(rng, 3, 5)); i = T([[0, 2], [1, 1], [4, 0]]); m = T(rng.integers(0, 2, (3, 5)).astype(bool))
+  return [lambda: x.gather(dim=1, index=i), lambda: x.gather(dim=-1, index=i), lambda: T.zeros(3, 5).scatter(dim=1, index=i, src=T(r(rng, 3, 2))),
+          lambda: T.zeros(3, 5).scatter(dim=1, index=i, src=2.5, reduce="add"),
+          lambda: x.scatter_reduce(dim=1, index=i, src=T(r(rng, 3, 2)), reduce="prod", include_self=False),
+          lambda: x.scatter_reduce(dim=-1, index=i, src=T(r(rng, 3, 2)), reduce="mean"),
+          lambda: x.sort(dim=0, descending=True)[0], lambda: x.sort(dim=-1)[1], lambda: x.topk(k=2, dim=0, largest=False, sorted_=True)[0],
+          lambda: x.topk(3)[1], lambda: x.argsort(dim=0, descending=True), lambda: x.masked_fill(mask=m, value=-9.0), lambda: x.masked_fill(m, T(2.0)),
+          lambda: x.masked_fill(T([True, False, True, False, False]), 0), lambda: x.one_hot(3) if False else T([2, 0]).one_hot(num_classes=3),
+          lambda: x.triu(diagonal=1), lambda: x.tril(diagonal=-1), lambda: T.einsum("ij,kj->ik", x, x), lambda: T.einsum("ij,kj->ik", [x, x]),
+          lambda: T.einsum("i j , k j -> i k", x, x), lambda: T.einsum("ij->j", x, dtype=dt.half) if False else T.einsum("ij->j", x),
+          lambda: x.masked_select(m) if hasattr(x, "masked_select") else x]
+@case
+def doc_scan_reduce_edges(T, nn, dt, rng):
+  x = T(r(rng, 3, 4)); i = T(rng.integers(-4, 5, (3, 4)).astype(np.int32)); b = T(rng.integers(0, 2, (3, 4)).astype(bool))
+  return [lambda: x.cumsum(axis=-1), lambda: x.cumsum(axis=0), lambda: x.cummax(axis=-1)[0], lambda: x.cummax(axis=0)[1], lambda: i.cumsum(1),
+          lambda: b.cumsum(1), lambda: i.cummax(0)[0], lambda: i.cumprod(1), lambda: x.cummin(1)[0], lambda: x.logcumsumexp(axis=-1),
+          lambda: T.zeros(0, 3).cumsum(0), lambda: T.zeros(2, 0).cumsum(1), lambda: T.zeros(0, 3).sort(0)[0], lambda: T.zeros(2, 0).sum(1),
+          lambda: T.zeros(2, 0).max(0) if False else T.zeros(2, 0).sum(0), lambda: T.zeros(0).mean(), lambda: i.sort(0)[0], lambda: i.topk(2)[0],
+          lambda: b.sort(1)[0], lambda: i.max(axis=-1, keepdim=True), lambda: i.min(), lambda: b.any(axis=-1, keepdim=True), lambda: b.all(),
+          lambda: i.argmax(axis=0, keepdim=True), lambda: b.argmax(1), lambda: i.sum(axis=(0, 1), keepdim=True), lambda: i.mean(axis=-1),
+          lambda: i.var(axis=0), lambda: x.std(axis=(0, 1), keepdim=True, correction=0), lambda: x.prod(axis=-2), lambda: i.prod(1, dtype=dt.int64),
+          lambda: x.sum(axis=-1, dtype=dt.half) if True else x, lambda: x.max(axis=(-1, -2)), lambda: x.logsumexp(axis=(0, 1), keepdim=True)]
+@case
+def doc_elementwise_dtypes(T, nn, dt, rng):
+  i = T([3, -2, 0, 7]); u = T([3, 2, 0, 250], dtype=dt.uint8); b = T([True, False, True, False]); f = T([1.5, -2.25, 0.0, 3.0])
+  return [lambda: i.maximum(f), lambda: u.maximum(b), lambda: i.minimum(2), lambda: b.where(i, f), lambda: b.where(2, 3.5), lambda: i.clamp(min_=0),
+          lambda: u.clamp(1, 100), lambda: i.abs(), lambda: u - 5, lambda: u * u, lambda: i.relu(), lambda: b.logical_not(), lambda: i.square(),
+          lambda: (i * 2).sign(), lambda: i.exp(), lambda: u.sqrt(), lambda: b.float() + i, lambda: i.lerp(f, 0.5) if False else f.lerp(T([0.0]*4),
+          0.25), lambda: i.isnan() if True else i, lambda: i.bitwise_and(6), lambda: i.bitwise_or(T([1, 1, 1, 1])), lambda: u.bitwise_xor(255),
+          lambda: i.lshift(1), lambda: i.rshift(1), lambda: u.rshift(2), lambda: i.mod(T([2, 3, 4, 5])),
+          lambda: i.div(2), lambda: i.div(T([2, 3, 4, 5]), rounding_mode="floor"), lambda: f.pow(i), lambda: i.pow(2), lambda: i.xor(b) if
+          hasattr(i, "xor") else i, lambda: T([1, 2, 3]).cast(dt.float16) * T([0.5]), lambda: T([1.0, 2.0], dtype=dt.bfloat16) + 1, lambda:
+          T([1, 2], dtype=dt.int64) * T([3, 4], dtype=dt.int32), lambda: T([True]) + T([True])]
+@case
+def doc_movement_edges(T, nn, dt, rng):
+  x = T(r(rng, 2, 3, 4))
+  return [lambda: x.permute(order=(2, 0, 1)) if False else x.permute(2, 0, 1), lambda: x.transpose(dim0=-1, dim1=0), lambda: x.flatten(start_dim=1),
+          lambda: x.flatten(start_dim=-2, end_dim=-1), lambda: x.unflatten(dim=-1, sizes=(2, 2)), lambda: x.squeeze(dim=0), lambda: x[:, :1].squeeze(1),
+          lambda: x.unsqueeze(dim=0).shape, lambda: x.repeat(repeats=(1, 2, 1)) if False else x.repeat((1, 2, 1)), lambda: x.expand(2, -1, -1, -1).shape,
+          lambda: x.shrink(((0, 1), (1, 3), None)), lambda: x.flip(axis=-1), lambda: x.roll(shifts=2, dims=-1), lambda: x.roll(shifts=(1, 1), dims=(0,
+          2)), lambda: x.split(sizes=2, dim=-1), lambda: x.chunk(chunks=2, dim=-1), lambda: x.reshape(shape=(4, 6)) if False else x.reshape(-1, 6),
+          lambda: x.view((4, 6)), lambda: x.repeat_interleave(repeats=2, dim=-1), lambda: x.unfold(dimension=2, size=2, step=1) if False else
+          x.unfold(2, 2, 1), lambda: x.pad_to(3, 4, 5) if hasattr(x, "pad_to") else x, lambda: x.shrink_to(1, 2, 2) if hasattr(x, "shrink_to") else x,
+          lambda: T.zeros(0, 4).reshape(2, 0, 2).shape, lambda: T.zeros(3, 0).expand(2, 3, 0).shape, lambda: T.zeros(0, 3).T.shape,
+          lambda: T.cat(T.zeros(0, 3), T.ones(2, 3), dim=0), lambda: T.stack(T.zeros(0), T.zeros(0), dim=1).shape, lambda: x.flip((0, -1)),
+          lambda: x[0].diag() if False else x[0].triu(1), lambda: x.transpose(), lambda: x.mT if hasattr(x, "mT") else x, lambda: x.swapaxes(0, 2) if
+          hasattr(x, "swapaxes") else x]
+@case
+def doc_creation_kwargs(T, nn, dt, rng):
+  return [lambda: T.arange(start=1, stop=7, step=2), lambda: T.arange(5, dtype=dt.float16), lambda: T.linspace(start=0, stop=1, steps=4, dtype=dt.float16),
+          lambda: T.eye(n=2, m=3, dtype=dt.int32), lambda: T.full(shape=(2, 2), fill_value=3, dtype=dt.uint8), lambda: T.zeros((2, 3), dtype=dt.bool),
+          lambda: T.ones(2, 2, dtype="int8"), lambda: T.full_like(T([1, 2]), fill_value=2.5), lambda: T.ones_like(T([1.0]), dtype=dt.int32),
+          lambda: T.zeros_like(T([[1, 2]]), dtype=dt.float16), lambda: T.empty(2, 2, dtype=dt.int16).shape, lambda: T.arange(0, 10, 3, dtype=dt.int8),
+          lambda: T.linspace(0, 1, 0).shape, lambda: T.eye(3, 1), lambda: T(5, dtype=dt.float32), lambda: T([[1, 2]], dtype=dt.float64),
+          lambda: T(np.array(3.5, np.float32)), lambda: T([[True], [False]]).dtype, lambda: T.arange(-1, -6, -2), lambda: T.arange(3.5)]
+
 # ---- runner
 def encode(v):
   if callable(v) and getattr(v, "__name__", "") == "<lambda>":  # a list of lambdas: each element may raise on its own

@@ -177,3 +177,44 @@ def test_a_loss_read_after_the_step_is_the_forward_value(update):
   want = ((np.maximum(hn, 0) * 2 - Y) ** 2).mean() + (hn * 0.5).sum() + (W0 * W0).sum() * 0.1
   assert not np.allclose(w.numpy(), W0)  # the step did change the weights
   np.testing.assert_allclose(loss.item(), want, rtol=1e-5)
+
+def run_scheduled(make_opt, steps=4, jit=False):
+  """run()'s loop in tinygrad 0.14's idiom: `loss.realize(*opt.schedule_step())`, optionally under TinyJit; (params, losses)"""
+  from tinygrad import TinyJit, Context
+  ps = [Tensor(p.copy()) for p in P0]
+  opt = make_opt(ps)
+  def step(c0, c1):
+    opt.zero_grad()
+    loss = sum((p * c).sum() + (p * p).sum() / 2 for p, c in zip(ps, (c0, c1))).backward()
+    return loss.realize(*opt.schedule_step())
+  step = Context(TRAINING=1)(step)
+  if jit: step = TinyJit(step)
+  losses = [step(*[Tensor(c.copy()).realize() for c in C]).item() for _ in range(steps)]
+  return [p.numpy() for p in ps], losses
+
+def np_losses(ps_per_step): return [sum(float((p * c).sum() + (p * p).sum() / 2) for p, c in zip(ps, C)) for ps in ps_per_step]
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_schedule_step_realized_with_the_loss(jit):
+  got, losses = run_scheduled(lambda ps: nn.optim.SGD(ps, lr=0.05, momentum=0.9), jit=jit)
+  check(got, np_sgd(0.05, 0.9))
+  # each loss is the forward's, from the parameters before that step
+  np.testing.assert_allclose(losses, np_losses([P0] + [np_sgd(0.05, 0.9, steps=k) for k in range(1, 4)]), rtol=1e-5)
+
+def test_schedule_step_returns_the_parameters_with_their_writes_pending():
+  ps = [Tensor(p.copy()) for p in P0]
+  opt = nn.optim.Adam(ps, lr=0.01)
+  with Tensor.train():
+    for _ in range(2):  # the second step finds the first's writes unrealized and realizes them first
+      opt.zero_grad()
+      sum((p * Tensor(c)).sum() + (p * p).sum() / 2 for p, c in zip(ps, C)).backward()
+      out = opt.schedule_step()
+      assert out == ps and not any(p._is_buffer() for p in ps)
+  check([p.numpy() for p in ps], np_lamb(0.01, 0.9, 0.999, 1e-8, 0.0, True, steps=2))  # reading a parameter applies its write
+
+def test_device_and_fused_keywords():
+  # tinygrad 0.14's signatures: fused changes upstream's layout, not the values; device may only be the parameters'
+  check(run(lambda ps: nn.optim.AdamW(ps, lr=0.01, weight_decay=0.1, device=ps[0].device, fused=True)), np_lamb(0.01, 0.9, 0.999, 1e-8, 0.1, True))
+  check(run(lambda ps: nn.optim.SGD(ps, lr=0.05, momentum=0.9, fused=True)), np_sgd(0.05, 0.9))
+  with pytest.raises(ValueError, match="parameters' device"): nn.optim.SGD([Tensor([1.0])], device="PYTHON")
+  with pytest.raises(ValueError, match="learning rate"): nn.optim.Adam([Tensor([1.0])], lr=-1.0)

@@ -504,8 +504,9 @@ def _on_grad_path(u:UOp) -> bool:
 def _keep_for_autograd(t:Tensor, built:UOp):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
   it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
-  as torch keeps a loss's graph. Graphs no gradient needs are not kept"""
-  if "_built" not in t.__dict__ and _on_grad_path(built): t._built = built
+  as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor an in-place write (an optimizer's, left pending on a parameter
+  by schedule_step): no gradient goes through a store, and keeping it would lead backward from the buffer back to the write"""
+  if "_built" not in t.__dict__ and built.base.op is not Ops.AFTER and _on_grad_path(built): t._built = built
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose

@@ -40,5 +40,6 @@ class TensorCreateMixin:
   def sequential(self, ll):
     """self passed through each callable of the list ll in turn"""
     return functools.reduce(lambda x, f: f(x), ll, self)
-  def allclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan:bool=False) -> bool:
-    return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+  def allclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan:bool=False):
+    """a 0-d bool Tensor: whether every element isclose (tinygrad's; read it with .item(), a Tensor has no truth value)"""
+    return self.isclose(other, rtol, atol, equal_nan).all()

@@ -35,14 +35,15 @@ class TensorPoolMixin:
     w = _windows(self.permute(tuple(d for d in range(nd) if d != dim) + (dim,)), (size,), (step,), (1,))  # (*others, windows, size)
     return w.permute(tuple(range(dim)) + (nd - 1,) + tuple(range(dim, nd - 1)) + (nd,))
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, return_indices:bool=False):
-    """max over windows; return_indices adds each max's flat position within its channel's spatial axes (int64, the first if tied)"""
+    """max over windows; return_indices adds each max's flat position within its channel's spatial axes (the first if tied) as
+    dtypes.default_int, tinygrad's dtype for them (torch's is int64)"""
     ks, strides, dils, pads, extra = _pool_geometry(self.shape, kernel_size, stride, dilation, padding, ceil_mode)
     low = self.dtype.min
     x = self.pad(pads, value=low).pad(extra, value=low)._pooled(ks, strides, dils)
     ret = x.max(-1)
     if not return_indices: return ret
     sp = tuple(self.shape[-len(ks):])
-    pos = self._arange(prod(sp), dtypes.int64).reshape(sp).pad(pads, value=-1).pad(extra, value=-1)._pooled(ks, strides, dils)
+    pos = self._arange(prod(sp), dtypes.default_int).reshape(sp).pad(pads, value=-1).pad(extra, value=-1)._pooled(ks, strides, dils)
     return ret, x.eq(ret.unsqueeze(-1)).where(pos, prod(sp)).min(-1)
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, count_include_pad:bool=True):
     """mean over windows; the divisor counts the padding when count_include_pad, never the extra room ceil_mode adds"""

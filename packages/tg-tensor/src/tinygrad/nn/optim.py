@@ -5,12 +5,16 @@ from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
+from tinygrad.device import Device
 from tinygrad.helpers import dedup
 from tinygrad.nn.inplace import buffer_of, pending_write, take_deferred
 
 class Optimizer:
-  """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,)"""
-  def __init__(self, params:list[Tensor], lr:float):
+  """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,).
+  device and fused are tinygrad 0.14's: device may only name the parameters' device (tg keeps the state beside the parameters); fused
+  changes how upstream lays out the update (one concatenated buffer), not its values: tg updates each parameter in its own buffer"""
+  def __init__(self, params:list[Tensor], lr:float, device:str|None=None, fused:bool=False):
+    if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     for t in params:
       if t.requires_grad is None: t.requires_grad_(True)
     self.params = dedup([t for t in params if t.requires_grad])
@@ -18,15 +22,23 @@ class Optimizer:
       raise ValueError(f"the optimizer got no parameters that need gradients (of {len(params)} tensors, none has requires_grad): pass the model's")
     Tensor.realize(*self.params)  # steps write into the parameters' buffers
     self.device = self.params[0].device
+    if device is not None and Device.canonicalize(device) != self.device:
+      raise ValueError(f"optimizer device={device!r}: tg keeps the optimizer's state on its parameters' device, {self.device!r}")
     self.lr = buffer_of(Tensor([lr], device=self.device, dtype=dtypes.float32, requires_grad=False))
   def zero_grad(self):
     for t in self.params: t.grad = None
   def step(self):
     """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
     writes of every parameter in a second"""
+    Tensor.realize(*self.schedule_step())
+  def schedule_step(self) -> list[Tensor]:
+    """step() up to the parameter writes, left pending on the parameters, which it returns: realizing them, alone or with other
+    tensors (tinygrad 0.14's `loss.realize(*opt.schedule_step())`), applies the step; so does reading a parameter, or the next step"""
     if not is_training():
       raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` "
                          "(or set Tensor.training = True)")
+    # the last schedule_step's writes, if nothing realized them: a new write needs its target in a buffer
+    if pending := [t for t in self.params if not t._is_buffer()]: Tensor.realize(*pending)
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     grads = [t.grad for t in self.params]
@@ -34,7 +46,9 @@ class Optimizer:
     # two realizes: every parameter's gradient may read every other parameter, and a kernel writing a buffer is not ordered after the
     # other kernels of its schedule that read it; so the gradients and the state first, then the writes, which read only those
     Tensor.realize(*grads, *state, *take_deferred())  # with the modules' pending writes (BatchNorm statistics): see nn/inplace.py
-    Tensor.realize(*[pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)])
+    writes = [pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)]
+    for t, w in zip(self.params, writes): t.uop = w.uop  # like upstream's assign: the parameter reads as its written buffer
+    return list(self.params)
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
     raise NotImplementedError(f"{type(self).__name__} must define _updates")
@@ -45,9 +59,10 @@ class SGD(Optimizer):
   """g = grad + weight_decay * p; with momentum, b = momentum * b + g and the step is lr * (g + momentum * b if nesterov else b);
   without, lr * g (torch's rule). classic=True keeps lr inside the buffer (b = momentum * b + lr * g, the step b, or lr * g + momentum * b
   with nesterov): the same steps while lr is constant, different once a schedule changes it"""
-  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False, classic:bool=False):
+  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False, classic:bool=False,
+               device:str|None=None, fused:bool=False):
     if nesterov and not momentum: raise ValueError("SGD(nesterov=True) needs momentum > 0")
-    super().__init__(params, lr)
+    super().__init__(params, lr, device, fused)
     self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
     self.b = [_zeros_like(t) for t in self.params] if momentum else []
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
@@ -61,8 +76,9 @@ class SGD(Optimizer):
 class LAMB(Optimizer):
   """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
   |p| / |u| (1 where either norm is 0); adam=True drops the ratio. b1_t, b2_t hold b1^t, b2^t"""
-  def __init__(self, params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-6, weight_decay:float=0.0, adam:bool=False):
-    super().__init__(params, lr)
+  def __init__(self, params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-6, weight_decay:float=0.0, adam:bool=False,
+               device:str|None=None, fused:bool=False):
+    super().__init__(params, lr, device, fused)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     self.b1_t, self.b2_t = (buffer_of(Tensor.ones(1, dtype=dtypes.float32, device=self.device, requires_grad=False)) for _ in range(2))
     self.m, self.v = [_zeros_like(t) for t in self.params], [_zeros_like(t) for t in self.params]
@@ -79,13 +95,14 @@ class LAMB(Optimizer):
       ret.append(self.lr * u)
     return ret, [b1_t, b2_t, *ms, *vs]
 
-def Adam(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8) -> LAMB:
+def Adam(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, device:str|None=None, fused:bool=False) -> LAMB:
   """Adam (Kingma & Ba) with bias correction"""
-  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True)
+  return LAMB(params, lr, b1, b2, eps, 0.0, adam=True, device=device, fused=fused)
 
-def AdamW(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, weight_decay:float=0.01) -> LAMB:
+def AdamW(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, weight_decay:float=0.01, device:str|None=None,
+          fused:bool=False) -> LAMB:
   """Adam with decoupled weight decay: lr * weight_decay * p added to each step"""
-  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True)
+  return LAMB(params, lr, b1, b2, eps, weight_decay, adam=True, device=device, fused=fused)
 
 class OptimizerGroup(Optimizer):
   """several optimizers (e.g. different rules or learning rates for different parameters) stepped as one: every gradient is computed

@@ -31,19 +31,25 @@ def get_parameters(obj) -> list:
   """every Tensor of get_state_dict(obj), each once (a tensor shared by two layers is one parameter)"""
   return list({id(t): t for t in get_state_dict(obj).values()}.values())
 
-def load_state_dict(model, state_dict:dict, strict:bool=True, verbose:bool=True, consume:bool=False) -> None:
-  """assign each value of state_dict into the model's tensor of that name (in place: the model's buffers get the values).
-  strict: every model tensor must be in state_dict and nothing else may be; shapes must match either way. A value of another dtype is
-  cast to the model tensor's (torch's rule; e.g. a float16 checkpoint into a float32 model), so the model's buffers stay its own"""
+def load_state_dict(model, state_dict:dict, strict:bool=True, verbose:bool=True, consume:bool=False, realize:bool=True) -> list:
+  """assign each value of state_dict into the model's tensor of that name (in place: the model's buffers get the values) and return the
+  model tensors loaded. strict: every model tensor must be in state_dict; keys the model lacks are skipped either way (tinygrad's rule:
+  a checkpoint may carry more, e.g. optimizer state). Shapes must match, except that () and (1,) load into each other (torch stores
+  counters 0-d). A value of another dtype is cast to the model tensor's (torch's rule; e.g. a float16 checkpoint into a float32 model),
+  so the model's buffers stay its own. realize is tinygrad 0.14's: tg's assign writes at once either way"""
   model_state = get_state_dict(model)
   missing, unexpected = [k for k in model_state if k not in state_dict], [k for k in state_dict if k not in model_state]
-  mismatched = [f"{k}: model has shape {v.shape}, state_dict has {state_dict[k].shape}"
-                for k, v in model_state.items() if k in state_dict and v.shape != state_dict[k].shape]
-  problems = ([f"missing keys: {missing}", f"unexpected keys: {unexpected}"] if strict else []) + ([f"mismatched: {mismatched}"] if mismatched else [])
-  if mismatched or (strict and (missing or unexpected)):
-    raise ValueError("load_state_dict: " + "; ".join(p for p in problems if not p.endswith("[]")))
+  mismatched = [f"{k}: model has shape {v.shape}, state_dict has {state_dict[k].shape}" for k, v in model_state.items()
+                if k in state_dict and v.shape != state_dict[k].shape and {tuple(v.shape), tuple(state_dict[k].shape)} != {(), (1,)}]
+  if mismatched or (strict and missing):
+    raise ValueError("load_state_dict: " + "; ".join(([f"missing keys: {missing}"] if strict and missing else []) +
+                                                      ([f"mismatched: {mismatched}"] if mismatched else [])))
+  loaded = []
   for k, v in model_state.items():
     if k not in state_dict: continue
-    v.assign(state_dict[k].to(v.device).cast(v.dtype))
+    v.assign(state_dict[k].to(v.device).cast(v.dtype).reshape(v.shape))
+    loaded.append(v)
     if consume: del state_dict[k]
-  if verbose: print(f"load_state_dict: loaded {len(model_state) - len(missing)} tensors" + (f", skipped missing {missing}" if missing else ""))
+  if verbose: print(f"load_state_dict: loaded {len(loaded)} tensors" + (f", skipped missing {missing}" if missing else "") +
+                    (f", unused {unexpected}" if unexpected else ""))
+  return loaded
