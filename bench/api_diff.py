@@ -640,7 +640,7 @@ class _MLP:
 class _CNN:
   def __init__(self, nn):
     self.c1, self.bn, self.c2, self.fc = nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.Conv2d(4, 8, 3, stride=2), nn.Linear(8 * 3 * 3, 3)
-  def __call__(self, x): return self.fc(self.c2(self.bn(self.c1(x)).relu().max_pool2d(2 if False else 1)).relu().flatten(1))
+  def __call__(self, x): return self.fc(self.c2(self.bn(self.c1(x)).relu()).relu().flatten(1))
 class _LM:
   def __init__(self, nn): self.emb, self.ln, self.out = nn.Embedding(11, 8), nn.LayerNorm(8), nn.Linear(8, 11, bias=False)
   def __call__(self, tok): return self.out(self.ln(self.emb(tok)).gelu())
@@ -749,8 +749,8 @@ def prog_dropout_train(T, nn, dt, rng):
 def prog_realize_many(T, nn, dt, rng):
   a, b = T(r(rng, 3, 4)), T(r(rng, 4))
   c, d, e = a + b, (a * b).sum(1), a.max()
-  out = T.realize(c, d, e) if False else c.realize(d, e)
-  return [out is c, c, d, e, T.realize(a.exp(), b.sin()) if hasattr(T.realize, "__call__") else None]
+  out = c.realize(d, e)
+  return [out is c, c, d, e]
 @case
 def prog_realize_static(T, nn, dt, rng):
   a = T(r(rng, 3)); x, y = a + 1, a * 2
@@ -841,9 +841,9 @@ def doc_kwargs_select(T, nn, dt, rng):
           lambda: x.scatter_reduce(dim=-1, index=i, src=T(r(rng, 3, 2)), reduce="mean"),
           lambda: x.sort(dim=0, descending=True)[0], lambda: x.sort(dim=-1)[1], lambda: x.topk(k=2, dim=0, largest=False, sorted_=True)[0],
           lambda: x.topk(3)[1], lambda: x.argsort(dim=0, descending=True), lambda: x.masked_fill(mask=m, value=-9.0), lambda: x.masked_fill(m, T(2.0)),
-          lambda: x.masked_fill(T([True, False, True, False, False]), 0), lambda: x.one_hot(3) if False else T([2, 0]).one_hot(num_classes=3),
+          lambda: x.masked_fill(T([True, False, True, False, False]), 0), lambda: T([2, 0]).one_hot(num_classes=3),
           lambda: x.triu(diagonal=1), lambda: x.tril(diagonal=-1), lambda: T.einsum("ij,kj->ik", x, x), lambda: T.einsum("ij,kj->ik", [x, x]),
-          lambda: T.einsum("i j , k j -> i k", x, x), lambda: T.einsum("ij->j", x, dtype=dt.half) if False else T.einsum("ij->j", x),
+          lambda: T.einsum("i j , k j -> i k", x, x), lambda: T.einsum("ij->j", x),
           lambda: x.masked_select(m) if hasattr(x, "masked_select") else x]
 @case
 def doc_scan_reduce_edges(T, nn, dt, rng):
@@ -851,18 +851,18 @@ def doc_scan_reduce_edges(T, nn, dt, rng):
   return [lambda: x.cumsum(axis=-1), lambda: x.cumsum(axis=0), lambda: x.cummax(axis=-1)[0], lambda: x.cummax(axis=0)[1], lambda: i.cumsum(1),
           lambda: b.cumsum(1), lambda: i.cummax(0)[0], lambda: i.cumprod(1), lambda: x.cummin(1)[0], lambda: x.logcumsumexp(axis=-1),
           lambda: T.zeros(0, 3).cumsum(0), lambda: T.zeros(2, 0).cumsum(1), lambda: T.zeros(0, 3).sort(0)[0], lambda: T.zeros(2, 0).sum(1),
-          lambda: T.zeros(2, 0).max(0) if False else T.zeros(2, 0).sum(0), lambda: T.zeros(0).mean(), lambda: i.sort(0)[0], lambda: i.topk(2)[0],
+          lambda: T.zeros(2, 0).sum(0), lambda: T.zeros(0).mean(), lambda: i.sort(0)[0], lambda: i.topk(2)[0],
           lambda: b.sort(1)[0], lambda: i.max(axis=-1, keepdim=True), lambda: i.min(), lambda: b.any(axis=-1, keepdim=True), lambda: b.all(),
           lambda: i.argmax(axis=0, keepdim=True), lambda: b.argmax(1), lambda: i.sum(axis=(0, 1), keepdim=True), lambda: i.mean(axis=-1),
           lambda: i.var(axis=0), lambda: x.std(axis=(0, 1), keepdim=True, correction=0), lambda: x.prod(axis=-2), lambda: i.prod(1, dtype=dt.int64),
-          lambda: x.sum(axis=-1, dtype=dt.half) if True else x, lambda: x.max(axis=(-1, -2)), lambda: x.logsumexp(axis=(0, 1), keepdim=True)]
+          lambda: x.sum(axis=-1, dtype=dt.half), lambda: x.max(axis=(-1, -2)), lambda: x.logsumexp(axis=(0, 1), keepdim=True)]
 @case
 def doc_elementwise_dtypes(T, nn, dt, rng):
   i = T([3, -2, 0, 7]); u = T([3, 2, 0, 250], dtype=dt.uint8); b = T([True, False, True, False]); f = T([1.5, -2.25, 0.0, 3.0])
   return [lambda: i.maximum(f), lambda: u.maximum(b), lambda: i.minimum(2), lambda: b.where(i, f), lambda: b.where(2, 3.5), lambda: i.clamp(min_=0),
           lambda: u.clamp(1, 100), lambda: i.abs(), lambda: u - 5, lambda: u * u, lambda: i.relu(), lambda: b.logical_not(), lambda: i.square(),
-          lambda: (i * 2).sign(), lambda: i.exp(), lambda: u.sqrt(), lambda: b.float() + i, lambda: i.lerp(f, 0.5) if False else f.lerp(T([0.0]*4),
-          0.25), lambda: i.isnan() if True else i, lambda: i.bitwise_and(6), lambda: i.bitwise_or(T([1, 1, 1, 1])), lambda: u.bitwise_xor(255),
+          lambda: (i * 2).sign(), lambda: i.exp(), lambda: u.sqrt(), lambda: b.float() + i, lambda: f.lerp(T([0.0]*4), 0.25),
+          lambda: i.isnan(), lambda: i.bitwise_and(6), lambda: i.bitwise_or(T([1, 1, 1, 1])), lambda: u.bitwise_xor(255),
           lambda: i.lshift(1), lambda: i.rshift(1), lambda: u.rshift(2), lambda: i.mod(T([2, 3, 4, 5])),
           lambda: i.div(2), lambda: i.div(T([2, 3, 4, 5]), rounding_mode="floor"), lambda: f.pow(i), lambda: i.pow(2), lambda: i.xor(b) if
           hasattr(i, "xor") else i, lambda: T([1, 2, 3]).cast(dt.float16) * T([0.5]), lambda: T([1.0, 2.0], dtype=dt.bfloat16) + 1, lambda:
@@ -870,16 +870,15 @@ def doc_elementwise_dtypes(T, nn, dt, rng):
 @case
 def doc_movement_edges(T, nn, dt, rng):
   x = T(r(rng, 2, 3, 4))
-  return [lambda: x.permute(order=(2, 0, 1)) if False else x.permute(2, 0, 1), lambda: x.transpose(dim0=-1, dim1=0), lambda: x.flatten(start_dim=1),
+  return [lambda: x.permute(2, 0, 1), lambda: x.transpose(dim0=-1, dim1=0), lambda: x.flatten(start_dim=1),
           lambda: x.flatten(start_dim=-2, end_dim=-1), lambda: x.unflatten(dim=-1, sizes=(2, 2)), lambda: x.squeeze(dim=0), lambda: x[:, :1].squeeze(1),
-          lambda: x.unsqueeze(dim=0).shape, lambda: x.repeat(repeats=(1, 2, 1)) if False else x.repeat((1, 2, 1)), lambda: x.expand(2, -1, -1, -1).shape,
+          lambda: x.unsqueeze(dim=0).shape, lambda: x.repeat((1, 2, 1)), lambda: x.expand(2, -1, -1, -1).shape,
           lambda: x.shrink(((0, 1), (1, 3), None)), lambda: x.flip(axis=-1), lambda: x.roll(shifts=2, dims=-1), lambda: x.roll(shifts=(1, 1), dims=(0,
-          2)), lambda: x.split(sizes=2, dim=-1), lambda: x.chunk(chunks=2, dim=-1), lambda: x.reshape(shape=(4, 6)) if False else x.reshape(-1, 6),
-          lambda: x.view((4, 6)), lambda: x.repeat_interleave(repeats=2, dim=-1), lambda: x.unfold(dimension=2, size=2, step=1) if False else
-          x.unfold(2, 2, 1), lambda: x.pad_to(3, 4, 5) if hasattr(x, "pad_to") else x, lambda: x.shrink_to(1, 2, 2) if hasattr(x, "shrink_to") else x,
+          2)), lambda: x.split(sizes=2, dim=-1), lambda: x.chunk(chunks=2, dim=-1), lambda: x.reshape(-1, 6),
+          lambda: x.view((4, 6)), lambda: x.repeat_interleave(repeats=2, dim=-1), lambda: x.unfold(2, 2, 1), lambda: x.pad_to(3, 4, 5) if hasattr(x, "pad_to") else x, lambda: x.shrink_to(1, 2, 2) if hasattr(x, "shrink_to") else x,
           lambda: T.zeros(0, 4).reshape(2, 0, 2).shape, lambda: T.zeros(3, 0).expand(2, 3, 0).shape, lambda: T.zeros(0, 3).T.shape,
           lambda: T.cat(T.zeros(0, 3), T.ones(2, 3), dim=0), lambda: T.stack(T.zeros(0), T.zeros(0), dim=1).shape, lambda: x.flip((0, -1)),
-          lambda: x[0].diag() if False else x[0].triu(1), lambda: x.transpose(), lambda: x.mT if hasattr(x, "mT") else x, lambda: x.swapaxes(0, 2) if
+          lambda: x[0].triu(1), lambda: x.transpose(), lambda: x.mT if hasattr(x, "mT") else x, lambda: x.swapaxes(0, 2) if
           hasattr(x, "swapaxes") else x]
 @case
 def doc_creation_kwargs(T, nn, dt, rng):
@@ -889,6 +888,32 @@ def doc_creation_kwargs(T, nn, dt, rng):
           lambda: T.zeros_like(T([[1, 2]]), dtype=dt.float16), lambda: T.empty(2, 2, dtype=dt.int16).shape, lambda: T.arange(0, 10, 3, dtype=dt.int8),
           lambda: T.linspace(0, 1, 0).shape, lambda: T.eye(3, 1), lambda: T(5, dtype=dt.float32), lambda: T([[1, 2]], dtype=dt.float64),
           lambda: T(np.array(3.5, np.float32)), lambda: T([[True], [False]]).dtype, lambda: T.arange(-1, -6, -2), lambda: T.arange(3.5)]
+
+# Differences that stay, with the reason: a key is a case or one of its items ("case[i]"); main() lists them apart from the others
+KNOWN = {
+  "losses": "cross_entropy's ignore_index: tg takes torch's keyword, upstream 0.14 has none (TypeError)",
+  "idx_bool_tensor": "boolean-mask indexing (numpy's and torch's x[mask]): tg has it, upstream raises IndexError",
+  "reduce_dtypes[13]": "int8 prod: tg accumulates small ints in sum's dtype (int32; torch: int64), upstream keeps int8 and wraps (100**3 -> 64)",
+  "ties[6]": "cummax's index on ties: tg gives the last position of the running max (torch's), upstream the first",
+  "pow_edge": "upstream's CPU backend fails to compile one of these kernels (clang error: int2 from float2)",
+  "softmax_dtype[7]": "std of an int tensor: upstream gives 0.0 for [1, 2] (it truncates an int division), tg 0.7071 (numpy's)",
+  "state_dict_dtype_mismatch[0]": "a float16 checkpoint into a float32 model: tg casts into the model's buffer (torch's rule), upstream replaces the "
+                                  "parameter and its dtype",
+  "api_surface[1]": "Tensor.cat of a list: tg accepts torch's form, upstream needs *args",
+  "creation_dtypes[6]": "Tensor([2**31]): tg raises OverflowError naming a wider dtype, upstream silently wraps into int32",
+  "creation_dtypes[7]": "Tensor([2**40]): as creation_dtypes[6] (upstream gives 0)",
+  "creation_dtypes[9]": "Tensor(np.float32(2.5)): tg takes a numpy scalar, upstream raises",
+  "creation_dtypes[12]": "Tensor([-1], dtype=uint8): tg raises OverflowError, upstream wraps to 255",
+  "default_float_half": "tg lets a program set dtypes.default_float; upstream 0.14 reads it from an environment variable only",
+  "doc_scan_reduce_edges[27]": "var of an int tensor: upstream truncates (12.0 for numpy's 12.33), tg gives numpy's value",
+  "doc_elementwise_dtypes[32]": "bfloat16 on upstream's CPU backend: its clang rejects __bf16 for this target",
+  "prog_mlp_adam_loss_after_step[0]": "a loss read after opt.step(): tg gives the forward's value (torch's rule: the loss backward() ran on is "
+                                      "realized before the parameters change), upstream recomputes it from the updated weights (each entry is tg's next one)",
+  "prog_jit_train_schedule_step": "upstream's own TinyJit run leaves its un-jitted one from the first replay (3rd call) on, even for SGD on one Linear; "
+                                  "tg's jitted run equals its un-jitted one, which equals upstream's un-jitted one (prog_mlp_adam_schedule_step)",
+  "prog_jit_train_step": "as prog_jit_train_schedule_step, with opt.step() inside the jitted function",
+}
+def is_known(diff:str) -> bool: return any(diff.startswith(k) and diff[len(k)] in ":[" for k in KNOWN)
 
 # ---- runner
 def encode(v):
@@ -903,6 +928,7 @@ def encode(v):
     return {"shape": list(v.shape), "dtype": a.dtype.str, "value": a.astype(np.float64).tolist()}
   if isinstance(v, (list, tuple)): return {"list": [encode(x) for x in v]}
   if hasattr(v, "name") and mod.startswith("tinygrad"): return {"py": str(v.name)}
+  if isinstance(v, float): return {"num": v}  # compared with the tolerance of tensor values
   return {"py": repr(v)}
 
 def run_all(out, only):
@@ -925,6 +951,8 @@ def compare(a, b, path=""):
   if "list" in a or "list" in b:
     if "list" not in a or "list" not in b or len(a["list"]) != len(b["list"]): return [f"{path}: structure differs: {str(a)[:120]} vs {str(b)[:120]}"]
     return [d for i, (x, y) in enumerate(zip(a["list"], b["list"])) for d in compare(x, y, f"{path}[{i}]")]
+  if "num" in a and "num" in b:
+    return [] if np.isclose(a["num"], b["num"], rtol=2e-3, atol=2e-3, equal_nan=True) else [f"{path}: {a['num']} vs {b['num']}"]
   if "py" in a or "py" in b:
     return [] if a.get("py") == b.get("py") else [f"{path}: {a.get('py', a.get('dtype'))} vs {b.get('py', b.get('dtype'))}"]
   out = []
@@ -948,13 +976,16 @@ def main():
       outs[tag] = os.path.join(tmp, tag + ".json")
       subprocess.run([py, __file__, "--run", outs[tag]] + (["-k", only] if only else []), env={**os.environ, **env}, check=True, cwd=tmp)
     a, b = (json.load(open(outs[t])) for t in ("tg", "other"))
-  ndiff = 0
+  ndiff, known = 0, []
   for name in a:
     diffs = compare(a[name], b[name], name)
-    for d in diffs: print(d)
+    known += [d for d in diffs if is_known(d)]
+    for d in (diffs := [d for d in diffs if not is_known(d)]): print(d)
     if diffs and "error" in a[name]: print("   tg:", a[name]["tb"].strip().splitlines()[-1])
     ndiff += bool(diffs)
   both = [n for n in a if "error" in a[n] and "error" in b[n]]
-  print(f"{ndiff} of {len(a)} cases differ; both raise in {len(both)}: " + ", ".join(f"{n} ({a[n]['error']}: {a[n]['msg'][:60]})" for n in both))
+  print(f"{len(known)} known differences (KNOWN in this file says why): " + "; ".join(d[:90] for d in known))
+  print(f"{ndiff} of {len(a)} cases differ otherwise; both raise in {len(both)}: " + ", ".join(f"{n} ({a[n]['error']}: {a[n]['msg'][:60]})"
+                                                                                              for n in both))
 
 if __name__ == "__main__": main()

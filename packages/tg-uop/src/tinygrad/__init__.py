@@ -23,7 +23,8 @@ for _info in _foreign_dists():
 # public name -> (module, distribution that ships it); a name is offered only when its module is there
 _PUBLIC = {"Tensor": ("tinygrad.tensor", "tg-tensor"), "TinyJit": ("tinygrad.engine.jit", "tg-codegen"), "dtypes": ("tinygrad.dtype", "tg-uop"),
            "Device": ("tinygrad.device", "tg-codegen"), "UOp": ("tinygrad.uop.ops", "tg-uop"), "Variable": ("tinygrad.uop.ops", "tg-uop"),
-           "Context": ("tinygrad.helpers", "tg-uop"), "GlobalCounters": ("tinygrad.helpers", "tg-uop"), "getenv": ("tinygrad.helpers", "tg-uop")}
+           "Context": ("tinygrad.helpers", "tg-uop"), "GlobalCounters": ("tinygrad.helpers", "tg-uop"), "getenv": ("tinygrad.helpers", "tg-uop"),
+           "fetch": ("tinygrad.helpers_programs", "tg-uop")}
 
 def _present(mod:str) -> bool:
   # a file check, not an import: tinygrad.uop.ops -> uop/ops.py (or uop/ops/__init__.py) in one of the tinygrad/ folders

@@ -69,6 +69,16 @@ TRAINING = ContextVar("TRAINING", 0)
 def prod(x:Iterable[T]) -> T|int: return functools.reduce(operator.mul, x, 1)
 def dedup(x:Iterable[T]) -> list[T]: return list(dict.fromkeys(x))  # keeps first-seen order
 def flatten(l:Iterable[Iterable[T]]) -> list[T]: return list(itertools.chain.from_iterable(l))
+def argfix(*x):
+  """f(1, 2) and f((1, 2)) alike: a single tuple or list argument is the arguments"""
+  if x and isinstance(x[0], (tuple, list)):
+    if len(x) != 1: raise ValueError(f"bad arguments {x}: a tuple or list must be the only argument")
+    return tuple(x[0])
+  return x
+def make_tuple(x:int|Sequence[int], cnt:int) -> tuple[int, ...]: return (x,) * cnt if isinstance(x, int) else tuple(x)
+def polyN(x, p:list[float]):
+  """p[0]*x**(n-1) + ... + p[-1] by Horner's rule, for numbers and Tensors alike"""
+  return functools.reduce(lambda acc, c: acc * x + c, p, 0.0)
 def argsort(x:Sequence) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
 def all_same(items:Sequence) -> bool: return all(x == items[0] for x in items)
 def all_int(t:Iterable) -> bool: return all([isinstance(s, int) for s in t])  # a list: shapes are short, a generator costs more
@@ -203,3 +213,6 @@ def diskcache_put(table:str, key, val:T) -> T:
   blob = pickle.dumps(val)  # outside the db guard: an unpicklable value is a caller bug
   _db_run(table, lambda conn, tbl: conn.execute(f'INSERT OR REPLACE INTO "{tbl}" (key, val) VALUES (?, ?)', (_key(key), blob)))
   return val
+
+# tinygrad 0.14 programs import these from here too
+from tinygrad.helpers_programs import fetch, tqdm, trange  # noqa: E402

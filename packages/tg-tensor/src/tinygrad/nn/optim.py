@@ -1,6 +1,6 @@
-"""Optimizers: SGD (momentum, nesterov, weight decay), LAMB, and Adam/AdamW as LAMB without the trust ratio. step() writes the new
-parameters and optimizer state into their own buffers (parameter handles and their buffers stay the same); lr is a Tensor, so a
-schedule can assign to it."""
+"""Optimizers: SGD (momentum, nesterov, weight decay), LARS and Muon, LAMB, and Adam/AdamW as LAMB without the trust ratio. step()
+writes the new parameters and optimizer state into their own buffers (parameter handles and their buffers stay the same); lr is a
+Tensor, so a schedule can assign to it."""
 from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.tensor_nn import is_training
@@ -72,6 +72,46 @@ class SGD(Optimizer):
     bs = [pending_write(b, self.momentum * b + g) for b, g in zip(self.b, gs)]
     steps = [g + self.momentum * b if self.nesterov else b for g, b in zip(gs, bs)]
     return (steps if self.classic else [s * self.lr for s in steps]), bs
+
+class LARS(Optimizer):
+  """Layer-wise Adaptive Rate Scaling (You et al.): SGD whose step per tensor is scaled by the trust ratio
+  tcoef * |p| / (|grad| + weight_decay * |p|) (1 where either norm is 0; tcoef=0 turns it off). pre_wd adds weight_decay * p to the
+  gradient; otherwise (Muon) lr * weight_decay * p joins the step after the momentum. classic keeps lr inside the momentum buffer, as
+  SGD's. ns_steps > 0 orthogonalises each step, viewed as a (rows, -1) matrix, by that many Newton-Schulz iterations with
+  ns_coefficients (Muon)"""
+  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.9, weight_decay:float=1e-4, ns_steps:int=0,
+               ns_coefficients:tuple|None=None, nesterov:bool=False, classic:bool=True, pre_wd:bool=True, tcoef:float=0.001,
+               device:str|None=None, fused:bool=False):
+    if momentum < 0: raise ValueError(f"LARS momentum must be >= 0, got {momentum}")
+    if ns_steps and ns_coefficients is None: raise ValueError("LARS ns_steps > 0 needs ns_coefficients (a, b, c)")
+    super().__init__(params, lr, device, fused)
+    self.momentum, self.wd, self.ns_steps, self.ns_coefficients = momentum, weight_decay, ns_steps, ns_coefficients
+    self.nesterov, self.classic, self.pre_wd, self.tcoef = nesterov, classic, pre_wd, tcoef
+    self.b = [_zeros_like(t) for t in self.params] if momentum else []
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    steps, bs = [], []
+    for i, (t, g) in enumerate(zip(self.params, grads)):
+      p = t.detach()
+      r: Tensor|float = 1.0
+      if self.tcoef:
+        pn, gn = p.square().sum().sqrt(), g.square().sum().sqrt()
+        r = ((pn > 0) & (gn > 0)).where(self.tcoef * pn / (gn + self.wd * pn), 1.0)
+      if self.pre_wd and self.wd: g = g + self.wd * p
+      if self.classic: g = g * r * self.lr
+      if self.momentum:
+        bs.append(b := pending_write(self.b[i], self.momentum * self.b[i] + g))
+        g = g + self.momentum * b if self.nesterov else b
+      if self.ns_steps: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
+      if not self.classic: g = g * r * self.lr
+      if not self.pre_wd and self.wd: g = g + self.wd * self.lr * p
+      steps.append(g)
+    return steps, bs
+
+def Muon(params:list[Tensor], lr:float=0.001, momentum:float=0.95, weight_decay:float=0.1, ns_steps:int=5,
+         ns_coefficients:tuple=(3.4445, -4.775, 2.0315), nesterov:bool=True, device:str|None=None, fused:bool=False) -> LARS:
+  """Muon (Jordan et al.): momentum SGD whose step is orthogonalised by Newton-Schulz iterations, weight decay after the momentum"""
+  if fused: raise ValueError("Muon orthogonalises each parameter's step apart: fused=True does not apply")
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device)
 
 class LAMB(Optimizer):
   """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
