@@ -817,6 +817,28 @@ def prog_dtypes_helpers(T, nn, dt, rng):
           dt.float32.itemsize, dt.half.itemsize, dt.int64.itemsize, dt.float32 == dt.float, dt.int32 == dt.int, dt.default_float, dt.default_int,
           dt.from_py(1.5), dt.from_py(2), dt.from_py(True), dt.finfo(dt.half), dt.finfo(dt.float32), isinstance(dt.float32, DType),
           dt.float32.name, dt.bool.name, str(dt.float32), T([1, 2], dtype="int16").dtype, T([1.0]).cast("half").dtype, dt.float32.fmt, dt.int8.fmt]
+@case
+def prog_api_names(T, nn, dt, rng):
+  """names tinygrad 0.14 programs import besides Tensor: each True where the module has it"""
+  import importlib
+  names = {"tinygrad": "Tensor TinyJit Device dtypes GlobalCounters Context getenv fetch", "tinygrad.helpers": "fetch tqdm trange Timing prod "
+           "dedup flatten colored all_int getenv Context DEBUG GlobalCounters argfix make_tuple round_up ceildiv partition unwrap polyN",
+           "tinygrad.nn.optim": "Optimizer OptimizerGroup SGD Adam AdamW LAMB LARS Muon", "tinygrad.nn.state": "get_state_dict get_parameters "
+           "load_state_dict safe_load safe_save safe_load_metadata torch_load", "tinygrad.nn": "Linear Conv1d Conv2d ConvTranspose1d ConvTranspose2d "
+           "BatchNorm BatchNorm2d BatchNorm3d LayerNorm LayerNorm2d GroupNorm InstanceNorm RMSNorm Embedding LSTMCell optim state",
+           "tinygrad.dtype": "DType dtypes least_upper_dtype least_upper_float to_dtype sum_acc_dtype ConstType DTypeLike",
+           "tinygrad.engine.jit": "TinyJit", "tinygrad.device": "Device Buffer"}
+  return [f"{m}.{n}" for m, ns in names.items() for n in ns.split() if not hasattr(importlib.import_module(m), n)]
+@case
+def prog_lars_muon(T, nn, dt, rng):
+  return [_prog(T, nn, rng, _MLP, lambda p: nn.optim.LARS(p, lr=0.1, momentum=0.9, weight_decay=0.01, tcoef=0.01), T(r(rng, 8, 6)),
+                T(rng.integers(0, 4, 8).astype(np.int32))),
+          _prog(T, nn, rng, _MLP, lambda p: nn.optim.Muon(p, lr=0.02), T(r(rng, 8, 6)), T(rng.integers(0, 4, 8).astype(np.int32)))]
+@case
+def prog_helpers(T, nn, dt, rng):
+  from tinygrad.helpers import argfix, make_tuple, polyN, trange
+  return [argfix((1, 2)), argfix(3, 4), make_tuple(2, 3), polyN(2.0, [1.0, -1.0, 0.5]), sum(trange(5, disable=True)),
+          polyN(T([1.0, 2.0]), [2.0, 1.0])]
 
 # ---- documented Tensor methods called with keyword arguments and at their edges
 @case

@@ -206,3 +206,10 @@ def test_default_float_and_int_are_followed():
   (D.uint64, D.uint64), (D.float16, D.float32), (D.bfloat16, D.float32), (D.fp8e4m3, D.float32), (D.float32, D.float32), (D.float64, D.float64),
   (D.weakint, D.int32), (D.weakfloat, D.float32)], ids=str)
 def test_sum_acc_dtype(dt, acc): assert D.sum_acc_dtype(dt) is acc
+
+def test_names_programs_import():
+  from tinygrad.dtype import ConstType, DTypeLike, sum_acc_dtype, least_upper_float, DType, dtypes
+  assert isinstance(1.5, ConstType) and isinstance(True, ConstType) and isinstance("float32", DTypeLike) and isinstance(dtypes.int8, DTypeLike)
+  assert sum_acc_dtype(dtypes.int8) is dtypes.int32 and sum_acc_dtype(dtypes.uint8) is dtypes.uint32 and sum_acc_dtype(dtypes.half) is dtypes.float32
+  assert least_upper_float(dtypes.half) is dtypes.half and least_upper_float(dtypes.int8) is dtypes.default_float
+  assert least_upper_float(dtypes.bool) is dtypes.default_float and isinstance(least_upper_float(dtypes.int64), DType)

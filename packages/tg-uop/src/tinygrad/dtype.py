@@ -234,3 +234,11 @@ def least_upper_dtype(*ds:DType) -> DType:
     return ret
   return ret if all(dtypes.is_weak(d) for d in ds) else dtypes.strong(ret)
 _STRONG_PAIRS: dict[tuple[DType, DType], DType] = {}  # least_upper_dtype of two dtypes whose join is strong (a tensor and a python scalar)
+
+# *** names tinygrad programs import from tinygrad.dtype ***
+ConstType = float | int | bool  # a python value a constant holds
+DTypeLike = str | DType  # what a dtype= argument takes (to_dtype reads it)
+sum_acc_dtype = dtypes.sum_acc_dtype
+def least_upper_float(dt:DType) -> DType:
+  """dt if it is a float, else the float an op on it computes in (the default float)"""
+  return dt if dtypes.is_float(dt) else least_upper_dtype(dt, dtypes.default_float)
