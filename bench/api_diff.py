@@ -933,9 +933,96 @@ KNOWN = {
                                       "realized before the parameters change), upstream recomputes it from the updated weights (each entry is tg's next one)",
   "prog_jit_train_schedule_step": "upstream's own TinyJit run leaves its un-jitted one from the first replay (3rd call) on, even for SGD on one Linear; "
                                   "tg's jitted run equals its un-jitted one, which equals upstream's un-jitted one (prog_mlp_adam_schedule_step)",
+  "doc_dtype_edges[1]": "dtypes.uint32's name: 'uint' here, upstream 'unsigned int' (its C type); str() is dtypes.uint on both",
+  "doc_dtype_edges[21]": "upstream reports some results as its weak dtypes (weakint, weakfloat); the values' storage dtypes agree",
+  "doc_dtype_edges[39]": "as doc_dtype_edges[21]",
   "prog_jit_train_step": "as prog_jit_train_schedule_step, with opt.step() inside the jitted function",
 }
 def is_known(diff:str) -> bool: return any(diff.startswith(k) and diff[len(k)] in ":[" for k in KNOWN)
+
+@case
+def doc_dtype_edges(T, nn, dt, rng):
+  i8 = T([100, -100, 7], dtype=dt.int8); u8 = T([200, 100, 7], dtype=dt.uint8); b = T([True, False, True]); i = T([[3, 1], [2, 2]])
+  return [lambda: u8.sum(), lambda: u8.sum().dtype, lambda: i8.max(), lambda: b.argmax(), lambda: b.mean(), lambda: b.sum(), lambda: i8.mean(),
+          lambda: u8.cumsum(0), lambda: i.sort(0, descending=True)[0], lambda: i.sort(1)[1], lambda: b.sort(0)[0], lambda: i.topk(1, dim=0)[0],
+          lambda: i.argsort(1, descending=True), lambda: b.cumsum(0).dtype, lambda: i.cumprod(0), lambda: i.cummax(1)[0], lambda: b.cummax(0)[0],
+          lambda: i.gather(1, T([[1], [0]])), lambda: i.scatter(1, T([[0], [1]]), 9), lambda: i.scatter_reduce(0, T([[1, 0]]), T([[5, 6]]), "amax"),
+          lambda: i.one_hot(4), lambda: T([[0], [2]]).one_hot(3).dtype, lambda: i.triu(), lambda: b.reshape(3, 1).tril() if False else i.tril(-1),
+          lambda: i.masked_fill(i > 2, 0), lambda: i.masked_fill(i > 2, 0.5), lambda: b.masked_fill(b, False), lambda: i.pad((1, 1), value=-1),
+          lambda: i.pad((1, 1), mode="reflect"), lambda: b.pad((1, 0), value=True), lambda: i.float().interpolate((3, 3)).dtype,
+          lambda: i.avg_pool2d((1, 2)) if False else i.reshape(1, 1, 2, 2).avg_pool2d((1, 2)), lambda: i.reshape(1, 1, 2, 2).max_pool2d((1, 2)),
+          lambda: T.einsum("ij,jk->ik", i, i), lambda: i.einsum("ii->", i) if False else T.einsum("ii->", i), lambda: i.clip(2, 2),
+          lambda: i.square().dtype, lambda: i.abs().dtype, lambda: (i / i).dtype, lambda: i.pow(0.5).dtype, lambda: i.sqrt().dtype,
+          lambda: u8.float().mean(), lambda: i.std(), lambda: i8.cast(dt.uint8), lambda: u8.cast(dt.int8), lambda: T([300]).cast(dt.uint8)]
+@case
+def doc_shape_edges(T, nn, dt, rng):
+  x = T(r(rng, 2, 3)); z = T.zeros(0, 3); s = T(4.0)
+  return [lambda: x.sum(axis=()), lambda: x.max(axis=-2), lambda: x.argmax(axis=-1, keepdim=True), lambda: z.sum(1), lambda: z.max(1),
+          lambda: z.cumsum(1), lambda: z.sort(1)[0].shape, lambda: z.topk(2, dim=1)[0].shape, lambda: z.argmax(1).shape, lambda: z.mean(0),
+          lambda: z.var(0), lambda: s.sum(), lambda: s.max(), lambda: s.argmax(), lambda: s.reshape(1, 1), lambda: s[None, None], lambda: s.expand(2, 2),
+          lambda: s.unsqueeze(0), lambda: s.flatten(), lambda: s.cumsum(0) if False else s.cumsum(), lambda: s.softmax(), lambda: s.item(),
+          lambda: x.stack(x, dim=-1) if False else T.stack(x, x, dim=-1), lambda: x.split([1, 2], dim=-1)[1], lambda: x.chunk(4, dim=1)[-1],
+          lambda: x.unsqueeze(-3).shape, lambda: x.squeeze(-1) if False else x.reshape(2, 3, 1).squeeze(-1), lambda: x.squeeze(0),
+          lambda: x.expand(4, -1, -1).shape, lambda: x.repeat(2, 1, 1).shape, lambda: x.flip(-1), lambda: x.roll(-1, 0), lambda: x.transpose(-1, -2),
+          lambda: x.permute(-1, 0), lambda: x.pad(((1, 0), None)), lambda: x.shrink((None, (1, 2))), lambda: x.reshape(-1, 1, 3).shape,
+          lambda: x.view(6), lambda: x.flatten(0, -1), lambda: x.unflatten(0, (1, 2)).shape, lambda: x.T.contiguous(), lambda: x.mT.shape if hasattr(
+          x, "mT") else x.shape, lambda: x[:, [0, 2]], lambda: x[[1, 0]][:, 1:], lambda: x[..., None, :].shape, lambda: x[-1, -1], lambda: x[1:, :-1]]
+@case
+def doc_nn_layers_kwargs(T, nn, dt, rng):
+  x = T(r(rng, 2, 3, 6, 6))
+  def mk(layer):
+    _init(T, layer, rng); return layer
+  c = mk(nn.Conv2d(in_channels=3, out_channels=4, kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), dilation=1, groups=1, bias=True))
+  ct = mk(nn.ConvTranspose2d(in_channels=3, out_channels=2, kernel_size=3, stride=2, padding=1, output_padding=1, dilation=1, groups=1))
+  ln = mk(nn.LayerNorm(normalized_shape=6, eps=1e-3, elementwise_affine=True)); gn = mk(nn.GroupNorm(num_groups=3, num_channels=3, eps=1e-4))
+  rms = mk(nn.RMSNorm(dim=6, eps=1e-5)); emb = mk(nn.Embedding(vocab_size=7, embed_size=3)); lin = mk(nn.Linear(in_features=6, out_features=2))
+  c1 = mk(nn.Conv1d(3, 2, kernel_size=3, padding="same")); ct1 = mk(nn.ConvTranspose1d(3, 2, 3, stride=2))
+  inorm = mk(nn.InstanceNorm(3)); ln2 = mk(nn.LayerNorm2d(3))
+  return [c(x), ct(x), ln(x), gn(x), rms(x), emb(T([[1, 6], [0, 0]])), lin(x), c1(x[:, :, 0]), ct1(x[:, :, 0]), inorm(x), ln2(x), lin(x[0, 0, 0]),
+          emb(T([3], dtype=dt.int64)), nn.Linear(3, 2, bias=False)(T.ones(1, 3)).shape]
+@case
+def doc_attention_and_misc(T, nn, dt, rng):
+  q, k, v = T(r(rng, 2, 3, 4, 8)), T(r(rng, 2, 3, 6, 8)), T(r(rng, 2, 3, 6, 8))
+  x = T(r(rng, 3, 5))
+  return [lambda: q.scaled_dot_product_attention(k, v, attn_mask=None, dropout_p=0.0, is_causal=False),
+          lambda: q.scaled_dot_product_attention(k, v, is_causal=True), lambda: q.scaled_dot_product_attention(k, v, attn_mask=T.ones(4, 6).tril().cast(
+          dt.bool)), lambda: x.softmax(axis=0), lambda: x.log_softmax(axis=-1), lambda: x.logsumexp(axis=-1, keepdim=True), lambda: x.cross_entropy(
+          T([1, 0, 4]), reduction="mean", label_smoothing=0.0), lambda: x.sparse_categorical_crossentropy(T([1, 0, 4]), ignore_index=0, reduction="sum"),
+          lambda: x.binary_crossentropy_logits(x.sigmoid(), reduction="none"), lambda: x.nll_loss(T([1, 0, 4])) if False else x.log_softmax().nll_loss(
+          T([1, 0, 4]), reduction="none"), lambda: x.dot(x.T), lambda: x.matmul(x.T, dtype=dt.float32), lambda: x.linear(T(r(rng, 5, 2))),
+          lambda: x.sequential([nn.Linear(5, 5, bias=False)]).shape, lambda: x.layernorm(axis=0, eps=1e-6), lambda: x.batchnorm(None, None, x.mean(0),
+          x.var(0).add(1e-5).rsqrt(), axis=1), lambda: x.lerp(x.flip(0), T([0.1] * 5)), lambda: x.multinomial(2, replacement=True).shape if False else
+          x.softmax().multinomial(2, replacement=True).shape, lambda: x.softmax().multinomial().dtype, lambda: x.rearrange("a b -> b a"),
+          lambda: x.rearrange("a (b c) -> a b c", c=1).shape, lambda: x.pad_to(4, 6) if hasattr(x, "pad_to") else x]
+
+@case
+def prog_jit_details(T, nn, dt, rng):
+  from tinygrad import TinyJit
+  @TinyJit
+  def f(x, y, scale=2.0): return (x * scale + y).realize(), (x - y).sum().realize()
+  xs = [(T(r(rng, 3)), T(r(rng, 3))) for _ in range(4)]
+  outs = [f(a, b) for a, b in xs]
+  @TinyJit
+  def noisy(x): return (x + T.rand(3)).realize()
+  T.manual_seed(3); ns = [noisy(T.zeros(3).contiguous().realize()).numpy() for _ in range(4)]
+  return [[o[0] for o in outs], [o[1] for o in outs], all(((n >= 0) & (n < 1)).all() for n in ns), len({tuple(n.tolist()) for n in ns}) == 4]
+@case
+def prog_randint_in_jit_train(T, nn, dt, rng):
+  """beautiful_mnist's shape: batches drawn by randint inside the jitted step; losses differ from upstream's (its random stream), so only the
+  shapes, the loss falling and the samples staying in range are compared"""
+  from tinygrad import TinyJit, Context
+  from tinygrad.nn.state import get_parameters
+  X, Y = T(r(rng, 64, 6)), T((rng.standard_normal(64) > 0).astype(np.int32))
+  m = _init(T, _MLP(nn), rng); opt = nn.optim.Adam(get_parameters(m), lr=0.02)
+  @TinyJit
+  @Context(TRAINING=1)
+  def step():
+    opt.zero_grad(); s = T.randint(16, high=64)
+    loss = m(X[s]).sparse_categorical_crossentropy(Y[s]).backward()
+    return loss.realize(*opt.schedule_step()), s.realize()
+  T.manual_seed(0); hist = [step() for _ in range(12)]
+  losses, samples = [h[0].item() for h in hist], [h[1].numpy() for h in hist]
+  return [losses[-1] < losses[0], all(((sm >= 0) & (sm < 64)).all() for sm in samples), len({tuple(sm.tolist()) for sm in samples}) > 1]
 
 # ---- runner
 def encode(v):

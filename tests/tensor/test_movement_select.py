@@ -88,6 +88,12 @@ def test_scatter_gather_errors():
 def test_masked_fill_and_select(device):
   t, m = Tensor(X, device=device), X % 3 == 0
   check(t.masked_fill(Tensor(m, device=device), -1.5), np.where(m, -1.5, X))
+  # the dtype is where()'s (tinygrad's rule): a python float into an int tensor promotes, a python int into a float or bool one does not
+  i = Tensor([[3, 1], [2, 2]], device=device)
+  assert (f := i.masked_fill(i > 2, 0.5)).dtype == dtypes.default_float and f.tolist() == [[0.5, 1.0], [2.0, 2.0]]
+  assert (k := i.masked_fill(i > 2, -7)).dtype == dtypes.int32 and k.tolist() == [[-7, 1], [2, 2]]
+  assert t.masked_fill(Tensor(m, device=device), 2).dtype == t.dtype
+  assert Tensor([True, False], device=device).masked_fill(Tensor([True, True], device=device), False).tolist() == [False, False]
   check(t.masked_select(Tensor(m, device=device)), X[m])
   check(t.masked_select(Tensor(m[0, 0], device=device)), X[np.broadcast_to(m[0, 0], X.shape)])
 

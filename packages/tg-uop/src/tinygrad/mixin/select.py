@@ -70,5 +70,6 @@ class SelectMixin:
       part = part.div(count.maximum(1), rounding_mode=None if dtypes.is_float(self.dtype) else "floor").cast(self.dtype)
     return written.where(part, self)
   def masked_fill(self, mask, value):
-    """value where mask is True, self elsewhere (mask broadcasts)"""
-    return mask.where(value, self) if isinstance(value, type(self)) else mask.where(self.const_like(value), self)
+    """value where mask is True, self elsewhere (mask broadcasts); the dtype is where()'s, as tinygrad's: a python float into an int
+    tensor gives a float one (torch keeps self's dtype and truncates)"""
+    return mask.where(value, self)
