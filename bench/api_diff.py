@@ -936,6 +936,7 @@ KNOWN = {
   "doc_dtype_edges[1]": "dtypes.uint32's name: 'uint' here, upstream 'unsigned int' (its C type); str() is dtypes.uint on both",
   "doc_dtype_edges[21]": "upstream reports some results as its weak dtypes (weakint, weakfloat); the values' storage dtypes agree",
   "doc_dtype_edges[39]": "as doc_dtype_edges[21]",
+  "prog_files[1]": "as doc_dtype_edges[1]: dtypes.uint8's name is 'uchar' here, 'unsigned char' upstream",
   "prog_jit_train_step": "as prog_jit_train_schedule_step, with opt.step() inside the jitted function",
 }
 def is_known(diff:str) -> bool: return any(diff.startswith(k) and diff[len(k)] in ":[" for k in KNOWN)
@@ -1023,6 +1024,27 @@ def prog_randint_in_jit_train(T, nn, dt, rng):
   T.manual_seed(0); hist = [step() for _ in range(12)]
   losses, samples = [h[0].item() for h in hist], [h[1].numpy() for h in hist]
   return [losses[-1] < losses[0], all(((sm >= 0) & (sm < 64)).all() for sm in samples), len({tuple(sm.tolist()) for sm in samples}) > 1]
+
+def _now(fns):
+  """each of fns run now (a Tensor realized), for cases whose inputs vanish before encode() runs: a lambda giving its result or its error"""
+  def one(f):
+    try: v = f(); v = v.realize() if hasattr(v, "realize") else v
+    except Exception as e: return lambda e=e: (_ for _ in ()).throw(e)
+    return lambda: v
+  return [one(f) for f in fns]
+@case
+def prog_files(T, nn, dt, rng):
+  """files as tinygrad programs read them: Tensor(pathlib.Path), safe_load of a path and of a Tensor, safe_load_metadata"""
+  import pathlib
+  from tinygrad.nn.state import safe_save, safe_load, safe_load_metadata
+  with tempfile.TemporaryDirectory() as tmp:
+    raw = pathlib.Path(tmp) / "raw.bin"; raw.write_bytes(bytes(range(16)))
+    fn = os.path.join(tmp, "m.safetensors"); safe_save({"w": T([[1.0, 2.0]]), "n": T([3], dtype=dt.int16)}, fn, metadata={"epoch": "3"})
+    t = T(raw)
+    return _now([lambda: t.shape, lambda: t.dtype, lambda: t.to("CPU")[4:8], lambda: t.to("CPU").reshape(4, 4)[1],
+                 lambda: sorted(safe_load(pathlib.Path(fn))), lambda: safe_load(pathlib.Path(fn))["w"].to("CPU"),
+                 lambda: safe_load(T(pathlib.Path(fn)))["n"].to("CPU"), lambda: json.dumps(safe_load_metadata(fn)[2], sort_keys=True),
+                 lambda: T(pathlib.Path(fn))[8:16].to("CPU").bitcast(dt.float32) if False else T(pathlib.Path(fn)).shape])
 
 # ---- runner
 def encode(v):

@@ -204,3 +204,11 @@ def test_in_place_custom_kernel_runs_once():
   view = out.reshape(1, 1)
   out.realize()
   assert view.tolist() == [[6]] and out.tolist() == [6]
+
+def test_from_a_file_path(tmp_path):
+  # tinygrad's Tensor(pathlib.Path): the file's bytes as uint8 (read now here; upstream maps the file on its DISK device)
+  (f := tmp_path / "raw.bin").write_bytes(bytes(range(8)))
+  t = Tensor(f)
+  assert t.dtype == dtypes.uint8 and t.shape == (8,) and t[2:5].tolist() == [2, 3, 4]
+  assert Tensor(f, dtype=dtypes.int16).tolist() == [256 * (2*i + 1) + 2*i for i in range(4)]  # little-endian pairs
+  with pytest.raises(FileNotFoundError): Tensor(tmp_path / "missing.bin")
