@@ -948,11 +948,11 @@ def doc_dtype_edges(T, nn, dt, rng):
           lambda: u8.cumsum(0), lambda: i.sort(0, descending=True)[0], lambda: i.sort(1)[1], lambda: b.sort(0)[0], lambda: i.topk(1, dim=0)[0],
           lambda: i.argsort(1, descending=True), lambda: b.cumsum(0).dtype, lambda: i.cumprod(0), lambda: i.cummax(1)[0], lambda: b.cummax(0)[0],
           lambda: i.gather(1, T([[1], [0]])), lambda: i.scatter(1, T([[0], [1]]), 9), lambda: i.scatter_reduce(0, T([[1, 0]]), T([[5, 6]]), "amax"),
-          lambda: i.one_hot(4), lambda: T([[0], [2]]).one_hot(3).dtype, lambda: i.triu(), lambda: b.reshape(3, 1).tril() if False else i.tril(-1),
+          lambda: i.one_hot(4), lambda: T([[0], [2]]).one_hot(3).dtype, lambda: i.triu(), lambda: i.tril(-1),
           lambda: i.masked_fill(i > 2, 0), lambda: i.masked_fill(i > 2, 0.5), lambda: b.masked_fill(b, False), lambda: i.pad((1, 1), value=-1),
           lambda: i.pad((1, 1), mode="reflect"), lambda: b.pad((1, 0), value=True), lambda: i.float().interpolate((3, 3)).dtype,
-          lambda: i.avg_pool2d((1, 2)) if False else i.reshape(1, 1, 2, 2).avg_pool2d((1, 2)), lambda: i.reshape(1, 1, 2, 2).max_pool2d((1, 2)),
-          lambda: T.einsum("ij,jk->ik", i, i), lambda: i.einsum("ii->", i) if False else T.einsum("ii->", i), lambda: i.clip(2, 2),
+          lambda: i.reshape(1, 1, 2, 2).avg_pool2d((1, 2)), lambda: i.reshape(1, 1, 2, 2).max_pool2d((1, 2)),
+          lambda: T.einsum("ij,jk->ik", i, i), lambda: T.einsum("ii->", i), lambda: i.clip(2, 2),
           lambda: i.square().dtype, lambda: i.abs().dtype, lambda: (i / i).dtype, lambda: i.pow(0.5).dtype, lambda: i.sqrt().dtype,
           lambda: u8.float().mean(), lambda: i.std(), lambda: i8.cast(dt.uint8), lambda: u8.cast(dt.int8), lambda: T([300]).cast(dt.uint8)]
 @case
@@ -961,9 +961,9 @@ def doc_shape_edges(T, nn, dt, rng):
   return [lambda: x.sum(axis=()), lambda: x.max(axis=-2), lambda: x.argmax(axis=-1, keepdim=True), lambda: z.sum(1), lambda: z.max(1),
           lambda: z.cumsum(1), lambda: z.sort(1)[0].shape, lambda: z.topk(2, dim=1)[0].shape, lambda: z.argmax(1).shape, lambda: z.mean(0),
           lambda: z.var(0), lambda: s.sum(), lambda: s.max(), lambda: s.argmax(), lambda: s.reshape(1, 1), lambda: s[None, None], lambda: s.expand(2, 2),
-          lambda: s.unsqueeze(0), lambda: s.flatten(), lambda: s.cumsum(0) if False else s.cumsum(), lambda: s.softmax(), lambda: s.item(),
-          lambda: x.stack(x, dim=-1) if False else T.stack(x, x, dim=-1), lambda: x.split([1, 2], dim=-1)[1], lambda: x.chunk(4, dim=1)[-1],
-          lambda: x.unsqueeze(-3).shape, lambda: x.squeeze(-1) if False else x.reshape(2, 3, 1).squeeze(-1), lambda: x.squeeze(0),
+          lambda: s.unsqueeze(0), lambda: s.flatten(), lambda: s.cumsum(), lambda: s.softmax(), lambda: s.item(),
+          lambda: T.stack(x, x, dim=-1), lambda: x.split([1, 2], dim=-1)[1], lambda: x.chunk(4, dim=1)[-1],
+          lambda: x.unsqueeze(-3).shape, lambda: x.reshape(2, 3, 1).squeeze(-1), lambda: x.squeeze(0),
           lambda: x.expand(4, -1, -1).shape, lambda: x.repeat(2, 1, 1).shape, lambda: x.flip(-1), lambda: x.roll(-1, 0), lambda: x.transpose(-1, -2),
           lambda: x.permute(-1, 0), lambda: x.pad(((1, 0), None)), lambda: x.shrink((None, (1, 2))), lambda: x.reshape(-1, 1, 3).shape,
           lambda: x.view(6), lambda: x.flatten(0, -1), lambda: x.unflatten(0, (1, 2)).shape, lambda: x.T.contiguous(), lambda: x.mT.shape if hasattr(
@@ -989,11 +989,10 @@ def doc_attention_and_misc(T, nn, dt, rng):
           lambda: q.scaled_dot_product_attention(k, v, is_causal=True), lambda: q.scaled_dot_product_attention(k, v, attn_mask=T.ones(4, 6).tril().cast(
           dt.bool)), lambda: x.softmax(axis=0), lambda: x.log_softmax(axis=-1), lambda: x.logsumexp(axis=-1, keepdim=True), lambda: x.cross_entropy(
           T([1, 0, 4]), reduction="mean", label_smoothing=0.0), lambda: x.sparse_categorical_crossentropy(T([1, 0, 4]), ignore_index=0, reduction="sum"),
-          lambda: x.binary_crossentropy_logits(x.sigmoid(), reduction="none"), lambda: x.nll_loss(T([1, 0, 4])) if False else x.log_softmax().nll_loss(
+          lambda: x.binary_crossentropy_logits(x.sigmoid(), reduction="none"), lambda: x.log_softmax().nll_loss(
           T([1, 0, 4]), reduction="none"), lambda: x.dot(x.T), lambda: x.matmul(x.T, dtype=dt.float32), lambda: x.linear(T(r(rng, 5, 2))),
           lambda: x.sequential([nn.Linear(5, 5, bias=False)]).shape, lambda: x.layernorm(axis=0, eps=1e-6), lambda: x.batchnorm(None, None, x.mean(0),
-          x.var(0).add(1e-5).rsqrt(), axis=1), lambda: x.lerp(x.flip(0), T([0.1] * 5)), lambda: x.multinomial(2, replacement=True).shape if False else
-          x.softmax().multinomial(2, replacement=True).shape, lambda: x.softmax().multinomial().dtype, lambda: x.rearrange("a b -> b a"),
+          x.var(0).add(1e-5).rsqrt(), axis=1), lambda: x.lerp(x.flip(0), T([0.1] * 5)), lambda: x.softmax().multinomial(2, replacement=True).shape, lambda: x.softmax().multinomial().dtype, lambda: x.rearrange("a b -> b a"),
           lambda: x.rearrange("a (b c) -> a b c", c=1).shape, lambda: x.pad_to(4, 6) if hasattr(x, "pad_to") else x]
 
 @case
@@ -1044,7 +1043,7 @@ def prog_files(T, nn, dt, rng):
     return _now([lambda: t.shape, lambda: t.dtype, lambda: t.to("CPU")[4:8], lambda: t.to("CPU").reshape(4, 4)[1],
                  lambda: sorted(safe_load(pathlib.Path(fn))), lambda: safe_load(pathlib.Path(fn))["w"].to("CPU"),
                  lambda: safe_load(T(pathlib.Path(fn)))["n"].to("CPU"), lambda: json.dumps(safe_load_metadata(fn)[2], sort_keys=True),
-                 lambda: T(pathlib.Path(fn))[8:16].to("CPU").bitcast(dt.float32) if False else T(pathlib.Path(fn)).shape])
+                 lambda: T(pathlib.Path(fn)).shape])
 
 # ---- runner
 def encode(v):
