@@ -937,6 +937,10 @@ KNOWN = {
   "doc_dtype_edges[21]": "upstream reports some results as its weak dtypes (weakint, weakfloat); the values' storage dtypes agree",
   "doc_dtype_edges[39]": "as doc_dtype_edges[21]",
   "prog_files[1]": "as doc_dtype_edges[1]: dtypes.uint8's name is 'uchar' here, 'unsigned char' upstream",
+  "doc_ties_and_ints[13]": "round of an int tensor: tg returns the ints (torch's), upstream a float tensor of the same values",
+  "doc_ties_and_ints[27]": "scatter_reduce 'mean' into an int tensor: tg keeps the int dtype, flooring (torch's), upstream returns floats",
+  "doc_interp_pad_conv_edges[1]": "interpolate to size 1 with align_corners=True: upstream divides by size-1 = 0 and gives NaN, tg the first "
+                                  "sample (torch's)",
   "prog_jit_train_step": "as prog_jit_train_schedule_step, with opt.step() inside the jitted function",
 }
 def is_known(diff:str) -> bool: return any(diff.startswith(k) and diff[len(k)] in ":[" for k in KNOWN)
@@ -1044,6 +1048,32 @@ def prog_files(T, nn, dt, rng):
                  lambda: sorted(safe_load(pathlib.Path(fn))), lambda: safe_load(pathlib.Path(fn))["w"].to("CPU"),
                  lambda: safe_load(T(pathlib.Path(fn)))["n"].to("CPU"), lambda: json.dumps(safe_load_metadata(fn)[2], sort_keys=True),
                  lambda: T(pathlib.Path(fn)).shape])
+
+@case
+def doc_ties_and_ints(T, nn, dt, rng):
+  t = T([[2.0, 1, 2, 1], [0, 0, 3, 3]]); i8 = T([100, 100, -7], dtype=dt.int8); i = T([[5, -3], [2, 7]])
+  return [lambda: t.sort(1, descending=True)[1], lambda: t.topk(2, largest=False)[1], lambda: t.argmax(0), lambda: t.argmin(1),
+          lambda: t.max(1), lambda: t.cummax(0)[1], lambda: i8.cumsum(0), lambda: i8.cumsum(0).dtype, lambda: i8.sum().dtype, lambda: i8.prod(dtype=dt.int32),
+          lambda: i.clamp(0.5, 4.5), lambda: i.clamp(0, 4).dtype, lambda: i.floor(), lambda: i.round().dtype, lambda: i.ceil(), lambda: i.trunc(),
+          lambda: T([-7.5, 7.5, -0.5]) % 2, lambda: T([-7.5, 7.5]) % -2, lambda: i % T([2, -3]), lambda: i // T([2, -3]), lambda: i.div(T([2, -3]),
+          rounding_mode="trunc"), lambda: (i > 0).where(i, 0.5), lambda: (i > 0).where(True, False), lambda: T.stack(i, i.float()),
+          lambda: T.cat(i8, T([1.5])), lambda: i.gather(0, T([[1, 0]], dtype=dt.int64)), lambda: i[T([1], dtype=dt.uint8)],
+          lambda: i.scatter_reduce(1, T([[0, 0], [1, 1]]), T([[1, 2], [3, 4]]), "mean", include_self=False),
+          lambda: i.scatter_reduce(0, T([[1, 1]]), T([[10, 20]]), "prod"), lambda: i.float().scatter_reduce(1, T([[1, 1]]), T([[10.0, 20.0]]), "amin"),
+          lambda: T([3, 1, 2]).argsort(), lambda: T([True, False, True]).argsort(descending=True), lambda: i.max(0, keepdim=True)]
+@case
+def doc_interp_pad_conv_edges(T, nn, dt, rng):
+  x = T(r(rng, 1, 2, 5, 4)); w = T(r(rng, 3, 2, 2, 2))
+  return [lambda: x.interpolate((1, 1)), lambda: x.interpolate((1, 1), align_corners=True), lambda: x.interpolate((10, 8), mode="nearest"),
+          lambda: x.interpolate((5, 4)), lambda: x.interpolate((2, 9), mode="linear", align_corners=True), lambda: x[:, :, 0].interpolate((7,),
+          mode="nearest-exact"), lambda: x.pad((2, 2, 0, 0), mode="circular"), lambda: x.pad((0, 0, 4, 4), mode="replicate"),
+          lambda: x.pad((-1, -1, -2, 0)), lambda: x.pad((1, 1), mode="constant", value=float("inf")).max(), lambda: x.int().pad((1, 1), mode="reflect"),
+          lambda: x.conv2d(w, padding=(1, 0, 0, 1)), lambda: x.conv2d(w, stride=(3, 2), dilation=(2, 1)),
+          lambda: x.conv2d(T(r(rng, 4, 1, 3, 3)), groups=2, padding=1), lambda: x.conv_transpose2d(w.permute(1, 0, 2, 3), output_padding=0, stride=1),
+          lambda: x.conv_transpose2d(T(r(rng, 2, 1, 3, 3)), groups=2, stride=3, output_padding=2), lambda: x.max_pool2d(kernel_size=(5, 4)),
+          lambda: x.max_pool2d(kernel_size=3, stride=3, ceil_mode=True), lambda: x.avg_pool2d(kernel_size=3, stride=3, ceil_mode=True),
+          lambda: x.avg_pool2d(kernel_size=2, padding=1, count_include_pad=False), lambda: x.max_pool2d(2, padding=1).shape,
+          lambda: x.int().max_pool2d(2), lambda: x.int().avg_pool2d(2)]
 
 # ---- runner
 def encode(v):
