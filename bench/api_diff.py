@@ -941,6 +941,7 @@ KNOWN = {
   "doc_ties_and_ints[27]": "scatter_reduce 'mean' into an int tensor: tg keeps the int dtype, flooring (torch's), upstream returns floats",
   "doc_interp_pad_conv_edges[1]": "interpolate to size 1 with align_corners=True: upstream divides by size-1 = 0 and gives NaN, tg the first "
                                   "sample (torch's)",
+  "prog_state_order_and_reads[11]": "as doc_elementwise_dtypes[32]: upstream's clang rejects __bf16",
   "prog_jit_train_step": "as prog_jit_train_schedule_step, with opt.step() inside the jitted function",
 }
 def is_known(diff:str) -> bool: return any(diff.startswith(k) and diff[len(k)] in ":[" for k in KNOWN)
@@ -1074,6 +1075,23 @@ def doc_interp_pad_conv_edges(T, nn, dt, rng):
           lambda: x.max_pool2d(kernel_size=3, stride=3, ceil_mode=True), lambda: x.avg_pool2d(kernel_size=3, stride=3, ceil_mode=True),
           lambda: x.avg_pool2d(kernel_size=2, padding=1, count_include_pad=False), lambda: x.max_pool2d(2, padding=1).shape,
           lambda: x.int().max_pool2d(2), lambda: x.int().avg_pool2d(2)]
+
+@case
+def prog_state_order_and_reads(T, nn, dt, rng):
+  """orders programs rely on (state-dict keys zipped with a checkpoint, parameters matched to optimizer state) and python reads of values"""
+  from tinygrad.nn.state import get_state_dict, get_parameters
+  class Block:
+    def __init__(self): self.norm, self.fc = nn.LayerNorm(4), nn.Linear(4, 4)
+  class Net:
+    def __init__(self):
+      self.embed, self.blocks, self.head = nn.Embedding(5, 4), [Block(), Block()], {"out": nn.Linear(4, 2), "bn": nn.BatchNorm(2)}
+  m = Net(); x = T([[1.5, -2.0], [3.0, 4.0]])
+  return [list(get_state_dict(m)), [p.shape for p in get_parameters(m)], [p.shape for p in get_parameters([m.head["out"], m.blocks])],
+          lambda: float(x[0, 0]), lambda: int(T(7)), lambda: T(True).item(), lambda: type(T(3).item()).__name__,
+          lambda: type(T(3.0).item()).__name__, lambda: type(T(True).item()).__name__, lambda: x.tolist(), lambda: T([1], dtype=dt.half).tolist(),
+          lambda: T(2.5, dtype=dt.bfloat16).item(), lambda: x.numpy().dtype.str, lambda: T([1, 2], dtype=dt.half).numpy().dtype.str,
+          lambda: T([1, 2], dtype=dt.int64).numpy().dtype.str, lambda: T([True]).numpy().dtype.str, lambda: len(x), lambda: x.shape == (2, 2),
+          lambda: type(x.shape).__name__, lambda: x.data().tolist() if hasattr(x, "data") else None, lambda: x.size(0), lambda: x.ndim]
 
 # ---- runner
 def encode(v):

@@ -69,3 +69,9 @@ def test_other_dtype_is_cast_to_the_models():
   load_state_dict(n, {"weight": Tensor([[1.5, -2.25]], dtype=dtypes.half), "bias": Tensor([3])}, verbose=False)
   assert n.weight.dtype == dtypes.float32 and n.bias.dtype == dtypes.float32 and n.weight.uop.base is buf
   assert n.weight.tolist() == [[1.5, -2.25]] and n.bias.tolist() == [3.0]
+
+def test_batchnorm_key_order_is_tinygrads():
+  # programs zip state-dict keys or parameters with a checkpoint's: the order is tinygrad's, the counter before the statistics
+  from tinygrad import nn
+  assert list(get_state_dict(nn.BatchNorm2d(3))) == ["weight", "bias", "num_batches_tracked", "running_mean", "running_var"]
+  assert [t.shape for t in get_parameters(nn.BatchNorm(2))] == [(2,), (2,), (), (2,), (2,)]

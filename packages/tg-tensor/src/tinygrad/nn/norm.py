@@ -19,10 +19,10 @@ class BatchNorm:
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self.weight = Tensor.ones(sz) if affine else None
     self.bias = Tensor.zeros(sz) if affine else None
-    if track_running_stats:
+    if track_running_stats:  # in tinygrad's order (state-dict keys, parameters): the counter first
+      self.num_batches_tracked = buffer_of(Tensor.zeros((), dtype=dtypes.int64, requires_grad=False))  # a scalar, as in torch checkpoints
       self.running_mean = buffer_of(Tensor.zeros(sz, requires_grad=False))
       self.running_var = buffer_of(Tensor.ones(sz, requires_grad=False))
-      self.num_batches_tracked = buffer_of(Tensor.zeros((), dtype=dtypes.int64, requires_grad=False))  # a scalar, as in torch checkpoints
 
   def calc_stats(self, x:Tensor) -> tuple[Tensor, Tensor]:
     """(mean, biased variance) per channel: the running ones in eval mode, the batch's otherwise"""
