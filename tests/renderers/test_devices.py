@@ -16,9 +16,10 @@ def host(plugins):
 
 @pytest.mark.parametrize("dev", ["CPU", "PYTHON"])
 def test_buffer_roundtrip_view_and_zero_copy(host, dev):
-  used = GlobalCounters.mem_used
+  used, used_here = GlobalCounters.mem_used, GlobalCounters.mem_used_per_device[dev]
   b = Buffer(dev, 8, dtypes.float32).allocate()
   assert b.is_allocated() and b.nbytes == 32 and GlobalCounters.mem_used == used + 32
+  assert GlobalCounters.mem_used_per_device[dev] == used_here + 32  # tinygrad's per-device split of mem_used
   b.copyin(memoryview(np.arange(8, dtype=np.float32)).cast("B"))
   np.testing.assert_array_equal(b.numpy(), np.arange(8))
   b.as_buffer(allow_zero_copy=True).cast("f")[0] = 42  # a zero-copy view writes the device memory itself
@@ -27,7 +28,7 @@ def test_buffer_roundtrip_view_and_zero_copy(host, dev):
   assert b.numpy()[0] == 42
   with pytest.raises(ValueError, match="12 bytes given"): b.copyin(memoryview(bytes(12)))
   b.deallocate()
-  assert not b.is_allocated() and GlobalCounters.mem_used == used
+  assert not b.is_allocated() and GlobalCounters.mem_used == used and GlobalCounters.mem_used_per_device[dev] == used_here
 
 def test_null_device(host):
   b = Buffer("NULL", 4, dtypes.int32).allocate().copyin(memoryview(np.arange(4, dtype=np.int32)).cast("B"))

@@ -1,5 +1,5 @@
 from __future__ import annotations
-import os, sys, gc, re, time, string, pickle, pathlib, functools, itertools, operator, contextlib
+import os, sys, gc, re, time, string, pickle, pathlib, functools, itertools, operator, contextlib, collections
 from typing import Any, Callable, ClassVar, Iterable, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -133,6 +133,7 @@ class GlobalCounters:
   time_sum_s: ClassVar[float] = 0.0
   kernel_count: ClassVar[int] = 0
   mem_used: ClassVar[int] = 0  # bytes currently allocated: tracks live buffers, so reset() leaves it alone
+  mem_used_per_device: ClassVar[collections.defaultdict[str, int]] = collections.defaultdict(int)  # mem_used split by device name
   @staticmethod
   def reset(): GlobalCounters.global_ops, GlobalCounters.global_mem, GlobalCounters.time_sum_s, GlobalCounters.kernel_count = 0, 0, 0.0, 0
 

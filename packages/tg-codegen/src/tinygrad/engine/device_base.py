@@ -122,12 +122,15 @@ class Buffer:
       self._buf = self.allocator._offset(self._base._buf, self.nbytes, self.offset)
     else:
       self._buf, self._owned = (opaque, False) if opaque is not None else (self.allocator.alloc(self.nbytes, self.options), True)
-      if self._owned: GlobalCounters.mem_used += self.nbytes
+      if self._owned:
+        GlobalCounters.mem_used += self.nbytes
+        GlobalCounters.mem_used_per_device[self.device] += self.nbytes
     return self
   def deallocate(self):
     if not self.is_allocated(): return
     if self._base is None and self._owned:
       GlobalCounters.mem_used -= self.nbytes
+      GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
       self.allocator.free(self._buf, self.nbytes, self.options)
     del self._buf
   def __del__(self):
