@@ -799,9 +799,9 @@ def prog_torch_load(T, nn, dt, rng):
 def prog_global_counters(T, nn, dt, rng):
   from tinygrad import GlobalCounters
   GlobalCounters.reset(); z = [GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem]
-  (T(r(rng, 16, 16)) @ T(r(rng, 16, 16))).realize()
+  out = (T(r(rng, 16, 16)) @ T(r(rng, 16, 16))).realize()
   from tinygrad import Device
-  return [z, GlobalCounters.kernel_count > 0, GlobalCounters.global_ops > 0, GlobalCounters.global_mem > 0, type(GlobalCounters.time_sum_s).__name__,
+  return [out, z, GlobalCounters.kernel_count > 0, GlobalCounters.global_ops > 0, GlobalCounters.global_mem > 0, type(GlobalCounters.time_sum_s).__name__,
           type(GlobalCounters.mem_used).__name__, GlobalCounters.mem_used_per_device[Device.DEFAULT] > 0]
 @case
 def prog_context_getenv(T, nn, dt, rng):
