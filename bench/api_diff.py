@@ -1011,7 +1011,11 @@ def prog_jit_details(T, nn, dt, rng):
   @TinyJit
   def noisy(x): return (x + T.rand(3)).realize()
   T.manual_seed(3); ns = [noisy(T.zeros(3).contiguous().realize()).numpy() for _ in range(4)]
-  return [[o[0] for o in outs], [o[1] for o in outs], all(((n >= 0) & (n < 1)).all() for n in ns), len({tuple(n.tolist()) for n in ns}) == 4]
+  w = T(r(rng, 3))
+  @TinyJit(prune=True)
+  def pruned(x): return (x * w.exp()).realize()
+  ps = [pruned(T(r(rng, 3))) for _ in range(4)]
+  return [[o[0] for o in outs], [o[1] for o in outs], all(((n >= 0) & (n < 1)).all() for n in ns), len({tuple(n.tolist()) for n in ns}) == 4, ps]
 @case
 def prog_randint_in_jit_train(T, nn, dt, rng):
   """beautiful_mnist's shape: batches drawn by randint inside the jitted step; losses differ from upstream's (its random stream), so only the

@@ -169,3 +169,10 @@ def test_memory_shared_across_dtypes_replays():
     return (c.float() * 3).realize()
   for k in range(5):
     np.testing.assert_equal(f(Tensor.full((8,), float(k)).contiguous().realize()).numpy(), np.full(8, (k + 1) * 2 * 3.0))
+
+def test_decorator_with_options():
+  # tinygrad 0.14 spells options as @TinyJit(prune=True); the replays match numpy whichever way it is written
+  from tinygrad import TinyJit
+  w = np.arange(3, dtype=np.float32)
+  for jit in (TinyJit(prune=True)(lambda x: (x * Tensor(w)).realize()), TinyJit(lambda x: (x * Tensor(w)).realize(), prune=False)):
+    for i in range(4): np.testing.assert_allclose(jit(Tensor([float(i)] * 3).realize()).numpy(), i * w)

@@ -43,7 +43,12 @@ def _shaped(kind:type|str|None, outs:list) -> Any:
   return None if kind is None else outs[0] if kind == "tensor" else kind(outs)
 
 class TinyJit:
-  def __init__(self, fxn:Callable):
+  def __new__(cls, fxn:Callable|None=None, prune:bool=False):
+    # tinygrad 0.14's decorator with options, @TinyJit(prune=True): the options first, the function after
+    return (lambda f: cls(f, prune=prune)) if fxn is None else super().__new__(cls)
+  def __init__(self, fxn:Callable, prune:bool=False):
+    """prune is accepted for tinygrad's signature: upstream then skips kernels that read no input on replay; tg replays every one (the same
+    results, where those kernels' inputs do not change between calls)"""
     self.fxn, self.captured, self.cnt, self.kind = fxn, None, 0, None
     functools.update_wrapper(self, fxn)
   def __get__(self, obj, objtype=None): return self if obj is None else functools.partial(self.__call__, obj)  # a decorated method
