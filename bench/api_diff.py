@@ -1098,6 +1098,19 @@ def prog_state_order_and_reads(T, nn, dt, rng):
           lambda: T([1, 2], dtype=dt.int64).numpy().dtype.str, lambda: T([True]).numpy().dtype.str, lambda: len(x), lambda: x.shape == (2, 2),
           lambda: type(x.shape).__name__, lambda: x.data().tolist() if hasattr(x, "data") else None, lambda: x.size(0), lambda: x.ndim]
 
+@case
+def prog_device_context(T, nn, dt, rng):
+  from tinygrad import Device, Context
+  from tinygrad.helpers import DEBUG
+  old = Device.DEFAULT
+  with Context(DEBUG=0):
+    with Context(DEBUG=0, BEAM=0): inner = DEBUG.value
+    after = DEBUG.value
+  x = T([1.0, 2.0]); y = x.clone(); z = x.detach(); w = x.to(Device.DEFAULT).contiguous()
+  x.to_(Device.DEFAULT)
+  return [inner, after, y, z, w, x.device == Device.DEFAULT, Device.canonicalize(None) == Device.DEFAULT, old == Device.DEFAULT,
+          T.zeros(2, device=Device.DEFAULT.lower()).device == Device.DEFAULT]
+
 # ---- runner
 def encode(v):
   if callable(v) and getattr(v, "__name__", "") == "<lambda>":  # a list of lambdas: each element may raise on its own

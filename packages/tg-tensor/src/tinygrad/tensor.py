@@ -415,8 +415,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
     if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
     return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
-  def realize(self, *lst:Tensor) -> Tensor:
-    """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none)"""
+  def realize(self, *lst:Tensor, do_update_stats:bool=True) -> Tensor:
+    """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
+    do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import prepare_uops
       runs, becomes = prepare_uops(olds := [t.uop for t in todo])
