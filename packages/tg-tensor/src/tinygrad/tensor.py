@@ -189,13 +189,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def from_url(url:str, gunzip:bool=False, **kwargs) -> Tensor:
-    """the bytes at url (any scheme urllib opens: https, file, ...) as a uint8 tensor, or the dtype= given; gunzip decompresses"""
-    import urllib.request
-    with urllib.request.urlopen(url) as r: data = r.read()
-    if gunzip:
-      import gzip
-      data = gzip.decompress(data)
-    return Tensor(data, **kwargs)
+    """the bytes at url (any scheme urllib opens: https, file, ...) as a uint8 tensor, or the dtype= given; gunzip decompresses. The
+    download is kept in tinygrad's cache (helpers.fetch): a second call reads it from disk"""
+    from tinygrad.helpers import fetch
+    return Tensor(fetch(url, gunzip=gunzip).read_bytes(), **kwargs)
   @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
