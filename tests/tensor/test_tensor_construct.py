@@ -205,13 +205,13 @@ def test_in_place_custom_kernel_runs_once():
   out.realize()
   assert view.tolist() == [[6]] and out.tolist() == [6]
 
-def test_from_a_file_path(tmp_path):
-  # tinygrad's Tensor(pathlib.Path): the file's bytes as uint8 (read now here; upstream maps the file on its DISK device)
-  (f := tmp_path / "raw.bin").write_bytes(bytes(range(8)))
-  t = Tensor(f)
-  assert t.dtype == dtypes.uint8 and t.shape == (8,) and t[2:5].tolist() == [2, 3, 4]
-  assert Tensor(f, dtype=dtypes.int16).tolist() == [256 * (2*i + 1) + 2*i for i in range(4)]  # little-endian pairs
-  with pytest.raises(FileNotFoundError): Tensor(tmp_path / "missing.bin")
+def test_a_file_path_is_its_bytes(tmp_path):
+  # tinygrad programs write Tensor(fetch(url)) or Tensor(pathlib.Path(...)): the file's bytes, uint8 unless dtype= says otherwise
+  import struct
+  (p := tmp_path / "w.bin").write_bytes(struct.pack("<3f", 1.5, -2.0, 4.25))
+  assert Tensor(p).shape == (12,) and Tensor(p).dtype is dtypes.uint8
+  assert Tensor(p, dtype=dtypes.float32).tolist() == [1.5, -2.0, 4.25]
+  with pytest.raises(ValueError, match="12 bytes are not a whole number of dtypes.double elements"): Tensor(p, dtype=dtypes.float64)
 
 def test_realize_takes_tinygrads_do_update_stats():
   from tinygrad import GlobalCounters

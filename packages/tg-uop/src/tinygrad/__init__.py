@@ -24,7 +24,7 @@ for _info in _foreign_dists():
 _PUBLIC = {"Tensor": ("tinygrad.tensor", "tg-tensor"), "TinyJit": ("tinygrad.engine.jit", "tg-codegen"), "dtypes": ("tinygrad.dtype", "tg-uop"),
            "Device": ("tinygrad.device", "tg-codegen"), "UOp": ("tinygrad.uop.ops", "tg-uop"), "Variable": ("tinygrad.uop.ops", "tg-uop"),
            "Context": ("tinygrad.helpers", "tg-uop"), "GlobalCounters": ("tinygrad.helpers", "tg-uop"), "getenv": ("tinygrad.helpers", "tg-uop"),
-           "fetch": ("tinygrad.helpers_programs", "tg-uop")}
+           "fetch": ("tinygrad.helpers", "tg-uop")}
 
 def _present(mod:str) -> bool:
   # a file check, not an import: tinygrad.uop.ops -> uop/ops.py (or uop/ops/__init__.py) in one of the tinygrad/ folders

@@ -69,16 +69,6 @@ TRAINING = ContextVar("TRAINING", 0)
 def prod(x:Iterable[T]) -> T|int: return functools.reduce(operator.mul, x, 1)
 def dedup(x:Iterable[T]) -> list[T]: return list(dict.fromkeys(x))  # keeps first-seen order
 def flatten(l:Iterable[Iterable[T]]) -> list[T]: return list(itertools.chain.from_iterable(l))
-def argfix(*x):
-  """f(1, 2) and f((1, 2)) alike: a single tuple or list argument is the arguments"""
-  if x and isinstance(x[0], (tuple, list)):
-    if len(x) != 1: raise ValueError(f"bad arguments {x}: a tuple or list must be the only argument")
-    return tuple(x[0])
-  return x
-def make_tuple(x:int|Sequence[int], cnt:int) -> tuple[int, ...]: return (x,) * cnt if isinstance(x, int) else tuple(x)
-def polyN(x, p:list[float]):
-  """p[0]*x**(n-1) + ... + p[-1] by Horner's rule, for numbers and Tensors alike"""
-  return functools.reduce(lambda acc, c: acc * x + c, p, 0.0)
 def argsort(x:Sequence) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
 def all_same(items:Sequence) -> bool: return all(x == items[0] for x in items)
 def all_int(t:Iterable) -> bool: return all([isinstance(s, int) for s in t])  # a list: shapes are short, a generator costs more
@@ -95,6 +85,30 @@ def merge_dicts(ds:Iterable[dict]) -> dict:
   ret = {k: v for d in ds for k, v in d.items()}
   assert all(ret[k] == v for d in ds for k, v in d.items()), f"merge_dicts with conflicting values for some keys in {ret}"
   return ret
+def argfix(*x) -> tuple:
+  """f(2, 3) and f((2, 3)) mean the same: the sizes as one tuple"""
+  if x and isinstance(x[0], (tuple, list)):
+    if len(x) != 1: raise ValueError(f"bad arguments {x}: pass one tuple or several ints")
+    return tuple(x[0])
+  return tuple(x)
+def make_tuple(x:Any, cnt:int) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,) * cnt
+def polyN(x, p:list[float]):
+  """p[0]*x**(n-1) + ... + p[-1] by Horner's rule, for numbers and Tensors alike"""
+  return functools.reduce(lambda acc, c: acc * x + c, p, 0.0)
+def _is_seq(x:Any) -> bool: return hasattr(x, "__len__") and hasattr(x, "__getitem__") and not isinstance(x, (str, bytes)) and getattr(x, "shape", None) != ()
+def fully_flatten(l:Any) -> list:
+  """the leaves of nested sequences (lists, tuples, numpy arrays), in order; a 0-d array is its value"""
+  out: list = []
+  stack = [iter([l])]
+  while stack:
+    if (x := next(stack[-1], _END)) is _END: stack.pop()
+    elif _is_seq(x): stack.append(iter(x))
+    else: out.append(x[()] if getattr(x, "shape", None) == () else x)
+  return out
+_END = object()
+def get_single_element(x:Sequence[T]) -> T:
+  if len(x) != 1: raise ValueError(f"expected exactly one element, got {len(x)}: {x!r:.200}")
+  return x[0]
 def round_up(num:int, amt:int) -> int: return (num + amt - 1) // amt * amt
 def ceildiv(num, amt): return -(num // -amt)  # plain operators so it works on symbolic values too
 def cdiv(x:int, y:int) -> int: return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) if y != 0 else 0  # C division truncates toward 0
@@ -215,5 +229,14 @@ def diskcache_put(table:str, key, val:T) -> T:
   _db_run(table, lambda conn, tbl: conn.execute(f'INSERT OR REPLACE INTO "{tbl}" (key, val) VALUES (?, ?)', (_key(key), blob)))
   return val
 
-# tinygrad 0.14 programs import these from here too
-from tinygrad.helpers_programs import fetch, tqdm, trange  # noqa: E402
+# *** a progress bar and downloads (names tinygrad programs import from here), loaded on first use ***
+def __getattr__(name:str):
+  if name in ("tqdm", "trange"):
+    from tinygrad import progress
+    return getattr(progress, name)
+  raise AttributeError(f"module 'tinygrad.helpers' has no attribute {name!r}")
+
+def fetch(url:str, *args, **kwargs) -> pathlib.Path:
+  """url's content in tinygrad's download cache (tinygrad.download.fetch, imported on first use: urllib and tarfile cost ~20 ms)"""
+  from tinygrad.download import fetch as fetch_
+  return fetch_(url, *args, **kwargs)
