@@ -30,15 +30,16 @@ def deform_conv(x, w, offset, b=None, mask=None, dilations=None, group=1, kernel
   out = [(s + pads[i] + pads[i + nd] - d * (k - 1) - 1) // st + 1 for i, (s, k, st, d) in enumerate(zip(sizes, kernel, strides, dilations))]
   _check(x, w, offset, mask, nd, kernel, group, offset_group, out)
   k, q, og = math.prod(kernel), math.prod(out), offset_group
+  work = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
   # sample position per axis: out index * stride - pad begin + kernel index * dilation + offset, laid out (N, og, K, q)
-  off = offset.cast(dtypes.float32).reshape(n, og, k, nd, q)
+  off = offset.cast(work).reshape(n, og, k, nd, q)
   taps_per_axis = []
   for a in range(nd):
     o_shape, k_shape = [1] * nd, [1] * nd
     o_shape[a], k_shape[a] = out[a], kernel[a]
     base = (Tensor.arange(out[a]).reshape(o_shape).expand(out) * strides[a] - pads[a]).reshape(1, 1, 1, q) \
          + (Tensor.arange(kernel[a]).reshape(k_shape).expand(kernel) * dilations[a]).reshape(1, 1, k, 1)
-    v = base.cast(dtypes.float32) + off[:, :, :, a]
+    v = base.cast(work) + off[:, :, :, a]
     low = v.floor()
     frac = v - low
     taps_per_axis.append([(low, 1 - frac), (low + 1, frac)])
@@ -53,14 +54,14 @@ def deform_conv(x, w, offset, b=None, mask=None, dilations=None, group=1, kernel
       valid = ok if valid is None else valid & ok
       weight = wt if weight is None else weight * wt
     m = k * q
-    vals = flat_x.gather(3, flat.reshape(n, og, 1, m).expand(n, og, c // og, m)).cast(dtypes.float32)
+    vals = flat_x.gather(3, flat.reshape(n, og, 1, m).expand(n, og, c // og, m)).cast(work)
     term = vals * valid.where(weight, 0).reshape(n, og, 1, m)
     cols = term if cols is None else cols + term
-  if mask is not None: cols = cols * mask.cast(dtypes.float32).reshape(n, og, 1, k * q)
+  if mask is not None: cols = cols * mask.cast(work).reshape(n, og, 1, k * q)
   # grouped contraction over (input channel of the group, kernel tap)
   cg = c // group
-  cols = cols.reshape(n, group, cg * k, q)
-  wg = w.cast(dtypes.float32).reshape(group, w.shape[0] // group, cg * k)
+  cols = cols.contiguous().reshape(n, group, cg * k, q)  # once: fused into the matmul it would be rebuilt for every output channel
+  wg = w.cast(work).reshape(group, w.shape[0] // group, cg * k)
   y = (wg.unsqueeze(0) @ cols).reshape(n, w.shape[0], *out)
-  if b is not None: y = y + b.cast(dtypes.float32).reshape(1, -1, *[1] * nd)
+  if b is not None: y = y + b.cast(work).reshape(1, -1, *[1] * nd)
   return y.cast(x.dtype)

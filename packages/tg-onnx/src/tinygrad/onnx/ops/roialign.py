@@ -56,23 +56,24 @@ def _roi_align(ctx, x, rois, batch_indices, coordinate_transformation_mode, mode
   in_w, taps_w = _axis_taps(x0, rw, grid_w, ow, gw, w)
   base = (batch_indices.cast(dtypes.int32) * (h * w)).reshape(r, 1, 1, 1, 1)
   flat_x = x.permute(1, 0, 2, 3).reshape(c, n * h * w)
-  m = r * oh * gh * ow * gw
-  terms = []
+  idxs, weights = [], []
   for iy, wy in taps_h:
     for ix, wx in taps_w:
-      idx = base + iy.cast(dtypes.int32).reshape(r, oh, gh, 1, 1) * w + ix.cast(dtypes.int32).reshape(r, 1, 1, ow, gw)
-      vals = flat_x.gather(1, idx.reshape(1, m).expand(c, m)).reshape(c, r, oh, gh, ow, gw).cast(dtypes.float32)
-      weight = wy.reshape(r, oh, gh, 1, 1) * wx.reshape(r, 1, 1, ow, gw)
-      terms.append(vals * weight.unsqueeze(0))
+      idxs.append(base + iy.cast(dtypes.int32).reshape(r, oh, gh, 1, 1) * w + ix.cast(dtypes.int32).reshape(r, 1, 1, ow, gw))
+      weights.append(wy.reshape(r, oh, gh, 1, 1) * wx.reshape(r, 1, 1, ow, gw))
   sampled = in_h.reshape(r, 1, gh, 1, 1) & in_w.reshape(r, 1, 1, 1, gw)
-  if mode == "avg":
-    total = sampled.unsqueeze(0).where(sum(terms[1:], terms[0]), 0).sum((3, 5))
-    out = total / (grid_h * grid_w).maximum(1).reshape(1, r, 1, 1)
+  work = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32
+  weight = Tensor.stack(*weights).cast(work)  # (4 taps, r, oh, gh, ow, gw)
+  if mode == "avg": weight = sampled.where(weight, 0) / (grid_h * grid_w).maximum(1).reshape(r, 1, 1, 1, 1).cast(work)
+  # tap positions and weights belong to the roi, not the channel: computed once, so each channel only loads and accumulates
+  idx, weight = Tensor.stack(*idxs).contiguous(), weight.contiguous()
+  m = 4 * r * oh * gh * ow * gw
+  vals = flat_x.gather(1, idx.reshape(1, m).expand(c, m)).reshape(c, 4, r, oh, gh, ow, gw).cast(work)
+  terms = vals * weight.unsqueeze(0)
+  if mode == "avg": out = terms.sum((1, 4, 6))
   else:
     # max mode takes the largest weighted tap of any sample (onnxruntime's and the reference's rule), 0 for a roi with no samples
-    best = terms[0]
-    for t in terms[1:]: best = best.maximum(t)
-    out = sampled.unsqueeze(0).where(best, -math.inf).max((3, 5))
+    out = sampled.unsqueeze(0).where(terms.max(1), -math.inf).max((3, 5))
     out = out.eq(-math.inf).where(0, out)
   return out.permute(1, 0, 2, 3).cast(x.dtype)
 
