@@ -37,8 +37,8 @@ def deform_conv(x, w, offset, b=None, mask=None, dilations=None, group=1, kernel
   for a in range(nd):
     o_shape, k_shape = [1] * nd, [1] * nd
     o_shape[a], k_shape[a] = out[a], kernel[a]
-    base = (Tensor.arange(out[a]).reshape(o_shape).expand(out) * strides[a] - pads[a]).reshape(1, 1, 1, q) \
-         + (Tensor.arange(kernel[a]).reshape(k_shape).expand(kernel) * dilations[a]).reshape(1, 1, k, 1)
+    base = (Tensor.arange(out[a], device=x.device).reshape(o_shape).expand(out) * strides[a] - pads[a]).reshape(1, 1, 1, q) \
+         + (Tensor.arange(kernel[a], device=x.device).reshape(k_shape).expand(kernel) * dilations[a]).reshape(1, 1, k, 1)
     v = base.cast(work) + off[:, :, :, a]
     low = v.floor()
     frac = v - low

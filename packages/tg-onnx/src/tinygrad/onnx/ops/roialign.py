@@ -12,8 +12,8 @@ _TRANSFORMS = ("half_pixel", "output_half_pixel")
 
 def _axis_taps(start, extent, grid, n_bins:int, n_grid:int, size:int):
   """for one axis: sample positions (R, n_bins, n_grid) -> (in_grid mask, [(index, weight)] for the low and high tap)"""
-  b = Tensor.arange(n_bins, dtype=dtypes.float32).reshape(1, n_bins, 1)
-  g = Tensor.arange(n_grid, dtype=dtypes.float32).reshape(1, 1, n_grid)
+  b = Tensor.arange(n_bins, dtype=dtypes.float32, device=start.device).reshape(1, n_bins, 1)
+  g = Tensor.arange(n_grid, dtype=dtypes.float32, device=start.device).reshape(1, 1, n_grid)
   start, extent, grid = start.reshape(-1, 1, 1), extent.reshape(-1, 1, 1), grid.reshape(-1, 1, 1)
   bin_size = extent / n_bins
   v = start + b * bin_size + (g + 0.5) * bin_size / grid.maximum(1)
@@ -47,7 +47,7 @@ def _roi_align(ctx, x, rois, batch_indices, coordinate_transformation_mode, mode
   x0, y0, x1, y1 = (box[:, i] for i in range(4))
   rh, rw = y1 - y0, x1 - x0
   if shift == 0.0: rh, rw = rh.maximum(1.0), rw.maximum(1.0)  # the legacy mode gives every roi at least one pixel
-  if sampling_ratio > 0: gh = gw = sampling_ratio; grid_h = grid_w = Tensor.full((r,), float(sampling_ratio))
+  if sampling_ratio > 0: gh = gw = sampling_ratio; grid_h = grid_w = Tensor.full((r,), float(sampling_ratio), device=x.device)
   else:
     # the grid adapts to each roi's size, so its extent is a python value: read the boxes (this syncs)
     grid_h, grid_w = (rh / oh).ceil().maximum(0), (rw / ow).ceil().maximum(0)

@@ -21,8 +21,8 @@ def _pool_by_length(pool:list[int], starts:list[int]) -> dict[int, list[list[int
 def _counts(rows:Tensor, grams:list[list[int]], n:int, max_skip:int) -> Tensor:
   """(B, L) tokens -> (B, len(grams)) occurrences of each n-gram, summed over skips 0..max_skip (a 1-gram counts once)"""
   b, length = rows.shape
-  pool = Tensor(grams, dtype=dtypes.int64).reshape(1, 1, len(grams), n)
-  total = Tensor.zeros(b, len(grams), dtype=dtypes.int32)
+  pool = Tensor(grams, dtype=dtypes.int64, device=rows.device).reshape(1, 1, len(grams), n)
+  total = Tensor.zeros(b, len(grams), dtype=dtypes.int32, device=rows.device)
   for skip in range(max_skip + 1 if n > 1 else 1):
     step = skip + 1
     windows = length - (n - 1) * step
@@ -49,12 +49,13 @@ def tfidf_vectorizer(x, max_gram_length, max_skip_count, min_gram_length, mode, 
     raise ValueError(f"TfIdfVectorizer pool holds {n_grams} n-grams: ngram_indexes ({len(ngram_indexes)}) and weights "
                      f"({'none' if weights is None else len(weights)}) must list one non-negative entry each")
   rows = (x if x.ndim == 2 else x.reshape(1, -1)).cast(dtypes.int64)
-  parts = [_counts(rows, g, n, max_skip_count) if min_gram_length <= n <= max_gram_length else Tensor.zeros(rows.shape[0], len(g), dtype=dtypes.int32)
-           for n, g in by_length.items()]
+  parts = [_counts(rows, g, n, max_skip_count) if min_gram_length <= n <= max_gram_length else
+           Tensor.zeros(rows.shape[0], len(g), dtype=dtypes.int32, device=x.device) for n, g in by_length.items()]
   counts = Tensor.cat(*parts, dim=1).cast(dtypes.float32)
   if mode == "IDF": counts = counts.minimum(1)
-  if mode != "TF" and weights is not None: counts = counts * Tensor(list(weights), dtype=dtypes.float32)
+  if mode != "TF" and weights is not None: counts = counts * Tensor(list(weights), dtype=dtypes.float32, device=x.device)
   width = max(ngram_indexes) + 1
-  scatter = (Tensor(list(ngram_indexes), dtype=dtypes.int32).reshape(-1, 1) == Tensor.arange(width).reshape(1, -1)).cast(dtypes.float32)
-  y = counts @ scatter
+  # pool n-gram i lands in column ngram_indexes[i]: a (pool, width) one-hot matrix
+  column = Tensor(list(ngram_indexes), dtype=dtypes.int32, device=x.device).reshape(-1, 1) == Tensor.arange(width, device=x.device).reshape(1, -1)
+  y = counts @ column.cast(dtypes.float32)
   return y if x.ndim == 2 else y.reshape(width)
