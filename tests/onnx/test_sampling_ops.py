@@ -126,3 +126,18 @@ def test_flexattention_score_mod_and_gqa_against_numpy():
 ])
 def test_bad_attributes_are_named(op, feeds, attrs, match):
   with pytest.raises(ValueError, match=match): run(one_node(op, feeds, opset=9 if op == "TfIdfVectorizer" else 22, **attrs), feeds)
+
+def test_sampling_ops_on_every_device(device):
+  # the index and weight tensors the ops build must live on X's device
+  feeds = {"X": RAMP, "rois": np.array([[1, 1, 5, 3]], np.float32), "bi": np.zeros(1, np.int64)}
+  y = OnnxRunner(one_node("RoiAlign", feeds, output_height=2, output_width=2, sampling_ratio=0), device=device)(feeds)["y"].numpy()
+  np.testing.assert_allclose(y.ravel(), [10.5, 12.5, 19.5, 21.5], rtol=1e-6)
+  # X[y, x] = 3y + x, a 2x2 kernel of ones, every tap moved by (0.5, 0.5): output (0, 0) reads 2 + 3 + 5 + 6; output (0, 1) reads
+  # 3 + 6 inside and half of 3.5 and of 6.5 at x = 2.5 (its x = 3 corner is outside: zero)
+  feeds = {"X": np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3), "W": np.ones((1, 1, 2, 2), np.float32),
+           "offset": np.full((1, 8, 2, 2), 0.5, np.float32)}
+  y = OnnxRunner(one_node("DeformConv", feeds), device=device)(feeds)["y"].numpy()
+  np.testing.assert_allclose(y.ravel(), [16, 14, 18, 15], rtol=1e-6)
+  feeds = {"X": np.array([1, 2, 3, 1, 2, 2, 2], np.int64)}
+  m = one_node("TfIdfVectorizer", feeds, opset=9, mode="TF", min_gram_length=1, max_gram_length=3, max_skip_count=1, **TFIDF)
+  np.testing.assert_equal(OnnxRunner(m, device=device)(feeds)["y"].numpy(), [4, 1, 3, 1, 1, 1, 1, 2])
