@@ -141,3 +141,14 @@ def test_sampling_ops_on_every_device(device):
   feeds = {"X": np.array([1, 2, 3, 1, 2, 2, 2], np.int64)}
   m = one_node("TfIdfVectorizer", feeds, opset=9, mode="TF", min_gram_length=1, max_gram_length=3, max_skip_count=1, **TFIDF)
   np.testing.assert_equal(OnnxRunner(m, device=device)(feeds)["y"].numpy(), [4, 1, 3, 1, 1, 1, 1, 2])
+
+def test_roialign_under_jit():
+  # a fixed sampling_ratio keeps the graph independent of the boxes, so one capture serves any boxes (bin centres of the ramp);
+  # sampling_ratio=0 sizes the graph from the boxes' values, which a capture would freeze: it is refused
+  def feeds(box): return {"X": RAMP, "rois": np.array([box], np.float32), "bi": np.zeros(1, np.int64)}
+  run = OnnxRunner(one_node("RoiAlign", feeds([1, 1, 5, 3]), output_height=2, output_width=2, sampling_ratio=2)).jit()
+  for x0, y0, x1, y1 in [(1, 1, 5, 3), (2, 1, 6, 5), (0.5, 1.5, 4.5, 5.5), (1, 1, 5, 3)]:
+    ys, xs = [y0 - 0.5 + (i + 0.5) * (y1 - y0) / 2 for i in range(2)], [x0 - 0.5 + (i + 0.5) * (x1 - x0) / 2 for i in range(2)]
+    np.testing.assert_allclose(run(feeds([x0, y0, x1, y1]))["y"].numpy()[0, 0], [[9 * y + x for x in xs] for y in ys], rtol=1e-5)
+  run = OnnxRunner(one_node("RoiAlign", feeds([1, 1, 5, 3]), output_height=2, output_width=2)).jit()
+  with pytest.raises(RuntimeError, match="sampling_ratio=0 sizes its sample grid from the boxes' values"): run(feeds([1, 1, 5, 3]))
