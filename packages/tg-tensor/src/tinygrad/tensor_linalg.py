@@ -37,16 +37,21 @@ class TensorLinalgMixin:
     return q, r.triu()
 
   def newton_schulz(self, steps:int, params:tuple, eps:float=1e-7):
-    """the Newton-Schulz iteration X <- aX + (bA + cA^2)X, A = XX^T, from self scaled to Frobenius norm 1 (params = (a, b, c)):
-    it drives the singular values towards 1, an approximate orthogonalisation (Muon's)"""
-    a, b, c = params
+    """the Newton-Schulz iteration X <- aX + (bA + cA^2)X, A = XX^T, from self scaled to Frobenius norm 1 (params = (a, b, c); any
+    number of coefficients p is the odd polynomial sum p[i] A^i X): it drives the singular values towards 1, an approximate
+    orthogonalisation (Muon's)"""
+    if not params: raise ValueError("newton_schulz needs at least one coefficient of its odd polynomial")
     x = _check_matrix(self, "newton_schulz")
     tall = x.shape[-2] > x.shape[-1]
     if tall: x = x.transpose(-1, -2)  # iterate on the smaller Gram matrix
     x = x / ((x * x).sum((-2, -1), keepdim=True).sqrt() + eps)
     for _ in range(steps):
       g = (x @ x.transpose(-1, -2)).contiguous()
-      x = (a * x + (b * g + c * (g @ g)) @ x).contiguous()  # materialized: the next step reads x three times
+      if len(params) == 3: x = (params[0] * x + (params[1] * g + params[2] * (g @ g)) @ x).contiguous()  # the next step reads x thrice
+      else:  # Horner: p[0] X + A (p[1] X + A (p[2] X + ...))
+        y = params[-1] * x
+        for p in reversed(params[:-1]): y = p * x + g @ y
+        x = y.contiguous()
     return x.transpose(-1, -2) if tall else x
   def svd(self, full_matrices:bool=True):
     """(U, S, Vh) with self == U @ diag(S) @ Vh, S descending: one-sided Jacobi on the columns, pairs rotated in parallel rounds"""

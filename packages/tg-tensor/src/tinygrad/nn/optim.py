@@ -1,6 +1,6 @@
-"""Optimizers: SGD (momentum, nesterov, weight decay), LAMB, and Adam/AdamW as LAMB without the trust ratio. step() writes the new
-parameters and optimizer state into their own buffers (parameter handles and their buffers stay the same); lr is a Tensor, so a
-schedule can assign to it."""
+"""Optimizers: SGD (momentum, nesterov, weight decay), LARS and Muon (LARS with a Newton-Schulz orthogonalised update), LAMB, and
+Adam/AdamW as LAMB without the trust ratio. step() writes the new parameters and optimizer state into their own buffers (parameter
+handles and their buffers stay the same); lr is a Tensor, so a schedule can assign to it."""
 from __future__ import annotations
 from tinygrad.tensor import Tensor
 from tinygrad.tensor_nn import is_training
@@ -11,6 +11,7 @@ from tinygrad.nn.inplace import buffer_of, pending_write, take_deferred
 class Optimizer:
   """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,)"""
   def __init__(self, params:list[Tensor], lr:float):
+    if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     for t in params:
       if t.requires_grad is None: t.requires_grad_(True)
     self.params = dedup([t for t in params if t.requires_grad])
@@ -23,7 +24,14 @@ class Optimizer:
     for t in self.params: t.grad = None
   def step(self):
     """one update from each parameter's .grad (set by loss.backward()): the gradients and the new state in one realize, then the
-    writes of every parameter in a second"""
+    writes of every parameter in a second (schedule_step)"""
+    Tensor.realize(*self.schedule_step())
+  def schedule_step(self) -> list[Tensor]:
+    """the first half of step() now, and the parameter writes that finish it, as lazy tensors to realize (tinygrad's
+    `loss.realize(*opt.schedule_step())`): two realizes, as every parameter's gradient may read every other parameter and a kernel
+    writing a buffer is not ordered after the other kernels of its schedule that read it. So the gradients and the state are realized
+    here, with the modules' pending writes (BatchNorm statistics, a loss backward() ran on: nn/inplace.py), and the writes returned
+    read only those"""
     if not is_training():
       raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` "
                          "(or set Tensor.training = True)")
@@ -31,10 +39,8 @@ class Optimizer:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     grads = [t.grad for t in self.params]
     updates, state = self._updates(grads)
-    # two realizes: every parameter's gradient may read every other parameter, and a kernel writing a buffer is not ordered after the
-    # other kernels of its schedule that read it; so the gradients and the state first, then the writes, which read only those
-    Tensor.realize(*grads, *state, *take_deferred())  # with the modules' pending writes (BatchNorm statistics): see nn/inplace.py
-    Tensor.realize(*[pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)])
+    Tensor.realize(*grads, *state, *take_deferred())
+    return [pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)]
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
     raise NotImplementedError(f"{type(self).__name__} must define _updates")
@@ -57,6 +63,49 @@ class SGD(Optimizer):
     bs = [pending_write(b, self.momentum * b + g) for b, g in zip(self.b, gs)]
     steps = [g + self.momentum * b if self.nesterov else b for g, b in zip(gs, bs)]
     return (steps if self.classic else [s * self.lr for s in steps]), bs
+
+class LARS(Optimizer):
+  """Layer-wise Adaptive Rate Scaling (You et al. 2017), in tinygrad's general form that SGD and Muon are cases of. Per parameter p with
+  gradient g: the trust ratio r = tcoef * |p| / (|g| + weight_decay * |p|) (1 where a norm is 0, or with tcoef=0); with pre_wd, g += wd * p
+  first; classic momentum scales by r * lr before the momentum buffer b = momentum * b + g (the step g + momentum * b with nesterov,
+  else b), the other kind after it; ns_coefficients orthogonalise the step (newton_schulz on p's shape flattened to (rows, -1)); without
+  pre_wd, lr * wd * p is added last (decoupled, Muon's)"""
+  def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.9, weight_decay:float=1e-4, ns_steps:int=0,
+               ns_coefficients:tuple|None=None, nesterov:bool=False, classic:bool=True, pre_wd:bool=True, tcoef:float=0.001):
+    if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
+    if nesterov and not momentum: raise ValueError("LARS(nesterov=True) needs momentum > 0")
+    super().__init__(params, lr)
+    self.momentum, self.wd, self.ns_steps, self.ns_coefficients = momentum, weight_decay, ns_steps, ns_coefficients
+    self.nesterov, self.classic, self.pre_wd, self.tcoef = nesterov, classic, pre_wd, tcoef
+    if ns_coefficients and any(t.ndim == 0 for t in self.params):
+      raise ValueError("the Newton-Schulz step orthogonalises each parameter as a (rows, -1) matrix: a 0-d parameter has no rows; give it "
+                       "to another optimizer (OptimizerGroup)")
+    self.b = [_zeros_like(t) for t in self.params] if momentum else []
+  def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
+    ret, bs = [], []
+    for i, (t, g) in enumerate(zip(self.params, grads)):
+      p, g = t.detach().float(), g.float()
+      r: Tensor|float = 1.0
+      if self.tcoef:
+        pn, gn = p.square().sum().sqrt(), g.square().sum().sqrt()
+        r = ((pn > 0) & (gn > 0)).where(self.tcoef * pn / (gn + self.wd * pn), 1.0)
+      if self.pre_wd and self.wd: g = g + self.wd * p
+      if self.classic: g = g * r * self.lr
+      if self.momentum:
+        bs.append(b := pending_write(self.b[i], self.momentum * self.b[i] + g))
+        g = g + self.momentum * b if self.nesterov else b
+      if self.ns_coefficients: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
+      if not self.classic: g = g * r * self.lr
+      if not self.pre_wd and self.wd: g = g + self.wd * self.lr * p
+      ret.append(g)
+    return ret, bs
+
+def Muon(params:list[Tensor], lr:float=0.001, momentum:float=0.95, weight_decay:float=0.1, ns_steps:int=5,
+         ns_coefficients:tuple=(3.4445, -4.775, 2.0315), nesterov:bool=True) -> LARS:
+  """Muon (Jordan et al. 2024): SGD with nesterov momentum whose step is orthogonalised by a Newton-Schulz iteration, and decoupled
+  weight decay after it. A parameter's step is orthogonalised as a (rows, -1) matrix: a conv weight as (out, in*kh*kw), a bias of n as
+  (n, 1), which the iteration scales to a unit vector (as tinygrad does)"""
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0)
 
 class LAMB(Optimizer):
   """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
