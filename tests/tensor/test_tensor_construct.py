@@ -204,3 +204,11 @@ def test_in_place_custom_kernel_runs_once():
   view = out.reshape(1, 1)
   out.realize()
   assert view.tolist() == [[6]] and out.tolist() == [6]
+
+def test_a_file_path_is_its_bytes(tmp_path):
+  # tinygrad programs write Tensor(fetch(url)) or Tensor(pathlib.Path(...)): the file's bytes, uint8 unless dtype= says otherwise
+  import struct
+  (p := tmp_path / "w.bin").write_bytes(struct.pack("<3f", 1.5, -2.0, 4.25))
+  assert Tensor(p).shape == (12,) and Tensor(p).dtype is dtypes.uint8
+  assert Tensor(p, dtype=dtypes.float32).tolist() == [1.5, -2.0, 4.25]
+  with pytest.raises(ValueError, match="12 bytes are not a whole number of dtypes.double elements"): Tensor(p, dtype=dtypes.float64)

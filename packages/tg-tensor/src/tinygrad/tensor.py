@@ -1,7 +1,7 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, math, struct, time, weakref
+import functools, math, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify
@@ -89,7 +89,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         shape, flat = _nested([] if data is None else data)
         dt = dtype or dtypes.strong(dtypes.from_py(flat))
         uop = _buffer_from(dev, dt, shape, flat)
-    elif isinstance(data, (bytes, bytearray)):
+    elif isinstance(data, (bytes, bytearray, os.PathLike)):
+      # a file's bytes (tinygrad maps a path lazily on its DISK device; here the file is read now, once)
+      if isinstance(data, os.PathLike): data = pathlib.Path(data).read_bytes()
       dt = dtype or dtypes.uint8
       if len(data) % dt.itemsize: raise ValueError(f"{len(data)} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
       uop = _buffer_from(Device.canonicalize(device), dt, (len(data)//dt.itemsize,), bytes(data))
@@ -100,7 +102,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       mid = dt if dt.fmt is not None else dtypes.float32  # numpy has no bfloat16/fp8: go through float32
       raw = arr.astype(np.dtype(mid.fmt), copy=False).tobytes()  # row-major
       uop = _buffer_from(Device.canonicalize(device), mid, arr.shape, raw).cast(dt)
-    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, numpy array or UOp")
+    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, a file path, numpy array or UOp")
     self.uop = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
     self.requires_grad = requires_grad
@@ -189,13 +191,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def from_url(url:str, gunzip:bool=False, **kwargs) -> Tensor:
-    """the bytes at url (any scheme urllib opens: https, file, ...) as a uint8 tensor, or the dtype= given; gunzip decompresses"""
-    import urllib.request
-    with urllib.request.urlopen(url) as r: data = r.read()
-    if gunzip:
-      import gzip
-      data = gzip.decompress(data)
-    return Tensor(data, **kwargs)
+    """the bytes at url (any scheme urllib opens: https, file, ...) as a uint8 tensor, or the dtype= given; gunzip decompresses. The
+    download is kept in tinygrad's cache (helpers.fetch): a second call reads it from disk"""
+    from tinygrad.helpers import fetch
+    return Tensor(fetch(url, gunzip=gunzip).read_bytes(), **kwargs)
   @staticmethod
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod

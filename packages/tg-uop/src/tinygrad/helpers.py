@@ -85,6 +85,27 @@ def merge_dicts(ds:Iterable[dict]) -> dict:
   ret = {k: v for d in ds for k, v in d.items()}
   assert all(ret[k] == v for d in ds for k, v in d.items()), f"merge_dicts with conflicting values for some keys in {ret}"
   return ret
+def argfix(*x) -> tuple:
+  """f(2, 3) and f((2, 3)) mean the same: the sizes as one tuple"""
+  if x and isinstance(x[0], (tuple, list)):
+    if len(x) != 1: raise ValueError(f"bad arguments {x}: pass one tuple or several ints")
+    return tuple(x[0])
+  return tuple(x)
+def make_tuple(x:Any, cnt:int) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,) * cnt
+def _is_seq(x:Any) -> bool: return hasattr(x, "__len__") and hasattr(x, "__getitem__") and not isinstance(x, (str, bytes)) and getattr(x, "shape", None) != ()
+def fully_flatten(l:Any) -> list:
+  """the leaves of nested sequences (lists, tuples, numpy arrays), in order; a 0-d array is its value"""
+  out: list = []
+  stack = [iter([l])]
+  while stack:
+    if (x := next(stack[-1], _END)) is _END: stack.pop()
+    elif _is_seq(x): stack.append(iter(x))
+    else: out.append(x[()] if getattr(x, "shape", None) == () else x)
+  return out
+_END = object()
+def get_single_element(x:Sequence[T]) -> T:
+  if len(x) != 1: raise ValueError(f"expected exactly one element, got {len(x)}: {x!r:.200}")
+  return x[0]
 def round_up(num:int, amt:int) -> int: return (num + amt - 1) // amt * amt
 def ceildiv(num, amt): return -(num // -amt)  # plain operators so it works on symbolic values too
 def cdiv(x:int, y:int) -> int: return abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) if y != 0 else 0  # C division truncates toward 0
@@ -203,3 +224,15 @@ def diskcache_put(table:str, key, val:T) -> T:
   blob = pickle.dumps(val)  # outside the db guard: an unpicklable value is a caller bug
   _db_run(table, lambda conn, tbl: conn.execute(f'INSERT OR REPLACE INTO "{tbl}" (key, val) VALUES (?, ?)', (_key(key), blob)))
   return val
+
+# *** a progress bar and downloads (names tinygrad programs import from here), loaded on first use ***
+def __getattr__(name:str):
+  if name in ("tqdm", "trange"):
+    from tinygrad import progress
+    return getattr(progress, name)
+  raise AttributeError(f"module 'tinygrad.helpers' has no attribute {name!r}")
+
+def fetch(url:str, *args, **kwargs) -> pathlib.Path:
+  """url's content in tinygrad's download cache (tinygrad.download.fetch, imported on first use: urllib and tarfile cost ~20 ms)"""
+  from tinygrad.download import fetch as fetch_
+  return fetch_(url, *args, **kwargs)

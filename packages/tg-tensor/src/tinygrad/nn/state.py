@@ -1,13 +1,14 @@
-"""Model state: name every Tensor a model holds, load values into them, and read and write model files (safetensors, torch, gguf)."""
+"""Model state: name every Tensor a model holds, load values into them, and read and write model files (safetensors, torch, gguf, tar)."""
 from __future__ import annotations
 from collections import OrderedDict
 from tinygrad.nn.binary import FormatError
 from tinygrad.nn.safetensors import safe_load, safe_save, safe_load_metadata
 from tinygrad.nn.torch_load import torch_load
 from tinygrad.nn.gguf import gguf_load
+from tinygrad.nn.tar import tar_extract
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_load", "safe_save", "safe_load_metadata", "torch_load", "gguf_load",
-           "FormatError"]
+           "tar_extract", "FormatError"]
 
 def get_state_dict(obj, prefix:str="", tensor_type=None) -> dict:
   """{dotted name: Tensor} of every Tensor reachable through attributes, lists, tuples and dicts ("layers.0.weight"); an object met

@@ -6,13 +6,8 @@ import functools, itertools, math
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
-from tinygrad.helpers import prod, all_int, sint_eq
+from tinygrad.helpers import prod, all_int, sint_eq, argfix as _argfix
 
-def _argfix(*x) -> tuple:
-  if x and isinstance(x[0], (tuple, list)):
-    if len(x) != 1: raise ValueError(f"bad arguments {x}: pass one tuple or several ints")
-    return tuple(x[0])
-  return tuple(x)
 
 def _resolve_dim(dim:int, ndim:int, extra:bool=False) -> int:
   total = ndim + int(extra)
