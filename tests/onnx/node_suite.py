@@ -12,9 +12,6 @@ DOC = HERE.parent.parent / "docs" / "onnx-coverage.md"
 REASONS = [
   (r"numpy dtype object has no tinygrad dtype", "string tensors: tinygrad tensors hold numbers only, string ops are out of scope"),
   (r"'ImageDecoder'", "ImageDecoder decodes JPEG/PNG/TIFF/WebP bytes: an image codec, out of scope for a tensor compiler"),
-  (r"'TfIdfVectorizer'", "TfIdfVectorizer (n-gram counting) is not implemented"),
-  (r"'FlexAttention'", "FlexAttention (ai.onnx.preview: score and mask modifiers as subgraphs) is not implemented yet"),
-  (r"'DeformConv'|'RoiAlign'|'Col2Im'|'MelWeightMatrix'", "not implemented yet"),
   (r"domain 'ai.onnx.ml'", "ai.onnx.ml (classical ML operators) is out of scope"),
   (r"^test_(bernoulli|training_dropout)", "random numbers: the expected values come from numpy's generator, which tinygrad's threefry "
                                           "generator does not reproduce (the op itself is implemented)"),

@@ -21,6 +21,9 @@ class RunContext:
     """remember the python values of a tensor built from them (Shape, Constant): later ops read them without running anything"""
     self.runner._vals[t.uop] = list(values)
     return t
+  def is_known(self, t:Tensor) -> bool:
+    """whether t's python values are at hand without running anything (constants, shapes): reading them is safe under a jit capture"""
+    return t.uop in self.runner._vals
   def vals(self, t:Tensor) -> list:
     if (v := self.runner._vals.get(t.uop)) is None:
       v = self.runner._vals[t.uop] = list(_flat(t.tolist()))
