@@ -106,3 +106,15 @@ def test_cli_describes_and_runs(tmp_path):
   assert r.returncode == 0, r.stderr
   assert "x: FLOAT (N, 2)" in r.stdout and "MatMul 1, Relu 1" in r.stdout, r.stdout
   assert "y: float32 (1, 2) [0. 2.]" in r.stdout and "benchmark: 2 runs under TinyJit" in r.stdout, r.stdout
+
+def test_ops_that_make_tensors_use_the_runners_device():
+  # EyeLike and Range build tensors from nothing (an arange, an identity): on a runner for another device they must land there too
+  from tinygrad import Device
+  m = model([helper.make_node("EyeLike", ["x"], ["e"]), helper.make_node("Add", ["x", "e"], ["s"]),
+             helper.make_node("Range", ["start", "limit", "delta"], ["r"]), helper.make_node("Add", ["s", "r"], ["y"])],
+            [vi("x", TP.FLOAT, [3, 3]), vi("start", TP.FLOAT, []), vi("limit", TP.FLOAT, []), vi("delta", TP.FLOAT, [])], [vi("y", TP.FLOAT, [3, 3])])
+  before = Device.DEFAULT
+  other = "PYTHON" if before != "PYTHON" else "CPU"
+  out = OnnxRunner(m, device=other)({"x": np.ones((3, 3), np.float32), "start": np.float32(0), "limit": np.float32(3), "delta": np.float32(1)})["y"]
+  assert out.device == other and Device.DEFAULT == before
+  np.testing.assert_equal(out.numpy(), np.ones((3, 3)) + np.eye(3) + np.arange(3))

@@ -2,9 +2,10 @@
 tensors but that must be python numbers to build the graph (shapes, axes, pads): those are read once and cached, from the model's
 constants and Shape outputs without running anything, so wrapping the runner in TinyJit compiles the whole model."""
 from __future__ import annotations
-import os
+import contextlib, os
 from typing import Any, Callable
 from tinygrad.tensor import Tensor
+from tinygrad.device import Device
 from tinygrad.engine.jit import TinyJit
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.onnx.model import Model, Graph, load_model, ValueType
@@ -107,7 +108,7 @@ class OnnxRunner:
 
   def _run_model(self, inputs:dict[str, Any]) -> list:
     self._vals = dict(self._pyvals)
-    return self._run_graph(self.graph, {**self.initializers, **inputs})
+    with _default_device(self.device): return self._run_graph(self.graph, {**self.initializers, **inputs})
 
   def prepare(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
     """inputs as Tensors, checked against the model's declared dtypes and shapes, dynamic dimensions bound"""
@@ -148,3 +149,14 @@ class OnnxRunner:
       for name, v in zip(node.outputs, rets):
         if name: env[name] = v
     return [env[n] for n in g.outputs]
+
+@contextlib.contextmanager
+def _default_device(device:str|None):
+  """the runner's device as Device.DEFAULT while a model runs: the tensors ops make from nothing (an arange, an identity, a constant's
+  broadcast) land beside the model's own, not on the process's default device"""
+  if device is None or (want := Device.canonicalize(device)) == (prev := Device.DEFAULT):
+    yield
+    return
+  Device.DEFAULT = want
+  try: yield
+  finally: Device.DEFAULT = prev
