@@ -102,7 +102,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       mid = dt if dt.fmt is not None else dtypes.float32  # numpy has no bfloat16/fp8: go through float32
       raw = arr.astype(np.dtype(mid.fmt), copy=False).tobytes()  # row-major
       uop = _buffer_from(Device.canonicalize(device), mid, arr.shape, raw).cast(dt)
-    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, a file path, numpy array or UOp")
+    else: raise TypeError(f"can't make a Tensor from {type(data).__name__}: pass a python scalar, (nested) list, bytes, a file path, "
+                          f"numpy array or UOp")
     self.uop = uop
     uop.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
     self.requires_grad = requires_grad

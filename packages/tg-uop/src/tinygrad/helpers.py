@@ -95,7 +95,8 @@ def make_tuple(x:Any, cnt:int) -> tuple: return tuple(x) if isinstance(x, (tuple
 def polyN(x, p:list[float]):
   """p[0]*x**(n-1) + ... + p[-1] by Horner's rule, for numbers and Tensors alike"""
   return functools.reduce(lambda acc, c: acc * x + c, p, 0.0)
-def _is_seq(x:Any) -> bool: return hasattr(x, "__len__") and hasattr(x, "__getitem__") and not isinstance(x, (str, bytes)) and getattr(x, "shape", None) != ()
+def _is_seq(x:Any) -> bool:
+  return hasattr(x, "__len__") and hasattr(x, "__getitem__") and not isinstance(x, (str, bytes)) and getattr(x, "shape", None) != ()
 def fully_flatten(l:Any) -> list:
   """the leaves of nested sequences (lists, tuples, numpy arrays), in order; a 0-d array is its value"""
   out: list = []

@@ -29,7 +29,7 @@ class tqdm(Generic[T]):
       try: total = len(iterable)  # type: ignore[arg-type]
       except TypeError: total = None
     self.iterable, self.disable, self.unit, self.unit_scale, self.rate, self.t = iterable, bool(disable), unit, unit_scale, rate, total
-    self.desc, self.n, self.st, self._drawn = f"{desc}: " if desc else "", 0, time.perf_counter(), -math.inf
+    self.desc, self.n, self.st, self._drawn, self._closed = f"{desc}: " if desc else "", 0, time.perf_counter(), -math.inf, False
     self.update(0)
   def __iter__(self) -> Iterator[T]:
     if self.iterable is None: raise TypeError("tqdm(): nothing to iterate over: pass an iterable, or call update() yourself")
@@ -44,8 +44,11 @@ class tqdm(Generic[T]):
     self._draw()
   def update(self, n:int=0, close:bool=False):
     self.n += n
+    if close and self._closed: return  # iterated inside `with`: the loop's end and __exit__ both close
     if close or time.perf_counter() - self._drawn >= 1 / self.rate: self._draw()
-    if close and not self.disable: print(file=sys.stderr, flush=True)
+    if close:
+      self._closed = True
+      if not self.disable: print(file=sys.stderr, flush=True)
   @staticmethod
   def write(s:str):
     """print a line above the bar (the bar is drawn again on its next update)"""
