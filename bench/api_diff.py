@@ -916,6 +916,10 @@ def doc_creation_kwargs(T, nn, dt, rng):
 
 # Differences that stay, with the reason: a key is a case or one of its items ("case[i]"); main() lists them apart from the others
 KNOWN = {
+  "llm_jit_variable[2]": "a TinyJit called with another input shape than it captured: tg raises ValueError naming the argument and both "
+                         "shapes, upstream replays the capture on the first element and returns a wrong-shaped result ([12.0] for [2, 3])",
+  "llm_rng_stream": "the values a seed gives: tg's counter-based generator is its own (rand/randn/multinomial match numpy's distributions, "
+                    "llm_sampling checks them), not upstream's bit stream; a seeded program gets other tokens, the same on every run",
   "losses": "cross_entropy's ignore_index: tg takes torch's keyword, upstream 0.14 has none (TypeError)",
   "idx_bool_tensor": "boolean-mask indexing (numpy's and torch's x[mask]): tg has it, upstream raises IndexError",
   "reduce_dtypes[13]": "int8 prod: tg accumulates small ints in sum's dtype (int32; torch: int64), upstream keeps int8 and wraps (100**3 -> 64)",
@@ -1113,6 +1117,10 @@ def prog_device_context(T, nn, dt, rng):
   return [inner, after, y, z, w, x.device == Device.DEFAULT, Device.canonicalize(None) == Device.DEFAULT, old == Device.DEFAULT,
           T.zeros(2, device=Device.DEFAULT.lower()).device == Device.DEFAULT]
 
+# ---- transformer inference (bench/api_diff_llm.py)
+import api_diff_llm  # noqa: E402  (bench/ is on sys.path: this file runs as a script)
+api_diff_llm.register(case)
+
 # ---- runner
 def encode(v):
   if callable(v) and getattr(v, "__name__", "") == "<lambda>":  # a list of lambdas: each element may raise on its own
@@ -1123,7 +1131,7 @@ def encode(v):
   if hasattr(v, "numpy") and mod.startswith("tinygrad"):
     a = v.numpy()
     # numpy's dtype names the storage type on both sides (upstream's python-scalar tensors are "weak" dtypes of the same storage)
-    return {"shape": list(v.shape), "dtype": a.dtype.str, "value": a.astype(np.float64).tolist()}
+    return {"shape": [s if isinstance(s, int) else str(s) for s in v.shape], "dtype": a.dtype.str, "value": a.astype(np.float64).tolist()}
   if isinstance(v, (list, tuple)): return {"list": [encode(x) for x in v]}
   if hasattr(v, "name") and mod.startswith("tinygrad"): return {"py": str(v.name)}
   if isinstance(v, float): return {"num": v}  # compared with the tolerance of tensor values

@@ -68,6 +68,7 @@ class TinyJit:
     if JIT.value == 0: return self.fxn(*args, **kwargs)
     tensors = _tensor_args(args, kwargs)
     if self.captured is not None:
+      self.cnt += 1  # tinygrad's count of calls, which programs read (jit.cnt >= 2: replaying)
       outs = self.captured(tensors, _var_vals(args, kwargs, tensors))
       return _shaped(self.kind, outs)
     self.cnt += 1
