@@ -182,6 +182,7 @@ def register(case):
     b, _ = generate(build("llama"), PROMPT, 12, temperature=0.8, jit=True, seed=42)
     return [a == b, all(0 <= t < VOCAB for t in a), len(a)]
 
+  register_more(case)
   @case
   def llm_sdpa_masks(T, nn, dt, rng):
     q, k, v = T(rng.standard_normal((2, 3, 4, 8)).astype(np.float32)), T(rng.standard_normal((2, 3, 6, 8)).astype(np.float32)), \
@@ -284,6 +285,27 @@ def register(case):
             GlobalCounters.global_mem > 0, type(GlobalCounters.time_sum_s).__name__, type(GlobalCounters.mem_used).__name__,
             lambda: (GlobalCounters.reset(), GlobalCounters.kernel_count, GlobalCounters.global_ops)[1:]]
 
+def register_more(case):
+  @case
+  def llm_symbolic_idioms(T, nn, dt, rng):
+    """other spellings of the cache write and the positions at a bound start_pos"""
+    from tinygrad import Variable, TinyJit
+    cache = T.zeros(1, 6, 2).contiguous().realize()
+    sp = Variable("start_pos", 1, 5).bind(2)
+    def setitem(): cache[:, sp:sp + 1, :] = T([[[7.0, 8.0]]]); return cache.realize()
+    @TinyJit
+    def positions(x:T, p) -> T: return ((T.arange(x.shape[1]) + p).reshape(1, -1).float() * x).realize()
+    outs = [positions(T([[1.0, 1.0]]), Variable("p", 0, 9).bind(k)).numpy().tolist() for k in (0, 3, 6, 9)]
+    return [lambda: setitem(), lambda: outs, lambda: T.arange(3).shrink(((0, Variable("n", 1, 3).bind(2)),)).sum(),
+            lambda: (T.ones(4) * Variable("s", 1, 9).bind(4)).sum(), lambda: T.full((2,), Variable("s", 1, 9).bind(5)).sum()]
+  @case
+  def llm_state_dict_consume(T, nn, dt, rng):
+    from tinygrad.nn.state import get_state_dict, load_state_dict
+    m = build("gpt2"); sd = {k: T(v) for k, v in weights(5, "gpt2").items()}
+    load_state_dict(m, sd, strict=False, verbose=False, consume=True)
+    return [len(sd), m.wte.weight[:2], m.h[1].mlp.down.bias, lambda: load_state_dict(m, {"wte.weight": T.zeros(3, 3)}, strict=False, verbose=False),
+            lambda: load_state_dict(m, {"nope": T.zeros(1)}, verbose=False), sorted(get_state_dict(m.h[0]))]
+
 def main():
   """tokens/s of the decode loop: python bench/api_diff_llm.py [--style gpt2|llama] [--tokens N] [--nojit]"""
   args = sys.argv[1:]
@@ -293,12 +315,19 @@ def main():
   m = build(style)
   generate(m, PROMPT, 4, jit=jit)  # warm: the prompt's kernels, the decode step's capture
   for layer in m.h: layer.attn.cache_kv.assign(layer.attn.cache_kv.zeros_like()).realize()
-  best = []
+  from tinygrad import Tensor
+  steps = min(n, MAX_CTX - len(PROMPT))
+  decode = []
   for _ in range(3):
-    t0 = time.perf_counter(); toks, _ = generate(m, PROMPT, min(n, MAX_CTX - len(PROMPT)), jit=jit); best.append(time.perf_counter() - t0)
+    toks = list(PROMPT)
+    tok, _ = m(Tensor([toks]), 0, 0.0, jit); toks.append(int(tok.item()))  # the prompt, not timed
+    t0 = time.perf_counter()
+    for _ in range(steps - 1):
+      tok, _ = m(Tensor([toks[-1:]]), len(toks) - 1, 0.0, jit); toks.append(int(tok.item()))
+    decode.append(time.perf_counter() - t0)
   import tinygrad
-  print(f"{style} jit={jit} {tinygrad.__file__.split('/site-packages/')[0] if 'site-packages' in tinygrad.__file__ else 'tg'}: "
-        f"{len(toks)} tokens, best {min(best) * 1e3:.1f} ms = {len(toks) / min(best):.1f} tok/s (runs {[round(b * 1e3) for b in best]} ms); "
-        f"tokens match numpy: {toks == numpy_greedy(PROMPT, len(toks), style)}")
+  where = tinygrad.__file__.split("/site-packages/")[0] if "site-packages" in tinygrad.__file__ else "tg"
+  print(f"{style} jit={jit} {where}: {steps - 1} decode steps, best {min(decode) * 1e3:.1f} ms = {(steps - 1) / min(decode):.1f} tok/s "
+        f"(runs {[round(d * 1e3) for d in decode]} ms); tokens match numpy: {toks[len(PROMPT):] == numpy_greedy(PROMPT, steps, style)}")
 
 if __name__ == "__main__": main()

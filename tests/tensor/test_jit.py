@@ -87,6 +87,24 @@ def test_variable_shape_replays_one_capture():
     np.testing.assert_equal(out.numpy(), (data[:n] * 2).sum(1))
   assert f.captured is captured is not None
 
+def test_cnt_counts_every_call():
+  """programs read jit.cnt (tinygrad's count of calls: 1 ran, 2 captured, more replayed)"""
+  f = TinyJit(lambda x: (x + 1).realize())
+  for n in range(1, 6):
+    f(Tensor([float(n)]))
+    assert f.cnt == n
+  f.reset()
+  assert f.cnt == 0
+
+def test_bound_variable_as_a_tensor_value():
+  """Tensor(bound Variable) and Tensor.full(shape, bound Variable) hold its value; a replay takes the value of the new binding"""
+  v = Variable("p", 1, 9)
+  assert Tensor(v.bind(5)).item() == 5 and Tensor(v.bind(5) + 2).item() == 7 and Tensor(v.bind(4), dtype=dtypes.float).item() == 4.0
+  assert Tensor.full((2, 3), v.bind(6)).tolist() == [[6, 6, 6]] * 2
+  f = TinyJit(lambda x, p: (x * Tensor(p) + Tensor.full((2,), p, dtype=dtypes.float)).realize())
+  for k in (1, 2, 3, 8):
+    np.testing.assert_equal(f(Tensor([1.0, -2.0]), v.bind(k)).numpy(), [2.0 * k, -1.0 * k])
+
 @pytest.mark.parametrize("first, second, match", [
   (lambda: Tensor.ones(3, 4), lambda: Tensor.ones(4, 3), r"argument 0: shape \(4, 3\) now, \(3, 4\) when captured"),
   (lambda: Tensor.ones(3, 4), lambda: Tensor.ones(3, 4, dtype=dtypes.int32), "argument 0: dtype dtypes.int now, dtypes.float when captured"),

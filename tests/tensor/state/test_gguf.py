@@ -24,6 +24,13 @@ def test_quantized_blocks_dequantize(tmp_path):
   assert ts["a"].shape == (2, 32) and ts["a"].tolist() == [[q * 0.5 for q in q8[0]], [q * -0.25 for q in q8[1]]]
   assert ts["b"].tolist() == [(q - 8) * 2.0 for q in q4[0]] + [(q - 8) * 0.125 for q in q4[1]]
 
+def test_tinygrad_014_import_path(tmp_path):
+  """0.14 programs import the reader from tinygrad.llm.gguf and pass it a Tensor of the file's path"""
+  from tinygrad.llm.gguf import gguf_load as llm_gguf_load
+  (p := tmp_path / "m.gguf").write_bytes(gguf_file({"llama.context_length": 48}, {"tok": (0, (2, 2), struct.pack("<4f", 1, 2, 3, 4))}))
+  kv, ts = llm_gguf_load(Tensor(p))
+  assert kv == {"llama.context_length": 48} and ts["tok"].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+
 GOOD = gguf_file({"k": "v"}, {"w": (0, (4,), b"\0" * 16)})
 
 @pytest.mark.parametrize("blob, match", [

@@ -79,6 +79,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     self._requires_grad, self.grad = None, None
     if isinstance(device, (tuple, list)) and not isinstance(data, (UOp, bool, int, float)) and isinstance(devs := Device.canonicalize(device), tuple):
       uop = Tensor(data, devs[0], dtype).uop.copy_to_device(devs)  # data on several devices: made on the first, copied to every one
+    elif isinstance(data, UOp) and data.device is None and data.op is not Ops.CONST and any(u.op is Ops.BIND for u in data.toposort()):
+      # a bound Variable or an expression of them: a 0-d tensor of its value, which a TinyJit replay takes from the new binding
+      uop = (Tensor(0, device, dtype or dtypes.strong(data.dtype)) + data).uop
     elif isinstance(data, UOp):
       if dtype is not None and dtype is not data.dtype: raise TypeError(f"Tensor of a {data.dtype} UOp asked for dtype {dtype}; use .cast()")
       uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
@@ -178,7 +181,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def full(shape, fill_value, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
-    shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
+    shape = _shape_arg((shape,))
+    if isinstance(fill_value, UOp): return Tensor(fill_value, device, dtype).reshape((1,)*len(shape)).expand(shape)  # a bound Variable
+    dt = to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
     return Tensor(UOp.const(dt, fill_value, Device.canonicalize(device))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
   @_creates
