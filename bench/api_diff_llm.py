@@ -299,6 +299,15 @@ def register_more(case):
     return [lambda: setitem(), lambda: outs, lambda: T.arange(3).shrink(((0, Variable("n", 1, 3).bind(2)),)).sum(),
             lambda: (T.ones(4) * Variable("s", 1, 9).bind(4)).sum(), lambda: T.full((2,), Variable("s", 1, 9).bind(5)).sum()]
   @case
+  def llm_symbolic_reads(T, nn, dt, rng):
+    """reads at a bound position: an int Variable as an index, a window start_pos:start_pos+2, arange from it, reductions over a prefix"""
+    from tinygrad import Variable
+    x = T(np.arange(24, dtype=np.float32).reshape(2, 12)).realize(); sp = Variable("start_pos", 1, 10).bind(3)
+    return [lambda: x[:, sp], lambda: x[:, sp:sp + 2], lambda: T.arange(sp, sp + 2), lambda: T.zeros(2, sp + 1).sum(),
+            lambda: x.shrink((None, (0, sp))).pad((None, (0, 12 - sp))).sum(), lambda: x.shrink((None, (0, sp + 1))).softmax().sum(-1),
+            lambda: x.shrink((None, (0, sp + 1))).max(-1), lambda: x.shrink((None, (0, sp))) @ T.ones(12, 3).shrink(((0, sp), None)),
+            lambda: x.shrink((None, (0, sp))).cat(x[:, :2], dim=1).sum(1), lambda: T([6.0]) / sp, lambda: T(sp % 2), lambda: T.ones(2, 5).triu(sp).sum()]
+  @case
   def llm_state_dict_consume(T, nn, dt, rng):
     from tinygrad.nn.state import get_state_dict, load_state_dict
     m = build("gpt2"); sd = {k: T(v) for k, v in weights(5, "gpt2").items()}

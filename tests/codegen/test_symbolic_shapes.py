@@ -76,6 +76,22 @@ def test_slicing_with_a_variable():
     np.testing.assert_equal(x[:n][1:].numpy() if val > 1 else a[1:val], a[1:val])
   with pytest.raises(IndexError, match="symbolic bound"): x[:v.bind(3):2]
 
+def test_a_window_at_a_variable_position():
+  """x[:, start_pos], x[:, start_pos:start_pos+2] and Tensor.arange(start_pos, start_pos+2) (a KV-cache program's reads at a bound
+  position) have concrete sizes and the values at the binding"""
+  v = Variable("start_pos", 0, 9)
+  a = np.arange(24, dtype=np.float32).reshape(2, 12)
+  x = Tensor(a).realize()
+  for val in (0, 3, 9):
+    sp = v.bind(val)
+    assert x[:, sp:sp + 2].shape == (2, 2) and Tensor.arange(sp, sp + 2).shape == (2,)
+    np.testing.assert_equal(x[:, sp].numpy(), a[:, val])
+    np.testing.assert_equal(x[:, sp + 1:sp + 3].numpy(), a[:, val + 1:val + 3])
+    np.testing.assert_equal(Tensor.arange(sp, sp + 2).numpy(), [val, val + 1])
+  with pytest.raises(IndexError, match="takes 12..12, outside axis 1 of size 12"): x[:, v.bind(9) + 3]
+  with pytest.raises(IndexError, match="takes 0..9, outside axis 0 of size 2"): x[v]
+  with pytest.raises(ValueError, match="arange needs a length known"): Tensor.arange(v.bind(2), 8)
+
 def test_pad_by_a_variable_and_mean_over_one():
   v = Variable("n", 1, 8)
   a = np.arange(4, dtype=np.float32)

@@ -219,7 +219,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if step == 0: raise ValueError("arange step must not be 0")
     if dtype is not None: dt = to_dtype(dtype)
     else: dt = dtypes.default_float if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int
-    n, acc = max(0, math.ceil((stop - start) / step)), dtypes.sum_acc_dtype(dt)
+    if isinstance(span := ssimplify(stop - start), UOp):
+      raise ValueError(f"arange needs a length known when the graph is built; stop - start depends on a Variable: {span.render()}")
+    n, acc = max(0, math.ceil(span / step)), dtypes.sum_acc_dtype(dt)
     return (Tensor(0, device, acc)._arange(n, acc) * step + start).cast(dt)
   @staticmethod
   @_creates

@@ -101,11 +101,14 @@ class MovementMixin:
 
   # *** basic indexing: ints, slices (any step), None, one Ellipsis ***
   def _getitem(self, idx:tuple):
+    from tinygrad.uop.ops import UOp, ssimplify  # the UOp class is built from these mixins
     for i in idx:
-      if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice))):
+      if isinstance(i, UOp) and not (dtypes.is_int(i.dtype) and i.device is None):
+        raise TypeError(f"a UOp index must be an int Variable (bound) or an expression of them, got {i.op} of {i.dtype}")
+      if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice, UOp))):
         raise TypeError(f"index {i!r} of type {type(i).__name__} is not supported: use ints, slices, None or ...")
     if (n_ell := sum(i is Ellipsis for i in idx)) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
-    if (n_real := sum(isinstance(i, (int, slice)) for i in idx)) > len(self.shape):
+    if (n_real := sum(isinstance(i, (int, slice, UOp)) for i in idx)) > len(self.shape):
       raise IndexError(f"too many indices for a tensor of shape {tuple(self.shape)}: {n_real} given")
     fill = (slice(None),) * (len(self.shape) - n_real)
     idx = tuple(x for i in idx for x in (fill if i is Ellipsis else (i,))) + (() if n_ell else fill)
@@ -116,12 +119,20 @@ class MovementMixin:
       if isinstance(i, int):
         if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
         bounds.append((i % size, i % size + 1)); flips.append(False); picks.append((1, 1))
+      elif isinstance(i, UOp):
+        # a symbolic position (x[:, start_pos]): no negative wrap-around; its value at the current binding (an unbound Variable: its
+        # whole range) must lie inside the axis
+        binds = {b.src[0].arg.name: b.src[1].arg for b in i.toposort() if b.op is Ops.BIND}
+        lo, hi = (i.vmin, i.vmax) if any(u.op is Ops.DEFINE_VAR and u.arg.name not in binds for u in i.toposort()) else (i.sym_infer(binds),) * 2
+        if lo < 0 or hi >= (size if isinstance(size, int) else size.vmax + 1):
+          raise IndexError(f"symbolic index {i.render()} takes {lo}..{hi}, outside axis {dim} of size {size} (negative ones are not wrapped)")
+        bounds.append((i, i + 1)); flips.append(False); picks.append((1, 1))
       elif not all_int(v for v in (i.start, i.stop, size) if v is not None):
         # symbolic: a bound Variable as a bound or size. Plain ranges only (nothing to normalise or check at build time)
         if i.step not in (None, 1) or any(isinstance(v, int) and v < 0 for v in (i.start, i.stop)):
           raise IndexError(f"a slice with a symbolic bound or axis size needs step 1 and no negative ends, got {i} on axis {dim} of size {size}")
         start, stop = 0 if i.start is None else i.start, size if i.stop is None else i.stop
-        bounds.append((start, stop)); flips.append(False); picks.append((1, 1)); out.append(stop if sint_eq(start, 0) else stop - start)
+        bounds.append((start, stop)); flips.append(False); picks.append((1, 1)); out.append(stop if sint_eq(start, 0) else ssimplify(stop - start))
       else:
         start, stop, step = i.indices(size)
         n = len(range(start, stop, step))
