@@ -916,6 +916,7 @@ def doc_creation_kwargs(T, nn, dt, rng):
 
 # Differences that stay, with the reason: a key is a case or one of its items ("case[i]"); main() lists them apart from the others
 KNOWN = {
+  "llm_topk_topp_filter[7]": "topk(sorted_=False): tg returns the k values (in an unspecified order, like torch), upstream raises NotImplementedError",
   "llm_jit_variable[2]": "a TinyJit called with another input shape than it captured: tg raises ValueError naming the argument and both "
                          "shapes, upstream replays the capture on the first element and returns a wrong-shaped result ([12.0] for [2, 3])",
   "llm_rng_stream": "the values a seed gives: tg's counter-based generator is its own (rand/randn/multinomial match numpy's distributions, "

@@ -308,6 +308,31 @@ def register_more(case):
             lambda: x.shrink((None, (0, sp + 1))).max(-1), lambda: x.shrink((None, (0, sp))) @ T.ones(12, 3).shrink(((0, sp), None)),
             lambda: x.shrink((None, (0, sp))).cat(x[:, :2], dim=1).sum(1), lambda: T([6.0]) / sp, lambda: T(sp % 2), lambda: T.ones(2, 5).triu(sp).sum()]
   @case
+  def llm_half_decode(T, nn, dt, rng):
+    """the model cast to float16 in place (Tensor.replace), decoded under the JIT: each step's logits near numpy's float64 ones"""
+    from tinygrad.nn.state import get_state_dict
+    m = build("llama")
+    for v in get_state_dict(m).values(): v.replace(v.cast(dt.half).realize())
+    toks, errs, dtypes_seen = list(PROMPT), [], set()
+    for i in range(5):
+      tok, logits = m(T([toks[len(toks) - 1:] if i else toks]), len(toks) - 1 if i else 0, 0.0, jit=True)
+      dtypes_seen.add(str(logits.dtype)); errs.append(bool(np.abs(logits.numpy()[0] - numpy_gpt(toks, "llama")[-1]).max() < 0.05))
+      toks.append(int(numpy_gpt(toks, "llama")[-1].argmax()))  # teacher-forced: a near tie in float16 must not change later steps
+    return [errs, sorted(dtypes_seen), str(m.h[0].attn.cache_kv.dtype)]
+  @case
+  def llm_topk_topp_filter(T, nn, dt, rng):
+    """the deterministic half of top-k / top-p sampling: the filtered, renormalised distribution handed to multinomial"""
+    logits = T(rng.standard_normal((1, 20)).astype(np.float32) * 2)
+    def filtered(k, p, temp):
+      probs = (logits / temp).softmax(-1)
+      vals, idx = probs.topk(k)
+      keep = (vals.cumsum(-1) - vals) < p  # a token stays while the mass before it is under p
+      vals = keep.where(vals, 0)
+      return T.zeros_like(probs).scatter(-1, idx, vals / vals.sum(-1, keepdim=True))
+    sv, si = logits.sort(-1, descending=True)
+    return [lambda: filtered(5, 0.9, 0.8), lambda: filtered(20, 0.5, 1.0), lambda: filtered(1, 1.0, 0.7), lambda: si[:, :4], lambda: sv.cumsum(-1),
+            lambda: logits.softmax(-1).max(-1), lambda: (logits * 0).argmax(-1), lambda: logits.topk(3, sorted_=False)[0].sort(-1)[0]]
+  @case
   def llm_state_dict_consume(T, nn, dt, rng):
     from tinygrad.nn.state import get_state_dict, load_state_dict
     m = build("gpt2"); sd = {k: T(v) for k, v in weights(5, "gpt2").items()}

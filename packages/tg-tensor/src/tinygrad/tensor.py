@@ -315,9 +315,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
     return Tensor(self.uop.contiguous_backward())
   def replace(self, x:Tensor) -> Tensor:
-    """self becomes x (its graph, no copy): same shape and dtype, another value. Views of self taken before keep the old value"""
-    if x.shape != self.shape or x.dtype != self.dtype:
-      raise ValueError(f"replace needs the same shape and dtype: self is {self.shape} {self.dtype}, x is {x.shape} {x.dtype}")
+    """self becomes x (its graph, no copy): the same shape; the dtype and device may change (a model cast to half in place). Views of
+    self taken before keep the old value"""
+    if x.shape != self.shape: raise ValueError(f"replace needs the same shape: self is {self.shape}, x is {x.shape}")
     self.uop = x.uop
     return self
   def to(self, device:str|tuple|None) -> Tensor:
