@@ -916,6 +916,8 @@ def doc_creation_kwargs(T, nn, dt, rng):
 
 # Differences that stay, with the reason: a key is a case or one of its items ("case[i]"); main() lists them apart from the others
 KNOWN = {
+  "llm_state_files[12][5]": "torch_load of a strided view with an offset (torch.save of w[1:, 2:] of a 3x4 w): tg reads [[6, 7], [10, 11]] "
+                            "(torch's values), upstream [[6, 7], [8, 9]] (the storage read contiguously from the offset)",
   "llm_topk_topp_filter[7]": "topk(sorted_=False): tg returns the k values (in an unspecified order, like torch), upstream raises NotImplementedError",
   "llm_jit_variable[2]": "a TinyJit called with another input shape than it captured: tg raises ValueError naming the argument and both "
                          "shapes, upstream replays the capture on the first element and returns a wrong-shaped result ([12.0] for [2, 3])",
@@ -1178,6 +1180,7 @@ def main():
   other = args[args.index("--other") + 1] if "--other" in args else "/tmp/upvenv/bin/python"
   with tempfile.TemporaryDirectory() as tmp:
     outs = {}
+    api_diff_llm.write_torch_checkpoint(tmp)  # with real torch where some interpreter has it; the case reads it on both sides
     for tag, py, env in (("tg", sys.executable, {}), ("other", other, {"DEV": os.environ.get("OTHER_DEV", "CPU"),
             "PATH": "/tmp/upclang/bin:" + os.environ["PATH"]})):
       outs[tag] = os.path.join(tmp, tag + ".json")

@@ -150,6 +150,17 @@ def numpy_greedy(prompt:list[int], n:int, style:str="gpt2") -> list[int]:
   for _ in range(n): toks.append(int(numpy_gpt(toks, style)[-1].argmax()))
   return toks[len(prompt):]
 
+TORCH_PY = os.environ.get("TORCH_PY", "/work/main/.venv/bin/python")  # an interpreter with torch, to write a real checkpoint
+
+def write_torch_checkpoint(tmp:str):
+  """tmp/real.pt written by torch.save (float16, a strided view, an int64 buffer, nested dicts); API_DIFF_TORCH_PT names it"""
+  path = os.path.join(tmp, "real.pt")
+  code = ("import torch, sys; w = torch.arange(12, dtype=torch.float32).reshape(3, 4); "
+          "torch.save({'model': {'wte.weight': w.half(), 'lm_head.weight': w.t(), 'pos': torch.arange(5), 'tail': w[1:, 2:]}, 'step': 3}, sys.argv[1])")
+  import subprocess
+  if os.path.exists(TORCH_PY) and subprocess.run([TORCH_PY, "-c", code, path], capture_output=True).returncode == 0:
+    os.environ["API_DIFF_TORCH_PT"] = path
+
 # ---- the api_diff cases
 PROMPT = [3, 14, 15, 9, 26]
 
@@ -275,7 +286,11 @@ def register(case):
       else:
         kv, gt = gguf_load(T(__import__("pathlib").Path(gg)))
         gguf = [sorted(kv.items()), sorted(gt), gt["tok_embd.weight"].to("CPU"), gt["w16"].to("CPU"), gt["q8"].to("CPU")]
-      return [list(sd)[:6], len(sd), sorted(loaded)[:4], same, sorted(tl), tl["wte.weight"].to("CPU"), tl["lm_head.weight"].to("CPU"), *gguf]
+      real = []
+      if pt := os.environ.get("API_DIFF_TORCH_PT"):
+        rd = torch_load(pt)
+        real = [sorted(rd), rd["step"], *(rd["model"][k].to("CPU") for k in ("wte.weight", "lm_head.weight", "pos", "tail"))]
+      return [list(sd)[:6], len(sd), sorted(loaded)[:4], same, sorted(tl), tl["wte.weight"].to("CPU"), tl["lm_head.weight"].to("CPU"), *gguf, real]
   @case
   def llm_runtime_helpers(T, nn, dt, rng):
     from tinygrad import Context, Device, GlobalCounters
