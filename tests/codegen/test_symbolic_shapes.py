@@ -92,6 +92,26 @@ def test_a_window_at_a_variable_position():
   with pytest.raises(IndexError, match="takes 0..9, outside axis 0 of size 2"): x[v]
   with pytest.raises(ValueError, match="arange needs a length known"): Tensor.arange(v.bind(2), 8)
 
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_a_realize_over_a_variable_keeps_what_it_computed(symbolic):
+  """a KV-cache step: realizing the cache write computes h; with start_pos a bound Variable as with an int, h is then a buffer, so the
+  logits after it do not compute h again (it was recomputed once per later realize, 95 kernels for a 40-kernel decode step)"""
+  from tinygrad import GlobalCounters
+  rng = np.random.default_rng(0)
+  a, w = rng.standard_normal((1, 8)).astype(np.float32), rng.standard_normal((8, 8)).astype(np.float32)
+  c = rng.standard_normal((6, 8)).astype(np.float32)
+  cache = Tensor(c).realize()
+  pos = Variable("start_pos", 0, 4).bind(2) if symbolic else 2
+  h = ((cache.shrink(((0, pos + 1), None)).sum(0, keepdim=True) + Tensor(a)) @ Tensor(w)).relu().contiguous()  # h reads the Variable
+  cache.shrink(((pos + 1, pos + 2), None)).assign(h).realize()
+  assert h.uop.base.op is Ops.BUFFER
+  GlobalCounters.reset()
+  out = (h * 2).realize()
+  assert GlobalCounters.kernel_count == 1
+  ref = np.maximum((c[:3].sum(0, keepdims=True) + a) @ w, 0)
+  np.testing.assert_allclose(out.numpy(), 2 * ref, rtol=1e-5)
+  np.testing.assert_allclose(cache.numpy()[3:4], ref, rtol=1e-5)
+
 def test_pad_by_a_variable_and_mean_over_one():
   v = Variable("n", 1, 8)
   a = np.arange(4, dtype=np.float32)

@@ -177,8 +177,10 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
     realized[u] = out
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
+  # (a node over a Variable is found in the caller's graph by binding it again: pm_unbind turned the caller's BINDs into Variables)
   bound = UOp.sink(*targets).toposort()
-  becomes = {u: _result(u, u, realized) for u in realized if u in bound and u.op is not Ops.BUFFER}
+  callers = {u: _rebind(u, var_vals) if var_vals else u for u in realized if u.op is not Ops.BUFFER}
+  becomes = {b: _result(b, u, realized) for u, b in callers.items() if b in bound}
   return items, becomes | {t: _rebind(UOp.multi([_result(p, p, realized) for p in u.src], u.arg), var_vals) if u.op is Ops.MULTI
                            else _result(t, u, realized) for t, u in zip(targets, pushed)}
 
