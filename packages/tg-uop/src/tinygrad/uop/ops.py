@@ -177,7 +177,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   @staticmethod
   def const(dtype:DType, b:Any, device:str|tuple|None=None, shape:tuple|None=None) -> UOp:
     if isinstance(b, UOp): return b if dtype is b.dtype else b.cast(dtype)
-    ret = UOp(Ops.CONST, dtype, (UOp(Ops.DEVICE, arg=device),) if device is not None else (), dtypes.as_const(b, dtype))
+    ret = UOp(Ops.CONST, dtype, (_device_node(device),) if device is not None else (), dtypes.as_const(b, dtype))
     if shape: ret = ret.reshape((1,)*len(shape)).expand(shape)
     return ret
   def const_like(self, b:Any, dtype:DType|None=None) -> UOp: return UOp.const(dtype or self.dtype, b, self.device)
@@ -259,7 +259,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
   def contiguous_backward(self) -> UOp: return UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self,))
-  def copy_to_device(self, device:str|tuple) -> UOp: return UOp(Ops.COPY, self.dtype, (self, UOp(Ops.DEVICE, arg=device)))
+  def copy_to_device(self, device:str|tuple) -> UOp: return UOp(Ops.COPY, self.dtype, (self, _device_node(device)))
   @staticmethod
   def multi(pieces:tuple|list, axis:int|None) -> UOp:
     """one value spread over several devices: piece i lives on device i; sharded on `axis` (pieces joined along it) or replicated (None)"""
@@ -302,6 +302,14 @@ _JUST_UOP = frozenset([UOp])
 _buffer_num = itertools.count(1 << 20)
 
 _SIZED_MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK}
+def _device_node(device:str|tuple) -> UOp:
+  """the DEVICE node of `device`, kept: a constant made on a device would otherwise make a new one whenever the last graph holding it
+  died (`t * 2` in a loop), and a new node's device and shape are worked out by a walk"""
+  if (u := _device_nodes.get(device)) is None:
+    if len(_device_nodes) >= 256: _device_nodes.clear()
+    u = _device_nodes[device] = UOp(Ops.DEVICE, arg=device)
+  return u
+_device_nodes: dict[str|tuple, UOp] = {}
 def _sint_uop(x) -> UOp:
   if isinstance(x, UOp):
     if not dtypes.is_int(x.dtype): raise TypeError(f"a size or offset must be an int, got {x.dtype}: {x.render()}")
