@@ -312,6 +312,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if x.shape != self.shape or x.dtype != self.dtype:
       raise ValueError(f"replace needs the same shape and dtype: self is {self.shape} {self.dtype}, x is {x.shape} {x.dtype}")
     self.uop = x.uop
+    if self.requires_grad: _mark_wants_grad(self.uop)  # still a leaf that wants a gradient, now at its new node
     return self
   def to(self, device:str|tuple|None) -> Tensor:
     """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
@@ -338,7 +339,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     _needs_grad[id(self)] = self
     # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
     if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = _private_buffer(self.uop)
-    self.uop.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
+    _mark_wants_grad(self.uop)
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
     return self
@@ -357,7 +358,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     keep = {t.uop for t in targets}
     if root is None: root = _realized.unrealized(self.uop, keep)
     grads = compute_gradient(root, gradient.uop.cast(self.dtype), keep)
-    if root is not self.uop and grads: grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0).src))  # one walk for all
+    if root is not self.uop and grads:  # one walk for all
+      grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, _pending(self.uop.toposort())).src))
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
@@ -438,6 +440,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
     if 0 in self.shape: return self
+    if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
     target = self.uop
     if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
@@ -502,11 +505,19 @@ def _on_grad_path(u:UOp) -> bool:
     else: x.__dict__[_GRAD_PATH] = _WANTS_GRAD in x.__dict__ or any([s.__dict__[_GRAD_PATH] for s in x.src])
   return u.__dict__[_GRAD_PATH]
 
+def _mark_wants_grad(u:UOp):
+  """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""
+  u.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
+
+def _is_write(u:UOp) -> bool:
+  """u reads a buffer after an in-place write into it (assign, nn.inplace.pending_write): AFTER(target, STORE(target, value))"""
+  return (b := u.base).op is Ops.AFTER and len(b.src) > 1 and b.src[1].op is Ops.STORE
+
 def _keep_for_autograd(t:Tensor, built:UOp):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
   it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
-  as torch keeps a loss's graph. Graphs no gradient needs are not kept"""
-  if "_built" not in t.__dict__ and _on_grad_path(built): t._built = built
+  as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized)"""
+  if "_built" not in t.__dict__ and not _is_write(built) and _on_grad_path(built): t._built = built
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
@@ -537,7 +548,9 @@ class _Realized:
   from then on, so no work is done twice (an in-place custom kernel must not run again when another handle on its result is realized).
   A realize only records and bumps the epoch: its cost does not depend on how many tensors are alive. Each handle catches up on its next
   use, applying only what was realized after it last looked (a node built again after its realize, like a second in-place kernel call,
-  is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
+  is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node.
+  An in-place write ends a gradient path: the buffer it leaves holds new values, a leaf whose gradient is its own (a parameter's after an
+  optimizer step), not the written value's graph, so autograd never goes back into a write, realized or not (a STORE has no gradient)."""
   # id(old node) -> (epoch, buffer view, weak reference to the old node): a lookup is a dict read by id, with no weak reference made
   # per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize). The reference's death drops the entry
   def __init__(self):
@@ -553,19 +566,41 @@ class _Realized:
       else:
         self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
         self._ids[wr] = key
-      new.__dict__[_REALIZED_FROM] = self.nodes[key][2]  # for autograd (unrealized): the node, while something keeps it
+      # for autograd (unrealized): the node, while something keeps it; none for a write, and a link from before it is stale
+      if _is_write(old): new.__dict__.pop(_REALIZED_FROM, None)
+      else: new.__dict__[_REALIZED_FROM] = self.nodes[key][2]
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
   def unrealized(self, u:UOp, keep:set[UOp]) -> UOp:
     """u with each buffer view a realize put in place of a node that is still alive replaced by that node (again inside it, for a node
     built on an earlier realize's buffer): the graph as it was built, which autograd differentiates. Nodes in `keep` (the tensors that
-    want gradients) stay"""
+    want gradients) stay. A write in a graph brought back becomes its buffer again (the leaf a parameter's handle now is); one that u
+    itself holds is work still to do, even where an equal node (an optimizer step's write, the same each step) was realized before"""
+    nodes, pending = self.nodes, None
     for _ in range(self.epoch):  # each round goes back at least one realize
-      undo = {x: old for x in u.toposort() if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
+      undo, topo = {}, u.toposort()
+      if pending is None: pending = _pending(topo)
+      for x in topo:
+        if x in keep: continue
+        if (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None: undo[x] = old
+        elif x.op is Ops.AFTER and x not in pending and (r := nodes.get(id(x))) is not None and _is_write(x): undo[x] = r[1]
       if not undo: break
       u = u.substitute(undo)
     return u
+  def since(self, u:UOp, epoch:int, pending:set[UOp]|None=None) -> UOp:
+    """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.
+    Nodes in `pending` stay (work still to do that an equal node realized before does not stand for)"""
+    nodes = self.nodes
+    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
+                                                                (pending is None or x not in pending)}):
+      u = u.substitute(hits)
+    return u
+
+def _pending(nodes) -> set[UOp]:
+  """the in-place writes and custom kernels a graph as its handle holds it still has to run (a realized one is a buffer there)"""
+  return {x for x in nodes if x.op is Ops.AFTER}
+
   def since(self, u:UOp, epoch:int) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
     nodes = self.nodes
