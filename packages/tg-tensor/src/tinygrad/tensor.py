@@ -1,7 +1,7 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, math, os, pathlib, struct, time, weakref
+import functools, itertools, math, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify
@@ -56,7 +56,6 @@ def _creates(fn):
   @functools.wraps(fn)
   def wrapper(*args, requires_grad:bool|None=None, **kwargs) -> Tensor:
     (ret := fn(*args, **kwargs)).requires_grad = requires_grad
-    ret._made_by = fn.__name__  # tinygrad 0.14 makes these buffers: backward() without requires_grad gives each its own gradient
     return ret
   return wrapper
 
@@ -179,7 +178,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @_creates
   def full(shape, fill_value, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
     shape, dt = _shape_arg((shape,)), to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
-    return Tensor(UOp.const(dt, fill_value, Device.canonicalize(device))).reshape((1,)*len(shape)).expand(shape)
+    return Tensor(_own_constant(UOp.const(dt, fill_value, Device.canonicalize(device)))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
   @_creates
   def from_blob(ptr:int, shape, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
@@ -396,14 +395,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     maybe = [t for t in _live.alive() if t.requires_grad is None and dtypes.is_float(t.dtype)]
     nodes = (root := _realized.unrealized(self.uop, {t.uop for t in maybe})).toposort()
     ts = [t for t in maybe if t.uop in nodes]
-    # hash-consing makes equal constants one node (Tensor.ones(3) twice, or beside a python 1.0 broadcast in an op): a gradient there mixes
-    # them all. Python numbers get none, as in tinygrad 0.14; a creation function's constant, a buffer of its own there, is an error here
-    consts = {id(t) for t in ts if t.uop is not root and not _reads_memory(t.uop)}
-    if (made := next((t for t in ts if id(t) in consts and "_made_by" in t.__dict__), None)) is not None:
-      by = "full/ones/zeros" if made._made_by == "full" else made._made_by
-      raise RuntimeError(f"backward: the {made.shape} {made.dtype} tensor from Tensor.{by} holds constants alone, so it is one node with "
-                         f"every equal constant and its gradient can't be told apart from theirs: make it with requires_grad=True (a buffer of "
-                         f"its own), or requires_grad=False to leave it out")
+    # hash-consing makes equal constants one node (Tensor(1.0) and the 1.0 broadcast in x * 1.0): a gradient there mixes them all. They get
+    # none, as python numbers and arange get none in tinygrad 0.14; Tensor.full's constant is a node of its own (a buffer in 0.14)
+    consts = {id(t) for t in ts if t.uop is not root and not _reads_memory(t.uop) and not _holds_own_constant(t.uop)}
     return [t for t in ts if id(t) not in consts], root  # self among them: its own graph holds it
 
   # *** realization and reading back ***
@@ -538,6 +532,17 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
     reads[u] = u is target or u is buf or any(reads[s] for s in u.src)
     if reads[u] and u is not target and u.op in moves: return True
   return False
+
+_made = itertools.count()
+def _own_constant(c:UOp) -> UOp:
+  """a constant that is a node of its own, not one with every equal constant (hash-consing), so backward() gives it a gradient of its own
+  as tinygrad 0.14 gives its Tensor.full buffer one. Only the tag differs: the schedule cache numbers tags by their order in the graph
+  (schedule/cache.py), and a kernel's constants are made anew from the value, so it folds as an untagged one does"""
+  return c.replace(tag=("full", next(_made))) if c.op is Ops.CONST else c
+
+def _holds_own_constant(u:UOp) -> bool:
+  """u's graph holds a constant of its own (_own_constant): a graph of constants alone that is no other graph's node"""
+  return any(x.op is Ops.CONST and x.tag is not None for x in u.toposort())
 
 def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""

@@ -53,8 +53,9 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
   defined, bound = set(), set()
+  tags: dict = {}  # a tensor-level constant's tag (Tensor.full's, unique per call) -> its number in this graph
   # enum members read once, not per node: a local read is cheaper than a class attribute's
-  BUFFER, BIND, DEFINE_VAR, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, AddrSpace.GLOBAL
+  BUFFER, BIND, DEFINE_VAR, CONST, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, Ops.CONST, AddrSpace.GLOBAL
   stack = [(r, False) for r in reversed(roots)]
   pop, push = stack.pop, stack.append
   while stack:
@@ -72,6 +73,10 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
       if vals.setdefault(var.arg.name, val) != val: return None  # two values in one realize: the scheduler says what is wrong
       bound.add(var)
       new[u] = var
+    elif op is CONST and u.tag is not None:
+      # the tag only keeps the constant apart from equal ones for autograd: numbered like the buffers, so which constants are the same
+      # stays in the key while a step that makes new ones finds the last step's schedule
+      new[u] = u.replace(tag=tags.setdefault(u.tag, len(tags)))
     else:
       if op is DEFINE_VAR: defined.add(u)
       src = u.src
