@@ -597,6 +597,8 @@ class _Realized:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.
     Nodes in `pending` stay (work still to do that an equal node realized before does not stand for)"""
     nodes = self.nodes
+    # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
+    while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
     while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
                                                                 (pending is None or x not in pending)}):
       u = u.substitute(hits)
