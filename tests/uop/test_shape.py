@@ -59,6 +59,16 @@ def test_movement():
   with pytest.raises(ValueError, match="cannot reshape"): UOp(Ops.RESHAPE, dtypes.float32, (a, UOp.const(dtypes.weakint, 5))).shape
   with pytest.raises(ValueError, match="not a permutation"): UOp(Ops.PERMUTE, dtypes.float32, (a,), (0, 0)).shape
 
+def test_movement_sizes_are_the_same_nodes_past_the_size_cache():
+  # sizes are kept as CONST nodes in a bounded cache (ops._size_consts); past its bound it starts over, and every size is still the
+  # hash-consed constant a fresh UOp.const would give
+  from tinygrad.uop.ops import _size_consts
+  rows = [a.reshape(12).reshape(1, 12).pad(((0, 0), (k, 0))) for k in range(5000)]
+  assert len(_size_consts) <= 4096 and all(r.shape == (1, 12 + k) for k, r in enumerate(rows))
+  assert rows[4321].src[3] is UOp.const(dtypes.weakint, 4321) and rows[7].marg == ((0, 0), (7, 0))
+  with pytest.raises(TypeError, match="must be an int"): a.reshape(12, True)
+  with pytest.raises(TypeError, match="must be an int"): a.pad(((0, 0), (1.0, 0)))
+
 def test_reduce_axis():
   assert a.sum(1).shape == (3,) and a.sum(1, keepdim=True).shape == (3, 1) and a.max().shape == () and a._rop(Ops.ADD, (0,)).shape == (1, 4)
   with pytest.raises(ValueError, match="out of range"): UOp(Ops.REDUCE_AXIS, dtypes.float32, (a,), (Ops.ADD, (2,))).shape

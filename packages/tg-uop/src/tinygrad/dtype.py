@@ -70,13 +70,16 @@ class dtypes:
   ints = sints + uints
   floats = (fp8e4m3, fp8e5m2, float16, bfloat16, float32, float64)
   all = (bool,) + ints + floats
+  # membership by hash: DType defines __lt__, so == between two different dtypes goes through a python-level slot (~0.2 us each here)
+  # and `dt in <tuple>` pays it per element it passes (is_int(weakint): 8 of them, 1.7 us, on every size a movement op is given)
+  _int_set, _float_set, _sint_set, _uint_set = frozenset(ints + (weakint,)), frozenset(floats + (weakfloat,)), frozenset(sints), frozenset(uints)
 
   @staticmethod
-  def is_float(dt:DType) -> bool: return dt in dtypes.floats or dt is dtypes.weakfloat
+  def is_float(dt:DType) -> bool: return dt in dtypes._float_set
   @staticmethod
-  def is_int(dt:DType) -> bool: return dt in dtypes.ints or dt is dtypes.weakint
+  def is_int(dt:DType) -> bool: return dt in dtypes._int_set
   @staticmethod
-  def is_unsigned(dt:DType) -> bool: return dt in dtypes.uints
+  def is_unsigned(dt:DType) -> bool: return dt in dtypes._uint_set
   @staticmethod
   def is_bool(dt:DType) -> bool: return dt is dtypes.bool
   @staticmethod
@@ -101,16 +104,16 @@ class dtypes:
   def min(dt:DType):
     if dtypes.is_weak(dt): return dtypes.min(dtypes.strong(dt))
     if dt is dtypes.bool: return False
-    if dt in dtypes.sints: return -(1 << (8*dt.itemsize - 1))
-    if dt in dtypes.uints: return 0
-    if dt in dtypes.floats: return -math.inf
+    if dt in dtypes._sint_set: return -(1 << (8*dt.itemsize - 1))
+    if dt in dtypes._uint_set: return 0
+    if dt in dtypes._float_set: return -math.inf
     raise TypeError(f"{dt!r} has no min")
   @staticmethod
   def max(dt:DType):
     if dtypes.is_weak(dt): return dtypes.max(dtypes.strong(dt))
     if dt is dtypes.bool: return True
-    if dt in dtypes.ints: return (1 << (8*dt.itemsize - (dt in dtypes.sints))) - 1
-    if dt in dtypes.floats: return math.inf
+    if dt in dtypes._uint_set or dt in dtypes._sint_set: return (1 << (8*dt.itemsize - (dt in dtypes._sint_set))) - 1
+    if dt in dtypes._float_set: return math.inf
     raise TypeError(f"{dt!r} has no max")
   @staticmethod
   def finfo(dt:DType) -> tuple[int, int]:

@@ -306,8 +306,13 @@ def _sint_uop(x) -> UOp:
   if isinstance(x, UOp):
     if not dtypes.is_int(x.dtype): raise TypeError(f"a size or offset must be an int, got {x.dtype}: {x.render()}")
     return x
+  if type(x) is int and (u := _size_consts.get(x)) is not None: return u
   if isinstance(x, bool) or not isinstance(x, int): raise TypeError(f"a size or offset must be an int or int UOp, got {type(x).__name__} {x!r}")
-  return UOp.const(dtypes.weakint, x)
+  if len(_size_consts) >= 4096: _size_consts.clear()
+  _size_consts[x] = u = UOp.const(dtypes.weakint, x)
+  return u
+# the sizes movement ops were given lately, as their CONST nodes: a conv2d's graph names ~130 of them, each otherwise a UOp.const (~1 us)
+_size_consts: dict[int, UOp] = {}
 
 def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tuple(s)
 
