@@ -358,7 +358,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if root is None: root = _realized.unrealized(self.uop, keep)
     grads = compute_gradient(root, gradient.uop.cast(self.dtype), keep)
     if root is not self.uop and grads:  # one walk for all
-      grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, _pending(self.uop.toposort())).src))
+      grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort()).src))
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
@@ -582,36 +582,24 @@ class _Realized:
     built on an earlier realize's buffer): the graph as it was built, which autograd differentiates. Nodes in `keep` (the tensors that
     want gradients) stay. A write in a graph brought back becomes its buffer again (the leaf a parameter's handle now is); one that u
     itself holds is work still to do, even where an equal node (an optimizer step's write, the same each step) was realized before"""
-    nodes, pending = self.nodes, None
+    nodes, built = self.nodes, None
     for _ in range(self.epoch):  # each round goes back at least one realize
-      undo, topo = {}, u.toposort()
-      if pending is None: pending = _pending(topo)
-      for x in topo:
-        if x in keep: continue
-        if (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None: undo[x] = old
-        elif x.op is Ops.AFTER and x not in pending and (r := nodes.get(id(x))) is not None and _is_write(x): undo[x] = r[1]
+      topo = u.toposort()
+      undo = {x: old for x in topo if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
+      if built is None: built = topo  # round one brings no graph back: the writes u holds are all still to do
+      else: undo |= {x: r[1] for x in topo if x.op is Ops.AFTER and x not in built and x not in keep and x not in undo and
+                     (r := nodes.get(id(x))) is not None and _is_write(x)}
       if not undo: break
       u = u.substitute(undo)
     return u
-  def since(self, u:UOp, epoch:int, pending:set[UOp]|None=None) -> UOp:
+  def since(self, u:UOp, epoch:int, pending:dict|None=None) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.
-    Nodes in `pending` stay (work still to do that an equal node realized before does not stand for)"""
+    Nodes in `pending` stay: a caught-up handle's graph, where a realized node is one built again since, work still to do"""
     nodes = self.nodes
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
     while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
                                                                 (pending is None or x not in pending)}):
-      u = u.substitute(hits)
-    return u
-
-def _pending(nodes) -> set[UOp]:
-  """the in-place writes and custom kernels a graph as its handle holds it still has to run (a realized one is a buffer there)"""
-  return {x for x in nodes if x.op is Ops.AFTER}
-
-  def since(self, u:UOp, epoch:int) -> UOp:
-    """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
-    nodes = self.nodes
-    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch}):
       u = u.substitute(hits)
     return u
 
