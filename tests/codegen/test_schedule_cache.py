@@ -120,3 +120,16 @@ def test_a_hit_after_a_changed_dtype_or_shape_reads_the_right_values():
     assert out.shape == (4,) and out.dtype == Tensor(arr).dtype
     np.testing.assert_allclose(out.numpy(), (arr.astype(np.float32) * 2).sum(0), rtol=2e-3)
   assert cache.stats == {"hits": 3, "misses": 3}
+
+def test_creation_function_constants_share_schedules_and_stay_apart():
+  # Tensor.full's constant is a node of its own (a tag, for autograd): a program that makes new ones each step finds the last step's
+  # schedule; which of them are the same node stays in the key
+  x = rand(4)
+  for _ in range(3): np.testing.assert_allclose((Tensor(x) * Tensor.full((4,), 2.0) + Tensor.ones(4)).numpy(), x * 2 + 1)
+  assert cache.stats == {"hits": 2, "misses": 1}
+  for k in range(3):
+    a, b = Tensor.full((4,), 3.0), Tensor.full((4,), 3.0)
+    outs = [a + Tensor(x), b + Tensor(x)] if k != 1 else [a + Tensor(x), a + Tensor(x)]  # two constants, one used twice, two again
+    Tensor.realize(*outs)
+    for o in outs: np.testing.assert_allclose(o.numpy(), x + 3)
+  assert cache.stats == {"hits": 3, "misses": 3}

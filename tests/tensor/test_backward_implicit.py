@@ -70,10 +70,31 @@ def test_only_detach_leading_to_a_tensor_gives_zeros():
   (x.detach() * 2).sum().backward()
   assert x.grad.tolist() == [0.0, 0.0]
 
-def test_a_constant_from_a_creation_function_is_refused_with_the_fix():
-  w = Tensor.ones(3)
-  with pytest.raises(RuntimeError, match=r"\(3,\).*Tensor\.full/ones/zeros.*requires_grad=True"): (w * Tensor([1.0, 2.0, 3.0])).sum().backward()
-  a, b = Tensor.ones(3, requires_grad=True), Tensor.ones(3, requires_grad=True)  # the fix: each gets a buffer of its own
+@pytest.mark.parametrize("make, value", [(lambda x: Tensor.ones(3), 1.0), (lambda x: Tensor.zeros(3), 0.0), (lambda x: Tensor.full((3,), 2.0), 2.0),
+                                         (lambda x: x.ones_like(), 1.0), (lambda x: x.zeros_like(), 0.0), (lambda x: x.full_like(4.0), 4.0)],
+                         ids=["ones", "zeros", "full", "ones_like", "zeros_like", "full_like"])
+def test_a_constant_from_a_creation_function_gets_its_own_gradient(make, value):
+  # tinygrad 0.14 makes these buffers; here each is a constant node of its own, apart from every equal constant (another Tensor.ones(3),
+  # the 1.0 of a * 1.0), whose gradients stay theirs. By hand: loss = sum(2*a*x + 5*b + a)
+  x = Tensor([1.0, 2.0, 3.0])
+  a, b = make(x), make(x)
+  (a * x * 2 + b * 5 + a * 1.0).sum().backward()
+  assert a.grad.tolist() == [3.0, 5.0, 7.0] and b.grad.tolist() == [5.0] * 3  # 2x + 1; 5
+  assert x.grad.tolist() == [2 * value] * 3
+
+def test_what_is_made_from_a_creation_functions_constant_gets_a_gradient_too():
+  x, ones = Tensor([1.0, -2.0]), Tensor.ones(2)
+  c = ones * 3
+  (c * x).sum().backward()
+  assert c.grad.tolist() == [1.0, -2.0] and ones.grad.tolist() == [3.0, -6.0] and x.grad.tolist() == [3.0, 3.0]
+
+def test_arange_and_linspace_are_constants_with_no_gradient_as_in_tinygrad():
+  x, r, l = Tensor([1.0, 2.0, 3.0]), Tensor.arange(3.0), Tensor.linspace(0, 1, 3)
+  (r * x + l * x).sum().backward()
+  assert r.grad is None and l.grad is None and x.grad.tolist() == [0.0, 1.5, 3.0]
+
+def test_requires_grad_on_a_creation_function_still_gives_a_buffer_of_its_own():
+  a, b = Tensor.ones(3, requires_grad=True), Tensor.ones(3, requires_grad=True)
   (a * 2 + b * 5).sum().backward()
   assert a.grad.tolist() == [2.0] * 3 and b.grad.tolist() == [5.0] * 3
 

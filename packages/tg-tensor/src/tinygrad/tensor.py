@@ -1,7 +1,7 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, math, os, pathlib, struct, time, weakref
+import functools, itertools, math, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify
@@ -56,7 +56,6 @@ def _creates(fn):
   @functools.wraps(fn)
   def wrapper(*args, requires_grad:bool|None=None, **kwargs) -> Tensor:
     (ret := fn(*args, **kwargs)).requires_grad = requires_grad
-    ret._made_by = fn.__name__  # tinygrad 0.14 makes these buffers: backward() without requires_grad gives each its own gradient
     return ret
   return wrapper
 
@@ -184,7 +183,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     shape = _shape_arg((shape,))
     if isinstance(fill_value, UOp): return Tensor(fill_value, device, dtype).reshape((1,)*len(shape)).expand(shape)  # a bound Variable
     dt = to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
-    return Tensor(UOp.const(dt, fill_value, Device.canonicalize(device))).reshape((1,)*len(shape)).expand(shape)
+    return Tensor(_own_constant(UOp.const(dt, fill_value, Device.canonicalize(device)))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
   @_creates
   def from_blob(ptr:int, shape, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
@@ -319,6 +318,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     self taken before keep the old value"""
     if x.shape != self.shape: raise ValueError(f"replace needs the same shape: self is {self.shape}, x is {x.shape}")
     self.uop = x.uop
+    if self.requires_grad: _mark_wants_grad(self.uop)  # still a leaf that wants a gradient, now at its new node
     return self
   def to(self, device:str|tuple|None) -> Tensor:
     """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
@@ -345,7 +345,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     _needs_grad[id(self)] = self
     # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
     if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = _private_buffer(self.uop)
-    self.uop.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
+    _mark_wants_grad(self.uop)
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
     return self
@@ -364,7 +364,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     keep = {t.uop for t in targets}
     if root is None: root = _realized.unrealized(self.uop, keep)
     grads = compute_gradient(root, gradient.uop.cast(self.dtype), keep)
-    if root is not self.uop and grads: grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0).src))  # one walk for all
+    if root is not self.uop and grads:  # one walk for all
+      grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort()).src))
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
@@ -401,14 +402,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     maybe = [t for t in _live.alive() if t.requires_grad is None and dtypes.is_float(t.dtype)]
     nodes = (root := _realized.unrealized(self.uop, {t.uop for t in maybe})).toposort()
     ts = [t for t in maybe if t.uop in nodes]
-    # hash-consing makes equal constants one node (Tensor.ones(3) twice, or beside a python 1.0 broadcast in an op): a gradient there mixes
-    # them all. Python numbers get none, as in tinygrad 0.14; a creation function's constant, a buffer of its own there, is an error here
-    consts = {id(t) for t in ts if t.uop is not root and not _reads_memory(t.uop)}
-    if (made := next((t for t in ts if id(t) in consts and "_made_by" in t.__dict__), None)) is not None:
-      by = "full/ones/zeros" if made._made_by == "full" else made._made_by
-      raise RuntimeError(f"backward: the {made.shape} {made.dtype} tensor from Tensor.{by} holds constants alone, so it is one node with "
-                         f"every equal constant and its gradient can't be told apart from theirs: make it with requires_grad=True (a buffer of "
-                         f"its own), or requires_grad=False to leave it out")
+    # hash-consing makes equal constants one node (Tensor(1.0) and the 1.0 broadcast in x * 1.0): a gradient there mixes them all. They get
+    # none, as python numbers and arange get none in tinygrad 0.14; Tensor.full's constant is a node of its own (a buffer in 0.14)
+    consts = {id(t) for t in ts if t.uop is not root and not _reads_memory(t.uop) and not _holds_own_constant(t.uop)}
     return [t for t in ts if id(t) not in consts], root  # self among them: its own graph holds it
 
   # *** realization and reading back ***
@@ -445,6 +441,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
     if 0 in self.shape: return self
+    if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
     target = self.uop
     if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
@@ -509,11 +506,19 @@ def _on_grad_path(u:UOp) -> bool:
     else: x.__dict__[_GRAD_PATH] = _WANTS_GRAD in x.__dict__ or any([s.__dict__[_GRAD_PATH] for s in x.src])
   return u.__dict__[_GRAD_PATH]
 
+def _mark_wants_grad(u:UOp):
+  """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""
+  u.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
+
+def _is_write(u:UOp) -> bool:
+  """u reads a buffer after an in-place write into it (assign, nn.inplace.pending_write): AFTER(target, STORE(target, value))"""
+  return (b := u.base).op is Ops.AFTER and len(b.src) > 1 and b.src[1].op is Ops.STORE
+
 def _keep_for_autograd(t:Tensor, built:UOp):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
   it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
-  as torch keeps a loss's graph. Graphs no gradient needs are not kept"""
-  if "_built" not in t.__dict__ and _on_grad_path(built): t._built = built
+  as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized)"""
+  if "_built" not in t.__dict__ and not _is_write(built) and _on_grad_path(built): t._built = built
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
@@ -535,6 +540,17 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
     if reads[u] and u is not target and u.op in moves: return True
   return False
 
+_made = itertools.count()
+def _own_constant(c:UOp) -> UOp:
+  """a constant that is a node of its own, not one with every equal constant (hash-consing), so backward() gives it a gradient of its own
+  as tinygrad 0.14 gives its Tensor.full buffer one. Only the tag differs: the schedule cache numbers tags by their order in the graph
+  (schedule/cache.py), and a kernel's constants are made anew from the value, so it folds as an untagged one does"""
+  return c.replace(tag=("full", next(_made))) if c.op is Ops.CONST else c
+
+def _holds_own_constant(u:UOp) -> bool:
+  """u's graph holds a constant of its own (_own_constant): a graph of constants alone that is no other graph's node"""
+  return any(x.op is Ops.CONST and x.tag is not None for x in u.toposort())
+
 def _no_elements(device:str, dtype:DType, shape:tuple) -> UOp:
   """a tensor without elements holds no memory (a buffer can't have 0 bytes): a constant viewed as shape"""
   return UOp.const(dtype, 0, device).reshape((1,)*len(shape)).expand(shape)
@@ -544,7 +560,9 @@ class _Realized:
   from then on, so no work is done twice (an in-place custom kernel must not run again when another handle on its result is realized).
   A realize only records and bumps the epoch: its cost does not depend on how many tensors are alive. Each handle catches up on its next
   use, applying only what was realized after it last looked (a node built again after its realize, like a second in-place kernel call,
-  is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node."""
+  is new work). Weak on the old nodes: an entry, and the buffer it holds, lives only while some graph still holds the node.
+  An in-place write ends a gradient path: the buffer it leaves holds new values, a leaf whose gradient is its own (a parameter's after an
+  optimizer step), not the written value's graph, so autograd never goes back into a write, realized or not (a STORE has no gradient)."""
   # id(old node) -> (epoch, buffer view, weak reference to the old node): a lookup is a dict read by id, with no weak reference made
   # per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize). The reference's death drops the entry
   def __init__(self):
@@ -560,23 +578,35 @@ class _Realized:
       else:
         self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
         self._ids[wr] = key
-      new.__dict__[_REALIZED_FROM] = self.nodes[key][2]  # for autograd (unrealized): the node, while something keeps it
+      # for autograd (unrealized): the node, while something keeps it; none for a write, and a link from before it is stale
+      if _is_write(old): new.__dict__.pop(_REALIZED_FROM, None)
+      else: new.__dict__[_REALIZED_FROM] = self.nodes[key][2]
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
   def unrealized(self, u:UOp, keep:set[UOp]) -> UOp:
     """u with each buffer view a realize put in place of a node that is still alive replaced by that node (again inside it, for a node
     built on an earlier realize's buffer): the graph as it was built, which autograd differentiates. Nodes in `keep` (the tensors that
-    want gradients) stay"""
+    want gradients) stay. A write in a graph brought back becomes its buffer again (the leaf a parameter's handle now is); one that u
+    itself holds is work still to do, even where an equal node (an optimizer step's write, the same each step) was realized before"""
+    nodes, built = self.nodes, None
     for _ in range(self.epoch):  # each round goes back at least one realize
-      undo = {x: old for x in u.toposort() if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
+      topo = u.toposort()
+      undo = {x: old for x in topo if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
+      if built is None: built = topo  # round one brings no graph back: the writes u holds are all still to do
+      else: undo |= {x: r[1] for x in topo if x.op is Ops.AFTER and x not in built and x not in keep and x not in undo and
+                     (r := nodes.get(id(x))) is not None and _is_write(x)}
       if not undo: break
       u = u.substitute(undo)
     return u
-  def since(self, u:UOp, epoch:int) -> UOp:
-    """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later"""
+  def since(self, u:UOp, epoch:int, pending:dict|None=None) -> UOp:
+    """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.
+    Nodes in `pending` stay: a caught-up handle's graph, where a realized node is one built again since, work still to do"""
     nodes = self.nodes
-    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch}):
+    # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
+    while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
+    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
+                                                                (pending is None or x not in pending)}):
       u = u.substitute(hits)
     return u
 

@@ -7,7 +7,7 @@ from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
 from tinygrad.helpers import dedup
-from tinygrad.nn.inplace import buffer_of, pending_write, take_deferred
+from tinygrad.nn.inplace import buffer_of, defer, pending_write, take_deferred
 
 class Optimizer:
   """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,).
@@ -36,16 +36,23 @@ class Optimizer:
     `loss.realize(*opt.schedule_step())`): two realizes, as every parameter's gradient may read every other parameter and a kernel
     writing a buffer is not ordered after the other kernels of its schedule that read it. So the gradients and the state are realized
     here, with the modules' pending writes (BatchNorm statistics, a loss backward() ran on: nn/inplace.py), and the writes returned
-    read only those"""
+    read only those. Each parameter's handle reads its write from then on (tinygrad's parameters stay lazy): a write nobody realizes
+    lands when the parameter is next used or read, and realizing both the write and the parameter runs it once"""
     if not is_training():
       raise RuntimeError("Optimizer.step() outside training mode: use `with Tensor.train():` or `with Context(TRAINING=1):` "
                          "(or set Tensor.training = True)")
     if missing := [i for i, t in enumerate(self.params) if t.grad is None]:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
+    # the last step's writes, if nobody realized them, land first and alone: they read the state buffers this step writes, and realized
+    # together a write is not ordered after another write's value reads of its target (nn/inplace.pending_write)
+    if pending := [t for t in self.params if not t._is_buffer()]: Tensor.realize(*pending)
     grads = [t.grad for t in self.params]
     updates, state = self._updates(grads)
     Tensor.realize(*grads, *state, *take_deferred())
-    return [pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)]
+    writes = [pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)]
+    for t, w in zip(self.params, writes): t.replace(w)
+    defer(*self.params)  # realized before the next in-place write (an lr schedule's assign): the step reads the values it was made with
+    return writes
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
     raise NotImplementedError(f"{type(self).__name__} must define _updates")
