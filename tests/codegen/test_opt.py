@@ -1,15 +1,16 @@
 """Kernel opts (codegen/opt): every opt list the heuristic may choose, and hand-picked ones, give numpy's results on the CPU (LLVM) and
 on the PYTHON emulator; opts that do not fit say why."""
-import ctypes
+import copy, ctypes
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import Context
+from tinygrad.helpers import Context, prod
 from tinygrad.codegen import get_program
 from tinygrad.codegen.opt import Opt, OptOps, OptError, apply_opts, hand_coded_opts
+from tinygrad.codegen.opt.heuristic import simd_tiles
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.runtime.ops_python import PythonProgram
 from tinygrad.renderer.cstyle import ClangRenderer
@@ -73,6 +74,14 @@ def matmul(m, n, k):
     return i*n + j, (a[i*k + r].load() * b[r*n + j].load()).reduce(r, op=Ops.ADD), (i, j)
   return kernel((m, n, k), body, 2, [m*k, k*n], m*n, "mm"), lambda a, b: (a.reshape(m, k) @ b.reshape(k, n)).ravel()
 
+def simd_sized(renderer, vector_bytes:int, registers:int):
+  """the renderer, with another target's SIMD registers (the heuristic sizes its tiles in them)"""
+  (r := copy.copy(renderer)).vector_bytes, r.vector_registers = vector_bytes, registers
+  return r
+
+# the hand-checked tiles below are AVX2's (16 registers of 32 bytes); the host's registers may be wider
+AVX2, AVX512 = simd_sized(Device["CPU"].renderer, 32, 16), simd_sized(Device["CPU"].renderer, 64, 32)
+
 def run_cpu(ast:UOp, ins:list[np.ndarray], out_size:int, renderer=None, compiler=None) -> np.ndarray:
   dev = Device["CPU"]
   spec = get_program(ast, renderer or dev.renderer)
@@ -126,7 +135,7 @@ def test_opts_match_numpy(case, run):
 def test_heuristic_opts_match_numpy(k, big, threads):
   (ast, ins), ref = k
   with Context(THREADS=threads):
-    opts = hand_coded_opts(ast, Device["CPU"].renderer)
+    opts = hand_coded_opts(ast, AVX2)
     assert any(o.op is T for o in opts) == (big and threads > 1), opts  # enough work (and an output axis) gets threads
     for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
 
@@ -178,13 +187,13 @@ def test_long_chains_are_not_copied_into_lanes():
   out, a = UOp.param(0, dtypes.float, (64,)), UOp.param(1, dtypes.float, (64,))
   i, v = UOp.range(64, 0), a[UOp.range(64, 0)].load()
   for k in range(9000): v = v * 0.999 + float(k % 3)  # 18k nodes: not even 2 lanes fit the budget
-  assert hand_coded_opts(out[i].store(v).end(i).sink(arg=KernelInfo(name="chain")), Device["CPU"].renderer) == []
+  assert hand_coded_opts(out[i].store(v).end(i).sink(arg=KernelInfo(name="chain")), AVX2) == []
 
 def test_empty_axis_takes_no_opts():
   (ast, ins), ref = row_reduce(3, 0)
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])
-  assert hand_coded_opts(ast, Device["CPU"].renderer) == []
-  np.testing.assert_equal(run_cpu(apply_opts(ast, hand_coded_opts(ast, Device["CPU"].renderer)), ins, 3), np.zeros(3, np.float32))
+  assert hand_coded_opts(ast, AVX2) == []
+  np.testing.assert_equal(run_cpu(apply_opts(ast, hand_coded_opts(ast, AVX2)), ins, 3), np.zeros(3, np.float32))
 
 @pytest.mark.skipif(host_toolchain.find_cc() is None, reason="no C compiler")
 def test_c_renderer_runs_threads_and_lanes():
@@ -226,7 +235,7 @@ def test_reduce_accumulators_are_whole_vectors():
   with Context(THREADS=1):
     for k, want in ((row_reduce(64, 256), [Opt(N, 1, 32)]), (full_sum(4096), [Opt(N, 0, 32)]), (strided_sum(4096), [Opt(N, 0, 8)])):
       (ast, ins), ref = k
-      assert (opts := hand_coded_opts(ast, Device["CPU"].renderer)) == want, opts
+      assert (opts := hand_coded_opts(ast, AVX2)) == want, opts
       for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
 
 def col_reduce(h, w):
@@ -242,14 +251,14 @@ def test_column_reduce_takes_whole_cache_lines():
   with Context(THREADS=1):
     for k, want in ((col_reduce(40, 64), [Opt(U, 0, 16)]), (col_reduce(40, 24), [Opt(U, 0, 8)])):
       (ast, ins), ref = k
-      assert (opts := hand_coded_opts(ast, Device["CPU"].renderer)) == want, opts
+      assert (opts := hand_coded_opts(ast, AVX2)) == want, opts
       for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
 
 def test_streaming_kernels_get_shares_for_free_cores():
   # a kernel that tiles no loads is split into 4 shares per core, which the cores take as they come free; whatever THREADS is when it
   # runs (fewer threads than shares, or one), every share runs exactly once
   (ast, ins), ref = row_reduce(1024, 512)
-  with Context(THREADS=2): opts = hand_coded_opts(ast, Device["CPU"].renderer)
+  with Context(THREADS=2): opts = hand_coded_opts(ast, AVX2)
   assert Opt(T, 0, 8) in opts, opts
   for threads in (1, 2, 3):
     with Context(THREADS=threads): np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
@@ -259,35 +268,55 @@ def test_transposing_copy_reads_whole_cache_lines():
   # 4x faster than with the load-sharing tile (8 along the store, 4 along the load)
   with Context(THREADS=1):
     (ast, ins), ref = transpose(48, 64)
-    assert (opts := hand_coded_opts(ast, Device["CPU"].renderer)) == [Opt(U, 1, 2), Opt(U, 0, 16)], opts
+    assert (opts := hand_coded_opts(ast, AVX2)) == [Opt(U, 1, 2), Opt(U, 0, 16)], opts
     for run in (run_cpu, run_python): np.testing.assert_array_equal(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins))
     # 8 where 16 does not divide the load's axis
-    assert hand_coded_opts(transpose(48, 24)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 2), Opt(U, 0, 8)]
+    assert hand_coded_opts(transpose(48, 24)[0][0], AVX2) == [Opt(U, 1, 2), Opt(U, 0, 8)]
     # an input read along the store as well is no transposing copy: the load-sharing tile
     (ast, ins), ref = transpose(48, 64, plus_row=True)
-    assert Opt(U, 0, 16) not in (opts := hand_coded_opts(ast, Device["CPU"].renderer)), opts
+    assert Opt(U, 0, 16) not in (opts := hand_coded_opts(ast, AVX2)), opts
     np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-6)
 
 def test_register_tile_shares_loads():
   # matmul: 16 lanes along j share each A load (and are two vector loads of B), 4 along i share the B loads: 64 accumulators in 8 vectors
   with Context(THREADS=1):
-    assert hand_coded_opts(matmul(64, 96, 40)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 4)]
+    assert hand_coded_opts(matmul(64, 96, 40)[0][0], AVX2) == [Opt(U, 1, 16), Opt(U, 0, 4)]
     # K=1024: B's 16-column panel is 64 KB, past L1: 8 rows share each B load (fewer loads per FMA for a kernel waiting on memory), and
     # the row tiles loop inside the column tiles so the panel is reused; 4 rows where 8 do not divide them
-    assert hand_coded_opts(matmul(64, 96, 1024)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 8), Opt(S, 0, 1)]
-    assert hand_coded_opts(matmul(36, 96, 1024)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 4), Opt(S, 0, 1)]
+    assert hand_coded_opts(matmul(64, 96, 1024)[0][0], AVX2) == [Opt(U, 1, 16), Opt(U, 0, 8), Opt(S, 0, 1)]
+    assert hand_coded_opts(matmul(36, 96, 1024)[0][0], AVX2) == [Opt(U, 1, 16), Opt(U, 0, 4), Opt(S, 0, 1)]
     # b[j] is shared by the rows, so the rows are upcast too; a row reduction shares nothing: partial accumulators instead
-    assert hand_coded_opts(broadcast(64, 32)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 8), Opt(U, 0, 4)]
-    assert hand_coded_opts(row_reduce(512, 300)[0][0], Device["CPU"].renderer) == [Opt(N, 1, 4)]
+    assert hand_coded_opts(broadcast(64, 32)[0][0], AVX2) == [Opt(U, 1, 8), Opt(U, 0, 4)]
+    assert hand_coded_opts(row_reduce(512, 300)[0][0], AVX2) == [Opt(N, 1, 4)]
     # a load the innermost loop does not move is no load there: upcasting rows to share it would make the row's lanes strided loads
     # (softmax's exp-sum kernel was scalar code, 2.5x slower)
-    assert hand_coded_opts(row_centered(64, 256, reduce=True)[0][0], Device["CPU"].renderer) == [Opt(N, 1, 32)]
-    assert hand_coded_opts(row_centered(64, 256, reduce=False)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 8)]
+    assert hand_coded_opts(row_centered(64, 256, reduce=True)[0][0], AVX2) == [Opt(N, 1, 32)]
+    assert hand_coded_opts(row_centered(64, 256, reduce=False)[0][0], AVX2) == [Opt(U, 1, 8)]
     for reduce in (True, False):
       (ast, ins), ref = row_centered(64, 256, reduce)
-      np.testing.assert_allclose(run_cpu(apply_opts(ast, hand_coded_opts(ast, Device["CPU"].renderer)), ins, ref(*ins).size), ref(*ins), rtol=1e-5, atol=1e-4)
+      np.testing.assert_allclose(run_cpu(apply_opts(ast, hand_coded_opts(ast, AVX2)), ins, ref(*ins).size), ref(*ins), rtol=1e-5, atol=1e-4)
   with Context(THREADS=2):  # the cores split the rows first, then each runs its row tiles inside the column tiles
-    assert hand_coded_opts(matmul(64, 96, 1024)[0][0], Device["CPU"].renderer) == [Opt(U, 1, 16), Opt(U, 0, 8), Opt(T, 0, 2), Opt(S, 0, 1)]
+    assert hand_coded_opts(matmul(64, 96, 1024)[0][0], AVX2) == [Opt(U, 1, 16), Opt(U, 0, 8), Opt(T, 0, 2), Opt(S, 0, 1)]
+
+def packed_matmul(m, n, k):
+  """a @ b with b read from its panel-major copy (schedule/pack.py): (n//16, k, 16), each panel of 16 columns contiguous"""
+  def body(out, a, b):
+    i, p, q, r = UOp.range(m, 0), UOp.range(n // 16, 1), UOp.range(16, 2), UOp.range(k, 3, AxisType.REDUCE)
+    return i*n + p*16 + q, (a[i*k + r].load() * b[p*k*16 + r*16 + q].load()).reduce(r, op=Ops.ADD), (i, p, q)
+  def ref(a, b): return (a.reshape(m, k) @ b.reshape(n // 16, k, 16).transpose(1, 0, 2).reshape(k, n)).ravel()
+  return kernel((m, n, k), body, 2, [m*k, k*n], m*n, "pmm"), ref
+
+def test_register_tile_fills_the_targets_registers():
+  # AVX-512 (32 registers of 16 floats): a vector load is 16 lanes and a tile may hold twice AVX2's registers. Matmul K=40: 8 rows share
+  # each B vector, 8 vector accumulators as AVX2's 4x16; from a packed B, 2 panels x 8 rows: 16 accumulators, fewer loads per FMA (matmul
+  # 1024 at 2 threads: 8x16 251, 8x2x16 322 GFLOP/s). Each tile computes what numpy does; AVX2's tiles stay as they were
+  assert simd_tiles(AVX2) == (8, 32, 64, 128) and simd_tiles(AVX512) == (16, 128, 256, 512)
+  with Context(THREADS=1):
+    assert hand_coded_opts(matmul(64, 96, 40)[0][0], AVX512) == [Opt(U, 1, 16), Opt(U, 0, 8)]
+    (ast, ins), ref = packed_matmul(32, 64, 128)
+    assert hand_coded_opts(ast, AVX2) == [Opt(U, 2, 16), Opt(U, 0, 4)]
+    assert (opts := hand_coded_opts(ast, AVX512)) == [Opt(U, 2, 16), Opt(U, 1, 2), Opt(U, 0, 8)], opts
+    for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
 
 def test_elementwise_tile_skips_gathered_axes():
   # out[i, j] = a[i, j] + c[j*64 + i%3]: the store and a walk j with stride 1, but c reads it 64 floats apart and has no stride-1 axis,
@@ -297,7 +326,7 @@ def test_elementwise_tile_skips_gathered_axes():
     i, j = UOp.range(h, 0), UOp.range(w, 1)
     return i*w + j, a[i*w + j].load() + c[j*64 + i % 3].load(), (i, j)
   (ast, ins) = kernel((h, w), body, 2, [h*w, w*64], h*w, "gather")
-  with Context(THREADS=1): opts = hand_coded_opts(ast, Device["CPU"].renderer)
+  with Context(THREADS=1): opts = hand_coded_opts(ast, AVX2)
   assert not any(o.op is U and o.axis == 1 for o in opts), opts
   ref = ins[0].reshape(h, w) + ins[1].reshape(w, 64)[:, np.arange(h) % 3].T
   np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, h*w), ref.ravel(), rtol=1e-6)
@@ -305,4 +334,4 @@ def test_elementwise_tile_skips_gathered_axes():
   def body8(out, a, c):
     i, j = UOp.range(h, 0), UOp.range(w, 1)
     return i*w + j, a[i*w + j].load() + c[j*8 + i % 3].load(), (i, j)
-  with Context(THREADS=1): assert any(o.op is U and o.axis == 1 for o in hand_coded_opts(kernel((h, w), body8, 2, [h*w, w*8], h*w, "g8")[0], Device["CPU"].renderer))
+  with Context(THREADS=1): assert any(o.op is U and o.axis == 1 for o in hand_coded_opts(kernel((h, w), body8, 2, [h*w, w*8], h*w, "g8")[0], AVX2))

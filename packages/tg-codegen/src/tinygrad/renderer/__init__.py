@@ -19,6 +19,10 @@ class Renderer:
   # the matrix instructions of the target (codegen/opt/tc.py TensorCore), which OptOps.TC may use; a renderer that declares one renders
   # Ops.WMMA with it. None on targets without tensor cores
   tensor_cores: tuple = ()
+  # the target's SIMD registers, which codegen/opt/heuristic.py sizes register tiles in: bytes in one, and how many there are. AVX2's by
+  # default; a host renderer reads the host's (renderer/host_cpu.py: AVX-512 has 32 of 64 bytes, NEON 32 of 16)
+  vector_bytes: int = 32
+  vector_registers: int = 16
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
   def __init__(self, arch:str|None=None):

@@ -14,7 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.c_emulation import EMULATION
-from tinygrad.renderer.host_cpu import host_has_fma
+from tinygrad.renderer.host_cpu import host_has_fma, host_simd_registers
 
 def _fmax(a, b, dt): return f"(({a}!={a}||{a}>{b})?{a}:{b})" if dtypes.is_float(dt) else f"(({a}>{b})?{a}:{b})"  # a NaN wins, as in numpy
 def _math(name:str) -> Callable:  # float versions end in f; half/bfloat16 are held as float
@@ -219,3 +219,4 @@ class ClangRenderer(CStyleLanguage):
     super().__init__(arch)
     # as in the LLVM renderer: fused only where -march=native has the instruction, never a library call per multiply-add
     if not (arch is None and host_has_fma()): self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
+    if arch is None and (simd := host_simd_registers()) is not None: self.vector_bytes, self.vector_registers = simd

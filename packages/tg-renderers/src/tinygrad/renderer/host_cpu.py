@@ -1,6 +1,9 @@
 """What the host CPU offers that changes what a CPU renderer emits."""
 import functools, platform
 
+def _x86_flags(cpuinfo:str) -> set[str]:
+  return set(next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "").partition(":")[2].split())
+
 def has_fma(machine:str, cpuinfo:str) -> bool:
   """whether a CPU has a fused multiply-add instruction, from its machine name and /proc/cpuinfo text: x86 says so in the flags
   (Haswell, Piledriver and later); 64-bit ARM always has one. Elsewhere, or unknown: no, so no kernel turns each multiply-add into a
@@ -8,15 +11,29 @@ def has_fma(machine:str, cpuinfo:str) -> bool:
   machine = machine.lower()
   if machine in ("aarch64", "arm64"): return True
   if machine not in ("x86_64", "amd64"): return False
-  flags = next((line for line in cpuinfo.splitlines() if line.startswith("flags")), "")
-  return "fma" in flags.partition(":")[2].split()
+  return "fma" in _x86_flags(cpuinfo)
+
+def simd_registers(machine:str, cpuinfo:str) -> tuple[int, int]|None:
+  """(bytes in one SIMD register, how many there are) of a CPU, from its machine name and /proc/cpuinfo text: AVX-512 has 32 registers
+  of 64 bytes, AVX/AVX2 16 of 32, SSE 16 of 16, 64-bit ARM's NEON 32 of 16 (LLVM does not use SVE's wider registers unless told their size). None
+  when unknown"""
+  machine = machine.lower()
+  if machine in ("aarch64", "arm64"): return (16, 32)
+  if machine not in ("x86_64", "amd64"): return None
+  flags = _x86_flags(cpuinfo)
+  if not flags: return None
+  return (64, 32) if "avx512f" in flags else (32, 16) if "avx" in flags else (16, 16)
+
+def _cpuinfo() -> str:
+  try:
+    with open("/proc/cpuinfo") as f: return f.read()
+  except OSError: return ""
 
 @functools.cache
-def host_has_fma() -> bool:
-  try:
-    with open("/proc/cpuinfo") as f: cpuinfo = f.read()
-  except OSError: cpuinfo = ""
-  return has_fma(platform.machine(), cpuinfo)
+def host_has_fma() -> bool: return has_fma(platform.machine(), _cpuinfo())
+
+@functools.cache
+def host_simd_registers() -> tuple[int, int]|None: return simd_registers(platform.machine(), _cpuinfo())
 
 # the CPU runtime runs an LLVM kernel only on buffers whose address is a multiple of this (its allocator's mmaps are page aligned; a
 # view at another offset or a foreign pointer runs on an aligned copy), so the renderer may claim it for the base of every buffer

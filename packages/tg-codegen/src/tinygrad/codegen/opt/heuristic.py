@@ -4,6 +4,7 @@ target with work items (Renderer.has_local): every output axis becomes a grid ax
 of a work group, the fastest grid axis is split into work groups, and a reduction gets partial accumulators."""
 from __future__ import annotations
 import math, os
+from typing import NamedTuple
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
@@ -17,13 +18,23 @@ THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 SHARES_PER_THREAD = 4      # shares of a streaming kernel per core, taken by the cores as they come free (runtime/ops_cpu)
 WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which another thread costs more than it saves
 CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
-TILE_LANES = 32            # accumulators of a register tile: 4 AVX2 registers of 8 floats, leaving room for the loads
-VECTOR = 8                 # fp32 lanes of one AVX2 load: neighbouring lanes of a stride-1 axis cost one load together
-WIDE = 16                  # two vectors along a stride-1 axis: then the tile's accumulators are whole vectors and 64 of them fit (8 of 16 ymm)
-# lanes of a WIDE tile whose loads stream a panel past L1 (panel_streams): then 8x16, 16 ymm accumulators, which spills a few registers on
-# AVX2 but loads 10 vectors per 16 FMAs instead of 6 per 8, and the kernel waits on memory, not on the FMA pipes. Matmul at THREADS=1, CPU
-# time, 4x16 -> 8x16 (both with SWAP): 1024 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42)
-STREAMING_TILE_LANES = 128
+WIDE = 16                  # a stride-1 axis this wide (pack.py's panel width) gives a tile whose accumulators are whole vectors
+
+class SimdTiles(NamedTuple):
+  """register tiles in fp32 lanes, from the target's SIMD registers (Renderer.vector_bytes, vector_registers). AVX2 (16 of 8 floats):
+  8, 32, 64, 128; AVX-512 (32 of 16 floats): 16, 128, 256, 512"""
+  vector: int     # lanes of one vector load: neighbouring lanes of a stride-1 axis cost one load together
+  tile: int       # accumulators of a register tile: a quarter of the registers, leaving room for the loads
+  wide: int       # with a WIDE stride-1 axis the accumulators are whole vectors: half of the registers
+  # a WIDE tile whose loads stream a panel past L1 (panel_streams): every register, which spills a few but loads fewer vectors per FMA,
+  # and the kernel waits on memory, not on the FMA pipes. AVX2, matmul at THREADS=1, CPU time, 4x16 -> 8x16 (both with SWAP): 1024
+  # 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42). kernel.MAX_LANES caps every tile
+  streaming: int
+
+def simd_tiles(renderer) -> SimdTiles:
+  vector, registers = max(1, getattr(renderer, "vector_bytes", 32) // 4), getattr(renderer, "vector_registers", 16)
+  return SimdTiles(vector, vector * registers // 4, vector * registers // 2, vector * registers)
+
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
 LINE_FLOATS = 16           # elements of 4 bytes in a 64-byte cache line
 L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
@@ -40,9 +51,9 @@ class _Access:
     self.strided = {b for b, m in lin[0].items() if b.op is Ops.RANGE and abs(m) > 1} if lin is not None else set(self.deps)
     self.stride = {b: abs(m) for b, m in lin[0].items() if b.op is Ops.RANGE} if lin is not None else {}
     self.weight = 2 if gated else 1
-  def cost(self, tile:dict[UOp, int]) -> int:
+  def cost(self, tile:dict[UOp, int], vector:int) -> int:
     """loads of this access per step of the tile; neighbours share a vector load only in power-of-two groups (3 lanes are 3 loads)"""
-    return self.weight * prod(math.ceil(a / VECTOR) if r in self.unit and a & (a-1) == 0 else a for r, a in tile.items() if r in self.deps)
+    return self.weight * prod(math.ceil(a / vector) if r in self.unit and a & (a-1) == 0 else a for r, a in tile.items() if r in self.deps)
 
 def _always(gate:UOp) -> bool:
   """the gate simplifies to True (lowering folds it the same way, so the load is a plain one)"""
@@ -125,7 +136,7 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   if amt is None: return {}
   return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 else {})
 
-def _per_lane(acc:list[_Access], tile:dict[UOp, int]) -> float: return sum(a.cost(tile) for a in acc) / prod(tile.values())
+def _per_lane(acc:list[_Access], tile:dict[UOp, int], vector:int) -> float: return sum(a.cost(tile, vector) for a in acc) / prod(tile.values())
 
 def _reduce_strided(ast:UOp) -> bool:
   """the kernel reduces, and no load walks a reduce axis with stride 1: its reduce loop steps over rows (a column sum), so the lanes of
@@ -134,9 +145,9 @@ def _reduce_strided(ast:UOp) -> bool:
   moving = [a for a in _accesses(ast)[0] if a.deps & red]
   return bool(moving) and not any(a.unit & red for a in moving)
 
-def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[int, int]:
-  """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most TILE_LANES
-  lanes (wide_lanes with a WIDE stride-1 axis). Lanes that read the same address share the load (a matmul's A row across the
+def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) -> dict[int, int]:
+  """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most simd.tile
+  lanes (simd.wide with a WIDE stride-1 axis, simd.streaming when its panel streams). Lanes that read the same address share the load (a matmul's A row across the
   lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a stride-1 axis share vector
   loads. On a tie the smaller tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector
   chains instead of one and a whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms)"""
@@ -149,14 +160,14 @@ def register_tile(ast:UOp, out:list[int], wide_lanes:int=2*TILE_LANES) -> dict[i
   out = sorted(out, key=lambda i: ax[i] not in stored)
   wide_on_tie = _reduce_strided(ast)
   while True:
-    best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()})
+    best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector)
     for i in out:
       if i in tile: continue
       for amt in UPCAST_AMTS:
         if amt == WIDE and ax[i] not in unit: continue
-        limit = wide_lanes if WIDE in tile.values() or amt == WIDE else TILE_LANES
+        limit = (simd.streaming if streaming else simd.wide) if WIDE in tile.values() or amt == WIDE else simd.tile
         if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
-        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()})
+        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector)
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9 or (wide_on_tie and amt == WIDE != best[2] and c < best[0] + 1e-9)): best = (c, i, amt)
     if best is None: return tile
     tile[best[1]] = best[2]
@@ -242,23 +253,23 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     return False
   # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
   upcast = False
-  wide_lanes = STREAMING_TILE_LANES if panel_streams(ast) else 2 * TILE_LANES
+  simd = simd_tiles(renderer)
   # a row chain (reduces run one after another per row, then a store across the row) shares no loads across output lanes: its loops
   # stream the row with stride 1, which LLVM's loop vectorizer packs on its own. Upcast, the lanes of softmax's store loop were vectorized
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, wide_lanes)
+  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, simd, panel_streams(ast))
   for i, amt in sorted(tile.items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
-  # stride 1, LLVM packs VECTOR neighbouring accumulators into one vector register, so 8 would again be one chain of dependent adds;
+  # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
   # A row chain's reduces each get their own (last axis first: a whole axis unrolled leaves the axes list). Where the reduce evaluates a
   # polynomial, 2 vectors: 4 accumulators beside its constants spilled out of the 16 ymm registers (fused softmax 4096x4096, 1 thread,
   # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
   for i in reversed(red) if chain else red[-1:] if red and not upcast else []:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
-    amts = (2 * VECTOR, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * VECTOR, 2 * VECTOR, 8, 4, 2)
+    amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
