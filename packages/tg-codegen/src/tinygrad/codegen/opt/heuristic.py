@@ -20,6 +20,10 @@ WORK_PER_THREAD = 1 << 16  # loop trips (outputs x reduce steps) below which ano
 CODE_BUDGET = 1 << 14      # AST nodes x unrolled lanes: a long fused chain is not copied into lanes (compile time grows with code)
 WIDE = 16                  # a stride-1 axis this wide (pack.py's panel width) gives a tile whose accumulators are whole vectors
 
+# lanes of one trip of a loop without a reduce that LLVM's loop vectorizer still packs across trips into whole vectors: its interleave
+# groups hold at most 8 accesses, so a 16-lane trip became gathers and scatters ((a*b+c).relu()*0.5 on 16M, AVX-512: 32 -> 25 GB/s)
+LOOP_GROUP = 8
+
 class SimdTiles(NamedTuple):
   """register tiles in fp32 lanes, from the target's SIMD registers (Renderer.vector_bytes, vector_registers). AVX2 (16 of 8 floats):
   8, 32, 64, 128; AVX-512 (32 of 16 floats): 16, 128, 256, 512"""
@@ -259,7 +263,8 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, simd, panel_streams(ast))
+  tile_simd = simd if red else simd._replace(vector=min(simd.vector, LOOP_GROUP))
+  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, tile_simd, panel_streams(ast))
   for i, amt in sorted(tile.items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
