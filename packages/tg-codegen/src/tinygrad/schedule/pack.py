@@ -27,6 +27,10 @@ MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-rea
 MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize
                     # outside a JIT: this analysis and a second kernel to build) cost as much as the cache misses they save (512: even at one
                     # thread, slower at two)
+# on a target with 64-byte vectors (AVX-512) the packed panels also give the register tile a second vector of columns (8 rows x 2 panels:
+# 16 accumulators, where B's own j axis takes one upcast of at most 16 lanes): matmul at 2 threads, unpacked -> packed, 384: 155 -> 205,
+# 512: 165 -> 240 GFLOP/s; level at 256
+MIN_WORK_WIDE = 1 << 25
 MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
                         # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
                         # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
@@ -36,6 +40,11 @@ def _on_cpu(device) -> bool:
   if PACK.value <= 0 or not isinstance(device, str): return False
   from tinygrad.device import Device
   return not getattr(Device[device].renderer, "has_local", False)
+
+def _min_work(device:str) -> int:
+  """multiply-adds below which the copy does not pay, outside a JIT capture"""
+  from tinygrad.device import Device
+  return MIN_WORK_WIDE if getattr(Device[device].renderer, "vector_bytes", 0) >= 64 else MIN_WORK
 
 def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
   """per load of o, {axis: stride} of its address, o read at one range per axis, and the elements of the buffers it loads. A
@@ -122,7 +131,7 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
   tile's vectors follow its store (LLVM's SLP vectorizer starts from consecutive stores), and the result is a permuted view of it"""
   x, (op, red) = r.src[0], r.arg
   if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
-  if prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else MIN_WORK) and PACK.value < 2: return None
+  if PACK.value < 2 and prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else _min_work(x.device)): return None
   red = tuple(sorted(red))
   if not (out := [i for i in range(len(x.shape)) if i not in red and x.shape[i] > 1]): return None
   for k, base, aligned in _operands(x):
