@@ -10,7 +10,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.helpers import Context, prod
 from tinygrad.codegen import get_program
 from tinygrad.codegen.opt import Opt, OptOps, OptError, apply_opts, hand_coded_opts
-from tinygrad.codegen.opt.heuristic import simd_tiles
+from tinygrad.codegen.opt.heuristic import simd_tiles, SMALL_WORK
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.runtime.ops_python import PythonProgram
 from tinygrad.renderer.cstyle import ClangRenderer
@@ -307,15 +307,19 @@ def packed_matmul(m, n, k):
   return kernel((m, n, k), body, 2, [m*k, k*n], m*n, "pmm"), ref
 
 def test_register_tile_fills_the_targets_registers():
-  # AVX-512 (32 registers of 16 floats): a vector load is 16 lanes and a tile may hold twice AVX2's registers. Matmul K=40: 8 rows share
-  # each B vector, 8 vector accumulators as AVX2's 4x16; from a packed B, 2 panels x 8 rows: 16 accumulators, fewer loads per FMA (matmul
-  # 1024 at 2 threads: 8x16 251, 8x2x16 322 GFLOP/s). Each tile computes what numpy does; AVX2's tiles stay as they were
+  # AVX-512 (32 registers of 16 floats): a vector load is 16 lanes and a tile may hold twice AVX2's registers. Matmul K=4096: 8 rows
+  # share each B vector, 8 vector accumulators as AVX2's 4x16; from a packed B, 2 panels x 8 rows: 16 accumulators, fewer loads per FMA
+  # (matmul 1024 at 2 threads: 8x16 251, 8x2x16 322 GFLOP/s). A kernel of under SMALL_WORK loop trips keeps 128 lanes in all (compile
+  # time). The tiles compute what numpy does; AVX2's stay as they were
   assert simd_tiles(AVX2) == (8, 32, 64, 128) and simd_tiles(AVX512) == (16, 128, 256, 512)
+  assert simd_tiles(AVX512, SMALL_WORK - 1) == (16, 32, 64, 128) and simd_tiles(AVX2, 1) == simd_tiles(AVX2)
   with Context(THREADS=1):
-    assert hand_coded_opts(matmul(64, 96, 40)[0][0], AVX512) == [Opt(U, 1, 16), Opt(U, 0, 8)]
-    (ast, ins), ref = packed_matmul(32, 64, 128)
-    assert hand_coded_opts(ast, AVX2) == [Opt(U, 2, 16), Opt(U, 0, 4)]
-    assert (opts := hand_coded_opts(ast, AVX512)) == [Opt(U, 2, 16), Opt(U, 1, 2), Opt(U, 0, 8)], opts
+    assert 64 * 96 * 4096 >= SMALL_WORK > 64 * 96 * 40
+    assert hand_coded_opts(matmul(64, 96, 4096)[0][0], AVX512) == [Opt(U, 1, 16), Opt(U, 0, 8), Opt(S, 0, 1)]
+    assert hand_coded_opts(matmul(64, 96, 40)[0][0], AVX512) == hand_coded_opts(matmul(64, 96, 40)[0][0], AVX2) == [Opt(U, 1, 16), Opt(U, 0, 4)]
+    assert hand_coded_opts(packed_matmul(32, 64, 128)[0][0], AVX2) == [Opt(U, 2, 16), Opt(U, 0, 4)]
+    assert (opts := hand_coded_opts(packed_matmul(64, 512, 1024)[0][0], AVX512)) == [Opt(U, 2, 16), Opt(U, 1, 2), Opt(U, 0, 8), Opt(S, 0, 1)], opts
+    (ast, ins), ref = packed_matmul(32, 64, 128)  # the same opts on a kernel small enough for the emulator
     for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
 
 def test_elementwise_tile_skips_gathered_axes():

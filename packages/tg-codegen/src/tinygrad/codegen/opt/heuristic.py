@@ -35,9 +35,15 @@ class SimdTiles(NamedTuple):
   # 30.5 -> 41.4, 2048 22.2 -> 37.0 GFLOP/s; in cache it loses (512: 62.1 -> 46.0, 256: 84 -> 42). kernel.MAX_LANES caps every tile
   streaming: int
 
-def simd_tiles(renderer) -> SimdTiles:
+# loop trips under which a kernel's tiles stay within 128 lanes in all (AVX2's whole register file). A tile's lanes are unrolled code, and
+# LLVM's and codegen's time grows with them: the 8x8 digits CNN's kernels (2^19-2^23 trips, tens of microseconds each) tiled for
+# AVX-512's registers took its first training step from 2.0 to 2.6 s, for 0.1 ms per later step
+SMALL_WORK = 1 << 24
+
+def simd_tiles(renderer, work:int|None=None) -> SimdTiles:
   vector, registers = max(1, getattr(renderer, "vector_bytes", 32) // 4), getattr(renderer, "vector_registers", 16)
-  return SimdTiles(vector, vector * registers // 4, vector * registers // 2, vector * registers)
+  lanes = vector * registers if work is None or work >= SMALL_WORK else min(vector * registers, 128)
+  return SimdTiles(vector, lanes // 4, lanes // 2, lanes)
 
 UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
 LINE_FLOATS = 16           # elements of 4 bytes in a 64-byte cache line
@@ -257,7 +263,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     return False
   # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
   upcast = False
-  simd = simd_tiles(renderer)
+  simd = simd_tiles(renderer, work)
   # a row chain (reduces run one after another per row, then a store across the row) shares no loads across output lanes: its loops
   # stream the row with stride 1, which LLVM's loop vectorizer packs on its own. Upcast, the lanes of softmax's store loop were vectorized
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
