@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tinygrad.device import Buffer, Device
 from tinygrad.dtype import dtypes
-from tinygrad.renderer.host_cpu import host_llc_bytes, parse_cache_size, DEFAULT_LLC_BYTES, BUFFER_ALIGN
+from tinygrad.renderer.host_cpu import host_llc_bytes, parse_cache_size, stream_bytes, DEFAULT_LLC_BYTES, BUFFER_ALIGN, STREAM_BYTES_PER_CPU
 from tinygrad.renderer.llvmir import LLVMRenderer
 from tinygrad.runtime.ops_cpu import LLVMCompiler
 from linprog import Prog
@@ -37,6 +37,11 @@ def test_cache_size_parsing_and_sysfs(tmp_path):
     for name, text in (("level", f"{level}\n"), ("type", f"{kind}\n"), ("size", f"{size}\n")): (d / name).write_text(text)
   assert host_llc_bytes(str(tmp_path)) == 16 << 20
   assert host_llc_bytes(str(tmp_path / "missing")) == DEFAULT_LLC_BYTES
+
+def test_stream_threshold_is_the_cache_share_of_the_cpus():
+  # a 2-CPU VM whose host reports a 480 MB L3 streams past 32 MB; a desktop's 32 MB L3 over 16 cores is all of it
+  assert STREAM_BYTES_PER_CPU == 16 << 20
+  assert stream_bytes(480 << 20, 2) == 32 << 20 and stream_bytes(32 << 20, 16) == 32 << 20 and stream_bytes(8 << 20, 0) == 8 << 20
 
 def test_aligned_block_above_threshold_streams():
   ir = render(build(4096), above=4096)  # a 16 KB output past a 4 KB "cache"

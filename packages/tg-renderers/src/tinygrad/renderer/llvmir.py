@@ -14,7 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
-from tinygrad.renderer.host_cpu import host_has_fma, host_llc_bytes, host_simd_registers, BUFFER_ALIGN
+from tinygrad.renderer.host_cpu import host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
@@ -303,7 +303,7 @@ class LLVMRenderer(Renderer):
     if Ops.MULACC in self.code_for_op and not (arch is None and host_has_fma()):
       self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
     if arch is None and (simd := host_simd_registers()) is not None: self.vector_bytes, self.vector_registers = simd
-    self.nontemporal_bytes: int|None = host_llc_bytes()  # an output bigger than this is stored past the cache (None: never)
+    self.nontemporal_bytes: int|None = host_stream_bytes()  # an output bigger than this is stored past the cache (None: never)
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
     """instructions computing d, or the operand itself when the value types agree"""
