@@ -140,7 +140,11 @@ elif __name__ == "__main__":
       r[f"BEAM={BEAM} over upstream BEAM={BEAM}"] = ratio(r[f"tg BEAM={BEAM}"], r.get(f"upstream BEAM={BEAM}"))
     print(json.dumps(r))
   fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"
+  cpu = Device["CPU"].renderer  # the tiles' registers and the streaming-store threshold differ between hosts: figures compare only beside them
+  host = f"; tg's CPU renderer: {type(cpu).__name__}, SIMD {cpu.vector_registers} x {cpu.vector_bytes} bytes" + \
+         (f", streaming stores past {cpu.nontemporal_bytes >> 20} MB" if getattr(cpu, "nontemporal_bytes", None) else "")
   print(f"\nprobe: numpy fp32 matmul {peak['fp32 GFLOP/s']:.1f} GFLOP/s, numpy copy {peak['copy GB/s']:.1f} GB/s; THREADS={os.environ.get('THREADS', os.cpu_count())}"
+        + host
         + (f"; upstream: {UPSTREAM} DEV={os.environ.get('UPSTREAM_DEV', 'CPU')}" if UPSTREAM else ""))
   beam_cols = f" tg BEAM={BEAM} | BEAM / best other | upstream BEAM={BEAM} | BEAM / upstream BEAM |" if BEAM else ""
   print(f"| figure | unit | tg | numpy | torch | upstream | tg / best other | tg / upstream | tg share of probe |{beam_cols}\n"
