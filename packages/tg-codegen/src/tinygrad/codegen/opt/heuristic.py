@@ -218,6 +218,19 @@ def panel_swap(ast:UOp) -> Opt|None:
     if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
   return None
 
+def copy_swap(ast:UOp) -> Opt|None:
+  """a block copy (no reduce, its tile whole axes, as pack.py's panels) walks its innermost loop along the axis its loads read with the
+  smallest stride: a load stream is what the hardware prefetchers follow, while each store writes its lanes whole. The panel copy of a
+  1024x1024 B read a row apart per step (0.68 ms at 2 threads with 8 lanes, 0.48 with 16); walking B's rows, 0.34"""
+  ax = axes(ast)
+  out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and size(r) > 1]
+  if len(out) < 2: return None
+  loads = [a for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
+           and (a := _Access(u.src[0].src[1], False)).stride]
+  def widest(i:int) -> int: return max((a.stride.get(ax[i], 0) for a in loads), default=0)
+  best = min(out, key=lambda i: (widest(i), -i))
+  return Opt(OptOps.SWAP, best, out[-1]) if loads and best != out[-1] and widest(best) < widest(out[-1]) else None
+
 def _trips(u:UOp, free:dict[UOp, frozenset]) -> int:
   """loop trips of one REDUCE or END's body: the ranges its body depends on and the ones it closes"""
   return prod(size(r) for r in free[u.src[0]] | set(u.src[1:]) if r.op is Ops.RANGE)
@@ -269,8 +282,12 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  tile_simd = simd if red else simd._replace(vector=min(simd.vector, LOOP_GROUP))
-  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, tile_simd, panel_streams(ast))
+  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, simd, panel_streams(ast))
+  # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
+  # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0)
+  if not red and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
+    tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
+  block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
   for i, amt in sorted(tile.items(), reverse=True): upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
@@ -296,7 +313,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
       if (shared is None or axes(ast)[i] in shared) and attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
-  if (swap := panel_swap(ast)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
+  if (swap := panel_swap(ast) or (copy_swap(ast) if block_copy else None)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
   return chosen
 
 GROUP_SIZES = (256, 128, 64, 32, 16, 8, 4, 2)  # items per work group, largest first: a multiple of the 32-wide warp where the axis allows
