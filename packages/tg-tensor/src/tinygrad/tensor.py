@@ -615,9 +615,20 @@ class _Realized:
     nodes = self.nodes
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
-    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
-                                                                (pending is None or x not in pending)}):
-      u = u.substitute(hits)
+    while nodes:
+      hits: dict[UOp, UOp] = {}
+      def realized(x:UOp) -> bool:
+        # a realized node is replaced whole, so the walk stops there: an optimizer's update reads the moments it realized, not the
+        # backward graph below them
+        if (r := nodes.get(id(x))) is None or r[0] <= epoch or (pending is not None and x in pending): return True
+        hits[x] = r[1]
+        return False
+      topo = u.toposort(realized)
+      if not hits: break
+      new: dict[UOp, UOp] = {}
+      for x in topo:  # substitute's rebuild, on the walk just made
+        new[x] = hits[x] if x in hits else x if all([new[s] is s for s in x.src]) else x.replace(src=tuple([new[s] for s in x.src]))
+      u = new[u]
     return u
 
 _REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced
