@@ -538,10 +538,11 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place
   would read elements the same kernel already overwrote"""
   buf, moves = target.base, {Ops.REDUCE_AXIS} | GroupOp.Movement
-  reads: dict[UOp, bool] = {}
+  reads: set[UOp] = set()  # the nodes that read it; sources come first, so a node reads it when one of its sources is in here
   for u in value.toposort(lambda u: u is not target):
-    reads[u] = u is target or u is buf or any(reads[s] for s in u.src)
-    if reads[u] and u is not target and u.op in moves: return True
+    if u is target or u is buf or not reads.isdisjoint(u.src):
+      if u is not target and u.op in moves: return True
+      reads.add(u)
   return False
 
 _made = itertools.count()
