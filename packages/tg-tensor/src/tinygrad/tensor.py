@@ -539,7 +539,8 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   would read elements the same kernel already overwrote"""
   buf, moves = target.base, {Ops.REDUCE_AXIS} | GroupOp.Movement
   reads: set[UOp] = set()  # the nodes that read it; sources come first, so a node reads it when one of its sources is in here
-  for u in value.toposort(lambda u: u is not target):
+  # the walk stops at target; below a view of the buffer itself (a parameter's) there is only the buffer: no gate call per node
+  for u in value.toposort(None if target is buf or target.src[0] is buf else lambda u: u is not target):
     if u is target or u is buf or not reads.isdisjoint(u.src):
       if u is not target and u.op in moves: return True
       reads.add(u)
