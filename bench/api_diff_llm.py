@@ -365,18 +365,22 @@ def main():
   generate(m, PROMPT, 4, jit=jit)  # warm: the prompt's kernels, the decode step's capture
   for layer in m.h: layer.attn.cache_kv.assign(layer.attn.cache_kv.zeros_like()).realize()
   from tinygrad import Tensor
+  from tinygrad.helpers import GlobalCounters
   steps = min(n, MAX_CTX - len(PROMPT))
   decode = []
   for _ in range(3):
     toks = list(PROMPT)
     tok, _ = m(Tensor([toks]), 0, 0.0, jit); toks.append(int(tok.item()))  # the prompt, not timed
+    GlobalCounters.reset()
     t0 = time.perf_counter()
     for _ in range(steps - 1):
       tok, _ = m(Tensor([toks[-1:]]), len(toks) - 1, 0.0, jit); toks.append(int(tok.item()))
     decode.append(time.perf_counter() - t0)
+    kernels = GlobalCounters.kernel_count / (steps - 1)
   import tinygrad
   where = tinygrad.__file__.split("/site-packages/")[0] if "site-packages" in tinygrad.__file__ else "tg"
   print(f"{style} jit={jit} {where}: {steps - 1} decode steps, best {min(decode) * 1e3:.1f} ms = {(steps - 1) / min(decode):.1f} tok/s "
-        f"(runs {[round(d * 1e3) for d in decode]} ms); tokens match numpy: {toks[len(PROMPT):] == numpy_greedy(PROMPT, steps, style)}")
+        f"(runs {[round(d * 1e3) for d in decode]} ms), {kernels:.1f} kernels per decode step; "
+        f"tokens match numpy: {toks[len(PROMPT):] == numpy_greedy(PROMPT, steps, style)}")
 
 if __name__ == "__main__": main()

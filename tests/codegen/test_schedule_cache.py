@@ -133,3 +133,19 @@ def test_creation_function_constants_share_schedules_and_stay_apart():
     Tensor.realize(*outs)
     for o in outs: np.testing.assert_allclose(o.numpy(), x + 3)
   assert cache.stats == {"hits": 3, "misses": 3}
+
+def test_contiguous_of_constants_shares_schedules_and_stays_apart():
+  # contiguous() of constants alone is a node of its own too (tensor.py _own_contiguous), numbered like Tensor.full's constants
+  from tinygrad.helpers import GlobalCounters
+  x, ar = rand(8), np.arange(8, dtype=np.float32)
+  for _ in range(3): np.testing.assert_allclose((Tensor.arange(8).float().contiguous() * Tensor(x)).numpy(), ar * x)
+  assert cache.stats == {"hits": 2, "misses": 1}
+  for k in range(4):
+    p, q = Tensor.arange(8).float().contiguous(), (Tensor.arange(8).float() * 2).contiguous()
+    np.testing.assert_allclose((p + q * Tensor(x) if k != 2 else p + p * Tensor(x)).numpy(), ar + (2 * ar if k != 2 else ar) * x, rtol=1e-6)
+    # each result, a hit or not, leaves the copies it computed in buffers of their own: reading them runs nothing (q, unused at k=2: one)
+    GlobalCounters.reset()
+    np.testing.assert_array_equal(p.numpy(), ar)
+    np.testing.assert_array_equal(q.numpy(), 2 * ar)
+    assert GlobalCounters.kernel_count == (k == 2)
+  assert cache.stats == {"hits": 4, "misses": 4}  # misses: the first loop, k=0, k=2 and its q

@@ -136,3 +136,26 @@ def test_realized_graphs_without_gradients_are_not_kept():
   del z
   gc.collect()
   assert kept() is None
+
+def test_contiguous_of_constants_is_kept_and_never_shared():
+  import numpy as np
+  # tinygrad's llama: a rotary table built as .contiguous() of constants, never realized by itself, read by every step's graph
+  table = (Tensor.arange(6).float() * 0.5).cos().contiguous()
+  want = np.cos(np.arange(6, dtype=np.float32) * 0.5)
+  np.testing.assert_allclose((table * 2).numpy(), want * 2, rtol=1e-6)
+  GlobalCounters.reset()
+  np.testing.assert_allclose((table + 1).numpy(), want + 1, rtol=1e-6)
+  assert GlobalCounters.kernel_count == 1  # the add: the table is the buffer the first realize left
+  # the same constants made again are another node (hash-consing would make them one): a write through one never shows in the other
+  a, b = Tensor.arange(4).contiguous(), Tensor.arange(4).contiguous()
+  lazy_b = b + 0
+  Tensor.realize(a, b)
+  a.assign(Tensor([9, 9, 9, 9]))
+  assert a.tolist() == [9, 9, 9, 9] and b.tolist() == [0, 1, 2, 3] and lazy_b.tolist() == [0, 1, 2, 3]
+  c = Tensor.arange(4).contiguous()
+  a.assign(Tensor([7, 7, 7, 7]))
+  assert c.tolist() == [0, 1, 2, 3] and (Tensor.arange(4).contiguous() + 1).tolist() == [1, 2, 3, 4]
+  # without contiguous() constants are not kept, so an equal graph built elsewhere is never the written buffer either
+  d, e = Tensor.arange(4) + 1, Tensor.arange(4) + 1
+  d.realize().assign(Tensor([5, 5, 5, 5]))
+  assert e.tolist() == [1, 2, 3, 4] and d.tolist() == [5, 5, 5, 5]

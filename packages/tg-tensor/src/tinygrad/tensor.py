@@ -308,7 +308,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
 
   # *** graph-level ops ***
-  def contiguous(self) -> Tensor: return _handle(self.uop.contiguous())
+  def contiguous(self) -> Tensor:
+    # of constants alone: a node of its own (_own_contiguous), so realize() may keep its buffer for every graph built on this tensor
+    return _handle(u if _reads_memory(u := self.uop.contiguous()) else _own_contiguous(u))
   def detach(self) -> Tensor: return _handle(self.uop.detach())
   def contiguous_backward(self) -> Tensor:
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
@@ -422,8 +424,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
       from tinygrad.engine.realize import prepare_uops
       runs, becomes = prepare_uops(olds := [t.uop for t in todo])
-      # constant-only graphs are not shared: two Tensor.zeros(4) are one node (hash-consing), and a write into one must not show in the
-      # other; recomputing a constant is cheap
+      # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
+      # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept
       realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
       results = [becomes[o] for o in olds]
       # the bookkeeping is done (and the schedule dropped) before the kernels run: after a big one the interpreter's caches are cold
@@ -486,13 +488,15 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 
 _READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
 def _reads_memory(u:UOp) -> bool:
-  """u's graph reads a buffer or runs a custom kernel (else it computes from constants alone)"""
+  """u's graph reads a buffer, runs a custom kernel or holds a contiguous() of its own (a buffer once realized, that no graph built
+  elsewhere shares); else it computes from constants alone"""
   if (ret := u.__dict__.get(_READS)) is not None: return ret
   stack = [u]  # depth first, a node decided once its sources are (no toposort: no gate call per node)
   while stack:
     if _READS in (x := stack[-1]).__dict__: stack.pop()
     elif todo := [s for s in x.src if _READS not in s.__dict__]: stack.extend(todo)
-    else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
+    else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or (x.op is Ops.CONTIGUOUS and x.tag is not None) or \
+                               any([s.__dict__[_READS] for s in x.src])
   return u.__dict__[_READS]
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
@@ -534,10 +538,12 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place
   would read elements the same kernel already overwrote"""
   buf, moves = target.base, {Ops.REDUCE_AXIS} | GroupOp.Movement
-  reads: dict[UOp, bool] = {}
-  for u in value.toposort(lambda u: u is not target):
-    reads[u] = u is target or u is buf or any(reads[s] for s in u.src)
-    if reads[u] and u is not target and u.op in moves: return True
+  reads: set[UOp] = set()  # the nodes that read it; sources come first, so a node reads it when one of its sources is in here
+  # the walk stops at target; below a view of the buffer itself (a parameter's) there is only the buffer: no gate call per node
+  for u in value.toposort(None if target is buf or target.src[0] is buf else lambda u: u is not target):
+    if u is target or u is buf or not reads.isdisjoint(u.src):
+      if u is not target and u.op in moves: return True
+      reads.add(u)
   return False
 
 _made = itertools.count()
@@ -546,6 +552,12 @@ def _own_constant(c:UOp) -> UOp:
   as tinygrad 0.14 gives its Tensor.full buffer one. Only the tag differs: the schedule cache numbers tags by their order in the graph
   (schedule/cache.py), and a kernel's constants are made anew from the value, so it folds as an untagged one does"""
   return c.replace(tag=("full", next(_made))) if c.op is Ops.CONST else c
+
+def _own_contiguous(c:UOp) -> UOp:
+  """a contiguous() of constants alone as a node of its own: realize() keeps the buffer it becomes (tinygrad's llama builds its rotary
+  table this way, once, and reads it in every step), and an equal graph built elsewhere (another Tensor.arange(n).contiguous()) is
+  another node, so a write through one never shows in the other. The schedule cache numbers the tag as it does a constant's"""
+  return c.replace(tag=("contiguous", next(_made)))
 
 def _holds_own_constant(u:UOp) -> bool:
   """u's graph holds a constant of its own (_own_constant): a graph of constants alone that is no other graph's node"""
@@ -605,9 +617,20 @@ class _Realized:
     nodes = self.nodes
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
-    while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
-                                                                (pending is None or x not in pending)}):
-      u = u.substitute(hits)
+    while nodes:
+      hits: dict[UOp, UOp] = {}
+      def realized(x:UOp) -> bool:
+        # a realized node is replaced whole, so the walk stops there: an optimizer's update reads the moments it realized, not the
+        # backward graph below them
+        if (r := nodes.get(id(x))) is None or r[0] <= epoch or (pending is not None and x in pending): return True
+        hits[x] = r[1]
+        return False
+      topo = u.toposort(realized)
+      if not hits: break
+      new: dict[UOp, UOp] = {}
+      for x in topo:  # substitute's rebuild, on the walk just made
+        new[x] = hits[x] if x in hits else x if all([new[s] is s for s in x.src]) else x.replace(src=tuple([new[s] for s in x.src]))
+      u = new[u]
     return u
 
 _REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced

@@ -1,7 +1,7 @@
 """Schedule cache: a program that realizes the same graph again on other buffers (a training step, an inference loop) skips scheduling.
 The key is the targets' graph with every device buffer replaced by a numbered placeholder (numbered in toposort order, so which nodes
-share a buffer stays in the key), every bound Variable by the Variable and every constant's tag (an identity for autograd that
-Tensor.full gives each call) by its number in the graph, plus the ContextVars (they steer scheduling). The graph is
+share a buffer stays in the key), every bound Variable by the Variable and every tensor-level tag (an identity that Tensor.full gives each
+constant it makes, and contiguous() each copy of constants alone) by its number in the graph, plus the ContextVars (they steer scheduling). The graph is
 hash-consed, so the normalized targets themselves are the key (compared by identity). A hit replays the stored schedule: placeholders
 become this call's buffers, the buffers the first call allocated become new ones, and each kernel reads this call's Variable values.
 Anything the abstraction cannot express (an unbound Variable, a buffer it did not see) is never cached: a miss always schedules from
@@ -54,9 +54,9 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
   bufs: list[UOp] = []
   vals: dict[str, int] = {}
   defined, bound = set(), set()
-  tags: dict = {}  # a tensor-level constant's tag (Tensor.full's, unique per call) -> its number in this graph
+  tags: dict = {}  # a tensor-level tag (Tensor.full's constant, a contiguous() of constants: unique per call) -> its number in this graph
   # enum members read once, not per node: a local read is cheaper than a class attribute's
-  BUFFER, BIND, DEFINE_VAR, CONST, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, Ops.CONST, AddrSpace.GLOBAL
+  BUFFER, BIND, DEFINE_VAR, CONST, CONTIGUOUS, GLOBAL = Ops.BUFFER, Ops.BIND, Ops.DEFINE_VAR, Ops.CONST, Ops.CONTIGUOUS, AddrSpace.GLOBAL
   stack = [(r, False) for r in reversed(roots)]
   pop, push = stack.pop, stack.append
   while stack:
@@ -74,10 +74,10 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
       if vals.setdefault(var.arg.name, val) != val: return None  # two values in one realize: the scheduler says what is wrong
       bound.add(var)
       new[u] = var
-    elif op is CONST and u.tag is not None:
-      # the tag only keeps the constant apart from equal ones for autograd: numbered like the buffers, so which constants are the same
-      # stays in the key while a step that makes new ones finds the last step's schedule
-      new[u] = u.replace(tag=tags.setdefault(u.tag, len(tags)))
+    elif (op is CONST or op is CONTIGUOUS) and u.tag is not None:
+      # the tag only keeps the node apart from equal ones (for autograd, for realize to keep): numbered like the buffers, so which
+      # ones are the same stays in the key while a step that makes new ones finds the last step's schedule
+      new[u] = UOp(op, u.dtype, tuple([new[s] for s in u.src]), u.arg, tags.setdefault(u.tag, len(tags)))
     else:
       if op is DEFINE_VAR: defined.add(u)
       src = u.src

@@ -9,7 +9,35 @@ from tinygrad.dtype import dtypes, least_upper_dtype
 from tinygrad.helpers import prod, all_int, sint_eq, argfix as _argfix
 
 
+def _int_arg(x, op:str, what:str, given):
+  """one size, offset, count or axis: an int, an int UOp (symbolic) or anything with __index__ (numpy ints, as torch takes them).
+  A float, even 4.0, or a bool raises here, before a shortcut ("same shape: return self") could accept it"""
+  from tinygrad.uop.ops import UOp  # the UOp class is built from these mixins; only a non-int gets here
+  if isinstance(x, UOp):
+    if dtypes.is_int(x.dtype): return x
+  elif not isinstance(x, bool) and hasattr(x, "__index__"): return x.__index__()
+  raise TypeError(f"{op}: each of the {what} must be an int, got {x!r} ({type(x).__name__}) in {given!r}")
+
+def _int_args(xs:tuple, op:str, what:str, given=None) -> tuple:
+  return xs if all([type(x) is int for x in xs]) else tuple(_int_arg(x, op, what, xs if given is None else given) for x in xs)
+
+def _pairs(arg, op:str, what:str, shape:tuple) -> tuple:
+  """one (a, b) pair of ints per axis, None standing for `shape`'s (0, size) or (0, 0)"""
+  if not isinstance(arg, (tuple, list)) or len(arg) != len(shape):
+    raise ValueError(f"{op} {arg!r} needs one {what} pair or None per axis of {tuple(shape)}")
+  full = []
+  for a, s in zip(arg, shape):
+    if a is None: full.append((0, s if op == "shrink" else 0))
+    elif isinstance(a, (tuple, list)) and len(a) == 2: full.append(tuple(a))
+    else: raise ValueError(f"{op} {arg!r}: each axis takes a {what} pair or None, got {a!r}")
+  if all([type(b) is int and type(e) is int for b, e in full]): return tuple(full)
+  return tuple((_int_arg(b, op, "amounts", arg), _int_arg(e, op, "amounts", arg)) for b, e in full)
+
 def _resolve_dim(dim:int, ndim:int, extra:bool=False) -> int:
+  if type(dim) is not int:
+    if isinstance(dim, bool) or not hasattr(dim, "__index__") or hasattr(dim, "op"):  # an axis is never symbolic
+      raise TypeError(f"dim must be an int, got {dim!r} ({type(dim).__name__})")
+    dim = dim.__index__()
   total = ndim + int(extra)
   if not -max(1, total) <= dim < max(1, total): raise IndexError(f"dim {dim} is out of range for a tensor with {ndim} dims")
   return dim + total if dim < 0 else dim
@@ -26,7 +54,10 @@ class MovementMixin:
     cur = self.shape
     # the usual call, a tuple of sizes (no None, no -1), needs no normalising
     if args or type(shape) is not tuple or not all([type(s) is int and s >= 0 for s in shape]):
-      new = tuple(s if s is not None else cur[i] for i, s in enumerate(_argfix(shape, *args)))
+      given = _argfix(shape, *args)
+      if len(given) > len(cur) and any(s is None for s in given[len(cur):]):
+        raise ValueError(f"reshape {given}: None keeps an axis's size, and shape {tuple(cur)} has only {len(cur)} axes")
+      new = _int_args(tuple(s if s is not None else cur[i] for i, s in enumerate(given)), "reshape", "sizes", given)
       if (c := sum(1 for s in new if isinstance(s, int) and s == -1)) > 1: raise ValueError(f"only one -1 is allowed in reshape {new}")
       if c:
         if (known := prod(s for s in new if not (isinstance(s, int) and s == -1))) == 0:
@@ -38,8 +69,10 @@ class MovementMixin:
       raise ValueError(f"cannot reshape shape {cur} (size {prod(cur)}) to {shape} (size {prod(shape)})")
     return self if shape == tuple(cur) else self._mop(Ops.RESHAPE, shape)
   def expand(self, shape, *args):
-    new = _argfix(shape, *args)
+    new = _int_args(_argfix(shape, *args), "expand", "sizes")
     if len(new) < len(self.shape): raise ValueError(f"cannot expand {self.shape} to fewer dims {new}")
+    if any(isinstance(n, int) and (n < -1 or (n == -1 and i < len(new)-len(self.shape))) for i, n in enumerate(new)):
+      raise ValueError(f"cannot expand {tuple(self.shape)} to {new}: a size must be >= 0, or -1 to keep an existing axis")
     x = self.reshape((1,)*(len(new)-len(self.shape)) + tuple(self.shape))
     new = tuple(s if isinstance(n, int) and n == -1 else n for s, n in zip(x.shape, new))  # -1 keeps the size
     for i, (s, n) in enumerate(zip(x.shape, new)):
@@ -56,15 +89,13 @@ class MovementMixin:
     flips = tuple(i in axes for i in range(len(self.shape)))
     return self._mop(Ops.FLIP, flips) if any(flips) else self
   def shrink(self, arg:tuple):
-    if len(arg) != len(self.shape): raise ValueError(f"shrink {arg} needs one (start, end) per axis of {self.shape}")
-    full = tuple((0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape))
+    full = _pairs(arg, "shrink", "(start, end)", self.shape)
     for (b, e), s in zip(full, self.shape):
       if all_int((b, e, s)) and not 0 <= b <= e <= s: raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
     return self if all(b == 0 and e == s for (b, e), s in zip(full, self.shape)) else self._mop(Ops.SHRINK, full)
   def _pad(self, arg:tuple):
     """pad with zeros; arg is one (before, after) per axis"""
-    if len(arg) != len(self.shape): raise ValueError(f"pad {arg} needs one (before, after) per axis of {self.shape}")
-    full = tuple((0, 0) if a is None else tuple(a) for a in arg)
+    full = _pairs(arg, "pad", "(before, after)", self.shape)
     if any(isinstance(x, int) and x < 0 for p in full for x in p): raise ValueError(f"negative pad {arg}: use shrink")
     return self if all(p == (0, 0) for p in full) else self._mop(Ops.PAD, full)
 
@@ -91,7 +122,8 @@ class MovementMixin:
   def T(self): return self.transpose() if len(self.shape) == 2 else self.permute(tuple(reversed(range(len(self.shape)))))
   def expand_as(self, other:Any): return self.expand(other.shape)
   def repeat(self, repeats, *args):
-    reps = _argfix(repeats, *args)
+    reps = _int_args(_argfix(repeats, *args), "repeat", "counts")
+    if any(isinstance(r, int) and r < 0 for r in reps): raise ValueError(f"repeat counts must be >= 0, got {reps}")
     if len(reps) < len(self.shape): raise ValueError(f"repeat {reps} needs a count for each of the {len(self.shape)} axes of {tuple(self.shape)}")
     base = tuple(self.shape)
     x = self.reshape((1,)*(len(reps)-len(base)) + base)
@@ -153,12 +185,12 @@ class MovementMixin:
     """torch-style flat padding (last axis first: (left, right, top, bottom, ...)) or one (before, after)/None per axis.
     Negative amounts crop. mode: constant (with `value`), reflect, replicate, circular."""
     nd = len(self.shape)
+    if not isinstance(padding, (tuple, list)): raise TypeError(f"padding must be a tuple or list, got {padding!r} ({type(padding).__name__})")
     if all(p is not None and not isinstance(p, (tuple, list)) for p in padding):
       if len(padding) % 2 or len(padding) > 2*nd: raise ValueError(f"flat padding {tuple(padding)} needs an even length of at most {2*nd}")
-      pairs = [(0, 0)]*(nd - len(padding)//2) + [(padding[i], padding[i+1]) for i in range(len(padding)-2, -1, -2)]
-    else:
-      if len(padding) != nd: raise ValueError(f"padding {tuple(padding)} needs one (before, after) or None per axis of {tuple(self.shape)}")
-      pairs = [(0, 0) if p is None else tuple(p) for p in padding]
+      flat = _int_args(tuple(padding), "pad", "amounts")
+      pairs = [(0, 0)]*(nd - len(flat)//2) + [(flat[i], flat[i+1]) for i in range(len(flat)-2, -1, -2)]
+    else: pairs = list(_pairs(padding, "pad", "(before, after)", self.shape))
     # a symbolic amount (a bound Variable) pads: only an int can be negative, and crop
     def crop(p): return min(p, 0) if isinstance(p, int) else 0
     x = self.shrink(tuple((-crop(b), s + crop(a)) for (b, a), s in zip(pairs, self.shape)))

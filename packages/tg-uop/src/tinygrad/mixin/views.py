@@ -2,6 +2,7 @@
 view (reshape, expand, shrink, pad) of its input, so the scheduler fuses it into whatever reads it. A class using it provides the movement mixin."""
 from __future__ import annotations
 from tinygrad.helpers import all_int
+from tinygrad.mixin.movement import _int_arg, _int_args
 
 def _ints(x) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
@@ -26,7 +27,7 @@ class ViewsMixin:
   def roll(self, shifts, dims=None):
     """elements shifted by `shifts` along `dims`, the ones pushed off the end coming back at the start; dims=None rolls the flattened tensor"""
     if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
-    shifts, dims = _ints(shifts), tuple(self._resolve_dim(d) for d in _ints(dims))
+    shifts, dims = _int_args(_ints(shifts), "roll", "shifts"), tuple(self._resolve_dim(d) for d in _ints(dims))
     if len(shifts) != len(dims): raise ValueError(f"roll needs one shift per dim, got shifts {shifts} for dims {dims}")
     x = self
     for s, d in zip(shifts, dims):
@@ -78,8 +79,9 @@ class ViewsMixin:
     """pieces along dim: of `sizes` each (the last one smaller) for an int, else of the listed sizes, which must add up to the axis"""
     dim = self._resolve_dim(dim)
     n = self.shape[dim]
-    if isinstance(sizes, int):
-      if sizes <= 0: raise ValueError(f"split size must be positive, got {sizes}")
+    if isinstance(sizes, (tuple, list)): sizes = list(_int_args(tuple(sizes), "split", "sizes"))
+    else:
+      if (sizes := _int_arg(sizes, "split", "sizes", sizes)) <= 0: raise ValueError(f"split size must be positive, got {sizes}")
       sizes = [min(sizes, n - i) for i in range(0, n, sizes)] or [0]
     if sum(sizes) != n: raise ValueError(f"split sizes {tuple(sizes)} add up to {sum(sizes)}, but axis {dim} of shape {tuple(self.shape)} has {n}")
     offs = [sum(sizes[:i]) for i in range(len(sizes)+1)]
