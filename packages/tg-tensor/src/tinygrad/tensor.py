@@ -420,8 +420,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
     do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
-      from tinygrad.engine.realize import prepare_uops
-      runs, becomes = prepare_uops(olds := [t.uop for t in todo])
+      runs, becomes = _engine().prepare_uops(olds := [t.uop for t in todo])
       # constant-only graphs are not shared: two Tensor.zeros(4) are one node (hash-consing), and a write into one must not show in the
       # other; recomputing a constant is cheap
       realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
@@ -483,6 +482,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     except ImportError: raise ImportError("Tensor.numpy() needs numpy: pip install numpy, or use .tolist()") from None
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
+
+_realize_module = None
+def _engine():
+  """tinygrad.engine.realize: imported with the first realize, not with tinygrad, then a global read (an import statement costs ~1 us)"""
+  global _realize_module
+  if _realize_module is None: from tinygrad.engine import realize as _realize_module
+  return _realize_module
 
 _READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
 def _reads_memory(u:UOp) -> bool:

@@ -14,12 +14,15 @@ def getenv(key:str, default=0):
   if isinstance(default, bool): return v.lower() not in ("", "0", "false", "no")  # bool("0") would be True
   return type(default)(v)
 
+_snapshot_count = itertools.count()
+
 class ContextVar:
   """a named global knob: initial value from the env, temporarily overridable with Context"""
   _cache: ClassVar[dict[str, ContextVar]] = {}
   # bumped by every write of any value (and every new ContextVar): snapshot() rebuilds only after one
   _version: ClassVar[int] = 0
-  _snapshot: ClassVar[tuple[int, tuple]] = (-1, ())
+  _snapshot: ClassVar[tuple[int, tuple, int]] = (-1, (), -1)
+  _snapshot_ids: ClassVar[dict[tuple, int]] = {}  # snapshot -> its number (snapshot_id)
   def __init__(self, key:str, default:Any):
     if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} already exists")
     self.key, self.value = key, getenv(key, default)
@@ -31,8 +34,16 @@ class ContextVar:
   def snapshot() -> tuple:
     """every ContextVar's (key, value), as one hashable tuple: the part of a cache key that says which knobs were set"""
     if ContextVar._snapshot[0] != ContextVar._version:
-      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()))
+      snap, ids = tuple((k, v.value) for k, v in ContextVar._cache.items()), ContextVar._snapshot_ids
+      if len(ids) >= 4096: ids.clear()  # numbers are never reused (the count goes on): a dropped snapshot seen again is a new one
+      ContextVar._snapshot = (ContextVar._version, snap, ids.setdefault(snap, next(_snapshot_count)))
     return ContextVar._snapshot[1]
+  @staticmethod
+  def snapshot_id() -> int:
+    """a number that stands for snapshot(): equal snapshots get the same one. A cache key holds it instead of the tuple, whose hash (every
+    knob's name and value, ~1 us) would be worked out again on each lookup"""
+    if ContextVar._snapshot[0] != ContextVar._version: ContextVar.snapshot()
+    return ContextVar._snapshot[2]
   def __bool__(self): return bool(self.value)
   # compare by value so `DEBUG >= 2` and `DEBUG == 2` both do what they read like
   def __eq__(self, x): return self.value == x

@@ -3,7 +3,8 @@ from __future__ import annotations
 import functools, time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.helpers import DEBUG, GlobalCounters, colored
+from tinygrad.helpers import DEBUG, GlobalCounters, ContextVar, colored
+from tinygrad.device import Device, Buffer
 from tinygrad.schedule.rangeify import ExecItem
 from tinygrad.schedule.cache import create_schedule_cached
 from tinygrad.codegen import get_program_cached, ProgramSpec
@@ -17,7 +18,6 @@ def buffer_of(u:UOp):
   if (b := u.__dict__.get(_DEVICE_BUFFER)) is None:
     if u.op is not Ops.BUFFER: raise RuntimeError(f"{u.op} is not a buffer (realize it first)")
     if not isinstance(u.arg.device, str): raise RuntimeError(f"buffer has no single device: {u.arg.device}")
-    from tinygrad.device import Buffer
     b = u.__dict__[_DEVICE_BUFFER] = Buffer(u.arg.device, u.arg.shape[0], u.dtype)
   if not b.is_allocated(): b.allocate()
   return b
@@ -43,12 +43,19 @@ def _runtime(spec:ProgramSpec, device:str, dev):
     prg = _runtimes[key] = dev.runtime(spec.name, lib)
   return prg
 
+# what prepare_kernel found for an AST, kept on the AST (freed with it): (device name, device, its renderer, ContextVar.snapshot_id, spec,
+# program). A kernel run again (a schedule-cache hit, a TinyJit capture) then skips the compile memo's key (five switch reads, an
+# lru_cache hash) and the runtime table; another device, a reopened one (registry reset), a swapped renderer or a changed switch looks again
+_PREPARED = "_prepared_kernel"
+
 def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
   """the compiled program for a kernel AST on a device (memoised: a replay skips this)"""
-  from tinygrad.device import Device
-  dev = Device[device]
+  dev, snap = Device[device], ContextVar.snapshot_id()
+  if (p := ast.__dict__.get(_PREPARED)) is not None and p[0] == device and p[1] is dev and p[2] is dev.renderer and p[3] == snap:
+    return p[4], p[5]
   spec = get_program_cached(ast, dev.renderer)
-  return spec, _runtime(spec, device, dev)
+  ast.__dict__[_PREPARED] = (device, dev, dev.renderer, snap, spec, prg := _runtime(spec, device, dev))
+  return spec, prg
 
 def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
   if len(bufs) < spec.nbufs: raise RuntimeError(f"kernel {spec.name} takes {spec.nbufs} buffers, got {len(bufs)}")
