@@ -490,27 +490,39 @@ def _engine():
   if _realize_module is None: from tinygrad.engine import realize as _realize_module
   return _realize_module
 
-_READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
+def _memo_any(u:UOp, key:str, ops:frozenset, mark:str|None) -> bool:
+  """whether some node of u's graph has an op in `ops` or the attribute `mark`, kept on each node under `key`: graphs share their weights
+  and inputs, so a walk stops at what an earlier one saw. Depth first, a node decided once its sources are, in plain loops (no toposort,
+  no comprehension per node: this runs on every realize)"""
+  if (ret := u.__dict__.get(key)) is not None: return ret
+  stack = [u]
+  push, pop = stack.append, stack.pop
+  while stack:
+    if key in (d := (x := stack[-1]).__dict__):
+      pop()
+      continue
+    waiting = len(stack)
+    for s in x.src:
+      if key not in s.__dict__: push(s)
+    if len(stack) == waiting:
+      pop()
+      if not (ret := x.op in ops or mark in d):
+        for s in x.src:
+          if s.__dict__[key]:
+            ret = True
+            break
+      d[key] = ret
+  return u.__dict__[key]
+
+_READS, _READ_OPS = "_reads_memory", frozenset({Ops.BUFFER, Ops.CALL})
 def _reads_memory(u:UOp) -> bool:
   """u's graph reads a buffer or runs a custom kernel (else it computes from constants alone)"""
-  if (ret := u.__dict__.get(_READS)) is not None: return ret
-  stack = [u]  # depth first, a node decided once its sources are (no toposort: no gate call per node)
-  while stack:
-    if _READS in (x := stack[-1]).__dict__: stack.pop()
-    elif todo := [s for s in x.src if _READS not in s.__dict__]: stack.extend(todo)
-    else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or any([s.__dict__[_READS] for s in x.src])
-  return u.__dict__[_READS]
+  return _memo_any(u, _READS, _READ_OPS, None)
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
 def _on_grad_path(u:UOp) -> bool:
   """u's graph holds the node of a tensor that was given requires_grad=True"""
-  if (ret := u.__dict__.get(_GRAD_PATH)) is not None: return ret
-  stack = [u]  # as _reads_memory: depth first, each node decided once its sources are
-  while stack:
-    if _GRAD_PATH in (x := stack[-1]).__dict__: stack.pop()
-    elif todo := [s for s in x.src if _GRAD_PATH not in s.__dict__]: stack.extend(todo)
-    else: x.__dict__[_GRAD_PATH] = _WANTS_GRAD in x.__dict__ or any([s.__dict__[_GRAD_PATH] for s in x.src])
-  return u.__dict__[_GRAD_PATH]
+  return _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
 
 def _mark_wants_grad(u:UOp):
   """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""

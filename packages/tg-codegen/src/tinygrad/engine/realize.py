@@ -19,7 +19,7 @@ def buffer_of(u:UOp):
     if u.op is not Ops.BUFFER: raise RuntimeError(f"{u.op} is not a buffer (realize it first)")
     if not isinstance(u.arg.device, str): raise RuntimeError(f"buffer has no single device: {u.arg.device}")
     b = u.__dict__[_DEVICE_BUFFER] = Buffer(u.arg.device, u.arg.shape[0], u.dtype)
-  if not b.is_allocated(): b.allocate()
+  if "_buf" not in b.__dict__: b.allocate()  # not is_allocated(): a call per buffer per launch
   return b
 
 def existing_buffer(u:UOp):
@@ -93,10 +93,11 @@ def run_copy(dst, src):
                        f"  {(time.perf_counter()-st)*1e6:9.2f} us")
 
 def kernel_device(it:ExecItem, bufs:list) -> str:
-  if len(bufs) == 1: return bufs[0].device
-  devices = {b.device for b in bufs}
-  if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
-  return devices.pop()
+  device = bufs[0].device
+  for b in bufs:
+    if b.device != device:
+      raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted({b.device for b in bufs})}: copy them first (.to())")
+  return device
 
 # TinyJit's capture: while this is a list, every item run is also appended to it as (ExecItem, device Buffers, which of them were first
 # allocated for this item)

@@ -72,7 +72,8 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
         for s in reversed(u.src):
           if s not in new: push((s, False))
     elif (op := u.op) is BUFFER and u.arg.slot >= 0 and u.arg.addrspace is GLOBAL:
-      new[u] = _hole(u, len(bufs))
+      # _hole's first test inline: a buffer realized again and again is at the same place in its graph
+      new[u] = last[1] if (last := u.__dict__.get(_LAST_HOLE)) is not None and last[0] == len(bufs) else _hole(u, len(bufs))
       bufs.append(u)
     elif op is BIND:
       var, val = u.src[0], u.src[1].arg
@@ -85,8 +86,8 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
       new[u] = u.replace(tag=tags.setdefault(u.tag, len(tags)))
     else:
       if op is DEFINE_VAR: defined.add(u)
-      src = u.src
-      new[u] = u if all([new[s] is s for s in src]) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
+      # the tuples compare their nodes by identity: the node itself when nothing below it changed
+      new[u] = u if (src := tuple([new[s] for s in u.src])) == u.src else UOp(op, u.dtype, src, u.arg, u.tag)
   if defined and defined - bound: return None  # a Variable that is not bound has no value to replay with
   return new, bufs, vals
 
