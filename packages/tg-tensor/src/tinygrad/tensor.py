@@ -138,6 +138,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))
+  def _reduce(self, op:Ops, axis=None, keepdim=False) -> Tensor:
+    # over every axis to a scalar (x.sum(), x.max(), a loss): the reduce and its reshape to () as nodes, one handle for both (the mixin
+    # makes one per step); a reshape of all-1 sizes to () needs no size check
+    if axis is None and not keepdim and (shape := (u := self.uop).shape):
+      return _handle(u._rop(op, tuple(range(len(shape))))._mop(Ops.RESHAPE, ()))
+    return super()._reduce(op, axis, keepdim)
 
   # *** properties ***
   # the handle's node read inline when it is caught up (the usual case): these are asked for by every op
@@ -429,9 +435,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       del becomes
       for run in runs: run()
       _realized.record(realized)
+      epoch = _realized.epoch
       for t, o, n in zip(todo, olds, results):
         _keep_for_autograd(t, o)
-        t.uop = n
+        t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
     return self
   def assign(self, x:Any) -> Tensor:
     """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values"""
@@ -536,7 +543,7 @@ def _keep_for_autograd(t:Tensor, built:UOp):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
   it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
   as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized)"""
-  if "_built" not in t.__dict__ and not _is_write(built) and _on_grad_path(built): t._built = built
+  if "_built" not in t.__dict__ and _on_grad_path(built) and not _is_write(built): t._built = built
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
@@ -623,6 +630,7 @@ class _Realized:
     nodes = self.nodes
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
+    if not u.src: return u  # a leaf (a buffer: every realized input or weight, after each realize) has nothing below it to replace
     while nodes and (hits := {x: r[1] for x in u.toposort() if (r := nodes.get(id(x))) is not None and r[0] > epoch and
                                                                 (pending is None or x not in pending)}):
       u = u.substitute(hits)

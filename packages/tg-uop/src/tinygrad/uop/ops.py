@@ -353,12 +353,14 @@ _SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_
 _UNKNOWN = object()  # a node whose shape is not worked out yet (None is a node without one)
 def _shape_of(u:UOp) -> tuple|None:
   """u's shape, worked out (and kept on each node) for u and whatever below it has none yet"""
-  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
-  if all(["_shape_c" in s.__dict__ for s in u.src]): ret = u.__dict__["_shape_c"] = _infer_shape(u)
-  else:
-    for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
-      if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
-    ret = u.__dict__["_shape_c"]
+  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk; a plain loop, not a
+  # comprehension (a frame per node built)
+  for s in u.src:
+    if "_shape_c" not in s.__dict__:
+      for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
+        if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
+      return u.__dict__["_shape_c"]
+  ret = u.__dict__["_shape_c"] = _infer_shape(u)
   return ret
 
 def _known_shape(u:UOp) -> tuple:
