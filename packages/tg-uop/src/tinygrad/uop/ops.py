@@ -39,8 +39,11 @@ class ParamArg:
     """ParamArg(slot, (size,), AddrSpace.GLOBAL, device), made without the frozen dataclass's __init__ (a setattr call per field): every
     new device buffer makes one"""
     ret = object.__new__(ParamArg)
-    ret.__dict__.update(slot=slot, shape=(size,), addrspace=AddrSpace.GLOBAL, device=device, name=None, vmin_vmax=None, volatile=False)
+    (d := ret.__dict__).update(_GLOBAL_BUFFER_FIELDS)  # the fields every new buffer shares, copied in C (no keyword dict per call)
+    d["slot"], d["shape"], d["device"] = slot, (size,), device
     return ret
+
+_GLOBAL_BUFFER_FIELDS = {"slot": 0, "shape": (), "addrspace": AddrSpace.GLOBAL, "device": None, "name": None, "vmin_vmax": None, "volatile": False}
 
 @dataclass(frozen=True)
 class VarArg:
@@ -64,7 +67,9 @@ class UOpMetaClass(type):
       raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
     if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool: raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
     ret = cls.__new__(cls)
-    ret.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
+    # straight into __dict__ (__setattr__ refuses), item by item: a keyword dict for update() would cost more than the stores
+    d = ret.__dict__
+    d["op"], d["dtype"], d["src"], d["arg"], d["tag"] = op, dtype, src, arg, tag
     if SPEC.value >= 2: _check_new(ret)
     _ucache[key] = wr = weakref.ref(ret, _forget)
     _ucache_keys[wr] = key
