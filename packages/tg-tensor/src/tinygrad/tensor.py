@@ -123,10 +123,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
+    # the nodes' devices, read once each (a Tensor's device is two property calls), in a plain loop: every elementwise op comes here
+    u, srcs = self.uop, [s.uop for s in src]
     # a symbolic scalar (a Variable's value) has no device: it is a kernel argument, usable on any device
-    if (dev := self.device) is not None and any([(d := s.device) is not None and d != dev for s in src]):
-      raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
-    ret = self.uop.alu(op, *[s.uop for s in src])
+    if (dev := u.device) is not None:
+      for x in srcs:
+        if (d := x.device) is not None and d != dev:
+          raise RuntimeError(f"{op.name} of tensors on different devices: {[dev] + [x.device for x in srcs]}; move them with .to(device)")
+    ret = u.alu(op, *srcs)
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
     return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
   def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))

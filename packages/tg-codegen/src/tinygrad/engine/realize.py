@@ -3,7 +3,7 @@ from __future__ import annotations
 import functools, time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.helpers import DEBUG, GlobalCounters, ContextVar, colored
+from tinygrad.helpers import DEBUG, GlobalCounters, colored
 from tinygrad.device import Device, Buffer
 from tinygrad.schedule.rangeify import ExecItem
 from tinygrad.schedule.cache import create_schedule_cached
@@ -43,19 +43,11 @@ def _runtime(spec:ProgramSpec, device:str, dev):
     prg = _runtimes[key] = dev.runtime(spec.name, lib)
   return prg
 
-# what prepare_kernel found for an AST, kept on the AST (freed with it): (device name, device, its renderer, ContextVar.snapshot_id, spec,
-# program). A kernel run again (a schedule-cache hit, a TinyJit capture) then skips the compile memo's key (five switch reads, an
-# lru_cache hash) and the runtime table; another device, a reopened one (registry reset), a swapped renderer or a changed switch looks again
-_PREPARED = "_prepared_kernel"
-
 def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
   """the compiled program for a kernel AST on a device (memoised: a replay skips this)"""
-  dev, snap = Device[device], ContextVar.snapshot_id()
-  if (p := ast.__dict__.get(_PREPARED)) is not None and p[0] == device and p[1] is dev and p[2] is dev.renderer and p[3] == snap:
-    return p[4], p[5]
+  dev = Device[device]
   spec = get_program_cached(ast, dev.renderer)
-  ast.__dict__[_PREPARED] = (device, dev, dev.renderer, snap, spec, prg := _runtime(spec, device, dev))
-  return spec, prg
+  return spec, _runtime(spec, device, dev)
 
 def launch(spec:ProgramSpec, prg, bufs:list, var_vals:dict[str, int], device:str) -> float|None:
   if len(bufs) < spec.nbufs: raise RuntimeError(f"kernel {spec.name} takes {spec.nbufs} buffers, got {len(bufs)}")

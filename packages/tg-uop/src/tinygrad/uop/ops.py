@@ -385,7 +385,9 @@ def _multi_shape(u:UOp) -> tuple:
 
 def _alu_shape(u:UOp) -> tuple:
   shapes = [s.__dict__["_shape_c"] for s in u.src]
-  if any(s is None for s in shapes): raise RuntimeError(f"{u.op} has a source without a shape: {[s.op for s in u.src]}")
+  if None in shapes: raise RuntimeError(f"{u.op} has a source without a shape: {[s.op for s in u.src]}")
+  # the usual op first, without broadcast_shape's comprehensions: one source, two of one shape, or a shape beside a scalar (shape ())
+  if len(shapes) <= 2 and ((a := shapes[0]) == (b := shapes[-1]) or not b): return a
   return broadcast_shape(*shapes)
 
 def _sizes(u:UOp) -> tuple: return tuple([x.arg if x.op is Ops.CONST else x for x in u.src[1:]])  # RESHAPE's or EXPAND's marg
