@@ -34,16 +34,17 @@ class ContextVar:
   def snapshot() -> tuple:
     """every ContextVar's (key, value), as one hashable tuple: the part of a cache key that says which knobs were set"""
     if ContextVar._snapshot[0] != ContextVar._version:
-      snap, ids = tuple((k, v.value) for k, v in ContextVar._cache.items()), ContextVar._snapshot_ids
-      if len(ids) >= 4096: ids.clear()  # numbers are never reused (the count goes on): a dropped snapshot seen again is a new one
-      ContextVar._snapshot = (ContextVar._version, snap, ids.setdefault(snap, next(_snapshot_count)))
+      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()), None)
     return ContextVar._snapshot[1]
   @staticmethod
   def snapshot_id() -> int:
     """a number that stands for snapshot(): equal snapshots get the same one. A cache key holds it instead of the tuple, whose hash (every
-    knob's name and value, ~1 us) would be worked out again on each lookup"""
-    if ContextVar._snapshot[0] != ContextVar._version: ContextVar.snapshot()
-    return ContextVar._snapshot[2]
+    knob's name and value, ~1 us) would be worked out again on each lookup. TypeError where a knob holds something unhashable"""
+    if (s := ContextVar._snapshot)[0] == ContextVar._version and s[2] is not None: return s[2]
+    snap, ids = ContextVar.snapshot(), ContextVar._snapshot_ids
+    if len(ids) >= 4096: ids.clear()  # numbers are never reused (the count goes on): a dropped snapshot seen again is a new one
+    ContextVar._snapshot = (ContextVar._version, snap, n := ids.setdefault(snap, next(_snapshot_count)))
+    return n
   def __bool__(self): return bool(self.value)
   # compare by value so `DEBUG >= 2` and `DEBUG == 2` both do what they read like
   def __eq__(self, x): return self.value == x
