@@ -123,10 +123,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
+    # the nodes' devices, read once each (a Tensor's device is two property calls), in a plain loop: every elementwise op comes here
+    u, srcs = self.uop, [s.uop for s in src]
     # a symbolic scalar (a Variable's value) has no device: it is a kernel argument, usable on any device
-    if (dev := self.device) is not None and any([(d := s.device) is not None and d != dev for s in src]):
-      raise RuntimeError(f"{op.name} of tensors on different devices: {[self.device] + [s.device for s in src]}; move them with .to(device)")
-    ret = self.uop.alu(op, *[s.uop for s in src])
+    if (dev := u.device) is not None:
+      for x in srcs:
+        if (d := x.device) is not None and d != dev:
+          raise RuntimeError(f"{op.name} of tensors on different devices: {[dev] + [x.device for x in srcs]}; move them with .to(device)")
+    ret = u.alu(op, *srcs)
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
     return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
   def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
@@ -138,6 +142,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))
+  def _reduce(self, op:Ops, axis=None, keepdim=False) -> Tensor:
+    # over every axis to a scalar (x.sum(), x.max(), a loss): the reduce and its reshape to () as nodes, one handle for both (the mixin
+    # makes one per step); a reshape of all-1 sizes to () needs no size check
+    if axis is None and not keepdim and (shape := (u := self.uop).shape):
+      return _handle(u._rop(op, tuple(range(len(shape))))._mop(Ops.RESHAPE, ()))
+    return super()._reduce(op, axis, keepdim)
 
   # *** properties ***
   # the handle's node read inline when it is caught up (the usual case): these are asked for by every op
@@ -422,8 +432,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
     do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
-      from tinygrad.engine.realize import prepare_uops
-      runs, becomes = prepare_uops(olds := [t.uop for t in todo])
+      runs, becomes = _engine().prepare_uops(olds := [t.uop for t in todo])
       # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
       # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept
       realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
@@ -432,9 +441,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       del becomes
       for run in runs: run()
       _realized.record(realized)
+      epoch = _realized.epoch
       for t, o, n in zip(todo, olds, results):
         _keep_for_autograd(t, o)
-        t.uop = n
+        t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
     return self
   def assign(self, x:Any) -> Tensor:
     """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values"""
@@ -486,29 +496,47 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
 
-_READS = "_reads_memory"  # memo on each node: graphs share their weights and inputs, so a walk stops at what an earlier one saw
+_realize_module = None
+def _engine():
+  """tinygrad.engine.realize: imported with the first realize, not with tinygrad, then a global read (an import statement costs ~1 us)"""
+  global _realize_module
+  if _realize_module is None: from tinygrad.engine import realize as _realize_module
+  return _realize_module
+
+def _memo_any(u:UOp, key:str, ops:frozenset, mark:str|None, tagged:Ops|None=None) -> bool:
+  """whether some node of u's graph has an op in `ops`, the attribute `mark`, or is a `tagged` op with a tag, kept on each node under
+  `key`: graphs share their weights and inputs, so a walk stops at what an earlier one saw. Depth first, a node decided once its sources
+  are, in plain loops (no toposort, no comprehension per node: this runs on every realize)"""
+  if (ret := u.__dict__.get(key)) is not None: return ret
+  stack = [u]
+  push, pop = stack.append, stack.pop
+  while stack:
+    if key in (d := (x := stack[-1]).__dict__):
+      pop()
+      continue
+    waiting = len(stack)
+    for s in x.src:
+      if key not in s.__dict__: push(s)
+    if len(stack) == waiting:
+      pop()
+      if not (ret := x.op in ops or mark in d or (x.op is tagged and x.tag is not None)):
+        for s in x.src:
+          if s.__dict__[key]:
+            ret = True
+            break
+      d[key] = ret
+  return u.__dict__[key]
+
+_READS, _READ_OPS = "_reads_memory", frozenset({Ops.BUFFER, Ops.CALL})
 def _reads_memory(u:UOp) -> bool:
   """u's graph reads a buffer, runs a custom kernel or holds a contiguous() of its own (a buffer once realized, that no graph built
   elsewhere shares); else it computes from constants alone"""
-  if (ret := u.__dict__.get(_READS)) is not None: return ret
-  stack = [u]  # depth first, a node decided once its sources are (no toposort: no gate call per node)
-  while stack:
-    if _READS in (x := stack[-1]).__dict__: stack.pop()
-    elif todo := [s for s in x.src if _READS not in s.__dict__]: stack.extend(todo)
-    else: x.__dict__[_READS] = x.op is Ops.BUFFER or x.op is Ops.CALL or (x.op is Ops.CONTIGUOUS and x.tag is not None) or \
-                               any([s.__dict__[_READS] for s in x.src])
-  return u.__dict__[_READS]
+  return _memo_any(u, _READS, _READ_OPS, None, Ops.CONTIGUOUS)
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
 def _on_grad_path(u:UOp) -> bool:
   """u's graph holds the node of a tensor that was given requires_grad=True"""
-  if (ret := u.__dict__.get(_GRAD_PATH)) is not None: return ret
-  stack = [u]  # as _reads_memory: depth first, each node decided once its sources are
-  while stack:
-    if _GRAD_PATH in (x := stack[-1]).__dict__: stack.pop()
-    elif todo := [s for s in x.src if _GRAD_PATH not in s.__dict__]: stack.extend(todo)
-    else: x.__dict__[_GRAD_PATH] = _WANTS_GRAD in x.__dict__ or any([s.__dict__[_GRAD_PATH] for s in x.src])
-  return u.__dict__[_GRAD_PATH]
+  return _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
 
 def _mark_wants_grad(u:UOp):
   """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""
@@ -522,7 +550,7 @@ def _keep_for_autograd(t:Tensor, built:UOp):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
   it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
   as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized)"""
-  if "_built" not in t.__dict__ and not _is_write(built) and _on_grad_path(built): t._built = built
+  if "_built" not in t.__dict__ and _on_grad_path(built) and not _is_write(built): t._built = built
 
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
@@ -617,6 +645,7 @@ class _Realized:
     nodes = self.nodes
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
+    if not u.src: return u  # a leaf (a buffer: every realized input or weight, after each realize) has nothing below it to replace
     while nodes:
       hits: dict[UOp, UOp] = {}
       def realized(x:UOp) -> bool:

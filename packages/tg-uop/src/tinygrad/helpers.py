@@ -14,12 +14,15 @@ def getenv(key:str, default=0):
   if isinstance(default, bool): return v.lower() not in ("", "0", "false", "no")  # bool("0") would be True
   return type(default)(v)
 
+_snapshot_count = itertools.count()
+
 class ContextVar:
   """a named global knob: initial value from the env, temporarily overridable with Context"""
   _cache: ClassVar[dict[str, ContextVar]] = {}
   # bumped by every write of any value (and every new ContextVar): snapshot() rebuilds only after one
   _version: ClassVar[int] = 0
-  _snapshot: ClassVar[tuple[int, tuple]] = (-1, ())
+  _snapshot: ClassVar[tuple[int, tuple, int]] = (-1, (), -1)
+  _snapshot_ids: ClassVar[dict[tuple, int]] = {}  # snapshot -> its number (snapshot_id)
   def __init__(self, key:str, default:Any):
     if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} already exists")
     self.key, self.value = key, getenv(key, default)
@@ -31,8 +34,17 @@ class ContextVar:
   def snapshot() -> tuple:
     """every ContextVar's (key, value), as one hashable tuple: the part of a cache key that says which knobs were set"""
     if ContextVar._snapshot[0] != ContextVar._version:
-      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()))
+      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()), None)
     return ContextVar._snapshot[1]
+  @staticmethod
+  def snapshot_id() -> int:
+    """a number that stands for snapshot(): equal snapshots get the same one. A cache key holds it instead of the tuple, whose hash (every
+    knob's name and value, ~1 us) would be worked out again on each lookup. TypeError where a knob holds something unhashable"""
+    if (s := ContextVar._snapshot)[0] == ContextVar._version and s[2] is not None: return s[2]
+    snap, ids = ContextVar.snapshot(), ContextVar._snapshot_ids
+    if len(ids) >= 4096: ids.clear()  # numbers are never reused (the count goes on): a dropped snapshot seen again is a new one
+    ContextVar._snapshot = (ContextVar._version, snap, n := ids.setdefault(snap, next(_snapshot_count)))
+    return n
   def __bool__(self): return bool(self.value)
   # compare by value so `DEBUG >= 2` and `DEBUG == 2` both do what they read like
   def __eq__(self, x): return self.value == x
@@ -71,7 +83,8 @@ def dedup(x:Iterable[T]) -> list[T]: return list(dict.fromkeys(x))  # keeps firs
 def flatten(l:Iterable[Iterable[T]]) -> list[T]: return list(itertools.chain.from_iterable(l))
 def argsort(x:Sequence) -> list[int]: return sorted(range(len(x)), key=x.__getitem__)
 def all_same(items:Sequence) -> bool: return all(x == items[0] for x in items)
-def all_int(t:Iterable) -> bool: return all([isinstance(s, int) for s in t])  # a list: shapes are short, a generator costs more
+_is_int = int.__instancecheck__  # isinstance(s, int) as a bound builtin: map runs it in C, with no comprehension frame per call
+def all_int(t:Iterable) -> bool: return all(map(_is_int, t))
 # sizes are ints or symbolic UOps (hash-consed, so one expression is one object); a UOp's == and != build comparisons instead
 def sint_eq(a, b) -> bool: return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
 def partition(itr:Iterable[T], fxn:Callable[[T], bool]) -> tuple[list[T], list[T]]:

@@ -99,40 +99,38 @@ class Buffer:
       if offset + size*dtype.itemsize > base.nbytes:
         raise ValueError(f"view of {size} {dtype} at byte {offset} does not fit in a buffer of {base.nbytes} bytes")
     self.device, self.size, self.dtype, self.options, self.offset, self._base = device, size, dtype, options, offset, base
+    self.nbytes = size * dtype.itemsize  # a plain attribute: allocate, free and every copy read it
     if opaque is not None: self.allocate(opaque)
   @property
   def base(self) -> Buffer: return self._base if self._base is not None else self
   @property
-  def nbytes(self) -> int: return self.size * self.dtype.itemsize
-  @property
   def allocator(self) -> Allocator:
     # looked up once: freeing must not reopen a device (e.g. after the registry was reset). Not functools.cached_property: python 3.11's
     # takes a lock on the first read, which every new Buffer pays
-    if (a := self.__dict__.get("_allocator")) is None:
-      from tinygrad.device import Device
-      a = self._allocator = Device[self.device].allocator
+    if (a := self.__dict__.get("_allocator")) is None: a = self._allocator = _device_registry()[self.device].allocator
     return a
-  def is_allocated(self) -> bool: return hasattr(self, "_buf")
-  def ensure_allocated(self) -> Buffer: return self if self.is_allocated() else self.allocate()
+  def is_allocated(self) -> bool: return "_buf" in self.__dict__
+  def ensure_allocated(self) -> Buffer: return self if "_buf" in self.__dict__ else self.allocate()
+  # allocate and deallocate run for every buffer a realize makes and drops: attributes read once, the size's counters updated in place
   def allocate(self, opaque:Any=None) -> Buffer:
-    if self.is_allocated(): raise RuntimeError(f"{self} is already allocated")
+    if "_buf" in (d := self.__dict__): raise RuntimeError(f"{self} is already allocated")
     if self._base is not None:
       self._base.ensure_allocated()
       if not hasattr(self.allocator, "_offset"): raise RuntimeError(f"device {self.device} does not support buffer views")
       self._buf = self.allocator._offset(self._base._buf, self.nbytes, self.offset)
+    elif opaque is not None: d["_buf"], d["_owned"] = opaque, False
     else:
-      self._buf, self._owned = (opaque, False) if opaque is not None else (self.allocator.alloc(self.nbytes, self.options), True)
-      if self._owned:
-        GlobalCounters.mem_used += self.nbytes
-        GlobalCounters.mem_used_per_device[self.device] += self.nbytes
+      d["_buf"], d["_owned"] = self.allocator.alloc(n := self.nbytes, self.options), True
+      GlobalCounters.mem_used += n
+      GlobalCounters.mem_used_per_device[self.device] += n
     return self
   def deallocate(self):
-    if not self.is_allocated(): return
-    if self._base is None and self._owned:
-      GlobalCounters.mem_used -= self.nbytes
-      GlobalCounters.mem_used_per_device[self.device] -= self.nbytes
-      self.allocator.free(self._buf, self.nbytes, self.options)
-    del self._buf
+    if "_buf" not in (d := self.__dict__): return
+    if self._base is None and d["_owned"]:
+      GlobalCounters.mem_used -= (n := self.nbytes)
+      GlobalCounters.mem_used_per_device[self.device] -= n
+      self.allocator.free(d["_buf"], n, self.options)
+    del d["_buf"]
   def __del__(self):
     try: self.deallocate()
     except Exception: pass  # at interpreter exit the device may already be gone
@@ -167,6 +165,13 @@ class Buffer:
       data = pickle.PickleBuffer(mv) if protocol >= 5 else bytes(mv)
     return _unpickle_buffer, (self.device, self.size, self.dtype, self.options, data)
   def __repr__(self): return f"<buf device:{self.device} size:{self.size} dtype:{self.dtype}" + (f" offset:{self.offset}>" if self._base else ">")
+
+_Device = None
+def _device_registry():
+  """tinygrad.device's Device: imported on first use (that module imports this one), then a global read (an import statement costs ~1 us)"""
+  global _Device
+  if _Device is None: from tinygrad.device import Device as _Device
+  return _Device
 
 def _unpickle_buffer(device:str, size:int, dtype:DType, options:BufferSpec|None, data) -> Buffer:
   buf = Buffer(device, size, dtype, options=options)

@@ -4,6 +4,7 @@ import functools, time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import DEBUG, GlobalCounters, colored
+from tinygrad.device import Device, Buffer
 from tinygrad.schedule.rangeify import ExecItem
 from tinygrad.schedule.cache import create_schedule_cached
 from tinygrad.codegen import get_program_cached, ProgramSpec
@@ -17,9 +18,8 @@ def buffer_of(u:UOp):
   if (b := u.__dict__.get(_DEVICE_BUFFER)) is None:
     if u.op is not Ops.BUFFER: raise RuntimeError(f"{u.op} is not a buffer (realize it first)")
     if not isinstance(u.arg.device, str): raise RuntimeError(f"buffer has no single device: {u.arg.device}")
-    from tinygrad.device import Buffer
     b = u.__dict__[_DEVICE_BUFFER] = Buffer(u.arg.device, u.arg.shape[0], u.dtype)
-  if not b.is_allocated(): b.allocate()
+  if "_buf" not in b.__dict__: b.allocate()  # not is_allocated(): a call per buffer per launch
   return b
 
 def existing_buffer(u:UOp):
@@ -45,7 +45,6 @@ def _runtime(spec:ProgramSpec, device:str, dev):
 
 def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
   """the compiled program for a kernel AST on a device (memoised: a replay skips this)"""
-  from tinygrad.device import Device
   dev = Device[device]
   spec = get_program_cached(ast, dev.renderer)
   return spec, _runtime(spec, device, dev)
@@ -86,10 +85,11 @@ def run_copy(dst, src):
                        f"  {(time.perf_counter()-st)*1e6:9.2f} us")
 
 def kernel_device(it:ExecItem, bufs:list) -> str:
-  if len(bufs) == 1: return bufs[0].device
-  devices = {b.device for b in bufs}
-  if len(devices) != 1: raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted(devices)}: copy them first (.to())")
-  return devices.pop()
+  device = bufs[0].device
+  for b in bufs:
+    if b.device != device:
+      raise RuntimeError(f"kernel {it.ast.arg} reads buffers on several devices {sorted({b.device for b in bufs})}: copy them first (.to())")
+  return device
 
 # TinyJit's capture: while this is a list, every item run is also appended to it as (ExecItem, device Buffers, which of them were first
 # allocated for this item)

@@ -24,6 +24,11 @@ class _Entry:
   becomes: list[tuple[UOp, UOp]]   # (the node in the normalized graph, its result over placeholders and unbound Variables)
   fresh: list[UOp]                 # placeholders of the buffers the schedule allocates: new ones on every call
   rebuild: list[UOp]               # the results' nodes above a placeholder or Variable, sources first: what a replay makes again
+  # a replay works by position, not through dicts keyed by node: each call's buffers are a list, the targets' own (in _normalize's order)
+  # then the fresh ones, and placeholder n is its item n
+  holes: list[UOp]                 # the placeholders in that order
+  slots: list[tuple[int, ...]]     # each item's buffers as indices into it
+  at: list[tuple[int, UOp]]        # each becomes key as its index in _normalize's walk (the same on every graph of one key), and result
 
 _cache: OrderedDict = OrderedDict()
 stats = {"hits": 0, "misses": 0}
@@ -67,7 +72,8 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
         for s in reversed(u.src):
           if s not in new: push((s, False))
     elif (op := u.op) is BUFFER and u.arg.slot >= 0 and u.arg.addrspace is GLOBAL:
-      new[u] = _hole(u, len(bufs))
+      # _hole's first test inline: a buffer realized again and again is at the same place in its graph
+      new[u] = last[1] if (last := u.__dict__.get(_LAST_HOLE)) is not None and last[0] == len(bufs) else _hole(u, len(bufs))
       bufs.append(u)
     elif op is BIND:
       var, val = u.src[0], u.src[1].arg
@@ -80,8 +86,8 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
       new[u] = UOp(op, u.dtype, tuple([new[s] for s in u.src]), u.arg, tags.setdefault(u.tag, len(tags)))
     else:
       if op is DEFINE_VAR: defined.add(u)
-      src = u.src
-      new[u] = u if all([new[s] is s for s in src]) else UOp(op, u.dtype, tuple([new[s] for s in src]), u.arg, u.tag)
+      # the tuples compare their nodes by identity: the node itself when nothing below it changed
+      new[u] = u if (src := tuple([new[s] for s in u.src])) == u.src else UOp(op, u.dtype, src, u.arg, u.tag)
   if defined and defined - bound: return None  # a Variable that is not bound has no value to replay with
   return new, bufs, vals
 
@@ -90,10 +96,10 @@ def create_schedule_cached(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp,
   if not SCACHE.value: return create_schedule(targets)
   if (norm := _normalize(targets)) is None: return create_schedule(targets)
   new, bufs, vals = norm
-  key = (tuple([new[t] for t in targets]), ContextVar.snapshot())
-  try: entry = _cache.get(key)
+  # the ContextVars as a number for their values: the tuple of them would be hashed on every lookup
+  try: key = (tuple([new[t] for t in targets]), ContextVar.snapshot_id())
   except TypeError: return create_schedule(targets)  # a ContextVar set to something unhashable: no key, no cache
-  if entry is not None:
+  if (entry := _cache.get(key)) is not None:
     _cache.move_to_end(key)
     stats["hits"] += 1
     return _replay(entry, new, bufs, vals)
@@ -110,15 +116,18 @@ def _abstract(items:list[ExecItem], becomes:dict[UOp, UOp], new:dict[UOp, UOp], 
   for it in items:
     for b in it.bufs:
       if b not in holes: holes[b] = _hole(b, len(holes))
-  fresh = [holes[b] for b in list(holes)[len(bufs):]]
+  order = list(holes.values())
+  fresh = order[len(bufs):]
   # a node is found again by its normalized form: unique but for a Variable and its BINDs (all map to the Variable)
   if any(u not in new or u.op in (Ops.BIND, Ops.DEFINE_VAR) for u in becomes): return None
   abstract = [(new[u], r.substitute(holes | _binds_in(r))) for u, r in becomes.items()]
   ast_bufs = [u for it in items if it.ast is not None for u in it.ast.toposort() if _is_device_buffer(u)]
   left = [u for _, r in abstract for u in r.toposort() if _is_device_buffer(u) or u.op is Ops.BIND]
   if ast_bufs or left: return None
+  index = {u: i for i, u in enumerate(new)}
   return _Entry([ExecItem(it.kind, it.ast, [holes[b] for b in it.bufs], {k: 0 for k in it.var_vals}) for it in items], abstract, fresh,
-                _above(set(holes.values()), [r for _, r in abstract]))
+                _above(set(order), [r for _, r in abstract]), order, [tuple([-1 - holes[b].arg.slot for b in it.bufs]) for it in items],
+                [(index[u], r) for (_, r), u in zip(abstract, becomes)])
 
 def _above(leaves:set[UOp], results:list[UOp]) -> list[UOp]:
   """the nodes of results that have a leaf or a Variable below them (the leaves excluded), sources first"""
@@ -133,12 +142,17 @@ def _binds_in(u:UOp) -> dict[UOp, UOp]:
   return {b: b.src[0] for b in u.toposort() if b.op is Ops.BIND}
 
 def _replay(entry:_Entry, new:dict[UOp, UOp], bufs:list[UOp], vals:dict[str, int]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
-  fill = {new[b]: b for b in bufs}
-  for h in entry.fresh: fill[h] = UOp.new_buffer(h.arg.device, h.arg.shape[0], h.dtype)
-  items = [ExecItem(it.kind, it.ast, [fill[b] for b in it.bufs], {k: vals[k] for k in it.var_vals} if it.var_vals else {}) for it in entry.items]
+  slots = bufs + [UOp.new_buffer(h.arg.device, h.arg.shape[0], h.dtype) for h in entry.fresh]
+  items = [ExecItem(it.kind, it.ast, [slots[i] for i in idx], {k: vals[k] for k in it.var_vals} if it.var_vals else {})
+           for it, idx in zip(entry.items, entry.slots)]
+  fill = dict(zip(entry.holes, slots))
   if vals: fill |= {u.src[0]: u for u in new if u.op is Ops.BIND}
   # the results are made again from the nodes _abstract listed (no walk): each on its sources' replacements
   for u in entry.rebuild: fill[u] = UOp(u.op, u.dtype, tuple([fill.get(s, s) for s in u.src]), u.arg, u.tag)
-  # the becomes keys are never a Variable or a BIND (_abstract), the only nodes that several originals share
-  original = {n: u for u, n in new.items()}
-  return items, {original[n]: fill.get(r, r) for n, r in entry.becomes}
+  if vals:  # a Variable and its BINDs are one normalized node, so the walks of two graphs of one key may differ: found by node
+    # the becomes keys are never a Variable or a BIND (_abstract), the only nodes that several originals share
+    original = {n: u for u, n in new.items()}
+    return items, {original[n]: fill.get(r, r) for n, r in entry.becomes}
+  # without them normalizing is one-to-one, so this graph and the first one are the same shape and _normalize walks them alike
+  nodes = list(new)
+  return items, {nodes[i]: fill.get(r, r) for i, r in entry.at}

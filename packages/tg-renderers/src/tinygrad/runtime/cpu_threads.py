@@ -5,13 +5,19 @@ from __future__ import annotations
 import atexit, ctypes, os
 from tinygrad.runtime import cpu_pool
 
+_THREADS = None  # the THREADS ContextVar: loaded with the first kernel anyway, but a plain copy-out does not need it
+def _threads() -> int:
+  """THREADS' value; its module imported on the first kernel, then a global read (an import statement costs ~1 us per launch)"""
+  global _THREADS
+  if _THREADS is None: from tinygrad.codegen.opt.heuristic import THREADS as _THREADS
+  return _THREADS.value
+
 def run_shared(fxn, args:list, shares:int):
   """fxn(*args, i) for every share i, on up to THREADS threads: the caller and helpers that each take the next unrun share. The caller
   waits only for shares a helper took: a helper that wakes after the last share was taken does nothing, and nobody waits for it (on a
   busy machine a sleeping thread may get a core only milliseconds later, long after the caller ran every share itself)"""
-  from tinygrad.codegen.opt.heuristic import THREADS  # loaded with the first kernel anyway: a plain copy-out does not need it
   todo = iter(range(shares))  # next() on it holds the GIL: each share is taken once
-  if (n := min(shares, max(1, THREADS.value))) <= 1:
+  if (n := min(shares, max(1, _threads()))) <= 1:
     for i in todo: fxn(*args, i)
     return
   if isinstance(fxn, ctypes._CFuncPtr) and (pool := _native_pool(n - 1)) is not None and pool.run(fxn, args, shares) is not None: return

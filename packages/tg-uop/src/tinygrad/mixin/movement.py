@@ -52,8 +52,9 @@ class MovementMixin:
 
   def reshape(self, shape, *args):
     cur = self.shape
-    # the usual call, a tuple of sizes (no None, no -1), needs no normalising
-    if args or type(shape) is not tuple or not all([type(s) is int and s >= 0 for s in shape]):
+    # the usual call, a tuple of sizes (no None, no -1), needs no normalising, and its sizes are known to be ints
+    if not args and type(shape) is tuple and all([type(s) is int and s >= 0 for s in shape]): ints = True
+    else:
       given = _argfix(shape, *args)
       if len(given) > len(cur) and any(s is None for s in given[len(cur):]):
         raise ValueError(f"reshape {given}: None keeps an axis's size, and shape {tuple(cur)} has only {len(cur)} axes")
@@ -64,8 +65,8 @@ class MovementMixin:
           raise ValueError(f"cannot reshape shape {tuple(cur)} to {new}: the -1 is ambiguous next to a size 0")
         new = tuple(prod(cur) // known if isinstance(s, int) and s == -1 else s for s in new)
       if any(isinstance(s, int) and s < 0 for s in new): raise ValueError(f"negative size in reshape {new}")
-      shape = new
-    if all_int(cur) and all_int(shape) and math.prod(cur) != math.prod(shape):  # math.prod: in C, on ints only
+      shape, ints = new, all_int(new)
+    if ints and all_int(cur) and math.prod(cur) != math.prod(shape):  # math.prod: in C, on ints only
       raise ValueError(f"cannot reshape shape {cur} (size {prod(cur)}) to {shape} (size {prod(shape)})")
     return self if shape == tuple(cur) else self._mop(Ops.RESHAPE, shape)
   def expand(self, shape, *args):

@@ -39,8 +39,11 @@ class ParamArg:
     """ParamArg(slot, (size,), AddrSpace.GLOBAL, device), made without the frozen dataclass's __init__ (a setattr call per field): every
     new device buffer makes one"""
     ret = object.__new__(ParamArg)
-    ret.__dict__.update(slot=slot, shape=(size,), addrspace=AddrSpace.GLOBAL, device=device, name=None, vmin_vmax=None, volatile=False)
+    (d := ret.__dict__).update(_GLOBAL_BUFFER_FIELDS)  # the fields every new buffer shares, copied in C (no keyword dict per call)
+    d["slot"], d["shape"], d["device"] = slot, (size,), device
     return ret
+
+_GLOBAL_BUFFER_FIELDS = {"slot": 0, "shape": (), "addrspace": AddrSpace.GLOBAL, "device": None, "name": None, "vmin_vmax": None, "volatile": False}
 
 @dataclass(frozen=True)
 class VarArg:
@@ -64,7 +67,9 @@ class UOpMetaClass(type):
       raise TypeError(f"UOp src must be a tuple of UOps, got {src!r}")
     if op is Ops.WHERE and src and src[0].dtype is not dtypes.bool: raise RuntimeError(f"WHERE needs a bool condition, got {src[0].dtype}")
     ret = cls.__new__(cls)
-    ret.__dict__.update(op=op, dtype=dtype, src=src, arg=arg, tag=tag)  # one call: __setattr__ refuses
+    # straight into __dict__ (__setattr__ refuses), item by item: a keyword dict for update() would cost more than the stores
+    d = ret.__dict__
+    d["op"], d["dtype"], d["src"], d["arg"], d["tag"] = op, dtype, src, arg, tag
     if SPEC.value >= 2: _check_new(ret)
     _ucache[key] = wr = weakref.ref(ret, _forget)
     _ucache_keys[wr] = key
@@ -353,12 +358,14 @@ _SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_
 _UNKNOWN = object()  # a node whose shape is not worked out yet (None is a node without one)
 def _shape_of(u:UOp) -> tuple|None:
   """u's shape, worked out (and kept on each node) for u and whatever below it has none yet"""
-  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk
-  if all(["_shape_c" in s.__dict__ for s in u.src]): ret = u.__dict__["_shape_c"] = _infer_shape(u)
-  else:
-    for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
-      if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
-    ret = u.__dict__["_shape_c"]
+  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk; a plain loop, not a
+  # comprehension (a frame per node built)
+  for s in u.src:
+    if "_shape_c" not in s.__dict__:
+      for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
+        if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
+      return u.__dict__["_shape_c"]
+  ret = u.__dict__["_shape_c"] = _infer_shape(u)
   return ret
 
 def _known_shape(u:UOp) -> tuple:
@@ -378,7 +385,9 @@ def _multi_shape(u:UOp) -> tuple:
 
 def _alu_shape(u:UOp) -> tuple:
   shapes = [s.__dict__["_shape_c"] for s in u.src]
-  if any(s is None for s in shapes): raise RuntimeError(f"{u.op} has a source without a shape: {[s.op for s in u.src]}")
+  if None in shapes: raise RuntimeError(f"{u.op} has a source without a shape: {[s.op for s in u.src]}")
+  # the usual op first, without broadcast_shape's comprehensions: one source, two of one shape, or a shape beside a scalar (shape ())
+  if len(shapes) <= 2 and ((a := shapes[0]) == (b := shapes[-1]) or not b): return a
   return broadcast_shape(*shapes)
 
 def _sizes(u:UOp) -> tuple: return tuple([x.arg if x.op is Ops.CONST else x for x in u.src[1:]])  # RESHAPE's or EXPAND's marg
