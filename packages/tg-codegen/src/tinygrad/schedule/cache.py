@@ -1,8 +1,8 @@
 """Schedule cache: a program that realizes the same graph again on other buffers (a training step, an inference loop) skips scheduling.
 The key is the targets' graph with every device buffer replaced by a numbered placeholder (numbered in toposort order, so which nodes
 share a buffer stays in the key), every bound Variable by the Variable and every tensor-level tag (an identity that Tensor.full gives each
-constant it makes, and contiguous() each copy of constants alone) by its number in the graph, plus the ContextVars (they steer scheduling). The graph is
-hash-consed, so the normalized targets themselves are the key (compared by identity). A hit replays the stored schedule: placeholders
+constant it makes, and contiguous() each copy of constants alone) by its number in the graph, plus the ContextVars (they steer
+scheduling). The graph is hash-consed, so the normalized targets themselves are the key (compared by identity). A hit replays the stored schedule: placeholders
 become this call's buffers, the buffers the first call allocated become new ones, and each kernel reads this call's Variable values.
 Anything the abstraction cannot express (an unbound Variable, a buffer it did not see) is never cached: a miss always schedules from
 scratch. SCACHE=0 turns it off."""
