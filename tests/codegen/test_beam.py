@@ -1,7 +1,7 @@
 """BEAM=N (codegen/opt/search.py): every opt list the search may time gives numpy's results, on fuzzed kernels, on the CPU (LLVM) and on
 the PYTHON emulator (which runs work groups: LOCAL and GROUP opts are reachable there); the search returns a list it
 timed, caches it on disk and a second search of the same kernel times nothing."""
-import pathlib, random, sys
+import copy, pathlib, random, sys
 import numpy as np
 import pytest
 from tinygrad import Device
@@ -69,6 +69,10 @@ def test_search_caches_its_winner(tmp_path, monkeypatch, renderer):
   np.testing.assert_allclose(run(apply_opts(ast, opts), ins, 256), ref(*ins), rtol=1e-4, atol=1e-4)
   compiled.clear()
   assert search.beam_search(ast, renderer, 2) == opts and compiled == []  # the disk cache answers: nothing compiled or timed
+  # a host with other SIMD registers (the cache copied from an AVX2 machine to an AVX-512 one) searches again
+  (other := copy.copy(renderer)).vector_bytes = renderer.vector_bytes * 2
+  search.beam_search(ast, other, 2)
+  assert sum(compiled) >= 2
 
 def _tensor_programs(dev:str):
   """scheduler-made kernels of odd sizes: nested reduces (softmax), an index reduce (argmax), a conv, a scan, a gather, an in-place update"""

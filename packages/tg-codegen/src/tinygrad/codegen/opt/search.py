@@ -134,7 +134,9 @@ def _progress(msg:str):
 
 def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
   """the fastest opt list found by a beam of `width`, from the disk cache when this kernel was searched before"""
+  # the SIMD registers too: the same renderer on an AVX2 and an AVX-512 host tiles for different registers (a cache copied across)
   key = {"ast": ast.key.hex(), "renderer": type(renderer).__name__, "target": getattr(renderer, "arch", None) or "",
+         "simd": (getattr(renderer, "vector_bytes", None), getattr(renderer, "vector_registers", None)),
          "device": renderer.device, "width": width, "threads": THREADS.value}
   if (hit := diskcache_get("beam_search", key)) is not None: return list(hit)
   if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()) or any(size(r) is None for r in axes(ast)): return hand_coded_opts(ast, renderer)
