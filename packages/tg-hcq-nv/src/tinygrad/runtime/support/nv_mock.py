@@ -69,7 +69,9 @@ class MockNVGPU:
 
   def doorbell_rung(self):
     """the host wrote a channel's token to NOTIFY_CHANNEL_PENDING: that channel sees GPPut now"""
-    if self.doorbell is None: return
+    # the mock rings every GPU (it cannot tell whose page was written): one with no channel yet (its page mapped by an open that
+    # stopped before making one) cannot be the one rung
+    if self.doorbell is None or not self.channels: return
     token = int.from_bytes(self.doorbell[rm.NVC361_NOTIFY_CHANNEL_PENDING:rm.NVC361_NOTIFY_CHANNEL_PENDING + 4], "little")
     if (ch := self.channels.get(token)) is None: raise MockGPUError(f"NV:{self.index}: doorbell rung with token {token}, which no channel has")
     ch.put_seen = ch.userd_word(rm.USERD_GP_PUT)
