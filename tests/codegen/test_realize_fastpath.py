@@ -1,19 +1,14 @@
 """The repeated eager realize's fast path: a schedule-cache hit replays by position (this call's buffers as a list, its results found by
 their place in the graph walk), and cache keys hold a number for the ContextVars' values.
 Every result is checked against numpy; the counters show the fast path was (or was not) taken."""
+import pathlib, sys
 import numpy as np, pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.device import Buffer
 from tinygrad.helpers import Context, ContextVar, GlobalCounters
 from tinygrad.schedule import cache
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-  cache.clear()
-  yield
-  cache.clear()
-
-def rand(*shape, seed=0): return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's test_schedule_cache is not on sys.path
+from test_schedule_cache import fresh_cache, rand  # noqa: F401  (fresh_cache: the autouse fixture, an empty cache around each test)
 
 def test_snapshot_id_names_equal_snapshots_alike():
   from tinygrad.helpers import NOOPT
