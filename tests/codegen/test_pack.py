@@ -39,9 +39,10 @@ def test_which_operand_and_when():
     assert _copies(Tensor.empty(32, 128) @ w.T) == [f"E_16_128_{WIDE}"]
     assert _copies(Tensor.empty(8, 1024) @ b) == []          # 8 rows re-read it: the copy costs more than it saves
     # a conv's input read as 3x3 windows: the copy would hold 9 elements per one it reads; its weight is packed along the output
-    # channels instead, and the conv's own buffer is channels-last (N, H, W, C) so that those channels are the store's stride-1 axis
+    # channels instead, and the conv's own buffer is channels-last (N, H, W, C) so that those channels are the store's stride-1 axis;
+    # the realized conv is a view of it (no copy to NCHW)
     conv = Tensor.empty(2, 16, 34, 34).conv2d(Tensor.empty(32, 16, 3, 3))
-    assert _copies(conv) == [f"E_2_16_3_3_{WIDE}"] and [it.ast.arg.name for it in _kernels(conv)][-2:] == ["r_2_32_32_32", "E_2_32_32_32"]
+    assert _copies(conv) == [f"E_2_16_3_3_{WIDE}"] and [it.ast.arg.name for it in _kernels(conv)][-1] == "r_2_32_32_32"
     # A of a matmul is not packed along its rows: B (packed) serves the output's innermost axis
   with Context(PACK=1):
     assert _copies(Tensor.empty(1024, 1024) @ b) == [f"E_16_1024_{WIDE}"]  # 2^28 multiply-adds on the CPU
@@ -257,3 +258,36 @@ def test_wide_vectors_pack_smaller_matmuls(monkeypatch):
       assert _copies(Tensor(a, device="CPU") @ Tensor(b, device="CPU")) == packed
       assert _copies(Tensor.empty(256, 256, device="CPU") @ Tensor.empty(256, 256, device="CPU")) == []
       np.testing.assert_allclose((Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy(), a @ b, rtol=1e-4, atol=1e-3)
+
+def test_realized_direct_conv_is_a_view_of_its_channels_last_buffer():
+  # the direct conv's reduce writes (N, H, W, C): the realized result is a permuted view of that buffer (torch's channels-last), not a
+  # second kernel copying it to NCHW. It reads, realizes again, takes an assign, returns from a TinyJit and steps as a parameter
+  from tinygrad import TinyJit, nn
+  rng = np.random.default_rng(5)
+  x, w = rng.standard_normal((2, 16, 34, 34)).astype(np.float32), rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+  ref = _np_conv(x, w, 1, 0, 1)
+  with Context(PACK=2):
+    out = Tensor(x).conv2d(Tensor(w))
+    GlobalCounters.reset()
+    out.realize()
+    assert GlobalCounters.kernel_count == 2 and not out._is_buffer() and out.uop.base.op is Ops.BUFFER  # the weight's panels, the conv
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
+    GlobalCounters.reset()
+    out.realize()
+    assert GlobalCounters.kernel_count == 0
+    np.testing.assert_allclose((out.relu() + 1).numpy(), np.maximum(ref, 0) + 1, rtol=1e-4, atol=1e-4)
+    out.assign(out * 2)
+    np.testing.assert_allclose(out.numpy(), 2 * ref, rtol=1e-4, atol=1e-4)
+    @TinyJit
+    def f(a:Tensor) -> Tensor: return a.conv2d(Tensor(w)).realize()
+    for _ in range(3):
+      xi = rng.standard_normal(x.shape).astype(np.float32)
+      np.testing.assert_allclose(f(Tensor(xi)).numpy(), _np_conv(xi, w, 1, 0, 1), rtol=1e-4, atol=1e-4)
+    p = Tensor(x).conv2d(Tensor(w)).realize()
+    p.requires_grad = True
+    opt = nn.optim.SGD([p], lr=0.25)
+    with Tensor.train():
+      opt.zero_grad()
+      (p * p).sum().backward()
+      opt.step()
+    np.testing.assert_allclose(p.numpy(), ref * 0.5, rtol=1e-4, atol=1e-4)  # p - 0.25 * 2p

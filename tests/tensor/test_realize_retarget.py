@@ -159,3 +159,27 @@ def test_contiguous_of_constants_is_kept_and_never_shared():
   d, e = Tensor.arange(4) + 1, Tensor.arange(4) + 1
   d.realize().assign(Tensor([5, 5, 5, 5]))
   assert e.tolist() == [1, 2, 3, 4] and d.tolist() == [5, 5, 5, 5]
+
+def test_a_reshaped_contiguous_is_its_buffer():
+  # the contiguous() is realized anyway: its reshape is that buffer (one kernel, not a second copy); a user's contiguous().permute()
+  # keeps a buffer of its own, in its own row-major order, which an in-place write can target
+  x = Tensor([[1., 2., 3.], [4., 5., 6.]])
+  GlobalCounters.reset()
+  r = (x + 1).contiguous().reshape(3, 2).realize()
+  assert GlobalCounters.kernel_count == 1 and r._is_buffer() and r.tolist() == [[2., 3.], [4., 5.], [6., 7.]]
+  p = (x * 2).contiguous().permute(1, 0).realize()
+  assert p._is_buffer() and p.tolist() == [[2., 8.], [4., 10.], [6., 12.]]
+
+def test_a_view_parameter_gets_a_buffer_of_its_own_for_the_step():
+  # a parameter realized as a view of a buffer (here a transpose) gets its own buffer at the first step; the values follow SGD
+  from tinygrad import nn
+  w = Tensor([[1., 2., 3.], [4., 5., 6.]]).realize()
+  p = w.T
+  p.requires_grad = True
+  opt = nn.optim.SGD([p], lr=0.5)
+  with Tensor.train():
+    for _ in range(2):
+      opt.zero_grad()
+      (p * p).sum().backward()  # gradient 2p: p - 0.5 * 2p is 0 after the first step, and stays 0
+      opt.step()
+  assert p._is_buffer() and p.tolist() == [[0., 0.], [0., 0.], [0., 0.]] and w.tolist() == [[1., 2., 3.], [4., 5., 6.]]

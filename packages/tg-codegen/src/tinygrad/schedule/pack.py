@@ -10,7 +10,8 @@ j is the innermost output axis the operand varies along. Where that is not the o
 along the output channels, the output's rows are its pixels), the operand is packed only if no operand of the innermost axis reads or
 can be made to read contiguous panels (the conv's input is read as windows: a copy would grow by the window size, and its channel step
 is a whole image). The reduce then writes a buffer of its own with j innermost (channels-last: LLVM's SLP vectorizer builds the tile's
-vectors from consecutive stores, so j's lanes must be the store's) and its result is a permuted view of that buffer. A direct conv
+vectors from consecutive stores, so j's lanes must be the store's) and its result is a permuted view of that buffer (LAYOUT: a realized
+target stays that view, as a torch channels-last tensor does, instead of a second pass copying it to row-major order). A direct conv
 b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md)."""
 from __future__ import annotations
 import math
@@ -31,6 +32,7 @@ MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel 
 # 16 accumulators, where B's own j axis takes one upcast of at most 16 lanes): matmul at 2 threads, unpacked -> packed, 384: 155 -> 205,
 # 512: 165 -> 240 GFLOP/s; level at 256
 MIN_WORK_WIDE = 1 << 25
+LAYOUT = "pack layout"  # the tag of the contiguous() that holds a reduce in the layout chosen here (rangeify._must_realize)
 MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
                         # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
                         # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
@@ -144,7 +146,7 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
     if j == out[-1]: return r.replace(src=(x,))
     order = tuple(i for i in range(len(x.shape)) if i != j) + (j,)
     moved = r.replace(src=(x.permute(order),), arg=(op, tuple(order.index(i) for i in red)))
-    return moved.contiguous().permute(tuple(order.index(i) for i in range(len(x.shape))))
+    return moved.contiguous().replace(tag=LAYOUT).permute(tuple(order.index(i) for i in range(len(x.shape))))
   return None
 
 pm_pack = PatternMatcher([(UPat(Ops.REDUCE_AXIS, name="r"), pack_operand)])

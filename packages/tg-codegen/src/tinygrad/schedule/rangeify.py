@@ -9,7 +9,7 @@ from tinygrad.helpers import prod, gc_paused
 from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
-from tinygrad.schedule.pack import pack_operands
+from tinygrad.schedule.pack import pack_operands, LAYOUT
 from tinygrad.schedule.row_fusion import row_candidate, fused_rows
 
 @dataclass
@@ -41,7 +41,8 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   want: dict[UOp, None] = {}
   for t in targets:
     # a reshape of a written buffer (an optimizer's write, reshaped back from the flat buffer it stores through) is that buffer: no copy
-    if t.base.op is not Ops.BUFFER and not ((x := _under_reshapes(t)).op is Ops.AFTER and _written(x) and _is_plain_buffer(x)): want[t] = None
+    if t.base.op is not Ops.BUFFER and not ((x := _under_reshapes(t)).op is Ops.AFTER and _written(x) and _is_plain_buffer(x)) and \
+       _layout_under(t) is None: want[t] = None
   for u in sink.toposort():
     if u.op is Ops.CONTIGUOUS: want[u] = None
     if u.op is Ops.COPY:
@@ -51,6 +52,15 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
       for a in u.src[1:]:
         if not _is_plain_buffer(a): want[a] = None
   return want
+
+def _layout_under(t:UOp) -> UOp|None:
+  """the contiguous() under t's reshapes when its buffer is t in row-major order, or under its reshapes and permutes when the scheduler
+  chose that layout (pack.LAYOUT): t then is a view of that buffer, as its result (a user's own x.contiguous().permute() is copied:
+  tinygrad's realize would leave a view, tg's gives such a target a buffer of its own, which an in-place write can target)"""
+  x, moved = t, False
+  while x.op in (Ops.RESHAPE, Ops.PERMUTE):
+    moved, x = moved or x.op is Ops.PERMUTE, x.src[0]
+  return x if x.op is Ops.CONTIGUOUS and x is not t and _static(t) and _static(x) and (not moved or x.tag == LAYOUT) else None
 
 def _static(u:UOp) -> bool: return u._shape is not None and all(isinstance(s, int) for s in u.shape)
 def _axes(u:UOp) -> int: return sum(1 for s in u.shape if s != 1)
@@ -237,6 +247,8 @@ def _result(t:UOp, unbound:UOp, realized:dict[UOp, UOp]) -> UOp:
   if unbound.op is Ops.RESHAPE and unbound not in realized and (buf := realized.get(_under_reshapes(unbound))) is not None and \
      buf.op is Ops.BUFFER:
     return buf.reshape(t.shape)  # realized under its reshape (_realize_under_reshapes)
+  if unbound not in realized and (x := _layout_under(unbound)) is not None and (buf := realized.get(x)) is not None and buf.op is Ops.BUFFER:
+    return unbound.substitute({x: buf.reshape(x.shape)})
   if unbound not in realized: return t  # a view of a buffer stays a view
   buf = realized[unbound]
   if buf.op is not Ops.BUFFER: return t.src[0]  # read after a write (assign, custom kernel): the written buffer or view of it

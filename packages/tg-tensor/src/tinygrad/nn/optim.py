@@ -2,7 +2,7 @@
 Adam/AdamW as LAMB without the trust ratio. step() writes the new parameters and optimizer state into their own buffers (parameter
 handles and their buffers stay the same); lr is a Tensor, so a schedule can assign to it."""
 from __future__ import annotations
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, _private_buffer
 from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
@@ -45,7 +45,11 @@ class Optimizer:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     # the last step's writes, if nobody realized them, land first and alone: they read the state buffers this step writes, and realized
     # together a write is not ordered after another write's value reads of its target (nn/inplace.pending_write)
-    if pending := [t for t in self.params if not t._is_buffer()]: Tensor.realize(*pending)
+    if pending := [t for t in self.params if not t._is_buffer()]:
+      Tensor.realize(*pending)
+      # a parameter realized as a view of a buffer (w.T, a conv's channels-last result) gets a buffer of its own: a step writes whole buffers
+      for t in pending:
+        if not t._is_buffer(): t.uop = _private_buffer(t.uop)
     grads = [t.grad for t in self.params]
     updates, state = self._updates(grads)
     Tensor.realize(*grads, *state, *take_deferred())
