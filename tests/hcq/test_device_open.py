@@ -4,16 +4,20 @@ host mapping of a doorbell page), the device registry holds no device, a second 
 the device opens and runs. And the NV mock's doorbell check, which it runs on every GPU (it cannot tell whose page the host wrote):
 a GPU opened for memory alone, with no channel, ignores another GPU's ring (CI of 538d9c8 failed 121 NV-MOCK tests in one worker,
 `NV:3: doorbell rung with token 0, which no channel has`, after test_nv_rm_abi's memory tests had opened GPU 3 without a channel)."""
-import array, os, pathlib
+import array, os, pathlib, sys
 import pytest
 from tinygrad import Device
+from tinygrad.device import DeviceError
+from tinygrad.runtime.support.hcq import HCQCompiled, release
 from tinygrad.runtime.support.hcq_mock import MockGPUError
-from tinygrad.runtime.support import nv_mock, nv_rm, nv_methods as nv, nv_rm_abi as rm
+from tinygrad.runtime.support import nv_mock, nv_rm, nv_methods as nv, nv_rm_abi as rm, amd_mock, kfd_ioctl as kfd
 from tinygrad.runtime.support.nv_rm import NVRMInterface, NVDriverError
 from tinygrad.runtime.ops_nv import NVDevice
+from tinygrad.runtime.support.amd_kfd import KFDInterface
+from tinygrad.runtime.ops_amd import AMDDevice
 
 def host_maps(fd:int|None) -> int:
-  """how many host mappings of the file fd has open there are (/proc/self/maps: its inode in the fifth column)"""
+  """the number of host mappings of the file open as fd (/proc/self/maps gives each mapping's inode in its fifth column)"""
   if fd is None: return 0
   ino = os.fstat(fd).st_ino
   return sum(len(f) > 5 and f[4] == str(ino) for f in map(str.split, pathlib.Path("/proc/self/maps").read_text().splitlines()))
@@ -27,6 +31,16 @@ def copy_works(dev):
   dev.run_copy(dst.va, src.va, 64)
   dev.synchronize()
   assert bytes(dst.cpu_view()[:4]) == b"tg!!"
+
+def test_release_runs_every_step_last_first_and_keeps_the_opens_error():
+  ran = []
+  def fails(what): raise OSError(9, f"{what} would not go")
+  steps = lambda: [lambda: ran.append("file"), lambda: fails("the queue"), lambda: ran.append("memory")]
+  with pytest.raises(OSError, match="the queue would not go"): release(steps())
+  assert ran == ["memory", "file"]  # the step after the failing one ran too
+  cause = RuntimeError("the open failed here")
+  release(steps(), cause)  # the open's error is what goes up; what closing it hit rides along as a note
+  assert sys.version_info < (3, 11) or cause.__notes__ == ["and giving back what the open had made failed: OSError: [Errno 9] the queue would not go"]
 
 # *** NV ***
 
@@ -101,3 +115,61 @@ def test_a_gpu_opened_for_memory_alone_ignores_another_gpus_doorbell_and_a_token
   nv_kernel.doorbell_rung()  # that write was served: nothing is pending now
   for i in (memory_only, iface): i.close()
   assert not nv_kernel.objects and not nv_kernel.fds
+
+# *** AMD ***
+
+@pytest.fixture
+def amd_kernel(monkeypatch):
+  """a mock KFD of the test's own, which the devices the test opens use"""
+  monkeypatch.setattr(amd_mock, "_kernel", k := amd_mock.MockKFDKernel())
+  return k
+
+def amd_held(k) -> tuple:
+  """what the mock KFD and the process hold for it: files, memory, queues, GPU mappings; host mappings of GPU 1's doorbell page, less
+  the mock GPU's own"""
+  return (dict(k.fds), dict(k.allocs), [dict(g.queues) for g in k.gpus], list(k.system.mem.starts), host_maps(k.gpus[1].doorbell_fd) - 1)
+
+def _amd_refuse(monkeypatch, k, handler:str, when, err:OSError):
+  real = getattr(k, handler)
+  def refuse(node, a):
+    if when(a): raise err
+    return real(node, a)
+  monkeypatch.setattr(k, handler, refuse)
+
+# each fault late in its part of the open: the VM (the interface's last step, after both files), the renderer (after the interface),
+# the SDMA queue (after the compute queue and its memory), the staging buffer HCQCompiled maps last but one (after both queues)
+AMD_FAULTS = {
+  "VM": (lambda m, k: _amd_refuse(m, k, "_acquire_vm", lambda a: True, OSError(22, "mock KFD: no VM today")), OSError, "no VM today"),
+  "renderer": (lambda m, k: m.setattr(type(Device), "renderer_for", lambda self, name: (_ for _ in ()).throw(DeviceError("no renderer today"))),
+               DeviceError, "no renderer today"),
+  "copy queue": (lambda m, k: _amd_refuse(m, k, "_create_queue", lambda a: a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA,
+                                          OSError(28, "mock KFD: no SDMA engine left")), OSError, "no SDMA engine left"),
+  "staging memory": (lambda m, k: _amd_refuse(m, k, "_map", lambda a: k.allocs[a.handle]["size"] == HCQCompiled.STAGING_SIZE,
+                                              OSError(12, "mock KFD: out of GTT")), OSError, "out of GTT"),
+}
+
+@pytest.mark.parametrize("step", AMD_FAULTS)
+def test_amd_open_failing_late_leaves_nothing_and_opens_once_the_fault_is_gone(amd_kernel, monkeypatch, step):
+  inject, error, message = AMD_FAULTS[step]
+  before = amd_held(amd_kernel)
+  with monkeypatch.context() as m:
+    inject(m, amd_kernel)
+    for _ in range(2):
+      with pytest.raises(error, match=message): Device["AMD:1"]
+      assert amd_held(amd_kernel) == before and "AMD:1" not in Device._opened
+  dev = AMDDevice("AMD:1")
+  copy_works(dev)
+  dev.iface.close()
+  assert amd_held(amd_kernel) == before and not amd_kernel.fds and not amd_kernel.allocs
+
+def test_a_destroyed_amd_queue_gives_its_id_and_doorbell_to_the_next_starting_at_write_pointer_0(amd_kernel):
+  first = KFDInterface(1, amd_kernel)
+  q = first.create_queue("COPY")
+  q.doorbell.cast("Q")[0] = 64  # a write pointer it last rang, left in the doorbell slot
+  first.close()
+  assert not amd_kernel.gpus[1].queues
+  second = KFDInterface(1, amd_kernel)
+  q2 = second.create_queue("COPY")
+  amd_kernel.gpus[1].doorbell_rung()  # the GPU reads every queue's doorbell: the new queue's is 0, it has nothing to run
+  assert q2.queue_id == q.queue_id and amd_kernel.gpus[1].queues[q2.queue_id].wptr_seen == 0
+  second.close()

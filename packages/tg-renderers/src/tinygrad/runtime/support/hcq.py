@@ -28,9 +28,10 @@ def release(steps:list, cause:BaseException|None=None):
   for step in reversed(steps):
     try: step()
     except Exception as e: errors.append(e)
-  if cause is not None:
+  if cause is None:
+    if errors: raise errors[0]
+  elif hasattr(cause, "add_note"):  # python 3.11+; on 3.10 the open's error goes up without them
     for e in errors: cause.add_note(f"and giving back what the open had made failed: {type(e).__name__}: {e}")
-  elif errors: raise errors[0]
 
 def _var(name:str) -> UOp:
   from tinygrad.dtype import dtypes
