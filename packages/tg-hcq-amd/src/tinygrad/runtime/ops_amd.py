@@ -92,6 +92,12 @@ class AMDDevice(HCQCompiled):
       from tinygrad.runtime.support.amd_mock import mock_kernel
       iface = KFDInterface(Device.parse(device).index, mock_kernel())
     else: iface = KFDInterface(Device.parse(device).index)
+    try: self._open(device, iface)
+    except BaseException as e:  # a device is whole or not at all: what the open made goes back, so a later open starts clean
+      iface.close(e)
+      raise
+
+  def _open(self, device:str, iface):
     # kernels compile for the GPU's own target unless the device string (AMD:LLVM:gfxNNNN, or DEV=) names one: an ISA runs on its target
     name, gfxv = Device.parse(device), iface.props["gfx_target_version"]
     self.arch = name.arch or (None if name.renderer else Device.requested_renderer(name.base)[1]) or gfx_arch(gfxv)

@@ -7,7 +7,7 @@ code the QMD launches and whose `.nv.info` gives the QMD its register count, sha
 constant buffer 0 (runtime/cubin.py). Without ptxas the device still moves memory and signals; compiling a kernel raises the reason."""
 from __future__ import annotations
 import array, json, re
-from tinygrad.device import Device, Compiler, CompileError, DeviceError
+from tinygrad.device import Device, DeviceName, Compiler, CompileError, DeviceError
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.ptx import PTXRenderer
 from tinygrad.renderer.tensor_cores import MMA_M16N8K16
@@ -103,6 +103,12 @@ class NVDevice(HCQCompiled):
   GPFIFO_ENTRIES = 1024  # GP entries of each channel (a power of two)
   def __init__(self, device:str="NV"):
     iface = NVRMInterface((name := Device.parse(device)).index, host_os())
+    try: self._open(device, name, iface)
+    except BaseException as e:  # a device is whole or not at all: what the open made goes back, so a later open starts clean
+      iface.close(e)
+      raise
+
+  def _open(self, device:str, name:DeviceName, iface:NVRMInterface):
     # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on few others
     self.gpu_sm = sm_of(*(info := iface.arch_info()))
     if (arch := name.arch or (None if name.renderer else Device.requested_renderer(name.base)[1])) is None:

@@ -7,7 +7,7 @@ kernel's header. The host OS beneath (files, sysfs, ioctls, mappings) is `KFDHos
 from __future__ import annotations
 import ctypes, fcntl, mmap, os, time
 from tinygrad.runtime.support import kfd_ioctl as kfd
-from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+from tinygrad.runtime.support.hcq import HCQBuffer, round_up, release
 
 NODES = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0  # linux values; python's mmap module names none of them
@@ -30,6 +30,7 @@ class KFDHostOS:
   """the real kernel: device files, sysfs, ioctls, mappings; the GPU runs by itself"""
   is_mock = False
   def open(self, path:str) -> int: return os.open(path, os.O_RDWR | os.O_CLOEXEC)
+  def close(self, fd:int): os.close(fd)
   def listdir(self, path:str) -> list[str]: return os.listdir(path)
   def read_text(self, path:str) -> str:
     with open(path) as f: return f.read()
@@ -92,22 +93,36 @@ class KFDQueue:
     self.os.doorbell_rung()
 
 class KFDInterface:
+  """one GPU through KFD: memory, user-mode queues, their doorbells. A step of the open that fails closes what the steps before it
+  made, so the error is all that is left"""
   def __init__(self, index:int=0, host_os=None):
     self.os = host_os or KFDHostOS()
     self.is_mock = self.os.is_mock
-    self.kfd = self.os.open("/dev/kfd")
+    self._handles: dict[int, tuple[int, int]] = {}  # va -> (KFD's handle, size) of our memory
+    self.queue_ids: list[int] = []
+    self._files: list = []  # what close() gives back last, last first: the files (the VM acquired goes with them)
+    self._queues: list = []  # what close() gives back first: each queue, then its doorbell mapping
+    try: self._open(index)
+    except BaseException as e:
+      self.close(e)
+      raise
+
+  def _open_file(self, path:str) -> int:
+    fd = self.os.open(path)
+    self._files.append(lambda: self.os.close(fd))
+    return fd
+  def _open(self, index:int):
+    self.kfd = self._open_file("/dev/kfd")
     version = self._ioctl(kfd.AMDKFD_IOC_GET_VERSION, kfd.kfd_ioctl_get_version_args())
     if version.major_version != kfd.KFD_IOCTL_MAJOR_VERSION:
       raise RuntimeError(f"AMD: KFD speaks ioctl version {version.major_version}.{version.minor_version}, tg {kfd.KFD_IOCTL_MAJOR_VERSION}.x")
     if index >= len(nodes := gpu_nodes(self.os)): raise RuntimeError(f"AMD:{index}: KFD has {len(nodes)} GPU(s)")
     self.gpu_id, self.props = nodes[index]
-    self.drm = self.os.open(f"/dev/dri/renderD{self.props['drm_render_minor']}")
+    self.drm = self._open_file(f"/dev/dri/renderD{self.props['drm_render_minor']}")
     self._ioctl(kfd.AMDKFD_IOC_ACQUIRE_VM, kfd.kfd_ioctl_acquire_vm_args(drm_fd=self.drm, gpu_id=self.gpu_id))
     # the HDP flush registers (NBIO) differ per ASIC and KFD does not name them; they matter when the CPU writes video memory through
     # the BAR, which tg never does (host-visible memory is GTT, video memory is written by SDMA), so barriers only invalidate caches
     self.hdp_flush = None
-    self._handles: dict[int, int] = {}
-    self.queue_ids: list[int] = []
 
   def _ioctl(self, nr:int, args):
     self.os.ioctl(self.kfd, nr, args)
@@ -136,16 +151,25 @@ class KFDInterface:
       self._ioctl(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, kfd.kfd_ioctl_free_memory_of_gpu_args(handle=mem.handle))
       self.os.munmap(va, size)
       raise
-    self._handles[va] = mem.handle
+    self._handles[va] = (mem.handle, size)
     return HCQBuffer(va, size, view)
 
-  def free(self, buf:HCQBuffer):
-    if (handle := self._handles.pop(buf.va, None)) is None: raise RuntimeError(f"AMD: free of {buf.va:#x}, which this device did not allocate")
+  def free(self, buf:HCQBuffer): self._free(buf.va)
+  def _free(self, va:int):
+    if (m := self._handles.pop(va, None)) is None: raise RuntimeError(f"AMD: free of {va:#x}, which this device did not allocate")
+    handle, size = m
     ids = (ctypes.c_uint32 * 1)(self.gpu_id)
     self._ioctl(kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, kfd.kfd_ioctl_unmap_memory_from_gpu_args(handle=handle,
                                                                                               device_ids_array_ptr=ctypes.addressof(ids), n_devices=1))
     self._ioctl(kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU, kfd.kfd_ioctl_free_memory_of_gpu_args(handle=handle))
-    self.os.munmap(buf.va, buf.size)
+    self.os.munmap(va, size)
+
+  def close(self, cause:BaseException|None=None):
+    """give everything back: the queues first (and their doorbell mappings), then the memory they used, then the files. cause: the
+    error of a failed open (see hcq.release)"""
+    steps = self._files + [lambda va=va: self._free(va) for va in self._handles] + self._queues
+    self._files, self._queues, self.queue_ids = [], [], []
+    release(steps, cause)
 
   def create_queue(self, kind:str, ring_bytes:int=1 << 16) -> KFDQueue:
     ring, ptrs = self.alloc(ring_bytes, True), self.alloc(mmap.PAGESIZE, True)
@@ -159,9 +183,11 @@ class KFDInterface:
     else: args.queue_type = kfd.KFD_IOC_QUEUE_TYPE_SDMA
     self._ioctl(kfd.AMDKFD_IOC_CREATE_QUEUE, args)
     self.queue_ids.append(args.queue_id)
+    self._queues.append(lambda: self._ioctl(kfd.AMDKFD_IOC_DESTROY_QUEUE, kfd.kfd_ioctl_destroy_queue_args(queue_id=args.queue_id)))
     page = args.doorbell_offset & ~(mmap.PAGESIZE - 1)
     db = self.os.mmap(0, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, self.kfd, page)
     doorbell = memoryview((ctypes.c_char * mmap.PAGESIZE).from_address(db)).cast("B")[args.doorbell_offset - page:][:8]
+    self._queues.append(lambda: (doorbell.release(), self.os.munmap(db, mmap.PAGESIZE)))  # a use after close raises, touches nothing
     return KFDQueue(self.os, kind, ring, ptrs.offset(0, 8), ptrs.offset(8, 8), doorbell, args.queue_id)
 
   def progress(self) -> bool: return self.os.progress()

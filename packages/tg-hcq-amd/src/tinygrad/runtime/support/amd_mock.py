@@ -61,19 +61,20 @@ class MockAMDGPU:
   isolates_faults = True  # a fault stops the queue that made it (KFD evicts it), the GPU runs the others on
   def __init__(self, index:int, kernel:MockKFDKernel):
     self.index, self.gpu_id, self.minor, self.mem = index, 0x1000 + index, 128 + index, kernel.system.mem
-    self.launches, self.queues, self.regs = EmulatedLaunches(self.mem), [], {}
+    self.launches, self.regs = EmulatedLaunches(self.mem), {}
+    self.queues: dict[int, MockQueue] = {}  # by queue id (the process's, as KFD's), which is also its doorbell's slot on this GPU's page
     self.doorbell_fd = os.memfd_create(f"mock-amd{index}-doorbells")
     os.ftruncate(self.doorbell_fd, mmap.PAGESIZE)
     self.doorbells = memoryview(mmap.mmap(self.doorbell_fd, mmap.PAGESIZE))
     kernel.system.gpus.add(self)
   def doorbell_rung(self):
-    for q in self.queues: q.wptr_seen = int.from_bytes(self.doorbells[q.doorbell:q.doorbell + 8], "little")
+    for q in self.queues.values(): q.wptr_seen = int.from_bytes(self.doorbells[q.doorbell:q.doorbell + 8], "little")
   def run(self) -> bool:
     """run every queue until it is empty or blocked, round robin until nothing moves; True if any packet ran"""
     ran, moved = False, True
     while moved:
       moved = False
-      for q in self.queues:
+      for q in list(self.queues.values()):
         try:
           while q.pending() and (self._step_pm4(q) if q.kind == "COMPUTE" else self._step_sdma(q)): moved = ran = True
         except MockGPUError as e:
@@ -208,6 +209,8 @@ class MockKFDKernel(KFDHostOS):
     else: raise FileNotFoundError(2, f"mock KFD: no such device {path}")
     self.fds[fd := next(self._fd)] = node
     return fd
+  def close(self, fd:int):
+    if self.fds.pop(fd, None) is None: raise OSError(9, f"mock KFD: close of fd {fd}, which is not open")
   def listdir(self, path:str) -> list[str]:
     if path != NODES: raise FileNotFoundError(2, path)
     return [str(i) for i in range(GPUS + 1)]  # node 0 is the CPU
@@ -236,7 +239,7 @@ class MockKFDKernel(KFDHostOS):
   def progress(self) -> bool: return self.system.progress()
   def faults(self, gpu_id:int, queue_ids:list[int]) -> list[str]:
     g = self._gpu(gpu_id)
-    return [f"{g.queues[i].kind} queue {i}: {g.queues[i].fault}" for i in queue_ids if g.queues[i].fault]
+    return [f"{q.kind} queue {i}: {q.fault}" for i in queue_ids if (q := g.queues.get(i)) is not None and q.fault]
 
   # *** ioctls ***
   def ioctl(self, fd:int, nr:int, args:ctypes.Structure):
@@ -246,7 +249,7 @@ class MockKFDKernel(KFDHostOS):
     handler = {kfd.AMDKFD_IOC_GET_VERSION: self._version, kfd.AMDKFD_IOC_ACQUIRE_VM: self._acquire_vm,
                kfd.AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: self._alloc, kfd.AMDKFD_IOC_FREE_MEMORY_OF_GPU: self._free,
                kfd.AMDKFD_IOC_MAP_MEMORY_TO_GPU: self._map, kfd.AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU: self._unmap,
-               kfd.AMDKFD_IOC_CREATE_QUEUE: self._create_queue}.get(nr)
+               kfd.AMDKFD_IOC_CREATE_QUEUE: self._create_queue, kfd.AMDKFD_IOC_DESTROY_QUEUE: self._destroy_queue}.get(nr)
     if handler is None: raise OSError(25, f"mock KFD: ioctl {nr:#x} is not one KFDInterface issues")
     handler(self.fds[fd], args)
 
@@ -313,9 +316,17 @@ class MockKFDKernel(KFDHostOS):
       kind = "COMPUTE"
     elif a.queue_type == kfd.KFD_IOC_QUEUE_TYPE_SDMA: kind = "COPY"
     else: raise OSError(22, f"mock KFD: queue type {a.queue_type} is not one the mock runs")
-    if (slot := 8 * len(g.queues)) >= mmap.PAGESIZE: raise OSError(28, f"mock KFD: GPU {a.gpu_id:#x} has no doorbell left")
-    g.queues.append(MockQueue(g, kind, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, slot))
-    a.queue_id, a.doorbell_offset = len(g.queues) - 1, (0x1000 + g.index) * mmap.PAGESIZE + slot
+    # the lowest queue id no queue of the process has, as KFD hands them out: a destroyed queue's id (and doorbell) is taken again
+    taken = {i for gpu in self.gpus for i in gpu.queues}
+    if (qid := next(i for i in range(len(taken) + 1) if i not in taken)) >= mmap.PAGESIZE // 8:
+      raise OSError(28, f"mock KFD: GPU {a.gpu_id:#x} has no doorbell left")
+    g.doorbells[8 * qid:8 * qid + 8] = bytes(8)  # a new queue starts at write pointer 0, whatever the slot's last queue rang
+    g.queues[qid] = MockQueue(g, kind, a.ring_base_address, a.ring_size, a.read_pointer_address, a.write_pointer_address, 8 * qid)
+    a.queue_id, a.doorbell_offset = qid, (0x1000 + g.index) * mmap.PAGESIZE + 8 * qid
+  def _destroy_queue(self, node, a):
+    if (g := next((g for g in self.gpus if a.queue_id in g.queues), None)) is None:
+      raise OSError(22, f"mock KFD: DESTROY_QUEUE of queue {a.queue_id}, which no GPU has")
+    del g.queues[a.queue_id]
 
 _kernel: MockKFDKernel|None = None
 def mock_kernel() -> MockKFDKernel:

@@ -65,14 +65,16 @@ class MockNVGPU:
   def __init__(self, index:int, kernel:MockNVKernel):
     self.index, self.mem, self.uuid = index, kernel.system.mem, bytes([0x6D, 0x6F, 0x63, 0x6B, index] + [0] * 10 + [index])
     self.launches, self.channels, self.doorbell, self.doorbell_fd = EmulatedLaunches(self.mem), {}, None, None
+    self.tokens = itertools.count(1)  # work submit tokens start at 1: a doorbell word of 0 is one no write is pending in
     kernel.system.gpus.add(self)
 
   def doorbell_rung(self):
-    """the host wrote a channel's token to NOTIFY_CHANNEL_PENDING: that channel sees GPPut now"""
-    # the mock rings every GPU (it cannot tell whose page was written): one with no channel yet (its page mapped by an open that
-    # stopped before making one) cannot be the one rung
-    if self.doorbell is None or not self.channels: return
-    token = int.from_bytes(self.doorbell[rm.NVC361_NOTIFY_CHANNEL_PENDING:rm.NVC361_NOTIFY_CHANNEL_PENDING + 4], "little")
+    """the host wrote a channel's token to NOTIFY_CHANNEL_PENDING: that channel sees GPPut now. The mock cannot tell whose page was
+    written, so it asks every GPU, and each serves a write by clearing the word: a GPU whose word is 0 was not rung (one opened for
+    memory alone, with no channel, among them), and a token that no channel has is refused"""
+    at = slice(rm.NVC361_NOTIFY_CHANNEL_PENDING, rm.NVC361_NOTIFY_CHANNEL_PENDING + 4)
+    if self.doorbell is None or not (token := int.from_bytes(self.doorbell[at], "little")): return
+    self.doorbell[at] = bytes(4)
     if (ch := self.channels.get(token)) is None: raise MockGPUError(f"NV:{self.index}: doorbell rung with token {token}, which no channel has")
     ch.put_seen = ch.userd_word(rm.USERD_GP_PUT)
 
@@ -279,7 +281,7 @@ class MockNVKernel(HostOS):
         return self._fail(p, f"RM_ALLOC: the error notifier holds {notifier.attrs['size']} bytes, fewer than {NOTIFICATIONS} notifications")
       ch = MockChannel(obj.gpu, handle, args.gpFifoOffset, args.gpFifoEntries, userd.attrs["va"] + args.userdOffset[0], parent,
                        notifier.attrs["va"])
-      obj.attrs["channel"], obj.attrs["token"] = ch, len(obj.gpu.channels)
+      obj.attrs["channel"], obj.attrs["token"] = ch, next(obj.gpu.tokens)
       obj.gpu.channels[obj.attrs["token"]] = ch
     elif p.hClass in ENGINE_CLASS_KINDS and "channel" in parent.attrs: parent.attrs["channel"].engines.add(p.hClass)
     self.objects[handle] = obj
@@ -294,10 +296,15 @@ class MockNVKernel(HostOS):
     p.status = rm.NV_OK
 
   def _free(self, p:rm.NVOS00_PARAMETERS):
+    """RM frees an object with everything under it (a client: its whole tree); a freed channel is gone from its GPU"""
     if (obj := self.objects.get(p.hObjectOld)) is None or obj.parent != p.hObjectParent:
       return self._fail(p, f"RM_FREE: {p.hObjectOld:#x} is not an object under {p.hObjectParent:#x}")
-    if any(m.get("hMemory") == p.hObjectOld for m in self.ranges.values()): return self._fail(p, f"RM_FREE: {p.hObjectOld:#x} is still mapped", NV_ERR_INVALID_STATE)
-    del self.objects[p.hObjectOld]
+    tree, more = set(), {p.hObjectOld}
+    while more: tree, more = tree | more, {h for h, o in self.objects.items() if o.parent in more and h not in tree}
+    if mapped := [m["hMemory"] for m in self.ranges.values() if m.get("hMemory") in tree]:
+      return self._fail(p, f"RM_FREE: {p.hObjectOld:#x} is or holds memory still mapped ({', '.join(hex(h) for h in mapped)})", NV_ERR_INVALID_STATE)
+    for h in tree:
+      if "channel" in (o := self.objects.pop(h)).attrs: del o.gpu.channels[o.attrs["token"]]
     p.status = rm.NV_OK
 
   def _control(self, p:rm.NVOS54_PARAMETERS):

@@ -6,7 +6,7 @@ driver (nv_mock.py) stands in for it and serves the same ioctls, so this file ru
 from __future__ import annotations
 import ctypes, fcntl, mmap, os, struct, time
 from tinygrad.runtime.support import nv_rm_abi as rm
-from tinygrad.runtime.support.hcq import HCQBuffer, round_up
+from tinygrad.runtime.support.hcq import HCQBuffer, round_up, release
 from tinygrad.runtime.support.va_ranges import VARanges
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -82,15 +82,29 @@ CLASS_SETS = ((rm.HOPPER_CHANNEL_GPFIFO_A, rm.HOPPER_COMPUTE_A, rm.HOPPER_DMA_CO
               (rm.AMPERE_CHANNEL_GPFIFO_A, rm.AMPERE_COMPUTE_A, rm.AMPERE_DMA_COPY_A, rm.VOLTA_USERMODE_A))
 
 class NVRMInterface:
-  """one GPU (/dev/nvidia<index>) through RM and UVM: memory, channels, the doorbell"""
+  """one GPU (/dev/nvidia<index>) through RM and UVM: memory, channels, the doorbell. A step of the open that fails closes what the
+  steps before it made, so the error is all that is left"""
   def __init__(self, index:int, host_os):
     self.os, self.is_mock, self.index, self._mems = host_os, host_os.is_mock, index, {}
     self.channels: list[int] = []  # the handles of our GPFIFO channels
     self.rm_channels: list[RMChannel] = []
-    self.ctl, self.uvm, self.gpu = host_os.open("/dev/nvidiactl"), host_os.open("/dev/nvidia-uvm"), host_os.open(f"/dev/nvidia{index}")
-    self._uvm(rm.UVM_INITIALIZE, rm.UVM_INITIALIZE_PARAMS())
+    self._undo: list = []  # what close() gives back after the memory and channels, last first: the files, the client, the doorbell mapping
+    try: self._open()
+    except BaseException as e:
+      self.close(e)
+      raise
+
+  def _open_file(self, path:str) -> int:
+    fd = self.os.open(path)
+    self._undo.append(lambda: self.os.close(fd))
+    return fd
+  def _open(self):
+    index = self.index
+    self.ctl, self.uvm, self.gpu = self._open_file("/dev/nvidiactl"), self._open_file("/dev/nvidia-uvm"), self._open_file(f"/dev/nvidia{index}")
+    self._uvm(rm.UVM_INITIALIZE, rm.UVM_INITIALIZE_PARAMS())  # what UVM registers goes with its file
     self._ioctl(self.gpu, rm.NV_ESC_REGISTER_FD, rm.nv_ioctl_register_fd_t(ctl_fd=self.ctl))
     self.client = self.alloc_object(0, rm.NV01_ROOT_CLIENT, None, handle=0)
+    self._undo.append(lambda: self.free_object(self.client, 0))  # RM frees a client with every object under it
     self.device = self.alloc_object(self.client, rm.NV01_DEVICE_0, rm.NV0080_ALLOC_PARAMETERS(
       deviceId=index, hClientShare=self.client, vaMode=rm.NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES))
     self.subdevice = self.alloc_object(self.device, rm.NV20_SUBDEVICE_0, rm.NV2080_ALLOC_PARAMETERS())
@@ -98,6 +112,7 @@ class NVRMInterface:
     self.channel_classes = {"COMPUTE": compute, "COPY": copy}
     usermode = self.alloc_object(self.subdevice, usermode_class, None)
     self.doorbell = self._map_object(usermode, self.subdevice, rm.USERMODE_SIZE).cast("I")
+    self._undo.append(self.doorbell.release)
     self.vaspace = self.alloc_object(self.device, rm.FERMI_VASPACE_A, rm.NV_VASPACE_ALLOCATION_PARAMETERS(
       vaBase=0x1000, vaSize=VA_LIMIT, flags=rm.NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | rm.NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED))
     gid = self.control(self.subdevice, rm.NV2080_CTRL_CMD_GPU_GET_GID_INFO,
@@ -141,13 +156,15 @@ class NVRMInterface:
     return params
   def _map_object(self, handle:int, parent:int, size:int) -> memoryview:
     """the CPU mapping of an RM object (registers, or memory): NV_ESC_RM_MAP_MEMORY on a fresh fd of the GPU, then mmap of that fd"""
-    fd = self.os.open(f"/dev/nvidia{self.index}")
+    fd = self._open_file(f"/dev/nvidia{self.index}")
     args = self._ioctl(self.ctl, rm.NV_ESC_RM_MAP_MEMORY, rm.nv_ioctl_nvos33_parameters_with_fd(
       params=rm.NVOS33_PARAMETERS(hClient=self.client, hDevice=parent, hMemory=handle,
                                   length=size), fd=fd))
     if args.params.status != rm.NV_OK: raise NVDriverError(f"NV:{self.index}: RM_MAP_MEMORY of {handle:#x} failed with status {args.params.status:#x}")
     addr = self.os.mmap(0, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, fd, 0)
-    return memoryview((ctypes.c_char * size).from_address(addr)).cast("B")
+    view = memoryview((ctypes.c_char * size).from_address(addr)).cast("B")
+    self._undo.append(lambda: (view.release(), self.os.munmap(addr, size)))  # a use after close raises instead of touching unmapped pages
+    return view
 
   # *** memory: a GPU virtual address range of ours, backed by host pages or video memory, mapped through UVM ***
   def alloc(self, size:int, host_visible:bool=False) -> HCQBuffer:
@@ -189,13 +206,22 @@ class NVRMInterface:
       raise
     self._mems[va] = (handle, size)
     return HCQBuffer(va, size, view)
-  def free(self, buf:HCQBuffer):
-    if (m := self._mems.pop(buf.va, None)) is None: raise NVDriverError(f"NV:{self.index}: free of {buf.va:#x}, which this device did not allocate")
+  def free(self, buf:HCQBuffer): self._free(buf.va)
+  def _free(self, va:int):
+    if (m := self._mems.pop(va, None)) is None: raise NVDriverError(f"NV:{self.index}: free of {va:#x}, which this device did not allocate")
     handle, size = m
-    self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=buf.va, length=size))
+    self._uvm(rm.UVM_FREE, rm.UVM_FREE_PARAMS(base=va, length=size))
     self.free_object(handle, self.device)
-    self.os.munmap(buf.va, size)
-    VAS.give(buf.va, size)
+    self.os.munmap(va, size)
+    VAS.give(va, size)
+
+  def close(self, cause:BaseException|None=None):
+    """give everything back: the channels first (freeing one frees its engine objects), then the memory they used, then what the open
+    made (the doorbell mapping, the client with its object tree, the files). cause: the error of a failed open (see hcq.release)"""
+    steps = self._undo + [lambda va=va: self._free(va) for va in self._mems]
+    steps += [lambda h=h: self.free_object(h, self.group) for h in self.channels]
+    self._undo, self.channels, self.rm_channels = [], [], []
+    release(steps, cause)
 
   # *** channels ***
   def create_channel(self, kind:str, entries:int=1024) -> RMChannel:
@@ -206,10 +232,9 @@ class NVRMInterface:
     params = rm.NV_CHANNEL_ALLOC_PARAMS(hObjectError=self._mems[notifier.va][0], gpFifoOffset=mem.va, gpFifoEntries=entries,
                                         hContextShare=self.ctxshare, engineType=rm.NV2080_ENGINE_TYPE_GRAPHICS)
     params.hUserdMemory[0], params.userdOffset[0] = self._mems[mem.va][0], round_up(8 * entries, 0x1000)
-    handle = self.alloc_object(self.group, self.gpfifo_class, params)
+    self.channels.append(handle := self.alloc_object(self.group, self.gpfifo_class, params))  # close() frees it from here on
     self.alloc_object(handle, self.channel_classes[kind], None)
     token = self.control(handle, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, rm.NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS())
-    self.channels.append(handle)
     self.rm_channels.append(ch := RMChannel(self, kind, mem, entries, handle, token.workSubmitToken, notifier))
     return ch
   def classes(self) -> set[int]:

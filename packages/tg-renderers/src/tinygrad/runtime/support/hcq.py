@@ -5,7 +5,8 @@ nv_rm.NVRMInterface) that talks to the kernel driver through ioctls and mmaps, o
 driver whose GPUs execute the packet streams in python.
 
 The iface contract: alloc(size, host_visible) -> HCQBuffer, free(buf), progress() -> bool (let the hardware run; the mock executes
-what it can and says whether anything ran), faults() -> list[str] (queue faults the driver reported), is_mock."""
+what it can and says whether anything ran), faults() -> list[str] (queue faults the driver reported), close(cause=None) (give back
+everything it holds: a device whose open fails closes its iface, so a later open starts clean), is_mock."""
 from __future__ import annotations
 import collections, os, struct, time
 from typing import Any
@@ -18,6 +19,19 @@ from tinygrad.runtime.support.code_object import HEADER
 
 def mockgpu() -> bool: return os.environ.get("MOCKGPU", "0") not in ("", "0")
 def round_up(x:int, a:int) -> int: return (x + a - 1) // a * a
+
+def release(steps:list, cause:BaseException|None=None):
+  """call every step (each gives back one driver resource), the last first, all of them even when one fails. Closing after a failed
+  open (cause: its error), their failures become notes on that error, which stays the one raised: it names what failed first.
+  Otherwise the first failure is raised once every step ran"""
+  errors = []
+  for step in reversed(steps):
+    try: step()
+    except Exception as e: errors.append(e)
+  if cause is None:
+    if errors: raise errors[0]
+  elif hasattr(cause, "add_note"):  # python 3.11+; on 3.10 the open's error goes up without them
+    for e in errors: cause.add_note(f"and giving back what the open had made failed: {type(e).__name__}: {e}")
 
 def _var(name:str) -> UOp:
   from tinygrad.dtype import dtypes
