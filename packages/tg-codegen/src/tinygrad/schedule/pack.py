@@ -32,10 +32,10 @@ MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel 
 # 16 accumulators, where B's own j axis takes one upcast of at most 16 lanes): matmul at 2 threads, unpacked -> packed, 384: 155 -> 205,
 # 512: 165 -> 240 GFLOP/s; level at 256
 MIN_WORK_WIDE = 1 << 25
-LAYOUT = "pack layout"  # the tag of the contiguous() that holds a reduce in the layout chosen here (rangeify._must_realize)
 MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
                         # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
                         # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
+LAYOUT = "pack layout"  # the tag of the contiguous() that holds a reduce in the layout chosen here (rangeify._must_realize)
 
 def _on_cpu(device) -> bool:
   if PACK.value >= 2: return True

@@ -54,9 +54,10 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   return want
 
 def _layout_under(t:UOp) -> UOp|None:
-  """the contiguous() under t's reshapes when its buffer is t in row-major order, or under its reshapes and permutes when the scheduler
-  chose that layout (pack.LAYOUT): t then is a view of that buffer, as its result (a user's own x.contiguous().permute() is copied:
-  tinygrad's realize would leave a view, tg's gives such a target a buffer of its own, which an in-place write can target)"""
+  """the contiguous() that t views through reshapes (its buffer is t in row-major order), or through reshapes and permutes of a layout
+  the scheduler chose (pack.LAYOUT: a direct conv's channels-last buffer): t is realized as that view of its buffer, no copy. A user's own
+  x.contiguous().permute() still gets a buffer of its own in its row-major order (upstream leaves a view): in-place writes and optimizer
+  steps write whole buffers"""
   x, moved = t, False
   while x.op in (Ops.RESHAPE, Ops.PERMUTE):
     moved, x = moved or x.op is Ops.PERMUTE, x.src[0]
