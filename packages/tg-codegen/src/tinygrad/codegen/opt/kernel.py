@@ -37,7 +37,8 @@ OUTPUT, REDUCE = (AxisType.LOOP, AxisType.GLOBAL), (AxisType.REDUCE,)
 # loop order after every opt: threads outermost, unrolled lanes innermost (they become straight-line code)
 _ORDER = {AxisType.THREAD: 0, AxisType.GLOBAL: 1, AxisType.LOOP: 1, AxisType.LOCAL: 2, AxisType.GROUP_REDUCE: 2, AxisType.WARP: 2, AxisType.REDUCE: 3,
           AxisType.UPCAST: 4,          AxisType.UNROLL: 5}
-MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 256  # per axis, and all upcast x unroll lanes of a kernel (code size)
+MAX_UPCAST, MAX_UNROLL, MAX_LANES = 16, 32, 384  # per axis, and all upcast x unroll lanes of a kernel (code size: AVX-512's 24-accumulator
+                                                  # matmul tile, heuristic.wide_panel_tile)
 # a work group: items (LOCAL x GROUP_REDUCE) and LOCAL memory for the partials, limits every renderer with work items meets (OpenCL's
 # minimum local memory is 32 KiB; its local_max here is 256 per dim)
 MAX_GROUP_ITEMS, MAX_SHARED_BYTES = 256, 32 << 10

@@ -1,7 +1,9 @@
 """PADTO: an axis of size n loops to `padded` instead, and the indices n..padded-1 do nothing. Every access whose address depends on the
 axis while it is open is gated by `axis < n` (a gated load reads no memory and gives 0, a gated store writes nothing), every store inside
 the axis's loop too, and a REDUCE over the axis sees its identity there: `where(axis < n, x, identity)`. The select makes padding valid for
-any value between the loads and the reduce (exp, a division, a max over negative numbers), where zeros from the gated loads would not be."""
+any value between the loads and the reduce (exp, a division, a max over negative numbers), where zeros from the gated loads would not be.
+A float load needs no gate: what it reads at the padding is selected away or never stored, so it reads in bounds (its own address, or
+the address at the axis's last index) instead."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops
@@ -31,6 +33,13 @@ def _in_bounds(load:UOp) -> bool:
   n = buf.arg.shape[0] if buf.op is Ops.PARAM and len(buf.arg.shape) == 1 and isinstance(buf.arg.shape[0], int) else None
   return n is not None and 0 <= idx.src[1].vmin and idx.src[1].vmax < n
 
+def _clamped(load:UOp, rng:UOp, n:int) -> UOp|None:
+  """the float load reading at min(rng, n-1) instead: in bounds wherever it is at rng < n, so at the padded indices too, where what it
+  reads is selected away or never stored (as for _in_bounds). A gate per lane would cost a select in the loop; this is one per lane
+  outside it"""
+  if not dtypes.is_float(load.dtype) or len(load.src) > 1 or (idx := load.src[0]).op is not Ops.INDEX or len(idx.src) != 2: return None
+  return load.replace(src=(idx.substitute({rng: (rng < n).where(rng, rng.const_like(n - 1))}),))
+
 def _gate(valid:UOp, old:UOp|None) -> UOp: return valid if old is None else old & valid
 
 def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
@@ -43,8 +52,10 @@ def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
   for u in ast.toposort():
     nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
     if u.op is Ops.LOAD and u in opened and not _in_bounds(nu):
-      alt, gate = nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)
-      nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], alt, gate))
+      if (clamped := _clamped(nu, new, n)) is not None: nu = clamped
+      else:
+        alt, gate = nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)
+        nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], alt, gate))
     elif u.op is Ops.STORE and (u in opened or u in in_loop):
       nu = nu.replace(src=nu.src[:2] + (_gate(valid, nu.src[2] if len(nu.src) > 2 else None),))
     elif u.op is Ops.REDUCE and new in u.src[1:]:
