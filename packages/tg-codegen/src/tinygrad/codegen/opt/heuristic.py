@@ -163,7 +163,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most simd.tile
   lanes (simd.wide with a WIDE stride-1 axis, simd.streaming when its panel streams). Lanes that read the same address share the load
   (a matmul's A row across the lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a
-  stride-1 axis share vector loads. On a tie the smaller tile wins, except in a reduce that steps over rows (_reduce_strided): there a
+  stride-1 axis share vector loads (in a reduce, once the tile holds the store's stride-1 axis, only along it). On a tie the smaller tile wins, except in a reduce that steps over rows (_reduce_strided): there a
   WIDE tile is two vector chains instead of one and a whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes
   7.2 ms, 32 8.3 ms)"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
@@ -175,9 +175,11 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   # then one some load walks with stride 1: lanes broadcast from one cache line (a conv's neighbouring pixels) before lanes from as many
   # lines (its images: b8 64->64 56x56, 2 panels x 8 pixels 4.2 ms, x 8 images 5.4)
   out = sorted(out, key=lambda i: (ax[i] not in stored, ax[i] not in unit))
-  wide_on_tie = _reduce_strided(ast)
+  wide_on_tie, reduces = _reduce_strided(ast), any(u.op is Ops.REDUCE for u in ast.toposort())
   while True:
-    along = stored & {ax[i] for i in tile} or None  # the tile's vectors follow the store, once it has an axis the store walks
+    # a reduce's tile vectors follow its store once the tile holds an axis the store walks (a copy's lanes are laid out by transpose_tile
+    # and LLVM's loop vectorizer instead)
+    along = (stored & {ax[i] for i in tile} or None) if reduces else None
     best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector, along)
     for i in out:
       if i in tile: continue
@@ -185,7 +187,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
         if amt == WIDE and ax[i] not in unit: continue
         limit = (simd.streaming if streaming else simd.wide) if WIDE in tile.values() or amt == WIDE else simd.tile
         if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
-        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector, along or (stored & {ax[i]}) or None)
+        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector, along)
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9 or (wide_on_tie and amt == WIDE != best[2] and c < best[0] + 1e-9)): best = (c, i, amt)
     if best is None: return tile
     tile[best[1]] = best[2]
