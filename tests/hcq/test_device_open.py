@@ -4,7 +4,7 @@ host mapping of a doorbell page), the device registry holds no device, a second 
 the device opens and runs. And the NV mock's doorbell check, which it runs on every GPU (it cannot tell whose page the host wrote):
 a GPU opened for memory alone, with no channel, ignores another GPU's ring (CI of 538d9c8 failed 121 NV-MOCK tests in one worker,
 `NV:3: doorbell rung with token 0, which no channel has`, after test_nv_rm_abi's memory tests had opened GPU 3 without a channel)."""
-import array, os, pathlib, sys
+import os, pathlib, sys
 import pytest
 from tinygrad import Device
 from tinygrad.device import DeviceError
@@ -15,22 +15,14 @@ from tinygrad.runtime.support.nv_rm import NVRMInterface, NVDriverError
 from tinygrad.runtime.ops_nv import NVDevice
 from tinygrad.runtime.support.amd_kfd import KFDInterface
 from tinygrad.runtime.ops_amd import AMDDevice
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's helpers are not on sys.path by themselves
+from hcq_checks import copy_works, queue_semaphore_release  # noqa: E402
 
 def host_maps(fd:int|None) -> int:
   """the number of host mappings of the file open as fd (/proc/self/maps gives each mapping's inode in its fifth column)"""
   if fd is None: return 0
   ino = os.fstat(fd).st_ino
   return sum(len(f) > 5 and f[4] == str(ino) for f in map(str.split, pathlib.Path("/proc/self/maps").read_text().splitlines()))
-
-def copy_works(dev):
-  sig = dev.new_signal()
-  dev.copy_queue().signal(sig, 7).submit()
-  sig.wait(7)
-  src, dst = dev.iface.alloc(64, host_visible=True), dev.iface.alloc(64, host_visible=True)
-  src.cpu_view()[:4] = b"tg!!"
-  dev.run_copy(dst.va, src.va, 64)
-  dev.synchronize()
-  assert bytes(dst.cpu_view()[:4]) == b"tg!!"
 
 def test_release_runs_every_step_last_first_and_keeps_the_opens_error():
   ran = []
@@ -75,19 +67,24 @@ NV_FAULTS = {
                     MockGPUError, r"NV:3: method 0x1234 on subchannel 1 is not one the encoder emits"),
 }
 
-@pytest.mark.parametrize("step", NV_FAULTS)
-def test_nv_open_failing_late_leaves_nothing_and_opens_once_the_fault_is_gone(nv_kernel, monkeypatch, step):
-  inject, error, message = NV_FAULTS[step]
-  before = nv_held(nv_kernel)
+def fails_then_opens(kernel, monkeypatch, fault, held, name:str, device_class):
+  """the open fails with the fault's error, twice (the first failure left nothing in the way) and leaves the driver as it was; without
+  the fault the device opens, copies, and its close gives everything back"""
+  inject, error, message = fault
+  before = held(kernel)
   with monkeypatch.context() as m:
-    inject(m, nv_kernel)
-    for _ in range(2):  # the same error again: the first failure left nothing in the way
-      with pytest.raises(error, match=message): Device["NV:3"]
-      assert nv_held(nv_kernel) == before and "NV:3" not in Device._opened
-  dev = NVDevice("NV:3")  # not the registry's: it runs on this test's mock driver
+    inject(m, kernel)
+    for _ in range(2):
+      with pytest.raises(error, match=message): Device[name]
+      assert held(kernel) == before and name not in Device._opened
+  dev = device_class(name)  # not the registry's: it runs on this test's mock driver
   copy_works(dev)
   dev.iface.close()
-  assert nv_held(nv_kernel) == before
+  assert held(kernel) == before
+
+@pytest.mark.parametrize("step", NV_FAULTS)
+def test_nv_open_failing_late_leaves_nothing_and_opens_once_the_fault_is_gone(nv_kernel, monkeypatch, step):
+  fails_then_opens(nv_kernel, monkeypatch, NV_FAULTS[step], nv_held, "NV:3", NVDevice)
 
 def test_nv_interface_close_gives_back_everything(nv_kernel):
   before = nv_held(nv_kernel)
@@ -103,11 +100,7 @@ def test_a_gpu_opened_for_memory_alone_ignores_another_gpus_doorbell_and_a_token
   memory_only.alloc(0x1000, host_visible=True)
   ch = iface.create_channel("COPY")
   iface.schedule()
-  sem, cmd = iface.alloc(0x1000, host_visible=True), iface.alloc(0x1000, host_visible=True)
-  words = array.array("I", nv.sem_release(sem.va, 42))
-  cmd.cpu_view()[:4 * len(words)] = words.tobytes()
-  ch.gpfifo.cpu_view().cast("I")[0:2] = array.array("I", nv.gpfifo_entry(cmd.va, len(words)))
-  ch.control.cpu_view().cast("I")[rm.USERD_GP_PUT // 4] = 1
+  sem = queue_semaphore_release(iface, ch, 42)
   ch.ring_doorbell(1)
   assert sem.cpu_view().cast("Q")[0] == 42
   iface.doorbell[rm.NVC361_NOTIFY_CHANNEL_PENDING // 4] = 0xBAD  # a token no channel of GPU 0 has: the mock still refuses it
@@ -150,17 +143,8 @@ AMD_FAULTS = {
 
 @pytest.mark.parametrize("step", AMD_FAULTS)
 def test_amd_open_failing_late_leaves_nothing_and_opens_once_the_fault_is_gone(amd_kernel, monkeypatch, step):
-  inject, error, message = AMD_FAULTS[step]
-  before = amd_held(amd_kernel)
-  with monkeypatch.context() as m:
-    inject(m, amd_kernel)
-    for _ in range(2):
-      with pytest.raises(error, match=message): Device["AMD:1"]
-      assert amd_held(amd_kernel) == before and "AMD:1" not in Device._opened
-  dev = AMDDevice("AMD:1")
-  copy_works(dev)
-  dev.iface.close()
-  assert amd_held(amd_kernel) == before and not amd_kernel.fds and not amd_kernel.allocs
+  fails_then_opens(amd_kernel, monkeypatch, AMD_FAULTS[step], amd_held, "AMD:1", AMDDevice)
+  assert not amd_kernel.fds and not amd_kernel.allocs
 
 def test_a_destroyed_amd_queue_gives_its_id_and_doorbell_to_the_next_starting_at_write_pointer_0(amd_kernel):
   first = KFDInterface(1, amd_kernel)

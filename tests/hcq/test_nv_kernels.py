@@ -17,6 +17,8 @@ from tinygrad.runtime.support.nv_program import program_meta
 from tinygrad.runtime.ops_nv import NVDevice, NVEmulatedRenderer
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "renderers"))
 from gpu_kernels import local_sum_ast  # noqa: E402  (the kernel the checked-in cubin was compiled from)
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's helpers are not on sys.path by themselves
+from hcq_checks import copy_works  # noqa: E402
 
 CUBIN = (pathlib.Path(__file__).parents[1] / "renderers" / "cubins" / "local_sum.sm_90.cubin").read_bytes()
 LOCAL_SUM_PARAMS = [("u64", "data0"), ("u64", "data1")]
@@ -77,14 +79,7 @@ def test_without_ptxas_memory_and_signals_work_and_compiles_say_why(monkeypatch)
   def no_renderer(name): raise DeviceError(f"device NV has no usable renderer: {reason}")
   monkeypatch.setattr(type(Device), "renderer_for", lambda self, name: no_renderer(name))
   dev = NVDevice("NV:3")
-  sig = dev.new_signal()
-  dev.copy_queue().signal(sig, 1).submit()
-  sig.wait(1)
-  src, dst = dev.iface.alloc(64, host_visible=True), dev.iface.alloc(64, host_visible=True)
-  src.cpu_view()[:4] = b"tg!!"
-  dev.run_copy(dst.va, src.va, 64)
-  dev.synchronize()
-  assert bytes(dst.cpu_view()[:4]) == b"tg!!"
+  copy_works(dev)
   with pytest.raises(CompileError, match="NV kernels unavailable.*ptxas not found"): dev.compiler.compile("{}")
   with pytest.raises(RuntimeError, match="no machine code"):  # and a mock-only program is no way around it on hardware
     monkeypatch.setattr(dev.iface, "is_mock", False)

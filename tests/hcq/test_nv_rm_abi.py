@@ -1,9 +1,11 @@
 """The NVIDIA driver ABI (nv_rm_abi.py), against sizes and offsets counted by hand from the 535-series headers (C layout: each field
 at the next multiple of its alignment, NvU64/NvP64 and NV_ALIGN_BYTES(8) fields on 8, the struct padded to its largest alignment),
 and the mock kernel driver's checks of the calls NVRMInterface makes."""
-import ctypes
+import ctypes, pathlib, sys
 import pytest
 from tinygrad.runtime.support import nv_rm_abi as rm
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's helpers are not on sys.path by themselves
+from hcq_checks import queue_semaphore_release  # noqa: E402
 
 def layout(s) -> tuple: return ctypes.sizeof(s), {name: getattr(s, name).offset for name, *_ in s._fields_}
 
@@ -94,15 +96,9 @@ def test_memory_is_mapped_into_the_gpu_at_the_host_address(iface):
   with pytest.raises(MockGPUError, match="not mapped|run past"): iface.os.system.mem.view(vram.va, 0x2000)
 
 def test_a_channel_runs_only_after_its_doorbell(iface):
-  import array
-  from tinygrad.runtime.support import nv_methods as nv
   ch = iface.create_channel("COPY")
   iface.schedule()
-  sem, cmd = iface.alloc(0x1000, host_visible=True), iface.alloc(0x1000, host_visible=True)
-  words = array.array("I", nv.sem_release(sem.va, 42))
-  cmd.cpu_view()[:4 * len(words)] = words.tobytes()
-  ch.gpfifo.cpu_view().cast("I")[0:2] = array.array("I", nv.gpfifo_entry(cmd.va, len(words)))
-  ch.control.cpu_view().cast("I")[rm.USERD_GP_PUT // 4] = 1
+  sem = queue_semaphore_release(iface, ch, 42)
   iface.progress()
   assert sem.cpu_view().cast("Q")[0] == 0 and ch.gp_get == 0  # GPPut moved, no doorbell: the GPU has not looked
   ch.ring_doorbell(1)
