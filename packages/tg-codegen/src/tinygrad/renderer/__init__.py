@@ -23,6 +23,9 @@ class Renderer:
   # default; a host renderer reads the host's (renderer/host_cpu.py: AVX-512 has 32 of 64 bytes, NEON 32 of 16)
   vector_bytes: int = 32
   vector_registers: int = 16
+  # the most lanes of a register tile whose unrolled code the target's compiler still packs into vectors: a C compiler's SLP vectorizer
+  # gave up on 24 accumulators of 16 (clang -O2, matmul 2048 at AVX-512: 137 -> 18 GFLOP/s), LLVM's through llvmlite does not
+  tile_lanes: int = 256
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
   def __init__(self, arch:str|None=None):

@@ -275,6 +275,7 @@ base_rewrite = PatternMatcher([
 class LLVMRenderer(Renderer):
   device = "CPU"
   has_threads = True
+  tile_lanes = 384  # heuristic.wide_panel_tile's 24 accumulators of 16 lanes vectorize
   # (destination, operands..., dt= the operands' dtype) -> instruction lines
   code_for_op: dict[Ops, Callable[..., list[str]]] = {
     Ops.ADD: _by_kind("fadd", "add", b="or"), Ops.SUB: _by_kind("fsub", "sub"), Ops.MUL: _by_kind("fmul", "mul", b="and"),

@@ -218,11 +218,12 @@ def panel_streams(ast:UOp) -> bool:
 # padded, 1024 403 -> 440, 2048 397 -> 440
 PANEL_TILE = {8: 6, 2: 4}  # the 8x2 tile's rows and panels -> the 24-accumulator tile's
 
-def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, nodes:int) -> dict[int, int]:
-  """the 24-accumulator tile for a packed panel's 16-accumulator one where the registers, the code budget and the panel count allow"""
+def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, nodes:int, tile_lanes:int) -> dict[int, int]:
+  """the 24-accumulator tile for a packed panel's 16-accumulator one where the registers, the renderer's compiler (Renderer.tile_lanes),
+  the code budget and the panel count allow"""
   new = {i: PANEL_TILE.get(a, a) for i, a in tile.items()}
-  if sorted(tile.values()) != [2, 8, WIDE] or prod(new.values()) > simd.streaming or nodes * prod(new.values()) > CODE_BUDGET or \
-     not reads_packed_panel(ast): return tile
+  if sorted(tile.values()) != [2, 8, WIDE] or prod(new.values()) > min(simd.streaming, tile_lanes) or \
+     nodes * prod(new.values()) > CODE_BUDGET or not reads_packed_panel(ast): return tile
   panels = next(i for i, a in tile.items() if a == 2)
   return new if size(axes(ast)[panels]) % PANEL_TILE[2] == 0 else tile
 
@@ -311,7 +312,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0)
   if not red and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
-  if red: tile = wide_panel_tile(ast, tile, simd, nodes)
+  if red: tile = wide_panel_tile(ast, tile, simd, nodes, getattr(renderer, "tile_lanes", 256))
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
   for i, amt in sorted(tile.items(), reverse=True):
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
