@@ -337,8 +337,14 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     f = free_ranges(ast) if chain else {}
     costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and not _minor_reduce(u, f, work)] if chain else []
     shared = set.intersection(*(set(f[u]) for u in costly)) if costly else None
-    for i in out:
-      if (shared is None or axes(ast)[i] in shared) and attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))): break
+    splittable = [i for i in out if shared is None or axes(ast)[i] in shared]
+    if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
+      # no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles): the first one of at least 16 shares' worth is padded
+      # up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 -> 143
+      # GFLOP/s, 999 185)
+      for i in splittable:
+        n = size(axes(ast)[i])
+        if n >= 16 * want and attempt(OptOps.PADTO, i, (want,)) and attempt(OptOps.THREAD, i, (want,)): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
   if (swap := panel_swap(ast) or (copy_swap(ast) if block_copy else None)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
