@@ -163,9 +163,9 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most simd.tile
   lanes (simd.wide with a WIDE stride-1 axis, simd.streaming when its panel streams). Lanes that read the same address share the load
   (a matmul's A row across the lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a
-  stride-1 axis share vector loads (in a reduce, once the tile holds the store's stride-1 axis, only along it). On a tie the smaller tile wins, except in a reduce that steps over rows (_reduce_strided): there a
-  WIDE tile is two vector chains instead of one and a whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes
-  7.2 ms, 32 8.3 ms)"""
+  stride-1 axis share vector loads (in a reduce, once the tile holds the store's stride-1 axis, only along it). On a tie the smaller
+  tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector chains instead of one and a
+  whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms)"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
