@@ -6,7 +6,7 @@ from tinygrad.device import Device, Compiler, CompileError
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.amdgpu import AMDGPURenderer
 from tinygrad.renderer.tensor_cores import WMMA_RDNA3
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin, whole_or_nothing
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import amd_pm4 as pm4
@@ -92,10 +92,7 @@ class AMDDevice(HCQCompiled):
       from tinygrad.runtime.support.amd_mock import mock_kernel
       iface = KFDInterface(Device.parse(device).index, mock_kernel())
     else: iface = KFDInterface(Device.parse(device).index)
-    try: self._open(device, iface)
-    except BaseException as e:  # a device is whole or not at all: what the open made goes back, so a later open starts clean
-      iface.close(e)
-      raise
+    whole_or_nothing(self._open, iface.close, device, iface)
 
   def _open(self, device:str, iface):
     # kernels compile for the GPU's own target unless the device string (AMD:LLVM:gfxNNNN, or DEV=) names one: an ISA runs on its target

@@ -11,7 +11,7 @@ from tinygrad.device import Device, DeviceName, Compiler, CompileError, DeviceEr
 from tinygrad.renderer.python import PythonRenderer
 from tinygrad.renderer.ptx import PTXRenderer
 from tinygrad.renderer.tensor_cores import MMA_M16N8K16
-from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin
+from tinygrad.runtime.support.hcq import HCQCompiled, HCQProgram, HCQBuffer, mockgpu, spin, whole_or_nothing
 from tinygrad.runtime.support.hcq_select import CommandBuffer
 from tinygrad.runtime.support.code_object import CodeObject
 from tinygrad.runtime.support import nv_methods as nv, nv_rm_abi as rm
@@ -103,10 +103,7 @@ class NVDevice(HCQCompiled):
   GPFIFO_ENTRIES = 1024  # GP entries of each channel (a power of two)
   def __init__(self, device:str="NV"):
     iface = NVRMInterface((name := Device.parse(device)).index, host_os())
-    try: self._open(device, name, iface)
-    except BaseException as e:  # a device is whole or not at all: what the open made goes back, so a later open starts clean
-      iface.close(e)
-      raise
+    whole_or_nothing(self._open, iface.close, device, name, iface)
 
   def _open(self, device:str, name:DeviceName, iface:NVRMInterface):
     # PTX compiles for the GPU's own SM unless the device string (NV:PTX:sm_XX, or DEV=) names one: SASS of one SM runs on few others

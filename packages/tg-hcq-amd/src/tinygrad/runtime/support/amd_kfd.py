@@ -7,7 +7,7 @@ kernel's header. The host OS beneath (files, sysfs, ioctls, mappings) is `KFDHos
 from __future__ import annotations
 import ctypes, fcntl, mmap, os, time
 from tinygrad.runtime.support import kfd_ioctl as kfd
-from tinygrad.runtime.support.hcq import HCQBuffer, round_up, release
+from tinygrad.runtime.support.hcq import HCQBuffer, round_up, release, whole_or_nothing
 
 NODES = "/sys/devices/virtual/kfd/kfd/topology/nodes"
 MAP_FIXED, MAP_NORESERVE, PROT_NONE = 0x10, 0x4000, 0  # linux values; python's mmap module names none of them
@@ -102,10 +102,7 @@ class KFDInterface:
     self.queue_ids: list[int] = []
     self._files: list = []  # what close() gives back last, last first: the files (the VM acquired goes with them)
     self._queues: list = []  # what close() gives back first: each queue, then its doorbell mapping
-    try: self._open(index)
-    except BaseException as e:
-      self.close(e)
-      raise
+    whole_or_nothing(self._open, self.close, index)
 
   def _open_file(self, path:str) -> int:
     fd = self.os.open(path)

@@ -6,7 +6,7 @@ driver (nv_mock.py) stands in for it and serves the same ioctls, so this file ru
 from __future__ import annotations
 import ctypes, fcntl, mmap, os, struct, time
 from tinygrad.runtime.support import nv_rm_abi as rm
-from tinygrad.runtime.support.hcq import HCQBuffer, round_up, release
+from tinygrad.runtime.support.hcq import HCQBuffer, round_up, release, whole_or_nothing
 from tinygrad.runtime.support.va_ranges import VARanges
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -89,10 +89,7 @@ class NVRMInterface:
     self.channels: list[int] = []  # the handles of our GPFIFO channels
     self.rm_channels: list[RMChannel] = []
     self._undo: list = []  # what close() gives back after the memory and channels, last first: the files, the client, the doorbell mapping
-    try: self._open()
-    except BaseException as e:
-      self.close(e)
-      raise
+    whole_or_nothing(self._open, self.close)
 
   def _open_file(self, path:str) -> int:
     fd = self.os.open(path)

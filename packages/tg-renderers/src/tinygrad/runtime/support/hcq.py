@@ -33,6 +33,14 @@ def release(steps:list, cause:BaseException|None=None):
   elif hasattr(cause, "add_note"):  # python 3.11+; on 3.10 the open's error goes up without them
     for e in errors: cause.add_note(f"and giving back what the open had made failed: {type(e).__name__}: {e}")
 
+def whole_or_nothing(open_steps, close, *args):
+  """open_steps(*args); when it raises, close(its error) gives back what the steps before it made, and the error goes up: a driver
+  interface or device is opened whole or not at all, so a later open starts clean"""
+  try: open_steps(*args)
+  except BaseException as e:
+    close(e)
+    raise
+
 def _var(name:str) -> UOp:
   from tinygrad.dtype import dtypes
   return UOp.variable(name, 0, 2**62, dtypes.uint64)
