@@ -192,6 +192,8 @@ class MovementMixin:
       flat = _int_args(tuple(padding), "pad", "amounts")
       pairs = [(0, 0)]*(nd - len(flat)//2) + [(flat[i], flat[i+1]) for i in range(len(flat)-2, -1, -2)]
     else: pairs = list(_pairs(padding, "pad", "(before, after)", self.shape))
+    if mode == "constant" and value == 0 and all([type(b) is int and type(a) is int and b >= 0 and a >= 0 for b, a in pairs]):
+      return self if not any([b or a for b, a in pairs]) else self._mop(Ops.PAD, tuple(pairs))  # the usual call: nothing to crop or check
     # a symbolic amount (a bound Variable) pads: only an int can be negative, and crop
     def crop(p): return min(p, 0) if isinstance(p, int) else 0
     x = self.shrink(tuple((-crop(b), s + crop(a)) for (b, a), s in zip(pairs, self.shape)))
