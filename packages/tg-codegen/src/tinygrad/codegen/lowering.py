@@ -13,6 +13,7 @@ from tinygrad.codegen.opt.heuristic import reads_packed_panel
 from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.opt.tc import accumulate_in_wmma
 from tinygrad.codegen.expander import expand
+from tinygrad.codegen.opt.peel import peel_gates
 from tinygrad.codegen.grouping import lower_groups
 from tinygrad.codegen.row_stage import stage_rows
 from tinygrad.codegen.nonpositive_exp import mark_nonpositive_exp
@@ -167,7 +168,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
   sink = optimize(stage_rows(mark_nonpositive_exp(sink), renderer), renderer)
   fused = FMA.value == 1 or (FMA.value == 2 and reads_packed_panel(sink))
-  sink = lower_groups(expand(sink), renderer)
+  sink = lower_groups(expand(peel_gates(sink)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   if getattr(renderer, "tensor_cores", ()): sink = accumulate_in_wmma(sink)

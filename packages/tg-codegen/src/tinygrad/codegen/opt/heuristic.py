@@ -13,6 +13,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, lanes, ranges,\
   simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
+from tinygrad.codegen.opt.peel import vector_gate_ranges
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
 SHARES_PER_THREAD = 4      # shares of a streaming kernel per core, taken by the cores as they come free (runtime/ops_cpu)
@@ -197,11 +198,13 @@ def _contiguous_panel(a:_Access, red:set[UOp]) -> bool:
   panel-major copy, schedule/pack.py), which the hardware prefetchers stream"""
   return any(r.arg[1] not in REDUCE for r in a.unit) and min((a.stride.get(r, 0) for r in a.strided & red), default=0) <= WIDE
 
-def reads_packed_panel(ast:UOp) -> bool:
-  """some load reads a panel-major copy (schedule/pack.py): a WIDE output axis at stride 1 and the reduce in steps of exactly WIDE"""
+def _packed_panel(ast:UOp) -> _Access|None:
+  """the load that reads a panel-major copy (schedule/pack.py): a WIDE output axis at stride 1 and the reduce in steps of exactly WIDE"""
   red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
-  return any(a.strided & red and min(a.stride[r] for r in a.strided & red) == WIDE and
-             any(r.arg[1] not in REDUCE and size(r) == WIDE for r in a.unit) for a in _accesses(ast)[0])
+  return next((a for a in _accesses(ast)[0] if a.strided & red and min(a.stride[r] for r in a.strided & red) == WIDE and
+               any(r.arg[1] not in REDUCE and size(r) == WIDE for r in a.unit)), None)
+
+def reads_packed_panel(ast:UOp) -> bool: return _packed_panel(ast) is not None
 
 def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
@@ -212,20 +215,32 @@ def panel_streams(ast:UOp) -> bool:
   return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES and not _contiguous_panel(a, red)
              and (a.deps - a.stride.keys() or any(r.arg[1] not in REDUCE and size(r) % WIDE == 0 for r in a.unit)) for a in _accesses(ast)[0])
 
-# a packed panel's tile (16 lanes x 2 panels x 8 rows: 16 accumulators) on a target with registers for more takes 4 panels x 6 rows: 24
-# accumulators, 10 loads per 24 FMAs instead of per 16, the rows padded up to a multiple of 6 (PADTO reads the padded rows at the last
-# one: no gate in the loop). AVX-512 at 2 threads, the kernel alone (bench/matmul_tiles.py): 1536 401 -> 437, 3072 412 -> 432 GFLOP/s;
-# padded, 1024 403 -> 440, 2048 397 -> 440
-PANEL_TILE = {8: 6, 2: 4}  # the 8x2 tile's rows and panels -> the 24-accumulator tile's
+# a packed panel's tile on a target with registers for 24 accumulators: 4 panels x 6 rows or 3 panels x 8, 10 or 11 loads per 24 FMAs
+# (8 rows x 2 panels: 10 per 16), each axis padded up where the tile does not divide it (PADTO reads the padded rows at the last one, no
+# gate in the loop; the padded panels' gated stores are peeled off the loop, codegen/peel.py). AVX-512 at 2 threads, the kernel alone
+# (bench/matmul_tiles.py): 1536 401 -> 437, 3072 412 -> 432 GFLOP/s; padded, 1024 403 -> 440, 2048 397 -> 440
+PANEL_TILES = ((6, 4), (8, 3))  # (rows, panels): on equal padded work the first
+# a tile's speed beside one of 24 accumulators, by its accumulators (the kernel alone at 2 threads: 8x2 at 1024 0.92 of 6x4, 8x1 at 1000
+# 0.77 of 8x3): a tile that divides the axes beats a padded one only by more than this
+def _tile_speed(acc:int) -> float: return 1.0 if acc >= 24 else 0.9 if acc >= 16 else 0.75
 
 def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, nodes:int, tile_lanes:int) -> dict[int, int]:
-  """the 24-accumulator tile for a packed panel's 16-accumulator one where the registers, the renderer's compiler (Renderer.tile_lanes),
-  the code budget and the panel count allow"""
-  new = {i: PANEL_TILE.get(a, a) for i, a in tile.items()}
-  if sorted(tile.values()) != [2, 8, WIDE] or prod(new.values()) > min(simd.streaming, tile_lanes) or \
-     nodes * prod(new.values()) > CODE_BUDGET or not reads_packed_panel(ast): return tile
-  panels = next(i for i, a in tile.items() if a == 2)
-  return new if size(axes(ast)[panels]) % PANEL_TILE[2] == 0 else tile
+  """{rows axis: R, panels axis: P, WIDE axis: 16} of PANEL_TILES for the tile register_tile chose from a packed panel, where the
+  registers, the renderer's compiler (Renderer.tile_lanes) and the code budget allow it and its padded work, at full speed, costs less
+  than the chosen tile's at _tile_speed (matmul 1000 at 2 threads, the kernel alone: 8x1 on 63 panels 6.8 ms, 8x3 5.2; 1001: 1x3, 8x3
+  with its rows padded to 1008)"""
+  ax, limit = axes(ast), min(simd.streaming, tile_lanes, CODE_BUDGET // nodes)
+  if WIDE not in tile.values() or (b := _packed_panel(ast)) is None: return tile
+  out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and tile.get(i) != WIDE]
+  panels, rows = [i for i in out if ax[i] in b.deps], [i for i in out if ax[i] not in b.deps]
+  if len(panels) != 1 or len(rows) != 1: return tile
+  (p,), (r,) = panels, rows
+  def padded(i:int, amt:int) -> int|None: return n if (n := -(-size(ax[i]) // amt) * amt) <= 2 * size(ax[i]) else None
+  best, cost = tile, size(ax[r]) * size(ax[p]) / _tile_speed(prod(tile.values()) // WIDE)
+  for rows_amt, panels_amt in PANEL_TILES:
+    if rows_amt * panels_amt * WIDE > limit or (pr := padded(r, rows_amt)) is None or (pp := padded(p, panels_amt)) is None: continue
+    if pr * pp < cost - 1e-9: best, cost = {i: a for i, a in tile.items() if i not in (r, p)} | {r: rows_amt, p: panels_amt}, pr * pp
+  return best
 
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
@@ -293,7 +308,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:
-      if op not in (OptOps.THREAD, OptOps.SWAP) and nodes * lanes(ast, axes(ast)[axis]) * amt > CODE_BUDGET: continue
+      if op not in (OptOps.THREAD, OptOps.SWAP, OptOps.PADTO) and nodes * lanes(ast, axes(ast)[axis]) * amt > CODE_BUDGET: continue
       try: ast = apply_opt(ast, o := Opt(op, axis, amt))
       except OptError: continue
       chosen.append(o)
@@ -337,7 +352,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     f = free_ranges(ast) if chain else {}
     costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and not _minor_reduce(u, f, work)] if chain else []
     shared = set.intersection(*(set(f[u]) for u in costly)) if costly else None
-    splittable = [i for i in out if shared is None or axes(ast)[i] in shared]
+    # an axis of a gate that splits vectors last: split across cores it joins the loop the gate's peel splits (opt/peel.py), whose
+    # first part then holds only for the last core's share (the panel copy of matmul 1000's B, 63 panels in 7 shares: 209 us; its
+    # 1000 rows in 8 shares: 118 us)
+    ax, gated = axes(ast), vector_gate_ranges(ast)
+    splittable = sorted((i for i in out if shared is None or ax[i] in shared), key=lambda i: i < len(ax) and ax[i] in gated)
     if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
       # no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles): the first one of at least 16 shares' worth is padded
       # up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 -> 143
