@@ -118,6 +118,15 @@ def test_large_matmul_cpu(n):
   assert _copies(c)  # packed by the default rule on the CPU
   np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-3, atol=1e-3)
 
+@pytest.mark.parametrize("m,k,n", [(64, 2048, 1000), (1001, 320, 1001), (520, 520, 520)])
+def test_odd_width_matmuls_cpu(m, k, n):
+  # widths 16 does not divide: padded tiles, the last panel's gated stores peeled off the loop (codegen/opt/peel.py)
+  rng = np.random.default_rng(m + n)
+  a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+  c = Tensor(a) @ Tensor(b)
+  assert _copies(c)
+  np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-3, atol=2e-3)
+
 def test_fused_multiply_add_only_on_a_packed_panel():
   from tinygrad import Device
   from tinygrad.codegen import get_program

@@ -59,11 +59,12 @@ def peel_gates(sink:UOp) -> UOp:
   cands = [pp for g, idx in _gated(end) if (pp := _peel_point(g, idx)) is not None and pp[0] in end.ended_ranges]
   if not cands: return sink
   r, p = max(cands, key=lambda c: c[1] / size(c[0]))
-  main = end.substitute({r: r.replace(src=(r.src[0].const_like(p),))})
   off = max(x.arg[0] for x in rngs) + 1
   fresh = {x: x.replace(arg=(x.arg[0] + off,) + tuple(x.arg[1:])) for x in rngs if x.arg[1] in _COPIED and x is not r}
-  rest = size(r) - p
-  tail_r = r.const_like(p) if rest == 1 else r.replace(src=(r.src[0].const_like(rest),), arg=(r.arg[0] + off,) + tuple(r.arg[1:])) + p
-  tail = end.substitute(fresh | {r: tail_r})
-  if rest == 1: tail = tail.replace(src=tuple(x for x in tail.src if x is not tail_r))
-  return sink.replace(src=(main, tail))
+  return sink.replace(src=(_part(end, r, r, 0, p, {}), _part(end, r, r.replace(arg=(r.arg[0] + off,) + tuple(r.arg[1:])), p, size(r), fresh)))
+
+def _part(end:UOp, r:UOp, new:UOp, lo:int, hi:int, fresh:dict[UOp, UOp]) -> UOp:
+  """the loop nest `end` with r running over [lo, hi) as the range new, the other ranges renamed by fresh; one trip is no loop"""
+  n = new.replace(src=(new.src[0].const_like(hi - lo),)) if hi - lo > 1 else None
+  body = end.src[0].substitute(fresh | {r: r.const_like(lo) if n is None else n + lo if lo else n})
+  return body.end(*[n if x is r else fresh.get(x, x) for x in end.src[1:] if x is not r or n is not None])
