@@ -61,7 +61,17 @@ def peel_gates(sink:UOp) -> UOp:
   r, p = max(cands, key=lambda c: c[1] / size(c[0]))
   off = max(x.arg[0] for x in rngs) + 1
   fresh = {x: x.replace(arg=(x.arg[0] + off,) + tuple(x.arg[1:])) for x in rngs if x.arg[1] in _COPIED and x is not r}
-  return sink.replace(src=(_part(end, r, r, 0, p, {}), _part(end, r, r.replace(arg=(r.arg[0] + off,) + tuple(r.arg[1:])), p, size(r), fresh)))
+  # only where that frees the first part's vectors: a conv's padded copy, gated at both ends of a row, would stay gated at its start
+  if _lane_gated(main := _part(end, r, r, 0, p, {})): return sink
+  return sink.replace(src=(main, _part(end, r, r.replace(arg=(r.arg[0] + off,) + tuple(r.arg[1:])), p, size(r), fresh)))
+
+def _lane_gated(x:UOp) -> bool:
+  """some gated load or store of x has a gate that depends on a stride-1 UPCAST range of its address"""
+  for g, idx in _gated(x):
+    lin = _linear(simplified(idx))
+    unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.UPCAST and m == 1} if lin is not None else set()
+    if unit & set(simplified(g).toposort()): return True
+  return False
 
 def _part(end:UOp, r:UOp, new:UOp, lo:int, hi:int, fresh:dict[UOp, UOp]) -> UOp:
   """the loop nest `end` with r running over [lo, hi) as the range new, the other ranges renamed by fresh; one trip is no loop"""
