@@ -17,12 +17,15 @@ _COPIED = (AxisType.LOOP, AxisType.UPCAST, AxisType.UNROLL, AxisType.REDUCE)
 
 def _conjuncts(g:UOp) -> list[UOp]: return _conjuncts(g.src[0]) + _conjuncts(g.src[1]) if g.op is Ops.AND else [g]
 
-def _splitting(gate:UOp, idx:UOp) -> list[tuple[dict[UOp, int], int, int]]:
-  """(coefficients, constant, n) of each conjunct `expr < n` of the gate that varies along a stride-1 UPCAST range of the address idx,
-  with expr affine in output ranges of known sizes, every coefficient positive"""
+def _lanes(idx:UOp) -> set[UOp]:
+  """the UPCAST ranges the address idx walks with stride 1: its lanes that become one vector access"""
   lin = _linear(simplified(idx))
-  unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.UPCAST and m == 1} if lin is not None else set()
-  ret = []
+  return {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.UPCAST and m == 1} if lin is not None else set()
+
+def _splitting(gate:UOp, idx:UOp) -> list[tuple[dict[UOp, int], int, int]]:
+  """(coefficients, constant, n) of each conjunct `expr < n` of the gate that varies along the vector lanes of the address idx, with
+  expr affine in output ranges of known sizes, every coefficient positive"""
+  unit, ret = _lanes(idx), []
   for c in _conjuncts(simplified(gate)) if unit else []:
     if c.op is not Ops.CMPLT or c.src[1].op is not Ops.CONST or (e := _linear(c.src[0])) is None or not unit & e[0].keys(): continue
     if all(b.op is Ops.RANGE and size(b) is not None and m > 0 and b.arg[1] is not AxisType.REDUCE for b, m in e[0].items()):
@@ -66,12 +69,8 @@ def peel_gates(sink:UOp) -> UOp:
   return sink.replace(src=(main, _part(end, r, r.replace(arg=(r.arg[0] + off,) + tuple(r.arg[1:])), p, size(r), fresh)))
 
 def _lane_gated(x:UOp) -> bool:
-  """some gated load or store of x has a gate that depends on a stride-1 UPCAST range of its address"""
-  for g, idx in _gated(x):
-    lin = _linear(simplified(idx))
-    unit = {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.UPCAST and m == 1} if lin is not None else set()
-    if unit & set(simplified(g).toposort()): return True
-  return False
+  """some gated load or store of x has a gate that depends on the vector lanes of its address"""
+  return any(_lanes(idx) & set(simplified(g).toposort()) for g, idx in _gated(x))
 
 def _part(end:UOp, r:UOp, new:UOp, lo:int, hi:int, fresh:dict[UOp, UOp]) -> UOp:
   """the loop nest `end` with r running over [lo, hi) as the range new, the other ranges renamed by fresh; one trip is no loop"""
