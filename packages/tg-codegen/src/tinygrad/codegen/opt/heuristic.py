@@ -217,7 +217,7 @@ def panel_streams(ast:UOp) -> bool:
 
 # a packed panel's tile on a target with registers for 24 accumulators: 4 panels x 6 rows or 3 panels x 8, 10 or 11 loads per 24 FMAs
 # (8 rows x 2 panels: 10 per 16), each axis padded up where the tile does not divide it (PADTO reads the padded rows at the last one, no
-# gate in the loop; the padded panels' gated stores are peeled off the loop, codegen/peel.py). AVX-512 at 2 threads, the kernel alone
+# gate in the loop; the padded panels' gated stores are peeled off the loop, opt/peel.py). AVX-512 at 2 threads, the kernel alone
 # (bench/matmul_tiles.py): 1536 401 -> 437, 3072 412 -> 432 GFLOP/s; padded, 1024 403 -> 440, 2048 397 -> 440
 PANEL_TILES = ((6, 4), (8, 3))  # (rows, panels): on equal padded work the first
 # a tile's speed beside one of 24 accumulators, by its accumulators (the kernel alone at 2 threads: 8x2 0.92 of 6x4 at 1024, level with
@@ -355,8 +355,8 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # an axis of a gate that splits vectors last: split across cores it joins the loop the gate's peel splits (opt/peel.py), whose
     # first part then holds only for the last core's share (the panel copy of matmul 1000's B, 63 panels in 7 shares: 209 us; its
     # 1000 rows in 8 shares: 118 us)
-    ax, gated = axes(ast), vector_gate_ranges(ast)
-    splittable = sorted((i for i in out if shared is None or ax[i] in shared), key=lambda i: i < len(ax) and ax[i] in gated)
+    cur, gated = axes(ast), vector_gate_ranges(ast)
+    splittable = sorted((i for i in out if shared is None or cur[i] in shared), key=lambda i: i < len(cur) and cur[i] in gated)
     if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
       # no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles): the first one of at least 16 shares' worth is padded
       # up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 -> 143
