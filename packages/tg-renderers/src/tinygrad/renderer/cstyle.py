@@ -199,9 +199,16 @@ class CStyleLanguage(Renderer):
   @staticmethod
   def _is_reg(idx:UOp) -> bool: return idx.src[0].op is Ops.BUFFER  # REG/LOCAL arrays hold values as computed, not as stored in 16 bits
 
+# buf[x+c] -> (buf+x)[c]: the int index x+c is sign-extended to a 64-bit offset as a whole, and -fwrapv leaves the compiler no proof
+# that x+1 did not wrap, so it cannot see that neighbouring lanes' accesses are adjacent and packs none of them into a vector
+clang_rewrite = PatternMatcher([
+  (UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="buf"), UPat.var("x") + UPat.cvar("c"))), lambda ctx, buf, x, c: f"({ctx[buf]}+{ctx[x]})[{ctx[c]}]"),
+]) + base_rewrite
+
 class ClangRenderer(CStyleLanguage):
   """C99 for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, half/bfloat16 emulated"""
   device = "CPU"
+  string_rewrite = clang_rewrite
   buffer_suffix = " restrict"
   # the thread id is the kernel's last argument (runtime/ops_cpu.py calls it once per thread)
   has_threads, code_for_workitem = True, {"gidx": lambda d: "core_id" if d == 0 else None}
