@@ -128,9 +128,6 @@ def _host_cpu() -> str:
   try: return next((l for l in pathlib.Path("/proc/cpuinfo").read_text().splitlines() if l.startswith("flags")), platform.machine()) + platform.processor()
   except OSError: return platform.machine() + platform.processor()
 
-# LLVM's clean-up after its vectorizers (CSE among them); gcc has no -mllvm, so the compiler is asked first whether it takes it
-EXTRA_VECTORIZER_PASSES = ("-mllvm", "-extra-vectorizer-passes")
-
 class ClangCompiler(Compiler):
   """C -> a shared object built by the system compiler for this host (or for `arch`, as in DEV=CPU:C:x86-64).
   -fwrapv: ints wrap like the other targets; no contraction into fma"""
@@ -139,10 +136,7 @@ class ClangCompiler(Compiler):
     self.cc, self.flags = find_cc(), ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", f"-march={arch or 'native'}")
     # as in LLVMCompiler: the host's whole AVX-512 registers, which the renderer's tiles are sized in (gcc and clang prefer 256 bits)
     if arch is None and host_simd_registers() == (64, 32): self.flags += ("-mprefer-vector-width=512",)
-    # clang (14, 15) vectorizes an accumulator twice, for the loop and for the store after it, and sinks the copy out of the loop: the
-    # old accumulators stay live past their update and a 16-accumulator matmul tile spills (1536: 106 -> 280 GFLOP/s with the clean-up)
-    if subprocess.run([self.cc, *EXTRA_VECTORIZER_PASSES, "-fsyntax-only", "-x", "c", "-"], input=b"", capture_output=True).returncode == 0:
-      self.flags += EXTRA_VECTORIZER_PASSES
+    if host_toolchain.cc_is_clang(self.cc): self.flags += host_toolchain.CLANG_VECTORIZING
     version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
     super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {_host_cpu()}'.encode()).hexdigest()[:16]}")
   def compile(self, src:str) -> bytes:
