@@ -181,6 +181,7 @@ def test_clang_packs_the_matmul_tile_into_vectors():
   ast = [it for it in create_schedule([(a @ a).uop])[0] if it.kind == "kernel"][-1].ast
   src = get_program(ast, dev.renderer).src
   flags = [f for f in dev.compiler.flags if f not in ("-shared", "-fPIC")]
-  asm = subprocess.run([dev.compiler.cc, *flags, "-S", "-x", "c", "-", "-o", "-"], input=src.encode(), capture_output=True, check=True).stdout.decode()
+  asm = subprocess.run([dev.compiler.cc, *flags, "-S", "-x", "c", "-", "-o", "-"], input=src.encode(), capture_output=True, check=True)
+  asm = asm.stdout.decode()
   assert len(re.findall(r"vfmadd\d+ps", asm)) >= 16 and not re.findall(r"vfmadd\d+ss", asm), asm
   assert "Spill" not in asm and "Reload" not in asm, asm

@@ -204,7 +204,8 @@ class CStyleLanguage(Renderer):
 # 1536 ran scalar: 21 GFLOP/s). With c 64 bits wide, x is widened first and the lanes differ by their constants
 OFFSET = UPat.var("x") + UPat.cvar("c")
 clang_rewrite = PatternMatcher([
-  (UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="buf"), OFFSET)), lambda ctx, buf, x, c: f"{ctx[buf]}[{ctx[x]}+{ctx.render_const(c.arg, dtypes.int64)}]"),
+  (UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="buf"), OFFSET)),
+   lambda ctx, buf, x, c: f"{ctx[buf]}[{ctx[x]}+{ctx.render_const(c.arg, dtypes.int64)}]"),
 ]) + base_rewrite
 
 class ClangRenderer(CStyleLanguage):
