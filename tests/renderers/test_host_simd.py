@@ -52,3 +52,15 @@ def test_c_compiler_asks_for_whole_avx512_registers(monkeypatch):
   assert cc.compile("void k(float *restrict a) { for (int i = 0; i < 64; i++) a[i] += 1.0f; }")  # the compiler takes the flag
   monkeypatch.setattr(ops_cpu, "host_simd_registers", lambda: (32, 16))
   assert "-mprefer-vector-width=512" not in ops_cpu.ClangCompiler().flags
+
+@pytest.mark.parametrize("cc", ["clang", "gcc"])
+def test_c_compiler_vectorizes_as_clang_or_gcc(monkeypatch, cc):
+  # clang: SLP alone plus its clean-up passes, and 24-accumulator tiles; gcc takes none of those flags and keeps 16 accumulators
+  import shutil
+  from tinygrad.runtime import ops_cpu, host_toolchain
+  if shutil.which(cc) is None: pytest.skip(f"no {cc} on this machine")
+  monkeypatch.setenv("CC", cc)
+  compiler = ops_cpu.ClangCompiler()
+  assert (" ".join(host_toolchain.CLANG_VECTORIZING) in " ".join(compiler.flags)) == (cc == "clang")
+  assert compiler.compile("void k(float *restrict a) { for (int i = 0; i < 64; i++) a[i] += 1.0f; }")  # the compiler takes its flags
+  assert ClangRenderer().tile_lanes == (384 if cc == "clang" else 256) and ClangRenderer("x86-64").tile_lanes == 256

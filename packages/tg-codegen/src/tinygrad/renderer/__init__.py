@@ -23,8 +23,8 @@ class Renderer:
   # default; a host renderer reads the host's (renderer/host_cpu.py: AVX-512 has 32 of 64 bytes, NEON 32 of 16)
   vector_bytes: int = 32
   vector_registers: int = 16
-  # the most lanes of a register tile whose unrolled code the target's compiler still packs into vectors: a C compiler's SLP vectorizer
-  # gave up on 24 accumulators of 16 (clang -O2, matmul 2048 at AVX-512: 137 -> 18 GFLOP/s), LLVM's through llvmlite does not
+  # the most lanes of a register tile whose unrolled code the target's compiler still packs into vectors (heuristic.wide_panel_tile's 24
+  # accumulators of 16 take 384): LLVM's through llvmlite and clang's do; gcc 12 packs 16 accumulators best
   tile_lanes: int = 256
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}

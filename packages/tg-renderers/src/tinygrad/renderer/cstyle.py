@@ -199,9 +199,19 @@ class CStyleLanguage(Renderer):
   @staticmethod
   def _is_reg(idx:UOp) -> bool: return idx.src[0].op is Ops.BUFFER  # REG/LOCAL arrays hold values as computed, not as stored in 16 bits
 
+# buf[x+c] -> buf[x+c_ll]: an int index x+c is sign-extended to the 64-bit offset as a whole, and -fwrapv leaves the compiler no proof
+# that x+1 did not wrap, so it cannot tell that neighbouring lanes' accesses are adjacent and packs none of them into a vector (matmul
+# 1536 ran scalar: 21 GFLOP/s). With c 64 bits wide, x is widened first and the lanes differ by their constants
+OFFSET = UPat.var("x") + UPat.cvar("c")
+clang_rewrite = PatternMatcher([
+  (UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="buf"), OFFSET)),
+   lambda ctx, buf, x, c: f"{ctx[buf]}[{ctx[x]}+{ctx.render_const(c.arg, dtypes.int64)}]"),
+]) + base_rewrite
+
 class ClangRenderer(CStyleLanguage):
   """C99 for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, half/bfloat16 emulated"""
   device = "CPU"
+  string_rewrite = clang_rewrite
   buffer_suffix = " restrict"
   # the thread id is the kernel's last argument (runtime/ops_cpu.py calls it once per thread)
   has_threads, code_for_workitem = True, {"gidx": lambda d: "core_id" if d == 0 else None}
@@ -220,3 +230,12 @@ class ClangRenderer(CStyleLanguage):
     # as in the LLVM renderer: fused only where -march=native has the instruction, never a library call per multiply-add
     if not (arch is None and host_has_fma()): self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
     if arch is None and (simd := host_simd_registers()) is not None: self.vector_bytes, self.vector_registers = simd
+    # clang, with the flags runtime/host_toolchain.py gives it, packs a 24-accumulator tile as LLVM does (matmul 1536 at AVX-512,
+    # bench/matmul_tiles.py: 8x2x16 321, 6x4x16 367 GFLOP/s); gcc 12 builds B's vectors lane by lane at any tile and keeps the default
+    from tinygrad.runtime.host_toolchain import find_cc, cc_is_clang
+    if arch is None and (cc := find_cc()) is not None and cc_is_clang(cc): self.tile_lanes = 384
+
+  def _inlined(self, u:UOp, users:list[UOp], scope:dict[UOp, UOp|None]) -> bool:
+    # an offset x+c that only indexes global buffers is never named: each access spells it out (clang_rewrite), a name would go unread
+    return super()._inlined(u, users, scope) or \
+      (bool(OFFSET.match(u, {})) and all(v.op is Ops.INDEX and v.src[0].op is Ops.PARAM and v.src[1] is u for v in users))

@@ -136,6 +136,7 @@ class ClangCompiler(Compiler):
     self.cc, self.flags = find_cc(), ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", f"-march={arch or 'native'}")
     # as in LLVMCompiler: the host's whole AVX-512 registers, which the renderer's tiles are sized in (gcc and clang prefer 256 bits)
     if arch is None and host_simd_registers() == (64, 32): self.flags += ("-mprefer-vector-width=512",)
+    if host_toolchain.cc_is_clang(self.cc): self.flags += host_toolchain.CLANG_VECTORIZING
     version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
     super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {_host_cpu()}'.encode()).hexdigest()[:16]}")
   def compile(self, src:str) -> bytes:
