@@ -80,13 +80,16 @@ def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
 
 def _out_size(i:int, k:int, s:int, d:int, lo:int, hi:int) -> int: return (i + lo + hi - d*(k-1) - 1)//s + 1
 
+def _out_sizes(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:list) -> tuple:
+  nd = len(ks)
+  return tuple(_out_size(i, k, s, d, pads[2*(nd-1-a)], pads[2*(nd-1-a)+1]) for a, (i, k, s, d) in enumerate(zip(spatial, ks, strides, dils)))
+
 def _im2col_pays(n:int, cin:int, ks:tuple, strides:tuple, dils:tuple, pads:list, spatial:tuple) -> bool:
   """whether the windows are worth writing out as a (N*out, Cin*prod(ks)) matrix: when the direct form has no vector axis (the last
   output axis strided or not a whole number of vectors) and the matrix is not huge. Then the forward and both gradients are matmuls
   whose reduce or output axis is that matrix's stride-1 row of Cin*prod(ks)"""
   if not all(isinstance(v, int) for v in (n, cin) + tuple(spatial)): return False
-  nd = len(ks)
-  out = [_out_size(i, k, s, d, pads[2*(nd-1-a)], pads[2*(nd-1-a)+1]) for a, (i, k, s, d) in enumerate(zip(spatial, ks, strides, dils))]
+  out = _out_sizes(spatial, ks, strides, dils, pads)
   if min(out) <= 0: return False
   vectorizable = strides[-1] == 1 and out[-1] % VECTOR_LANES == 0
   return not vectorizable and prod(ks) > 1 and n * prod(out) * cin * prod(ks) <= IM2COL_MAX_ELEMENTS
@@ -115,6 +118,16 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   if short_row: ret = ret.contiguous_backward()
   return ret.permute((0, 1+nd) + tuple(range(1, 1+nd)))
 
+def _direct_by_channels(x, weight, out:tuple) -> bool:
+  """a forward-only conv whose direct form vectorizes along the output channels (schedule/pack.py packs the weight into panels of them):
+  then the direct form needs no vector axis along the output's rows, and it skips the windows' copy (ResNet's 3x3 convs at 28x28 and
+  below, a 7x7 stride-2 stem: 6-20 -> 120-260 GFLOP/s). Where a gradient will flow, im2col stays: its gradients are matmuls, the direct
+  form's are not (the MNIST training step: 10 -> 44 ms with the direct form)"""
+  from tinygrad.tensor import _on_grad_path
+  from tinygrad.schedule.pack import packs_along
+  if x.requires_grad or weight.requires_grad or _on_grad_path(x.uop) or _on_grad_path(weight.uop) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
+  return packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
+
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
     """cross-correlation like torch's conv2d, over as many spatial axes as weight has after (Cout, Cin/groups)"""
@@ -125,7 +138,8 @@ class TensorConvMixin:
                        f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads = _flat_pads(padding, ks, dils, strides)
-    if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]):
+    if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]) and \
+       not _direct_by_channels(self, weight, _out_sizes(self.shape[2:], ks, strides, dils, pads)):
       # the input's gradient, a sum of shifted views of the windows' gradient, is written out once: left as a view it fuses into the
       # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read. It is written
       # channels-last, so that the fold walks the windows' gradient along its rows of (Cin, taps) instead of one row per element

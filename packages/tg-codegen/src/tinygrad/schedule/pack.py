@@ -48,6 +48,12 @@ def _min_work(device:str) -> int:
   from tinygrad.device import Device
   return MIN_WORK_WIDE if getattr(Device[device].renderer, "vector_bytes", 0) >= 64 else MIN_WORK
 
+def packs_along(device, channels:int, macs:int) -> bool:
+  """whether a direct conv of `macs` multiply-adds into `channels` output channels gets its weight packed into panels of them here: then
+  its register tile's vectors run along the output channels, whatever the output's width or stride (tensor_conv chooses its form by it)"""
+  if not _on_cpu(device) or channels < WIDE: return False
+  return PACK.value >= 2 or macs >= (MIN_WORK_JIT if JIT_CAPTURE else _min_work(device))
+
 def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
   """per load of o, {axis: stride} of its address, o read at one range per axis, and the elements of the buffers it loads. A
   contiguous() inside o is read as the row-major buffer it will be. None when an address is not affine in the axes (o is a packed view
