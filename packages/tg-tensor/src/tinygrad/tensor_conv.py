@@ -117,6 +117,7 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   """conv2d as a matmul over a buffer of its windows, (N, *out, Cin, *ks): forward sums over that buffer's stride-1 row, the weight's
   gradient reads it row by row into a (Cout, Cin*prod(ks)) result, the windows' gradient is a matmul with the weight whose stride-1 axis
   is that row too (then folded back onto the input by the windows' view)"""
+  from tinygrad.schedule.pack import packs_along
   nd, n, cout = len(ks), x.shape[0], weight.shape[0]
   kk = weight.shape[1] * prod(ks)
   out = tuple(_out_size(i, k, s, d, 0, 0) for i, k, s, d in zip(x.shape[2:], ks, strides, dils))
@@ -135,9 +136,11 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   if short_row: w = w.permute(0, 2, 1).contiguous_backward().permute(0, 2, 1)
   ret = (cols * w.reshape((1,)*(1+nd) + (groups, cout//groups, kk))).sum(-1, dtype=dtype).reshape((n,) + out + (cout,))
   if bias is not None: ret = ret + bias
-  # a longer row's forward is written channels-last as well, a buffer of its own: stored through the NCHW permute, the matmul's stride-1
-  # store axis would be the output row instead of its packed Cout panels (b8 128->128 28x28: 87 -> 5.7 ms, 23 -> 350 GFLOP/s)
-  ret = ret.contiguous_backward() if short_row else ret.contiguous()
+  # a longer row's forward is written channels-last as well where its weight is packed into panels of Cout (schedule/pack.py), a buffer of
+  # its own: stored through the NCHW permute, the matmul's stride-1 store axis would be the output row instead of its Cout panels
+  # (b8 128->128 28x28: 87 -> 5.7 ms, 23 -> 350 GFLOP/s)
+  if short_row: ret = ret.contiguous_backward()
+  elif packs_along(x.device, cout // groups, n * prod(out) * kk * cout): ret = ret.contiguous()
   return ret.permute((0, 1+nd) + tuple(range(1, 1+nd)))
 
 def _direct_by_channels(x, weight, out:tuple) -> bool:
