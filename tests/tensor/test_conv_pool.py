@@ -77,6 +77,34 @@ def test_conv2d_gradients_both_forms(shape, kw):
   flat = [q for pr in reversed(pads) for q in pr]
   assert _im2col_pays(shape[0], shape[1], (3, 3), stride, dil, flat, shape[2:]) == (want.shape[-1] % 8 != 0 or stride[1] != 1)
 
+@pytest.mark.parametrize("shape,cout,kw", [((2, 16, 7, 7), 16, dict(padding=1)), ((2, 6, 9, 9), 32, dict(stride=2, padding=1)),
+                                           ((1, 32, 6, 11), 32, dict(groups=2, padding=(0, 1))), ((2, 4, 7, 7), 16, dict(bias=True))])
+def test_im2col_packed_forward_and_gradients(shape, cout, kw):
+  # with a gradient, rows of no whole vectors keep im2col; PACK=2 packs its matmuls at any size, so the forward is the channels-last
+  # matmul over Cout panels (read back through a permute) and both gradients read that layout's gradient. Rows of 16 taps*channels per
+  # group (16 and 32 input channels) write the windows panel-major as well
+  from tinygrad.helpers import Context
+  from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
+  from tinygrad.tensor_conv import _cols_in_panels
+  kw = dict(kw)
+  groups, use_bias = kw.get("groups", 1), kw.pop("bias", False)
+  x, w, b = rnd(*shape), rnd(cout, shape[1] // groups, 3, 3), rnd(cout)
+  p, stride = kw.get("padding", 0), kw.get("stride", 1)
+  pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
+  want = np_conv(x, w, b if use_bias else None, (stride, stride), (1, 1), pads, groups)
+  g = rnd(*want.shape)
+  with Context(PACK=2):
+    tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+    kk = shape[1] // groups * 9
+    assert _cols_in_panels(tw, groups, 1, kk) == (kk % 16 == 0) and not _cols_in_panels(Tensor(w), groups, 1, kk), "no weight gradient"
+    out = tx.conv2d(tw, tb if use_bias else None, **kw)
+    (out * Tensor(g)).sum().backward()
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    dx, dw = np_conv_grads(x, w, g, (stride, stride), (1, 1), pads, groups)
+    np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+    if use_bias: np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+
 def test_im2col_choice():
   from tinygrad.tensor_conv import _im2col_pays
   # the train step's conv 32->64 on 13x13 (rows of 11): windows written out; the suite's 64->64 56x56 pad 1: direct
