@@ -372,6 +372,15 @@ def test_register_tile_counts_cache_lines():
     assert (opts := hand_coded_opts(ast, AVX512))[:3] == [Opt(U, 4, 16), Opt(U, 3, 2), Opt(U, 2, 7)], opts
     np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
 
+def test_panel_swap_hoists_a_weight_past_l2():
+  # a weight panel past L1 loops outside the loop next to it (the pixels of one row); a whole weight past L2 (256x256x3x3: 2.4 MB) loops
+  # outside every axis it is not read along, so each panel comes from L3 once, not once per row of pixels (b8 256->256 14x14: 6.4 -> 5.2 ms)
+  with Context(THREADS=1):
+    assert hand_coded_opts(direct_conv(8, 14, 64, 128)[0][0], AVX512)[3:] == [Opt(S, 2, 3)]
+    (ast, ins), ref = direct_conv(8, 14, 256, 256)
+    assert (opts := hand_coded_opts(ast, AVX512))[3:] == [Opt(S, 0, 3)], opts
+    np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-2)
+
 def panel_copy(n, k):
   """pack.py's copy of a (k, n) B into panels of 16 columns: out[p, r, q] = b[r, 16p + q]"""
   def body(out, b):
