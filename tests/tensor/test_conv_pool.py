@@ -77,23 +77,25 @@ def test_conv2d_gradients_both_forms(shape, kw):
   flat = [q for pr in reversed(pads) for q in pr]
   assert _im2col_pays(shape[0], shape[1], (3, 3), stride, dil, flat, shape[2:]) == (want.shape[-1] % 8 != 0 or stride[1] != 1)
 
-@pytest.mark.parametrize("groups", [1, 2])
-def test_pointwise_conv(groups):
-  # a 1x1 conv (stride 1, no padding) is a matmul per image over its pixels as one axis: forward and both gradients, packed (PACK=2) or not
+@pytest.mark.parametrize("groups,stride", [(1, (1, 1)), (2, (1, 1)), (1, (2, 2)), (2, (3, 2))])
+def test_pointwise_conv(groups, stride):
+  # a 1x1 conv without padding is a matmul per image over its pixels as one axis (strided: those pixels written out first): forward and
+  # both gradients, packed (PACK=2) or not
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
   x, w, b = rnd(2, 4, 5, 7), rnd(16, 4 // groups, 1, 1), rnd(16)
-  want, g = np_conv(x, w, b, groups=groups), rnd(2, 16, 5, 7)
-  dx, dw = np_conv_grads(x, w, g, (1, 1), (1, 1), [(0, 0), (0, 0)], groups)
+  want = np_conv(x, w, b, stride, groups=groups)
+  g = rnd(*want.shape)
+  dx, dw = np_conv_grads(x, w, g, stride, (1, 1), [(0, 0), (0, 0)], groups)
   for pk in (0, 2):
     with Context(PACK=pk):
       tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
-      out = tx.conv2d(tw, tb, groups=groups)
+      out = tx.conv2d(tw, tb, groups=groups, stride=stride)
       (out * Tensor(g)).sum().backward()
       np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
       np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
       np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
-      np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), groups=groups).numpy(), want - b.reshape(1, -1, 1, 1), rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), groups=groups, stride=stride).numpy(), want - b.reshape(1, -1, 1, 1), rtol=1e-4, atol=1e-4)
 
 def test_im2col_choice():
   from tinygrad.tensor_conv import _im2col_pays
