@@ -161,7 +161,8 @@ class TensorConvMixin:
       last = (0,) + tuple(range(2, self.ndim)) + (1,)
       x = self.permute(last).contiguous_backward().permute(tuple(last.index(i) for i in range(self.ndim)))
       return _im2col_conv(x.pad(pads), weight, bias, groups, ks, strides, dils, dtype)
-    if all(k == 1 for k in ks) and not any(pads): return _pointwise_conv(self, weight, bias, groups, strides, dtype)
+    if all(k == 1 for k in ks) and not any(pads) and all(isinstance(v, int) for v in self.shape):
+      return _pointwise_conv(self, weight, bias, groups, strides, dtype)
     # every input element is read once per output channel and tap: through a padded view each read is a gated load (a compare and two
     # selects per lane, no vector loads along a row), so the padded input is written out once and the windows read plain memory
     x = _windows(self.pad(pads).contiguous() if any(pads) else self, ks, strides, dils)  # (N, Cin, *out, *ks)
