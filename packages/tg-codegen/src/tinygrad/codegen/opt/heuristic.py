@@ -182,7 +182,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   # then one some load walks with stride 1: lanes broadcast from one cache line (a conv's neighbouring pixels) before lanes from as many
   # lines (its images: b8 64->64 56x56, 2 panels x 8 pixels 4.2 ms, x 8 images 5.4); then the axis whose loads lie closest together: a 1x1
   # conv's output channels (weight rows 64 floats apart, in L1) before its images (a whole image apart, a stream each: 8 images x 16 pixels
-  # 8.1 ms, 8 channels x 2 x 16 pixels 1.4 ms, b8 64->64 56x56)
+  # 8.9 ms, 8 channels x 2 x 16 pixels 2.2 ms, b8 64->64 56x56 at 2 threads)
   out = sorted(out, key=lambda i: (ax[i] not in stored, ax[i] not in unit, max((a.stride.get(ax[i], 0) for a in acc), default=0)))
   wide_on_tie, reduces = _reduce_strided(ast), any(u.op is Ops.REDUCE for u in ast.toposort())
   while True:
