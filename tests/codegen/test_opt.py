@@ -333,6 +333,54 @@ def test_register_tile_fills_the_targets_registers():
     assert all(len(u.src) == 1 for u in apply_opts(ast, opts).toposort() if u.op is Ops.LOAD)
     for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
 
+def batched_matmul(b, m, n, k):
+  """a 1x1 conv as b matmuls: out[i, c, p] = sum_r w[c, r] * x[i, r, p], x read with stride 1 along its pixels p"""
+  def body(out, w, x):
+    i, c, p, r = UOp.range(b, 0), UOp.range(m, 1), UOp.range(n, 2), UOp.range(k, 3, AxisType.REDUCE)
+    return i*m*n + c*n + p, (w[c*k + r].load() * x[i*k*n + r*n + p].load()).reduce(r, op=Ops.ADD), (i, c, p)
+  def ref(w, x): return np.einsum("cr,irp->icp", w.reshape(m, k), x.reshape(b, k, n)).ravel()
+  return kernel((b, m, n, k), body, 2, [m*k, b*k*n], b*m*n, "bmm"), ref
+
+def test_register_tile_prefers_near_lanes():
+  # images and output channels save the same loads (a vector of x per image, a weight per channel): the channels, whose weights lie a row
+  # apart, go first; each image is a stream of its own (b8 64->64 56x56 1x1 conv, the kernel: 8 images 8.9 ms, 8 channels 2.2 ms)
+  (ast, ins), ref = batched_matmul(8, 16, 64, 16)
+  with Context(THREADS=1):
+    assert (opts := hand_coded_opts(ast, AVX512)) == [Opt(U, 2, 16), Opt(U, 1, 4)], opts
+    for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
+
+def direct_conv(b, hw, cin, cout, k=3):
+  """a direct conv over a padded input (b, cin, hw+k-1, hw+k-1) with its weight in panels of 16 output channels (cout//16, cin, k, k, 16),
+  written channels-last: out[i, y, x, 16p + q] = sum_{c, u, v} inp[i, c, y+u, x+v] * w[p, c, u, v, q] (schedule/pack.py's form)"""
+  h, P = hw + k - 1, cout // 16
+  def body(out, w, inp):
+    i, y, x, p, q = (UOp.range(s, a) for a, s in enumerate((b, hw, hw, P, 16)))
+    c, u, v = UOp.range(cin, 5, AxisType.REDUCE), UOp.range(k, 6, AxisType.REDUCE), UOp.range(k, 7, AxisType.REDUCE)
+    val = (inp[((i*cin + c)*h + y + u)*h + x + v].load() * w[(((p*cin + c)*k + u)*k + v)*16 + q].load()).reduce(c, u, v, op=Ops.ADD)
+    return ((i*hw + y)*hw + x)*cout + p*16 + q, val, (i, y, x, p, q)
+  def ref(w, inp):
+    win = np.lib.stride_tricks.sliding_window_view(inp.reshape(b, cin, h, h), (k, k), axis=(2, 3))  # (b, cin, hw, hw, k, k)
+    return np.einsum("icyxuv,pcuvq->iyxpq", win, w.reshape(P, cin, k, k, 16)).ravel()
+  return kernel((b, hw, hw, P, 16), body, 2, [P*cin*k*k*16, b*cin*h*h], b*hw*hw*cout, "conv"), ref
+
+def test_register_tile_counts_cache_lines():
+  # a direct conv's 14-pixel rows: 7 pixels x 2 panels, not 2 pixels x 8 panels. Both load about as often per lane, but a pixel's input
+  # is a broadcast from the cache line its neighbours share, while each panel is a line of its own from a weight past L1 (b8 256->256
+  # 14x14 3x3, the kernel at 2 threads: 21.1 -> 12.0 ms)
+  (ast, ins), ref = direct_conv(8, 14, 64, 128)
+  with Context(THREADS=1):
+    assert (opts := hand_coded_opts(ast, AVX512))[:3] == [Opt(U, 4, 16), Opt(U, 3, 2), Opt(U, 2, 7)], opts
+    np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
+
+def test_panel_swap_hoists_a_weight_past_l2():
+  # a weight panel past L1 loops outside the loop next to it (the pixels of one row); a whole weight past L2 (256x256x3x3: 2.4 MB) loops
+  # outside every axis it is not read along, so each panel comes from L3 once, not once per row of pixels (b8 256->256 14x14: 6.4 -> 5.2 ms)
+  with Context(THREADS=1):
+    assert hand_coded_opts(direct_conv(8, 14, 64, 128)[0][0], AVX512)[3:] == [Opt(S, 2, 3)]
+    (ast, ins), ref = direct_conv(8, 14, 256, 256)
+    assert (opts := hand_coded_opts(ast, AVX512))[3:] == [Opt(S, 0, 3)], opts
+    np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-2)
+
 def panel_copy(n, k):
   """pack.py's copy of a (k, n) B into panels of 16 columns: out[p, r, q] = b[r, 16p + q]"""
   def body(out, b):

@@ -105,6 +105,27 @@ def test_im2col_packed_forward_and_gradients(shape, cout, kw):
     np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
     if use_bias: np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
 
+@pytest.mark.parametrize("groups,stride", [(1, (1, 1)), (2, (1, 1)), (1, (2, 2)), (2, (3, 2))])
+def test_pointwise_conv(groups, stride):
+  # a 1x1 conv without padding is a matmul per image over its pixels as one axis (strided: those pixels written out first): forward and
+  # both gradients, packed (PACK=2) or not
+  from tinygrad.helpers import Context
+  from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
+  x, w, b = rnd(2, 4, 5, 7), rnd(16, 4 // groups, 1, 1), rnd(16)
+  want = np_conv(x, w, b, stride, groups=groups)
+  g = rnd(*want.shape)
+  dx, dw = np_conv_grads(x, w, g, stride, (1, 1), [(0, 0), (0, 0)], groups)
+  for pk in (0, 2):
+    with Context(PACK=pk):
+      tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+      out = tx.conv2d(tw, tb, groups=groups, stride=stride)
+      (out * Tensor(g)).sum().backward()
+      np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+      no_bias = Tensor(x).conv2d(Tensor(w), groups=groups, stride=stride).numpy()
+      np.testing.assert_allclose(no_bias, want - b.reshape(1, -1, 1, 1), rtol=1e-4, atol=1e-4)
+
 def test_im2col_choice():
   from tinygrad.tensor_conv import _im2col_pays
   # the train step's conv 32->64 on 13x13 (rows of 11): windows written out; the suite's 64->64 56x56 pad 1: direct

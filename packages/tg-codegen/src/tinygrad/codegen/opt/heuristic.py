@@ -46,9 +46,10 @@ def simd_tiles(renderer, work:int|None=None) -> SimdTiles:
   lanes = vector * registers if work is None or work >= SMALL_WORK else min(vector * registers, 128)
   return SimdTiles(vector, lanes // 4, lanes // 2, lanes)
 
-UPCAST_AMTS = (2, 3, 4, 8, WIDE)  # ascending: on a tie the smaller tile wins
+UPCAST_AMTS = (2, 3, 4, 7, 8, WIDE)  # ascending: on a tie the smaller tile wins. 7: a row of 7, 14, 28 or 56 pixels (ResNet)
 LINE_FLOATS = 16           # elements of 4 bytes in a 64-byte cache line
 L1_BYTES = 32 << 10        # a panel bigger than this falls out of L1 between two tiles unless the next tile reads it too
+L2_BYTES = 1 << 20         # a core's L2 (1-2 MB on recent x86): an operand past it is read from L3 again by every pass over it
 MINOR_REDUCE = 1 << 10     # a chain's reduce with at most 1/MINOR_REDUCE of the kernel's loop trips: see _minor_reduce
 CACHE_LINE = 64            # bytes
 
@@ -68,6 +69,9 @@ class _Access:
     vectors that run along the output channels)"""
     return self.weight * prod(math.ceil(a / vector) if r in self.unit and (along is None or r in along) and a & (a-1) == 0 else a
                               for r, a in tile.items() if r in self.deps)
+  def lines(self, tile:dict[UOp, int]) -> int:
+    """cache lines this access touches per step of the tile: lanes along a stride-1 axis share lines, lanes along any other axis don't"""
+    return prod(math.ceil(a * self.itemsize / CACHE_LINE) if r in self.unit else a for r, a in tile.items() if r in self.deps)
 
 def _always(gate:UOp) -> bool:
   """the gate simplifies to True (lowering folds it the same way, so the load is a plain one)"""
@@ -150,8 +154,8 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   if amt is None: return {}
   return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 else {})
 
-def _per_lane(acc:list[_Access], tile:dict[UOp, int], vector:int, along:set[UOp]|None=None) -> float:
-  return sum(a.cost(tile, vector, along) for a in acc) / prod(tile.values())
+def _per_lane(acc:list[_Access], tile:dict[UOp, int], vector:int, along:set[UOp]|None=None, lines:bool=False) -> float:
+  return sum(a.cost(tile, vector, along) + (a.lines(tile) if lines else 0) for a in acc) / prod(tile.values())
 
 def _reduce_strided(ast:UOp) -> bool:
   """the kernel reduces, and no load walks a reduce axis with stride 1: its reduce loop steps over rows (a column sum), so the lanes of
@@ -164,7 +168,9 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most simd.tile
   lanes (simd.wide with a WIDE stride-1 axis, simd.streaming when its panel streams). Lanes that read the same address share the load
   (a matmul's A row across the lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a
-  stride-1 axis share vector loads (in a reduce, once the tile holds the store's stride-1 axis, only along it). On a tie the smaller
+  stride-1 axis share vector loads (in a reduce, once the tile holds the store's stride-1 axis, only along it). A reduce also counts the
+  cache lines its lanes touch per step: a direct conv's pixels are broadcasts from one line, its weight panels a line each from a weight
+  past L1 (b8 256->256 14x14 3x3: 2 pixels x 8 panels 21.1 ms, 7 pixels x 2 panels 12.0 ms, at 2 threads). On a tie the smaller
   tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector chains instead of one and a
   whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms)"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
@@ -174,21 +180,23 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   stored = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
             for r in _Access(u.src[0].src[1], False).unit}
   # then one some load walks with stride 1: lanes broadcast from one cache line (a conv's neighbouring pixels) before lanes from as many
-  # lines (its images: b8 64->64 56x56, 2 panels x 8 pixels 4.2 ms, x 8 images 5.4)
-  out = sorted(out, key=lambda i: (ax[i] not in stored, ax[i] not in unit))
+  # lines (its images: b8 64->64 56x56, 2 panels x 8 pixels 4.2 ms, x 8 images 5.4); then the axis whose loads lie closest together: a 1x1
+  # conv's output channels (weight rows 64 floats apart, in L1) before its images (a whole image apart, a stream each: 8 images x 16 pixels
+  # 8.9 ms, 8 channels x 2 x 16 pixels 2.2 ms, b8 64->64 56x56 at 2 threads)
+  out = sorted(out, key=lambda i: (ax[i] not in stored, ax[i] not in unit, max((a.stride.get(ax[i], 0) for a in acc), default=0)))
   wide_on_tie, reduces = _reduce_strided(ast), any(u.op is Ops.REDUCE for u in ast.toposort())
   while True:
     # a reduce's tile vectors follow its store once the tile holds an axis the store walks (a copy's lanes are laid out by transpose_tile
     # and LLVM's loop vectorizer instead)
     along = (stored & {ax[i] for i in tile} or None) if reduces else None
-    best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector, along)
+    best, cur = None, _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector, along, reduces)
     for i in out:
       if i in tile: continue
       for amt in UPCAST_AMTS:
         if amt == WIDE and ax[i] not in unit: continue
         limit = (simd.streaming if streaming else simd.wide) if WIDE in tile.values() or amt == WIDE else simd.tile
         if size(ax[i]) % amt or prod(tile.values()) * amt > limit: continue
-        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector, along)
+        c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector, along, reduces)
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9 or (wide_on_tie and amt == WIDE != best[2] and c < best[0] + 1e-9)): best = (c, i, amt)
     if best is None: return tile
     tile[best[1]] = best[2]
@@ -245,7 +253,9 @@ def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, nodes:int, til
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
   still in cache for the next tile if that tile reads the same panel: then the output axis it does not depend on goes innermost
-  (matmul: B's column panel is shared by the row tiles, so the rows loop inside the columns)"""
+  (matmul: B's column panel is shared by the row tiles, so the rows loop inside the columns). Where the whole operand is past L2, its
+  panel loop goes outside every loop that does not read it, so that each panel is read once per share, not once per row (a direct conv's
+  weight, b8 256->256 14x14 3x3, 2.4 MB: the kernel 6.4 -> 5.2 ms; b8 512->512 7x7, 9.4 MB: 6.0 -> 5.4 ms)"""
   ax = axes(ast)
   out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and size(r) > 1]
   red = [r for r in ranges(ast) if r.arg[1] in REDUCE]
@@ -255,7 +265,8 @@ def panel_swap(ast:UOp) -> Opt|None:
     if not a.strided & set(red): continue
     panel = prod(size(r) for r in red if r in a.deps) * prod(size(r) for r in tile if r in a.deps) * a.itemsize
     free = [i for i in out if ax[i] not in a.deps]
-    if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[-1], out[-1])
+    whole = prod(size(r) for r in ranges(ast) if r in a.deps) * a.itemsize
+    if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[0] if whole > L2_BYTES else free[-1], out[-1])
   return None
 
 def copy_swap(ast:UOp) -> Opt|None:
