@@ -4,9 +4,11 @@ Usage: python bench/c_renderer.py [runs, default 5] [matmul sizes, default 520 1
 import os, subprocess, sys, time
 import numpy as np
 
+MIN_SAMPLE_S = 0.3  # the numpy check's BLAS threads spin for ~0.1 s after it and take a core: early runs of 2 threads come out 2x slow
+
 def best(fn, runs:int) -> float:
   ts = []
-  for _ in range(runs):
+  while len(ts) < runs or sum(ts) < MIN_SAMPLE_S:
     st = time.perf_counter(); fn(); ts.append(time.perf_counter() - st)
   return min(ts)
 
