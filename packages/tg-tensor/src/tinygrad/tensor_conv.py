@@ -170,11 +170,13 @@ def _pointwise_conv(x, weight, bias, groups:int, strides:tuple, dtype):
 def _weight_grad_per_image(x, weight, out:tuple) -> bool:
   """whether the direct form's weight gradient is summed per image first, then over the images (a small second kernel): in one reduce
   over every pixel of the batch, each register tile of the weight gradient streams the whole output gradient, past L2 from L3 once per
-  tile; one image's share stays in L2 (b8 64->64 56x56 3x3, the weight gradient 15.5 -> 7.0 ms at 2 threads)"""
+  tile; one image's share stays in L2 (b8 64->64 56x56 3x3, the weight gradient 15.5 -> 7.0 ms at 2 threads). Where one image's is past
+  L2 too, both orders stream it from L3 (b4 64->64 112x112: no gain seen)"""
   from tinygrad.tensor import _on_grad_path
   from tinygrad.codegen.opt.heuristic import L2_BYTES
   if not (weight.requires_grad or _on_grad_path(weight.uop)) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
-  return x.shape[0] > 1 and x.shape[0] * weight.shape[0] * prod(out) * weight.dtype.itemsize > L2_BYTES
+  image = weight.shape[0] * prod(out) * weight.dtype.itemsize
+  return x.shape[0] > 1 and x.shape[0] * image > L2_BYTES >= image
 
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
