@@ -206,6 +206,13 @@ def test_operand_with_a_contiguous_inside_is_packed():
   # the copy's analysis reads a contiguous() inside the operand as the buffer it will be (a conv's window buffer is one)
   with Context(PACK=2): assert _copies(Tensor.empty(32, 128) @ (Tensor.empty(256, 128) * 2).contiguous().T) == [f"E_16_128_{WIDE}"]
 
+def test_operand_under_contiguous_backward_is_packed():
+  # contiguous_backward is the value itself in the forward: the weight broadcast per image for its gradient (tensor_conv's direct form,
+  # output gradient past L2) is packed like the weight alone, so the forward's kernels stay those of a conv without gradient
+  with Context(PACK=2):
+    conv = Tensor.empty(8, 64, 58, 58).conv2d(Tensor.empty(64, 64, 3, 3, requires_grad=True))
+    assert _copies(conv) == [f"E_4_64_3_3_{WIDE}"]
+
 def _captured_copies(jit) -> list[str]:
   return [runner[0].name for kind, runner, _, _ in jit.captured.items
           if kind == "kernel" and runner[0].name.startswith("E_") and runner[0].name.endswith(f"_{WIDE}")]

@@ -77,6 +77,40 @@ def test_conv2d_gradients_both_forms(shape, kw):
   flat = [q for pr in reversed(pads) for q in pr]
   assert _im2col_pays(shape[0], shape[1], (3, 3), stride, dil, flat, shape[2:]) == (want.shape[-1] % 8 != 0 or stride[1] != 1)
 
+# the direct form's weight gradient summed per image, then over the images: where the batch's output gradient is past L2 and one
+# image's is not (L2_BYTES lowered to one image's to take that path at small shapes), with groups, a stride along the rows and dilation
+@pytest.mark.parametrize("shape,cout,kw", [((3, 4, 6, 8), 6, dict(padding=1)), ((2, 6, 5, 10), 4, dict(groups=2)),
+                                           ((2, 4, 9, 16), 6, dict(stride=(2, 1), dilation=(1, 2), padding=(0, 2)))])
+def test_conv2d_weight_gradient_per_image(shape, cout, kw, monkeypatch):
+  import tinygrad.codegen.opt.heuristic as heuristic
+  from tinygrad.tensor_conv import _weight_grad_per_image
+  groups, p = kw.get("groups", 1), kw.get("padding", 0)
+  x, w = rnd(*shape), rnd(cout, shape[1] // groups, 3, 3)
+  pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
+  stride, dil = kw.get("stride", (1, 1)), kw.get("dilation", (1, 1))
+  want = np_conv(x, w, None, stride, dil, pads, groups)
+  monkeypatch.setattr(heuristic, "L2_BYTES", want[0].size * 4)  # one image of fp32
+  g = rnd(*want.shape)
+  tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+  assert _weight_grad_per_image(tx, tw, want.shape[2:])
+  out = tx.conv2d(tw, **kw)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  dx, dw = np_conv_grads(x, w, g, stride, dil, pads, groups)
+  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+
+def test_conv2d_weight_gradient_per_image_only_past_l2():
+  from tinygrad.tensor_conv import _weight_grad_per_image
+  w = Tensor(rnd(64, 64, 3, 3), requires_grad=True)
+  # b8 64 channels at 56x56: 8*64*3136 floats, 6.4 MB of output gradient; one image (800 KB) stays in L2; one at 112x112 (3.2 MB)
+  # does not; no gradient, no split
+  assert _weight_grad_per_image(Tensor.empty(8, 64, 58, 58), w, (56, 56))
+  assert not _weight_grad_per_image(Tensor.empty(4, 64, 114, 114), w, (112, 112))
+  assert not _weight_grad_per_image(Tensor.empty(1, 64, 58, 58), w, (56, 56))
+  assert not _weight_grad_per_image(Tensor.empty(8, 64, 10, 10), w, (8, 8))
+  assert not _weight_grad_per_image(Tensor.empty(8, 64, 58, 58), Tensor(rnd(64, 64, 3, 3)), (56, 56))
+
 @pytest.mark.parametrize("shape,cout,kw", [((2, 16, 7, 7), 16, dict(padding=1)), ((2, 6, 9, 9), 32, dict(stride=2, padding=1)),
                                            ((1, 32, 6, 11), 32, dict(groups=2, padding=(0, 1))), ((2, 4, 7, 7), 16, dict(bias=True))])
 def test_im2col_packed_forward_and_gradients(shape, cout, kw):

@@ -115,7 +115,7 @@ def _operands(x:UOp):
   for k, o in enumerate(x.src):
     if o._shape is None or not all_int(o.shape): continue
     base = o
-    while base.op is Ops.EXPAND: base = base.src[0]
+    while base.op in (Ops.EXPAND, Ops.CONTIGUOUS_BACKWARD): base = base.src[0]
     yield k, base, (1,) * (len(x.shape) - len(base.shape)) + tuple(base.shape)
 
 def _packable(ctx:PackCtx, base:UOp, aligned:tuple, j:int, red:tuple[int, ...]) -> bool:
