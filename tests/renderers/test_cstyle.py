@@ -183,5 +183,6 @@ def test_clang_packs_the_matmul_tile_into_vectors():
   flags = [f for f in dev.compiler.flags if f not in ("-shared", "-fPIC")]
   asm = subprocess.run([dev.compiler.cc, *flags, "-S", "-x", "c", "-", "-o", "-"], input=src.encode(), capture_output=True, check=True)
   asm = asm.stdout.decode()
-  assert len(re.findall(r"vfmadd\d+ps", asm)) >= 16 and not re.findall(r"vfmadd\d+ss", asm), asm
+  # AVX2's tile (16 registers) keeps 8 vector accumulators, AVX-512's 24
+  assert len(re.findall(r"vfmadd\d+ps", asm)) >= 8 and not re.findall(r"vfmadd\d+ss", asm), asm
   assert "Spill" not in asm and "Reload" not in asm, asm
