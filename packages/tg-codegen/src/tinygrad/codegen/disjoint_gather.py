@@ -8,6 +8,7 @@ from __future__ import annotations
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import dtypes
+from tinygrad.uop.symbolic import _linear
 
 def _conjuncts(c:UOp) -> list[UOp]: return _conjuncts(c.src[0]) + _conjuncts(c.src[1]) if c.op is Ops.AND and c.dtype == dtypes.bool else [c]
 
@@ -43,10 +44,16 @@ def merge(add:UOp) -> UOp|None:
     order = sorted(parts, key=lambda p: p[0][e])
     if any(a[0][e][1] > b[0][e][0] for a, b in zip(order, order[1:])): continue  # overlapping: two terms may both be nonzero
     # walking up the intervals, e < hi picks the first term that can hold; past the last, the last term's own gate is off
-    gate, idx = order[-1][1], order[-1][2].src[1]
-    for p in reversed(order[:-1]):
+    gate, idx, last = order[-1][1], order[-1][2].src[1], _linear(order[-1][2].src[1])
+    # addresses that differ by constants (shifted views): the pick is among those constants, a function of e alone
+    shifts = [(l[1] - last[1]) if last is not None and (l := _linear(p[2].src[1])) is not None and l[0] == last[0] else None for p in order[:-1]]
+    off = idx.const_like(0) if all(d is not None for d in shifts) else None
+    for p, d in zip(reversed(order[:-1]), reversed(shifts)):
       pick = e < p[0][e][1]
-      gate, idx = pick.where(p[1], gate), pick.where(p[2].src[1], idx)
+      gate = pick.where(p[1], gate)
+      if off is None: idx = pick.where(p[2].src[1], idx)
+      else: off = pick.where(off.const_like(d), off)
+    if off is not None: idx = idx + off
     return UOp(Ops.LOAD, add.dtype, (parts[0][2].replace(src=(parts[0][2].src[0], idx)), add.const_like(0), gate))
   return None
 
