@@ -69,7 +69,9 @@ def _strided_take(x, ax:int, start:int, o:int, s:int):
 def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
   """(N, C, *spatial) -> (N, C, *out, prod(ks)): the windows as one shifted slice of x per tap, stacked last. Same values as _windows,
   but its gradient is a sum of prod(ks) shifted views of the windows' gradient, one elementwise kernel, where _windows' gradient
-  folds one axis at a time through a reduce over k copies (a kernel per axis, each with gated loads and no vector axis)"""
+  folds one axis at a time through a reduce over k copies (a kernel per axis, each with gated loads and no vector axis). Its copy, a sum
+  of prod(ks) gated loads whose gates pin the tap, is lowered as one load per element (codegen/disjoint_gather.py; b8 128x28x28 3x3
+  panel-major: 7.7 -> 2.6 ms)"""
   nl = x.ndim - len(ks)
   taps = []
   for tap in itertools.product(*[range(k) for k in ks]):
