@@ -112,7 +112,9 @@ def test_conv2d_weight_gradient_per_image_only_past_l2():
   assert not _weight_grad_per_image(Tensor.empty(8, 64, 58, 58), Tensor(rnd(64, 64, 3, 3)), (56, 56))
 
 @pytest.mark.parametrize("shape,cout,kw", [((2, 16, 7, 7), 16, dict(padding=1)), ((2, 6, 9, 9), 32, dict(stride=2, padding=1)),
-                                           ((1, 32, 6, 11), 32, dict(groups=2, padding=(0, 1))), ((2, 4, 7, 7), 16, dict(bias=True))])
+                                           ((1, 32, 6, 11), 32, dict(groups=2, padding=(0, 1))), ((2, 4, 7, 7), 16, dict(bias=True)),
+                                           # a weight gradient whose tile upcasts whole output axes before the thread split picks one
+                                           ((2, 16, 13, 13), 32, dict(dilation=2, padding=2))])
 def test_im2col_packed_forward_and_gradients(shape, cout, kw):
   # with a gradient, rows of no whole vectors keep im2col; PACK=2 packs its matmuls at any size, so the forward is the channels-last
   # matmul over Cout panels (read back through a permute) and both gradients read that layout's gradient. Rows of 16 taps*channels per
@@ -123,9 +125,9 @@ def test_im2col_packed_forward_and_gradients(shape, cout, kw):
   kw = dict(kw)
   groups, use_bias = kw.get("groups", 1), kw.pop("bias", False)
   x, w, b = rnd(*shape), rnd(cout, shape[1] // groups, 3, 3), rnd(cout)
-  p, stride = kw.get("padding", 0), kw.get("stride", 1)
+  p, stride, dil = kw.get("padding", 0), kw.get("stride", 1), kw.get("dilation", 1)
   pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
-  want = np_conv(x, w, b if use_bias else None, (stride, stride), (1, 1), pads, groups)
+  want = np_conv(x, w, b if use_bias else None, (stride, stride), (dil, dil), pads, groups)
   g = rnd(*want.shape)
   with Context(PACK=2):
     tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
@@ -134,7 +136,7 @@ def test_im2col_packed_forward_and_gradients(shape, cout, kw):
     out = tx.conv2d(tw, tb if use_bias else None, **kw)
     (out * Tensor(g)).sum().backward()
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
-    dx, dw = np_conv_grads(x, w, g, (stride, stride), (1, 1), pads, groups)
+    dx, dw = np_conv_grads(x, w, g, (stride, stride), (dil, dil), pads, groups)
     np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
     if use_bias: np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)

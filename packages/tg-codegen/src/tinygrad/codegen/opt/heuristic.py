@@ -366,8 +366,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # an axis of a gate that splits vectors last: split across cores it joins the loop the gate's peel splits (opt/peel.py), whose
     # first part then holds only for the last core's share (the panel copy of matmul 1000's B, 63 panels in 7 shares: 209 us; its
     # 1000 rows in 8 shares: 118 us)
+    # the output axes as they are now: an upcast of a whole axis took it out of the list, and the indices after it moved down
     cur, gated = axes(ast), vector_gate_ranges(ast)
-    splittable = sorted((i for i in out if shared is None or cur[i] in shared), key=lambda i: i < len(cur) and cur[i] in gated)
+    out = [i for i, r in enumerate(cur) if r.arg[1] is AxisType.LOOP]
+    splittable = sorted((i for i in out if shared is None or cur[i] in shared), key=lambda i: cur[i] in gated)
     if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
       # no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles): the first one of at least 16 shares' worth is padded
       # up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 -> 143
