@@ -96,14 +96,18 @@ def _im2col_pays(n:int, cin:int, ks:tuple, strides:tuple, dils:tuple, pads:list,
   vectorizable = strides[-1] == 1 and out[-1] % VECTOR_LANES == 0
   return not vectorizable and prod(ks) > 1 and n * prod(out) * cin * prod(ks) <= IM2COL_MAX_ELEMENTS
 
+def _wants_grad(t) -> bool:
+  """a gradient will flow into t: it requires one, or its graph holds a tensor that does (the conv's form depends on it)"""
+  from tinygrad.tensor import _on_grad_path
+  return bool(t.requires_grad) or _on_grad_path(t.uop)
+
 def _cols_in_panels(weight, groups:int, pixels:int, kk:int) -> bool:
   """whether the window buffer is written panel-major: the weight's gradient, a (Cout, kk) sum over pixels, vectorizes along kk and
   would have schedule/pack.py copy the buffer into panels of kk anyway (a second pass over the biggest buffer of the step: b8 128->128
   28x28, windows + panels 4.8 + 6.9 -> 7.3 ms; the forward that reads them, +0.5-1)"""
-  from tinygrad.tensor import _on_grad_path
   from tinygrad.schedule.pack import packs_along, WIDE
   # pack.py's own rule: panels as wide as the row, re-read by as many output channels
-  if kk % WIDE or weight.shape[0] // groups < WIDE or not (weight.requires_grad or _on_grad_path(weight.uop)): return False
+  if kk % WIDE or weight.shape[0] // groups < WIDE or not _wants_grad(weight): return False
   return packs_along(weight.device, kk, pixels * kk * weight.shape[0])
 
 def _panel_major(cols):
@@ -150,9 +154,8 @@ def _direct_by_channels(x, weight, out:tuple) -> bool:
   then the direct form needs no vector axis along the output's rows, and it skips the windows' copy (ResNet's 3x3 convs at 28x28 and
   below, a 7x7 stride-2 stem: 6-20 -> 120-260 GFLOP/s). Where a gradient will flow, im2col stays: its gradients are matmuls, the direct
   form's are not (the MNIST training step: 10 -> 44 ms with the direct form)"""
-  from tinygrad.tensor import _on_grad_path
   from tinygrad.schedule.pack import packs_along
-  if x.requires_grad or weight.requires_grad or _on_grad_path(x.uop) or _on_grad_path(weight.uop) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
+  if _wants_grad(x) or _wants_grad(weight) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
   return packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
 
 def _pointwise_conv(x, weight, bias, groups:int, strides:tuple, dtype):
@@ -174,9 +177,8 @@ def _weight_grad_per_image(x, weight, out:tuple) -> bool:
   over every pixel of the batch, each register tile of the weight gradient streams the whole output gradient, past L2 from L3 once per
   tile; one image's share stays in L2 (b8 64->64 56x56 3x3, the weight gradient 15.5 -> 7.0 ms at 2 threads). Where one image's is past
   L2 too, both orders stream it from L3 (b4 64->64 112x112: no gain seen)"""
-  from tinygrad.tensor import _on_grad_path
   from tinygrad.codegen.opt.heuristic import L2_BYTES
-  if not (weight.requires_grad or _on_grad_path(weight.uop)) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
+  if not _wants_grad(weight) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
   image = weight.shape[0] * prod(out) * weight.dtype.itemsize
   return x.shape[0] > 1 and x.shape[0] * image > L2_BYTES >= image
 

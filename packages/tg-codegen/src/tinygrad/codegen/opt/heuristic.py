@@ -363,10 +363,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     f = free_ranges(ast) if chain else {}
     costly = [u for u in ast.toposort() if u.op is Ops.REDUCE and not _minor_reduce(u, f, work)] if chain else []
     shared = set.intersection(*(set(f[u]) for u in costly)) if costly else None
-    # an axis of a gate that splits vectors last: split across cores it joins the loop the gate's peel splits (opt/peel.py), whose
-    # first part then holds only for the last core's share (the panel copy of matmul 1000's B, 63 panels in 7 shares: 209 us; its
-    # 1000 rows in 8 shares: 118 us)
-    # the output axes as they are now: an upcast of a whole axis took it out of the list, and the indices after it moved down
+    # the output axes as they are now (an upcast of a whole axis took it out of the list, and the indices after it moved down); an axis
+    # of a gate that splits vectors last: split across cores it joins the loop the gate's peel splits (opt/peel.py), whose first part
+    # then holds only for the last core's share (the panel copy of matmul 1000's B, 63 panels in 7 shares: 209 us; its 1000 rows in 8
+    # shares: 118 us)
     cur, gated = axes(ast), vector_gate_ranges(ast)
     out = [i for i, r in enumerate(cur) if r.arg[1] is AxisType.LOOP]
     splittable = sorted((i for i in out if shared is None or cur[i] in shared), key=lambda i: cur[i] in gated)
