@@ -1,6 +1,7 @@
 """Common operations at the shapes models use, beside torch: the suite times a handful of workloads; this looks for the slow ones
-elsewhere (transposed and batched matmuls, attention, norms, pooling, gathers, reductions along either axis, copies). Each result is
-checked against torch first; figures are the best of `runs` eager calls (realized, device synchronized) after a warm-up.
+elsewhere (transposed and batched matmuls, attention, norms, pooling, gathers, reductions along either axis, copies, random numbers).
+Each result is checked against torch first (random ones by shape and dtype); figures are the best of `runs` eager calls (realized,
+device synchronized) after a warm-up.
 Usage: python bench/op_survey.py [runs, default 5] [name filter]   (needs torch)"""
 import sys, time
 import numpy as np
@@ -28,10 +29,15 @@ CASES = {  # name: (inputs as numpy arrays, tg function, torch function)
   "matmul a.T @ b 1024": ((rand(1024, 1024), rand(1024, 1024)), lambda a, b: a.T @ b, lambda a, b: a.T @ b),
   "linear 2048x512 -> 2048": ((rand(B * T, C), rand(4 * C, C), rand(4 * C)), lambda x, w, b: x.linear(w.T, b),
                               lambda x, w, b: torch.nn.functional.linear(x, w, b)),
+  "matmul fp16 1024": ((rand(1024, 1024).astype(np.float16), rand(1024, 1024).astype(np.float16)), lambda a, b: a @ b, lambda a, b: a @ b),
+  "matvec 4096x4096 @ 4096": ((rand(4096, 4096), rand(4096)), lambda a, v: a @ v, lambda a, v: a @ v),
+  "vecmat 4096 @ 4096x4096": ((rand(4096), rand(4096, 4096)), lambda v, a: v @ a, lambda v, a: v @ a),
   "batched q @ k.T (8x8x256x64)": ((rand(B, H, T, D), rand(B, H, T, D)), lambda q, k: q @ k.transpose(-1, -2), lambda q, k: q @ k.transpose(-1, -2)),
   "attention (8x8x256x64)": ((rand(B, H, T, D), rand(B, H, T, D), rand(B, H, T, D)),
                              lambda q, k, v: q.scaled_dot_product_attention(k, v, is_causal=True),
                              lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)),
+  "rand 4096x4096": ((), lambda: Tensor.rand(4096, 4096), lambda: torch.rand(4096, 4096)),
+  "randn 4096x4096": ((), lambda: Tensor.randn(4096, 4096), lambda: torch.randn(4096, 4096)),
   "softmax last axis 2048x512": ((rand(B * T, C),), lambda x: x.softmax(-1), lambda x: x.softmax(-1)),
   "softmax axis 0 2048x512": ((rand(B * T, C),), lambda x: x.softmax(0), lambda x: x.softmax(0)),
   "layernorm 2048x512": ((rand(B * T, C),), lambda x: x.layernorm(), lambda x: torch.nn.functional.layer_norm(x, (C,))),
@@ -70,9 +76,9 @@ if __name__ == "__main__":
   for name, (arrays, tg_fn, torch_fn) in CASES.items():
     if FILTER not in name: continue
     tgs, pts = [Tensor(a).realize() for a in arrays], [torch.from_numpy(a) for a in arrays]
-    want = torch_fn(*pts).numpy()
-    got = tg_fn(*tgs).numpy()
-    if got.dtype.kind == "f": np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(want).max())), err_msg=name)
+    want, got = torch_fn(*pts).numpy(), tg_fn(*tgs).numpy()
+    if not arrays: assert got.shape == want.shape and got.dtype == want.dtype, name  # random: no values to compare
+    elif got.dtype.kind == "f": np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(want).max())), err_msg=name)
     else: np.testing.assert_array_equal(got, want, err_msg=name)
     tg = best(lambda: (tg_fn(*tgs).realize(), Device["CPU"].synchronize()))
     pt = best(lambda: torch_fn(*pts))
