@@ -9,25 +9,27 @@ from tinygrad.helpers import Context
 from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.codegen.opt import hand_coded_opts, Opt, OptOps
 from tinygrad.codegen.opt.split_ranges import split_divided_ranges
-from tinygrad.codegen.opt.heuristic import gemv_upcasts, ROW_RUN, WIDE
+from tinygrad.codegen.opt.heuristic import gemv_upcasts, simd_tiles, WIDE
 from tinygrad.codegen.opt.kernel import axes
 from tinygrad.uop import AxisType
 sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's test_opt is not on sys.path by itself
-from test_opt import AVX512
+from test_opt import AVX2, AVX512
 
 def _reduce_ast(t:Tensor):
   return split_divided_ranges(next(it.ast for it in create_schedule([t.uop])[0] if it.kind == "kernel" and it.ast.arg.name.startswith("r_")))
 
-def _gemv(t:Tensor, shares:int=2):
+def _gemv(t:Tensor, shares:int=2, renderer=AVX512):
   ast = _reduce_ast(t)
-  return gemv_upcasts(ast, [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.LOOP], shares)
+  return gemv_upcasts(ast, [i for i, r in enumerate(axes(ast)) if r.arg[1] is AxisType.LOOP], simd_tiles(renderer), shares)
 
 def test_which_kernels():
   assert _gemv(Tensor.empty(4096, 4096) @ Tensor.empty(4096)) == []                                  # M @ v: no tile
   assert _gemv(Tensor.empty(8, 512, 512) @ Tensor.empty(8, 512, 1)) == []                            # batched
   assert _gemv(Tensor.empty(1, 4096) @ Tensor.empty(4096, 4096).T) == []                             # a linear layer on one row
-  assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 4096)) == [(0, WIDE), (0, ROW_RUN // WIDE)]   # v @ M: a run of each row
-  assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 256)) == [(0, WIDE), (0, 8)]
+  # v @ M: a run of each row, as many lanes as half the registers hold (AVX-512: 16 of 32 zmm; AVX2: 8 of 16 ymm)
+  assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 4096)) == [(0, WIDE), (0, 16)]
+  assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 4096), renderer=AVX2) == [(0, WIDE), (0, 4)]
+  assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 256)) == [(0, WIDE), (0, 8)]              # 2 tiles for 2 shares
   assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 64), shares=4) == [(0, WIDE)]                 # 4 tiles of 16 for 4 shares
   # no such product: a matmul (each operand misses an output axis), a sum (no vector), rows shorter than a vector (a depthwise
   # conv's 9 taps), overlapping windows (a conv's input), v @ M with rows no multiple of WIDE
@@ -39,9 +41,10 @@ def test_which_kernels():
 
 def test_opts():
   with Context(THREADS=2):
-    assert hand_coded_opts(_reduce_ast(Tensor.empty(4096, 4096) @ Tensor.empty(4096)), AVX512) == [Opt(OptOps.UNROLL, 1, 32), Opt(OptOps.THREAD, 0, 8)]
+    assert hand_coded_opts(_reduce_ast(Tensor.empty(4096, 4096) @ Tensor.empty(4096)), AVX512) == \
+      [Opt(OptOps.UNROLL, 1, 32), Opt(OptOps.THREAD, 0, 8)]
     assert hand_coded_opts(_reduce_ast(Tensor.empty(4096) @ Tensor.empty(4096, 4096)), AVX512) == \
-      [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 8), Opt(OptOps.THREAD, 0, 2)]
+      [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.THREAD, 0, 2)]
     # a small product (under two threads' work) keeps the register tile
     assert hand_coded_opts(_reduce_ast(Tensor.empty(64, 512) @ Tensor.empty(512)), AVX512)[0] == Opt(OptOps.UPCAST, 0, 16)
 

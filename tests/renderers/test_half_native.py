@@ -51,7 +51,8 @@ def test_rounded_after_each_op(dev, op):
   ta, tb = Tensor(a, device=dev), Tensor(b, device=dev)
   # a division is a multiply by the rounded reciprocal (Tensor.div, as upstream tinygrad)
   with np.errstate(all="ignore"):
-    want = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y, "div": lambda x, y: x * (np.float16(1) / y), "sqrt": lambda x, y: np.sqrt(np.abs(x)),
-            "mulsum": lambda x, y: x * y + x}[op](a, b)
-  got = {"add": lambda: ta + tb, "mul": lambda: ta * tb, "div": lambda: ta / tb, "sqrt": lambda: ta.abs().sqrt(), "mulsum": lambda: ta * tb + ta}[op]()
+    want = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y, "div": lambda x, y: x * (np.float16(1) / y),
+            "sqrt": lambda x, y: np.sqrt(np.abs(x)), "mulsum": lambda x, y: x * y + x}[op](a, b)
+  got = {"add": lambda: ta + tb, "mul": lambda: ta * tb, "div": lambda: ta / tb, "sqrt": lambda: ta.abs().sqrt(),
+         "mulsum": lambda: ta * tb + ta}[op]()
   _same(got.numpy(), want)

@@ -98,7 +98,7 @@ def test_bfloat16_runs():
   a, b = np.random.default_rng(0).standard_normal((2, 70, 90)).astype(np.float32)
   got = (Tensor(a).cast(dtypes.bfloat16) @ Tensor(b).cast(dtypes.bfloat16).T[:, :50]).cast(dtypes.float32).numpy()
   np.testing.assert_allclose(got, a @ b.T[:, :50], rtol=0.05, atol=0.1 * np.sqrt(90))
-  x, w = np.random.default_rng(1).standard_normal((2, 3, 8, 8)).astype(np.float32), np.random.default_rng(2).standard_normal((4, 3, 3, 3)).astype(np.float32)
+  x, w = [np.random.default_rng(s).standard_normal(shape).astype(np.float32) for s, shape in ((1, (2, 3, 8, 8)), (2, (4, 3, 3, 3)))]
   conv = Tensor(x).cast(dtypes.bfloat16).conv2d(Tensor(w).cast(dtypes.bfloat16)).cast(dtypes.float32).numpy()
   assert conv.shape == (2, 4, 6, 6) and np.isfinite(conv).all()
   np.testing.assert_allclose(Tensor(a).cast(dtypes.bfloat16).sum().cast(dtypes.float32).item(), a.sum(), rtol=0.02, atol=1.0)

@@ -29,11 +29,14 @@ class Narrow:
   stayed scalar code of ~20 ops per value (a float16 matmul 1024 at 2 threads ran at 2-10 GFLOP/s)"""
   def __init__(self, dt:DType, native:bool): self.helpers, self.native = _EMULATED[dt], native
   def to_float(self, d:str, v:str) -> list[str]:
-    return [f"{d}.h = bitcast i16 {v} to half", f"{d} = fpext half {d}.h to float"] if self.native else [f"{d} = call float {self.helpers[0]}(i16 {v})"]
+    if self.native: return [f"{d}.h = bitcast i16 {v} to half", f"{d} = fpext half {d}.h to float"]
+    return [f"{d} = call float {self.helpers[0]}(i16 {v})"]
   def to_mem(self, d:str, v:str) -> list[str]:
-    return [f"{d}.h = fptrunc float {v} to half", f"{d} = bitcast half {d}.h to i16"] if self.native else [f"{d} = call i16 {self.helpers[1]}(float {v})"]
+    if self.native: return [f"{d}.h = fptrunc float {v} to half", f"{d} = bitcast half {d}.h to i16"]
+    return [f"{d} = call i16 {self.helpers[1]}(float {v})"]
   def round(self, d:str, v:str) -> list[str]:
-    return [f"{d}.h = fptrunc float {v} to half", f"{d} = fpext half {d}.h to float"] if self.native else [f"{d} = call float {self.helpers[2]}(float {v})"]
+    if self.native: return [f"{d}.h = fptrunc float {v} to half", f"{d} = fpext half {d}.h to float"]
+    return [f"{d} = call float {self.helpers[2]}(float {v})"]
 def ltype(dt:DType) -> str:
   if (t := _LTYPE.get(dt)) is None: raise RuntimeError(f"LLVMRenderer has no type for {dt}")
   return t

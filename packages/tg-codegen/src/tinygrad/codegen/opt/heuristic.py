@@ -313,17 +313,18 @@ def _read_once(a:_Access) -> bool:
     span = st * size(r)
   return True
 
-ROW_RUN = 128  # lanes of a matrix row read per step of a vecmat's reduce (gemv_upcasts): 8 cache lines of float32
+ROW_RUN = 256  # lanes of a matrix row read per step of a vecmat's reduce (gemv_upcasts), at most simd.wide: 16 cache lines of float32
 
-def gemv_upcasts(ast:UOp, out:list[int], shares:int) -> list[tuple[int, int]]|None:
+def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tuple[int, int]]|None:
   """the upcasts (axis, amount), in order, of a matrix-vector product (M @ v, v @ M, a linear layer on one row): one load, the matrix,
-  depends on every output axis and moves with the reduce, each element read once; each other load that moves with it (the vector) misses some output axis. Each
-  matrix element is read once: the kernel is bound by that read, and a register tile only saves loads of the vector, which stay in cache.
+  depends on every output axis and moves with the reduce, each element read once; each other load that moves with it (the vector) misses
+  some output axis. The kernel is bound by reading the matrix, and a register tile only saves loads of the vector, which stay in cache.
   Where the matrix walks the innermost reduce with stride 1 (M @ v): no upcast, so that the reduce's unroll reads each row as whole
-  vectors (a tile of 16 rows read them as a gather per step: 4096x4096 at 2 threads XX -> XX ms). Where it walks an output axis with
-  stride 1 (v @ M): that axis WIDE, then again up to ROW_RUN lanes (leaving `shares` tiles for the thread split), so that each step
-  of the reduce, a row further on, reads a run of cache lines and not one: at a row of 4 KB or more every step is a new page, and the
-  hardware prefetchers stop at a page (4096x4096 at 2 threads XX -> XX ms). None where the kernel is no such product"""
+  vectors; a tile of 16 rows read them as a gather per step (512x512 in cache, one thread: 46 -> 13 us). Where it walks an output axis
+  with stride 1 (v @ M): that axis WIDE, then again up to ROW_RUN lanes, at most simd.wide accumulators (half the registers), leaving
+  `shares` tiles for the thread split, so that each step of the reduce, a row further on, reads a run of cache lines and not one: at a
+  row of 4 KB or more every step is a new page, where the hardware prefetchers stop (4096x4096 at 2 threads, a loaded host: 40-48 ->
+  14-15 ms; 512x512 in cache, one thread: 17 -> 10 us). None where the kernel is no such product"""
   ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
   outs = {ax[i] for i in out if size(ax[i]) > 1}
   moving = [_Access(u.src[0].src[1], len(u.src) == 3 and not _always(u.src[2]), u.src[0].src[0].dtype.itemsize) for u in ast.toposort()
@@ -334,7 +335,8 @@ def gemv_upcasts(ast:UOp, out:list[int], shares:int) -> list[tuple[int, int]]|No
   # rows shorter than a vector (a depthwise conv's 9 taps) give the unroll no vector loads: the tile's shared loads count there
   if inner in matrix[0].unit: return [] if size(inner) >= WIDE else None
   if len(along := [i for i in out if ax[i] in matrix[0].unit]) != 1 or size(ax[j := along[0]]) % WIDE: return None
-  run = next((amt for amt in (ROW_RUN // WIDE, 4, 2) if size(ax[j]) % (WIDE * amt) == 0 and size(ax[j]) // (WIDE * amt) >= shares), 1)
+  run = next((amt for amt in (16, 8, 4, 2) if amt * WIDE <= min(ROW_RUN, simd.wide) and size(ax[j]) % (WIDE * amt) == 0
+               and size(ax[j]) // (WIDE * amt) >= shares), 1)
   return [(j, WIDE)] + ([(j, run)] if run > 1 else [])
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
@@ -369,8 +371,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   # a small product (the loss's sum over 10 classes) stays in cache: the register tile's shared loads are what count there
-  gemv = gemv_upcasts(ast, out, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
-  tile = ({} if chain or red else transpose_tile(ast, out)) or ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
+  gemv = gemv_upcasts(ast, out, simd, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
+  tile = ({} if chain or red else transpose_tile(ast, out)) or \
+         ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
   # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
   # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0)
   if not red and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
