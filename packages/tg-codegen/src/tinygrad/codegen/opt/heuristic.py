@@ -313,7 +313,7 @@ def _read_once(a:_Access) -> bool:
     span = st * size(r)
   return True
 
-ROW_RUN = 256  # lanes of a matrix row read per step of a vecmat's reduce (gemv_upcasts), at most simd.wide: 16 cache lines of float32
+GEMV_RUN = 256  # lanes of a matrix row read per step of a vecmat's reduce (gemv_upcasts), at most simd.wide: 16 cache lines of float32
 
 def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tuple[int, int]]|None:
   """the upcasts (axis, amount), in order, of a matrix-vector product (M @ v, v @ M, a linear layer on one row): one load, the matrix,
@@ -322,7 +322,7 @@ def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tup
   Where the matrix walks the innermost reduce with stride 1 (M @ v): no upcast, so that the reduce's unroll reads each row as whole
   vectors; a tile of 16 rows read them as a gather per step (512x512, one thread: 46 -> 13 us; 1024x1024 at 2 threads 0.23 -> 0.14 ms;
   at 4096x4096, past the caches, a single row stream per core was no faster on a host loaded by others). Where it walks an output axis
-  with stride 1 (v @ M): that axis WIDE, then again up to ROW_RUN lanes, at most simd.wide accumulators (half the registers), leaving
+  with stride 1 (v @ M): that axis WIDE, then again up to GEMV_RUN lanes, at most simd.wide accumulators (half the registers), leaving
   `shares` tiles for the thread split, so that each step of the reduce, a row further on, reads a run of cache lines and not one: at a
   row of 4 KB or more every step is a new page, where the hardware prefetchers stop (at 2 threads on a loaded host, 4096x4096: 40-48 ->
   14-15 ms, 2048x2048: 1.8 -> 0.8 ms; 512x512, one thread: 17 -> 10 us). None where the kernel is no such product"""
@@ -336,7 +336,7 @@ def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tup
   # rows shorter than a vector (a depthwise conv's 9 taps) give the unroll no vector loads: the tile's shared loads count there
   if inner in matrix[0].unit: return [] if size(inner) >= WIDE else None
   if len(along := [i for i in out if ax[i] in matrix[0].unit]) != 1 or size(ax[j := along[0]]) % WIDE: return None
-  run = next((amt for amt in (16, 8, 4, 2) if amt * WIDE <= min(ROW_RUN, simd.wide) and size(ax[j]) % (WIDE * amt) == 0
+  run = next((amt for amt in (16, 8, 4, 2) if amt * WIDE <= min(GEMV_RUN, simd.wide) and size(ax[j]) % (WIDE * amt) == 0
                and size(ax[j]) // (WIDE * amt) >= shares), 1)
   return [(j, WIDE)] + ([(j, run)] if run > 1 else [])
 
