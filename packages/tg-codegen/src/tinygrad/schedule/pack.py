@@ -138,6 +138,10 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
   copied, its weight can, along the output channels): then that axis becomes the innermost one of the reduce's own buffer, since the
   tile's vectors follow its store (LLVM's SLP vectorizer starts from consecutive stores), and the result is a permuted view of it"""
   x, (op, red) = r.src[0], r.arg
+  # a float16/bfloat16 product is summed in float (mixin/reduce.py: sum_acc_dtype): the reduce reads the product through a widening cast
+  cast = x if x.op is Ops.CAST and x.src[0].op is Ops.MUL and x.src[0].dtype.itemsize < x.dtype.itemsize else None
+  if cast is not None: x = x.src[0]
+  def summed(y:UOp) -> UOp: return cast.replace(src=(y,)) if cast is not None else y
   if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
   if PACK.value < 2 and prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else _min_work(x.device)): return None
   red = tuple(sorted(red))
@@ -149,9 +153,9 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
     ctx.packed.add(view)
     if view.shape != x.src[k].shape: view = view.expand(x.src[k].shape)
     x = x.replace(src=x.src[:k] + (view,) + x.src[k+1:])
-    if j == out[-1]: return r.replace(src=(x,))
+    if j == out[-1]: return r.replace(src=(summed(x),))
     order = tuple(i for i in range(len(x.shape)) if i != j) + (j,)
-    moved = r.replace(src=(x.permute(order),), arg=(op, tuple(order.index(i) for i in red)))
+    moved = r.replace(src=(summed(x).permute(order),), arg=(op, tuple(order.index(i) for i in red)))
     return moved.contiguous().replace(tag=LAYOUT).permute(tuple(order.index(i) for i in range(len(x.shape))))
   return None
 

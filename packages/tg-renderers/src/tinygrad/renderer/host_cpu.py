@@ -13,6 +13,13 @@ def has_fma(machine:str, cpuinfo:str) -> bool:
   if machine not in ("x86_64", "amd64"): return False
   return "fma" in _x86_flags(cpuinfo)
 
+def has_f16c(machine:str, cpuinfo:str) -> bool:
+  """whether a CPU converts float16 <-> float32 in hardware, whole vectors at a time: x86 with F16C (Ivy Bridge, Piledriver and
+  later; vcvtph2ps/vcvtps2ph), 64-bit ARM always (fcvt). Elsewhere LLVM would call a runtime library function per value"""
+  machine = machine.lower()
+  if machine in ("aarch64", "arm64"): return True
+  return machine in ("x86_64", "amd64") and "f16c" in _x86_flags(cpuinfo)
+
 def simd_registers(machine:str, cpuinfo:str) -> tuple[int, int]|None:
   """(bytes in one SIMD register, how many there are) of a CPU, from its machine name and /proc/cpuinfo text: AVX-512 has 32 registers
   of 64 bytes, AVX/AVX2 16 of 32, SSE 16 of 16, 64-bit ARM's NEON 32 of 16 (LLVM does not use SVE's wider registers unless told their size). None
@@ -31,6 +38,9 @@ def _cpuinfo() -> str:
 
 @functools.cache
 def host_has_fma() -> bool: return has_fma(platform.machine(), _cpuinfo())
+
+@functools.cache
+def host_has_f16c() -> bool: return has_f16c(platform.machine(), _cpuinfo())
 
 @functools.cache
 def host_simd_registers() -> tuple[int, int]|None: return simd_registers(platform.machine(), _cpuinfo())

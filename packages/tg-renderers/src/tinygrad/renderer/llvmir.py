@@ -14,13 +14,29 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
-from tinygrad.renderer.host_cpu import host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
+from tinygrad.renderer.host_cpu import host_has_f16c, host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
           dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "float", dtypes.bfloat16: "float",
           dtypes.float32: "float", dtypes.float64: "double"}
 _EMULATED = {dtypes.float16: ("@__tg_h2f", "@__tg_f2h", "@__tg_rh"), dtypes.bfloat16: ("@__tg_bf2f", "@__tg_f2bf", "@__tg_rbf")}
+
+class Narrow:
+  """the instructions moving a float16/bfloat16 value between its register form (float) and its memory form (i16), and rounding a float
+  to it: calls of the integer helpers of llvm_emulation.py, or, for float16 on a CPU that converts in hardware (host_cpu.has_f16c),
+  LLVM's own half type, whose fpext/fptrunc the vectorizers pack into whole-vector conversions (vcvtph2ps/vcvtps2ph): the integer helpers
+  stayed scalar code of ~20 ops per value (a float16 matmul 1024 at 2 threads ran at 2-10 GFLOP/s)"""
+  def __init__(self, dt:DType, native:bool): self.helpers, self.native = _EMULATED[dt], native
+  def to_float(self, d:str, v:str) -> list[str]:
+    if self.native: return [f"{d}.h = bitcast i16 {v} to half", f"{d} = fpext half {d}.h to float"]
+    return [f"{d} = call float {self.helpers[0]}(i16 {v})"]
+  def to_mem(self, d:str, v:str) -> list[str]:
+    if self.native: return [f"{d}.h = fptrunc float {v} to half", f"{d} = bitcast half {d}.h to i16"]
+    return [f"{d} = call i16 {self.helpers[1]}(float {v})"]
+  def round(self, d:str, v:str) -> list[str]:
+    if self.native: return [f"{d}.h = fptrunc float {v} to half", f"{d} = fpext half {d}.h to float"]
+    return [f"{d} = call float {self.helpers[2]}(float {v})"]
 def ltype(dt:DType) -> str:
   if (t := _LTYPE.get(dt)) is None: raise RuntimeError(f"LLVMRenderer has no type for {dt}")
   return t
@@ -93,7 +109,7 @@ def _end(ctx:LLVMRenderer, x:UOp) -> list[str]:
 def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
   v, t, lines = ctx[val], ctx.elem(idx), []
   if t != ltype(val.dtype):  # to the in-memory form: bool as a byte, float16/bfloat16 as 16 bits
-    lines.append(f"  {ctx[x]}.m = zext i1 {v} to i8" if val.dtype is dtypes.bool else f"  {ctx[x]}.m = call i16 {_EMULATED[val.dtype][1]}(float {v})")
+    lines += [f"  {ctx[x]}.m = zext i1 {v} to i8"] if val.dtype is dtypes.bool else _indent(ctx.narrow[val.dtype].to_mem(f"{ctx[x]}.m", v))
     v = f"{ctx[x]}.m"
   return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}{ctx.align_of(idx)}" + (", !nontemporal !{i32 1}" if x in ctx.streamed else "")]
 
@@ -123,7 +139,7 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx)}")
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
-    lines.append(f"  {conv} = icmp ne i8 {val}, 0" if x.dtype is dtypes.bool else f"  {conv} = call float {_EMULATED[x.dtype][0]}(i16 {val})")
+    lines += [f"  {conv} = icmp ne i8 {val}, 0"] if x.dtype is dtypes.bool else _indent(ctx.narrow[x.dtype].to_float(conv, val))
     val = conv
   if not gated: return lines
   if select: return lines + [f"  {d} = select i1 {ctx[x.src[2]]}, {vt} {val}, {vt} {ctx[x.src[1]]}"]
@@ -133,7 +149,7 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, rounds = ctx[x], x.dtype in _EMULATED and x.op not in ctx.exact_ops  # computed in float, then rounded to 16 bits
   if (fn := ctx.code_for_op.get(x.op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[ctx[s] for s in x.src], dt=x.src[-1].dtype)) is None:
     raise RuntimeError(f"{type(ctx).__name__} cannot render {x.op} on {x.src[-1].dtype} operands: lower it first")
-  return _indent(lines) + ([f"  {d} = call float {_EMULATED[x.dtype][2]}(float {d}.u)"] if rounds else [])
+  return _indent(lines + (ctx.narrow[x.dtype].round(d, f"{d}.u") if rounds else []))
 
 # *** what an address is known to be a multiple of, and which stores stream past the cache ***
 
@@ -304,6 +320,8 @@ class LLVMRenderer(Renderer):
     if Ops.MULACC in self.code_for_op and not (arch is None and host_has_fma()):
       self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
     if arch is None and (simd := host_simd_registers()) is not None: self.vector_bytes, self.vector_registers = simd
+    # a named CPU model (or a GPU dialect) keeps the integer helpers: its hardware conversions are not known here
+    self.narrow = {dt: Narrow(dt, dt is dtypes.float16 and arch is None and not self.has_local and host_has_f16c()) for dt in _EMULATED}
     self.nontemporal_bytes: int|None = host_stream_bytes()  # an output bigger than this is stored past the cache (None: never)
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
@@ -315,7 +333,7 @@ class LLVMRenderer(Renderer):
       if st != "float":
         if src is not dtypes.float64: lines.append(f"{d}.d = {'sitofp' if src in dtypes.sints else 'uitofp'} {st} {x} to double"); x = f"{d}.d"
         lines.append(f"{d}.o = call float @__tg_d2fo(double {x})"); x = f"{d}.o"
-      return lines + [f"{d} = call float {_EMULATED[dst][2]}(float {x})"]
+      return lines + self.narrow[dst].round(d, x)
     if st == dt: return x
     signed = src in dtypes.sints
     if dtypes.is_float(src) and dtypes.is_float(dst): ins = "fpext" if dt == "double" else "fptrunc"
@@ -325,10 +343,9 @@ class LLVMRenderer(Renderer):
     return [f"{d} = {ins} {st} {x} to {dt}"]
 
   def render_bitcast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
-    if src in _EMULATED and dst in _EMULATED:
-      return [f"{d}.b = call i16 {_EMULATED[src][1]}(float {x})", f"{d} = call float {_EMULATED[dst][0]}(i16 {d}.b)"]
-    if src in _EMULATED: return [f"{d} = call i16 {_EMULATED[src][1]}(float {x})"]  # to int16/uint16, also i16
-    if dst in _EMULATED: return [f"{d} = call float {_EMULATED[dst][0]}(i16 {x})"]
+    if src in _EMULATED and dst in _EMULATED: return self.narrow[src].to_mem(f"{d}.b", x) + self.narrow[dst].to_float(d, f"{d}.b")
+    if src in _EMULATED: return self.narrow[src].to_mem(d, x)  # to int16/uint16, also i16
+    if dst in _EMULATED: return self.narrow[dst].to_float(d, x)
     if src is dtypes.bool or dst is dtypes.bool: return self.render_cast(d, x, src, dst)  # bool is one bit in registers, a byte in memory
     return x if ltype(src) == ltype(dst) else [f"{d} = bitcast {ltype(src)} {x} to {ltype(dst)}"]
 

@@ -303,6 +303,43 @@ def _chain_trips(ast:UOp) -> int:
   free = free_ranges(ast)
   return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
+def _read_once(a:_Access) -> bool:
+  """the access's address is linear and no two values of its ranges give the same element (each stride at least the span of the smaller
+  ones): a matrix read once, not a conv's input read as overlapping windows (w + kw)"""
+  if a.deps - a.stride.keys(): return False
+  span = 1
+  for r, st in sorted(a.stride.items(), key=lambda x: x[1]):
+    if st < span: return False
+    span = st * size(r)
+  return True
+
+GEMV_RUN = 256  # lanes of a matrix row read per step of a vecmat's reduce (gemv_upcasts), at most simd.wide: 16 cache lines of float32
+
+def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tuple[int, int]]|None:
+  """the upcasts (axis, amount), in order, of a matrix-vector product (M @ v, v @ M, a linear layer on one row): one load, the matrix,
+  depends on every output axis and moves with the reduce, each element read once; each other load that moves with it (the vector) misses
+  some output axis. The kernel is bound by reading the matrix, and a register tile only saves loads of the vector, which stay in cache.
+  Where the matrix walks the innermost reduce with stride 1 (M @ v): no upcast, so that the reduce's unroll reads each row as whole
+  vectors; a tile of 16 rows read them as a gather per step (512x512, one thread: 46 -> 13 us; 1024x1024 at 2 threads 0.23 -> 0.14 ms;
+  at 4096x4096, past the caches, a single row stream per core was no faster on a host loaded by others). Where it walks an output axis
+  with stride 1 (v @ M): that axis WIDE, then again up to GEMV_RUN lanes, at most simd.wide accumulators (half the registers), leaving
+  `shares` tiles for the thread split, so that each step of the reduce, a row further on, reads a run of cache lines and not one: at a
+  row of 4 KB or more every step is a new page, where the hardware prefetchers stop (at 2 threads on a loaded host, 4096x4096: 40-48 ->
+  14-15 ms, 2048x2048: 1.8 -> 0.8 ms; 512x512, one thread: 17 -> 10 us). None where the kernel is no such product"""
+  ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  outs = {ax[i] for i in out if size(ax[i]) > 1}
+  moving = [_Access(u.src[0].src[1], len(u.src) == 3 and not _always(u.src[2]), u.src[0].src[0].dtype.itemsize) for u in ast.toposort()
+            if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2 and red & {r for r in u.src[0].src[1].toposort()}]
+  matrix = [a for a in moving if outs <= a.deps and _read_once(a)]
+  if not outs or len(matrix) != 1 or len(moving) < 2 or any(not (outs - a.deps) for a in moving if a is not matrix[0]): return None
+  inner = next(r for r in reversed(ax) if r in red)
+  # rows shorter than a vector (a depthwise conv's 9 taps) give the unroll no vector loads: the tile's shared loads count there
+  if inner in matrix[0].unit: return [] if size(inner) >= WIDE else None
+  if len(along := [i for i in out if ax[i] in matrix[0].unit]) != 1 or size(ax[j := along[0]]) % WIDE: return None
+  run = next((amt for amt in (16, 8, 4, 2) if amt * WIDE <= min(GEMV_RUN, simd.wide) and size(ax[j]) % (WIDE * amt) == 0
+               and size(ax[j]) // (WIDE * amt) >= shares), 1)
+  return [(j, WIDE)] + ([(j, run)] if run > 1 else [])
+
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
   if not ax or any(size(r) is None for r in ranges(ast)): return []  # symbolic or bound-less loops: left as written
@@ -333,16 +370,21 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, simd, panel_streams(ast))
+  threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
+  # a small product (the loss's sum over 10 classes) stays in cache: the register tile's shared loads are what count there
+  gemv = gemv_upcasts(ast, out, simd, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
+  tile = ({} if chain or red else transpose_tile(ast, out)) or \
+         ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
   # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
   # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0)
   if not red and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
-  if red: tile = wide_panel_tile(ast, tile, simd, nodes, getattr(renderer, "tile_lanes", 256))
+  if red and gemv is None: tile = wide_panel_tile(ast, tile, simd, nodes, getattr(renderer, "tile_lanes", 256))
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
   for i, amt in sorted(tile.items(), reverse=True):
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
@@ -353,7 +395,6 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
-  threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
