@@ -173,21 +173,24 @@ def test_im2col_choice():
 
 @pytest.mark.parametrize("shape,cout,kw", [((2, 8, 7, 7), 16, dict(padding=1)), ((2, 3, 15, 15), 16, dict(stride=2, padding=3)),
                                            ((1, 8, 9, 10), 32, dict(groups=2, stride=(1, 2))), ((2, 4, 6, 6), 16, dict(dilation=2, padding=2))])
-def test_forward_conv_direct_by_channels(shape, cout, kw):
+def test_forward_conv_direct(shape, cout, kw):
   # rows that are no whole vectors (or strided) take the direct form when the weight is packed along the output channels (PACK=2: at any
-  # size) and no gradient will flow; with a gradient they keep im2col
+  # size) or there are fewer output channels per group than a panel, and no gradient will flow; with a gradient they keep im2col
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
-  from tinygrad.tensor_conv import _direct_by_channels
-  x, w = rnd(*shape), rnd(cout, shape[1] // kw.get("groups", 1), 3, 3)
+  from tinygrad.tensor_conv import _direct_forward
+  g = kw.get("groups", 1)
+  x, w = rnd(*shape), rnd(cout, shape[1] // g, 3, 3)
   p, s, d = kw.get("padding", 0), kw.get("stride", 1), kw.get("dilation", 1)
   want = np_conv(x, w, None, s, d, p, kw.get("groups", 1))
   with Context(PACK=2):
-    assert _direct_by_channels(Tensor(x), Tensor(w), want.shape[2:])
-    assert not _direct_by_channels(Tensor(x), Tensor(w, requires_grad=True), want.shape[2:])
+    assert _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:])
+    assert not _direct_forward(Tensor(x), Tensor(w, requires_grad=True), g, want.shape[2:])
     np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
-  with Context(PACK=0): assert not _direct_by_channels(Tensor(x), Tensor(w), want.shape[2:]), "no packing: no channel vectors"
-  assert not _direct_by_channels(Tensor(x), Tensor(w[:8]), want.shape[2:]), "fewer output channels than a panel"
+  with Context(PACK=0): assert not _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:]), "no packing: no channel vectors"
+  with Context(PACK=0):
+    assert _direct_forward(Tensor(x), Tensor(w[:8 * g]), g, want.shape[2:]), "fewer output channels per group than a panel"
+    assert not _direct_forward(Tensor(x), Tensor(w[:8 * g], requires_grad=True), g, want.shape[2:])
 
 def test_conv_1d_3d_and_errors():
   x, w = rnd(2, 3, 9), rnd(4, 3, 2)
