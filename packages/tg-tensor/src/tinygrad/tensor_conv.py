@@ -1,9 +1,10 @@
 """Convolutions over any number of spatial axes (conv2d takes (N, C, *spatial) with a (Cout, Cin/groups, *kernel) weight, so 1-D and 3-D
 work too): the input is seen as sliding windows, a view built from pad, repeat, reshape and shrink, multiplied with the weight and
 summed, one fused kernel; where that form has no vector axis, the windows are written out once and the convolution is a matmul
-(_im2col_conv). conv_transpose2d is a convolution of the stride-dilated input with the flipped, transposed weight."""
+(_im2col_conv). conv_transpose2d is a convolution of the input with the flipped, transposed weight: strided, one conv over the stride's
+phases (_phase_conv_transpose), else of the stride-dilated input."""
 from __future__ import annotations
-import itertools, math
+import itertools
 from typing import NamedTuple
 from tinygrad.helpers import prod
 
@@ -197,8 +198,7 @@ class _AxisPhases(NamedTuple):
   k: int
   taps: int
   pads: tuple     # (before, after) around the input for the conv: negative cuts
-  v0: int         # the first v an output needs
-  size: int       # the conv's output size: v0 .. v0 + size - 1
+  size: int       # the conv's output size: v0 .. v0 + size - 1, from the first v an output needs (v0)
   crop: int       # u - s*v0 of output 0
   out: int        # conv_transpose's output size
 
@@ -212,7 +212,7 @@ def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, 
     out = (i-1)*s - 2*p + d*(k-1) + op + 1
     if out <= 0: raise ValueError(f"conv_transpose2d of an axis of size {i} with kernel {k}, stride {s}, padding {p} has no output")
     taps, v0, v1 = -(-k // s), p // s, (p + out - 1) // s
-    ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v0, v1 - v0 + 1, p - s*v0, out))
+    ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v1 - v0 + 1, p - s*v0, out))
   return tuple(ret)
 
 def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
