@@ -173,21 +173,55 @@ def test_im2col_choice():
 
 @pytest.mark.parametrize("shape,cout,kw", [((2, 8, 7, 7), 16, dict(padding=1)), ((2, 3, 15, 15), 16, dict(stride=2, padding=3)),
                                            ((1, 8, 9, 10), 32, dict(groups=2, stride=(1, 2))), ((2, 4, 6, 6), 16, dict(dilation=2, padding=2))])
-def test_forward_conv_direct_by_channels(shape, cout, kw):
+def test_forward_conv_direct(shape, cout, kw):
   # rows that are no whole vectors (or strided) take the direct form when the weight is packed along the output channels (PACK=2: at any
-  # size) and no gradient will flow; with a gradient they keep im2col
+  # size) or there are fewer output channels per group than a panel, and no gradient will flow; with a gradient they keep im2col
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
-  from tinygrad.tensor_conv import _direct_by_channels
-  x, w = rnd(*shape), rnd(cout, shape[1] // kw.get("groups", 1), 3, 3)
+  from tinygrad.tensor_conv import _direct_forward
+  g = kw.get("groups", 1)
+  x, w = rnd(*shape), rnd(cout, shape[1] // g, 3, 3)
   p, s, d = kw.get("padding", 0), kw.get("stride", 1), kw.get("dilation", 1)
   want = np_conv(x, w, None, s, d, p, kw.get("groups", 1))
   with Context(PACK=2):
-    assert _direct_by_channels(Tensor(x), Tensor(w), want.shape[2:])
-    assert not _direct_by_channels(Tensor(x), Tensor(w, requires_grad=True), want.shape[2:])
+    assert _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:])
+    assert not _direct_forward(Tensor(x), Tensor(w, requires_grad=True), g, want.shape[2:])
     np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
-  with Context(PACK=0): assert not _direct_by_channels(Tensor(x), Tensor(w), want.shape[2:]), "no packing: no channel vectors"
-  assert not _direct_by_channels(Tensor(x), Tensor(w[:8]), want.shape[2:]), "fewer output channels than a panel"
+  with Context(PACK=0): assert not _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:]), "no packing: no channel vectors"
+  with Context(PACK=0):
+    assert _direct_forward(Tensor(x), Tensor(w[:8 * g]), g, want.shape[2:]), "fewer output channels per group than a panel"
+    assert not _direct_forward(Tensor(x), Tensor(w[:8 * g], requires_grad=True), g, want.shape[2:])
+
+# fewer output channels per group than a panel (depthwise, a channel multiplier of 2, groups of 4): forward-only, the direct form (no
+# window buffer); with gradients, im2col as before. Odd sizes, stride 2, dilation, no padding, a 5x5 kernel, a size-1 axis
+@pytest.mark.parametrize("shape,cout,groups,kw", [((2, 6, 9, 11), 6, 6, dict(padding=1)), ((1, 4, 10, 9), 4, 4, dict(stride=2, padding=1)),
+                                                  ((2, 3, 9, 9), 3, 3, dict(dilation=2)), ((2, 4, 7, 8), 8, 4, dict(padding=(1, 0))),
+                                                  ((2, 8, 7, 7), 8, 2, dict(stride=(1, 2), padding=1)), ((1, 5, 8, 8), 5, 5, dict(padding=2, k=5)),
+                                                  ((1, 2, 1, 5), 2, 2, dict(padding=1))])
+def test_few_channels_per_group(shape, cout, groups, kw):
+  from tinygrad.tensor_conv import _direct_forward
+  kw = dict(kw)
+  k = kw.pop("k", 3)
+  x, w, b = rnd(*shape), rnd(cout, shape[1] // groups, k, k), rnd(cout)
+  p = kw.get("padding", 0)
+  pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
+  stride, dil = kw.get("stride", 1), kw.get("dilation", 1)
+  stride, dil = (stride, stride) if isinstance(stride, int) else stride, (dil, dil) if isinstance(dil, int) else dil
+  want = np_conv(x, w, b, stride, dil, pads, groups)
+  assert _direct_forward(Tensor(x), Tensor(w), groups, want.shape[2:])
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), Tensor(b), groups=groups, **kw).numpy(), want, rtol=1e-4, atol=1e-4)
+  # a non-contiguous input: the same values read through a transpose
+  xt = Tensor(np.ascontiguousarray(x.transpose(0, 1, 3, 2))).permute(0, 1, 3, 2)
+  np.testing.assert_allclose(xt.conv2d(Tensor(w), Tensor(b), groups=groups, **kw).numpy(), want, rtol=1e-4, atol=1e-4)
+  g = rnd(*want.shape)
+  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+  out = tx.conv2d(tw, tb, groups=groups, **kw)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  dx, dw = np_conv_grads(x, w, g, stride, dil, pads, groups)
+  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
 
 def test_conv_1d_3d_and_errors():
   x, w = rnd(2, 3, 9), rnd(4, 3, 2)
@@ -218,6 +252,49 @@ def test_conv_transpose2d(stride, padding, output_padding, dilation, groups):
   x, w = rnd(2, 4, 3, 4), rnd(4, 3, 3, 2)
   got = Tensor(x).conv_transpose2d(Tensor(w), groups=groups, stride=stride, dilation=dilation, padding=padding, output_padding=output_padding)
   np.testing.assert_allclose(got.numpy(), np_conv_transpose(x, w, stride, padding, output_padding, dilation, groups), rtol=1e-4, atol=1e-4)
+
+def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
+  """d(sum(conv_transpose * g))/dx and /dw by the scatter form's loops: each product x * w went to one output position, so each gets
+  the gradient there (zero in the cropped border)"""
+  n, cin, *sp = x.shape
+  _, cout_g, *ks = w.shape
+  gf = np.pad(g.astype(np.float64), [(0, 0), (0, 0)] + [(padding, padding)]*len(sp))
+  gf = np.pad(gf, [(0, 0), (0, 0)] + [(0, max(0, (i-1)*stride + (k-1)*dilation + 1 - f)) for i, k, f in zip(sp, ks, gf.shape[2:])])
+  dx, dw = np.zeros(x.shape), np.zeros(w.shape)
+  cin_g = cin // groups
+  for ci in range(cin):
+    co = slice((ci // cin_g)*cout_g, (ci // cin_g + 1)*cout_g)
+    for pos in itertools.product(*[range(i) for i in sp]):
+      for kp in itertools.product(*[range(k) for k in ks]):
+        tgt = tuple(p*stride + k*dilation for p, k in zip(pos, kp))
+        gv = gf[(slice(None), co) + tgt]  # (n, cout_g)
+        dx[(slice(None), ci) + pos] += gv @ w[(ci, slice(None)) + kp]
+        dw[(ci, slice(None)) + kp] += x[(slice(None), ci) + pos] @ gv
+  return dx, dw
+
+# a strided conv_transpose as one conv over its stride's phases: kernels a multiple of the stride or not, padding past a phase's taps,
+# output_padding, groups, a 1-D and a 3-D case; forward and both gradients
+@pytest.mark.parametrize("xs,ws,stride,padding,output_padding,groups", [((2, 4, 5, 6), (4, 3, 4, 4), 2, 1, 0, 1), ((1, 4, 4, 5), (4, 2, 3, 3), 2, 0, 1, 2),
+                                                                         ((2, 2, 3, 3), (2, 3, 5, 3), 3, 2, 2, 1), ((2, 4, 7), (4, 3, 4), 3, 1, 0, 1),
+                                                                         ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), 2, 0, 1, 2), ((1, 3, 6, 7), (3, 1, 3, 3), 2, 3, 1, 3)])
+def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups):
+  from tinygrad.tensor_conv import _phase_taps
+  x, w, b = rnd(*xs), rnd(*ws), rnd(ws[1] * groups)
+  nd = len(xs) - 2
+  assert _phase_taps(xs[2:], ws[2:], (stride,)*nd, (1,)*nd, (padding,)*nd, (output_padding,)*nd) is not None
+  want = np_conv_transpose(x, w, stride, padding, output_padding, 1, groups) + b.reshape((1, -1) + (1,)*nd)
+  g = rnd(*want.shape)
+  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+  out = tx.conv_transpose2d(tw, tb, groups=groups, stride=stride, padding=padding, output_padding=output_padding)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, 1, groups)
+  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0,) + tuple(range(2, 2 + nd))), rtol=1e-4, atol=1e-4)
+  # no phases: a kernel shorter than the stride, a dilation along a strided axis
+  assert _phase_taps((4, 4), (2, 2), (3, 3), (1, 1), (0, 0), (0, 0)) is None
+  assert _phase_taps((4, 4), (3, 3), (2, 2), (2, 2), (0, 0), (0, 0)) is None
 
 def np_pool(x, k, s, pad, ceil_mode, reduce, count_include_pad=True):
   """torch's pooling rules by loops over output windows: -inf/0 padding, ceil_mode windows that start inside input or left padding"""

@@ -1,9 +1,11 @@
 """Convolutions over any number of spatial axes (conv2d takes (N, C, *spatial) with a (Cout, Cin/groups, *kernel) weight, so 1-D and 3-D
 work too): the input is seen as sliding windows, a view built from pad, repeat, reshape and shrink, multiplied with the weight and
 summed, one fused kernel; where that form has no vector axis, the windows are written out once and the convolution is a matmul
-(_im2col_conv). conv_transpose2d is a convolution of the stride-dilated input with the flipped, transposed weight."""
+(_im2col_conv). conv_transpose2d is a convolution of the input with the flipped, transposed weight: strided, one conv over the stride's
+phases (_phase_conv_transpose), else of the stride-dilated input."""
 from __future__ import annotations
 import itertools
+from typing import NamedTuple
 from tinygrad.helpers import prod
 
 def _per_axis(x, nd:int, what:str) -> tuple:
@@ -149,14 +151,18 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   elif packs_along(x.device, cout // groups, n * prod(out) * kk * cout): ret = ret.contiguous()
   return ret.permute((0, 1+nd) + tuple(range(1, 1+nd)))
 
-def _direct_by_channels(x, weight, out:tuple) -> bool:
-  """a forward-only conv whose direct form vectorizes along the output channels (schedule/pack.py packs the weight into panels of them):
-  then the direct form needs no vector axis along the output's rows, and it skips the windows' copy (ResNet's 3x3 convs at 28x28 and
-  below, a 7x7 stride-2 stem: 6-20 -> 120-260 GFLOP/s). Where a gradient will flow, im2col stays: its gradients are matmuls, the direct
-  form's are not (the MNIST training step: 10 -> 44 ms with the direct form)"""
-  from tinygrad.schedule.pack import packs_along
+def _direct_forward(x, weight, groups:int, out:tuple) -> bool:
+  """a forward-only conv that skips im2col's window buffer (prod(kernel) times the input, written and read once) for the direct form,
+  which reads the padded input from cache. Where a gradient will flow, im2col stays: its gradients are matmuls, the direct form's are
+  not (the MNIST training step: 10 -> 44 ms with the direct form). Two cases:
+  - fewer output channels per group than a panel (a depthwise conv, ResNeXt's groups of 4): im2col's matmul then re-reads each window
+    for only those few channels, not enough to pay for writing the buffer (b8 256 channels 28x28 3x3 depthwise: 35 -> 3.9 ms of CPU,
+    64 channels in groups of 4 or 8: 10.5 -> 2.2, 9.4 -> 3.6; 64 -> 8 channels, groups=1: 8.5 -> 3.6)
+  - its direct form vectorizes along the output channels (schedule/pack.py packs the weight into panels of them): then it needs no vector
+    axis along the output's rows (ResNet's 3x3 convs at 28x28 and below, a 7x7 stride-2 stem: 6-20 -> 120-260 GFLOP/s)"""
+  from tinygrad.schedule.pack import packs_along, WIDE
   if _wants_grad(x) or _wants_grad(weight) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
-  return packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
+  return weight.shape[0] // groups < WIDE or packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
 
 def _pointwise_conv(x, weight, bias, groups:int, strides:tuple, dtype):
   """a 1x1 conv without padding: a matmul per image over the pixels as one axis. Kept as rows and columns, a row of 56 pixels is packed
@@ -182,6 +188,77 @@ def _weight_grad_per_image(x, weight, out:tuple) -> bool:
   image = weight.shape[0] * prod(out) * weight.dtype.itemsize
   return x.shape[0] > 1 and x.shape[0] * image > L2_BYTES >= image
 
+class _AxisPhases(NamedTuple):
+  """one spatial axis of a conv_transpose split into its stride's phases. Output o sits at u = o + padding = s*v + r of the full
+  (uncropped) output; phase r holds the taps j = r, r + s, r + 2s, ... (input i = v - m for tap r + m*s). Every phase's taps end at
+  offset 0 (m = 0), so one conv with `taps` = ceil(k / s) taps (a shorter phase gets zeros before its own) computes v for all of
+  them at the same position: the interleave is a reshape, not a gather"""
+  s: int
+  d: int
+  k: int
+  taps: int
+  pads: tuple     # (before, after) around the input for the conv: negative cuts
+  size: int       # the conv's output size: v0 .. v0 + size - 1, from the first v an output needs (v0)
+  crop: int       # u - s*v0 of output 0
+  out: int        # conv_transpose's output size
+
+def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, out_pads:tuple) -> tuple|None:
+  """the per-axis phases of a strided conv_transpose, or None where the zero-stuffed form stays: no stride, a symbolic size, a kernel
+  shorter than the stride (phases without taps) or dilated along a strided axis (its phases' taps end at different offsets)"""
+  if all(s == 1 for s in strides) or not all(isinstance(v, int) for v in spatial): return None
+  if any(s > 1 and (d > 1 or k < s) for k, s, d in zip(ks, strides, dils)): return None
+  ret = []
+  for i, k, s, d, p, op in zip(spatial, ks, strides, dils, pads, out_pads):
+    out = (i-1)*s - 2*p + d*(k-1) + op + 1
+    if out <= 0: raise ValueError(f"conv_transpose2d of an axis of size {i} with kernel {k}, stride {s}, padding {p} has no output")
+    taps, v0, v1 = -(-k // s), p // s, (p + out - 1) // s
+    ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v1 - v0 + 1, p - s*v0, out))
+  return tuple(ret)
+
+def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
+  """a strided conv_transpose as one stride-1 conv of the input (not the zero-stuffed one, prod(stride) times bigger, whose products
+  with the zeros are most of the work) against every phase's sub-kernel stacked along the output channels, then the phases interleaved
+  by a reshape (b8 64->32 28x28 4x4 stride 2: 4x fewer multiply-adds)"""
+  nd = len(phases)
+  cin, cout_g, *ks = weight.shape
+  # (groups, Cin/groups, Cout/groups, *taps, *phases): per axis, phase r's sub-kernel in the conv's order is the flipped kernel's
+  # k-1-r-(n-1)*s, ..., k-1-r (its n taps r + m*s, m descending) after taps - n zeros
+  w = weight.reshape((groups, cin // groups, cout_g) + tuple(ks)).flip(tuple(range(3, 3 + nd)))
+  for a, ph in enumerate(phases):
+    subs = []
+    for r in range(ph.s):
+      n = (ph.k - 1 - r) // ph.s + 1
+      sub = _strided_take(w, 3 + a, ph.k - 1 - r - (n-1)*ph.s, n, ph.s)
+      subs.append(sub.pad(tuple((ph.taps - n, 0) if j == 3 + a else (0, 0) for j in range(sub.ndim))))
+    w = subs[0].stack(*subs[1:], dim=-1) if len(subs) > 1 else subs[0].unsqueeze(-1)
+  # -> (groups, *phases, Cout/groups, Cin/groups, *taps): the conv's output channels by group, then phase. Written out (prod(kernel) x
+  # Cin x Cout floats): the phases' taps gathered in the conv's loop are a gated load each, and schedule/pack.py packs only a weight with
+  # an affine address
+  w = w.permute((0,) + tuple(range(3 + nd, 3 + 2*nd)) + (2, 1) + tuple(range(3, 3 + nd)))
+  # Its gradient is written out too, as the (Cout, Cin * taps) matrix im2col's weight gradient is: left a view, the gather back to the
+  # kernel's taps fused that matmul once per tap (b8 64->32 28x28 4x4 s2: 1 s); as (Cout, Cin, *taps), its reduce ran along the panels'
+  # axes split apart (51 against 12 ms of one core)
+  rows, taps = groups * prod(ph.s for ph in phases) * cout_g, tuple(ph.taps for ph in phases)
+  w = w.reshape(rows, cin // groups * prod(taps)).contiguous().contiguous_backward().reshape((rows, cin // groups) + taps)
+  # negative pads cut the input first: conv2d pads (and writes out) the rest itself
+  for a, ph in enumerate(phases):
+    cut_lo, cut_hi = max(0, -ph.pads[0]), max(0, -ph.pads[1])
+    if cut_lo or cut_hi: x = x.shrink(tuple((cut_lo, m - cut_hi) if j == 2 + a else (0, m) for j, m in enumerate(x.shape)))
+  flat = [max(0, v) for ph in reversed(phases) for v in ph.pads]
+  out = x.conv2d(w, None, groups, 1, tuple(ph.d for ph in phases), flat)  # (N, groups * phases * Cout/groups, *sizes)
+  # its gradient is written out once, channels-last: read through the interleave and the crop's zeros, it was a gated load in both of its
+  # gradient's matmuls, and NCHW the input gradient's reduce over the channels strides (b8 64->32 28x28 4x4 s2, one core: the weight
+  # gradient 39 -> 4 ms, the input gradient's matmul 7 ms as before)
+  last = (0,) + tuple(range(2, 2 + nd)) + (1,)
+  out = out.permute(last).contiguous_backward().permute(tuple(last.index(i) for i in range(2 + nd)))
+  # (N, groups, *phases, Cout/groups, *sizes) -> (N, groups, Cout/groups, size0, s0, size1, s1, ...) -> (N, Cout, *out)
+  n = x.shape[0]
+  y = out.reshape((n, groups) + tuple(ph.s for ph in phases) + (cout_g,) + tuple(ph.size for ph in phases))
+  y = y.permute((0, 1, 2 + nd) + tuple(i for a in range(nd) for i in (3 + nd + a, 2 + a)))
+  y = y.reshape((n, groups * cout_g) + tuple(ph.size * ph.s for ph in phases))
+  y = y.shrink(((0, n), (0, groups * cout_g)) + tuple((ph.crop, ph.crop + ph.out) for ph in phases))
+  return y if bias is None else y + bias.reshape((1, groups * cout_g) + (1,)*nd)
+
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
     """cross-correlation like torch's conv2d, over as many spatial axes as weight has after (Cout, Cin/groups)"""
@@ -193,7 +270,7 @@ class TensorConvMixin:
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads = _flat_pads(padding, ks, dils, strides)
     if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]) and \
-       not _direct_by_channels(self, weight, _out_sizes(self.shape[2:], ks, strides, dils, pads)):
+       not _direct_forward(self, weight, groups, _out_sizes(self.shape[2:], ks, strides, dils, pads)):
       # the input's gradient, a sum of shifted views of the windows' gradient, is written out once: left as a view it fuses into the
       # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read. It is written
       # channels-last, so that the fold walks the windows' gradient along its rows of (Cin, taps) instead of one row per element
@@ -221,6 +298,8 @@ class TensorConvMixin:
                        f"the input needs {nd+2} dims and {cin} channels, divisible by groups")
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads, out_pads = _per_axis(padding, nd, "padding"), _per_axis(output_padding, nd, "output_padding")
+    if (phases := _phase_taps(tuple(self.shape[2:]), tuple(ks), strides, dils, pads, out_pads)) is not None:
+      return _phase_conv_transpose(self, weight, bias, groups, phases)
     x = self
     for a, s in enumerate(strides):  # s-1 zeros between neighbours
       if s == 1: continue

@@ -250,23 +250,40 @@ def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, nodes:int, til
     if pr * pp < cost - 1e-9: best, cost = {i: a for i, a in tile.items() if i not in (r, p)} | {r: rows_amt, p: panels_amt}, pr * pp
   return best
 
+def _footprint(a:_Access, inner:set[UOp]) -> int:
+  """bytes the access touches over the ranges `inner` (the others held): its ranges by stride, each one either extends the contiguous
+  block so far (its stride within the block: a conv's pixels and taps, a row and the next) or repeats the block (a channel apart)"""
+  block, copies = 1, 1
+  for r, m in sorted(((r, m) for r, m in a.stride.items() if r in inner and size(r) > 1), key=lambda rm: rm[1]):
+    if m <= block: block += m * (size(r) - 1)
+    else: copies *= size(r)
+  return block * copies * a.itemsize
+
 def panel_swap(ast:UOp) -> Opt|None:
   """a load that walks its reduce axes with a stride reads a panel (reduce size x its tile lanes) per tile; bigger than L1, it is only
   still in cache for the next tile if that tile reads the same panel: then the output axis it does not depend on goes innermost
   (matmul: B's column panel is shared by the row tiles, so the rows loop inside the columns). Where the whole operand is past L2, its
   panel loop goes outside every loop that does not read it, so that each panel is read once per share, not once per row (a direct conv's
-  weight, b8 256->256 14x14 3x3, 2.4 MB: the kernel 6.4 -> 5.2 ms; b8 512->512 7x7, 9.4 MB: 6.0 -> 5.4 ms)"""
+  weight, b8 256->256 14x14 3x3, 2.4 MB: the kernel 6.4 -> 5.2 ms; b8 512->512 7x7, 9.4 MB: 6.0 -> 5.4 ms). No swap where the operand
+  fits in L2 but the other loads over the loop moved inside, beside its panel, do not: they would come from past L2 once per panel, where
+  the operand's panels come from L2 (conv1d b8 256->256 1024 k3: the input, 1 MB an image, re-read per panel: 25.8 -> 20.0 ms, one
+  thread)"""
   ax = axes(ast)
   out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and size(r) > 1]
   red = [r for r in ranges(ast) if r.arg[1] in REDUCE]
   tile = [r for r in ranges(ast) if r.arg[1] is AxisType.UPCAST]
   if len(out) < 2 or not red: return None
-  for a in _accesses(ast)[0]:
+  acc = _accesses(ast)[0]
+  for a in acc:
     if not a.strided & set(red): continue
     panel = prod(size(r) for r in red if r in a.deps) * prod(size(r) for r in tile if r in a.deps) * a.itemsize
     free = [i for i in out if ax[i] not in a.deps]
     whole = prod(size(r) for r in ranges(ast) if r in a.deps) * a.itemsize
-    if panel > L1_BYTES and free and out[-1] not in free: return Opt(OptOps.SWAP, free[0] if whole > L2_BYTES else free[-1], out[-1])
+    if panel > L1_BYTES and free and out[-1] not in free:
+      if whole > L2_BYTES: return Opt(OptOps.SWAP, free[0], out[-1])
+      inner = set(ranges(ast)) - {ax[i] for i in out if i < free[-1]} - {r for r in ranges(ast) if r.arg[1] is AxisType.THREAD}
+      if panel + sum(_footprint(b, inner) for b in acc if b is not a and ax[free[-1]] in b.deps) > L2_BYTES: return None
+      return Opt(OptOps.SWAP, free[-1], out[-1])
   return None
 
 def copy_swap(ast:UOp) -> Opt|None:
@@ -364,7 +381,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     return False
   # the tile's innermost (stride-1) axis first, so its lanes stay neighbours in the code LLVM's SLP vectorizer packs
   upcast = False
+  # the tile within the code budget that attempt() holds every upcast to: a tile past it lost the upcasts tried last (conv1d b8 256->256
+  # 1024 k3, nodes 48: 16 channels x 2 panels x 16 pixels chosen, the pixels refused, 2 pixel loads a step per 32 FMAs: 67 -> 27 ms)
   simd = simd_tiles(renderer, work)
+  budget = CODE_BUDGET // nodes
+  simd = simd._replace(tile=min(simd.tile, budget), wide=min(simd.wide, budget), streaming=min(simd.streaming, budget))
   # a row chain (reduces run one after another per row, then a store across the row) shares no loads across output lanes: its loops
   # stream the row with stride 1, which LLVM's loop vectorizer packs on its own. Upcast, the lanes of softmax's store loop were vectorized
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
