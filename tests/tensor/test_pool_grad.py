@@ -41,7 +41,8 @@ def _pool(t, reduce, ks, ss, ds, ps, ceil_mode, cip=True):
   return t.avg_pool2d(ks, ss, dilation=ds, padding=ps, ceil_mode=ceil_mode, count_include_pad=cip)
 
 # (shape, kernel, stride, dilation, padding, ceil_mode): ResNet's stem pool, disjoint 2x2, stride 1, dilated, ceil_mode, odd sizes,
-# a size-1 axis, 1-D and 3-D
+# a size-1 axis, 1-D and 3-D; windows stacked from disjoint runs (tensor_conv._stacked_window: stride 2 and up, at most 4 runs) and
+# folded through copies (stride 1, 3x3x3), dilated runs of one tap, runs of two dilated taps, a 3-D pool that overlaps on one axis
 CASES = [((2, 3, 12, 12), (3, 3), (2, 2), (1, 1), (1, 1), False),
          ((2, 3, 8, 10), (2, 2), (2, 2), (1, 1), (0, 0), False),
          ((1, 2, 7, 9), (3, 3), (1, 1), (1, 1), (1, 1), False),
@@ -49,7 +50,11 @@ CASES = [((2, 3, 12, 12), (3, 3), (2, 2), (1, 1), (1, 1), False),
          ((2, 3, 9, 8), (3, 3), (2, 2), (1, 1), (1, 0), True),
          ((1, 1, 1, 7), (1, 3), (1, 2), (1, 1), (0, 1), False),
          ((3, 4, 17), (3,), (2,), (1,), (1,), False),
-         ((1, 2, 5, 6, 7), (3, 2, 3), (2, 2, 1), (1, 1, 1), (1, 0, 1), False)]
+         ((1, 2, 5, 6, 7), (3, 2, 3), (2, 2, 1), (1, 1, 1), (1, 0, 1), False),
+         ((2, 2, 9, 10), (2, 2), (2, 2), (2, 2), (0, 1), False),
+         ((2, 3, 23), (5,), (2,), (1,), (2,), True),
+         ((1, 2, 13, 11), (3, 3), (3, 3), (2, 2), (1, 0), False),
+         ((1, 2, 6, 7, 9), (1, 1, 3), (1, 1, 2), (1, 1, 1), (0, 0, 1), False)]
 
 @pytest.mark.parametrize("reduce", ["max", "avg"])
 @pytest.mark.parametrize("shape, ks, ss, ds, ps, ceil_mode", CASES)
@@ -107,3 +112,12 @@ def test_max_pool_grad_computes_each_max_once(k, s):
   items, _ = create_schedule([t.grad.uop])
   window_steps = out.numel() * k * k
   assert sum(_reduce_steps(it.ast) for it in items if it.kind == "kernel") <= 6 * window_steps
+
+@pytest.mark.parametrize("shape, ks, ss, ds", [((2, 4, 16, 16), (3, 3), (2, 2), (1, 1)), ((2, 4, 64), (5,), (2,), (1,)),
+                                               ((2, 4, 16, 16), (2, 2), (2, 2), (2, 2))])
+def test_stacked_pool_grad_is_elementwise(shape, ks, ss, ds):
+  # windows stacked from disjoint runs: the input's gradient is a sum of views of the windows' gradient, no reduce over window copies
+  t = Tensor.empty(*shape, requires_grad=True)
+  t.max_pool2d(ks, ss, dilation=ds).sum().backward()
+  items, _ = create_schedule([t.grad.uop])
+  assert not [u for u in items[-1].ast.toposort() if u.op is Ops.REDUCE]
