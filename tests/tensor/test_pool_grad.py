@@ -66,6 +66,8 @@ def test_pool_grad_matches_numpy(reduce, shape, ks, ss, ds, ps, ceil_mode):
   up = rng.standard_normal(out.shape).astype(np.float32)
   (out * Tensor(up)).sum().backward()
   np.testing.assert_allclose(t.grad.numpy(), np_pool_grad(x, up, ks, ss, ds, ps, ceil_mode, reduce), rtol=1e-5, atol=1e-6)
+  # with a gradient the windows may be stacked from runs (tensor_pool._pooled), without one they are not: the same values
+  np.testing.assert_allclose(out.numpy(), _pool(Tensor(x), reduce, ks, ss, ds, ps, ceil_mode).numpy(), rtol=1e-6, atol=1e-7)
 
 def test_avg_pool_grad_without_padding_in_the_count():
   x = np.random.default_rng(3).standard_normal((2, 2, 7, 6)).astype(np.float32)
@@ -84,6 +86,15 @@ def test_pool_grad_of_a_permuted_input():
   (out * Tensor(up)).sum().backward()
   want = np_pool_grad(x.transpose(0, 3, 1, 2), up, (3, 3), (2, 2), (1, 1), (1, 1), False, "max").transpose(0, 2, 3, 1)
   np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-5, atol=1e-6)
+
+def test_indices_of_a_pool_with_a_gradient():
+  # the values' windows stacked from runs, the positions' windows (no gradient) folded: the taps must come in the same order
+  x = np.random.default_rng(8).standard_normal((2, 3, 9, 11)).astype(np.float32)
+  v, idx = Tensor(x, requires_grad=True).max_pool2d(3, 2, padding=1, return_indices=True)
+  want_v, want_idx = Tensor(x).max_pool2d(3, 2, padding=1, return_indices=True)
+  np.testing.assert_array_equal(idx.numpy(), want_idx.numpy())
+  np.testing.assert_array_equal(v.numpy(), want_v.numpy())
+  np.testing.assert_array_equal(np.take_along_axis(x.reshape(2, 3, -1), idx.numpy().reshape(2, 3, -1), -1).reshape(v.shape), v.numpy())
 
 def test_max_pool_grad_splits_ties():
   # integer values with many ties: each window's gradient is shared equally by the elements equal to its max
