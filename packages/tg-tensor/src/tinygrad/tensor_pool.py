@@ -5,7 +5,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.tensor_conv import _per_axis, _flat_pads, _windows, _wants_grad
 
-POOL_MAX_RUNS = 4  # 1-D and 2-D pools of stride 2 and up: the 3x3 s2 gradient 16 -> 7 ms, 1-D k5 s2 18 -> 5 ms (CPU time, one thread)
+POOL_MAX_RUNS = 4  # 3-wide windows of stride 2 make 2 runs per axis: 1-D and 2-D pools (3x3 s2 gradient 16 -> 7 ms, 1-D k5 s2 18 -> 5 ms CPU)
 
 def _pool_geometry(shape:tuple, kernel_size, stride, dilation, padding, ceil_mode:bool):
   """(kernel, strides, dilations, flat user padding, flat extra padding after each axis for ceil_mode)"""
