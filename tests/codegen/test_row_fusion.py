@@ -58,6 +58,17 @@ def test_reduce_over_a_matmul_is_not_fused():
   assert len(ks) == split and all(not any(v.op is Ops.REDUCE for v in r.src[0].toposort()) for k in ks for r in k.ast.toposort()
                                   if r.op is Ops.REDUCE)
 
+def test_rows_read_by_overlapping_windows_are_not_fused():
+  # each row's max is read by the 3 windows that hold it: every reduce depends on every loop around it, yet in one kernel each max
+  # would be computed 3 times (a pool's gradient: each window's max once per element of the window)
+  a = np.random.default_rng(2).standard_normal((10, 37)).astype(np.float32)
+  x = Tensor(a).realize()
+  out = x.max(1).unfold(0, 3, 1).sum(1)
+  assert len(kernels(out.uop)) == 2
+  np.testing.assert_allclose(out.numpy(), np.lib.stride_tricks.sliding_window_view(a.max(1), 3).sum(1), rtol=1e-6)
+  e = (x - x.max(1, keepdim=True)).exp()
+  assert len(kernels(e.sum(1).unfold(0, 3, 1).sum(1).uop)) == 3  # a chain of two: both reduces get their own kernels
+
 def test_devices_with_work_items_keep_separate_kernels():
   x = buf(8, 37, device="PYTHON")
   assert len(kernels(softmax(x))) == 3
