@@ -37,7 +37,9 @@ class SortingMixin:
   def _grad_flows(self) -> bool:
     """whether a gradient will flow back through self (Tensor says; a UOp graph has no autograd): packed keys carry none"""
     return False
-  def _packs(self) -> bool: return self.dtype.itemsize <= 4
+  def _packs(self) -> bool:
+    """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31"""
+    return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n < 2**31
 
   # *** packed keys: (order-preserving int32 of the value) << 32 | index << 1 | (value is -0.0) ***
   def _sort_keys(self, descending:bool):
@@ -148,11 +150,10 @@ class SortingMixin:
     dim = self._resolve_dim(dim)
     if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
-    if not self.shape or k == 0 or not self._packs() or not _rounds_pay(n, k):
+    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or not _rounds_pay(n, k):
       values, indices = self.sort(dim, descending=largest)
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
-    x = self.transpose(dim, -1)
     grad = x._grad_flows()
     keys = (x.detach() if grad else x)._sort_keys(largest)._smallest_keys(k)
     values, indices = x._unpack_keys(keys, largest)
