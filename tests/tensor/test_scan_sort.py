@@ -83,18 +83,120 @@ def test_einsum_errors_and_ints():
   with pytest.raises(ValueError, match="letter 'j' has sizes 2 and 3"): Tensor.einsum("ij,jk->ik", Tensor.ones(2, 2), Tensor.ones(3, 2))
 
 def test_bitonic_network_matches_stable_argsort(monkeypatch):
-  # long rows take the bitonic network; lowered here so a short row (13, padded to 16) exercises it
+  # the (value, index) network of 64-bit dtypes; long rows take it, lowered here so a short row (13, padded to 16) exercises it
   import tinygrad.mixin.sorting as sorting
   monkeypatch.setattr(sorting, "BITONIC_MIN", 4)
   x = np.array([[3.5, -1, np.nan, 2, 2, 0, -7, 2, np.inf, 1, np.nan, -1, 5],
-                [1, 1, 1, 0, 0, 9, -3, 1, 4, 4, 2, 8, 0]], dtype=np.float32)
+                [1, 1, 1, 0, 0, 9, -3, 1, 4, 4, 2, 8, 0]], dtype=np.float64)
   v, i = Tensor(x).sort(dim=1)
   want = np.argsort(x, axis=1, kind="stable")  # NaN last, ties in their order
   np.testing.assert_array_equal(i.numpy(), want)
   np.testing.assert_array_equal(v.numpy(), np.take_along_axis(x, want, 1))
-  ints = x[1].astype(np.int32)
+  ints = x[1].astype(np.int64)
   v, i = Tensor(ints).sort(descending=True)
   want = np.argsort(-ints, kind="stable")
   np.testing.assert_array_equal(i.numpy(), want)
   np.testing.assert_array_equal(v.numpy(), ints[want])
-  assert v.dtype is dtypes.int32 and i.dtype is dtypes.int32
+  assert v.dtype is dtypes.int64 and i.dtype is dtypes.int32
+
+# *** long axes: scans in blocks, sorts by packed keys (a bitonic network past PACKED_BITONIC_MIN), topk by rounds ***
+
+def _stable_order(a:np.ndarray, descending:bool) -> np.ndarray:
+  """the oracle's indices along the last axis: NaN above everything (last ascending, first descending), ties in index order"""
+  def key(row, j):
+    v = row[j]
+    nan = isinstance(v, np.floating) and np.isnan(v)
+    return (nan != descending, 0 if nan else (-v if descending else v), j) if descending else (nan, 0 if nan else v, j)
+  return np.array([sorted(range(a.shape[-1]), key=lambda j: key(row, j)) for row in a.reshape(-1, a.shape[-1])]).reshape(a.shape)
+
+@pytest.mark.parametrize("n", [1, 8, 9, 17, 100, 600])
+def test_long_scans(n):
+  a = R.standard_normal((3, n)).astype(np.float32)
+  ai = R.integers(-4, 5, (n, 3)).astype(np.int32)  # few values: many ties for cummax's index
+  np.testing.assert_allclose(Tensor(a).cumsum(1).numpy(), np.cumsum(a.astype(np.float64), 1), rtol=1e-5, atol=1e-4)
+  np.testing.assert_array_equal(Tensor(ai).cumsum(0).numpy(), np.cumsum(ai, 0))  # exact, along a strided axis
+  np.testing.assert_array_equal(Tensor(ai).cumprod(0).numpy(), np.cumprod(ai, 0).astype(np.int32))  # int32 wraps, like C
+  np.testing.assert_allclose(Tensor(a / 8 + 1).cumprod(1).numpy(), np.cumprod((a / 8 + 1).astype(np.float64), 1), rtol=1e-4)
+  v, i = Tensor(ai).cummax(0)
+  np.testing.assert_array_equal(v.numpy(), np.maximum.accumulate(ai, 0))
+  hit = (ai[None] == v.numpy()[:, None]) & (np.arange(n)[None, :, None] <= np.arange(n)[:, None, None])  # (r, j, c): j <= r holds the max
+  want = n - 1 - hit[:, ::-1].argmax(1)
+  np.testing.assert_array_equal(i.numpy(), want)  # the last index of the running max, like torch
+  np.testing.assert_array_equal(Tensor(a).cummin(1)[0].numpy(), np.minimum.accumulate(a, 1))
+  np.testing.assert_allclose(Tensor(a).logcumsumexp(1).numpy(), np.logaddexp.accumulate(a.astype(np.float64), 1), rtol=1e-5, atol=1e-5)
+
+def test_long_scan_edges():
+  x = np.arange(20, dtype=np.float32)
+  x[[3, 15]] = np.nan
+  v, i = Tensor(x).cummax(0)
+  assert np.isnan(v.numpy()[3:]).all() and i.tolist() == [0, 1, 2] + [3]*12 + [15]*5  # NaN wins and the last NaN is the index
+  h = R.standard_normal(300).astype(np.float16)
+  got = Tensor(h).cumsum(0)
+  assert got.dtype is dtypes.float16
+  np.testing.assert_allclose(got.numpy().astype(np.float32), np.cumsum(h.astype(np.float32)), rtol=2e-3, atol=2e-2)  # summed in float32
+  b = R.integers(0, 2, 50).astype(bool)
+  assert Tensor(b).cumsum(0).tolist() == np.cumsum(b).tolist()
+  assert Tensor(np.full(40, np.inf, np.float32)).cumsum(0).numpy().tolist() == [np.inf]*40  # a select, never inf * 0
+
+def test_long_cumsum_gradient():
+  a, w = R.standard_normal((2, 50)).astype(np.float32), R.standard_normal((2, 50)).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  (x.cumsum(1) * Tensor(w)).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), np.cumsum(w[:, ::-1], 1)[:, ::-1], rtol=1e-5, atol=1e-5)  # a reversed cumsum
+  x = Tensor(a / 8 + 1, requires_grad=True)
+  (x.cumprod(1) * Tensor(w)).sum().backward()
+  p = np.cumprod((a / 8 + 1).astype(np.float64), 1)
+  np.testing.assert_allclose(x.grad.numpy(), np.cumsum((w * p)[:, ::-1], 1)[:, ::-1] / (a / 8 + 1), rtol=1e-4, atol=1e-5)
+
+@pytest.mark.parametrize("n", [1, 5, 33, 100, 300])
+@pytest.mark.parametrize("dt", [np.float32, np.int32], ids=["float32", "int32"])
+def test_packed_sort_and_topk(n, dt):
+  a = (R.standard_normal((3, n)) if dt is np.float32 else R.integers(-5, 5, (3, n))).astype(dt)
+  if dt is np.float32 and n > 5:
+    a[0, ::3] = a[0, 1]
+    a[1, [2, 4]], a[1, 0], a[2, [1, 3, 5]] = np.nan, np.inf, [-0.0, 0.0, -0.0]
+  for desc in (False, True):
+    want = _stable_order(a, desc)
+    v, i = Tensor(a).sort(-1, descending=desc)
+    np.testing.assert_array_equal(i.numpy(), want)
+    np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
+    assert (np.signbit(v.numpy()) == np.signbit(np.take_along_axis(a, want, -1))).all()  # -0.0 comes back as itself
+    for k in sorted({1, min(4, n), n}):
+      tv, ti = Tensor(a).topk(k, largest=desc)
+      np.testing.assert_array_equal(ti.numpy(), want[:, :k])
+      np.testing.assert_array_equal(tv.numpy(), np.take_along_axis(a, want, -1)[:, :k])
+  at = np.ascontiguousarray(a.T)  # along axis 0 of a strided view
+  np.testing.assert_array_equal(Tensor(at).argsort(0).numpy(), _stable_order(a, False).T)
+
+@pytest.mark.parametrize("dt", [dtypes.uint32, dtypes.int8, dtypes.uint16, dtypes.float16, dtypes.bfloat16, dtypes.bool], ids=str)
+def test_packed_sort_narrow_dtypes(dt):
+  vals = {dtypes.uint32: [2**32-1, 0, 2**31, 7, 2**31-1, 7], dtypes.int8: [-128, 127, 0, -1, 5, -128],
+          dtypes.uint16: [65535, 0, 3, 3, 40000, 1], dtypes.float16: [1.5, -0.0, 65504.0, -65504.0, 0.0, float("nan")],
+          dtypes.bfloat16: [1.5, -2.0, 3.0, -0.0, 0.0, float("inf")], dtypes.bool: [True, False, True, False, False, True]}[dt]
+  t = Tensor((vals * 10)[:50], dtype=dt)  # 50 > PACKED_BITONIC_MIN: the network
+  order = sorted(range(50), key=lambda j: (vals[j % 6] != vals[j % 6], vals[j % 6] if vals[j % 6] == vals[j % 6] else 0, j))
+  v, i = t.sort()
+  assert v.dtype is dt and i.tolist() == order
+  assert [x if x == x else "nan" for x in v.tolist()] == [vals[j % 6] if vals[j % 6] == vals[j % 6] else "nan" for j in order]
+
+def test_topk_rounds_and_network(monkeypatch):
+  import tinygrad.mixin.sorting as sorting
+  rule = sorting._rounds_pay
+  assert rule(4096, 16) and not rule(4096, 2048) and not rule(32, 1)  # small k against a long row; a short row ranks in two kernels
+  a = R.integers(-3, 4, (4, 70)).astype(np.float32)  # many ties: the lower index first
+  for pay in (True, False):  # rounds, and the full sort cut to k
+    monkeypatch.setattr(sorting, "_rounds_pay", lambda n, k, pay=pay: pay)
+    for largest in (True, False):
+      want = _stable_order(a, largest)[:, :6]
+      v, i = Tensor(a).topk(6, largest=largest)
+      np.testing.assert_array_equal(i.numpy(), want)
+      np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
+    v, i = Tensor(a.T).topk(3, dim=0)
+    np.testing.assert_array_equal(i.numpy(), _stable_order(a, True)[:, :3].T)
+  monkeypatch.setattr(sorting, "_rounds_pay", lambda n, k: True)
+  x, w = Tensor(a, requires_grad=True), R.standard_normal((4, 6)).astype(np.float32)
+  v, i = x.topk(6)
+  (v * Tensor(w)).sum().backward()
+  want = np.zeros_like(a)
+  np.put_along_axis(want, i.numpy(), w, -1)
+  np.testing.assert_array_equal(x.grad.numpy(), want)  # the gradient lands on the chosen elements

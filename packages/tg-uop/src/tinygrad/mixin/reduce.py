@@ -80,15 +80,3 @@ class ReduceMixin:
     m = m.abs().eq(math.inf).where(0, m)  # an infinite max would make x - m nan: shift by 0 there (torch's choice)
     ret = (x - m).exp().sum(axis, keepdim=True).log() + m
     return ret if keepdim else ret.reshape(tuple(s for i, s in enumerate(self.shape) if i not in self._axes(axis)))
-
-  # *** scans ***
-  def cumsum(self, axis=0):
-    """running sum in sum's dtype: row i of a sliding window over the zero-padded axis holds x[:i+1], summed (O(n^2) work, fused)"""
-    axis = self._resolve_dim(axis)
-    if not self.shape or self.shape[axis] == 0: return self.sum(())  # nothing to accumulate: a sum over no axes is self in sum's dtype
-    x = self.transpose(axis, -1)
-    lead, n = tuple(x.shape[:-1]), x.shape[-1]
-    # window i starts at i in copy i of the padded row, so rows of length 2n (one past a copy) step one further each row
-    p = x._pad(((0, 0),)*len(lead) + ((n-1, 0),))
-    w = p.repeat((1,)*len(lead) + (n,))._pad(((0, 0),)*len(lead) + ((0, n),)).reshape(lead + (n, 2*n))
-    return w.shrink(tuple((0, s) for s in lead) + ((0, n), (0, n))).sum(-1).transpose(axis, -1)

@@ -1,33 +1,85 @@
-"""Running reductions shared by UOp and Tensor: cumprod, cummax/cummin (with indices), logcumsumexp. Each reduces a square of prefixes
-(row i holds x[:i+1] after a fill that changes nothing), a view of the input, so a scan is one fused kernel of O(n^2) work.
-A class using it provides the elementwise, movement and reduce mixins."""
+"""Running reductions shared by UOp and Tensor: cumsum, cumprod, cummax/cummin (with indices), logcumsumexp.
+A short axis (at most SCAN_BLOCK) reduces a square: row i holds x[j] for j <= i and the fill elsewhere, one fused kernel of O(n^2) work.
+A long axis is cut into blocks of SCAN_BLOCK: each block scans its own square, the block totals are scanned the same way (one level
+per factor of SCAN_BLOCK) and shifted by one block, and each element combines its block's running value with the total of the blocks
+before it: O(n * SCAN_BLOCK) work in about two kernels per level, where the square over the whole axis was O(n^2) (a 1024-wide row
+did a million adds per row). A class using it provides the elementwise, movement and reduce mixins."""
 from __future__ import annotations
 import math
+from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
+from tinygrad.mixin.reduce import _NARROW_FLOATS
+
+# the block of the long-axis scan. A block's square is B adds per element; 8 keeps that small and makes the square's reduce one the CPU
+# heuristic unrolls into vector registers (16 fell out of them and was ~7x slower per element at 1024x1024)
+SCAN_BLOCK = 8
 
 class ScanMixin:
-  def _prefixes(self, axis:int, fill):
-    """self with axis moved last, widened to a square: row i = [fill]*(n-1-i) + x[:i+1]"""
-    x = self.transpose(axis, -1)
-    lead, n = tuple(x.shape[:-1]), x.shape[-1]
-    # copy i of the front-filled row, read from offset i: rows of length 2n step one further into each copy
-    p = x.pad(((0, 0),)*len(lead) + ((n-1, 0),), value=fill)
-    w = p.repeat((1,)*len(lead) + (n,))._pad(((0, 0),)*len(lead) + ((0, n),)).reshape(lead + (n, 2*n))
-    return w.shrink(tuple((0, s) for s in lead) + ((0, n), (0, n)))
+  def _lower_tri(self, n:int):
+    """(n, n) bool, True where column j <= row i: the elements of prefix i"""
+    at = self._arange(n)
+    return at.reshape(n, 1) >= at.reshape(1, n)
+  def _combine(self, op:Ops, other):
+    return self + other if op is Ops.ADD else self * other if op is Ops.MUL else self.maximum(other)
+  def _blocks(self, fill):
+    """the last axis padded with fill to whole blocks, as (..., blocks, SCAN_BLOCK)"""
+    lead, n = tuple(self.shape[:-1]), self.shape[-1]
+    nb = -(-n // SCAN_BLOCK)
+    x = self.pad(((0, 0),)*len(lead) + ((0, nb*SCAN_BLOCK - n),), value=fill) if nb*SCAN_BLOCK != n else self
+    return x.reshape(lead + (nb, SCAN_BLOCK))
+  def _shift_block(self, fill):
+    """the block totals moved one block on, fill first: entry b is the total of block b-1"""
+    return self.pad(((0, 0),)*(len(self.shape)-1) + ((1, 0),), value=fill).shrink(tuple((0, s) for s in self.shape))
+  def _unblock(self, n:int):
+    return self.reshape(tuple(self.shape[:-2]) + (self.shape[-2]*self.shape[-1],)).shrink(tuple((0, s) for s in self.shape[:-2]) + ((0, n),))
+  def _scan(self, op:Ops, fill):
+    """inclusive running op (ADD, MUL or MAX) along the last axis"""
+    n = self.shape[-1]
+    if n <= SCAN_BLOCK: return self._lower_tri(n).where(self.unsqueeze(-2), fill)._reduce(op, -1)
+    xb = self._blocks(fill)
+    totals = xb._reduce(op, -1)
+    if totals.shape[-1] > SCAN_BLOCK: totals = totals.contiguous()  # the next level blocks it again: read once, not recomputed per read
+    before = totals._shift_block(fill)._scan(op, fill).contiguous()
+    return xb._scan(op, fill)._combine(op, before.unsqueeze(-1))._unblock(n)
+  def _scan_axis(self, axis:int, op:Ops, fill):
+    return self.transpose(axis, -1)._scan(op, fill).transpose(axis, -1)
   def _scannable(self, axis:int) -> bool: return bool(self.shape) and self.shape[self._resolve_dim(axis)] != 0
+  def cumsum(self, axis:int=0):
+    """running sum along axis in sum's dtype (narrow floats are summed in float32 and answered in their own dtype, like sum)"""
+    if not self._scannable(axis): return self.sum(())  # nothing to accumulate: a sum over no axes is self in sum's dtype
+    ret = self.cast(dtypes.sum_acc_dtype(self.dtype))._scan_axis(self._resolve_dim(axis), Ops.ADD, 0)
+    return ret.cast(self.dtype) if self.dtype in _NARROW_FLOATS else ret
   def cumprod(self, axis:int):
     """running product along axis, in prod's dtype"""
     if not self._scannable(axis): return self.prod(())
-    axis = self._resolve_dim(axis)
-    return self._prefixes(axis, 1).prod(-1).transpose(axis, -1)
+    return self.cast(dtypes.sum_acc_dtype(self.dtype))._scan_axis(self._resolve_dim(axis), Ops.MUL, 1)
+  def _running_max_at(self, at):
+    """(running max along the last axis, the `at` of the last element equal to it, or of the last NaN); at: ints ascending along the
+    axis, -1 in padding. The index rides with the value through the blocks: a block's own (max, at) wins ties, its positions being later"""
+    n, low = self.shape[-1], self.dtype.min
+    if n <= SCAN_BLOCK:
+      tri, x = self._lower_tri(n), self.unsqueeze(-2)
+      values = tri.where(x, low).max(-1)
+      same = x.eq(values.unsqueeze(-1))
+      if dtypes.is_float(self.dtype): same = same | (x.isnan() & values.isnan().unsqueeze(-1))
+      return values, (tri & same).where(at.unsqueeze(-2), -1).max(-1)
+    xb, ab = self._blocks(low), at._blocks(-1)
+    values, where = xb._running_max_at(ab)
+    last = tuple((0, s) for s in values.shape[:-1]) + ((SCAN_BLOCK-1, SCAN_BLOCK),)
+    bv, ba = values.shrink(last).reshape(values.shape[:-1]), where.shrink(last).reshape(values.shape[:-1])
+    if bv.shape[-1] > SCAN_BLOCK: bv, ba = bv.contiguous(), ba.contiguous()
+    before_v, before_a = bv._shift_block(low)._running_max_at(ba._shift_block(-1))
+    before_v, before_a = before_v.contiguous().unsqueeze(-1), before_a.contiguous().unsqueeze(-1)
+    own = values >= before_v
+    if dtypes.is_float(self.dtype): own = own | values.isnan()
+    return own.where(values, before_v)._unblock(n), own.where(where, before_a)._unblock(n)
   def cummax(self, axis:int=0) -> tuple:
     """(running max along axis, the index of the last element equal to it) like torch; indices are int32 like argmax"""
     if not self._scannable(axis): return self, self.cast(dtypes.int32)
     axis = self._resolve_dim(axis)
-    n = self.shape[axis]
-    values = self._prefixes(axis, self.dtype.min).max(-1)
-    at = self._arange(n)._prefixes(0, -1)  # (n, n): the index of each window element, -1 in the fill
-    idx = self._prefixes(axis, self.dtype.min).eq(values.unsqueeze(-1)).where(at, -1).max(-1)
+    x = self.transpose(axis, -1)
+    at = self._arange(x.shape[-1]).reshape((1,)*(len(x.shape)-1) + (x.shape[-1],)).expand(x.shape)
+    values, idx = x._running_max_at(at)
     return values.transpose(axis, -1), idx.cast(dtypes.int32).transpose(axis, -1)
   def cummin(self, axis:int=0) -> tuple:
     values, idx = self._inverse().cummax(axis)

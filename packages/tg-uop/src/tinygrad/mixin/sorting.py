@@ -1,26 +1,107 @@
-"""Sorting shared by UOp and Tensor: sort, argsort, topk, stable and exact in every dtype. Short rows: an element's rank is how many
-elements come before it (smaller, or equal and earlier), and output position r picks the element of rank r through a one-hot mask:
-O(n^2) compares, one kernel. Long rows: a bitonic network over (value, original index) pairs padded to a power of two, O(n log^2 n)
-compares in log2(n)(log2(n)+1)/2 materialized stages. Padding is marked by its index (>= n), never by a value, so nothing can collide
-with the data. A class using it provides the elementwise, movement, reduce and select mixins."""
+"""Sorting shared by UOp and Tensor: sort, argsort, topk, stable and exact in every dtype.
+Dtypes of 32 bits or less sort packed keys: the value mapped to an int32 whose order is the sort order (floats by their bits, NaN above
+everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose low half holds the element's index. Keys are unique, so
+one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
+Short rows: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2) compares, two
+kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares, two stages per kernel).
+topk with a small k against a long row takes k rounds of "the smallest key above the last one" (k passes over the row) instead.
+64-bit dtypes, and values a gradient flows through, sort (value, index) pairs by the same two schemes with the comparisons spelled out.
+A class using it provides the elementwise, movement, reduce and select mixins."""
 from __future__ import annotations
 from tinygrad.dtype import dtypes
 
-# rows longer than this use the bitonic network. Each of its stages is a kernel of its own to compile, so below this the single O(n^2)
-# kernel costs less in all
+# (value, index) pairs: rows longer than this use the bitonic network. Each of its stages is a kernel of its own to compile, so below
+# this the single O(n^2) kernel costs less in all
 BITONIC_MIN = 2048
+# the same for packed keys: rank over the row (n compares per element, two kernels) against the network's ~log2(n)^2/4 kernels, each
+# a pass over 8-byte keys. The network won from n=64 up (kernel time, 16384x64: 16 against 30 ms; 4096x256: 30 against 139 ms)
+PACKED_BITONIC_MIN = 32
+# network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
+# 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
+STAGES_PER_KERNEL = 2
+# a round of topk (a pass reading the row's values, rebuilding keys on the fly) against a kernel of the network (reading and writing
+# 8-byte keys): ~0.35 against ~1.2 ns per element (1024x4096 and 256x4096)
+ROUNDS_PER_NETWORK_KERNEL = 3
+_I32_MAX, _I32_MIN, _I64_MAX = 2**31 - 1, -2**31, 2**63 - 1
 
 class SortingMixin:
   def sort(self, dim:int=-1, descending:bool=False) -> tuple:
     """(values, indices) sorted along dim, ascending unless descending; equal elements keep their order (stable). Indices are int32"""
     if not self.shape: return self, self.const_like(0, dtypes.int32)
     dim = self._resolve_dim(dim)
-    n = self.shape[dim]
     x = self.transpose(dim, -1)
-    if n > BITONIC_MIN:
-      values, indices = x._bitonic_sort(descending)
-      return values.transpose(dim, -1), indices.transpose(dim, -1)
-    a, b = x.unsqueeze(-1), x.unsqueeze(-2)   # a: element i (rows), b: element j (columns)
+    if x._packs() and not x._grad_flows(): values, indices = x._unpack_keys(x._sort_keys(descending)._sorted_keys(), descending)
+    elif x.shape[-1] > BITONIC_MIN: values, indices = x._bitonic_sort(descending)
+    else: values, indices = x._rank_sort(descending)
+    return values.transpose(dim, -1), indices.transpose(dim, -1)
+  def _grad_flows(self) -> bool:
+    """whether a gradient will flow back through self (Tensor says; a UOp graph has no autograd): packed keys carry none"""
+    return False
+  def _packs(self) -> bool:
+    """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31"""
+    return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n < 2**31
+
+  # *** packed keys: (order-preserving int32 of the value) << 32 | index << 1 | (value is -0.0) ***
+  def _sort_keys(self, descending:bool):
+    """the int64 key of each element of the last axis; keys ascending is the stable sort, descending if asked"""
+    n, dt = self.shape[-1], self.dtype
+    at = self._arange(n, dtypes.int64).reshape((1,)*(len(self.shape)-1) + (n,)) * 2
+    if dtypes.is_float(dt):
+      x = self.cast(dtypes.float32)
+      bits, zero = x.bitcast(dtypes.int32), x.eq(0)
+      at = at + (zero & (bits < 0)).cast(dtypes.int64)  # -0.0 sorts as 0.0 (stable among zeros) and is told apart below the index
+      o = x.isnan().where(_I32_MAX, zero.where(0, bits))  # every NaN above +inf
+      o = (o < 0).where(o ^ _I32_MAX, o)  # negative floats' bits run backwards: flip all but the sign
+    elif dt is dtypes.uint32: o = self.bitcast(dtypes.int32) ^ _I32_MIN
+    else: o = self.cast(dtypes.int32)
+    if descending: o = ~o  # reverses the value order, the index order stays ascending: ties keep their order
+    return (o.cast(dtypes.int64) << 32) | at
+  def _unpack_keys(self, keys, descending:bool) -> tuple:
+    """(values in self's dtype, int32 indices) of keys made by self._sort_keys"""
+    o = (keys >> 32).cast(dtypes.int32)
+    if descending: o = ~o
+    indices = ((keys & 0xFFFFFFFF) >> 1).cast(dtypes.int32)
+    if dtypes.is_float(self.dtype):
+      bits = (keys & 1).eq(1).where(_I32_MIN, (o < 0).where(o ^ _I32_MAX, o))
+      return bits.bitcast(dtypes.float32).cast(self.dtype), indices
+    if self.dtype is dtypes.uint32: return (o ^ _I32_MIN).bitcast(dtypes.uint32), indices
+    return o.cast(self.dtype), indices
+  def _sorted_keys(self):
+    """unique int64 keys sorted ascending along the last axis"""
+    n = self.shape[-1]
+    if n > PACKED_BITONIC_MIN: return self._bitonic_keys()
+    rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n): keys below key i, its place
+    return self.unsqueeze(-1)._pick(rank._one_hot_at(n, len(rank.shape)), -2)
+  def _bitonic_keys(self):
+    """a bitonic network over unique int64 keys (padding is the largest int64, last)"""
+    n, lead = self.shape[-1], tuple(self.shape[:-1])
+    p = 1 << (n - 1).bit_length()
+    keys = self.pad(((0, 0),)*len(lead) + ((0, p - n),), value=_I64_MAX) if p != n else self
+    second = self.const_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
+    stages = [(k, k >> i) for k in (1 << e for e in range(1, p.bit_length())) for i in range(1, k.bit_length())]
+    for done, (k, j) in enumerate(stages, 1):
+      # partners i and i^j on a size-2 axis (..., 2, j); a block of k sorts down when bit k of i is set: the size-2 axis before them
+      shape = lead + ((p // (2*k), 2, k // (2*j), 2, j) if k < p else (k // (2*j), 2, j))
+      v, keep = keys.reshape(shape), tuple((0, s) for s in shape[:-2])
+      lo, hi = v.shrink(keep + ((0, 1), (0, j))), v.shrink(keep + ((1, 2), (0, j)))
+      swap = lo > hi
+      if k < p: swap = swap != second.reshape(2, 1, 1, 1)
+      keys = (swap != second.reshape(2, 1)).where(hi, lo)
+      # stored in the stage's own shape: the kernel walks (groups, 2, j) and reads both partners without index arithmetic
+      if done % STAGES_PER_KERNEL == 0 or done == len(stages): keys = keys.contiguous()
+      keys = keys.reshape(lead + (p,))
+    return keys.shrink(tuple((0, s) for s in lead) + ((0, n),))
+  def _smallest_keys(self, k:int):
+    """the k smallest unique int64 keys of the last axis, ascending: k rounds of the least key above the one before"""
+    ret = [self.min(-1, keepdim=True).contiguous()]  # stored: a round fused into the next would be recomputed by every later one
+    for _ in range(k - 1): ret.append((self > ret[-1]).where(self, _I64_MAX).min(-1, keepdim=True).contiguous())
+    return ret[0].cat(*ret[1:], dim=-1) if k > 1 else ret[0]
+
+  # *** (value, index) pairs compared in full: 64-bit dtypes, and values a gradient flows through ***
+  def _rank_sort(self, descending:bool) -> tuple:
+    """(values, int32 indices) of the last axis: element i goes to its rank, the count of elements before it in the sort"""
+    n = self.shape[-1]
+    a, b = self.unsqueeze(-1), self.unsqueeze(-2)   # a: element i (rows), b: element j (columns)
     pos = self._arange(n)
     earlier = pos.reshape(n, 1) > pos.reshape(1, n)  # j comes before i
     less, tie = (b > a if descending else b < a), b.eq(a)
@@ -29,9 +110,7 @@ class SortingMixin:
       less, tie = less | ((nb & na.logical_not()) if descending else (na & nb.logical_not())), tie | (na & nb)
     rank = (less | (tie & earlier)).sum(-1)  # (..., n): where element i goes
     onehot = rank._one_hot_at(n, len(rank.shape))  # (..., i, r)
-    values = x.unsqueeze(-1)._pick(onehot, -2)
-    indices = pos.reshape(n, 1)._pick(onehot, -2)
-    return values.transpose(dim, -1), indices.cast(dtypes.int32).transpose(dim, -1)
+    return self.unsqueeze(-1)._pick(onehot, -2), pos.reshape(n, 1)._pick(onehot, -2).cast(dtypes.int32)
   def _before(self, idx, other, other_idx, n:int, descending:bool):
     """whether (self, idx) sorts before (other, other_idx): real elements before padding (index >= n), then NaN last (first when
     descending), then by value, then by original index (stability)"""
@@ -67,10 +146,23 @@ class SortingMixin:
     return vals.shrink(keep), idx.shrink(keep)
   def argsort(self, dim:int=-1, descending:bool=False): return self.sort(dim, descending)[1]
   def topk(self, k:int, dim:int=-1, largest:bool=True, sorted_:bool=True) -> tuple:
-    """(values, indices) of the k largest (or smallest) elements along dim, in sorted order"""
+    """(values, indices) of the k largest (or smallest) elements along dim, in sorted order; ties: the lower index first"""
     dim = self._resolve_dim(dim)
     if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
-    values, indices = self.sort(dim, descending=largest)
-    keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
-    return values.shrink(keep), indices.shrink(keep)
+    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or not _rounds_pay(n, k):
+      values, indices = self.sort(dim, descending=largest)
+      keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
+      return values.shrink(keep), indices.shrink(keep)
+    grad = x._grad_flows()
+    keys = (x.detach() if grad else x)._sort_keys(largest)._smallest_keys(k)
+    values, indices = x._unpack_keys(keys, largest)
+    if grad: values = x.unsqueeze(-2)._pick(indices._one_hot_at(n, len(indices.shape)), -1)  # the elements themselves, O(k*n)
+    return values.transpose(dim, -1), indices.transpose(dim, -1)
+
+def _rounds_pay(n:int, k:int) -> bool:
+  """whether topk's k rounds cost less than sorting the row: short rows rank in two kernels, long ones pay the network's kernels"""
+  if n <= PACKED_BITONIC_MIN: return False
+  p = (n - 1).bit_length()
+  network_kernels = -(-(p * (p + 1) // 2) // STAGES_PER_KERNEL)
+  return k < ROUNDS_PER_NETWORK_KERNEL * network_kernels
