@@ -10,8 +10,8 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
 from tinygrad.dtype import dtypes
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, lanes, ranges,\
-  simplified, size
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, MAX_UPCAST, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, \
+  lanes, ranges, simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
 from tinygrad.codegen.opt.peel import vector_gate_ranges
 
@@ -303,6 +303,22 @@ def _chain_trips(ast:UOp) -> int:
   free = free_ranges(ast)
   return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
+ROW_RUN = int(os.getenv("ROW_RUN", "256"))
+
+def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[int, int]|None:
+  """(axis, amount) of a second upcast of the tile's stride-1 axis for a reduce that steps over rows (_reduce_strided: a column sum) whose
+  loads share nothing across lanes: each row visit then reads a run of cache lines, not one. Each visit is a new page at a row length past
+  4 KB, and the hardware prefetchers follow a stream only within a page: 4096x4096 sum(0) at 2 threads, the kernel alone, 16 lanes XX ms,
+  XX. Up to simd.wide accumulators (half the registers), leaving at least `shares` tiles for the thread split"""
+  ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  if not tile or not _reduce_strided(ast): return None
+  moving = [a for a in _accesses(ast)[0] if a.deps & red]
+  if any(ax[i] not in a.deps for a in moving for i in tile): return None
+  if len(unit := [i for i in tile if all(ax[i] in a.unit for a in moving)]) != 1 or tile[i := unit[0]] != WIDE: return None
+  rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // prod(tile.values())
+  return next(((i, amt) for amt in range(MAX_UPCAST, 1, -1) if rest % amt == 0 and prod(tile.values()) * amt <= min(simd.wide, ROW_RUN)
+               and outputs // amt >= shares), None)
+
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
   if not ax or any(size(r) is None for r in ranges(ast)): return []  # symbolic or bound-less loops: left as written
@@ -333,16 +349,21 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
   if chain := broadcast_reduce(ast): work = _chain_trips(ast)
   tile_axes = [] if chain else out if red else _elementwise_tile_axes(ast, out)
-  tile = ({} if chain or red else transpose_tile(ast, out)) or register_tile(ast, tile_axes, simd, panel_streams(ast))
+  tile = transposed = {} if chain or red else transpose_tile(ast, out)
+  tile = tile or register_tile(ast, tile_axes, simd, panel_streams(ast))
   # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
-  # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0)
-  if not red and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
+  # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0). A
+  # transposing copy keeps its whole cache lines (x.T of 1024x1024 at 2 threads: 8x4 lanes 2.1 ms, transpose_tile's 16x2 0.65 ms)
+  if not red and not transposed and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
   if red: tile = wide_panel_tile(ast, tile, simd, nodes, getattr(renderer, "tile_lanes", 256))
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
+  threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
+  run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1) if red and not chain else None
   for i, amt in sorted(tile.items(), reverse=True):
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  if run is not None: attempt(OptOps.UPCAST, run[0], (run[1],))
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
@@ -353,7 +374,6 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
-  threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
