@@ -172,7 +172,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   cache lines its lanes touch per step: a direct conv's pixels are broadcasts from one line, its weight panels a line each from a weight
   past L1 (b8 256->256 14x14 3x3: 2 pixels x 8 panels 21.1 ms, 7 pixels x 2 panels 12.0 ms, at 2 threads). On a tie the smaller
   tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector chains instead of one and a
-  whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms)"""
+  whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms; row_run then widens it)"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
@@ -303,20 +303,19 @@ def _chain_trips(ast:UOp) -> int:
   free = free_ranges(ast)
   return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
-ROW_RUN = int(os.getenv("ROW_RUN", "256"))
-
 def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[int, int]|None:
-  """(axis, amount) of a second upcast of the tile's stride-1 axis for a reduce that steps over rows (_reduce_strided: a column sum) whose
-  loads share nothing across lanes: each row visit then reads a run of cache lines, not one. Each visit is a new page at a row length past
-  4 KB, and the hardware prefetchers follow a stream only within a page: 4096x4096 sum(0) at 2 threads, the kernel alone, 16 lanes XX ms,
-  XX. Up to simd.wide accumulators (half the registers), leaving at least `shares` tiles for the thread split"""
+  """(axis, amount) of a second upcast of the tile's stride-1 axis, for a reduce that steps over rows (_reduce_strided: a column sum)
+  whose loads share nothing across lanes: each row visit then reads a run of cache lines, where one line a visit, a row apart, is a
+  stream the hardware prefetchers do not follow. Up to simd.wide accumulators (half the registers), leaving a tile for each of `shares`
+  threads. sum(0) at one thread, CPU time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1):
+  4.6), 65536x256 (1 KB rows) 15.0 -> 6.7 -> 5.9 -> 4.3, 1024x16384 14.0 -> 6.7 -> 5.6 -> 5.1"""
   ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
   if not tile or not _reduce_strided(ast): return None
   moving = [a for a in _accesses(ast)[0] if a.deps & red]
   if any(ax[i] not in a.deps for a in moving for i in tile): return None
   if len(unit := [i for i in tile if all(ax[i] in a.unit for a in moving)]) != 1 or tile[i := unit[0]] != WIDE: return None
   rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // prod(tile.values())
-  return next(((i, amt) for amt in range(MAX_UPCAST, 1, -1) if rest % amt == 0 and prod(tile.values()) * amt <= min(simd.wide, ROW_RUN)
+  return next(((i, amt) for amt in range(MAX_UPCAST, 1, -1) if rest % amt == 0 and prod(tile.values()) * amt <= simd.wide
                and outputs // amt >= shares), None)
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
