@@ -304,19 +304,19 @@ def _chain_trips(ast:UOp) -> int:
   return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
 def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[int, int]|None:
-  """(axis, amount) of a second upcast of the tile's stride-1 axis, for a reduce that steps over rows (_reduce_strided: a column sum)
-  whose loads share nothing across lanes: each row visit then reads a run of cache lines, where one line a visit, a row apart, is a
-  stream the hardware prefetchers do not follow. Up to simd.wide accumulators (half the registers), leaving a tile for each of `shares`
-  threads. sum(0) at one thread, CPU time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1):
-  4.6), 65536x256 (1 KB rows) 15.0 -> 6.7 -> 5.9 -> 4.3, 1024x16384 14.0 -> 6.7 -> 5.6 -> 5.1"""
+  """(axis, amount) of a second upcast of a one-axis WIDE tile, for a reduce that steps over rows (a column sum, a vector-matrix product):
+  every load that depends on that axis walks it with stride 1 and the reduce with a stride (the others, v[k] of v @ a, are one broadcast
+  per row): each row visit then reads a run of cache lines, where one line a visit, a row apart, is a stream the hardware prefetchers do
+  not follow. Up to simd.wide accumulators (half the registers), leaving a tile for each of `shares` threads. sum(0) at one thread, CPU
+  time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1): 4.6), 65536x256 (1 KB rows) 15.0 ->
+  6.7 -> 5.9 -> 4.3, 1024x16384 14.0 -> 6.7 -> 5.6 -> 5.1"""
   ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
-  if not tile or not _reduce_strided(ast): return None
-  moving = [a for a in _accesses(ast)[0] if a.deps & red]
-  if any(ax[i] not in a.deps for a in moving for i in tile): return None
-  if len(unit := [i for i in tile if all(ax[i] in a.unit for a in moving)]) != 1 or tile[i := unit[0]] != WIDE: return None
-  rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // prod(tile.values())
-  return next(((i, amt) for amt in range(MAX_UPCAST, 1, -1) if rest % amt == 0 and prod(tile.values()) * amt <= simd.wide
-               and outputs // amt >= shares), None)
+  if len(tile) != 1: return None
+  (i, amt), = tile.items()
+  moving = [a for a in _accesses(ast)[0] if a.deps & red and ax[i] in a.deps]
+  if amt != WIDE or not moving or not all(ax[i] in a.unit and not a.unit & red for a in moving): return None
+  rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // WIDE
+  return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n <= simd.wide and outputs // n >= shares), None)
 
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
