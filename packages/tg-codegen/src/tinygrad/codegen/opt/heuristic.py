@@ -375,8 +375,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
-    # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
-    want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
+    # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse).
+    # A column reduce's run (row_run) streams its rows and reuses nothing
+    want = min(threads * (SHARES_PER_THREAD if not (red and upcast) or run is not None else 1), work // WORK_PER_THREAD)
     # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them (a minor
     # one may be redone)
     f = free_ranges(ast) if chain else {}
