@@ -275,6 +275,25 @@ def test_column_reduce_reads_runs_of_cache_lines():
     np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-2)
     assert (opts := hand_coded_opts(col_reduce(1 << 16, 256)[0][0], AVX512)) == [Opt(U, 0, 16), Opt(U, 0, 8), Opt(T, 0, 2)], opts
 
+@pytest.mark.parametrize("shape,axis", [((37, 4096), 0), ((5, 3, 520), (0, 1)), ((1, 4096), 0), ((300, 1), 0), ((6, 33, 7, 9), (0, 2, 3))])
+def test_column_reductions_match_numpy(shape, axis):
+  # through the Tensor API at 1 and 2 threads: sum, mean, max over the outer axes, a strided view, a vector-matrix product, and gradients
+  rng = np.random.default_rng(len(shape))
+  x = rng.standard_normal(shape).astype(np.float32)
+  big = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
+  for threads in (1, 2):
+    with Context(THREADS=threads):
+      np.testing.assert_allclose(Tensor(x).sum(axis).numpy(), x.sum(axis), rtol=1e-4, atol=1e-3)
+      np.testing.assert_allclose(Tensor(x).mean(axis).numpy(), x.mean(axis), rtol=1e-4, atol=1e-4)
+      np.testing.assert_array_equal(Tensor(x).max(axis).numpy(), x.max(axis))
+      np.testing.assert_allclose(Tensor(big)[..., 1::2].sum(axis).numpy(), big[..., 1::2].sum(axis), rtol=1e-4, atol=1e-3)
+      if len(shape) == 2:
+        v = rng.standard_normal(shape[0]).astype(np.float32)
+        np.testing.assert_allclose((Tensor(v) @ Tensor(x)).numpy(), v @ x, rtol=1e-4, atol=1e-3)
+      t = Tensor(x, requires_grad=True)
+      (t * t).mean(axis).sum().backward()
+      np.testing.assert_allclose(t.grad.numpy(), 2 * x * x.mean(axis, keepdims=True).size / x.size, rtol=1e-5, atol=1e-6)
+
 def test_streaming_kernels_get_shares_for_free_cores():
   # a kernel that tiles no loads is split into 4 shares per core, which the cores take as they come free; whatever THREADS is when it
   # runs (fewer threads than shares, or one), every share runs exactly once
