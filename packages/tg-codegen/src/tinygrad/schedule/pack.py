@@ -12,7 +12,9 @@ can be made to read contiguous panels (the conv's input is read as windows: a co
 is a whole image). The reduce then writes a buffer of its own with j innermost (channels-last: LLVM's SLP vectorizer builds the tile's
 vectors from consecutive stores, so j's lanes must be the store's) and its result is a permuted view of that buffer (LAYOUT: a realized
 target stays that view, as a torch channels-last tensor does, instead of a second pass copying it to row-major order). A direct conv
-b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md)."""
+b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md).
+An operand that is no panel operand but steps its reduce a row apart (A of a.T @ b, the inputs of a Linear's weight gradient) is copied
+with its reduce axes innermost, as A of a @ b is read (_reduce_inner)."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
