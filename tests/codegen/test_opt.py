@@ -248,14 +248,51 @@ def col_reduce(h, w):
     return j, a[i*w + j].load().reduce(i, op=Ops.ADD), (j,)
   return kernel((h, w), body, 1, [h*w], w, "col"), lambda a: a.reshape(h, w).sum(0)
 
-def test_column_reduce_takes_whole_cache_lines():
-  # the lanes of a column sum's output axis are its only independent accumulators: 16 (two vector chains, a whole 64-byte line per row)
-  # where 8 would load as few per lane; 8 where 16 does not divide the columns
+def weighted_col_reduce(h, w):
+  """v @ a: sum over rows of a[i, j] * v[i], v moves with the reduce and is shared by the lanes of j"""
+  def body(out, a, v):
+    j, i = UOp.range(w, 0), UOp.range(h, 1, AxisType.REDUCE)
+    return j, (a[i*w + j].load() * v[i].load()).reduce(i, op=Ops.ADD), (j,)
+  return kernel((h, w), body, 2, [h*w, h], w, "wcol"), lambda a, v: v @ a.reshape(h, w)
+
+def test_column_reduce_reads_runs_of_cache_lines():
+  # the lanes of a column sum's output axis are its only independent accumulators, and each row visit is a new page past 4 KB rows: a
+  # cache line (16) where 8 would load as few per lane, then a second upcast of the same axis to a run of lines per row, up to half the
+  # registers (simd.wide: 64 lanes on AVX2, 256 on AVX-512 past SMALL_WORK) and leaving a tile per thread; 8 where 16 does not divide
   with Context(THREADS=1):
-    for k, want in ((col_reduce(40, 64), [Opt(U, 0, 16)]), (col_reduce(40, 24), [Opt(U, 0, 8)])):
+    for k, want in ((col_reduce(40, 64), [Opt(U, 0, 16), Opt(U, 0, 4)]), (col_reduce(40, 48), [Opt(U, 0, 16), Opt(U, 0, 3)]),
+                    (col_reduce(40, 24), [Opt(U, 0, 8)]), (col_reduce(7, 272), [Opt(U, 0, 16)])):
       (ast, ins), ref = k
       assert (opts := hand_coded_opts(ast, AVX2)) == want, opts
       for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
+    # a load the lanes share (v[k] of v @ a) is one broadcast per row visit: the same run
+    (ast, ins), ref = weighted_col_reduce(40, 64)
+    assert (opts := hand_coded_opts(ast, AVX2)) == [Opt(U, 0, 16), Opt(U, 0, 4)], opts
+    np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
+  with Context(THREADS=2):
+    (ast, ins), ref = col_reduce(4096, 4096)
+    assert (opts := hand_coded_opts(ast, AVX512)) == [Opt(U, 0, 16), Opt(U, 0, 16), Opt(T, 0, 8)], opts  # streaming: 4 shares a core
+    np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-2)
+    assert (opts := hand_coded_opts(col_reduce(1 << 16, 256)[0][0], AVX512)) == [Opt(U, 0, 16), Opt(U, 0, 8), Opt(T, 0, 2)], opts
+
+@pytest.mark.parametrize("shape,axis", [((37, 4096), 0), ((5, 3, 520), (0, 1)), ((1, 4096), 0), ((300, 1), 0), ((6, 33, 7, 9), (0, 2, 3))])
+def test_column_reductions_match_numpy(shape, axis):
+  # through the Tensor API at 1 and 2 threads: sum, mean, max over the outer axes, a strided view, a vector-matrix product, and gradients
+  rng = np.random.default_rng(len(shape))
+  x = rng.standard_normal(shape).astype(np.float32)
+  big = rng.standard_normal(shape[:-1] + (2 * shape[-1],)).astype(np.float32)
+  for threads in (1, 2):
+    with Context(THREADS=threads):
+      np.testing.assert_allclose(Tensor(x).sum(axis).numpy(), x.sum(axis), rtol=1e-4, atol=1e-3)
+      np.testing.assert_allclose(Tensor(x).mean(axis).numpy(), x.mean(axis), rtol=1e-4, atol=1e-4)
+      np.testing.assert_array_equal(Tensor(x).max(axis).numpy(), x.max(axis))
+      np.testing.assert_allclose(Tensor(big)[..., 1::2].sum(axis).numpy(), big[..., 1::2].sum(axis), rtol=1e-4, atol=1e-3)
+      if len(shape) == 2:
+        v = rng.standard_normal(shape[0]).astype(np.float32)
+        np.testing.assert_allclose((Tensor(v) @ Tensor(x)).numpy(), v @ x, rtol=1e-4, atol=1e-3)
+      t = Tensor(x, requires_grad=True)
+      (t * t).mean(axis).sum().backward()
+      np.testing.assert_allclose(t.grad.numpy(), 2 * x * x.mean(axis, keepdims=True).size / x.size, rtol=1e-5, atol=1e-6)
 
 def test_streaming_kernels_get_shares_for_free_cores():
   # a kernel that tiles no loads is split into 4 shares per core, which the cores take as they come free; whatever THREADS is when it
@@ -275,6 +312,8 @@ def test_transposing_copy_reads_whole_cache_lines():
     for run in (run_cpu, run_python): np.testing.assert_array_equal(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins))
     # 8 where 16 does not divide the load's axis
     assert hand_coded_opts(transpose(48, 24)[0][0], AVX2) == [Opt(U, 1, 2), Opt(U, 0, 8)]
+    # the same whole lines on AVX-512, whose loop-vectorizer rule (LOOP_GROUP) leaves a transposing copy's tile alone
+    assert hand_coded_opts(transpose(48, 64)[0][0], AVX512) == [Opt(U, 1, 2), Opt(U, 0, 16)]
     # an input read along the store as well is no transposing copy: the load-sharing tile
     (ast, ins), ref = transpose(48, 64, plus_row=True)
     assert Opt(U, 0, 16) not in (opts := hand_coded_opts(ast, AVX2)), opts

@@ -55,6 +55,52 @@ def test_which_operand_and_when():
     assert _copies(a @ b) == []  # 2^24: the copy and its schedule cost as much as they save
   with Context(PACK=0): assert _copies(a @ b) == []
 
+def _reduce_steps(t:Tensor) -> list[int]:
+  """per load of the product's kernel (the last), the most its address steps along a reduce axis: 1 for a row read along the reduce,
+  WIDE for a panel-major copy, a row's length for an operand read down its columns"""
+  from tinygrad.codegen.opt.heuristic import _Access
+  ast = _kernels(t)[-1].ast
+  red = {r for r in ast.toposort() if r.op is Ops.RANGE and r.arg[1] is AxisType.REDUCE}
+  return sorted(max((a.stride.get(r, 0) for r in red), default=0) for u in ast.toposort() if u.op is Ops.LOAD
+                for a in [_Access(u.src[0].src[1], False)])
+
+def test_an_operand_read_down_its_columns_is_copied():
+  # a.T @ b reads A down a's columns, a row apart per step of the reduce: copied with the reduce innermost (as A of a @ b is), and B
+  # into panels; so are both of a.T @ b.T, and x of a Linear's weight gradient x.T @ g
+  a, b = Tensor.empty(1024, 64), Tensor.empty(1024, 256)
+  with Context(PACK=2):
+    assert _reduce_steps(Tensor.empty(64, 1024) @ b) == [1, WIDE]
+    for t in (a.T @ b, a.T @ Tensor.empty(256, 1024).T, Tensor.empty(4, 1024, 64).transpose(1, 2) @ Tensor.empty(4, 1024, 256)):
+      assert _reduce_steps(t) == [1, WIDE] and len(_kernels(t)) == 3
+    # a matrix-vector product re-reads nothing: no copy (the heuristic's tile walks a's rows instead)
+    assert _reduce_steps(a.T @ Tensor.empty(1024)) == [1, 64] and len(_kernels(a.T @ Tensor.empty(1024))) == 1
+  with Context(PACK=1):
+    assert _reduce_steps(a.T @ b) == [64, 256]  # 2^24 multiply-adds: the copies cost as much as they save
+    assert _reduce_steps(Tensor.empty(1024, 1024).T @ Tensor.empty(1024, 1024)) == [1, WIDE]
+
+@pytest.mark.parametrize("k,m,n", [(37, 17, 33), (16, 1, 20), (50, 18, 1)])
+def test_transposed_operands_match_numpy(device, k, m, n):
+  rng = np.random.default_rng(k*m*n)
+  a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((k, m), (k, n), (n, k)))
+  big = rng.standard_normal((k, 2*m + 1)).astype(np.float32)
+  with Context(PACK=2):
+    ta, tb, tc = Tensor(a, device=device), Tensor(b, device=device), Tensor(c, device=device)
+    np.testing.assert_allclose((ta.T @ tb).numpy(), a.T @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose((ta.T @ tc.T).numpy(), a.T @ c.T, rtol=1e-4, atol=1e-4)
+    # a strided view of a bigger buffer, and a chain whose first product is read down its columns
+    np.testing.assert_allclose((Tensor(big, device=device)[:, 1::2].T @ tb).numpy(), big[:, 1::2].T @ b, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(((ta.T @ tb) @ tc).numpy(), (a.T @ b) @ c, rtol=1e-4, atol=1e-4)
+
+def test_linear_weight_gradient_copied(device):
+  # a Linear's weight gradient reduces over the batch: g.T @ x, both read down their columns
+  rng = np.random.default_rng(7)
+  x, w, g = (rng.standard_normal(s).astype(np.float32) for s in ((40, 24), (33, 24), (40, 33)))
+  with Context(PACK=2):
+    tx, tw = Tensor(x, device=device, requires_grad=True), Tensor(w, device=device, requires_grad=True)
+    (tx.linear(tw.T) * Tensor(g, device=device)).sum().backward()
+    np.testing.assert_allclose(tw.grad.numpy(), g.T @ x, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tx.grad.numpy(), g @ w, rtol=1e-4, atol=1e-4)
+
 def test_a_packed_operand_is_not_packed_again():
   with Context(PACK=2):
     c = Tensor.empty(64, 1024) @ Tensor.empty(1024, 256)

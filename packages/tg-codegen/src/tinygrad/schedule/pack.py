@@ -12,7 +12,9 @@ can be made to read contiguous panels (the conv's input is read as windows: a co
 is a whole image). The reduce then writes a buffer of its own with j innermost (channels-last: LLVM's SLP vectorizer builds the tile's
 vectors from consecutive stores, so j's lanes must be the store's) and its result is a permuted view of that buffer (LAYOUT: a realized
 target stays that view, as a torch channels-last tensor does, instead of a second pass copying it to row-major order). A direct conv
-b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md)."""
+b8 64->64 56x56 3x3 at one thread: 28 -> 85 GFLOP/s for the kernel, 16 channels x 4 pixels (bench/RESULTS.md).
+An operand that is no panel operand but steps its reduce a row apart (A of a.T @ b, the inputs of a Linear's weight gradient) is copied
+with its reduce axes innermost, as A of a @ b is read (_reduce_inner)."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
@@ -157,6 +159,29 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
     order = tuple(i for i in range(len(x.shape)) if i != j) + (j,)
     moved = r.replace(src=(summed(x).permute(order),), arg=(op, tuple(order.index(i) for i in red)))
     return moved.contiguous().replace(tag=LAYOUT).permute(tuple(order.index(i) for i in range(len(x.shape))))
+  return _reduce_inner(ctx, r, x, red, summed)
+
+def steps_apart(strides:list[dict[int, int]], red:tuple[int, ...]) -> bool:
+  """some load steps the innermost reduce axis of the operand (the reduce loop's innermost) by more than WIDE: a new cache line per step"""
+  return bool(red) and any(abs(s.get(red[-1], 0)) > WIDE for s in strides)
+
+def _reduce_inner(ctx:PackCtx, r:UOp, x:UOp, red:tuple[int, ...], summed) -> UOp|None:
+  """copy an operand that is no panel operand and steps its reduce a row apart (A of a.T @ b, x of a Linear's weight gradient x.T @ g)
+  into a buffer with its reduce axes innermost, as A of a @ b is: read in place, each step of the reduce loop is a new cache line, and at
+  a power-of-two row length all of a tile's lines fall into the same few cache sets, so the lines a row tile loads are gone before the
+  next row tiles read them again (matmul 1024 a.T @ b at 2 threads: 111 ms, a @ b 6.5 ms). The copy costs one pass over the operand
+  against one re-read per tile of the other output axis. summed: puts back the widening cast a float16 product is summed through"""
+  kept = [i for i in range(len(x.shape)) if i not in red and x.shape[i] > 1]
+  for k, base, aligned in _operands(x):
+    own = tuple(i for i in red if aligned[i] > 1)
+    if base in ctx.packed or not own or prod(x.shape[i] for i in kept if aligned[i] == 1) < MIN_REUSE: continue
+    got = ctx.strides(base.reshape(aligned))
+    if got is None or not got[0] or prod(aligned) > got[1] or not steps_apart(got[0], own): continue
+    order = tuple(i for i in range(len(aligned)) if i not in red) + red
+    view = base.reshape(aligned).permute(order).contiguous().permute(tuple(order.index(i) for i in range(len(aligned)))).reshape(base.shape)
+    ctx.packed.add(view)
+    if view.shape != x.src[k].shape: view = view.expand(x.src[k].shape)
+    return r.replace(src=(summed(x.replace(src=x.src[:k] + (view,) + x.src[k+1:])),))
   return None
 
 pm_pack = PatternMatcher([(UPat(Ops.REDUCE_AXIS, name="r"), pack_operand)])

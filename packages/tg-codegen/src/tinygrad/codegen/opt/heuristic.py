@@ -10,8 +10,8 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
 from tinygrad.dtype import dtypes
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, lanes, ranges,\
-  simplified, size
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, MAX_UPCAST, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, \
+  lanes, ranges, simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
 from tinygrad.codegen.opt.peel import vector_gate_ranges
 
@@ -172,7 +172,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   cache lines its lanes touch per step: a direct conv's pixels are broadcasts from one line, its weight panels a line each from a weight
   past L1 (b8 256->256 14x14 3x3: 2 pixels x 8 panels 21.1 ms, 7 pixels x 2 panels 12.0 ms, at 2 threads). On a tie the smaller
   tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector chains instead of one and a
-  whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms)"""
+  whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms; row_run then widens it)"""
   ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
   if not acc: return {}
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
@@ -357,6 +357,21 @@ def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tup
                and size(ax[j]) // (WIDE * amt) >= shares), 1)
   return [(j, WIDE)] + ([(j, run)] if run > 1 else [])
 
+def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[int, int]|None:
+  """(axis, amount) of a second upcast of a one-axis WIDE tile, for a reduce that steps over rows (a column sum, a vector-matrix product):
+  every load that depends on that axis walks it with stride 1 and the reduce with a stride (the others, v[k] of v @ a, are one broadcast
+  per row): each row visit then reads a run of cache lines, where one line a visit, a row apart, is a stream the hardware prefetchers do
+  not follow. Up to simd.wide accumulators (half the registers), leaving a tile for each of `shares` threads. sum(0) at one thread, CPU
+  time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1): 4.6), 65536x256 (1 KB rows) 15.0 ->
+  6.7 -> 5.9 -> 4.3, 1024x16384 14.0 -> 6.7 -> 5.6 -> 5.1"""
+  ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
+  if len(tile) != 1: return None
+  (i, amt), = tile.items()
+  moving = [a for a in _accesses(ast)[0] if a.deps & red and ax[i] in a.deps]
+  if amt != WIDE or not moving or not all(ax[i] in a.unit and not a.unit & red for a in moving): return None
+  rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // WIDE
+  return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n <= simd.wide and outputs // n >= shares), None)
+
 def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   ax = axes(ast)
   if not ax or any(size(r) is None for r in ranges(ast)): return []  # symbolic or bound-less loops: left as written
@@ -394,18 +409,21 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   # a small product (the loss's sum over 10 classes) stays in cache: the register tile's shared loads are what count there
   gemv = gemv_upcasts(ast, out, simd, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
-  tile = ({} if chain or red else transpose_tile(ast, out)) or \
-         ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
+  tile = transposed = {} if chain or red else transpose_tile(ast, out)
+  tile = tile or ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
   # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
-  # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0)
-  if not red and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
+  # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0). A
+  # transposing copy keeps its whole cache lines (x.T of 1024x1024 at 2 threads: 8x4 lanes 2.1 ms, transpose_tile's 16x2 0.65 ms)
+  if not red and not transposed and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
   if red and gemv is None: tile = wide_panel_tile(ast, tile, simd, nodes, getattr(renderer, "tile_lanes", 256))
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
+  run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1) if red and not chain else None
   for i, amt in sorted(tile.items(), reverse=True):
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
+  if run is not None: attempt(OptOps.UPCAST, run[0], (run[1],))
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
@@ -418,8 +436,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
-    # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse)
-    want = min(threads * (SHARES_PER_THREAD if not (red and upcast) else 1), work // WORK_PER_THREAD)
+    # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse).
+    # A column reduce's run (row_run) streams its rows and reuses nothing
+    want = min(threads * (SHARES_PER_THREAD if not (red and upcast) or run is not None else 1), work // WORK_PER_THREAD)
     # a row chain's reduces run once per value of the axes they depend on: split another axis, and every share would redo them (a minor
     # one may be redone)
     f = free_ranges(ast) if chain else {}
