@@ -1,6 +1,7 @@
 """Loops the LLVM renderer keeps LLVM's loop vectorizer off (`slp_only_loops`, !llvm.loop metadata), so that the SLP vectorizer packs
-a trip's upcast lanes: a loop whose trip writes a run of elements while it reads a shorter run (an upsample), and a copy through a
-select on a condition fixed for the loop (a gather's out-of-bounds zero). A plain copy, a broadcast and strided reads keep it on.
+a trip's upcast lanes: a loop whose trip reads a run longer than its step (an upsample's neighbours), and a copy through a select on a
+condition fixed for the loop (a gather's out-of-bounds zero). A plain copy, a run as long as the step, a broadcast and strided reads
+keep it on.
 Results are numpy's either way. Oracles: numpy, the metadata counted by hand."""
 import numpy as np
 from tinygrad.uop import Ops
@@ -34,7 +35,8 @@ def marked(prog:Prog) -> int: return LLVMRenderer().render("k", prog.uops).count
 
 ROWS, WIDTH = 4, 32
 
-def upsample(p, r, k, lane): return at(p, r, k, LANES // 2, lane // 2, WIDTH)  # each element read for two outputs
+def upsample(p, r, k, lane): return at(p, r, k, LANES // 2, (lane + 1) // 2, WIDTH)  # a trip reads 5 elements, the next trip from the 5th
+def halves(p, r, k, lane): return at(p, r, k, LANES // 2, lane // 2, WIDTH)  # a trip reads as many elements as it steps by
 def copy(p, r, k, lane): return at(p, r, k, LANES, lane, WIDTH)
 def broadcast(p, r, k, lane): return p.alu(Ops.MUL, r, WIDTH)  # a row's first element everywhere: a read that does not move
 def strided(p, r, k, lane): return at(p, r, k, 9 * LANES, 9 * lane, 9 * WIDTH)  # lanes 9 apart (a transposed read)
@@ -43,6 +45,7 @@ def test_upsample_and_gated_copy_are_marked_others_not():
   assert marked(lanes_loop(ROWS, WIDTH, upsample)) == 1
   assert marked(lanes_loop(ROWS, WIDTH, copy, gate=True)) == 1
   assert marked(lanes_loop(ROWS, WIDTH, copy)) == 0
+  assert marked(lanes_loop(ROWS, WIDTH, halves)) == 0
   assert marked(lanes_loop(ROWS, WIDTH, broadcast)) == 0
   assert marked(lanes_loop(ROWS, WIDTH, strided, gate=True, stride=9 * WIDTH)) == 0
   ir = LLVMRenderer().render("k", lanes_loop(ROWS, WIDTH, upsample).uops)
@@ -54,6 +57,6 @@ def test_upsample_and_gated_copy_are_marked_others_not():
 def test_results_match_numpy():
   a = np.random.default_rng(0).standard_normal((ROWS, WIDTH)).astype(np.float32)
   out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, upsample), np.zeros_like(a), a)
-  np.testing.assert_array_equal(out, np.repeat(a[:, :WIDTH // 2], 2, axis=1))
+  np.testing.assert_array_equal(out, a[:, (np.arange(WIDTH) + 1) // 2])
   out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, copy, gate=True), np.zeros_like(a), a)
   np.testing.assert_array_equal(out, np.where((np.arange(ROWS) % 2 == 0)[:, None], a, 0))
