@@ -224,11 +224,11 @@ def _runs(accesses:list[UOp], rng:UOp) -> list[tuple[int, list[int]]]:
 def slp_only_loops(uops:list[UOp]) -> list[UOp]:
   """the innermost loops LLVM's loop vectorizer is kept off, so that its SLP vectorizer packs the upcast lanes of a trip instead. It
   vectorizes across trips, and where a trip's lanes are not one run of consecutive elements per access it does so with gathers and
-  scatters, or with shuffles through a loop-invariant select. Two such loops, each writing a run of elements per trip: one whose trip
-  reads a run longer than the step to the next trip's (an upsample's lanes read each element twice and the next trip reads its last:
-  a x2 bilinear interpolate took 1.7x the CPU time), and a copy through a select on a condition fixed for the loop between a loaded
-  value and another (an out-of-bounds gather's zero: 8 shuffles per vector). A run of reads as long as the step (a sort stage's half
-  rows) vectorizes better across trips (its compare-and-swap kernels took 1.2x the time with the SLP vectorizer)"""
+  scatters, or with shuffles through a loop-invariant select. Two such loops, each writing a run of elements per trip: one whose reads
+  move on slower than its writes and whose trip reads a run longer than that step (an upsample: its lanes read each element twice and
+  the next trip reads its last; a x2 bilinear interpolate took 1.7x the CPU time), and a copy through a select on a condition fixed for
+  the loop between a loaded value and another (an out-of-bounds gather's zero: 8 shuffles per vector). Sort's compare-and-swap stages
+  read runs as long as the step, or as fast as the writes: they vectorize better across trips (1.2x the time with the SLP vectorizer)"""
   out: list[UOp] = []
   for n, (u, loops) in enumerate(_nest(uops)):
     if u.op is not Ops.RANGE or u.dtype is dtypes.void: continue
@@ -238,8 +238,9 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
     writes = [step for step, offs in _runs(global_access(Ops.STORE), u) if step and step > 0 and offs == list(range(offs[0], offs[0] + step))]
     if not writes: continue
     reads = _runs(global_access(Ops.LOAD), u)
-    # a run longer than the trip's step: consecutive trips read shared elements, which no interleaved group of the loop vectorizer holds
-    overlapping = any(step and 0 < step < offs[-1] - offs[0] + 1 == len(offs) for step, offs in reads)
+    # reads moving slower than the writes in a run longer than their step: consecutive trips read shared elements, which no interleaved
+    # group of the loop vectorizer holds
+    overlapping = any(step and 0 < step < max(writes) and step < offs[-1] - offs[0] + 1 == len(offs) for step, offs in reads)
     # only where every read is a run like the writes (a copy through the select): strided reads vectorized better across trips
     copies = all(step and offs == list(range(offs[0], offs[0] + step)) for step, offs in reads)
     fixed = copies and any(v.op is Ops.WHERE and loop_step(v.src[0], u) == 0 and any(s.op is Ops.LOAD and s in body for s in v.src[1:]) for v in body)
