@@ -57,3 +57,42 @@ def test_cross_entropy_picks_its_class_term(ignore_index):
   logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
   keep = y != ignore_index
   np.testing.assert_allclose(got, -logp[np.arange(16), y][keep].mean(), rtol=1e-5)
+
+def test_embedding_rows_repeats_ends_and_gradient():
+  # odd sizes, ids repeated, 0 and vocab-1, a 2-D batch; the gradient of a lookup is a scatter-add: numpy's np.add.at
+  rng = np.random.default_rng(3)
+  emb = nn.Embedding(37, 5)
+  emb.weight.requires_grad = True
+  tok = np.array([[0, 36, 7, 7], [36, 0, 0, 19], [7, 7, 7, 7]], dtype=np.int32)
+  out, w = emb(Tensor(tok)), emb.weight.numpy()
+  g = rng.standard_normal((3, 4, 5)).astype(np.float32)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_array_equal(out.numpy(), w[tok])
+  want = np.zeros_like(w)
+  np.add.at(want, tok, g)
+  np.testing.assert_allclose(emb.weight.grad.numpy(), want, rtol=1e-6, atol=1e-6)
+
+def test_tensor_index_2d_negative_and_out_of_range_ids():
+  # x[idx] with a 2-D int32 idx: -k counts from the end like numpy; past either end (tinygrad's rule) is a row of zeros
+  rng = np.random.default_rng(4)
+  x = rng.standard_normal((11, 3)).astype(np.float32)
+  idx = np.array([[0, -1, 10], [-11, 5, 5]], dtype=np.int32)
+  np.testing.assert_array_equal(Tensor(x)[Tensor(idx)].numpy(), x[idx])
+  far = np.array([11, -12, 3, 40], dtype=np.int32)
+  np.testing.assert_array_equal(Tensor(x)[Tensor(far)].numpy(), np.where(((far >= -11) & (far < 11))[:, None], x[np.clip(far, -11, 10)], 0))
+  # a non-contiguous source: the transposed view's rows
+  np.testing.assert_array_equal(Tensor(x.T.copy()).T[Tensor(idx)].numpy(), x[idx])
+
+def test_gather_along_each_axis():
+  rng = np.random.default_rng(5)
+  x = rng.standard_normal((4, 7)).astype(np.float32)
+  i0, i1 = rng.integers(0, 4, (3, 7)).astype(np.int32), rng.integers(0, 7, (4, 9)).astype(np.int32)
+  np.testing.assert_array_equal(Tensor(x).gather(0, Tensor(i0)).numpy(), np.take_along_axis(x, i0, 0))
+  np.testing.assert_array_equal(Tensor(x).gather(1, Tensor(i1)).numpy(), np.take_along_axis(x, i1, 1))
+
+def test_an_axis_arange_is_built_once():
+  # indexing builds an arange of the axis on every call: the same graph node for the same device, size and dtype (0.3 ms of python)
+  x = Tensor.ones(4, 4)
+  assert x._arange(32000).uop is Tensor.zeros(2)._arange(32000).uop
+  np.testing.assert_array_equal(x._arange(13).numpy(), np.arange(13))
+  assert x._arange(13, dtypes.int16).dtype is dtypes.int16

@@ -379,6 +379,38 @@ def test_interpolate(mode, align_corners, size):
   for a, o in zip((2, 3), size): want = np_interp_axis(want, a, o, mode, align_corners)
   np.testing.assert_allclose(Tensor(x).interpolate(size, mode, align_corners).numpy(), want, rtol=1e-5, atol=1e-6)
 
+@pytest.mark.parametrize("shape,size", [((2, 3, 7, 9), (14, 18)), ((1, 2, 6, 5), (3, 2)), ((1, 1, 5, 7), (13, 11)), ((2, 1, 1, 4), (5, 1)),
+                                        ((1, 2, 9, 3), (9, 7))])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_interpolate_linear_ratios(shape, size, align_corners):
+  # x2 (the survey's shape, small), x0.5, 5 -> 13 (a step of 5/13: 13 phases), an axis of 1 and an unchanged one, both align modes
+  x = rnd(*shape)
+  want = x
+  for a, o in zip((2, 3), size): want = np_interp_axis(want, a, o, "linear", align_corners)
+  np.testing.assert_allclose(Tensor(x).interpolate(size, "bilinear", align_corners).numpy(), want, rtol=1e-5, atol=1e-6)
+
+def test_interpolate_linear_noncontiguous_trilinear_and_gradient():
+  x = rnd(2, 5, 4, 3)
+  want = np_interp_axis(np_interp_axis(x.transpose(0, 3, 2, 1), 2, 8, "linear", False), 3, 11, "linear", False)
+  np.testing.assert_allclose(Tensor(x).permute(0, 3, 2, 1).interpolate((8, 11)).numpy(), want, rtol=1e-5, atol=1e-6)
+  v = rnd(1, 2, 3, 4, 5)
+  want = v
+  for a, o in zip((2, 3, 4), (6, 3, 9)): want = np_interp_axis(want, a, o, "linear", True)
+  np.testing.assert_allclose(Tensor(v).interpolate((6, 3, 9), "trilinear", True).numpy(), want, rtol=1e-5, atol=1e-6)
+  # the gradient is the transposed resize: each output's weights flow back to its two neighbours (numpy: the matrix of the linear map)
+  g, t = rnd(2, 3, 9, 10), Tensor(rnd(2, 3, 4, 5), requires_grad=True)
+  (t.interpolate((9, 10)) * Tensor(g)).sum().backward()
+  mats = [np_interp_axis(np.eye(n, dtype=np.float64), 0, o, "linear", False) for n, o in ((4, 9), (5, 10))]
+  np.testing.assert_allclose(t.grad.numpy(), np.einsum("bcij,ip,jq->bcpq", g, *mats), rtol=1e-5, atol=1e-5)
+
+def test_interpolate_linear_work_is_per_output():
+  # two loads and a few flops per output, not a row of a (new, old) matrix: x2 along 512 elements did 2*512 flops per output
+  from tinygrad.helpers import GlobalCounters
+  x = Tensor(rnd(4, 512)).realize()
+  GlobalCounters.reset()
+  x.interpolate((1024,)).realize()
+  assert GlobalCounters.global_ops < 16 * 4 * 1024, GlobalCounters.global_ops
+
 def test_interpolate_ints_and_errors():
   assert Tensor([[1, 2], [3, 4]]).interpolate((4,), "nearest").tolist() == [[1, 1, 2, 2], [3, 3, 4, 4]]
   np.testing.assert_allclose(Tensor([0, 4]).interpolate((3,), align_corners=True).numpy(), [0, 2, 4])

@@ -141,6 +141,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
+  def _arange(self, n:int, dtype:DType|None=None) -> Tensor: return _handle(self.uop._arange(n, dtype))  # the UOp's, built once
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))
   def _reduce(self, op:Ops, axis=None, keepdim=False) -> Tensor:
     # over every axis to a scalar (x.sum(), x.max(), a loss): the reduce and its reshape to () as nodes, one handle for both (the mixin

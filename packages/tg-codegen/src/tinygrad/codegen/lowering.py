@@ -174,6 +174,9 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   if getattr(renderer, "tensor_cores", ()): sink = accumulate_in_wmma(sink)
+  # the expanded lanes' index math folds while floor division is still FLOORDIV (a lane of (8*r + 1)//2 is 4*r): pm_decompose turns it
+  # into C division, which the symbolic rules leave alone
+  sink = graph_rewrite(sink, symbolic, name="program", memo="_simplified")
   sink = graph_rewrite(sink, pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")

@@ -1,0 +1,62 @@
+"""Loops the LLVM renderer keeps LLVM's loop vectorizer off (`slp_only_loops`, !llvm.loop metadata), so that the SLP vectorizer packs
+a trip's upcast lanes: a loop whose trip reads a run longer than its step (an upsample's neighbours), and a copy through a select on a
+condition fixed for the loop (a gather's out-of-bounds zero). A plain copy, a run as long as the step, a broadcast and strided reads
+keep it on.
+Results are numpy's either way. Oracles: numpy, the metadata counted by hand."""
+import numpy as np
+from tinygrad.uop import Ops
+from tinygrad.dtype import dtypes
+from tinygrad.renderer.llvmir import LLVMRenderer
+from linprog import Prog, run
+
+LANES = 8
+
+def lanes_loop(rows:int, width:int, read, gate:bool=False, stride:int|None=None) -> Prog:
+  """out[r, LANES*k + lane] = a[read(r, k, lane)] (zero where the row's gate r % 2 == 1 is off, with gate) for k < width // LANES"""
+  p = Prog()
+  out, a = p.param(0, dtypes.float32, rows * width), p.param(1, dtypes.float32, rows * (stride or width))
+  r = p.range(rows, 0)
+  on = p.alu(Ops.CMPLT, p.alu(Ops.CMOD, r, 2), 1) if gate else None
+  k = p.range(width // LANES, 1)
+  for lane in range(LANES):
+    v = p.load(a, read(p, r, k, lane))
+    if on is not None: v = p.alu(Ops.WHERE, on, v, 0.0)
+    p.store(out, at(p, r, k, LANES, lane, width), v)
+  p.end(k)
+  p.end(r)
+  return p
+
+def at(p, r, k, step, lane, row):
+  """r*row + k*step + lane, the constant added last (as the symbolic rules leave a kernel's index)"""
+  base = p.alu(Ops.ADD, p.alu(Ops.MUL, r, row), p.alu(Ops.MUL, k, step))
+  return base if lane == 0 else p.alu(Ops.ADD, base, lane)
+
+def marked(prog:Prog) -> int: return LLVMRenderer().render("k", prog.uops).count("!llvm.loop !")
+
+ROWS, WIDTH = 4, 32
+
+def upsample(p, r, k, lane): return at(p, r, k, LANES // 2, (lane + 1) // 2, WIDTH)  # a trip reads 5 elements, the next trip from the 5th
+def halves(p, r, k, lane): return at(p, r, k, LANES // 2, lane // 2, WIDTH)  # a trip reads as many elements as it steps by
+def copy(p, r, k, lane): return at(p, r, k, LANES, lane, WIDTH)
+def broadcast(p, r, k, lane): return p.alu(Ops.MUL, r, WIDTH)  # a row's first element everywhere: a read that does not move
+def strided(p, r, k, lane): return at(p, r, k, 9 * LANES, 9 * lane, 9 * WIDTH)  # lanes 9 apart (a transposed read)
+
+def test_upsample_and_gated_copy_are_marked_others_not():
+  assert marked(lanes_loop(ROWS, WIDTH, upsample)) == 1
+  assert marked(lanes_loop(ROWS, WIDTH, copy, gate=True)) == 1
+  assert marked(lanes_loop(ROWS, WIDTH, copy)) == 0
+  assert marked(lanes_loop(ROWS, WIDTH, halves)) == 0
+  assert marked(lanes_loop(ROWS, WIDTH, broadcast)) == 0
+  assert marked(lanes_loop(ROWS, WIDTH, strided, gate=True, stride=9 * WIDTH)) == 0
+  ir = LLVMRenderer().render("k", lanes_loop(ROWS, WIDTH, upsample).uops)
+  assert '!0 = !{!"llvm.loop.vectorize.enable", i1 false}' in ir and "!1 = distinct !{!1, !0}" in ir
+  gpu = LLVMRenderer()
+  gpu.has_local = True
+  assert "!llvm.loop" not in gpu.render("k", lanes_loop(ROWS, WIDTH, upsample).uops)
+
+def test_results_match_numpy():
+  a = np.random.default_rng(0).standard_normal((ROWS, WIDTH)).astype(np.float32)
+  out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, upsample), np.zeros_like(a), a)
+  np.testing.assert_array_equal(out, a[:, (np.arange(WIDTH) + 1) // 2])
+  out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, copy, gate=True), np.zeros_like(a), a)
+  np.testing.assert_array_equal(out, np.where((np.arange(ROWS) % 2 == 0)[:, None], a, 0))
