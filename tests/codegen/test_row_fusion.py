@@ -49,14 +49,33 @@ def test_column_reduce_is_not_fused():
   # over axis 0 the reduce depends on the inner loop only: kept in the kernel it would run once per element
   assert len(kernels(softmax(buf(8, 37), axis=0))) == 3
 
+def _matmul(a:UOp, b:UOp) -> UOp: return (a.reshape((a.shape[0], 1, a.shape[1])) * b.T.reshape((1, b.shape[1], b.shape[0]))).sum(2)
+
+def _reduces(it) -> list[UOp]: return [u for u in it.ast.toposort() if u.op is Ops.REDUCE]
+def _alone(ks, n:int) -> bool:
+  """every reduce over n elements (a matmul's) is the only reduce of its kernel: never nested in a row reduce (it would run once per loop
+  over the row)"""
+  return all(len(_reduces(it)) == 1 for it in ks if any(r.src[1].src[0].arg == n for r in _reduces(it)))
+
 def test_reduce_over_a_matmul_is_not_fused():
-  a, b = buf(8, 16), buf(16, 12)
-  mm = (a.reshape((8, 1, 16)) * b.T.reshape((1, 12, 16))).sum(2)
-  with Context(FUSE_ROWS=0): split = len(kernels(softmax(mm)))
+  mm = _matmul(buf(8, 16), buf(16, 12))
+  with Context(FUSE_ROWS=0): assert len(kernels(softmax(mm))) == 4  # the matmul, max, sum and the softmax
+  # the matmul gets its kernel first, then the chain over its rows is one kernel
   ks = kernels(softmax(mm))
-  # the matmul's reduce is never nested inside a row reduce of a kernel (it would run once per loop over the row)
-  assert len(ks) == split and all(not any(v.op is Ops.REDUCE for v in r.src[0].toposort()) for k in ks for r in k.ast.toposort()
-                                  if r.op is Ops.REDUCE)
+  assert len(ks) == 2 and _alone(ks, 16) and len(_reduces(ks[1])) == 2
+
+def test_chain_read_by_a_matmul_gets_its_own_kernel():
+  # softmax(q @ k.T) @ v and layernorm(x) @ w: the matmul after the chain reads each of its elements once per output column, so the chain
+  # can't stay in its kernel; its result is one kernel of its own, not a kernel per row reduce and another for what they share
+  q, k, v = buf(8, 16), buf(12, 16), buf(12, 6)
+  ks = kernels(_matmul(softmax(_matmul(q, k.T)), v))
+  assert len(ks) == 3 and _alone(ks, 16) and [len(_reduces(it)) for it in ks] == [1, 2, 1]
+  # the scale and the mask before the chain run in the first matmul's kernel, once per element
+  mask = UOp.new_buffer("CPU", 8 * 12, dtypes.bool).reshape((8, 12))
+  ks = kernels(_matmul(softmax(mask.where(_matmul(q, k.T) * 0.25, float("-inf"))), v))
+  assert len(ks) == 3 and any(u.op is Ops.WHERE for u in ks[0].ast.toposort())
+  ks = kernels(_matmul(layernorm(buf(8, 37)), buf(37, 5)))
+  assert len(ks) == 2 and [len(_reduces(it)) for it in ks] == [2, 1]
 
 def test_rows_read_by_overlapping_windows_are_not_fused():
   # each row's max is read by the 3 windows that hold it: every reduce depends on every loop around it, yet in one kernel each max

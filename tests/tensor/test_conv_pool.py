@@ -437,6 +437,36 @@ def test_scaled_dot_product_attention():
                              np_softmax(q @ kg.swapaxes(-1, -2) / math.sqrt(8)) @ vg, rtol=1e-5, atol=1e-5)
   with pytest.raises(ValueError, match="attn_mask or is_causal"): Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), Tensor(keep), is_causal=True)
 
+def np_attention(q, k, v, mask=None):
+  """softmax(q @ k^T / sqrt(d) + mask) @ v and, for a gradient dO of the output, (dq, dk, dv)"""
+  s = q @ k.swapaxes(-1, -2) / math.sqrt(q.shape[-1])
+  if mask is not None: s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + mask
+  p = np_softmax(s)
+  def grads(do):
+    dp = do @ v.swapaxes(-1, -2)
+    ds = p * (dp - (dp * p).sum(-1, keepdims=True)) / math.sqrt(q.shape[-1])
+    return ds @ k, ds.swapaxes(-1, -2) @ q, p.swapaxes(-1, -2) @ do
+  return p @ v, grads
+
+# at the sizes of the matmuls' register tiles (6 rows x 4 panels of 16, padded) and past them, odd and short sequences: the masked scores
+# are the first matmul's epilogue, the softmax one kernel, its weights the second matmul's operand
+@pytest.mark.parametrize("B,H,T,S,D", [(2, 3, 67, 67, 32), (1, 2, 96, 96, 64), (1, 1, 1, 1, 8), (2, 2, 5, 130, 16)])
+@pytest.mark.parametrize("mask", ["causal", "bool", "float", None])
+def test_attention_matches_numpy_with_gradients(B, H, T, S, D, mask):
+  q, k, v, do = rnd(B, T, H, D).transpose(0, 2, 1, 3), rnd(B, H, S, D), rnd(B, H, S, D), rnd(B, H, T, D)
+  m = {"causal": np.tril(np.ones((T, S), bool)), "bool": R.random((T, S)) > 0.4, "float": rnd(T, S), None: None}[mask]
+  if mask == "bool": m[:, 0] = True  # no row without a key
+  want, grads = np_attention(q, k, v, m)
+  # q as the model has it: (B, T, H, D) permuted to heads first, a view
+  tq = Tensor(np.ascontiguousarray(q.transpose(0, 2, 1, 3)), requires_grad=True)
+  tk, tv = Tensor(k, requires_grad=True), Tensor(v, requires_grad=True)
+  kw = {"is_causal": True} if mask == "causal" else {"attn_mask": Tensor(m)} if m is not None else {}
+  out = tq.permute(0, 2, 1, 3).scaled_dot_product_attention(tk, tv, **kw)
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  (out * Tensor(do)).sum().backward()
+  dq, dk, dv = grads(do)
+  for t, g in ((tq, dq.transpose(0, 2, 1, 3)), (tk, dk), (tv, dv)): np.testing.assert_allclose(t.grad.numpy(), g, rtol=1e-3, atol=1e-4)
+
 def test_norms():
   x = rnd(3, 4, 5)
   y = x - x.mean(-1, keepdims=True)

@@ -3,7 +3,8 @@
 Every node is placed in the innermost loop among the RANGEs it depends on (a node that depends on none is hoisted to the top).
 Loops nest by evidence in the graph: an END of r that still depends on q means r is inside q, as does a range bound that depends
 on q; ranges that meet in one node without such evidence nest by axis id. Inside each loop body, nodes and child loops are
-ordered topologically (ties by the graph's own order), so AFTER edges order reads, writes and loops without emitting anything."""
+ordered topologically, so AFTER edges order reads, writes and loops without emitting anything; among the nodes that are ready, what the
+next child loop needs comes first and what only the code after the loops reads comes last (ties by the graph's own order)."""
 from __future__ import annotations
 import heapq
 from tinygrad.uop import Ops
@@ -105,7 +106,16 @@ def linearize(sink:UOp) -> list[UOp]:
     for i, ds in block_deps.items():
       for d in ds: users.setdefault(d, []).append(i)
     pending = {i: len(block_deps.get(i, ())) for i in items.get(block, ())}
-    heap = [(order[i], i) for i, n in pending.items() if n == 0]
+    # what a child loop needs comes before it, the rest after it: a value computed before a loop that only the code after it reads stays
+    # live across the loop (attention's q @ k.T with its mask in the epilogue: 384 mask loads held across the reduce loop, 6.2 -> 3.9 ms)
+    need: dict[UOp, int] = {}
+    for lp in sorted((i for i in pending if i.op is Ops.RANGE), key=order.__getitem__):
+      stack = [lp]
+      while stack:
+        for d in block_deps.get(stack.pop(), ()):
+          if d not in need: need[d] = order[lp]; stack.append(d)
+    key = {i: (need.get(i, order[i] if i.op is Ops.RANGE else len(order)), order[i]) for i in pending}
+    heap = [(key[i], i) for i, n in pending.items() if n == 0]
     heapq.heapify(heap)
     while heap:
       _, i = heapq.heappop(heap)
@@ -113,7 +123,7 @@ def linearize(sink:UOp) -> list[UOp]:
       elif i.op not in _SILENT: out.append(i)
       for nxt in users.get(i, ()):
         pending[nxt] -= 1
-        if pending[nxt] == 0: heapq.heappush(heap, (order[nxt], nxt))
+        if pending[nxt] == 0: heapq.heappush(heap, (key[nxt], nxt))
     if any(p for p in pending.values()): raise RuntimeError("cycle while ordering a kernel body (an AFTER points at a later effect)")
   def emit_loop(r:UOp):
     out.append(r)

@@ -10,7 +10,7 @@ from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
 from tinygrad.schedule.pack import pack_operands, LAYOUT
-from tinygrad.schedule.row_fusion import row_candidate, fused_rows
+from tinygrad.schedule.row_fusion import row_candidate, fused_rows, chain_outputs, inner_reduces
 
 @dataclass
 class ExecItem:
@@ -164,8 +164,15 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     rows = {r: root for r in bcast if len(reached[r]) == 1 and (root := next(iter(reached[r]))) not in stored and row_candidate(r)}
     extra = {r: None for r in bcast if r not in rows} | {r: None for r, roots in reached.items() if len(roots) > 1}
     if not (extra.keys() - want.keys()):
-      kept = set().union(*(fused_rows(root, [r for r in rows if rows[r] is root], want) for root in set(rows.values())))
-      extra = {r: None for r in rows if r not in kept}
+      extra = {}
+      for root in set(rows.values()):
+        mine = [r for r in rows if rows[r] is root]
+        # a reader that evaluates the chain's result several times per element (a matmul after softmax or layernorm) gets that result as
+        # a kernel of its own (row_fusion.chain_outputs): kept in its kernel, the chain leaves it without a register tile (layernorm
+        # 2048x512 @ 512x2048, one thread: 780 ms, 26 ms apart). A chain that does not fuse: the reductions under it get kernels first,
+        # only then a kernel per row reduce
+        if not (outs := chain_outputs(root, mine, evals, want)) and fused_rows(root, mine, want): continue
+        extra |= outs or inner_reduces(mine, want) or dict.fromkeys(mine)
     if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, want)
     if not (extra.keys() - want.keys()): break
     want |= extra

@@ -232,14 +232,23 @@ PANEL_TILES = ((6, 4), (8, 3))  # (rows, panels): on equal padded work the first
 # 8x3 on 34 panels padded to 36; 8x1 0.77 of 8x3 at 1000): a padded tile must save more than this on the tile that divides the axes
 def _tile_speed(acc:int) -> float: return 1.0 if acc >= 24 else 0.95 if acc >= 16 else 0.75
 
-def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, nodes:int, tile_lanes:int) -> dict[int, int]:
+def value_nodes(ast:UOp) -> int:
+  """the AST's nodes without its addresses' math, for a panel tile's code budget: every lane's address is the first lane's plus a
+  constant, while the AST spells out each axis's index (a batched matmul's heads: 48 nodes against a matmul's 30, which kept the heads'
+  q @ k.T at 8 rows x 2 panels)"""
+  return len(ast.toposort(lambda u: u.op is not Ops.INDEX))
+
+def wide_panel_tile(ast:UOp, tile:dict[int, int], simd:SimdTiles, tile_lanes:int) -> dict[int, int]:
   """{rows axis: R, panels axis: P, WIDE axis: 16} of PANEL_TILES for the tile register_tile chose from a packed panel, where the
   registers, the renderer's compiler (Renderer.tile_lanes) and the code budget allow it and its padded work, at full speed, costs less
   than the chosen tile's at _tile_speed (matmul 1000 at 2 threads, the kernel alone: 8x1 on 63 panels 6.8 ms, 8x3 5.2; 1001: 1x3, 8x3
   with its rows padded to 1008)"""
-  ax, limit = axes(ast), min(simd.streaming, tile_lanes, CODE_BUDGET // nodes)
+  ax, limit = axes(ast), min(simd.streaming, tile_lanes, CODE_BUDGET // value_nodes(ast))
   if WIDE not in tile.values() or (b := _packed_panel(ast)) is None: return tile
-  out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and tile.get(i) != WIDE]
+  # the WIDE axis is the panel's stride-1 one (a tile may hold 16 rows too); a batch axis (every load reads along it: a batched matmul's
+  # heads) is neither the rows nor the panels, each step of it is a matmul of its own
+  acc = _accesses(ast)[0]
+  out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP and not (tile.get(i) == WIDE and r in b.unit) and not all(r in a.deps for a in acc)]
   panels, rows = [i for i in out if ax[i] in b.deps], [i for i in out if ax[i] not in b.deps]
   if len(panels) != 1 or len(rows) != 1: return tile
   (p,), (r,) = panels, rows
@@ -416,7 +425,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # transposing copy keeps its whole cache lines (x.T of 1024x1024 at 2 threads: 8x4 lanes 2.1 ms, transpose_tile's 16x2 0.65 ms)
   if not red and not transposed and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
-  if red and gemv is None: tile = wide_panel_tile(ast, tile, simd, nodes, getattr(renderer, "tile_lanes", 256))
+  # a panel tile was checked against the code budget by its value's nodes: its upcasts are too
+  if red and gemv is None and (panel := wide_panel_tile(ast, tile, simd, getattr(renderer, "tile_lanes", 256))) != tile:
+    tile, nodes = panel, value_nodes(ast)
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
   run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1) if red and not chain else None
   for i, amt in sorted(tile.items(), reverse=True):
