@@ -119,19 +119,35 @@ def _ops(uops) -> set: return {u.op for u in uops} & set(OPS.values())
 
 @pytest.mark.parametrize("fn", OPS)
 def test_native_op_kept_unless_transcendental_2(device, fn):
+  # a renderer with a polynomial budget lowers this one-op kernel anyway (test_llvm_host_polynomial_budget)
   ast, renderer = _kernel_ast(fn, device), Device[device].renderer
-  assert _ops(get_program(ast, renderer).uops) == ({OPS[fn]} if OPS[fn] in renderer.code_for_op else set())
+  assert _ops(get_program(ast, renderer).uops) == ({OPS[fn]} if OPS[fn] in renderer.code_for_op and not renderer.polynomial_budget else set())
   with Context(TRANSCENDENTAL=2): assert not _ops(get_program(ast, renderer).uops)
 
-def test_llvm_host_uses_the_exp2_polynomial():
-  # its intrinsic is a libm call per lane that nothing vectorizes; the polynomial is 1.6x faster (bench/RESULTS.md). log2 and sin stay
-  # native (their polynomials compile too slowly in deep chains), and the C renderer keeps libm (gcc vectorizes the polynomial worse)
-  fn, llvm = "exp2", Device["CPU:LLVM"].renderer
+@pytest.mark.parametrize("fn", OPS)
+def test_llvm_host_uses_the_polynomials(fn):
+  # exp2's intrinsic is a libm call per lane that nothing vectorizes; the polynomial is 1.6x faster (bench/RESULTS.md). log2 and sin are
+  # native but within the polynomial budget in a kernel of one op; the C renderer keeps libm (gcc vectorizes the polynomials worse)
+  llvm = Device["CPU:LLVM"].renderer
   assert Ops.EXP2 not in llvm.code_for_op and {Ops.LOG2, Ops.SIN} <= llvm.code_for_op.keys() and Ops.EXP2 in Device["CPU:C"].renderer.code_for_op
+  assert Device["CPU:C"].renderer.polynomial_budget == 0
   assert _ops(get_program(_kernel_ast(fn, "CPU:LLVM"), llvm).uops) == set()
   x = samples(fn, np.float32, 20_000)
   err = ulps(getattr(Tensor(x, device="CPU:LLVM"), fn)().numpy(), x, fn)  # the default, no TRANSCENDENTAL set
   assert not np.isnan(err).any() and err.max() <= BOUND[np.float32, fn]
+
+def _chain_ops(n:int, device:str) -> set:
+  """the transcendentals left in the program of a kernel of n sins and n log2s in a chain, on one element (one lane)"""
+  t = Tensor(np.ones(1, np.float32), device=device)
+  for _ in range(n): t = t.sin().abs().log2()
+  ast = next(it.ast for it in create_schedule([t.uop])[0] if it.kind == "kernel")
+  return _ops(get_program(ast, Device[device].renderer).uops)
+
+def test_llvm_host_polynomial_budget():
+  # up to the budget of LOG2 and SIN in a kernel (lanes counted), all polynomials; past it, all libm calls (compile time in long chains)
+  budget = Device["CPU:LLVM"].renderer.polynomial_budget
+  assert budget > 0 and _chain_ops(budget // 2, "CPU:LLVM") == set() and _chain_ops(budget // 2 + 1, "CPU:LLVM") == {Ops.LOG2, Ops.SIN}
+  assert _chain_ops(1, "CPU:C") == {Ops.LOG2, Ops.SIN}
 
 def test_program_cache_follows_transcendental():
   ast, renderer = _kernel_ast("exp2", "PYTHON"), Device["PYTHON"].renderer

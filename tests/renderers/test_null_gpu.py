@@ -69,7 +69,9 @@ def check_every_kernel(target:str, kernels:list, null, least:int=50):
       co = read_code_object(dev.compiler.compile(p.src), p.name)
       assert co.kd.kernarg_size == 8 * p.nbufs + 4 * len(p.vars)  # a pointer per buffer, an int32 per variable
       lds = [u for u in p.uops if u.op is Ops.BUFFER and u.arg.addrspace is AddrSpace.LOCAL]
-      assert co.kd.group_segment_size == sum(u.dtype.itemsize * u.arg.shape[0] for u in lds)
+      # at least the declared LOCAL buffers: the AMDGPU backend may also move a private accumulator array into LDS (PromoteAlloca: a
+      # [1 x i1] running max of a scan took 1 KB per work group); the launch reads the size from the code object, so either is correct
+      assert co.kd.group_segment_size >= sum(u.dtype.itemsize * u.arg.shape[0] for u in lds)
   elif target == "PTX":
     for p in progs: assert check_ptx(p.src) == {p.name: [("u64", f"data{i}") for i in range(p.nbufs)] + [("s32", f"var_{v}") for v in p.vars]}
     if dev.compiler.ptxas is not None: dev.compiler.compile(ptx_module(progs))

@@ -11,7 +11,8 @@ from tinygrad.renderer.llvmir import LLVMRenderer
 from tinygrad.runtime.ops_cpu import LLVMCompiler
 from linprog import Prog
 
-def build(n:int, lanes:int=8, step:int=8) -> Prog:
+def build(n:int, lanes:int=8, step:int=8, extra:int=0) -> Prog:
+  """out[i*step + k] = a[...] * 2, k < lanes; `extra` more multiplies (by 1) per lane"""
   from tinygrad.uop import Ops
   p = Prog()
   out, a = p.param(0, dtypes.float32, n), p.param(1, dtypes.float32, n)
@@ -19,7 +20,9 @@ def build(n:int, lanes:int=8, step:int=8) -> Prog:
   base = p.alu(Ops.MUL, i, step)
   for k in range(lanes):
     at = base if k == 0 else p.alu(Ops.ADD, base, k)
-    p.store(out, at, p.alu(Ops.MUL, p.load(a, at), 2.0))
+    v = p.alu(Ops.MUL, p.load(a, at), 2.0)
+    for j in range(extra): v = p.alu(Ops.MUL, v, 1.0 + j * 2**-20)
+    p.store(out, at, v)
   p.end(i)
   return p
 
@@ -27,6 +30,8 @@ def render(prog:Prog, above:int|None) -> str:
   r = LLVMRenderer()
   r.nontemporal_bytes = above
   return r.render("k", prog.uops)
+
+STREAM_HEAVY = 40  # extra multiplies per lane: well past STREAM_MAX_ALU
 
 def stores(ir:str) -> list[str]: return [l for l in ir.splitlines() if l.strip().startswith("store")]
 
@@ -68,6 +73,20 @@ def test_only_contiguous_streams_of_blocks_stream():
   assert "!nontemporal" not in render(build(4096, lanes=8, step=64), above=1)
   ir = render(build(4096, lanes=16, step=16), above=1)  # two whole blocks per trip, then the next two
   assert sum("!nontemporal" in s for s in stores(ir)) == 16
+
+def test_compute_heavy_loops_do_not_stream():
+  # hand count: the loop body has 16 + 8*extra ALU ops (i*8, 7 lane index adds, a multiply per lane and `extra` more) for 8 stores
+  from tinygrad.renderer.llvmir import STREAM_MAX_ALU
+  most = STREAM_MAX_ALU - 2  # (16 + 8*most) / 8 == STREAM_MAX_ALU
+  assert sum("!nontemporal" in s for s in stores(render(build(4096, extra=most), above=1))) == 8
+  assert "!nontemporal" not in render(build(4096, extra=most + 1), above=1)
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="the loop vectorizer's choice is checked in x86 assembly")
+def test_compute_heavy_loop_is_vectorized_across_trips():
+  # streamed, the loop vectorizer refuses the loop (its lanes are not each aligned to a vector) and the SLP vectorizer packs the 8 lanes
+  # of a trip into one ymm; cached, the loop vectorizer packs 16 trips into zmm registers on AVX-512
+  asm = LLVMCompiler(arch="skylake-avx512").assembly(render(build(4096, extra=STREAM_HEAVY), above=1))
+  assert "vmovnt" not in asm and re.search(r"vmulps\s+.*%zmm", asm)
 
 def test_scattered_blocks_do_not_stream():
   # out[8*perm[i] + k]: whole aligned blocks, but where the next trip writes is not known

@@ -263,8 +263,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + (ks[(r//4 + 2) % 3] + (r//4 + 1))
     return x0, x1
   @staticmethod
-  def _random_bits(n:int, device:str|None) -> Tensor:
-    """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1"""
+  def _random_bits(n:int, device:str|None, fused:bool=False) -> Tensor:
+    """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1. fused: left lazy, for a caller that
+    materialises a result reading each word once (the words' kernel is then that result's)"""
     # the key (seed, call number) is a kernel input, not a constant: every seed and call runs the same compiled kernel. It lives in one
     # buffer per device that a kernel advances after each call, so a TinyJit replay of the call draws new numbers too; each call reads
     # a snapshot taken before the advance (its rand kernel runs later, when realized)
@@ -276,44 +277,52 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     half = (n + 1) // 2
     ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
     x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), key[0], key[1])
-    # materialised: fused into a consumer the 20 rounds would be recomputed for every use of every element
-    return x0.stack(x1, dim=1).flatten().shrink(((0, n),)).contiguous()
+    # materialised unless fused: fused into a consumer that reads a word more than once, the 20 rounds would be recomputed for each read
+    bits = x0.stack(x1, dim=1).flatten().shrink(((0, n),))
+    return bits if fused else bits.contiguous()
   @staticmethod
   @_creates
   def rand(*shape, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
-    """uniform in [0, 1): random mantissa bits under the exponent of 1.0 give [1, 2); minus 1. contiguous=False leaves that last step
-    lazy, to fuse into the consumer"""
+    """uniform in [0, 1). contiguous=False leaves the last step (bits to floats) lazy, to fuse into the consumer"""
     shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
     if not dtypes.is_float(dt): raise TypeError(f"rand makes floats, not {dt}: use randint for ints")
+    # materialised here, the words need no buffer of their own: one kernel draws and converts them
+    return Tensor._uniform(shape, device, dt, fused=True).contiguous() if contiguous else Tensor._uniform(shape, device, dt, fused=False)
+  @staticmethod
+  def _uniform(shape:tuple, device:str|None, dt:DType, fused:bool) -> Tensor:
+    """uniform in [0, 1), lazy: random mantissa bits under the exponent of 1.0 give [1, 2); minus 1. fused: see _random_bits"""
     ebits, mbits = dtypes.finfo(dt)
     ut = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[dt.itemsize]
-    bits = Tensor._random_bits(prod(shape), device)
+    bits = Tensor._random_bits(prod(shape), device, fused)
     m = (bits >> (32 - mbits)).cast(ut) if mbits <= 32 else bits.cast(ut) << (mbits - 32)
-    ret = ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
-    return ret.contiguous() if contiguous else ret
+    return ((m | (((1 << (ebits-1)) - 1) << mbits)).bitcast(dt) - 1).reshape(shape)
+  @staticmethod
+  def _randn(shape:tuple, device:str|None) -> Tensor:
+    """standard normal float32 by Box-Muller, lazy over words not materialised (each read once): its caller materialises it. 1-u is in
+    (0, 1], so the log is finite"""
+    u = Tensor._uniform((2, *shape), device, dtypes.float32, fused=True)
+    return (u[0] * (2*math.pi)).cos() * ((1 - u[1]).log() * -2).sqrt()
   @staticmethod
   @_creates
   def randn(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    """standard normal by Box-Muller; 1-u is in (0, 1], so the log is finite"""
-    shape = _shape_arg(shape)
-    u = Tensor.rand(2, *shape, device=device, dtype=dtypes.float32, contiguous=False)
-    return ((u[0] * (2*math.pi)).cos() * ((1 - u[1]).log() * -2).sqrt()).cast(to_dtype(dtype or dtypes.default_float))
+    """standard normal by Box-Muller"""
+    return Tensor._randn(_shape_arg(shape), device).cast(to_dtype(dtype or dtypes.default_float)).contiguous()
   @staticmethod
   @_creates
   def normal(*shape, mean=0.0, std=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    return std * Tensor.randn(*shape, device=device, dtype=dtype) + mean
+    return (std * Tensor._randn(_shape_arg(shape), device).cast(to_dtype(dtype or dtypes.default_float)) + mean).contiguous()
   @staticmethod
   @_creates
   def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    dt = to_dtype(dtype or dtypes.default_float)
-    return ((high - low) * Tensor.rand(*shape, device=device, dtype=dtypes.float32, contiguous=False) + low).cast(dt)
+    u = Tensor._uniform(_shape_arg(shape), device, dtypes.float32, fused=True)
+    return ((high - low) * u + low).cast(to_dtype(dtype or dtypes.default_float)).contiguous()
   @staticmethod
   @_creates
   def randint(*shape, low:int=0, high:int=10, device:str|None=None, dtype:DType|str=dtypes.int32) -> Tensor:
     """integers in [low, high)"""
     if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
-    u = Tensor.rand(*shape, device=device, dtype=dtypes.float32, contiguous=False)
-    return ((high - low) * u).cast(to_dtype(dtype)) + low  # >= 0: cast floors
+    u = Tensor._uniform(_shape_arg(shape), device, dtypes.float32, fused=True)
+    return (((high - low) * u).cast(to_dtype(dtype)) + low).contiguous()  # >= 0: cast floors
   def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
   def randn_like(self, dtype:DType|str|None=None, **kwargs) -> Tensor:
     return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})

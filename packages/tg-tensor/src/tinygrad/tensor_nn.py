@@ -40,7 +40,8 @@ class TensorNNMixin:
     """while Tensor.training: zero each element with probability p and scale the rest by 1/(1-p); otherwise the identity"""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
     if not (type(self).training or TRAINING) or p == 0: return self
-    keep = self.rand_like(dtype=dtypes.float32, contiguous=False) >= p
+    # the mask materialised (a byte an element, which backward reads again), drawn in the kernel that writes it
+    keep = (type(self)._uniform(self.shape, self.device, dtypes.float32, fused=True) >= p).contiguous()
     return keep.where(self, 0) * (1 / (1 - p) if p < 1 else 0)
 
   def _class_mask(self, num_classes:int):

@@ -174,10 +174,9 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
   if getattr(renderer, "tensor_cores", ()): sink = accumulate_in_wmma(sink)
-  # the expanded lanes' index math folds while floor division is still FLOORDIV (a lane of (8*r + 1)//2 is 4*r): pm_decompose turns it
-  # into C division, which the symbolic rules leave alone
-  sink = graph_rewrite(sink, symbolic, name="program", memo="_simplified")
-  sink = graph_rewrite(sink, pm_decompose, name="decompose")
+  # simplified while floor division is still FLOORDIV, before pm_decompose turns it into C division that the symbolic rules leave alone:
+  # a lane's index (8*r + 1)//2 folds to 4*r, (8*r + 3)%2 to 1, and the lane's gates with it
+  sink = graph_rewrite(graph_rewrite(sink, symbolic, name="lanes", memo="_simplified"), pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")
   sink = lower_weak(sink)

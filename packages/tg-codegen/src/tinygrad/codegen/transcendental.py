@@ -180,9 +180,13 @@ pm_transcendental = PatternMatcher([
 @functools.cache
 def _matcher(ops:frozenset[Ops]) -> PatternMatcher: return PatternMatcher([(p, f) for p, f in pm_transcendental.patterns if p.op & ops])
 
+_TRANSCENDENTAL = (Ops.EXP2, Ops.LOG2, Ops.SIN)
+
 def lower_transcendental(sink:UOp, renderer) -> UOp:
-  """replace the transcendentals the renderer has no code for, or all of them with TRANSCENDENTAL>=2 (read now, not at import).
-  Without a renderer there is nothing to go by: only TRANSCENDENTAL>=2 replaces them"""
-  ops = frozenset(op for op in (Ops.EXP2, Ops.LOG2, Ops.SIN)
-                  if TRANSCENDENTAL.value >= 2 or (renderer is not None and op not in renderer.code_for_op))
+  """replace the transcendentals the renderer has no code for, or all of them with TRANSCENDENTAL>=2 (read now, not at import), or all
+  of them in a kernel that has no more of the others than the renderer's polynomial_budget. Without a renderer there is nothing to go by: only
+  TRANSCENDENTAL>=2 replaces them"""
+  ops = frozenset(op for op in _TRANSCENDENTAL if TRANSCENDENTAL.value >= 2 or (renderer is not None and op not in renderer.code_for_op))
+  if len(ops) < len(_TRANSCENDENTAL) and (budget := getattr(renderer, "polynomial_budget", 0)) and \
+     sum(1 for u in sink.toposort() if u.op in _TRANSCENDENTAL and u.op not in ops) <= budget: ops = frozenset(_TRANSCENDENTAL)
   return graph_rewrite(sink, _matcher(ops), name="transcendental") if ops else sink

@@ -28,6 +28,10 @@ class Renderer:
   tile_lanes: int = 256
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
+  # transcendentals (EXP2, LOG2, SIN) the target renders directly but which a kernel with at most `polynomial_budget` of them in all
+  # (counted after lanes are expanded) gets as codegen/transcendental.py's polynomials instead: a host's libm call runs one lane at a
+  # time, the polynomial vectorizes, and the budget bounds its compile time in a long fused chain
+  polynomial_budget: int = 0
   def __init__(self, arch:str|None=None):
     """`arch` is the ARCH of DEV=DEVICE:RENDERER:ARCH (None: the machine's own); a renderer for one target may ignore it"""
     self.arch = arch

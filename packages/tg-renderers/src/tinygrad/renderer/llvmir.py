@@ -155,6 +155,12 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
 # *** what an address is known to be a multiple of, and which stores stream past the cache ***
 
 STREAM_BLOCK = 32  # bytes: one AVX vector. A non-temporal store of less than a whole aligned vector is split into scalar ones
+# ALU ops per stored element above which a kernel computes more than it moves: its stores stay cached. LLVM's loop vectorizer refuses a
+# loop with a non-temporal store whose lanes are not each aligned to a vector (every upcast lane past the first), leaving the SLP vectorizer
+# to pack one trip's lanes, at half width or worse. At THREADS=1, 4096x4096, AVX-512, CPU time: (a*b+c).relu()*0.5 (6 ops a lane) 5.7 ms
+# streamed against 10.8 cached, but exp (33) 31.2 against 14.1, sigmoid (35) 32.4 / 14.4, tanh (38) 34.2 / 14.9, gelu (46) 36.2 / 16.7,
+# Tensor._random_bits (threefry, 95) 64 / 18 ms
+STREAM_MAX_ALU = 16
 
 def known_multiple(u:UOp, memo:dict) -> int:
   """the largest integer known to divide u's value (0 when u is 0), read off its adds, multiplies and shifts by constants; 1 for a
@@ -191,15 +197,21 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
   """the stores that bypass the cache: those to an output bigger than `above_bytes` (the last-level cache: a stream that does not fit
   gains nothing from being cached, and a non-temporal store skips reading each line before it is overwritten), and only where each trip
   of the innermost loop writes every lane of the aligned STREAM_BLOCKs it moves on by (the vectorizer merges the lanes into aligned vector
-  stores, and consecutive trips fill whole cache lines: a scattered non-temporal store writes part of a line to memory on its own)"""
+  stores, and consecutive trips fill whole cache lines: a scattered non-temporal store writes part of a line to memory on its own), and
+  only in a loop that does at most STREAM_MAX_ALU ALU ops per element it stores"""
   if not above_bytes or base_align < STREAM_BLOCK: return set()
   memo: dict = {}
   loops: list[UOp] = []
+  alu: dict[UOp, int] = defaultdict(int)  # innermost loop -> ALU ops in its body
+  stores: dict[UOp, int] = defaultdict(int)  # innermost loop -> stores in its body
+  inner: dict[UOp, UOp] = {}  # store -> its innermost loop
   blocks: dict[tuple, dict[int, UOp]] = defaultdict(dict)  # (buf, base, lanes, block) -> lane -> store
   steps: dict[tuple, int] = {}  # (buf, base, lanes) -> elements a trip of the innermost loop moves on by
   for u in uops:
     if u.op is Ops.RANGE: loops.append(u)
     elif u.op is Ops.END and (r := loop_of(u)[0]) in loops: loops.remove(r)
+    if loops and u.op in GroupOp.ALU: alu[loops[-1]] += 1
+    if loops and u.op is Ops.STORE: stores[loops[-1]] += 1
     if u.op is not Ops.STORE or not loops or (buf := u.src[0].src[0]).op is not Ops.PARAM or not isinstance(buf.arg.shape, tuple): continue
     size = buf.dtype.itemsize
     if prod(buf.arg.shape) * size <= above_bytes or STREAM_BLOCK % size: continue
@@ -209,8 +221,10 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
     if not (step := loop_step(base, loops[-1])) or step % lanes: continue
     steps[(buf, base, lanes)] = step
     blocks[(buf, base, lanes, off // lanes)][off % lanes] = u
+    inner[u] = loops[-1]
   whole = {k for k, lanes_stored in blocks.items() if len(lanes_stored) == k[2]}
-  return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()}
+  return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()
+          if alu[inner[u]] <= STREAM_MAX_ALU * stores[inner[u]]}
 
 def _runs(accesses:list[UOp], rng:UOp) -> list[tuple[int, list[int]]]:
   """(step per trip of rng, constant offsets) of each group of accesses to one buffer at one base index plus constants"""
@@ -340,8 +354,11 @@ class LLVMRenderer(Renderer):
     Ops.SQRT: _intrinsic("sqrt"), Ops.LOG2: _intrinsic("log2"), Ops.SIN: _intrinsic("sin"), Ops.TRUNC: _intrinsic("trunc"),
     Ops.MULACC: _fma}
   # no EXP2: on the host its intrinsic is a libm call per lane that no vectorizer packs; the polynomial of codegen/transcendental.py
-  # vectorizes (1.6x faster per element, 1.23 ulp; softmax, sigmoid). LOG2 and SIN stay libm calls: their polynomials are longer and a
-  # deep chain of them compiles 10x (log2) to over 100x (sin) slower (bench/RESULTS.md)
+  # vectorizes (1.6x faster per element, 1.23 ulp; softmax, sigmoid). LOG2 and SIN stay libm calls in a long chain: their polynomials are
+  # longer and a deep chain of them compiles 10x (log2) to over 100x (sin) slower (bench/RESULTS.md). A kernel with a few gets the
+  # polynomials (4096x4096 at THREADS=1, AVX-512, CPU time: sin 72 -> 28 ms, log 41 -> 17; randn 246 -> 73, its Box-Muller kernel has 8
+  # lanes of one log and one cos). Compile time: a kernel of 8 lanes of one sin 0.12 s, of 4 sins (32) 0.44 s, of 16 sins (128) 3.2 s
+  polynomial_budget = 32
   exact_ops = {Ops.NEG, Ops.MAX, Ops.WHERE, Ops.TRUNC}  # need no rounding back to an emulated dtype
   code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx) -> the instruction reading dim d
   kernel_cc: str = ""  # the kernel's calling convention, e.g. "amdgpu_kernel "
