@@ -1,16 +1,9 @@
 """The C renderer (DEV=CPU:C: C source compiled by the system cc) beside the default LLVM one on matmul and the suite's conv2d: each result
 checked against numpy, then the best of `runs` eager realizes. Each renderer runs in its own process (the device is chosen at import).
 Usage: python bench/c_renderer.py [runs, default 5] [matmul sizes, default 520 1024 1536 2048]"""
-import os, subprocess, sys, time
+import os, subprocess, sys
 import numpy as np
-
-MIN_SAMPLE_S = 0.3  # the numpy check's BLAS threads spin for ~0.1 s after it and take a core: early runs of 2 threads come out 2x slow
-
-def best(fn, runs:int) -> float:
-  ts = []
-  while len(ts) < runs or sum(ts) < MIN_SAMPLE_S:
-    st = time.perf_counter(); fn(); ts.append(time.perf_counter() - st)
-  return min(ts)
+from sampling import best
 
 def worker(runs:int, sizes:list[int]):
   from tinygrad import Tensor

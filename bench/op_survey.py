@@ -3,21 +3,14 @@ elsewhere (transposed and batched matmuls, attention, norms, pooling, gathers, r
 Each result is checked against torch first (random ones by shape and dtype); figures are the best of `runs` eager calls (realized,
 device synchronized) after a warm-up.
 Usage: python bench/op_survey.py [runs, default 5] [name filter]   (needs torch)"""
-import sys, time
+import sys
 import numpy as np
 import torch
-from tinygrad import Tensor, Device, dtypes
+from tinygrad import Tensor, Device
+from sampling import best
 
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 FILTER = sys.argv[2] if len(sys.argv) > 2 else ""
-MIN_SAMPLE_S = 0.3  # torch's OpenMP threads spin for a while after a call and take a core: sample long enough to get past it
-
-def best(fn) -> float:
-  fn()
-  ts = []
-  while len(ts) < RUNS or sum(ts) < MIN_SAMPLE_S:
-    st = time.perf_counter(); fn(); ts.append(time.perf_counter() - st)
-  return min(ts)
 
 def rand(*shape, lo=None, hi=None):
   rng = np.random.default_rng(len(shape))
@@ -80,6 +73,6 @@ if __name__ == "__main__":
     if not arrays: assert got.shape == want.shape and got.dtype == want.dtype, name  # random: no values to compare
     elif got.dtype.kind == "f": np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * max(1.0, float(np.abs(want).max())), err_msg=name)
     else: np.testing.assert_array_equal(got, want, err_msg=name)
-    tg = best(lambda: (tg_fn(*tgs).realize(), Device["CPU"].synchronize()))
-    pt = best(lambda: torch_fn(*pts))
+    tg = best(lambda: (tg_fn(*tgs).realize(), Device["CPU"].synchronize()), RUNS)
+    pt = best(lambda: torch_fn(*pts), RUNS)
     print(f"| {name} | {tg*1e3:.3f} | {pt*1e3:.3f} | {pt/tg:.2f} |", flush=True)

@@ -52,6 +52,18 @@ def np_conv_grads(x, w, g, stride, dilation, pads, groups):
 
 # out widths 8 and 16 run the direct form (whole vectors along the row), the others the im2col matmul form (one input channel: a row
 # of 9 taps, whose gradient is written channels-last)
+def _check_conv_and_grads(x, w, b, want, stride, dil, pads, groups, conv_kw:dict):
+  """conv2d(**conv_kw) of x, w, b against numpy's `want`, then its input, weight and bias gradients against numpy's for a random g"""
+  g = rnd(*want.shape)
+  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+  out = tx.conv2d(tw, tb, **conv_kw)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  dx, dw = np_conv_grads(x, w, g, stride, dil, pads, groups)
+  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+
 @pytest.mark.parametrize("shape,kw", [((2, 4, 6, 10), dict()), ((2, 4, 5, 16), dict(padding=1)), ((2, 4, 7, 9), dict(stride=2, padding=(0, 1))),
                                       ((1, 4, 9, 13), dict(dilation=2, padding=1)), ((2, 4, 6, 7), dict(groups=2, stride=(1, 2))),
                                       ((2, 6, 8, 9), dict(groups=3, padding=(1, 0))), ((2, 1, 7, 12), dict())])
@@ -65,15 +77,7 @@ def test_conv2d_gradients_both_forms(shape, kw):
   stride, dil = kw.get("stride", 1), kw.get("dilation", 1)
   stride, dil = (stride, stride) if isinstance(stride, int) else stride, (dil, dil) if isinstance(dil, int) else dil
   want = np_conv(x, w, b, stride, dil, pads, groups)
-  g = rnd(*want.shape)
-  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
-  out = tx.conv2d(tw, tb, **kw)
-  (out * Tensor(g)).sum().backward()
-  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
-  dx, dw = np_conv_grads(x, w, g, stride, dil, pads, groups)
-  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+  _check_conv_and_grads(x, w, b, want, stride, dil, pads, groups, kw)
   flat = [q for pr in reversed(pads) for q in pr]
   assert _im2col_pays(shape[0], shape[1], (3, 3), stride, dil, flat, shape[2:]) == (want.shape[-1] % 8 != 0 or stride[1] != 1)
 
@@ -213,15 +217,7 @@ def test_few_channels_per_group(shape, cout, groups, kw):
   # a non-contiguous input: the same values read through a transpose
   xt = Tensor(np.ascontiguousarray(x.transpose(0, 1, 3, 2))).permute(0, 1, 3, 2)
   np.testing.assert_allclose(xt.conv2d(Tensor(w), Tensor(b), groups=groups, **kw).numpy(), want, rtol=1e-4, atol=1e-4)
-  g = rnd(*want.shape)
-  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
-  out = tx.conv2d(tw, tb, groups=groups, **kw)
-  (out * Tensor(g)).sum().backward()
-  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
-  dx, dw = np_conv_grads(x, w, g, stride, dil, pads, groups)
-  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0, 2, 3)), rtol=1e-4, atol=1e-4)
+  _check_conv_and_grads(x, w, b, want, stride, dil, pads, groups, {**kw, "groups": groups})
 
 def test_conv_1d_3d_and_errors():
   x, w = rnd(2, 3, 9), rnd(4, 3, 2)
