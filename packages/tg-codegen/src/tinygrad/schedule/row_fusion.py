@@ -41,8 +41,9 @@ def _row(r:UOp) -> int|None:
   return prod(r.src[0].shape) // max(prod(r.shape), 1)
 
 def _body_reduces(r:UOp, stop:dict[UOp, None]) -> set[UOp]:
-  """the reductions inside r's body, down to realized nodes (a realized one is a buffer there)"""
-  return {u for u in r.src[0].toposort(lambda w: w not in stop and w.op is not Ops.BUFFER) if u.op is Ops.REDUCE_AXIS and u not in stop}
+  """the reductions inside r's body, down to realized nodes, those included: counting a realized reduce as a buffer let the MNIST step's
+  2x2 max pool gradient take its tie count into the gradient kernel, recomputed per window element (kernels 8.7 -> 9.3 ms a step)"""
+  return {u for u in r.src[0].toposort(lambda w: w not in stop and w.op is not Ops.BUFFER) if u.op is Ops.REDUCE_AXIS}
 
 def _hoisted(ast:UOp) -> bool:
   """every REDUCE depends on each loop around it, so it runs once per value: the loops around a REDUCE are the loops around the innermost
