@@ -45,6 +45,8 @@ CASES = {  # name: (inputs as numpy arrays, tg function, torch function)
   "cat axis 1 2x(4096x2048)": ((rand(4096, 2048), rand(4096, 2048)), lambda a, b: a.cat(b, dim=1), lambda a, b: torch.cat([a, b], 1)),
   "embedding 32000x512, 2048 ids": ((rand(32000, C), rand(B * T, lo=0, hi=32000)), lambda w, i: w[i], lambda w, i: w[i.long()]),
   "cumsum axis 1 1024x1024": ((rand(1024, 1024),), lambda x: x.cumsum(1), lambda x: x.cumsum(1)),
+  "cumsum axis 0 1024x1024": ((rand(1024, 1024),), lambda x: x.cumsum(0), lambda x: x.cumsum(0)),
+  "cummax axis 1 1024x1024 (values, indices)": ((rand(1024, 1024),), lambda x: x.cummax(1)[1], lambda x: x.cummax(1).indices.int()),
   "max_pool2d 3x3 s2 8x64x112x112": ((rand(8, 64, 112, 112),), lambda x: x.max_pool2d(3, 2, padding=1),
                                      lambda x: torch.nn.functional.max_pool2d(x, 3, 2, padding=1)),
   "avg_pool2d 2x2 8x64x112x112": ((rand(8, 64, 112, 112),), lambda x: x.avg_pool2d(2), lambda x: torch.nn.functional.avg_pool2d(x, 2)),

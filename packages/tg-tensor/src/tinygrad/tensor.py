@@ -332,6 +332,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # of constants alone: a node of its own (_own_contiguous), so realize() may keep its buffer for every graph built on this tensor
     return _handle(u if _reads_memory(u := self.uop.contiguous()) else _own_contiguous(u))
   def detach(self) -> Tensor: return _handle(self.uop.detach())
+  def _scan_serially(self) -> bool:  # mixin/scan.py's form choice: the compiler's, for this device
+    from tinygrad.codegen.prefix_scan import serial_scan
+    return serial_scan(self.device)
   def _grad_flows(self) -> bool: return bool(self.requires_grad) or _on_grad_path(self.uop)  # the sorts' form choice (mixin/sorting.py)
   def contiguous_backward(self) -> Tensor:
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
