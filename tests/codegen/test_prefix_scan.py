@@ -1,6 +1,6 @@
 """Prefix reduces as one pass (codegen/prefix_scan.py): cumsum, cumprod, cummax/cummin and logcumsumexp against numpy along the last
-axis and along axis 0, at odd sizes and in several dtypes, their gradients, the kernels' loop structure (one loop over the scanned axis,
-no triangle), the same bits as the triangle summed in order, and the opts leaving the scanned axis alone."""
+axis and along axis 0, at odd sizes and in several dtypes, their gradients, the kernels' work (a few ops per element, not the
+triangle's O(n)), the same bits as the triangle summed in order, and the opts leaving the scanned axis alone."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, dtypes
@@ -17,11 +17,10 @@ R = np.random.default_rng(7)
 # the CPU's two renderers, and the PYTHON emulator (work items: the pass runs there only under SCAN=2) at small sizes
 DEVICES = [("CPU", (1, 7, 1000, 1025)), ("CPU:C", (1, 7, 300)), ("PYTHON", (1, 7, 40))]
 
-def loops_of(t:Tensor, n:int, device:str) -> list[int]:
-  """per kernel of t, how many loops of n trips its program runs: 1 for a scan, 2 for the triangle"""
+def scanned(t:Tensor, device:str) -> bool:
+  """every kernel of t does a few ops per element of t (a scan: ~2), none O(n) per element (the triangle: over 3n)"""
   items = [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
-  return [sum(1 for u in get_program(it.ast, Device[device].renderer).uops if u.op is Ops.RANGE and u.src[0].op is Ops.CONST
-              and u.src[0].arg == n) for it in items]
+  return max(get_program(it.ast, Device[device].renderer).ops for it in items) < 12 * t.numel()
 
 @pytest.fixture(params=DEVICES, ids=[d for d, _ in DEVICES])
 def dev(request):
@@ -38,7 +37,7 @@ def test_scan_values(dev):
     ai = R.integers(-4, 5, (n, 5)).astype(np.int32)
     for x, axis, want, tol in [(a, 1, np.cumsum(a.astype(np.float64), 1), 1e-4), (a.T.copy(), 0, np.cumsum(a.T.astype(np.float64), 0), 1e-4)]:
       t = Tensor(x, device=device).cumsum(axis)
-      if n > 1: assert all(c == 1 for c in loops_of(t, n, device)), "the kernel lost its scan form"
+      if n > 1: assert scanned(t, device), "the kernel lost its scan form"
       np.testing.assert_allclose(t.numpy(), want, rtol=tol, atol=tol * max(1, n ** 0.5))
     np.testing.assert_array_equal(Tensor(ai, device=device).cumsum(0).numpy(), np.cumsum(ai, 0))
     np.testing.assert_array_equal(Tensor(ai, device=device).cumprod(0).numpy(), np.cumprod(ai, 0).astype(np.int32))  # wraps, like C
@@ -65,7 +64,7 @@ def test_cummax_values_and_indices(dev):
     for x in (R.integers(-3, 4, (4, n)).astype(np.int32), R.integers(-3, 4, (4, n)).astype(np.float32)):  # few values: many ties
       for axis in (0, 1):
         v, i = Tensor(x, device=device).cummax(axis)
-        if n > 4: assert loops_of(i, x.shape[axis], device) == [1, 1], "values and index: two scans"
+        if n > 4: assert scanned(i, device), "values and index: two scans"
         np.testing.assert_array_equal(v.numpy(), np.maximum.accumulate(x, axis))
         np.testing.assert_array_equal(i.numpy(), _last_of_running_max(x, axis))
     np.testing.assert_array_equal(Tensor(x, device=device).cummin(1)[0].numpy(), np.minimum.accumulate(x, 1))
@@ -83,7 +82,7 @@ def test_cumsum_gradient(dev):
     for axis in (0, 1):
       x = Tensor(a, device=device, requires_grad=True)
       (x.cumsum(axis) * Tensor(w, device=device)).sum().backward()
-      if n > 3: assert max(loops_of(x.grad, a.shape[axis], device)) == 1, "the gradient (a reversed cumsum) lost its scan form"
+      if n > 3: assert scanned(x.grad, device), "the gradient (a reversed cumsum) lost its scan form"
       np.testing.assert_allclose(x.grad.numpy(), np.flip(np.cumsum(np.flip(w, axis), axis), axis), rtol=1e-4, atol=1e-4)
 
 def test_cumsum_gradient_by_finite_differences():
