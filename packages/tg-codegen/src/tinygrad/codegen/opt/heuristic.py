@@ -393,7 +393,8 @@ def _scan_opts(ast:UOp, renderer, out:list[int], attempt, chosen:list[Opt]) -> l
   vector = simd_tiles(renderer).vector
   ax, (accs, _) = axes(ast), _accesses(ast)
   walked = [i for i in out if any(ax[i] in a.deps for a in accs) and all(ax[i] in a.unit for a in accs if ax[i] in a.deps)]
-  if walked and attempt(OptOps.UPCAST, walked[-1], (vector, 8, 4, 2)): attempt(OptOps.UPCAST, walked[-1], (SCAN_CHAINS, 2))
+  if walked and attempt(OptOps.UPCAST, walked[-1], (vector, 8, 4, 2)):
+    if chosen[-1].amt < size(ax[walked[-1]]): attempt(OptOps.UPCAST, walked[-1], (SCAN_CHAINS, 2))  # the rest of the axis stays its number
   elif out and not any(u.op is Ops.REDUCE and u.tag == SCAN_TAG and u.arg is Ops.MAX for u in ast.toposort()):
     attempt(OptOps.UPCAST, out[-1], (SCAN_CHAINS, 2))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
