@@ -12,6 +12,7 @@ from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.codegen import get_program
 from tinygrad.codegen.prefix_scan import TAG, mark_scans, serial_scan
 from tinygrad.codegen.opt import Opt, OptOps, OptError, apply_opt, axes
+from tinygrad.mixin.scan import SCAN_BLOCK
 
 R = np.random.default_rng(7)
 # the CPU's two renderers, and the PYTHON emulator (work items: the pass runs there only under SCAN=2) at small sizes
@@ -64,7 +65,7 @@ def test_cummax_values_and_indices(dev):
     for x in (R.integers(-3, 4, (4, n)).astype(np.int32), R.integers(-3, 4, (4, n)).astype(np.float32)):  # few values: many ties
       for axis in (0, 1):
         v, i = Tensor(x, device=device).cummax(axis)
-        if n > 4: assert scanned(i, device), "values and index: two scans"
+        if x.shape[axis] > SCAN_BLOCK: assert scanned(i, device), "values and index: two scans"  # a short axis: one square either way
         np.testing.assert_array_equal(v.numpy(), np.maximum.accumulate(x, axis))
         np.testing.assert_array_equal(i.numpy(), _last_of_running_max(x, axis))
     np.testing.assert_array_equal(Tensor(x, device=device).cummin(1)[0].numpy(), np.minimum.accumulate(x, 1))
@@ -82,7 +83,7 @@ def test_cumsum_gradient(dev):
     for axis in (0, 1):
       x = Tensor(a, device=device, requires_grad=True)
       (x.cumsum(axis) * Tensor(w, device=device)).sum().backward()
-      if n > 3: assert scanned(x.grad, device), "the gradient (a reversed cumsum) lost its scan form"
+      if a.shape[axis] > SCAN_BLOCK: assert scanned(x.grad, device), "the gradient (a reversed cumsum) lost its scan form"
       np.testing.assert_allclose(x.grad.numpy(), np.flip(np.cumsum(np.flip(w, axis), axis), axis), rtol=1e-4, atol=1e-4)
 
 def test_cumsum_gradient_by_finite_differences():
@@ -96,13 +97,13 @@ def test_cumsum_gradient_by_finite_differences():
 def test_same_bits_as_the_triangle_in_order():
   """the scan adds x[0..o] in order, as the triangle's reduce does when nothing reorders it (NOOPT)"""
   a = R.standard_normal((4, 1000)).astype(np.float32) * 1e3
-  at = Tensor.arange(1000)
-  tri = (at.reshape(1000, 1) >= at.reshape(1, 1000)).where(Tensor(a).unsqueeze(-2), 0).sum(-1)
+  at = Tensor.arange(1000, device="CPU")
+  tri = (at.reshape(1000, 1) >= at.reshape(1, 1000)).where(Tensor(a, device="CPU").unsqueeze(-2), 0).sum(-1)
   with Context(SCAN=0, NOOPT=1): dense = tri.numpy()
-  assert (Tensor(a).cumsum(1).numpy() == dense).all()
+  assert (Tensor(a, device="CPU").cumsum(1).numpy() == dense).all()
 
 def test_opts_leave_the_scan_axis_alone():
-  x = Tensor.empty(64, 48)
+  x = Tensor.empty(64, 48, device="CPU")
   ast = graph_rewrite([it for it in create_schedule([x.cumsum(0).uop])[0] if it.kind == "kernel"][0].ast, symbolic)  # as lowering sees it
   marked = mark_scans(ast, Device["CPU"].renderer)
   assert [u.tag for u in marked.toposort() if u.op is Ops.REDUCE] == [TAG]
@@ -116,4 +117,4 @@ def test_form_choice():
   with Context(SCAN=2): assert serial_scan("PYTHON")
   with Context(SCAN=0):  # the blocked form: no loop over the whole axis twice either, and the same values
     a = R.standard_normal((2, 100)).astype(np.float32)
-    np.testing.assert_allclose(Tensor(a).cumsum(1).numpy(), np.cumsum(a, 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(Tensor(a, device="CPU").cumsum(1).numpy(), np.cumsum(a, 1), rtol=1e-4, atol=1e-4)

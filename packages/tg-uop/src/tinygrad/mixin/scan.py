@@ -52,7 +52,9 @@ class ScanMixin:
   def _triangle(self, op:Ops, fill):
     """the inclusive running op along the last axis as one reduce over the whole axis (row i: x[j] for j <= i)"""
     return self._lower_tri(self.shape[-1]).where(self.unsqueeze(-2), fill)._reduce(op, -1)
-  def _serial(self, axis:int) -> bool: return self._scan_serially() and isinstance(self.shape[axis], int)
+  def _serial(self, axis:int) -> bool:
+    """the whole axis's triangle, realized: a short axis is one square in either form (and codegen scans it where it can), unrealized"""
+    return isinstance(n := self.shape[axis], int) and n > SCAN_BLOCK and self._scan_serially()
   def _scan_axis(self, axis:int, op:Ops, fill):
     if self._serial(axis): return self.contiguous_backward().transpose(axis, -1)._triangle(op, fill).transpose(axis, -1)
     return self.transpose(axis, -1)._scan(op, fill).transpose(axis, -1)
@@ -115,5 +117,7 @@ class ScanMixin:
     if not self._scannable(axis): return x.sum(())
     m = x.max(axis, keepdim=True)
     m = m.abs().eq(math.inf).where(0, m)
-    axis = self._resolve_dim(axis)
-    return self._scanned((x - m).exp()._scan_axis(axis, Ops.ADD, 0).log() + m, axis)
+    # a serial scan's loop runs one element at a time (its carry), so the exp before it and the log after it run in kernels of their own,
+    # which vectorize them: in its loop they took 1024x1024 from 2.4 ms (the blocked form) to 3.6
+    e = (x - m).exp()
+    return (e.contiguous() if self._serial(self._resolve_dim(axis)) else e).cumsum(axis).log() + m
