@@ -58,6 +58,12 @@ def scans(ast:UOp) -> tuple[tuple[UOp, UOp], ...]:
 
 def _outside_reduces(x:UOp) -> list[UOp]: return list(x.toposort(lambda w: w is x or w.op is not Ops.REDUCE))
 
+def _canonical(red:UOp, x:UOp, o:UOp, suffix:bool) -> UOp:
+  """red as the tagged prefix reduce where(o < r, identity, x) over r, its body read from the end for a suffix reduce"""
+  r, w = red.src[1], red.src[0]
+  body = x.substitute({r: (r.src[0] - 1) - r}) if suffix else x
+  return red.replace(src=(w.replace(src=(UOp(Ops.CMPLT, dtypes.bool, (o, r)), w.src[1], body)), r), tag=TAG)
+
 def mark_scans(ast:UOp, renderer) -> UOp:
   """tag every prefix reduce stored along a loop axis of its END (see the module's comment); only for targets without work items"""
   if renderer is None or SCAN.value <= 0 or (getattr(renderer, "has_local", False) and SCAN.value < 2): return ast
@@ -71,13 +77,9 @@ def mark_scans(ast:UOp, renderer) -> UOp:
     for o, found in per_axis.items():
       if len({suffix for _, _, suffix in found}) != 1: continue  # a prefix and a suffix reduce would need the axis run both ways
       # o becomes the innermost of the loops (the ones outside it reset the accumulator); a suffix reduce runs it backwards
-      renamed[o], last, fresh = (new_o := o.replace(arg=(fresh, o.arg[1]))), o.src[0] - 1, fresh + 1
-      def canonical(u:UOp, x:UOp, suffix:bool) -> UOp:
-        r, w = u.src[1], u.src[0]
-        cond = UOp(Ops.CMPLT, dtypes.bool, (new_o, r))  # where(o < r, identity, x): r <= o
-        return u.replace(src=(w.replace(src=(cond, w.src[1], x.substitute({r: last - r}) if suffix else x)), r), tag=TAG)
-      body = body.substitute({u: canonical(u, x, suffix) for u, x, suffix in found})
-      sub[o] = last - new_o if found[0][2] else new_o
+      renamed[o], fresh = (new_o := o.replace(arg=(fresh, o.arg[1]))), fresh + 1
+      body = body.substitute({u: _canonical(u, x, new_o, suffix) for u, x, suffix in found})
+      sub[o] = (o.src[0] - 1) - new_o if found[0][2] else new_o
     if sub: ast = ast.substitute({end: body.substitute(sub).end(*[renamed.get(q, q) for q in end.ended_ranges])})
   return ast
 
