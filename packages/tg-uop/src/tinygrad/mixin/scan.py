@@ -2,7 +2,8 @@
 Where the compiler runs a prefix reduce as one pass (a device without work items: tinygrad.codegen.prefix_scan; Tensor's
 `_scan_serially` says), the scan is the plain triangle over the whole axis: row i reduces x[j] for j <= i and the fill elsewhere, which
 codegen turns into one loop carrying the accumulator, O(n) per row. It is realized on its own (contiguous), and so is its gradient
-(contiguous_backward), so neither lands inside another reduce's loop, where no loop carries it.
+(contiguous_backward), so neither lands inside another reduce's loop, where no loop carries it. cumprod and cummax keep the blocked form
+where a gradient flows: the gradient of a product or max reduce over the whole triangle is no prefix reduce, O(n^2).
 Elsewhere a short axis (at most SCAN_BLOCK) reduces that square, O(n^2) work. A long axis is cut into blocks of SCAN_BLOCK: each block
 scans its own square, the block totals are scanned the same way (one level per factor of SCAN_BLOCK) and shifted by one block, and each
 element combines its block's running value with the total of the blocks before it: O(n * SCAN_BLOCK) work in about two kernels per
