@@ -118,3 +118,14 @@ def test_form_choice():
   with Context(SCAN=0):  # the blocked form: no loop over the whole axis twice either, and the same values
     a = R.standard_normal((2, 100)).astype(np.float32)
     np.testing.assert_allclose(Tensor(a, device="CPU").cumsum(1).numpy(), np.cumsum(a, 1), rtol=1e-4, atol=1e-4)
+
+def test_scans_inside_larger_graphs():
+  """a scan's input and output fused with other work; rows that do not feed the scan's value still reset its accumulator"""
+  a3, a, b = R.standard_normal((5, 40, 6)).astype(np.float32), R.standard_normal((30, 50)).astype(np.float32), R.standard_normal((50, 20))
+  T = lambda v: Tensor(v.astype(np.float32), device="CPU")
+  cases = [(T(a3).sum(2).cumsum(1), np.cumsum(a3.sum(2), 1)), ((T(a) @ T(b)).cumsum(1), np.cumsum(a @ b, 1)),
+           (T(a).cumsum(1).sum(1), np.cumsum(a, 1).sum(1)), (T(a)[::2, 1::2].cumsum(1), np.cumsum(a[::2, 1::2], 1)),
+           (T(a).flip(1).cumsum(1).flip(1), np.flip(np.cumsum(np.flip(a, 1), 1), 1)), (T(a3).cumsum(1), np.cumsum(a3, 1)),
+           (T(a[0]).reshape(1, 50).expand(4, 50).cumsum(1), np.cumsum(np.broadcast_to(a[0], (4, 50)), 1)),
+           (T(a).cumsum(1).cumsum(0), np.cumsum(np.cumsum(a, 1), 0))]
+  for t, want in cases: np.testing.assert_allclose(t.numpy(), want, rtol=1e-4, atol=1e-3)
