@@ -129,3 +129,9 @@ def test_scans_inside_larger_graphs():
            (T(a[0]).reshape(1, 50).expand(4, 50).cumsum(1), np.cumsum(np.broadcast_to(a[0], (4, 50)), 1)),
            (T(a).cumsum(1).cumsum(0), np.cumsum(np.cumsum(a, 1), 0))]
   for t, want in cases: np.testing.assert_allclose(t.numpy(), want, rtol=1e-4, atol=1e-3)
+  # read through a transpose, the scanned axis is divided in the addresses (r//32, r%32): it stays one range, not split (split_ranges)
+  p = R.standard_normal((4, 32, 32)).astype(np.float32)
+  for t, want in [(T(p).permute(0, 2, 1).reshape(4, 1024).cumsum(1), np.cumsum(p.transpose(0, 2, 1).reshape(4, 1024), 1)),
+                  (T(p).permute(2, 1, 0).reshape(1024, 4).cumsum(0), np.cumsum(p.transpose(2, 1, 0).reshape(1024, 4), 0))]:
+    assert scanned(t, "CPU")
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-4, atol=1e-3)
