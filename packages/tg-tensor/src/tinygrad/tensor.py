@@ -557,7 +557,8 @@ def _prepare(olds:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   if not any([_memo_any(u, _CUSTOM, _CUSTOM_OPS, None) for u in olds]): return _engine().prepare_uops(olds)
   new: dict[UOp, UOp] = {}
   for x in UOp.sink(*olds).toposort():
-    new[x] = new[x.src[0]] if x.op is Ops.CUSTOM_GRADIENT else x if all([new[s] is s for s in x.src]) else x.replace(src=tuple([new[s] for s in x.src]))
+    if x.op is Ops.CUSTOM_GRADIENT: new[x] = new[x.src[0]]
+    else: new[x] = x if all([new[s] is s for s in x.src]) else x.replace(src=tuple([new[s] for s in x.src]))
   runs, becomes = _engine().prepare_uops([new[o] for o in olds])
   return runs, {o: becomes[n] for o, n in new.items() if n in becomes}
 

@@ -136,7 +136,8 @@ def _input_gradient(g, weight, spatial:tuple, groups:int, strides:tuple, dils:tu
   lo, hi = [pads[2*(nd-1-a)] for a in range(nd)], [pads[2*(nd-1-a)+1] for a in range(nd)]
   # the padded input's rows past the last window (stride > 1) are output_padding, gradient 0; conv_transpose2d's padding is the same
   # on both sides, so the larger of uneven pads is cut after
-  extra = [i + lo[a] + hi[a] - ((o-1)*s + d*(k-1) + 1) for a, (i, o, s, d, k) in enumerate(zip(spatial, g.shape[2:], strides, dils, weight.shape[2:]))]
+  extra = [i + lo[a] + hi[a] - ((o-1)*s + d*(k-1) + 1)
+           for a, (i, o, s, d, k) in enumerate(zip(spatial, g.shape[2:], strides, dils, weight.shape[2:]))]
   both = [min(l, h) for l, h in zip(lo, hi)]
   token = _in_gradient.set(True)
   try: gx = g.conv_transpose2d(weight, None, groups, strides, dils, both, extra)
@@ -208,6 +209,14 @@ def _direct_forward(x, weight, groups:int, out:tuple) -> bool:
   from tinygrad.schedule.pack import packs_along, WIDE
   if _wants_grad(x) or _wants_grad(weight) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
   return weight.shape[0] // groups < WIDE or packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
+
+def _direct_trains(x, weight, ks:tuple, strides:tuple, pads:list, out:tuple) -> bool:
+  """a conv whose input takes a gradient keeps the direct form where its rows hold two vectors or more (stride 1 along them) and so do
+  the weight gradient's rows of Cin/groups*taps: its input gradient is then a conv (_input_gradient) and its weight gradient a reduce
+  per image that vectorizes, where im2col writes and reads a window buffer prod(kernel) times the input for both (b8 3x3: 128->128
+  28x28 161 -> 60 ms of kernels, 64->64 28x28 27 -> 5, 128->128 26x26 111 -> 77). Shorter rows (14x14, MNIST's 11x11) keep im2col: the
+  per-image reduce over them has no vector axis (b8 256->256 14x14: 115 -> 500 ms); so do one-channel convs (MNIST's conv-1: 9 taps)"""
+  return strides[-1] == 1 and out[-1] >= 2 * VECTOR_LANES and weight.shape[1] * prod(ks) >= 2 * VECTOR_LANES and _own_input_gradient(x, pads)
 
 def _pointwise_conv(x, weight, bias, groups:int, strides:tuple, dtype):
   """a 1x1 conv without padding: a matmul per image over the pixels as one axis. Kept as rows and columns, a row of 56 pixels is packed
@@ -315,7 +324,8 @@ class TensorConvMixin:
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads = _flat_pads(padding, ks, dils, strides)
     if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]) and \
-       not _direct_forward(self, weight, groups, _out_sizes(self.shape[2:], ks, strides, dils, pads)):
+       not _direct_forward(self, weight, groups, out := _out_sizes(self.shape[2:], ks, strides, dils, pads)) and \
+       not _direct_trains(self, weight, ks, strides, pads, out):
       # the input's gradient, a sum of shifted views of the windows' gradient, is written out once: left as a view it fuses into the
       # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read. It is written
       # channels-last, so that the fold walks the windows' gradient along its rows of (Cin, taps) instead of one row per element
