@@ -4,7 +4,8 @@ everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose lo
 one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
 Short rows: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2) compares, two
 kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares, two stages per kernel).
-topk with a small k against a long row takes k rounds of "the smallest key above the last one" (k passes over the row) instead.
+topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
+k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter).
 64-bit dtypes, and values a gradient flows through, sort (value, index) pairs by the same two schemes with the comparisons spelled out.
 A class using it provides the elementwise, movement, reduce and select mixins."""
 from __future__ import annotations
@@ -19,9 +20,9 @@ PACKED_BITONIC_MIN = 32
 # network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
 # 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
 STAGES_PER_KERNEL = 2
-# a round of topk (a pass reading the row's values, rebuilding keys on the fly) against a kernel of the network (reading and writing
-# 8-byte keys): ~0.35 against ~1.2 ns per element (1024x4096 and 256x4096)
-ROUNDS_PER_NETWORK_KERNEL = 3
+# topk's candidates ranked at once (k*g of them, g keys per group, see _smallest_keys): the rank compares every pair, so k above half of
+# this sorts the row instead
+SELECT_CANDIDATES = 128
 _I32_MAX, _I32_MIN, _I64_MAX = 2**31 - 1, -2**31, 2**63 - 1
 
 class SortingMixin:
@@ -91,11 +92,24 @@ class SortingMixin:
       if done % STAGES_PER_KERNEL == 0 or done == len(stages): keys = keys.contiguous()
       keys = keys.reshape(lead + (p,))
     return keys.shrink(tuple((0, s) for s in lead) + ((0, n),))
-  def _smallest_keys(self, k:int):
-    """the k smallest unique int64 keys of the last axis, ascending: k rounds of the least key above the one before"""
-    ret = [self.min(-1, keepdim=True).contiguous()]  # stored: a round fused into the next would be recomputed by every later one
-    for _ in range(k - 1): ret.append((self > ret[-1]).where(self, _I64_MAX).min(-1, keepdim=True).contiguous())
-    return ret[0].cat(*ret[1:], dim=-1) if k > 1 else ret[0]
+  def _smallest_keys(self, k:int, stride:int=1):
+    """the k smallest unique int64 keys of the last axis, ascending. Cut into groups of g keys, a row's k smallest keys lie in the k groups
+    whose minimums are the k smallest minimums: those k minimums are k keys at most the k-th of them, and a group whose minimum is above
+    it holds nothing below it. So the k smallest minimums (found the same way) name k*g candidates, and ranking those picks the keys.
+    A key's index is its element's in the whole row: in a row of minimums it sits at that index // stride"""
+    n, g = self.shape[-1], _group_size(k)
+    if n <= k * g: return self._rank_select(k)
+    lead, groups = tuple(self.shape[:-1]), -(-n // g)
+    keys = (self.pad(((0, 0),)*len(lead) + ((0, groups*g - n),), value=_I64_MAX) if groups*g != n else self).reshape(lead + (groups, g))
+    # stored: the candidates' gather reads them again (every real group holds a real key: padding is never among the minimums' k smallest)
+    least = keys.min(-1).contiguous()._smallest_keys(k, stride * g)
+    group = ((least & 0xFFFFFFFF) >> 1) // (stride * g)  # each key's place in this row, then its group: (..., k)
+    candidates = keys.unsqueeze(-3)._pick(group._one_hot_at(groups, len(lead) + 1).unsqueeze(-1), -2)  # (..., k, g), one load each
+    return candidates.reshape(lead + (k * g,)).contiguous()._rank_select(k)
+  def _rank_select(self, k:int):
+    """the k smallest unique int64 keys of a short last axis, ascending: output position r picks the key with r keys below it"""
+    rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n)
+    return self.unsqueeze(-1)._pick(rank._one_hot_at(k, len(rank.shape)), -2)
 
   # *** (value, index) pairs compared in full: 64-bit dtypes, and values a gradient flows through ***
   def _rank_sort(self, descending:bool) -> tuple:
@@ -150,7 +164,7 @@ class SortingMixin:
     dim = self._resolve_dim(dim)
     if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
-    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or not _rounds_pay(n, k):
+    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or k > SELECT_CANDIDATES // 2:
       values, indices = self.sort(dim, descending=largest)
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
@@ -160,9 +174,6 @@ class SortingMixin:
     if grad: values = x.unsqueeze(-2)._pick(indices._one_hot_at(n, len(indices.shape)), -1)  # the elements themselves, O(k*n)
     return values.transpose(dim, -1), indices.transpose(dim, -1)
 
-def _rounds_pay(n:int, k:int) -> bool:
-  """whether topk's k rounds cost less than sorting the row: short rows rank in two kernels, long ones pay the network's kernels"""
-  if n <= PACKED_BITONIC_MIN: return False
-  p = (n - 1).bit_length()
-  network_kernels = -(-(p * (p + 1) // 2) // STAGES_PER_KERNEL)
-  return k < ROUNDS_PER_NETWORK_KERNEL * network_kernels
+def _group_size(k:int) -> int:
+  """keys per group of topk's selection: the k*g candidates are ranked in k*g*k*g compares per row, at most SELECT_CANDIDATES"""
+  return max(2, 1 << max(0, (SELECT_CANDIDATES // k).bit_length() - 1))
