@@ -102,7 +102,7 @@ class SortingMixin:
     lead, groups = tuple(self.shape[:-1]), -(-n // g)
     keys = (self.pad(((0, 0),)*len(lead) + ((0, groups*g - n),), value=_I64_MAX) if groups*g != n else self).reshape(lead + (groups, g))
     # stored: the candidates' gather reads them again (every real group holds a real key: padding is never among the minimums' k smallest)
-    least = keys.min(-1).contiguous()._smallest_keys(k, stride * g)
+    least = keys.min(-1).contiguous()._smallest_keys(k, stride * g).contiguous()
     group = ((least & 0xFFFFFFFF) >> 1) // (stride * g)  # each key's place in this row, then its group: (..., k)
     candidates = keys.unsqueeze(-3)._pick(group._one_hot_at(groups, len(lead) + 1).unsqueeze(-1), -2)  # (..., k, g), one load each
     return candidates.reshape(lead + (k * g,)).contiguous()._rank_select(k)
