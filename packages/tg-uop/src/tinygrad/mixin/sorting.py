@@ -20,6 +20,9 @@ PACKED_BITONIC_MIN = 32
 # network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
 # 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
 STAGES_PER_KERNEL = 2
+# the network's first stages (blocks of this many keys) as a rank sort per block: b compares per key in one pass and a pick of b in a
+# second, against log2(b)*(log2(b)+1)/2 stages
+RANK_BLOCK = 32
 # topk's candidates ranked at once (k*g of them, g keys per group, see _smallest_keys): the rank compares every pair, so k above half of
 # this sorts the row instead
 SELECT_CANDIDATES = 128
@@ -74,12 +77,19 @@ class SortingMixin:
     rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n): keys below key i, its place
     return self.unsqueeze(-1)._pick(rank._one_hot_at(n, len(rank.shape)), -2)
   def _bitonic_keys(self):
-    """a bitonic network over unique int64 keys (padding is the largest int64, last)"""
+    """a bitonic network over unique int64 keys padded to a power of two (padding: distinct keys above every real one, last). Its first
+    stages, which sort blocks of RANK_BLOCK keys, are a rank sort of each block instead (odd blocks descending, as the network leaves
+    them): two passes over the row where the network's stages take one per STAGES_PER_KERNEL"""
     n, lead = self.shape[-1], tuple(self.shape[:-1])
     p = 1 << (n - 1).bit_length()
-    keys = self.pad(((0, 0),)*len(lead) + ((0, p - n),), value=_I64_MAX) if p != n else self
+    keys = self.cat((self._arange(p - n, dtypes.int64) + (_I64_MAX - (p - n) + 1)).expand(lead + (p - n,)), dim=-1) if p != n else self
+    b = min(p, RANK_BLOCK)
+    blocks = keys.contiguous().reshape(lead + (p // b, b))  # stored: each key is compared with all of its block
+    rank = (blocks.unsqueeze(-2) < blocks.unsqueeze(-1)).sum(-1, dtype=dtypes.int32)  # (..., p/b, b): keys below each in its block
+    if b < p: rank = (self._arange(p // b, dtypes.int32) % 2).eq(1).reshape(p // b, 1).where(b - 1 - rank, rank)
+    keys = blocks.unsqueeze(-1)._pick(rank.contiguous()._one_hot_at(b, len(lead) + 2), -2).reshape(lead + (p,)).contiguous()
     second = self.const_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
-    stages = [(k, k >> i) for k in (1 << e for e in range(1, p.bit_length())) for i in range(1, k.bit_length())]
+    stages = [(k, k >> i) for k in (1 << e for e in range(b.bit_length(), p.bit_length())) for i in range(1, k.bit_length())]
     for done, (k, j) in enumerate(stages, 1):
       # partners i and i^j on a size-2 axis (..., 2, j); a block of k sorts down when bit k of i is set: the size-2 axis before them
       shape = lead + ((p // (2*k), 2, k // (2*j), 2, j) if k < p else (k // (2*j), 2, j))
