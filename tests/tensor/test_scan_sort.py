@@ -198,8 +198,8 @@ def test_topk_selection(n, k):
 def test_topk_selection_and_network(monkeypatch):
   import tinygrad.mixin.sorting as sorting
   a = R.integers(-3, 4, (4, 70)).astype(np.float32)
-  for candidates in (128, 2):  # selection, and the full sort cut to k
-    monkeypatch.setattr(sorting, "SELECT_CANDIDATES", candidates)
+  for max_k in (64, 2):  # selection, and the full sort cut to k
+    monkeypatch.setattr(sorting, "SELECT_MAX_K", max_k)
     for largest in (True, False):
       want = _stable_order(a, largest)[:, :6]
       v, i = Tensor(a).topk(6, largest=largest)
@@ -207,7 +207,7 @@ def test_topk_selection_and_network(monkeypatch):
       np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
     v, i = Tensor(a.T).topk(3, dim=0)
     np.testing.assert_array_equal(i.numpy(), _stable_order(a, True)[:, :3].T)
-  monkeypatch.setattr(sorting, "SELECT_CANDIDATES", 128)
+  monkeypatch.setattr(sorting, "SELECT_MAX_K", 64)
   x, w = Tensor(a, requires_grad=True), R.standard_normal((4, 6)).astype(np.float32)
   v, i = x.topk(6)
   (v * Tensor(w)).sum().backward()
