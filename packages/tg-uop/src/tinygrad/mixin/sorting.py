@@ -102,7 +102,7 @@ class SortingMixin:
       if k < p: swap = swap != second.reshape(2, 1, 1, 1)
       keys = (swap != second.reshape(2, 1)).where(hi, lo)
       # stored in the stage's own shape: the kernel walks (groups, 2, j) and reads both partners without index arithmetic
-      if done % STAGES_PER_KERNEL == 0 or done == len(stages): keys = keys.contiguous()
+      if done % STAGES_PER_KERNEL == 0 and done != len(stages): keys = keys.contiguous()
       keys = keys.reshape(lead + (p,))
     return keys.shrink(tuple((0, s) for s in lead) + ((0, n),))
   def _smallest_keys(self, k:int, stride:int=1):
