@@ -3,7 +3,8 @@ Dtypes of 32 bits or less sort packed keys: the value mapped to an int32 whose o
 everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose low half holds the element's index. Keys are unique, so
 one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
 Short rows: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2) compares, two
-kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares, two stages per kernel).
+kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages a rank sort of
+blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
 topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
 k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter).
 64-bit dtypes, and values a gradient flows through, sort (value, index) pairs by the same two schemes with the comparisons spelled out.
@@ -45,8 +46,9 @@ class SortingMixin:
     """whether a gradient will flow back through self (Tensor says; a UOp graph has no autograd): packed keys carry none"""
     return False
   def _packs(self) -> bool:
-    """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31"""
-    return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n < 2**31
+    """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31, and room above the real keys' low halves
+    (2n at most) for the network's distinct padding keys (p - n of them, p the next power of two)"""
+    return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n + (1 << (n - 1).bit_length()) <= 2**32
 
   # *** packed keys: (order-preserving int32 of the value) << 32 | index << 1 | (value is -0.0) ***
   def _sort_keys(self, descending:bool):
