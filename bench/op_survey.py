@@ -63,6 +63,8 @@ CASES = {  # name: (inputs as numpy arrays, tg function, torch function)
                                 lambda x: torch.nn.functional.interpolate(x, (112, 112), mode="bilinear")),
   "topk 16 of 1024x4096": ((rand(1024, 4096),), lambda x: x.topk(16)[0], lambda x: x.topk(16).values),
   "sort axis 1 256x4096": ((rand(256, 4096),), lambda x: x.sort(1)[0], lambda x: x.sort(1).values),
+  "argsort axis 1 256x4096": ((rand(256, 4096),), lambda x: x.argsort(1), lambda x: torch.argsort(x, dim=1, stable=True)),
+  "sort 1-D 1M": ((rand(1 << 20),), lambda x: x.sort(0)[0], lambda x: x.sort(0).values),
 }
 
 if __name__ == "__main__":

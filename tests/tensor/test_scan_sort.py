@@ -99,7 +99,7 @@ def test_bitonic_network_matches_stable_argsort(monkeypatch):
   np.testing.assert_array_equal(v.numpy(), ints[want])
   assert v.dtype is dtypes.int64 and i.dtype is dtypes.int32
 
-# *** long axes: scans in blocks, sorts by packed keys (a bitonic network past PACKED_BITONIC_MIN), topk by rounds ***
+# *** long axes: scans in blocks, sorts by packed keys (a bitonic network past PACKED_BITONIC_MIN), topk by group minimums ***
 
 def _stable_order(a:np.ndarray, descending:bool) -> np.ndarray:
   """the oracle's indices along the last axis: NaN above everything (last ascending, first descending), ties in index order"""
@@ -179,13 +179,27 @@ def test_packed_sort_narrow_dtypes(dt):
   assert v.dtype is dt and i.tolist() == order
   assert [x if x == x else "nan" for x in v.tolist()] == [vals[j % 6] if vals[j % 6] == vals[j % 6] else "nan" for j in order]
 
-def test_topk_rounds_and_network(monkeypatch):
+@pytest.mark.parametrize("n, k", [(70, 6), (300, 1), (1000, 40), (4097, 16), (4097, 64)])
+def test_topk_selection(n, k):
+  """topk by group minimums, one level and several (the minimums' own selection), beside the oracle's stable order"""
+  a = R.integers(-3, 4, (2, n)).astype(np.float32)  # many ties: the lower index first
+  a[0, ::7], a[1, 1::5] = np.nan, -0.0
+  for largest in (True, False):
+    want = _stable_order(a, largest)[:, :k]
+    v, i = Tensor(a).topk(k, largest=largest)
+    np.testing.assert_array_equal(i.numpy(), want)
+    np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
+    assert (np.signbit(v.numpy()) == np.signbit(np.take_along_axis(a, want, -1))).all()
+  h = R.standard_normal((3, n)).astype(np.float16)
+  np.testing.assert_array_equal(Tensor(h).topk(k)[1].numpy(), np.argsort(-h.astype(np.float32), -1, kind="stable")[:, :k])
+  ints = R.integers(-50, 50, (n, 2)).astype(np.int32)  # along axis 0
+  np.testing.assert_array_equal(Tensor(ints).topk(k, dim=0, largest=False)[1].numpy(), np.argsort(ints, 0, kind="stable")[:k])
+
+def test_topk_selection_and_network(monkeypatch):
   import tinygrad.mixin.sorting as sorting
-  rule = sorting._rounds_pay
-  assert rule(4096, 16) and not rule(4096, 2048) and not rule(32, 1)  # small k against a long row; a short row ranks in two kernels
-  a = R.integers(-3, 4, (4, 70)).astype(np.float32)  # many ties: the lower index first
-  for pay in (True, False):  # rounds, and the full sort cut to k
-    monkeypatch.setattr(sorting, "_rounds_pay", lambda n, k, pay=pay: pay)
+  a = R.integers(-3, 4, (4, 70)).astype(np.float32)
+  for max_k in (64, 2):  # selection, and the full sort cut to k
+    monkeypatch.setattr(sorting, "SELECT_MAX_K", max_k)
     for largest in (True, False):
       want = _stable_order(a, largest)[:, :6]
       v, i = Tensor(a).topk(6, largest=largest)
@@ -193,10 +207,23 @@ def test_topk_rounds_and_network(monkeypatch):
       np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
     v, i = Tensor(a.T).topk(3, dim=0)
     np.testing.assert_array_equal(i.numpy(), _stable_order(a, True)[:, :3].T)
-  monkeypatch.setattr(sorting, "_rounds_pay", lambda n, k: True)
+  monkeypatch.setattr(sorting, "SELECT_MAX_K", 64)
   x, w = Tensor(a, requires_grad=True), R.standard_normal((4, 6)).astype(np.float32)
   v, i = x.topk(6)
   (v * Tensor(w)).sum().backward()
   want = np.zeros_like(a)
   np.put_along_axis(want, i.numpy(), w, -1)
   np.testing.assert_array_equal(x.grad.numpy(), want)  # the gradient lands on the chosen elements
+
+@pytest.mark.parametrize("block", [2, 8, 64])
+def test_network_rank_blocks(monkeypatch, block):
+  """the network's first stages as a rank sort of blocks, any block size, a padded row"""
+  import tinygrad.mixin.sorting as sorting
+  monkeypatch.setattr(sorting, "RANK_BLOCK", block)
+  a = R.integers(-3, 4, (2, 100)).astype(np.float32)
+  a[0, ::9] = np.nan
+  for desc in (False, True):
+    want = _stable_order(a, desc)
+    v, i = Tensor(a).sort(-1, descending=desc)
+    np.testing.assert_array_equal(i.numpy(), want)
+    np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))

@@ -3,8 +3,10 @@ Dtypes of 32 bits or less sort packed keys: the value mapped to an int32 whose o
 everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose low half holds the element's index. Keys are unique, so
 one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
 Short rows: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2) compares, two
-kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares, two stages per kernel).
-topk with a small k against a long row takes k rounds of "the smallest key above the last one" (k passes over the row) instead.
+kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages a rank sort of
+blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
+topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
+k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter).
 64-bit dtypes, and values a gradient flows through, sort (value, index) pairs by the same two schemes with the comparisons spelled out.
 A class using it provides the elementwise, movement, reduce and select mixins."""
 from __future__ import annotations
@@ -19,9 +21,15 @@ PACKED_BITONIC_MIN = 32
 # network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
 # 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
 STAGES_PER_KERNEL = 2
-# a round of topk (a pass reading the row's values, rebuilding keys on the fly) against a kernel of the network (reading and writing
-# 8-byte keys): ~0.35 against ~1.2 ns per element (1024x4096 and 256x4096)
-ROUNDS_PER_NETWORK_KERNEL = 3
+# the network's first stages (blocks of this many keys) as a rank sort per block: b compares per key in one pass and a pick of b in a
+# second, against log2(b)*(log2(b)+1)/2 stages
+RANK_BLOCK = 32
+# topk's candidates ranked at once: k*g of them, g keys per group (see _smallest_keys), as close to this as g (a power of two, at least
+# 2) comes without going over. Each level's groups shrink the row g times for a rank of (k*g)^2 compares per row; 1024x4096 k=16, one
+# thread: 128 candidates (g=8) 6.3-6.6 ms, 64 (g=4) 5.6-5.9, 256 (g=16) 8.3-8.6
+SELECT_CANDIDATES = 64
+# topk with a larger k sorts the row: ranks of 2k candidates and more cost more than the network
+SELECT_MAX_K = 64
 _I32_MAX, _I32_MIN, _I64_MAX = 2**31 - 1, -2**31, 2**63 - 1
 
 class SortingMixin:
@@ -38,8 +46,9 @@ class SortingMixin:
     """whether a gradient will flow back through self (Tensor says; a UOp graph has no autograd): packed keys carry none"""
     return False
   def _packs(self) -> bool:
-    """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31"""
-    return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n < 2**31
+    """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31, and room above the real keys' low halves
+    (2n at most) for the network's distinct padding keys (p - n of them, p the next power of two)"""
+    return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n + (1 << (n - 1).bit_length()) <= 2**32
 
   # *** packed keys: (order-preserving int32 of the value) << 32 | index << 1 | (value is -0.0) ***
   def _sort_keys(self, descending:bool):
@@ -73,12 +82,19 @@ class SortingMixin:
     rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n): keys below key i, its place
     return self.unsqueeze(-1)._pick(rank._one_hot_at(n, len(rank.shape)), -2)
   def _bitonic_keys(self):
-    """a bitonic network over unique int64 keys (padding is the largest int64, last)"""
+    """a bitonic network over unique int64 keys padded to a power of two (padding: distinct keys above every real one, last). Its first
+    stages, which sort blocks of RANK_BLOCK keys, are a rank sort of each block instead (odd blocks descending, as the network leaves
+    them): two passes over the row where the network's stages take one per STAGES_PER_KERNEL"""
     n, lead = self.shape[-1], tuple(self.shape[:-1])
     p = 1 << (n - 1).bit_length()
-    keys = self.pad(((0, 0),)*len(lead) + ((0, p - n),), value=_I64_MAX) if p != n else self
+    keys = self.cat((self._arange(p - n, dtypes.int64) + (_I64_MAX - (p - n) + 1)).expand(lead + (p - n,)), dim=-1) if p != n else self
+    b = min(p, RANK_BLOCK)
+    blocks = keys.contiguous().reshape(lead + (p // b, b))  # stored: each key is compared with all of its block
+    rank = (blocks.unsqueeze(-2) < blocks.unsqueeze(-1)).sum(-1, dtype=dtypes.int32)  # (..., p/b, b): keys below each in its block
+    if b < p: rank = (self._arange(p // b, dtypes.int32) % 2).eq(1).reshape(p // b, 1).where(b - 1 - rank, rank)
+    keys = blocks.unsqueeze(-1)._pick(rank.contiguous()._one_hot_at(b, len(lead) + 2), -2).reshape(lead + (p,)).contiguous()
     second = self.const_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
-    stages = [(k, k >> i) for k in (1 << e for e in range(1, p.bit_length())) for i in range(1, k.bit_length())]
+    stages = [(k, k >> i) for k in (1 << e for e in range(b.bit_length(), p.bit_length())) for i in range(1, k.bit_length())]
     for done, (k, j) in enumerate(stages, 1):
       # partners i and i^j on a size-2 axis (..., 2, j); a block of k sorts down when bit k of i is set: the size-2 axis before them
       shape = lead + ((p // (2*k), 2, k // (2*j), 2, j) if k < p else (k // (2*j), 2, j))
@@ -88,14 +104,27 @@ class SortingMixin:
       if k < p: swap = swap != second.reshape(2, 1, 1, 1)
       keys = (swap != second.reshape(2, 1)).where(hi, lo)
       # stored in the stage's own shape: the kernel walks (groups, 2, j) and reads both partners without index arithmetic
-      if done % STAGES_PER_KERNEL == 0 or done == len(stages): keys = keys.contiguous()
+      if done % STAGES_PER_KERNEL == 0 and done != len(stages): keys = keys.contiguous()
       keys = keys.reshape(lead + (p,))
     return keys.shrink(tuple((0, s) for s in lead) + ((0, n),))
-  def _smallest_keys(self, k:int):
-    """the k smallest unique int64 keys of the last axis, ascending: k rounds of the least key above the one before"""
-    ret = [self.min(-1, keepdim=True).contiguous()]  # stored: a round fused into the next would be recomputed by every later one
-    for _ in range(k - 1): ret.append((self > ret[-1]).where(self, _I64_MAX).min(-1, keepdim=True).contiguous())
-    return ret[0].cat(*ret[1:], dim=-1) if k > 1 else ret[0]
+  def _smallest_keys(self, k:int, stride:int=1):
+    """the k smallest unique int64 keys of the last axis, ascending. Cut into groups of g keys, a row's k smallest keys lie in the k groups
+    whose minimums are the k smallest minimums: those k minimums are k keys at most the k-th of them, and a group whose minimum is above
+    it holds nothing below it. So the k smallest minimums (found the same way) name k*g candidates, and ranking those picks the keys.
+    A key's index is its element's in the whole row: in a row of minimums it sits at that index // stride"""
+    n, g = self.shape[-1], _group_size(k)
+    if n <= k * g: return self._rank_select(k)
+    lead, groups = tuple(self.shape[:-1]), -(-n // g)
+    keys = (self.pad(((0, 0),)*len(lead) + ((0, groups*g - n),), value=_I64_MAX) if groups*g != n else self).reshape(lead + (groups, g))
+    # stored: the candidates' gather reads them again (every real group holds a real key: padding is never among the minimums' k smallest)
+    least = keys.min(-1).contiguous()._smallest_keys(k, stride * g).contiguous()
+    group = ((least & 0xFFFFFFFF) >> 1) // (stride * g)  # each key's place in this row, then its group: (..., k)
+    candidates = keys.unsqueeze(-3)._pick(group._one_hot_at(groups, len(lead) + 1).unsqueeze(-1), -2)  # (..., k, g), one load each
+    return candidates.reshape(lead + (k * g,)).contiguous()._rank_select(k)
+  def _rank_select(self, k:int):
+    """the k smallest unique int64 keys of a short last axis, ascending: output position r picks the key with r keys below it"""
+    rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n)
+    return self.unsqueeze(-1)._pick(rank._one_hot_at(k, len(rank.shape)), -2)
 
   # *** (value, index) pairs compared in full: 64-bit dtypes, and values a gradient flows through ***
   def _rank_sort(self, descending:bool) -> tuple:
@@ -150,7 +179,7 @@ class SortingMixin:
     dim = self._resolve_dim(dim)
     if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
-    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or not _rounds_pay(n, k):
+    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or k > SELECT_MAX_K:
       values, indices = self.sort(dim, descending=largest)
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
@@ -160,9 +189,7 @@ class SortingMixin:
     if grad: values = x.unsqueeze(-2)._pick(indices._one_hot_at(n, len(indices.shape)), -1)  # the elements themselves, O(k*n)
     return values.transpose(dim, -1), indices.transpose(dim, -1)
 
-def _rounds_pay(n:int, k:int) -> bool:
-  """whether topk's k rounds cost less than sorting the row: short rows rank in two kernels, long ones pay the network's kernels"""
-  if n <= PACKED_BITONIC_MIN: return False
-  p = (n - 1).bit_length()
-  network_kernels = -(-(p * (p + 1) // 2) // STAGES_PER_KERNEL)
-  return k < ROUNDS_PER_NETWORK_KERNEL * network_kernels
+def _group_size(k:int) -> int:
+  """keys per group of topk's selection: the k*g candidates are ranked in (k*g)^2 compares per row, k*g at most SELECT_CANDIDATES where
+  g can be 2 or more"""
+  return max(2, 1 << max(0, (SELECT_CANDIDATES // k).bit_length() - 1))
