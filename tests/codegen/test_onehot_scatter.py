@@ -32,8 +32,8 @@ def test_embedding_gradient_is_numpys_add_at(device, dtype, id_shape):
 def test_negative_and_out_of_range_ids_follow_the_forward(device):
   # X[idx] wraps -V..-1 and reads nothing past either end; nn.Embedding matches only 0..V-1: each gradient drops what its forward dropped
   rng = np.random.default_rng(1)
-  V, D = 11, 8
-  ids = np.array([[0, -1, 10, 11], [-11, -12, 5, 5], [40, -3, -1, 3]], dtype=np.int32)
+  V, D = 17, 8
+  ids = np.array([[0, -1, 16, 17], [-17, -18, 5, 5], [40, -3, -1, 3]], dtype=np.int32)
   g = rng.standard_normal(ids.shape + (D,)).astype(np.float32)
   w = Tensor(rng.standard_normal((V, D)).astype(np.float32), device=device, requires_grad=True)
   got, _ = grad_and_bytes(w, (w[Tensor(ids, device=device)] * Tensor(g, device=device)).sum())
@@ -53,25 +53,27 @@ def test_ids_are_added_in_order(device):
   # 1e8 + 1 rounds back to 1e8 in float32: in id order the column sums to 0, where pairing the terms otherwise would give 1
   vals = np.array([1e8, 1, -1e8, 3], dtype=np.float32)
   ids = np.array([2, 2, 2, 0], dtype=np.int32)
-  w = Tensor.zeros(4, 16, device=device, requires_grad=True).contiguous()
-  got, _ = grad_and_bytes(w, (w[Tensor(ids, device=device)] * Tensor(np.repeat(vals[:, None], 16, 1), device=device)).sum())
-  want = np.zeros((4, 16), np.float32)
+  w = Tensor.zeros(20, 16, device=device, requires_grad=True).contiguous()
+  got, moved = grad_and_bytes(w, (w[Tensor(ids, device=device)] * Tensor(np.repeat(vals[:, None], 16, 1), device=device)).sum())
+  want = np.zeros((20, 16), np.float32)
   np.add.at(want, ids, np.repeat(vals[:, None], 16, 1))
   np.testing.assert_array_equal(got, want)
   assert got[2, 0] == 0 and got[0, 0] == 3
+  assert moved < dense_bytes(20, 4, 16, 4) / 2, f"{moved} bytes moved: the dense one-hot sum is back"
 
 def test_gather_gradient_along_each_axis(device):
   # the id varies along the other output axis too: each column scatters into its own rows
   rng = np.random.default_rng(2)
-  x = rng.standard_normal((7, 5)).astype(np.float32)
-  for dim, idx in ((0, rng.integers(0, 7, (9, 5))), (1, rng.integers(0, 5, (7, 6)))):
+  x = rng.standard_normal((23, 19)).astype(np.float32)
+  for dim, idx in ((0, rng.integers(0, 23, (9, 19))), (1, rng.integers(0, 19, (23, 6)))):
     g = rng.standard_normal(idx.shape).astype(np.float32)
     w = Tensor(x, device=device, requires_grad=True)
-    got, _ = grad_and_bytes(w, (w.gather(dim, Tensor(idx.astype(np.int32), device=device)) * Tensor(g, device=device)).sum())
+    got, moved = grad_and_bytes(w, (w.gather(dim, Tensor(idx.astype(np.int32), device=device)) * Tensor(g, device=device)).sum())
     want = np.zeros_like(x)
     rows, cols = np.indices(idx.shape)
     np.add.at(want, (idx, cols) if dim == 0 else (rows, idx), g)
     np.testing.assert_array_equal(got, want)
+    assert moved < dense_bytes(x.shape[dim], idx.size, 1, 4) / 2, f"{moved} bytes moved: the dense one-hot sum is back"
 
 def test_a_weighted_bincount(device):
   # no output axis besides the one-hot one: one serial pass without work items; targets with work items keep the sum over a grid
@@ -112,11 +114,17 @@ def test_work_items_share_the_width(device):
   np.testing.assert_array_equal(got, want)
   assert moved < dense_bytes(20, 30, 64, 4) / 4
 
+def test_few_rows_keep_the_dense_sum():
+  # 10 rows: the dense sum's passes over the ids vectorize; the values are the same either way
+  ids, x = np.array([3, 1, 3, 3, 0, 9], dtype=np.int32), np.arange(6, dtype=np.float32)
+  got = (Tensor.arange(10).unsqueeze(1) == Tensor(ids).unsqueeze(0)).where(Tensor(x).unsqueeze(0), 0).sum(1).numpy()
+  np.testing.assert_array_equal(got, np.bincount(ids, weights=x, minlength=10).astype(np.float32))
+
 def test_an_int_sum_scatters_too():
   # counts as int32: the scatter works in the output's dtype, as the sum did
-  ids = np.array([3, 1, 3, 3, 0, 9], dtype=np.int32)
-  onehot = (Tensor.arange(10).unsqueeze(1) == Tensor(ids).unsqueeze(0)).unsqueeze(-1)  # (vocab, ids, 1)
+  ids = np.array([3, 1, 3, 3, 0, 19], dtype=np.int32)
+  onehot = (Tensor.arange(20).unsqueeze(1) == Tensor(ids).unsqueeze(0)).unsqueeze(-1)  # (vocab, ids, 1)
   got = onehot.where(Tensor(np.arange(18, dtype=np.int32).reshape(6, 3)).unsqueeze(0), 0).sum(1).numpy()
-  want = np.zeros((10, 3), np.int32)
+  want = np.zeros((20, 3), np.int32)
   np.add.at(want, ids, np.arange(18, dtype=np.int32).reshape(6, 3))
   np.testing.assert_array_equal(got, want)
