@@ -11,6 +11,9 @@ from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.engine.realize import prepare_kernel, buffer_of, run_schedule
 from tinygrad.codegen.opt import hand_coded_opts, Opt, OptOps
 from tinygrad.codegen.opt.split_ranges import split_divided_ranges
+from tinygrad.codegen.prefix_scan import mark_scans
+from tinygrad.uop.ops import graph_rewrite
+from tinygrad.uop.symbolic import symbolic
 
 _rng = np.random.default_rng(0)
 def R(*shape, dt=dtypes.float32) -> Tensor: return Tensor(_rng.standard_normal(shape, dtype=np.float32)).cast(dt).realize()
@@ -22,7 +25,8 @@ if __name__ == "__main__":
   kernels = [it for it in items if it.kind == "kernel"]
   it = [k for k in kernels if k.ast.arg.name.startswith("r_")][-1] if any(k.ast.arg.name.startswith("r_") for k in kernels) else kernels[-1]
   for before in items[:items.index(it)]: run_schedule([before])
-  bufs, ast = [buffer_of(b) for b in it.bufs], split_divided_ranges(it.ast)
+  # as lowering hands it to the optimizer: simplified, prefix reduces tagged (their ranges are no opt axes)
+  bufs, ast = [buffer_of(b) for b in it.bufs], split_divided_ranges(mark_scans(graph_rewrite(it.ast, symbolic), Device["CPU"].renderer))
   progs, dev = {}, Device["CPU"]
   for spec in (s.strip() for s in sys.argv[2].split(";")):
     opts = hand_coded_opts(ast, dev.renderer) if spec == "H" else parse(spec)

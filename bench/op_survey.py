@@ -48,6 +48,8 @@ CASES = {  # name: (inputs as numpy arrays, tg function, torch function)
                                          lambda w, i, g: (w[i] * g).sum().gradient(w)[0],
                                          lambda w, i, g: torch.ops.aten.embedding_dense_backward(g, i.long(), w.shape[0], -1, False)),
   "cumsum axis 1 1024x1024": ((rand(1024, 1024),), lambda x: x.cumsum(1), lambda x: x.cumsum(1)),
+  "cumsum axis 0 1024x1024": ((rand(1024, 1024),), lambda x: x.cumsum(0), lambda x: x.cumsum(0)),
+  "cummax axis 1 1024x1024 (values, indices)": ((rand(1024, 1024),), lambda x: x.cummax(1)[1], lambda x: x.cummax(1).indices.int()),
   "max_pool2d 3x3 s2 8x64x112x112": ((rand(8, 64, 112, 112),), lambda x: x.max_pool2d(3, 2, padding=1),
                                      lambda x: torch.nn.functional.max_pool2d(x, 3, 2, padding=1)),
   "avg_pool2d 2x2 8x64x112x112": ((rand(8, 64, 112, 112),), lambda x: x.avg_pool2d(2), lambda x: torch.nn.functional.avg_pool2d(x, 2)),

@@ -243,6 +243,41 @@ def test_detach_stops_gradient():
   with pytest.raises(RuntimeError, match="only\\s+through detach"): (y.detach() * 2).sum().gradient(y)
   np.testing.assert_equal((y.detach() * 2).sum().gradient(y, materialize_grads=True)[0].numpy(), [0, 0])
 
+def test_custom_gradient():
+  # _custom_gradient: the value's own graph takes the gradient as usual (w), each input gets what the function gives (x: 3*g*w, not
+  # the g*w autograd would derive), None gives nothing; hand-checked values
+  x, w, z = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, -1.0], requires_grad=True), Tensor([5.0, 5.0], requires_grad=True)
+  y = (x.detach() * w)._custom_gradient((x, z), lambda g: (g * w * 3, None))
+  np.testing.assert_allclose(y.numpy(), [3, -2])
+  (y * Tensor([1.0, 2.0])).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [9, -6])
+  np.testing.assert_allclose(w.grad.numpy(), [1, 4])
+  np.testing.assert_equal(z.grad.numpy(), [0, 0])
+  # a second use of the same value adds up
+  (y * 2).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), [9 + 18, -6 - 6])
+  # through gradient() and a gradient of the gradient (the function's own graph is differentiated as usual)
+  gx, = (y * y).sum().gradient(x)
+  np.testing.assert_allclose(gx.numpy(), [2 * 3 * 3 * 3, 2 * -2 * -1 * 3])
+  ggw, = gx.sum().gradient(w)
+  np.testing.assert_allclose(ggw.numpy(), [2 * 1 * 2 * 3 * 3, 2 * 2 * 2 * -1 * 3])
+
+def test_custom_gradient_leaves_the_schedule():
+  # realize() schedules the value alone (the node is gone, as the schedule cache sees it), and the node and what is built on it become
+  # buffers like any realized node; a graph scheduled directly drops it too
+  from tinygrad.schedule.rangeify import create_schedule
+  x = Tensor([1.0, 2.0], requires_grad=True)
+  y = (x.detach() + 1)._custom_gradient((x,), lambda g: (g * 0,))
+  z = y * 2
+  assert any(u.op is Ops.CUSTOM_GRADIENT for u in z.uop.toposort())
+  items, _ = create_schedule([z.uop])
+  assert all(u.op is not Ops.CUSTOM_GRADIENT for it in items if it.ast is not None for u in it.ast.toposort())
+  z.realize()
+  assert z.uop.base.op is Ops.BUFFER and not any(u.op is Ops.CUSTOM_GRADIENT for u in z.uop.toposort())
+  np.testing.assert_allclose(z.numpy(), [4, 6])
+  z.sum().backward()
+  np.testing.assert_equal(x.grad.numpy(), [0, 0])  # the function's gradient, through the realized graph
+
 def test_backward_gives_zeros_where_only_detach_leads():
   x, y = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
   (x.sum() + y.detach().sum()).backward()

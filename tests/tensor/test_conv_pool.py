@@ -115,6 +115,63 @@ def test_conv2d_weight_gradient_per_image_only_past_l2():
   assert not _weight_grad_per_image(Tensor.empty(8, 64, 10, 10), w, (8, 8))
   assert not _weight_grad_per_image(Tensor.empty(8, 64, 58, 58), Tensor(rnd(64, 64, 3, 3)), (56, 56))
 
+# the input gradient as one conv (conv_transpose2d of the output gradient) against numpy's taps: strides with rows past the last window,
+# paddings 0/1/2 and uneven ones, dilation, groups, depthwise, 1x1 and 5x5 kernels, odd sizes
+@pytest.mark.parametrize("shape,cout,k,groups,stride,dil,pads", [
+  ((2, 4, 7, 9), 6, 3, 1, (1, 1), (1, 1), [(1, 1), (1, 1)]), ((2, 4, 9, 8), 6, 3, 1, (2, 2), (1, 1), [(1, 1), (1, 1)]),
+  ((1, 4, 10, 11), 4, 3, 1, (2, 2), (1, 1), [(0, 0), (0, 0)]), ((2, 4, 9, 9), 6, 3, 2, (1, 1), (2, 2), [(2, 2), (2, 2)]),
+  ((2, 6, 8, 7), 6, 3, 6, (1, 1), (1, 1), [(1, 1), (1, 1)]), ((2, 4, 6, 5), 8, 1, 1, (1, 1), (1, 1), [(0, 0), (0, 0)]),
+  ((2, 4, 8, 9), 6, 3, 1, (2, 1), (1, 2), [(0, 1), (2, 1)]), ((1, 4, 11, 12), 4, 5, 2, (3, 2), (1, 1), [(2, 2), (1, 1)])])
+def test_input_gradient_as_conv(shape, cout, k, groups, stride, dil, pads):
+  from tinygrad.tensor_conv import _input_gradient
+  x, w = rnd(*shape), rnd(cout, shape[1] // groups, k, k)
+  g = rnd(*np_conv(x, w, None, stride, dil, pads, groups).shape)
+  dx, _ = np_conv_grads(x, w, g, stride, dil, pads, groups)
+  flat = [q for pr in reversed(pads) for q in pr]
+  np.testing.assert_allclose(_input_gradient(Tensor(g), Tensor(w), shape[2:], groups, stride, dil, flat).numpy(), dx, rtol=1e-4, atol=1e-4)
+
+def _holds_custom_gradient(t) -> bool:
+  from tinygrad.uop import Ops
+  return any(u.op is Ops.CUSTOM_GRADIENT for u in t.uop.toposort())
+
+# conv2d's direct form in training gives its input gradient as that conv (a CUSTOM_GRADIENT node); two forward/backward passes add up
+# in .grad as a training loop's do without zero_grad. Rows of whole vectors, or of 20 with 72 taps*channels (_direct_trains); fp16
+@pytest.mark.parametrize("shape,cout,kw,dtype", [((2, 4, 6, 16), 6, dict(padding=1), "float32"),
+                                                 ((2, 4, 9, 16), 6, dict(stride=(2, 1), padding=2, dilation=2), "float32"),
+                                                 ((2, 8, 5, 18), 6, dict(groups=2), "float32"), ((1, 8, 6, 20), 8, dict(padding=(0, 1)), "float32"),
+                                                 ((2, 4, 5, 18), 4, dict(groups=4), "float32"), ((2, 4, 6, 16), 6, dict(padding=1), "float16")])
+def test_direct_form_trains_with_conv_input_gradient(shape, cout, kw, dtype):
+  groups, p = kw.get("groups", 1), kw.get("padding", 0)
+  x, w = rnd(*shape).astype(dtype), rnd(cout, shape[1] // groups, 3, 3).astype(dtype)
+  pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
+  stride, dil = kw.get("stride", (1, 1)), kw.get("dilation", 1)
+  dil = (dil, dil) if isinstance(dil, int) else dil
+  want = np_conv(x.astype(np.float64), w.astype(np.float64), None, stride, dil, pads, groups)
+  g = rnd(*want.shape)
+  dx, dw = np_conv_grads(x.astype(np.float64), w.astype(np.float64), g, stride, dil, pads, groups)
+  tol = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=2e-2, atol=0.25)  # fp16 sums: an ulp at 32 is 0.03
+  tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+  for _ in range(2):
+    out = tx.conv2d(tw, **kw)
+    assert _holds_custom_gradient(out)
+    (out * Tensor(g.astype(dtype))).sum().backward()
+    np.testing.assert_allclose(out.numpy(), want, **tol)
+  assert tx.grad.dtype == tx.dtype
+  np.testing.assert_allclose(tx.grad.numpy(), 2 * dx, **tol)
+  np.testing.assert_allclose(tw.grad.numpy(), 2 * dw, **tol)
+
+def test_direct_form_in_training_choice():
+  from tinygrad.tensor_conv import _direct_trains
+  def trains(n, cin, hw, cout, stride=1, pad=1, x_grad=True):
+    x, w = Tensor.empty(n, cin, hw, hw, requires_grad=x_grad), Tensor.empty(cout, cin, 3, 3, requires_grad=True)
+    out = ((hw + 2*pad - 3) // stride + 1,)*2
+    return _direct_trains(x, w, (3, 3), (stride, stride), [pad]*4, out)
+  assert trains(8, 128, 28, 128) and trains(8, 64, 28, 64), "rows of 28: 3.5 vectors"
+  assert not trains(8, 256, 14, 256), "rows of 14: the per-image weight gradient has no vector axis"
+  assert not trains(64, 32, 13, 64, pad=0), "MNIST's conv-2 (rows of 11)"
+  assert not trains(64, 1, 28, 32, pad=0, x_grad=False), "MNIST's conv-1: 9 taps, no input gradient"
+  assert not trains(8, 64, 56, 128, stride=2), "a strided row"
+
 @pytest.mark.parametrize("shape,cout,kw", [((2, 16, 7, 7), 16, dict(padding=1)), ((2, 6, 9, 9), 32, dict(stride=2, padding=1)),
                                            ((1, 32, 6, 11), 32, dict(groups=2, padding=(0, 1))), ((2, 4, 7, 7), 16, dict(bias=True)),
                                            # a weight gradient whose tile upcasts whole output axes before the thread split picks one

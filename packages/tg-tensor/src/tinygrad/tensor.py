@@ -332,10 +332,19 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # of constants alone: a node of its own (_own_contiguous), so realize() may keep its buffer for every graph built on this tensor
     return _handle(u if _reads_memory(u := self.uop.contiguous()) else _own_contiguous(u))
   def detach(self) -> Tensor: return _handle(self.uop.detach())
+  def _scan_serially(self) -> bool:  # mixin/scan.py's form choice: the compiler's, for this device
+    from tinygrad.codegen.prefix_scan import serial_scan
+    return serial_scan(self.device)
   def _grad_flows(self) -> bool: return bool(self.requires_grad) or _on_grad_path(self.uop)  # the sorts' form choice (mixin/sorting.py)
   def contiguous_backward(self) -> Tensor:
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
     return Tensor(self.uop.contiguous_backward())
+  def _custom_gradient(self, inputs:tuple[Tensor, ...], backward:Callable[[Tensor], tuple[Tensor|None, ...]]) -> Tensor:
+    """self's value, whose gradient flows into self's graph as usual and also gives each of `inputs` backward(that gradient)'s entry (None:
+    nothing): self is built on inputs.detach() where only backward's gradient should reach them (conv2d's input gradient as one conv).
+    Internal, as torch's autograd.Function is to torch (tinygrad has none); realize() takes the node out before scheduling"""
+    def fn(ctx:UOp) -> tuple[UOp|None, ...]: return tuple(None if g is None else g.uop for g in backward(Tensor(ctx)))
+    return Tensor(UOp(Ops.CUSTOM_GRADIENT, self.dtype, (self.uop,) + tuple(t.uop for t in inputs), fn))
   def replace(self, x:Tensor) -> Tensor:
     """self becomes x (its graph, no copy): the same shape; the dtype and device may change (a model cast to half in place). Views of
     self taken before keep the old value"""
@@ -443,7 +452,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
     do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way"""
     if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
-      runs, becomes = _engine().prepare_uops(olds := [t.uop for t in todo])
+      runs, becomes = _prepare(olds := [t.uop for t in todo])
       # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
       # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept
       realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
@@ -543,6 +552,18 @@ def _reads_memory(u:UOp) -> bool:
   """u's graph reads a buffer, runs a custom kernel or holds a contiguous() of its own (a buffer once realized, that no graph built
   elsewhere shares); else it computes from constants alone"""
   return _memo_any(u, _READS, _READ_OPS, None, Ops.CONTIGUOUS)
+
+_CUSTOM, _CUSTOM_OPS = "_holds_custom_gradient", frozenset({Ops.CUSTOM_GRADIENT})
+def _prepare(olds:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
+  """prepare_uops(olds) on their graphs without CUSTOM_GRADIENT nodes (each is its value; only autograd reads the rest), its results
+  keyed by the nodes of the graphs as built: the schedule cache sees the same graph on every step, not a new gradient function"""
+  if not any([_memo_any(u, _CUSTOM, _CUSTOM_OPS, None) for u in olds]): return _engine().prepare_uops(olds)
+  new: dict[UOp, UOp] = {}
+  for x in UOp.sink(*olds).toposort():
+    if x.op is Ops.CUSTOM_GRADIENT: new[x] = new[x.src[0]]
+    else: new[x] = x if all([new[s] is s for s in x.src]) else x.replace(src=tuple([new[s] for s in x.src]))
+  runs, becomes = _engine().prepare_uops([new[o] for o in olds])
+  return runs, {o: becomes[n] for o, n in new.items() if n in becomes}
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
 def _on_grad_path(u:UOp) -> bool:

@@ -4,7 +4,7 @@ summed, one fused kernel; where that form has no vector axis, the windows are wr
 (_im2col_conv). conv_transpose2d is a convolution of the input with the flipped, transposed weight: strided, one conv over the stride's
 phases (_phase_conv_transpose), else of the stride-dilated input."""
 from __future__ import annotations
-import itertools
+import contextvars, itertools
 from typing import NamedTuple
 from tinygrad.helpers import prod
 
@@ -120,10 +120,34 @@ def _im2col_pays(n:int, cin:int, ks:tuple, strides:tuple, dils:tuple, pads:list,
   vectorizable = strides[-1] == 1 and out[-1] % VECTOR_LANES == 0
   return not vectorizable and prod(ks) > 1 and n * prod(out) * cin * prod(ks) <= IM2COL_MAX_ELEMENTS
 
+# set while a conv's input gradient is built: its own convs take the forward forms (a gradient through them, second order, is still right)
+_in_gradient = contextvars.ContextVar("conv_in_gradient", default=False)
+
 def _wants_grad(t) -> bool:
   """a gradient will flow into t: it requires one, or its graph holds a tensor that does (the conv's form depends on it)"""
   from tinygrad.tensor import _on_grad_path
-  return bool(t.requires_grad) or _on_grad_path(t.uop)
+  return not _in_gradient.get() and (bool(t.requires_grad) or _on_grad_path(t.uop))
+
+def _input_gradient(g, weight, spatial:tuple, groups:int, strides:tuple, dils:tuple, pads:list):
+  """conv2d's gradient with respect to its input: the output gradient conv_transposed with the weight (a conv of the stride-dilated
+  gradient with the flipped, transposed weight), cut to the input from the padded input. Autograd of the windows instead writes every
+  tap of every input element and sums them (b8 64->64 56x56 3x3: 58 MB, ~40 ms)"""
+  nd = len(spatial)
+  lo, hi = [pads[2*(nd-1-a)] for a in range(nd)], [pads[2*(nd-1-a)+1] for a in range(nd)]
+  # the padded input's rows past the last window (stride > 1) are output_padding, gradient 0; conv_transpose2d's padding is the same
+  # on both sides, so the larger of uneven pads is cut after
+  extra = [i + lo[a] + hi[a] - ((o-1)*s + d*(k-1) + 1)
+           for a, (i, o, s, d, k) in enumerate(zip(spatial, g.shape[2:], strides, dils, weight.shape[2:]))]
+  both = [min(l, h) for l, h in zip(lo, hi)]
+  token = _in_gradient.set(True)
+  try: gx = g.conv_transpose2d(weight, None, groups, strides, dils, both, extra)
+  finally: _in_gradient.reset(token)
+  if lo == hi: return gx
+  return gx.shrink(((0, gx.shape[0]), (0, gx.shape[1])) + tuple((l - b, l - b + i) for l, b, i in zip(lo, both, spatial)))
+
+def _own_input_gradient(x, pads:list) -> bool:
+  """whether the direct form's input gradient is _input_gradient's conv: a gradient flows into x, on one device, of concrete sizes"""
+  return isinstance(x.device, str) and min(pads) >= 0 and all(isinstance(v, int) for v in x.shape) and _wants_grad(x)
 
 def _cols_in_panels(weight, groups:int, pixels:int, kk:int) -> bool:
   """whether the window buffer is written panel-major: the weight's gradient, a (Cout, kk) sum over pixels, vectorizes along kk and
@@ -185,6 +209,14 @@ def _direct_forward(x, weight, groups:int, out:tuple) -> bool:
   from tinygrad.schedule.pack import packs_along, WIDE
   if _wants_grad(x) or _wants_grad(weight) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
   return weight.shape[0] // groups < WIDE or packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
+
+def _direct_trains(x, weight, ks:tuple, strides:tuple, pads:list, out:tuple) -> bool:
+  """a conv whose input takes a gradient keeps the direct form where its rows hold two vectors or more (stride 1 along them) and so do
+  the weight gradient's rows of Cin/groups*taps: its input gradient is then a conv (_input_gradient) and its weight gradient a reduce
+  per image that vectorizes, where im2col writes and reads a window buffer prod(kernel) times the input for both (b8 3x3: 128->128
+  28x28 161 -> 60 ms of kernels, 64->64 28x28 27 -> 5, 128->128 26x26 111 -> 77). Shorter rows (14x14, MNIST's 11x11) keep im2col: the
+  per-image reduce over them has no vector axis (b8 256->256 14x14: 115 -> 500 ms); so do one-channel convs (MNIST's conv-1: 9 taps)"""
+  return strides[-1] == 1 and out[-1] >= 2 * VECTOR_LANES and weight.shape[1] * prod(ks) >= 2 * VECTOR_LANES and _own_input_gradient(x, pads)
 
 def _pointwise_conv(x, weight, bias, groups:int, strides:tuple, dtype):
   """a 1x1 conv without padding: a matmul per image over the pixels as one axis. Kept as rows and columns, a row of 56 pixels is packed
@@ -292,7 +324,8 @@ class TensorConvMixin:
     strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
     pads = _flat_pads(padding, ks, dils, strides)
     if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]) and \
-       not _direct_forward(self, weight, groups, _out_sizes(self.shape[2:], ks, strides, dils, pads)):
+       not _direct_forward(self, weight, groups, out := _out_sizes(self.shape[2:], ks, strides, dils, pads)) and \
+       not _direct_trains(self, weight, ks, strides, pads, out):
       # the input's gradient, a sum of shifted views of the windows' gradient, is written out once: left as a view it fuses into the
       # consumer (a pool's backward reads each input element several times) and the taps are summed again for each read. It is written
       # channels-last, so that the fold walks the windows' gradient along its rows of (Cin, taps) instead of one row per element
@@ -304,12 +337,18 @@ class TensorConvMixin:
       return _pointwise_conv(self, weight, bias, groups, strides, dtype)
     # every input element is read once per output channel and tap: through a padded view each read is a gated load (a compare and two
     # selects per lane, no vector loads along a row), so the padded input is written out once and the windows read plain memory
-    x = _windows(self.pad(pads).contiguous() if any(pads) else self, ks, strides, dils)  # (N, Cin, *out, *ks)
+    # where a gradient flows into the input, it is one conv (_input_gradient) rather than autograd of the windows
+    own = _own_input_gradient(self, pads)
+    src = self.detach() if own else self
+    x = _windows(src.pad(pads).contiguous() if any(pads) else src, ks, strides, dils)  # (N, Cin, *out, *ks)
     out = tuple(x.shape[2:2+nd])
     x = x.reshape((self.shape[0], groups, 1, cin_g) + out + ks)
     w = weight.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + ks)
     if _weight_grad_per_image(self, weight, out): w = w.expand((self.shape[0],) + w.shape[1:]).contiguous_backward()
     ret = (x * w).sum((3,) + tuple(range(4+nd, 4+2*nd)), dtype=dtype).reshape((self.shape[0], cout) + out)
+    if own:
+      spatial = tuple(self.shape[2:])
+      ret = ret._custom_gradient((self,), lambda g: (_input_gradient(g, weight, spatial, groups, strides, dils, pads).cast(self.dtype),))
     return ret if bias is None else ret + bias.reshape((1, cout) + (1,)*nd)
   def conv_transpose2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, output_padding=0):
     """the gradient of conv2d with respect to its input, like torch's conv_transpose2d; weight is (Cin, Cout/groups, *kernel)"""

@@ -16,6 +16,7 @@ from tinygrad.codegen.expander import expand
 from tinygrad.codegen.opt.peel import peel_gates
 from tinygrad.codegen.grouping import lower_groups
 from tinygrad.codegen.row_stage import stage_rows
+from tinygrad.codegen import prefix_scan
 from tinygrad.codegen.nonpositive_exp import mark_nonpositive_exp
 
 _NONE: frozenset = frozenset()
@@ -34,12 +35,16 @@ def open_ranges(sink:UOp, known:dict[UOp, frozenset]|None=None) -> dict[UOp, fro
   return ret
 
 def lower_reduces(sink:UOp) -> UOp:
-  """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first."""
+  """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first. A tagged prefix
+  reduce (prefix_scan.py) instead carries its accumulator through its store's loop"""
   topo = sink.toposort()
   slot = itertools.count(max([u.arg.slot+1 for u in topo if u.op is Ops.BUFFER], default=0))
   opn: dict[UOp, frozenset] = {}  # shared by every reduce: the graphs below them overlap
+  loops = {q: e.ended_ranges for e in topo if e.op is Ops.END for q in e.ended_ranges}
   def fix(r:UOp):
     val, rngs, op = r.src[0], r.src[1:], r.arg
+    if r.tag == prefix_scan.TAG and (m := prefix_scan.match(r, list(loops))) is not None:
+      return prefix_scan.lower_scan(r, m[0], m[1], [q for q in loops[m[0]] if q is not m[0] and q.op is Ops.RANGE], next(slot))
     outer = sorted(open_ranges(val, opn)[val] - set(rngs), key=lambda x: x.arg)
     acc = UOp.placeholder((1,), r.dtype, next(slot), addrspace=AddrSpace.REG)
     init = acc.after(*outer)[0].store(reduce_identity(op, r.dtype))
@@ -170,7 +175,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
   if (merged := merge_disjoint_loads(sink)) is not sink: sink = graph_rewrite(merged, symbolic, name="kernel", memo="_simplified")
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
-  sink = optimize(stage_rows(mark_nonpositive_exp(sink), renderer), renderer)
+  sink = optimize(prefix_scan.mark_scans(stage_rows(mark_nonpositive_exp(sink), renderer), renderer), renderer)
   fused = FMA.value == 1 or (FMA.value == 2 and reads_packed_panel(sink))
   sink = lower_groups(expand(peel_gates(sink)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)

@@ -137,8 +137,10 @@ def _costly_recomputes(evals:dict[UOp, dict], stop:dict[UOp, None]) -> dict[UOp,
   inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}
   return {u: None for u in ret if u not in inner}
 
-# a bound Variable becomes its DEFINE_VAR and its value goes to the schedule: a kernel over a Variable is the same AST for every value
-pm_unbind = PatternMatcher([(UPat(Ops.BIND, name="b"), lambda ctx, b: _unbind(ctx, b))])
+# a bound Variable becomes its DEFINE_VAR and its value goes to the schedule: a kernel over a Variable is the same AST for every value.
+# A CUSTOM_GRADIENT is its value (Tensor.realize takes them out first; this is for a graph scheduled directly)
+pm_unbind = PatternMatcher([(UPat(Ops.BIND, name="b"), lambda ctx, b: _unbind(ctx, b)),
+                            (UPat(Ops.CUSTOM_GRADIENT, name="c"), lambda ctx, c: c.src[0])])
 def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
   var, val = b.unbind()
   if var_vals.setdefault(var.arg.name, val) != val:

@@ -76,6 +76,9 @@ class Ops(FastEnum):
   CMPLT = auto(); CMPNE = auto(); CMPEQ = auto(); THREEFRY = auto() # noqa: E702
   # ternary
   WHERE = auto(); MULACC = auto() # noqa: E702
+  # tensor graph only, gone before scheduling (last: the ops' order sorts sources): CUSTOM_GRADIENT(value, *inputs, arg=fn) is value, and
+  # each input's gradient is fn(gradient of value) (Tensor._custom_gradient)
+  CUSTOM_GRADIENT = auto()
 
 class GroupOp:
   Unary = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIPROCAL, Ops.NEG, Ops.TRUNC}

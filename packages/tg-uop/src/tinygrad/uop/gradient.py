@@ -64,6 +64,8 @@ pm_gradient = PatternMatcher([
   (UPat(Ops.CONTIGUOUS), lambda ctx: (ctx,)),
   (UPat(Ops.DETACH), lambda ctx: (None,)),
   (UPat(Ops.CONTIGUOUS_BACKWARD), lambda ctx: (ctx.contiguous(),)),
+  # the value's own graph gets the gradient as usual, the inputs what the node's function gives
+  (UPat(Ops.CUSTOM_GRADIENT, name="ret"), lambda ctx, ret: (ctx,) + tuple(ret.arg(ctx))),
   (UPat(Ops.COPY, name="ret"), lambda ctx, ret: (ctx.copy_to_device(ret.src[0].device),)),
   # multi-device: each piece gets its device's part of the gradient, laid out like the piece
   (UPat(Ops.MULTI, name="ret"), _multi_grad),

@@ -356,7 +356,8 @@ _NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.E
              Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
 _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT, Ops.WMMA}
 
-_SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.COPY, Ops.LOAD, Ops.REDUCE}
+_SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.CUSTOM_GRADIENT, Ops.DETACH, Ops.COPY, Ops.LOAD,
+               Ops.REDUCE}
 
 _UNKNOWN = object()  # a node whose shape is not worked out yet (None is a node without one)
 def _shape_of(u:UOp) -> tuple|None:

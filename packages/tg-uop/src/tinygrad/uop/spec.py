@@ -131,7 +131,8 @@ _ok = lambda: True
 
 spec_tensor = PatternMatcher([
   (UPat(_EVERYWHERE | GroupOp.Movement | {Ops.COPY, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.DETACH, Ops.REDUCE_AXIS, Ops.UNIQUE, Ops.BIND, Ops.CALL,
-                                         Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE, Ops.MULTI, Ops.MSELECT, Ops.ALLREDUCE}), _ok),
+                                         Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.INDEX, Ops.STORE, Ops.MULTI, Ops.MSELECT, Ops.ALLREDUCE,
+                                         Ops.CUSTOM_GRADIENT}), _ok),
 ])
 # a kernel: memory only through INDEX straight on a define (views are gone), loops are RANGEs
 _kernel_forms = [

@@ -17,6 +17,7 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.opt.padding import pad_axis
+from tinygrad.codegen.prefix_scan import scans
 from tinygrad.helpers import prod
 
 class OptOps(Enum):
@@ -50,8 +51,11 @@ def ranges(ast:UOp) -> list[UOp]:
     rs = ast.__dict__["_ranges_c"] = tuple(sorted((u for u in ast.toposort() if u.op is Ops.RANGE), key=lambda r: r.arg[0]))
   return list(rs)
 def axes(ast:UOp) -> list[UOp]:
-  """the splittable axes: output (LOOP/GLOBAL) then REDUCE ranges, each group in loop order"""
-  rs = ranges(ast)
+  """the splittable axes: output (LOOP/GLOBAL) then REDUCE ranges, each group in loop order. A prefix reduce's two ranges are none: its
+  store's loop carries the accumulator in order (codegen/prefix_scan.py)"""
+  if (rs := ast.__dict__.get("_axes_c")) is None:
+    serial = {q for pair in scans(ast) for q in pair}
+    rs = ast.__dict__["_axes_c"] = tuple(r for r in ranges(ast) if r not in serial)
   return [r for r in rs if r.arg[1] in OUTPUT] + [r for r in rs if r.arg[1] in REDUCE]
 @functools.lru_cache(maxsize=1 << 14)
 def simplified(u:UOp) -> UOp:

@@ -9,6 +9,7 @@ from tinygrad.uop.ops import UOp, graph_rewrite
 from tinygrad.uop.symbolic import symbolic, _linear
 from tinygrad.codegen.opt.kernel import pm_split, ranges, size, simplified, _renumber
 from tinygrad.codegen.opt.padding import pad_axis
+from tinygrad.codegen.prefix_scan import scans
 
 def _affine(idx:UOp) -> bool:
   return (lin := _linear(idx)) is not None and all(b.op in (Ops.RANGE, Ops.DEFINE_VAR) for b in lin[0])
@@ -24,8 +25,10 @@ def affine_addresses(ast:UOp) -> int:
 def _divided(ast:UOp) -> list[tuple[UOp, int]]:
   """(range, c) for each `range // c` and `range % c` of a constant-size range longer than c"""
   seen: dict[tuple[UOp, int], None] = {}
+  serial = {q for pair in scans(ast) for q in pair}  # a prefix reduce's ranges stay whole (codegen/prefix_scan.py)
   for u in UOp.sink(*_addresses(ast)).toposort():
     if u.op not in (Ops.FLOORDIV, Ops.FLOORMOD) or u.src[0].op is not Ops.RANGE or u.src[1].op is not Ops.CONST: continue
+    if u.src[0] in serial: continue
     r, c = u.src[0], u.src[1].arg
     if (n := size(r)) is not None and 1 < c < n: seen[(r, c)] = None
   return list(seen)
