@@ -101,6 +101,24 @@ def test_scattered_blocks_do_not_stream():
   ir = render(p, above=1)
   assert "!nontemporal" not in ir and "align 32" in stores(ir)[0]  # aligned all the same: 8*anything is a multiple of 8
 
+def test_rows_picked_by_loaded_ids_do_not_stream():
+  # out[64*ids[i] + 8*j + k] += a[...] (a scatter-add): the inner loop walks whole aligned blocks of a row, but the next id may revisit
+  # a row just read, which a non-temporal store would have sent to memory
+  from tinygrad.uop import Ops
+  n, rows = 4096, 64
+  p = Prog()
+  out, a, ids = p.param(0, dtypes.float32, n), p.param(1, dtypes.float32, n), p.param(2, dtypes.int32, rows)
+  i = p.range(rows, 0)
+  row = p.alu(Ops.MUL, p.load(ids, i), 64)
+  j = p.range(8, 1)
+  base = p.alu(Ops.ADD, row, p.alu(Ops.MUL, j, 8))
+  for k in range(8):
+    at = base if k == 0 else p.alu(Ops.ADD, base, k)
+    p.store(out, at, p.alu(Ops.ADD, p.load(out, at), p.load(a, at)))
+  p.end(j)
+  p.end(i)
+  assert "!nontemporal" not in render(p, above=1)
+
 def test_no_claims_without_a_base_alignment():
   r = LLVMRenderer()
   r.param_align, r.nontemporal_bytes = 0, 1

@@ -216,6 +216,8 @@ def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set
     size = buf.dtype.itemsize
     if prod(buf.arg.shape) * size <= above_bytes or STREAM_BLOCK % size: continue
     i, lanes = u.src[0].src[1], STREAM_BLOCK // size
+    # an address computed from loaded values (a scatter-add, codegen/onehot_scatter.py) revisits rows it has just read: cached
+    if any(x.op is Ops.LOAD for x in i.toposort()): continue
     base, off = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
     if math.gcd(known_multiple(base, memo) * size, base_align) % STREAM_BLOCK: continue
     if not (step := loop_step(base, loops[-1])) or step % lanes: continue
