@@ -1,7 +1,7 @@
 """Loops the LLVM renderer keeps LLVM's loop vectorizer off (`slp_only_loops`, !llvm.loop metadata), so that the SLP vectorizer packs
 a trip's upcast lanes: a loop whose trip reads a run longer than its step (an upsample's neighbours), and a copy through a select on a
 condition fixed for the loop (a gather's out-of-bounds zero), a read whose index is not linear in the loop (a window copy's // and %),
-and a trip that writes one element from a run read further on (a max pool's window). A plain copy, a run as long as the step, a
+and a trip that writes one element from reads more than 2 further on (a max pool over its window buffer). A plain copy, a run as long as the step, a
 broadcast and strided reads into a run of lanes keep it on.
 Results are numpy's either way. Oracles: numpy, the metadata counted by hand."""
 import numpy as np
@@ -73,6 +73,7 @@ def wrapped(p, r, k, lane): return p.alu(Ops.ADD, p.alu(Ops.MUL, r, WIDTH), p.al
 
 def test_window_and_nonlinear_reads_are_marked():
   assert marked(window_max(ROWS, WIDTH, 4)) == 1
+  assert marked(window_max(ROWS, WIDTH, 2)) == 0  # a stride-2 read: LLVM packs it with shuffles
   assert marked(lanes_loop(ROWS, WIDTH, wrapped)) == 1
 
 def test_results_match_numpy():

@@ -243,8 +243,8 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
   the next trip reads its last; a x2 bilinear interpolate took 1.7x the CPU time), and a copy through a select on a condition fixed for
   the loop between a loaded value and another (an out-of-bounds gather's zero: 8 shuffles per vector). And two it vectorizes with AVX-512
   gathers, slower than scalar loads (Zen 5): a read whose index is not linear in the loop (a conv's window copy reading through the
-  window's //, % of the pixel: 3.9 -> 1.1 ms), and a trip that writes one element from a run read further on (a 2x2 max pool's window
-  of 4: 2.0 -> 0.3 ms). Sort's compare-and-swap stages read runs as long as the step, or as fast as the writes: they vectorize better
+  window's //, % of the pixel: 3.9 -> 1.1 ms), and a trip that writes one element from reads more than 2 further on each trip (a 2x2 max
+  pool over its window buffer, 4 floats a window: 2.0 -> 0.3 ms; a stride-2 read it packs with shuffles, avg_pool2d 2x2 stays). Sort's compare-and-swap stages read runs as long as the step, or as fast as the writes: they vectorize better
   across trips (1.2x the time with the SLP vectorizer); so does a trip that writes a run of lanes from strided reads (a conv's col2im)"""
   out: list[UOp] = []
   for n, (u, loops) in enumerate(_nest(uops)):
@@ -262,7 +262,7 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
     copies = all(step and offs == list(range(offs[0], offs[0] + step)) for step, offs in reads)
     fixed = copies and any(v.op is Ops.WHERE and loop_step(v.src[0], u) == 0 and any(s.op is Ops.LOAD and s in body for s in v.src[1:]) for v in body)
     gathered = any(step is None for step, _ in reads)
-    window = max(writes) == 1 and any(step and step > 1 for step, _ in reads)
+    window = max(writes) == 1 and any(step and step > 2 for step, _ in reads)
     if overlapping or fixed or gathered or window: out.append(u)
   return out
 
