@@ -88,6 +88,23 @@ def test_rows_read_by_overlapping_windows_are_not_fused():
   e = (x - x.max(1, keepdim=True)).exp()
   assert len(kernels(e.sum(1).unfold(0, 3, 1).sum(1).uop)) == 3  # a chain of two: both reduces get their own kernels
 
+def test_pool_tie_count_over_a_realized_max_is_not_recomputed_per_element():
+  # the max is realized (the forward reads it too), so the tie count's chain body holds a load, not a reduction; fused into the
+  # gradient's kernel it would be recomputed for each of the window's 4 elements: it gets a kernel of its own
+  rng = np.random.default_rng(3)
+  a, g = rng.standard_normal((2, 3, 8, 8)).astype(np.float32), rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+  x = Tensor(a, requires_grad=True)
+  out = x.relu().max_pool2d(2)
+  (out * Tensor(g)).sum().backward()
+  items = [it for it in create_schedule([out.uop, x.grad.uop])[0] if it.kind == "kernel"]
+  grad_kernel = next(it for it in items if it.bufs[0].arg.shape == (a.size,))  # the one kernel writing an input-sized buffer
+  assert not [u for u in grad_kernel.ast.toposort() if u.op is Ops.REDUCE]
+  win = np.maximum(a, 0).reshape(2, 3, 4, 2, 4, 2)
+  hit = win == win.max((3, 5), keepdims=True)
+  want = (hit * (g[:, :, :, None, :, None] / hit.sum((3, 5), keepdims=True)) * (a.reshape(win.shape) > 0)).reshape(a.shape)
+  Tensor.realize(out, x.grad)
+  np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+
 def test_devices_with_work_items_keep_separate_kernels():
   x = buf(8, 37, device="PYTHON")
   assert len(kernels(softmax(x))) == 3

@@ -1,7 +1,8 @@
 """Loops the LLVM renderer keeps LLVM's loop vectorizer off (`slp_only_loops`, !llvm.loop metadata), so that the SLP vectorizer packs
 a trip's upcast lanes: a loop whose trip reads a run longer than its step (an upsample's neighbours), and a copy through a select on a
-condition fixed for the loop (a gather's out-of-bounds zero). A plain copy, a run as long as the step, a broadcast and strided reads
-keep it on.
+condition fixed for the loop (a gather's out-of-bounds zero), a read whose index is not linear in the loop (a window copy's // and %),
+and a trip that writes one element from reads more than 2 further on (a max pool over its window buffer). A plain copy, a run as long as the step, a
+broadcast and strided reads into a run of lanes keep it on.
 Results are numpy's either way. Oracles: numpy, the metadata counted by hand."""
 import numpy as np
 from tinygrad.uop import Ops
@@ -54,9 +55,35 @@ def test_upsample_and_gated_copy_are_marked_others_not():
   gpu.has_local = True
   assert "!llvm.loop" not in gpu.render("k", lanes_loop(ROWS, WIDTH, upsample).uops)
 
+def window_max(rows:int, width:int, k:int) -> Prog:
+  """out[r, j] = max of a[r, k*j : k*j + k]: one element per trip from a run of k read k further on each trip"""
+  p = Prog()
+  out, a = p.param(0, dtypes.float32, rows * width), p.param(1, dtypes.float32, rows * width * k)
+  r = p.range(rows, 0)
+  j = p.range(width, 1)
+  base = p.alu(Ops.ADD, p.alu(Ops.MUL, r, width * k), p.alu(Ops.MUL, j, k))
+  v = p.load(a, base)
+  for t in range(1, k): v = p.alu(Ops.MAX, v, p.load(a, p.alu(Ops.ADD, base, t)))
+  p.store(out, p.alu(Ops.ADD, p.alu(Ops.MUL, r, width), j), v)
+  p.end(j)
+  p.end(r)
+  return p
+
+def wrapped(p, r, k, lane): return p.alu(Ops.ADD, p.alu(Ops.MUL, r, WIDTH), p.alu(Ops.CMOD, p.alu(Ops.ADD, p.alu(Ops.MUL, k, LANES), lane), 5))
+
+def test_window_and_nonlinear_reads_are_marked():
+  assert marked(window_max(ROWS, WIDTH, 4)) == 1
+  assert marked(window_max(ROWS, WIDTH, 2)) == 0  # a stride-2 read: LLVM packs it with shuffles
+  assert marked(lanes_loop(ROWS, WIDTH, wrapped)) == 1
+
 def test_results_match_numpy():
   a = np.random.default_rng(0).standard_normal((ROWS, WIDTH)).astype(np.float32)
   out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, upsample), np.zeros_like(a), a)
   np.testing.assert_array_equal(out, a[:, (np.arange(WIDTH) + 1) // 2])
   out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, copy, gate=True), np.zeros_like(a), a)
   np.testing.assert_array_equal(out, np.where((np.arange(ROWS) % 2 == 0)[:, None], a, 0))
+  out, _ = run("LLVM", lanes_loop(ROWS, WIDTH, wrapped), np.zeros_like(a), a)
+  np.testing.assert_array_equal(out, a[:, np.arange(WIDTH) % 5])
+  w = np.random.default_rng(1).standard_normal((ROWS, WIDTH * 4)).astype(np.float32)
+  out, _ = run("LLVM", window_max(ROWS, WIDTH, 4), np.zeros_like(a), w)
+  np.testing.assert_array_equal(out, w.reshape(ROWS, WIDTH, 4).max(-1))

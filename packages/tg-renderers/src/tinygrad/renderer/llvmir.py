@@ -243,8 +243,11 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
   scatters, or with shuffles through a loop-invariant select. Two such loops, each writing a run of elements per trip: one whose reads
   move on slower than its writes and whose trip reads a run longer than that step (an upsample: its lanes read each element twice and
   the next trip reads its last; a x2 bilinear interpolate took 1.7x the CPU time), and a copy through a select on a condition fixed for
-  the loop between a loaded value and another (an out-of-bounds gather's zero: 8 shuffles per vector). Sort's compare-and-swap stages
-  read runs as long as the step, or as fast as the writes: they vectorize better across trips (1.2x the time with the SLP vectorizer)"""
+  the loop between a loaded value and another (an out-of-bounds gather's zero: 8 shuffles per vector). And two it vectorizes with AVX-512
+  gathers, slower than scalar loads (Zen 5): a read whose index is not linear in the loop (a conv's window copy reading through the
+  window's //, % of the pixel: 3.9 -> 1.1 ms), and a trip that writes one element from reads more than 2 further on each trip (a 2x2 max
+  pool over its window buffer, 4 floats a window: 2.0 -> 0.3 ms; a stride-2 read it packs with shuffles, avg_pool2d 2x2 stays). Sort's compare-and-swap stages read runs as long as the step, or as fast as the writes: they vectorize better
+  across trips (1.2x the time with the SLP vectorizer); so does a trip that writes a run of lanes from strided reads (a conv's col2im)"""
   out: list[UOp] = []
   for n, (u, loops) in enumerate(_nest(uops)):
     if u.op is not Ops.RANGE or u.dtype is dtypes.void: continue
@@ -260,7 +263,9 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
     # only where every read is a run like the writes (a copy through the select): strided reads vectorized better across trips
     copies = all(step and offs == list(range(offs[0], offs[0] + step)) for step, offs in reads)
     fixed = copies and any(v.op is Ops.WHERE and loop_step(v.src[0], u) == 0 and any(s.op is Ops.LOAD and s in body for s in v.src[1:]) for v in body)
-    if overlapping or fixed: out.append(u)
+    gathered = any(step is None for step, _ in reads)
+    window = max(writes) == 1 and any(step and step > 2 for step, _ in reads)
+    if overlapping or fixed or gathered or window: out.append(u)
   return out
 
 PREFETCH_LINE = 64  # bytes: one cache line, what one prefetch brings in
