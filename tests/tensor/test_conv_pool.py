@@ -81,6 +81,22 @@ def test_conv2d_gradients_both_forms(shape, kw):
   flat = [q for pr in reversed(pads) for q in pr]
   assert _im2col_pays(shape[0], shape[1], (3, 3), stride, dil, flat, shape[2:]) == (want.shape[-1] % 8 != 0 or stride[1] != 1)
 
+# a depthwise conv (one input channel per group, any multiplier) runs the direct form when a gradient flows (tensor_conv._depthwise): rows that 16 does not divide, a multiplier of 2, a stride, dilation, a 5x5 kernel
+@pytest.mark.parametrize("shape,cout,kw", [((2, 8, 12, 28), 8, dict(groups=8, padding=1)), ((2, 4, 9, 11), 8, dict(groups=4, padding=1)),
+                                           ((1, 6, 13, 17), 6, dict(groups=6, stride=2, padding=(1, 0))),
+                                           ((2, 4, 10, 12), 4, dict(groups=4, dilation=2, padding=2)), ((1, 3, 20, 19), 3, dict(groups=3, padding=2))])
+def test_depthwise_conv_direct_with_gradients(shape, cout, kw):
+  from tinygrad.tensor_conv import _direct_forward, _out_sizes, _flat_pads
+  k = 5 if shape[2] == 20 else 3
+  x, w, b = rnd(*shape), rnd(cout, 1, k, k), rnd(cout)
+  p, groups = kw.get("padding", 0), kw["groups"]
+  pads = [(p, p), (p, p)] if isinstance(p, int) else [(p[0], p[0]), (p[1], p[1])]
+  stride, dil = (kw.get("stride", 1),)*2, (kw.get("dilation", 1),)*2
+  tw = Tensor(w, requires_grad=True)
+  out = _out_sizes(shape[2:], (k, k), stride, dil, _flat_pads(p, (k, k), dil, stride))
+  assert _direct_forward(Tensor(x), tw, groups, out)
+  _check_conv_and_grads(x, w, b, np_conv(x, w, b, stride, dil, pads, groups), stride, dil, pads, groups, kw)
+
 # the direct form's weight gradient summed per image, then over the images: where the batch's output gradient is past L2 and one
 # image's is not (L2_BYTES lowered to one image's to take that path at small shapes), with groups, a stride along the rows and dilation
 @pytest.mark.parametrize("shape,cout,kw", [((3, 4, 6, 8), 6, dict(padding=1)), ((2, 6, 5, 10), 4, dict(groups=2)),

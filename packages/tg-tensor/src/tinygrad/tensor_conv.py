@@ -197,17 +197,25 @@ def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tupl
   elif packs_along(x.device, cout // groups, n * prod(out) * kk * cout): ret = ret.contiguous()
   return ret.permute((0, 1+nd) + tuple(range(1, 1+nd)))
 
+def _depthwise(weight, groups:int) -> bool:
+  """one input channel per group (a depthwise conv, any multiplier): each window is read by fewer output channels than a panel"""
+  from tinygrad.schedule.pack import WIDE
+  return weight.shape[1] == 1 and weight.shape[0] // groups < WIDE
+
 def _direct_forward(x, weight, groups:int, out:tuple) -> bool:
-  """a forward-only conv that skips im2col's window buffer (prod(kernel) times the input, written and read once) for the direct form,
-  which reads the padded input from cache. Where a gradient will flow, im2col stays: its gradients are matmuls, the direct form's are
-  not (the MNIST training step: 10 -> 44 ms with the direct form). Two cases:
+  """a conv that skips im2col's window buffer (prod(kernel) times the input, written and read once) for the direct form, which reads
+  the padded input from cache. Where a gradient will flow, im2col stays except for a depthwise conv: its gradients are matmuls, the
+  direct form's are not (the MNIST training step: 10 -> 44 ms with the direct form); a depthwise conv's matmuls have one output channel
+  per window, and its direct form's gradients are a depthwise conv (_input_gradient) and a reduce per tap (b8 256x28x28 3x3, forward
+  and both gradients: 108 -> ~6 ms on a loaded host). Two cases:
   - fewer output channels per group than a panel (a depthwise conv, ResNeXt's groups of 4): im2col's matmul then re-reads each window
     for only those few channels, not enough to pay for writing the buffer (b8 256 channels 28x28 3x3 depthwise: 35 -> 3.9 ms of CPU,
     64 channels in groups of 4 or 8: 10.5 -> 2.2, 9.4 -> 3.6; 64 -> 8 channels, groups=1: 8.5 -> 3.6)
   - its direct form vectorizes along the output channels (schedule/pack.py packs the weight into panels of them): then it needs no vector
     axis along the output's rows (ResNet's 3x3 convs at 28x28 and below, a 7x7 stride-2 stem: 6-20 -> 120-260 GFLOP/s)"""
   from tinygrad.schedule.pack import packs_along, WIDE
-  if _wants_grad(x) or _wants_grad(weight) or not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
+  if not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
+  if _wants_grad(x) or _wants_grad(weight): return _depthwise(weight, groups)
   return weight.shape[0] // groups < WIDE or packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
 
 def _direct_trains(x, weight, ks:tuple, strides:tuple, pads:list, out:tuple) -> bool:

@@ -83,6 +83,9 @@ class LLVMCompiler(Compiler):
     # LLVM tunes Intel's AVX-512 cores to prefer 256-bit vectors (and splits wider ones): the renderer sizes register tiles in the host's
     # whole registers (renderer/host_cpu.py), so the 512-bit ones are used (matmul 1024 at 2 threads: 181 -> 204 GFLOP/s, same tiles)
     if "+avx512f" in self.features.split(","): self.features += ",-prefer-256-bit"
+    # nor to vectorize a loop with gathers and scatters, as it already is on Intel's cores since their gather mitigation: on AMD's (znver5)
+    # it vectorized the row loop outside a short upcast one, each lane a row apart ((x+1) on 8x256x56x56 at 2 threads: 9.8 -> 0.7 ms)
+    if "+avx2" in self.features.split(","): self.features += ",+prefer-no-gather,+prefer-no-scatter"
     self.tm = self.target_machine()
     self.data_layout = str(self.tm.target_data)
     super().__init__(f"compile_llvm_{'.'.join(map(str, llvm.llvm_version_info))}_{self.triple}_{self.cpu}_"
