@@ -172,33 +172,47 @@ class LanePlan:
 
   def conflicts(self, need:set[UOp]) -> set[tuple[UOp, ...]]:
     """packs that move a memory access past another that may touch the same element, one of them a store"""
-    accesses: dict[UOp, list[tuple[int, list[int], bool, tuple, UOp]]] = {}
+    # buffer -> lane (of a REG group; None for others) -> base x of the index x + c -> c -> accesses: two accesses with one base and
+    # different c, or in different lanes, never touch the same element
+    accesses: dict[object, dict[int|None, dict[UOp|None, dict[int, list[UOp]]]]] = {}
     for u in self.uops:
       if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX: continue
       buf, i = u.src[0].src
-      key = self.group_of[buf][0] if buf in self.group_of else buf
-      where = [self.pos[u]] if u not in self.pack_of or u in need else []
-      if (pk := self.pack_of.get(u)) is not None: where.append(pk[0].pos)
-      lane = self.group_of[buf][1] if buf in self.group_of else None
-      accesses.setdefault(key, []).append((self.pos[u], where, u.op is Ops.STORE, (lane, _offset(i) if buf.op is Ops.PARAM else (i, 0)), u))
+      group, lane = self.group_of.get(buf, (buf, None))
+      x, c = _offset(i) if buf.op is Ops.PARAM else (i, 0)
+      accesses.setdefault(group, {}).setdefault(lane, {}).setdefault(x, {}).setdefault(c, []).append(u)
     bad: set[tuple[UOp, ...]] = set()
-    for acc in accesses.values():
-      if not any(a[2] for a in acc) or not any(a[4] in self.pack_of for a in acc): continue
-      for n, a in enumerate(acc):
-        for b in acc[n+1:]:
-          if not (a[2] or b[2]) or not _may_overlap(a[3], b[3]): continue
-          pa, pb = self.pack_of.get(a[4]), self.pack_of.get(b[4])
-          if pa is not None and pb is not None and pa[0] is pb[0]: continue
-          if all(x < y for x in a[1] for y in b[1]): continue
-          bad.update(p[0].lanes for p in (pa, pb) if p is not None)
+    def check(a:UOp, b:UOp):
+      if a.op is not Ops.STORE and b.op is not Ops.STORE: return
+      if self.pos[a] > self.pos[b]: a, b = b, a
+      pa, pb = self.pack_of.get(a), self.pack_of.get(b)
+      if pa is None and pb is None or (pa is not None and pb is not None and pa[0] is pb[0]): return
+      if all(x < y for x in self._emitted(a, need) for y in self._emitted(b, need)): return
+      bad.update(p[0].lanes for p in (pa, pb) if p is not None)
+    for lanes in accesses.values():
+      for bases in lanes.values():
+        items = list(bases.items())
+        for n, (xa, by_c) in enumerate(items):
+          for same in by_c.values():
+            for k, a in enumerate(same):
+              for b in same[k+1:]: check(a, b)
+          for xb, other in items[n+1:]:
+            for ca, la in by_c.items():
+              for cb, lb in other.items():
+                if _may_overlap(xa, ca, xb, cb):
+                  for a in la:
+                    for b in lb: check(a, b)
     return bad
 
-def _may_overlap(a:tuple, b:tuple) -> bool:
-  (la, oa), (lb, ob) = a, b
-  if la != lb: return False  # different buffers of a REG group
-  if oa is None or ob is None: return True
-  if oa[0] is ob[0] and oa[1] != ob[1]: return False  # x + c, x + d
-  return not (oa[0] is not None and ob[0] is not None and oa[0].op is Ops.CONST and ob[0].op is Ops.CONST and oa[0].arg != ob[0].arg)
+  def _emitted(self, u:UOp, need:set[UOp]) -> list[int]:
+    """where an access happens: its pack's place, and its own where it keeps scalar code"""
+    where = [self.pos[u]] if u not in self.pack_of or u in need else []
+    return where + [self.pack_of[u][0].pos] if u in self.pack_of else where
+
+def _may_overlap(xa:UOp|None, ca:int, xb:UOp|None, cb:int) -> bool:
+  """for indices xa + ca and xb + cb with different bases: only constants are known apart"""
+  def const(x, c): return c if x is None else x.arg + c if x.op is Ops.CONST else None
+  return (a := const(xa, ca)) is None or (b := const(xb, cb)) is None or a == b
 
 def plan_lanes(uops:list[UOp], scope:dict[UOp, UOp|None], dtypes_ok:set[DType]) -> tuple[LanePlan, set[UOp]]:
   """packs whose memory order holds, and the packed nodes that keep scalar code"""
