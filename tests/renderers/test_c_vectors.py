@@ -81,6 +81,21 @@ def test_register_accumulators_are_a_vector_array():
   assert "tg_float8 vreg0[1];" in src and "reg1" not in src, src
   same_as_emulator(p, np.zeros(8, np.float32), np.random.default_rng(0).standard_normal(40).astype(np.float32))
 
+def test_lanes_of_a_vector_array_written_one_by_one():
+  # the accumulators are one array of vectors (their reads are a vector), their updates differ per lane: each writes its own element
+  p = Prog()
+  out, a = p.param(0, dtypes.float32, 8), p.param(1, dtypes.float32, 8)
+  accs = [p.reg(dtypes.float32, 1, slot=k) for k in range(8)]
+  for acc in accs: p.store(acc, 0, 1.0)
+  r = p.range(3, 0)
+  vals = [p.load(acc, 0) for acc in accs]
+  for k, v in enumerate(vals): p.store(out, k, p.alu(Ops.MUL, v, 2.0))
+  for k, (acc, v) in enumerate(zip(accs, vals)): p.store(acc, 0, p.alu(Ops.ADD if k % 2 else Ops.MUL, v, p.load(a, k)))
+  p.end(r)
+  src = ClangRenderer().render("k", p.uops)
+  assert "tg_float8 vreg0[1];" in src and "vreg0[0][7] = " in src, src
+  same_as_emulator(p, np.zeros(8, np.float32), np.linspace(-2, 2, 8, dtype=np.float32))
+
 def test_gated_loads_and_bool_lanes_stay_scalar():
   # a gated load per lane (a select) and bool lanes: no vector type of theirs, results as before
   p = Prog()

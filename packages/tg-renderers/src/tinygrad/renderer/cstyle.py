@@ -253,7 +253,8 @@ clang_rewrite = PatternMatcher([
 ]) + base_rewrite
 
 class ClangRenderer(CStyleLanguage):
-  """C99 for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, half/bfloat16 emulated"""
+  """C99 with GNU vector extensions for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, a register
+  tile's lanes as vectors (renderer/c_vectors.py), half/bfloat16 emulated"""
   device = "CPU"
   string_rewrite = clang_rewrite
   vector_lanes = True
@@ -276,7 +277,8 @@ class ClangRenderer(CStyleLanguage):
     if not (arch is None and host_has_fma()): self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
     if arch is None and (simd := host_simd_registers()) is not None: self.vector_bytes, self.vector_registers = simd
     # clang, with the flags runtime/host_toolchain.py gives it, packs a 24-accumulator tile as LLVM does (matmul 1536 at AVX-512,
-    # bench/matmul_tiles.py: 8x2x16 321, 6x4x16 367 GFLOP/s); gcc 12 builds B's vectors lane by lane at any tile and keeps the default
+    # bench/matmul_tiles.py: 8x2x16 321, 6x4x16 367 GFLOP/s); gcc 12 keeps the default: with the lanes as vectors (vector_lanes) it ran
+    # both tiles level (matmul 1536 on one core ~200 GFLOP/s each)
     from tinygrad.runtime.host_toolchain import find_cc, cc_is_clang
     if arch is None and (cc := find_cc()) is not None and cc_is_clang(cc): self.tile_lanes = 384
 
