@@ -40,7 +40,7 @@ class Pack:
   name: str = ""
   used: bool = field(default=False)
 
-def _offset(i:UOp) -> tuple[UOp|None, int]|None:
+def _offset(i:UOp) -> tuple[UOp|None, int]:
   """an int index as (x, c): x + c, c alone (x None), or x + 0"""
   if i.op is Ops.CONST: return None, i.arg
   if i.op is Ops.ADD and i.src[1].op is Ops.CONST: return i.src[0], i.src[1].arg
@@ -65,7 +65,7 @@ class LanePlan:
     idxs = [u.src[0] for u in lanes]
     if any(i.op is not Ops.INDEX or i.src[0].op is not Ops.PARAM or i.src[0] is not idxs[0].src[0] for i in idxs): return False
     offs = [_offset(i.src[1]) for i in idxs]
-    return all(o is not None and o[0] is offs[0][0] and o[1] == offs[0][1] + k for k, o in enumerate(offs))  # type: ignore[index]
+    return all(o[0] is offs[0][0] and o[1] == offs[0][1] + k for k, o in enumerate(offs))
 
   def _reg_group(self, lanes:tuple[UOp, ...]) -> RegGroup|None:
     """the group of the REG buffers lane k reads or writes at one slot, made on first sight"""
@@ -92,7 +92,7 @@ class LanePlan:
     if any(u in self.pack_of for u in lanes) or lanes in self.banned or not self._same(lanes): return None
     u0 = lanes[0]
     if u0.op is Ops.LOAD:
-      if len(u0.src) != 1: return None  # gated: a select per lane
+      if len(u0.src) != 1 or u0.src[0].op is not Ops.INDEX: return None  # gated: a select per lane
       if u0.src[0].src[0].op is Ops.BUFFER: return self._make("regload", lanes, group=g) if (g := self._reg_group(lanes)) else None
       return self._make("load", lanes) if self._consecutive(lanes) else None
     if u0.op not in GroupOp.ALU and u0.op not in (Ops.CAST, Ops.BITCAST): return None
@@ -120,7 +120,8 @@ class LanePlan:
     stores = [u for u in self.uops if u.op is Ops.STORE and u.src[0].op is Ops.INDEX]
     runs: dict[tuple, list[tuple[int, UOp]]] = {}
     for s in stores:
-      if s.src[0].src[0].op is Ops.PARAM and (o := _offset(s.src[0].src[1])) is not None:
+      if s.src[0].src[0].op is Ops.PARAM:
+        o = _offset(s.src[0].src[1])
         runs.setdefault((self.scope[s], s.src[0].src[0], o[0]), []).append((o[1], s))
     for run in runs.values():
       run.sort(key=lambda t: t[0])
@@ -154,6 +155,9 @@ class LanePlan:
         if isinstance(o, Pack): mark(o)
     for s in self.seeds: mark(s)
     self.pack_of = {u: pk for u, pk in self.pack_of.items() if pk[0].used}
+    # a group no vector reads or writes stays scalar buffers: an element of a vector array would cost a memory access
+    groups = {pk[0].group for pk in self.pack_of.values()}
+    self.group_of = {b: g for b, g in self.group_of.items() if g[0] in groups}
 
   # *** what keeps scalar code, and whether memory order holds ***
   def scalar_needs(self) -> set[UOp]:
