@@ -222,11 +222,12 @@ class CStyleLanguage(Renderer):
       return o.name if isinstance(o, Pack) else f"(({self.vector_type(o[0].dtype, n)}){{{', '.join(strip_parens(self[s]) for s in o)}}})"
     def lane(o:Pack|tuple[UOp, ...], k:int) -> str: return f"{o.name}[{k}]" if isinstance(o, Pack) else self[o[k]]
     idx = u0.src[0]
+    slot = f"{p.group.name}[{strip_parens(self[idx.src[1]])}]" if p.group is not None else ""  # a REG group's vector at the index
     if p.kind == "store": return f"__builtin_memcpy(&{self[idx]}, &{vector(p.operands[0])}, {n * u0.src[1].dtype.itemsize});"
-    if p.kind == "regstore": return f"{p.group.name}[{strip_parens(self[idx.src[1]])}] = {strip_parens(vector(p.operands[0]))};"  # type: ignore[union-attr]
+    if p.kind == "regstore": return f"{slot} = {strip_parens(vector(p.operands[0]))};"
     p.name, vt = fresh("vec"), self.vector_type(u0.dtype, n)
     if p.kind == "load": return f"{vt} {p.name}; __builtin_memcpy(&{p.name}, &{self[idx]}, {n * u0.dtype.itemsize});"
-    if p.kind == "regload": return f"{vt} {p.name} = {p.group.name}[{strip_parens(self[idx.src[1]])}];"  # type: ignore[union-attr]
+    if p.kind == "regload": return f"{vt} {p.name} = {slot};"
     if p.native and u0.op is Ops.CAST: return f"{vt} {p.name} = __builtin_convertvector({vector(p.operands[0])}, {vt});"
     if p.native: return f"{vt} {p.name} = {strip_parens(self.code_for_op[u0.op](*map(vector, p.operands), dt=u0.src[-1].dtype))};"
     def scalar(k:int) -> str:
