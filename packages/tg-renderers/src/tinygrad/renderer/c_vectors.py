@@ -6,9 +6,10 @@ seeds are stores of consecutive elements of one buffer (and stores into REG accu
 seed the lanes' operands are packed while they are the same op on the same dtype: consecutive global loads become one vector load,
 loads of one slot of W REG buffers a load of a vector array, ALU ops a vector op (or, for ops C has no vector operator for, a vector
 built from the per-lane scalar C, which both compilers turn into the vector instruction: `__builtin_fmaf` per lane -> vfmadd...ps).
-Other operands (a value shared by every lane, constants, scalars) are built into a vector. A pack is computed where its last lane was;
-a lane a scalar node reads before that keeps its scalar code too. Every lane computes the same C as before, so results are unchanged.
-Memory accesses keep their order wherever two may touch the same element; a pack that would reorder them is dropped and the plan redone."""
+Other operands (a value shared by every lane, constants, scalars) are built into a vector. A pack is computed where its last lane was,
+so one whose lane a scalar node reads before that is dropped (the lane would be computed twice), and so is one that would reorder two
+memory accesses that may touch the same element; then the plan is redone. Every lane computes the same C as before, so results are
+unchanged."""
 from __future__ import annotations
 from dataclasses import dataclass, field
 from tinygrad.uop import Ops, GroupOp
@@ -159,22 +160,19 @@ class LanePlan:
     groups = {pk[0].group for pk in self.pack_of.values()}
     self.group_of = {b: g for b, g in self.group_of.items() if g[0] in groups}
 
-  # *** what keeps scalar code, and whether memory order holds ***
-  def scalar_needs(self) -> set[UOp]:
-    """packed nodes a scalar node (or a vector built from scalars) reads before their pack is computed: they keep scalar code"""
-    need: set[UOp] = set()
+  # *** what a pack may not do ***
+  def read_early(self) -> set[tuple[UOp, ...]]:
+    """packs a scalar node (or a vector built from scalars) reads a lane of before the pack is computed: that lane would be computed
+    twice (relu's compare reads its lane of the add)"""
+    early: set[tuple[UOp, ...]] = set()
     last = {p.pos: p for p, _ in self.pack_of.values()}
-    for pos in range(len(self.uops) - 1, -1, -1):
-      u = self.uops[pos]
-      reads: list[UOp] = []
-      if u not in self.pack_of or u in need: reads += list(u.src)
-      if (p := last.get(pos)) is not None:
-        reads += [s for o in p.operands if not isinstance(o, Pack) for s in o]
-      for s in reads:
-        if (pk := self.pack_of.get(s)) is not None and pk[0].pos >= pos: need.add(s)
-    return need
+    for pos, u in enumerate(self.uops):
+      reads = list(u.src) if u not in self.pack_of else []
+      if (p := last.get(pos)) is not None: reads += [s for o in p.operands if not isinstance(o, Pack) for s in o]
+      early.update(pk[0].lanes for s in reads if (pk := self.pack_of.get(s)) is not None and pk[0].pos >= pos)
+    return early
 
-  def conflicts(self, need:set[UOp]) -> set[tuple[UOp, ...]]:
+  def conflicts(self) -> set[tuple[UOp, ...]]:
     """packs that move a memory access past another that may touch the same element, one of them a store"""
     # buffer -> lane (of a REG group; None for others) -> base x of the index x + c -> c -> accesses: two accesses with one base and
     # different c, or in different lanes, never touch the same element
@@ -191,7 +189,7 @@ class LanePlan:
       if self.pos[a] > self.pos[b]: a, b = b, a
       pa, pb = self.pack_of.get(a), self.pack_of.get(b)
       if pa is None and pb is None or (pa is not None and pb is not None and pa[0] is pb[0]): return
-      if all(x < y for x in self._emitted(a, need) for y in self._emitted(b, need)): return
+      if (self.pack_of[a][0].pos if pa else self.pos[a]) < (self.pack_of[b][0].pos if pb else self.pos[b]): return
       bad.update(p[0].lanes for p in (pa, pb) if p is not None)
     for lanes in accesses.values():
       for bases in lanes.values():
@@ -208,24 +206,18 @@ class LanePlan:
                     for b in lb: check(a, b)
     return bad
 
-  def _emitted(self, u:UOp, need:set[UOp]) -> list[int]:
-    """where an access happens: its pack's place, and its own where it keeps scalar code"""
-    where = [self.pos[u]] if u not in self.pack_of or u in need else []
-    return where + [self.pack_of[u][0].pos] if u in self.pack_of else where
-
 def _may_overlap(xa:UOp|None, ca:int, xb:UOp|None, cb:int) -> bool:
   """for indices xa + ca and xb + cb with different bases: only constants are known apart"""
   def const(x, c): return c if x is None else x.arg + c if x.op is Ops.CONST else None
   return (a := const(xa, ca)) is None or (b := const(xb, cb)) is None or a == b
 
-def plan_lanes(uops:list[UOp], scope:dict[UOp, UOp|None], dtypes_ok:set[DType]) -> tuple[LanePlan, set[UOp]]:
-  """packs whose memory order holds, and the packed nodes that keep scalar code"""
+def plan_lanes(uops:list[UOp], scope:dict[UOp, UOp|None], dtypes_ok:set[DType]) -> LanePlan:
+  """packs that keep memory order and whose lanes no scalar code reads before them"""
   banned: set[tuple[UOp, ...]] = set()
   while True:
     plan = LanePlan(uops, scope, dtypes_ok, banned)
     plan.plan()
-    need = plan.scalar_needs()
-    if not (bad := plan.conflicts(need)): return plan, need
+    if not (bad := plan.read_early() | plan.conflicts()): return plan
     banned |= bad
 
 def vector_dtypes(emulated) -> set[DType]:

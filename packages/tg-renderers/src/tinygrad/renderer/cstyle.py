@@ -180,7 +180,7 @@ class CStyleLanguage(Renderer):
         depth -= line.startswith("}")
         body.append("  " * depth + line)
         depth += line.endswith("{")
-    plan, keep_scalar = plan_lanes(uops, scope, vector_dtypes(self.emulated)) if self.vector_lanes else (None, set())
+    plan = plan_lanes(uops, scope, vector_dtypes(self.emulated)) if self.vector_lanes else None
     packed = plan.pack_of if plan is not None else {}
     computed_at = {p.pos: p for p, _ in packed.values()}
     self.vector_types: dict[str, str] = {}
@@ -195,11 +195,11 @@ class CStyleLanguage(Renderer):
         self.r[u] = g[0].name
         continue
       elif u.op is Ops.BUFFER: self.r[u] = fresh("reg" if u.arg.addrspace is AddrSpace.REG else "smem")
-      if u not in packed or u in keep_scalar:
+      if u not in packed:
         if (text := self.string_rewrite.rewrite(u, ctx=self)) is None:
           raise RuntimeError(f"{type(self).__name__} cannot render {u.op} in a linear program")
         if u.op is Ops.INDEX and plan is not None and (g := plan.group_of.get(u.src[0])) is not None: text += f"[{g[1]}]"  # its lane
-        if u.op in _EXPRESSIONS or (u.op in _VALUES and u not in keep_scalar and self._inlined(u, users[u], scope)): self.r[u] = text
+        if u.op in _EXPRESSIONS or (u.op in _VALUES and self._inlined(u, users[u], scope)): self.r[u] = text
         elif u.op in _VALUES:
           self.r[u] = fresh(_VALUES[u.op])
           emit(f"{self.value_type(u.dtype)} {self.r[u]} = {strip_parens(text)};")
@@ -207,7 +207,7 @@ class CStyleLanguage(Renderer):
       if (p := computed_at.get(pos)) is not None:
         emit(self.render_pack(p, fresh))
         for k, lane in enumerate(p.lanes):
-          if lane not in keep_scalar and lane.op is not Ops.STORE: self.r[lane] = f"{p.name}[{k}]"
+          if lane.op is not Ops.STORE: self.r[lane] = f"{p.name}[{k}]"  # what a scalar node after it reads
     return "".join(f"{t}\n" for t in self.vector_types.values()) + self.render_kernel(name, body, *param_order(uops), uops)
 
   def vector_type(self, dt:DType, lanes:int) -> str:
