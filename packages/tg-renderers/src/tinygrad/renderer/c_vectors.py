@@ -11,7 +11,7 @@ so one whose lane a scalar node reads before that is dropped (the lane would be 
 memory accesses that may touch the same element; then the plan is redone. Every lane computes the same C as before, so results are
 unchanged."""
 from __future__ import annotations
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import DType, dtypes, AddrSpace
@@ -39,7 +39,7 @@ class Pack:
   pos: int = 0
   native: bool = False  # an alu pack in C's vector operators (else a vector of the lanes' scalar C)
   name: str = ""
-  used: bool = field(default=False)
+  used: bool = False  # reached from a seed through vector operands
 
 def _offset(i:UOp) -> tuple[UOp|None, int]:
   """an int index as (x, c): x + c, c alone (x None), or x + 0"""
