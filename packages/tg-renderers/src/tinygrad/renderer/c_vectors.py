@@ -54,6 +54,7 @@ class LanePlan:
     self.pack_of: dict[UOp, tuple[Pack, int]] = {}
     self.group_of: dict[UOp, tuple[RegGroup, int]] = {}
     self.seeds: list[Pack] = []
+    self.unpackable: set[tuple[UOp, ...]] = set()  # lanes tried and failed: a graph that shares nodes is walked once
 
   # *** building packs from lanes ***
   def _same(self, lanes:tuple[UOp, ...]) -> bool:
@@ -105,7 +106,9 @@ class LanePlan:
     return p
 
   def operand(self, lanes:tuple[UOp, ...]) -> Pack|tuple[UOp, ...]:
-    return self.build(lanes) or lanes
+    if lanes in self.unpackable: return lanes
+    if (p := self.build(lanes)) is None: self.unpackable.add(lanes)
+    return p or lanes
 
   # *** seeds ***
   def _store_seed(self, kind:str, lanes:tuple[UOp, ...], group:RegGroup|None=None):
