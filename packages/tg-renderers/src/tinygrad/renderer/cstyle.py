@@ -14,6 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.c_emulation import EMULATION
+from tinygrad.renderer.c_vectors import Pack, plan_lanes, vector_dtypes
 from tinygrad.renderer.host_cpu import host_has_fma, host_simd_registers
 
 def _fmax(a, b, dt): return f"(({a}!={a}||{a}>{b})?{a}:{b})" if dtypes.is_float(dt) else f"(({a}>{b})?{a}:{b})"  # a NaN wins, as in numpy
@@ -82,6 +83,7 @@ class CStyleLanguage(Renderer):
   barrier: str = ""             # the work group barrier statement (none: one work item runs the group)
   code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx: codegen.gpudims.workitem) -> C of dim d
   string_rewrite: PatternMatcher = base_rewrite
+  vector_lanes = False          # write a register tile's lanes as GCC/clang vectors (renderer/c_vectors.py)
   infinity, nan = "INFINITY", "NAN"
   type_map: dict[DType, str] = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
     dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long", dtypes.uint64: "unsigned long",
@@ -178,19 +180,62 @@ class CStyleLanguage(Renderer):
         depth -= line.startswith("}")
         body.append("  " * depth + line)
         depth += line.endswith("{")
-    for u in uops:
+    plan = plan_lanes(uops, scope, vector_dtypes(self.emulated)) if self.vector_lanes else None
+    packed = plan.pack_of if plan is not None else {}
+    computed_at = {p.pos: p for p, _ in packed.values()}
+    self.vector_types: dict[str, str] = {}
+    for pos, u in enumerate(uops):
       if u.op in SKIP: continue
       if u.op is Ops.SPECIAL: self.r[u] = u.arg
       elif u.op is Ops.RANGE and u.dtype is not dtypes.void: self.r[u] = fresh(f"ridx{u.arg[0]}", numbered=False)
+      elif u.op is Ops.BUFFER and plan is not None and (g := plan.group_of.get(u)) is not None:
+        if not g[0].name:  # the group's vector array is declared where its first buffer was
+          g[0].name = fresh("vreg")
+          emit(f"{self.vector_type(u.dtype, len(g[0].buffers))} {g[0].name}[{prod(u.arg.shape)}];")
+        self.r[u] = g[0].name
+        continue
       elif u.op is Ops.BUFFER: self.r[u] = fresh("reg" if u.arg.addrspace is AddrSpace.REG else "smem")
-      if (text := self.string_rewrite.rewrite(u, ctx=self)) is None:
-        raise RuntimeError(f"{type(self).__name__} cannot render {u.op} in a linear program")
-      if u.op in _EXPRESSIONS or (u.op in _VALUES and self._inlined(u, users[u], scope)): self.r[u] = text
-      elif u.op in _VALUES:
-        self.r[u] = fresh(_VALUES[u.op])
-        emit(f"{self.value_type(u.dtype)} {self.r[u]} = {strip_parens(text)};")
-      else: emit(text)
-    return self.render_kernel(name, body, *param_order(uops), uops)
+      if u not in packed:
+        if (text := self.string_rewrite.rewrite(u, ctx=self)) is None:
+          raise RuntimeError(f"{type(self).__name__} cannot render {u.op} in a linear program")
+        if u.op is Ops.INDEX and plan is not None and (g := plan.group_of.get(u.src[0])) is not None: text += f"[{g[1]}]"  # its lane
+        if u.op in _EXPRESSIONS or (u.op in _VALUES and self._inlined(u, users[u], scope)): self.r[u] = text
+        elif u.op in _VALUES:
+          self.r[u] = fresh(_VALUES[u.op])
+          emit(f"{self.value_type(u.dtype)} {self.r[u]} = {strip_parens(text)};")
+        else: emit(text)
+      if (p := computed_at.get(pos)) is not None:
+        emit(self.render_pack(p, fresh))
+        for k, lane in enumerate(p.lanes):
+          if lane.op is not Ops.STORE: self.r[lane] = f"{p.name}[{k}]"  # what a scalar node after it reads
+    return "".join(f"{t}\n" for t in self.vector_types.values()) + self.render_kernel(name, body, *param_order(uops), uops)
+
+  def vector_type(self, dt:DType, lanes:int) -> str:
+    name = f"tg_{self.ctype(dt).replace(' ', '_')}{lanes}"
+    self.vector_types[name] = f"typedef {self.ctype(dt)} {name} __attribute__((vector_size({lanes * dt.itemsize})));"
+    return name
+
+  def render_pack(self, p:Pack, fresh:Callable[[str], str]) -> str:
+    """the C of a pack of lanes (renderer/c_vectors.py): a statement, naming its vector for values"""
+    n, u0 = len(p.lanes), p.lanes[0]
+    def vector(o:Pack|tuple[UOp, ...]) -> str:
+      return o.name if isinstance(o, Pack) else f"(({self.vector_type(o[0].dtype, n)}){{{', '.join(strip_parens(self[s]) for s in o)}}})"
+    def lane(o:Pack|tuple[UOp, ...], k:int) -> str: return f"{o.name}[{k}]" if isinstance(o, Pack) else self[o[k]]
+    idx = u0.src[0]
+    slot = f"{p.group.name}[{strip_parens(self[idx.src[1]])}]" if p.group is not None else ""  # a REG group's vector at the index
+    if p.kind == "store": return f"__builtin_memcpy(&{self[idx]}, &{vector(p.operands[0])}, {n * u0.src[1].dtype.itemsize});"
+    if p.kind == "regstore": return f"{slot} = {strip_parens(vector(p.operands[0]))};"
+    p.name, vt = fresh("vec"), self.vector_type(u0.dtype, n)
+    if p.kind == "load": return f"{vt} {p.name}; __builtin_memcpy(&{p.name}, &{self[idx]}, {n * u0.dtype.itemsize});"
+    if p.kind == "regload": return f"{vt} {p.name} = {slot};"
+    if p.native and u0.op is Ops.CAST: return f"{vt} {p.name} = __builtin_convertvector({vector(p.operands[0])}, {vt});"
+    if p.native: return f"{vt} {p.name} = {strip_parens(self.code_for_op[u0.op](*map(vector, p.operands), dt=u0.src[-1].dtype))};"
+    def scalar(k:int) -> str:
+      texts, u = [lane(o, k) for o in p.operands], p.lanes[k]
+      if u.op is Ops.CAST: return self.render_cast(texts[0], u.src[0].dtype, u.dtype)
+      if u.op is Ops.BITCAST: return self.render_bitcast(texts[0], u.src[0].dtype, u.dtype)
+      return self.render_alu(u.op, texts, u)
+    return f"{vt} {p.name} = {{{', '.join(strip_parens(scalar(k)) for k in range(n))}}};"
 
   def _inlined(self, u:UOp, users:list[UOp], scope:dict[UOp, UOp|None]) -> bool:
     """a value goes inline into its one user in the same scope (never into a deeper loop), unless C repeats that operand; a load never"""
@@ -209,9 +254,11 @@ clang_rewrite = PatternMatcher([
 ]) + base_rewrite
 
 class ClangRenderer(CStyleLanguage):
-  """C99 for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, half/bfloat16 emulated"""
+  """C99 with GNU vector extensions for the host CPU (gcc or clang builtins, no headers): one function with restrict pointers, a register
+  tile's lanes as vectors (renderer/c_vectors.py), half/bfloat16 emulated"""
   device = "CPU"
   string_rewrite = clang_rewrite
+  vector_lanes = True
   buffer_suffix = " restrict"
   # the thread id is the kernel's last argument (runtime/ops_cpu.py calls it once per thread)
   has_threads, code_for_workitem = True, {"gidx": lambda d: "core_id" if d == 0 else None}
@@ -231,7 +278,8 @@ class ClangRenderer(CStyleLanguage):
     if not (arch is None and host_has_fma()): self.code_for_op = {k: v for k, v in self.code_for_op.items() if k is not Ops.MULACC}
     if arch is None and (simd := host_simd_registers()) is not None: self.vector_bytes, self.vector_registers = simd
     # clang, with the flags runtime/host_toolchain.py gives it, packs a 24-accumulator tile as LLVM does (matmul 1536 at AVX-512,
-    # bench/matmul_tiles.py: 8x2x16 321, 6x4x16 367 GFLOP/s); gcc 12 builds B's vectors lane by lane at any tile and keeps the default
+    # bench/matmul_tiles.py: 8x2x16 321, 6x4x16 367 GFLOP/s); gcc 12 keeps the default: with the lanes as vectors (vector_lanes) it ran
+    # both tiles level (matmul 1536 on one core ~200 GFLOP/s each)
     from tinygrad.runtime.host_toolchain import find_cc, cc_is_clang
     if arch is None and (cc := find_cc()) is not None and cc_is_clang(cc): self.tile_lanes = 384
 
