@@ -472,6 +472,24 @@ def test_interpolate_linear_noncontiguous_trilinear_and_gradient():
   mats = [np_interp_axis(np.eye(n, dtype=np.float64), 0, o, "linear", False) for n, o in ((4, 9), (5, 10))]
   np.testing.assert_allclose(t.grad.numpy(), np.einsum("bcij,ip,jq->bcpq", g, *mats), rtol=1e-5, atol=1e-5)
 
+def test_interpolate_cached_weights_stay_right():
+  # the plan and its weight buffers are made once per size: a second call, another dtype, an in-place write into the input and a
+  # backward() of a graph without requires_grad must all still match numpy, and the cached weights must never collect a gradient
+  from tinygrad import dtypes
+  x, y = rnd(1, 2, 5, 6), rnd(1, 2, 5, 6)
+  want = lambda a: np_interp_axis(np_interp_axis(a, 2, 10, "linear", False), 3, 12, "linear", False)
+  t = Tensor(x).realize()
+  for _ in range(2): np.testing.assert_allclose(t.interpolate((10, 12)).numpy(), want(x), rtol=1e-5, atol=1e-6)
+  t.assign(Tensor(y))
+  np.testing.assert_allclose(t.interpolate((10, 12)).numpy(), want(y), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(t.cast(dtypes.float16).interpolate((10, 12)).numpy(), want(y), rtol=2e-3, atol=2e-3)
+  u = Tensor(x)
+  (u.interpolate((10, 12)) * 2).sum().backward()
+  g1 = u.grad.numpy()
+  u.grad = None
+  (u.interpolate((10, 12)) * 2).sum().backward()  # again: the same gradient, nothing accumulated anywhere in between
+  np.testing.assert_allclose(u.grad.numpy(), g1, rtol=1e-6)
+
 def test_interpolate_linear_work_is_per_output():
   # two loads and a few flops per output, not a row of a (new, old) matrix: x2 along 512 elements did 2*512 flops per output
   from tinygrad.helpers import GlobalCounters

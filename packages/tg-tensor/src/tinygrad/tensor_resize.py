@@ -3,7 +3,7 @@ neighbours of each output position with weights known when the graph is built. T
 fraction Q/P, so output j's lower neighbour is (Q*j + c) // P: element Q*j + c of the source with each element repeated P times, a
 strided view. Two views, two weight vectors: two loads per output, where a (new size, old size) matrix read every source element."""
 from __future__ import annotations
-import math
+import functools, math
 from fractions import Fraction
 
 _LINEAR_AXES = {"linear": None, "bilinear": 2, "trilinear": 3}  # torch's names for linear over 2 and 3 axes
@@ -16,7 +16,10 @@ def _sample_points(i:int, o:int, align_corners:bool) -> tuple[Fraction, Fraction
   if align_corners: return (Fraction(i - 1, o - 1) if o > 1 else Fraction(0)), Fraction(0)
   return Fraction(i, o), Fraction(i, 2*o) - Fraction(1, 2)
 
-def _linear_plan(i:int, o:int, align_corners:bool) -> tuple[int, int, int, int, int, list[float], list[float]]:
+# a plan is worked out once per (size, new size): in Fractions it costs ~1 ms of python for 112 outputs, more than the kernels of a
+# small resize, on every eager call
+@functools.lru_cache(maxsize=256)
+def _linear_plan(i:int, o:int, align_corners:bool) -> tuple[int, int, int, int, int, tuple[float, ...], tuple[float, ...]]:
   """(P, Q, c, left, right, w_lo, w_hi) for resizing an axis from i to o: output j mixes elements (Q*j + c)//P and the one after of the
   source zero-padded by (left, right), weighted w_lo[j] and w_hi[j]"""
   step, start = _sample_points(i, o, align_corners)
@@ -24,11 +27,18 @@ def _linear_plan(i:int, o:int, align_corners:bool) -> tuple[int, int, int, int, 
   lo = [(Q*j + c) // P for j in range(o)]  # in -1..i-1: floor(start + step*j)
   f = [start + step*j - l for j, l in zip(range(o), lo)]
   # the zero padding stands for torch's clamped neighbours: a neighbour at -1 or i weighs 0 and the other one takes the whole weight
-  w_lo = [0.0 if l < 0 else 1.0 if l == i - 1 else float(1 - fj) for l, fj in zip(lo, f)]
-  w_hi = [1.0 if l < 0 else 0.0 if l == i - 1 else float(fj) for l, fj in zip(lo, f)]
+  w_lo = tuple(0.0 if l < 0 else 1.0 if l == i - 1 else float(1 - fj) for l, fj in zip(lo, f))
+  w_hi = tuple(1.0 if l < 0 else 0.0 if l == i - 1 else float(fj) for l, fj in zip(lo, f))
   left = int(min(lo) < 0)
   right = max(0, -(-(c + P*(left + 1) + Q*o) // P) - i - left)  # the hi view's last row of Q runs past its last element
   return P, Q, c + P*left, left, right, w_lo, w_hi
+
+@functools.lru_cache(maxsize=64)
+def _weights(w:tuple[float, ...], device, dtype):
+  """a plan's weights as a buffer node, made once per device and dtype: the node, not a Tensor (a live handle would collect gradients
+  in backward() of a graph without requires_grad). Nothing writes into it: it is read by the resize kernels only"""
+  from tinygrad.tensor import Tensor
+  return Tensor(list(w), device, dtype).uop
 
 def _linear_axis(x, a:int, o:int, plan):
   """x (padded by the plan) resized to o along axis a by mixing the two source neighbours of each output position"""
@@ -43,7 +53,7 @@ def _linear_axis(x, a:int, o:int, plan):
     if Q == 1: return v
     v = v.reshape(x.shape[:a] + (o, Q) + x.shape[a+1:]).shrink(tuple((0, 1) if d == a+1 else None for d in range(nd+1)))
     return v.reshape(x.shape[:a] + (o,) + x.shape[a+1:])
-  weight = lambda w: Tensor(w, x.device, x.dtype).reshape((o,) + (1,)*(nd-a-1))
+  weight = lambda w: Tensor(_weights(w, x.device, x.dtype)).reshape((o,) + (1,)*(nd-a-1))
   return view(c) * weight(w_lo) + view(c + P) * weight(w_hi)
 
 class TensorResizeMixin:
