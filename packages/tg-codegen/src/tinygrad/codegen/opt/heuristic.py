@@ -391,7 +391,18 @@ def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[i
   moving = [a for a in _accesses(ast)[0] if a.deps & red and ax[i] in a.deps]
   if amt != WIDE or not moving or not all(ax[i] in a.unit and not a.unit & red for a in moving): return None
   rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // WIDE
-  return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n <= simd.wide and outputs // n >= shares), None)
+  lane_bytes = max(_run_lane_bytes(u) for u in ast.toposort() if u.op is Ops.REDUCE)
+  return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n * lane_bytes <= simd.wide * 4
+               and outputs // n >= shares), None)
+
+# a float MAX's lane is a NaN test, a compare, an or and a select where an add is one op reading memory: past 2 vectors of them its run
+# loses (4096x4096 max(0), 2 threads, 16 x 2/4/8/16 lanes: 3.9 / 5.1-5.4 / 8.3-10.4 / 6.5-6.9 ms; sum(0) at 16 x 16 1.9 ms)
+SELECT_RUN_WEIGHT = 8
+
+def _run_lane_bytes(red:UOp) -> int:
+  """register bytes a lane of a row run counts for: its accumulator in the reduce's dtype (64 int64 lanes fill as many registers as 128
+  floats: a column min of int64 keys, 4096x8x512 at 2 threads, 16 x 16 lanes 6.3-9.0 ms, 16 x 8 4.1-4.7), a float MAX's weighted by SELECT_RUN_WEIGHT"""
+  return red.dtype.itemsize * (SELECT_RUN_WEIGHT if red.arg is Ops.MAX and dtypes.is_float(red.dtype) else 1)
 
 SCAN_CHAINS = 4  # independent accumulator chains of a prefix reduce's loop: they hide the latency of its dependent adds
 
