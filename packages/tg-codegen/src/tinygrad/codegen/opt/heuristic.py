@@ -5,7 +5,7 @@ of a work group, the fastest grid axis is split into work groups, and a reductio
 from __future__ import annotations
 import math, os
 from typing import NamedTuple
-from tinygrad.uop import Ops, AxisType
+from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
@@ -395,14 +395,17 @@ def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[i
   return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n * lane_bytes <= simd.wide * 4
                and outputs // n >= shares), None)
 
-# a float MAX's lane is a NaN test, a compare, an or and a select where an add is one op reading memory: past 2 vectors of them its run
-# loses (4096x4096 max(0), 2 threads, 16 x 2/4/8/16 lanes: 3.9 / 5.1-5.4 / 8.3-10.4 / 6.5-6.9 ms; sum(0) at 16 x 16 1.9 ms)
-SELECT_RUN_WEIGHT = 8
+# ops a lane of a float MAX combines with: a NaN test, a compare, an or and a select (an add is one, reading memory)
+FLOAT_MAX_OPS = 4
 
 def _run_lane_bytes(red:UOp) -> int:
-  """register bytes a lane of a row run counts for: its accumulator in the reduce's dtype (64 int64 lanes fill as many registers as 128
-  floats: a column min of int64 keys, 4096x8x512 at 2 threads, 16 x 16 lanes 6.3-9.0 ms, 16 x 8 4.1-4.7), a float MAX's weighted by SELECT_RUN_WEIGHT"""
-  return red.dtype.itemsize * (SELECT_RUN_WEIGHT if red.arg is Ops.MAX and dtypes.is_float(red.dtype) else 1)
+  """register bytes a lane of a row run counts for: its accumulator in the reduce's dtype, times the ops it runs per element (the
+  value's math and the combine), whose temporaries hold registers beside the accumulators. A sum over loads keeps 16 x 16 lanes (4096x4096
+  sum(0), 2 threads, 1.9 ms); 2 threads, 16 lanes x 2/4/8/16: max(0) (5 ops) 3.9 / 5.1-5.4 / 8.3-10.4 / 6.5-6.9 ms; a column min of
+  int64 keys computed from floats (4096x8x512, 6 ops of 8 bytes) 16 lanes alone 5.1 ms, x 8 22, x 16 17.6"""
+  math = [u for u in red.src[0].toposort(lambda u: u.op not in (Ops.LOAD, Ops.INDEX)) if u.op in GroupOp.ALU or u.op is Ops.CAST]
+  combine = FLOAT_MAX_OPS if red.arg is Ops.MAX and dtypes.is_float(red.dtype) else 1
+  return red.dtype.itemsize * (len(math) + combine)
 
 SCAN_CHAINS = 4  # independent accumulator chains of a prefix reduce's loop: they hide the latency of its dependent adds
 
