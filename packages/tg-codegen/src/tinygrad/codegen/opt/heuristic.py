@@ -382,7 +382,8 @@ def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[i
   """(axis, amount) of a second upcast of a one-axis WIDE tile, for a reduce that steps over rows (a column sum, a vector-matrix product):
   every load that depends on that axis walks it with stride 1 and the reduce with a stride (the others, v[k] of v @ a, are one broadcast
   per row): each row visit then reads a run of cache lines, where one line a visit, a row apart, is a stream the hardware prefetchers do
-  not follow. Up to simd.wide accumulators (half the registers), leaving a tile for each of `shares` threads. sum(0) at one thread, CPU
+  not follow. Up to half the registers (simd.wide floats) of lanes weighed by _run_lane_bytes (1: no second upcast), leaving a tile for
+  each of `shares` threads. sum(0) at one thread, CPU
   time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1): 4.6), 65536x256 (1 KB rows) 15.0 ->
   6.7 -> 5.9 -> 4.3, 1024x16384 14.0 -> 6.7 -> 5.6 -> 5.1"""
   ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
@@ -392,8 +393,9 @@ def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[i
   if amt != WIDE or not moving or not all(ax[i] in a.unit and not a.unit & red for a in moving): return None
   rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // WIDE
   lane_bytes = max(_run_lane_bytes(u) for u in ast.toposort() if u.op is Ops.REDUCE)
-  return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n * lane_bytes <= simd.wide * 4
-               and outputs // n >= shares), None)
+  fits = [n for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n <= simd.wide and outputs // n >= shares]
+  # a run its lanes' bytes leave at 1 (no second upcast) still streams its rows: it keeps a streaming kernel's thread shares
+  return (i, next((n for n in fits if WIDE * n * lane_bytes <= simd.wide * 4), 1)) if fits else None
 
 # ops a lane of a float MAX combines with: a NaN test, a compare, an or and a select (an add is one, reading memory)
 FLOAT_MAX_OPS = 4
@@ -483,7 +485,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
-  if run is not None: attempt(OptOps.UPCAST, run[0], (run[1],))
+  if run is not None and run[1] > 1: attempt(OptOps.UPCAST, run[0], (run[1],))
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
