@@ -5,7 +5,7 @@ of a work group, the fastest grid axis is split into work groups, and a reductio
 from __future__ import annotations
 import math, os
 from typing import NamedTuple
-from tinygrad.uop import Ops, AxisType
+from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod
@@ -378,12 +378,12 @@ def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tup
                and size(ax[j]) // (WIDE * amt) >= shares), 1)
   return [(j, WIDE)] + ([(j, run)] if run > 1 else [])
 
-def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[int, int]|None:
+def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int, half_registers:int) -> tuple[int, int]|None:
   """(axis, amount) of a second upcast of a one-axis WIDE tile, for a reduce that steps over rows (a column sum, a vector-matrix product):
   every load that depends on that axis walks it with stride 1 and the reduce with a stride (the others, v[k] of v @ a, are one broadcast
   per row): each row visit then reads a run of cache lines, where one line a visit, a row apart, is a stream the hardware prefetchers do
-  not follow. Up to simd.wide accumulators (half the registers), leaving a tile for each of `shares` threads. sum(0) at one thread, CPU
-  time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1): 4.6), 65536x256 (1 KB rows) 15.0 ->
+  not follow. Up to simd.wide lanes and `half_registers` bytes weighed by _run_lane_bytes (1: no second upcast), leaving a tile for
+  each of `shares` threads. sum(0) at one thread, CPU time of the kernel, 16 -> 64 -> 128 -> 256 lanes: 4096x4096 14.2 -> 4.9 -> 4.4 -> 4.7 ms (sum(1): 4.6), 65536x256 (1 KB rows) 15.0 ->
   6.7 -> 5.9 -> 4.3, 1024x16384 14.0 -> 6.7 -> 5.6 -> 5.1"""
   ax, red = axes(ast), {r for r in ranges(ast) if r.arg[1] in REDUCE}
   if len(tile) != 1: return None
@@ -391,7 +391,23 @@ def row_run(ast:UOp, tile:dict[int, int], simd:SimdTiles, shares:int) -> tuple[i
   moving = [a for a in _accesses(ast)[0] if a.deps & red and ax[i] in a.deps]
   if amt != WIDE or not moving or not all(ax[i] in a.unit and not a.unit & red for a in moving): return None
   rest, outputs = size(ax[i]) // WIDE, prod(size(r) for r in ax if r.arg[1] is AxisType.LOOP) // WIDE
-  return next(((i, n) for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n <= simd.wide and outputs // n >= shares), None)
+  lane_bytes = max(_run_lane_bytes(u) for u in ast.toposort() if u.op is Ops.REDUCE)
+  fits = [n for n in range(MAX_UPCAST, 1, -1) if rest % n == 0 and WIDE * n <= simd.wide and outputs // n >= shares]
+  # a run its lanes' bytes leave at 1 (no second upcast) still streams its rows: it keeps a streaming kernel's thread shares
+  return (i, next((n for n in fits if WIDE * n * lane_bytes <= half_registers), 1)) if fits else None
+
+# ops a lane of a float MAX combines with: a NaN test, a compare, an or and a select (an add is one, reading memory)
+FLOAT_MAX_OPS = 4
+
+def _run_lane_bytes(red:UOp) -> int:
+  """register bytes a lane of a row run counts for: its accumulator in the reduce's dtype, and for a MAX times the ops it runs per element
+  (its value's math and the compare and select), whose temporaries hold registers beside the accumulators. 2 threads, 16 lanes x
+  1/2/4/8/16: 4096x4096 max(0) (4 ops) - / 3.9 / 5.1 / 8.3 / 6.5 ms; a column min of int64 keys computed from floats (4096x8x512, 5 ops
+  of 8 bytes) 4.4 / 4.2 / 9.1 / 11.0 / 9.5. An ADD's math did not count there (exp's sum over 2048x512: 16 x 4 lanes 0.13 ms, 16 0.16;
+  4096x4096 sum(0) at 16 x 16 1.9 ms)"""
+  if red.arg is not Ops.MAX: return red.dtype.itemsize
+  math = [u for u in red.src[0].toposort(lambda u: u.op not in (Ops.LOAD, Ops.INDEX)) if u.op in GroupOp.ALU or u.op is Ops.CAST]
+  return red.dtype.itemsize * (len(math) + (FLOAT_MAX_OPS if dtypes.is_float(red.dtype) else 1))
 
 SCAN_CHAINS = 4  # independent accumulator chains of a prefix reduce's loop: they hide the latency of its dependent adds
 
@@ -464,12 +480,13 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   if red and gemv is None and (panel := wide_panel_tile(ast, tile, simd, getattr(renderer, "tile_lanes", 256))) != tile:
     tile, nodes = panel, value_nodes(ast)
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
-  run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1) if red and not chain else None
+  # the run's lanes in bytes against half the register file (simd.wide caps a small kernel's lanes for its code, not its registers)
+  run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1, simd_tiles(renderer).wide * 4) if red and not chain else None
   for i, amt in sorted(tile.items(), reverse=True):
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
-  if run is not None: attempt(OptOps.UPCAST, run[0], (run[1],))
+  if run is not None and run[1] > 1: attempt(OptOps.UPCAST, run[0], (run[1],))
   # no shared loads across outputs: several partial accumulators instead of one serial chain. Where every load walks the reduce with
   # stride 1, LLVM packs simd.vector neighbouring accumulators into one register, so 8 would again be one chain of dependent adds;
   # 4 vectors hide the add's latency (sum of 16M floats, 1 thread: ~3.3 -> ~3.0 ms)
