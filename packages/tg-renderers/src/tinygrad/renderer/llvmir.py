@@ -14,6 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
+from tinygrad.renderer.llvm_masked_loads import buffer_elements, gated_runs
 from tinygrad.renderer.host_cpu import host_has_f16c, host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
@@ -114,16 +115,15 @@ def _store(ctx:LLVMRenderer, x:UOp, idx:UOp, val:UOp) -> list[str]:
     v = f"{ctx[x]}.m"
   return lines + [f"  store {t} {v}, {ctx.ptr(idx)} {ctx[idx]}{ctx.align_of(idx)}" + (", !nontemporal !{i32 1}" if x in ctx.streamed else "")]
 
-def _nonempty(buf:UOp) -> bool:
-  return buf.op in (Ops.PARAM, Ops.BUFFER) and isinstance(buf.arg.shape, tuple) and bool(buf.arg.shape) and prod(buf.arg.shape) > 0
-
 def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, i, idx = ctx[x], ctx.pos[x], x.src[0]
   t, vt, gated = ctx.elem(idx), ltype(x.dtype), len(x.src) == 3
   # gated: a gate that is false must not touch memory. With a buffer known to hold an element, the load reads the buffer's first element
   # instead and a select picks the alternative: straight-line code, which LLVM can vectorize (a branch per lane splits the loop body
   # into blocks the SLP vectorizer cannot pack across). Otherwise a branch around the load.
-  select = gated and _nonempty(idx.src[0])
+  select = gated and buffer_elements(idx.src[0]) > 0
+  # a later lane of a run (llvm_masked_loads.py): its address and fallback are the first lane's selected pointer plus its offset
+  run = ctx.runs.get(x)
   # (next_trip_prefetches, ungated loads only) a hint: an address past the buffer is no fault, so a plain (not inbounds) pointer; before
   # the load, not between it and its neighbour lanes' loads, which the SLP vectorizer then cannot merge into one vector load
   pf: list[str] = []
@@ -133,11 +133,13 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
     for k, (buf, rw) in enumerate([(idx.src[0], 0), *((b, 1) for b in found[1])]):
       pf += [f"  {d}.pp{k} = getelementptr {mtype(buf.dtype)}, ptr {ctx[buf]}, {it} {d}.pi",
              f"  call void @llvm.prefetch.p0(ptr {d}.pp{k}, i32 {rw}, i32 3, i32 1)"]
-  lines = [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
+  lines = [f"  {d}.p = getelementptr inbounds {t}, {ctx.ptr(idx)} {ctx[run[0]]}.p, i32 {run[1]}"] if run else \
+          [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
           [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else pf
   val = f"{d}.m" if t != vt or gated else d
-  # the alignment holds for the select's other pointer too: a buffer's base is aligned at least as much as any of its elements
-  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx)}")
+  # the alignment holds for the select's other pointer too: a buffer's base is aligned at least as much as any of its elements, and a run's
+  # lane claims no more than its offset from the base allows
+  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx, run[1] if run else 0)}")
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
     lines += [f"  {conv} = icmp ne i8 {val}, 0"] if x.dtype is dtypes.bool else _indent(ctx.narrow[x.dtype].to_float(conv, val))
@@ -418,6 +420,7 @@ class LLVMRenderer(Renderer):
     self.multiples: dict = {}  # known_multiple's memo for this kernel
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
     self.prefetch = {} if self.has_local else next_trip_prefetches(uops)  # a GPU's work items read each their own part
+    self.runs = {} if self.has_local else gated_runs(uops)  # the CPU's SLP vectorizer packs them; a GPU dialect keeps a select per lane
     self.slp_only = {} if self.has_local else {r: 2*k + 1 for k, r in enumerate(slp_only_loops(uops))}  # loop -> its metadata node
     allocas: list[str] = []
     body: list[str] = []
@@ -454,11 +457,13 @@ class LLVMRenderer(Renderer):
     space = self.addrspace.get(AddrSpace.GLOBAL if buf.op is Ops.PARAM else buf.arg.addrspace, 0)
     return f"ptr addrspace({space})" if space else "ptr"
 
-  def align_of(self, idx:UOp) -> str:
+  def align_of(self, idx:UOp, fallback:int=0) -> str:
     """`, align N` for an access through INDEX idx into a global buffer whose address is known to be a multiple of N, when N is more
-    than the element's own alignment (what LLVM assumes without it); lets the vectorizer emit aligned vector accesses"""
+    than the element's own alignment (what LLVM assumes without it); lets the vectorizer emit aligned vector accesses. With a fallback,
+    the access may instead read that many elements past the buffer's start: N holds for both"""
     if idx.src[0].op is not Ops.PARAM or not self.param_align: return ""
     n = address_align(idx, self.param_align, self.multiples)
+    if fallback: n = min(n, math.gcd(fallback * idx.src[0].dtype.itemsize, self.param_align))
     return f", align {n}" if n > idx.src[0].dtype.itemsize else ""
 
   @staticmethod
