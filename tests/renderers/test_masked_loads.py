@@ -13,11 +13,11 @@ from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.codegen import get_program
 from linprog import Prog, NP, run
 
-def cat_prog(dt, trips_a:int, trips_b:int, lanes:int=4, b_size:int|None=None) -> Prog:
+def cat_prog(dt, trips_a:int, trips_b:int, lanes:int=4, b_size:int|None=None, idx_dt=dtypes.int32) -> Prog:
   """out = a ++ b in trips of `lanes` elements: a's lanes read under r < trips_a, b's under trips_a <= r (the lanes of a cat's upcast)"""
   p, n = Prog(), (trips_a + trips_b) * lanes
   out, a, b = p.param(0, dt, n), p.param(1, dt, trips_a * lanes), p.param(2, dt, b_size or trips_b * lanes)
-  r = p.range(trips_a + trips_b, 0)
+  r = p.range(trips_a + trips_b, 0, idx_dt)
   base = p.alu(Ops.MUL, r, lanes)
   in_a, in_b = p.alu(Ops.CMPLT, r, trips_a), p.alu(Ops.CMPLT, trips_a - 1, r)
   base_b = p.alu(Ops.ADD, base, -trips_a * lanes)
@@ -42,6 +42,13 @@ def test_cat_program_matches_numpy(target, dt):
   rng = np.random.default_rng(0)
   a, b = (rng.integers(0, 100, n).astype(NP[dt]) for n in (3 * 4, 5 * 4))
   out, *_ = run(target, cat_prog(dt, 3, 5), np.zeros(32, NP[dt]), a, b)
+  np.testing.assert_array_equal(out, np.concatenate([a, b]))
+
+def test_run_offset_in_the_index_type():  # a buffer past 2**31 elements has 64-bit indices, and offsets as large
+  ir = LLVMRenderer().render("k", cat_prog(dtypes.float32, 2, 3, idx_dt=dtypes.int64).uops)
+  assert len(re.findall(r"= getelementptr inbounds float, ptr %v\d+\.p, i64 [123]\n", ir)) == 6
+  a, b = np.arange(8, dtype=np.float32), np.arange(12, dtype=np.float32) + 100
+  out, *_ = run("LLVM", cat_prog(dtypes.float32, 2, 3, idx_dt=dtypes.int64), np.zeros(20, np.float32), a, b)
   np.testing.assert_array_equal(out, np.concatenate([a, b]))
 
 def test_run_stays_inside_the_buffer():

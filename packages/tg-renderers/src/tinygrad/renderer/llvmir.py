@@ -133,7 +133,7 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
     for k, (buf, rw) in enumerate([(idx.src[0], 0), *((b, 1) for b in found[1])]):
       pf += [f"  {d}.pp{k} = getelementptr {mtype(buf.dtype)}, ptr {ctx[buf]}, {it} {d}.pi",
              f"  call void @llvm.prefetch.p0(ptr {d}.pp{k}, i32 {rw}, i32 3, i32 1)"]
-  lines = [f"  {d}.p = getelementptr inbounds {t}, {ctx.ptr(idx)} {ctx[run[0]]}.p, i32 {run[1]}"] if run else \
+  lines = [f"  {d}.p = getelementptr inbounds {t}, {ctx.ptr(idx)} {ctx[run[0]]}.p, {ltype(idx.src[1].dtype)} {run[1]}"] if run else \
           [f"  {d}.p = select i1 {ctx[x.src[2]]}, {ctx.ptr(idx)} {ctx[idx]}, {ctx.ptr(idx)} {ctx[idx.src[0]]}"] if select else \
           [f"  br i1 {ctx[x.src[2]]}, label %L{i}.load, label %L{i}.join", f"L{i}.load:"] if gated else pf
   val = f"{d}.m" if t != vt or gated else d
