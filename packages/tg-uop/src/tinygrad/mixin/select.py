@@ -1,6 +1,7 @@
 """Reading and writing elements at computed positions, shared by UOp and Tensor: gather, scatter, scatter_reduce, masked_fill.
-A position is compared with an arange of the axis (a one-hot mask) and the mask selects by where and a reduce, so each op is one
-lazy graph and fuses like any other. A class using it provides the elementwise, movement and reduce mixins."""
+A position is compared with an arange of the axis (a one-hot mask) and the mask selects by where and a reduce: gather is one lazy graph
+and fuses like any other; the scatters store each one-hot fold on its own, the kernel the compiler runs as one pass over the index.
+A class using it provides the elementwise, movement and reduce mixins."""
 from __future__ import annotations
 from tinygrad.dtype import dtypes
 
