@@ -21,7 +21,7 @@ from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.opt.heuristic import THREADS, SHARES_PER_THREAD, WORK_PER_THREAD
 from tinygrad.codegen.onehot_gather import _conjuncts, _index_match
 
-FOLDS = (Ops.ADD, Ops.MUL, Ops.MAX)  # the reduces whose terms fold into a row in any grouping of the serial order
+FOLDS = (Ops.ADD, Ops.MUL, Ops.MAX)  # reduces with an identity (x op identity is x): the terms a row does not receive drop out
 MAX_GROUP = 32  # items of a work group along the innermost parallel axis (a warp's worth of neighbouring columns)
 # fewer rows than this keep the dense sum: its few passes over the ids vectorize and share out over the cores, while the scatter's adds
 # wait on each other where ids repeat (CPU, 2 threads, 65536 ids x 16 columns: 10 rows dense 0.45 ms, scattered 0.8; 64 rows x 1 column
@@ -40,7 +40,7 @@ def _match(ast:UOp) -> tuple[UOp, UOp, UOp, list[UOp], UOp, UOp]|None:
   if not all(r.op is Ops.RANGE and size(r) is not None for r in outs + rrs): return None
   if any(size(r) == 0 for r in rrs): return None  # nothing to fold: the dense form stores the identity (a loop of no trips folds away)
   if any(r.arg[1] is not AxisType.LOOP for r in outs) or any(r.arg[1] is not AxisType.REDUCE for r in rrs): return None
-  # the output is zeroed first: a kernel that also reads it (an in-place update) must see its old values
+  # the output is set to the identity first: a kernel that also reads it (an in-place update) must see its old values
   if st.src[0].src[0] in red.toposort(): return None
   parts = _conjuncts(cond)
   for k, c in enumerate(parts):
