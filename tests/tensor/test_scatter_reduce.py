@@ -25,7 +25,7 @@ def np_scatter_reduce(base, dim, idx, src, reduce, include_self):
     info = np.finfo(base.dtype) if base.dtype.kind == "f" else np.iinfo(base.dtype)
     lowest, highest = (-np.inf, np.inf) if base.dtype.kind == "f" else (info.min, info.max)
     out[count > 0] = {np.add: 0, np.multiply: 1, np.maximum: lowest, np.minimum: highest}[ufunc]
-  ufunc.at(out, at, src)
+  with np.errstate(invalid="ignore"): ufunc.at(out, at, src)  # inf * 0 and inf - inf are NaN, as they should be
   if reduce == "mean":
     n = np.maximum(count + include_self, 1)
     out = np.where(count > 0, out / n if out.dtype.kind == "f" else np.floor_divide(out, n), base).astype(base.dtype)
