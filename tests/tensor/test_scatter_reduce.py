@@ -133,3 +133,21 @@ def test_bad_arguments_name_what_is_wrong():
     t.scatter(0, Tensor.zeros(3, 4, dtype=dtypes.int32), Tensor.zeros(2, 4))
   with pytest.raises(ValueError, match="must be one of"): t.scatter_reduce(0, Tensor.zeros(3, 4, dtype=dtypes.int32), t, "max")
   with pytest.raises(ValueError, match="None, 'add' or 'multiply'"): t.scatter(0, Tensor.zeros(3, 4, dtype=dtypes.int32), t, reduce="sum")
+
+def test_setitem_and_max_unpool_write_the_last_value():
+  # both write through the same fold (the last i per position) and a gather: the last write wins, like numpy's assignment
+  rng = np.random.default_rng(6)
+  a0, at, v = rng.standard_normal(2048).astype(np.float32), rng.integers(0, 2048, 900), rng.standard_normal(900).astype(np.float32)
+  a, want = Tensor(a0).realize(), a0.copy()
+  GlobalCounters.reset()
+  a[Tensor(at.astype(np.int32))] = Tensor(v)
+  a.realize()
+  assert GlobalCounters.global_mem < a0.size * 900 * 4 / 4, "the dense one-hot write is back"
+  for k, x in zip(at, v): want[k] = x
+  np.testing.assert_array_equal(a.numpy(), want)
+  x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+  pooled, idx = Tensor(x).max_pool2d(2, return_indices=True)
+  got, p, i = pooled.max_unpool2d(idx, 2).numpy(), pooled.numpy(), idx.numpy()
+  want = np.zeros((2, 3, 64), np.float32)
+  for b, c, k in np.ndindex(2, 3, 16): want[b, c, i[b, c].flat[k]] = p[b, c].flat[k]
+  np.testing.assert_array_equal(got, want.reshape(2, 3, 8, 8))

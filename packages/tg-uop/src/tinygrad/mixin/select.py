@@ -16,12 +16,6 @@ class SelectMixin:
     """the element of self where mask is True along axis (at most one True: 0 or False where none), in self's dtype"""
     if self.dtype is dtypes.bool: return (mask & self).any(axis)
     return mask.where(self, 0).sum(axis, dtype=self.dtype)  # one term: exact in any dtype
-  def _last_of(self, mask, axis:int):
-    """mask keeping only its last True along axis (numpy's rule for repeated write positions: the last write wins)"""
-    n = mask.shape[axis]
-    order = self._arange(n).reshape(tuple(n if i == axis else 1 for i in range(len(mask.shape))))
-    return mask & order.eq(mask.where(order, -1).max(axis, keepdim=True))
-
   def gather(self, dim:int, index):
     """out[i][j] = self[index[i][j]][j] for dim=0 (and likewise for other dims); index has self's rank and fits inside self off dim"""
     dim = self._resolve_dim(dim)
@@ -53,16 +47,18 @@ class SelectMixin:
     x = x.unsqueeze(dim+1) if x.shape else x  # a constant broadcasts as it is
     folded = mask.where(x, _IDENTITY[op](x.dtype))
     return (folded.sum(dim, dtype=x.dtype) if op == "sum" else folded.prod(dim, dtype=x.dtype) if op == "prod" else folded.max(dim)).contiguous()
+  def _last_write(self, mask, dim:int):
+    """the last i along dim that mask (laid out (.., i, k, ..)) sends to each position k, int32's minimum where none does (numpy's rule
+    for repeated write positions: the last write wins); the value written is a gather at it"""
+    n = mask.shape[dim]
+    return self._scatter_fold(mask, self._arange(n).reshape(tuple(n if a == dim else 1 for a in range(len(mask.shape) - 1))), dim, "amax")
   def scatter(self, dim:int, index, src, reduce:str|None=None):
     """self with self[index[i][j]][j] = src[i][j] for dim=0 (likewise for other dims); reduce "add" or "multiply" combines instead.
     Where index repeats a position, the last write wins (reduce=None)"""
     if reduce not in (None, "add", "multiply"): raise ValueError(f"scatter reduce must be None, 'add' or 'multiply', not {reduce!r}")
     if reduce is not None: return self.scatter_reduce(dim, index, src, {"add": "sum", "multiply": "prod"}[reduce])
     dim, mask, src = self._scatter_parts(dim, index, src, "scatter")
-    # the last i writing each position (the int's minimum where none does), then src read there: a scatter and a gather
-    n = index.shape[dim]
-    order = self._arange(n).reshape(tuple(n if i == dim else 1 for i in range(len(index.shape)))).expand(index.shape)
-    last = self._scatter_fold(mask, order, dim, "amax")
+    last = self._last_write(mask, dim)
     return self._padded(last.ge(0), False).where(self._padded(src.gather(dim, last.maximum(0))), self)
   def scatter_reduce(self, dim:int, index, src, reduce:str, include_self:bool=True):
     """self with src's elements reduced into the positions index names along dim: reduce is sum, prod, mean, amax or amin, and
