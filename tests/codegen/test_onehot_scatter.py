@@ -157,3 +157,17 @@ def test_no_ids_leave_the_identity():
   onehot = Tensor.zeros(0, 2, dtype=dtypes.int32).unsqueeze(1) == Tensor.arange(20).reshape(1, 20, 1)
   np.testing.assert_array_equal(onehot.where(Tensor.ones(0, 2).unsqueeze(1), 0).sum(0).numpy(), np.zeros((20, 2), np.float32))
   np.testing.assert_array_equal(onehot.where(Tensor.ones(0, 2).unsqueeze(1), 1).prod(0).numpy(), np.ones((20, 2), np.float32))
+
+def test_an_outer_axis_as_long_as_the_shares():
+  # 8 rows shared out over 8 shares (2 threads x 4): each share is one row, a thread range and no block loop of one trip
+  rng = np.random.default_rng(7)
+  x, idx = rng.standard_normal((8, 4000)).astype(np.float32), rng.integers(0, 4000, (8, 62000)).astype(np.int32)
+  g = rng.standard_normal(idx.shape).astype(np.float32)
+  import tinygrad.codegen.opt.heuristic  # noqa: F401  (defines THREADS)
+  with Context(THREADS=2):
+    w = Tensor(x, requires_grad=True)
+    got, moved = grad_and_bytes(w, (w.gather(1, Tensor(idx)) * Tensor(g)).sum())
+  want = np.zeros_like(x)
+  np.add.at(want, (np.indices(idx.shape)[0], idx), g)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert moved < dense_bytes(4000, idx.size, 1, 4) / 16

@@ -67,6 +67,7 @@ def _parallel(rest:list[UOp], work:int, renderer, fresh:int, locals_ok:bool) -> 
     for r in rest:  # the outermost axis that divides: each share a contiguous block of it
       if size(r) % amt: continue
       thr = UOp.range(amt, fresh, AxisType.THREAD, r.dtype)
+      if size(r) == amt: return {r: thr}, [thr]  # a block of one is no loop (a range of one trip folds away under its END)
       block = r.replace(src=(r.src[0].const_like(size(r) // amt),))
       return {r: thr * (size(r) // amt) + block}, [thr]
   return {}, []
