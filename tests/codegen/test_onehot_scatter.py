@@ -128,3 +128,46 @@ def test_an_int_sum_scatters_too():
   want = np.zeros((20, 3), np.int32)
   np.add.at(want, ids, np.arange(18, dtype=np.int32).reshape(6, 3))
   np.testing.assert_array_equal(got, want)
+
+@pytest.mark.parametrize("op", ["prod", "max"])
+def test_products_and_maxima_fold_in_place(device, op):
+  # scatter_reduce's folds: the rows start at the op's identity (1, the lowest value) and each id folds its value in, as np.ufunc.at
+  rng = np.random.default_rng(6)
+  ids, x = rng.integers(0, 40, (50, 1)).astype(np.int32), rng.uniform(0.5, 1.5, (50, 8)).astype(np.float32)
+  onehot = Tensor.arange(40, device=device).reshape(1, 40, 1) == Tensor(ids, device=device).unsqueeze(1)  # (ids, rows, 1)
+  xs = Tensor(x, device=device).unsqueeze(1)
+  GlobalCounters.reset()
+  got = (onehot.where(xs, 1).prod(0) if op == "prod" else onehot.where(xs, -np.inf).max(0)).realize()
+  moved = GlobalCounters.global_mem
+  want = np.full((40, 8), 1 if op == "prod" else -np.inf, np.float32)
+  (np.multiply if op == "prod" else np.maximum).at(want, ids[:, 0], x)
+  np.testing.assert_array_equal(got.numpy(), want)
+  assert moved < dense_bytes(40, 50, 8, 4) / 4, f"{moved} bytes moved: the dense one-hot fold is back"
+
+def test_a_fill_other_than_the_identity_stays_dense():
+  # max(where(id == row, x, 5)): rows no id reaches are 5, not the lowest value, so the fold cannot start from the identity
+  ids, x = np.array([3, 1, 3, 30], dtype=np.int32), np.array([1, 9, 7, 2], dtype=np.float32)
+  got = (Tensor.arange(32).unsqueeze(1) == Tensor(ids).unsqueeze(0)).where(Tensor(x).unsqueeze(0), 5).max(1).numpy()
+  want = np.full(32, 5, np.float32)
+  np.maximum.at(want, ids, x)
+  np.testing.assert_array_equal(got, want)
+
+def test_no_ids_leave_the_identity():
+  # an empty fold: every row is the identity (the scatter's loop of no trips must not fold into one)
+  onehot = Tensor.zeros(0, 2, dtype=dtypes.int32).unsqueeze(1) == Tensor.arange(20).reshape(1, 20, 1)
+  np.testing.assert_array_equal(onehot.where(Tensor.ones(0, 2).unsqueeze(1), 0).sum(0).numpy(), np.zeros((20, 2), np.float32))
+  np.testing.assert_array_equal(onehot.where(Tensor.ones(0, 2).unsqueeze(1), 1).prod(0).numpy(), np.ones((20, 2), np.float32))
+
+def test_an_outer_axis_as_long_as_the_shares():
+  # 8 rows shared out over 8 shares (2 threads x 4): each share is one row, a thread range and no block loop of one trip
+  rng = np.random.default_rng(7)
+  x, idx = rng.standard_normal((8, 4000)).astype(np.float32), rng.integers(0, 4000, (8, 62000)).astype(np.int32)
+  g = rng.standard_normal(idx.shape).astype(np.float32)
+  import tinygrad.codegen.opt.heuristic  # noqa: F401  (defines THREADS)
+  with Context(THREADS=2):
+    w = Tensor(x, requires_grad=True)
+    got, moved = grad_and_bytes(w, (w.gather(1, Tensor(idx)) * Tensor(g)).sum())
+  want = np.zeros_like(x)
+  np.add.at(want, (np.indices(idx.shape)[0], idx), g)
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert moved < dense_bytes(4000, idx.size, 1, 4) / 16

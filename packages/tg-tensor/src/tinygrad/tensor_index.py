@@ -90,9 +90,8 @@ class TensorIndexMixin:
     if not all_int(self.shape): raise ValueError(f"setitem through tensor indices or steps needs a concrete shape, got {self.shape}")
     # each written element's flat position, one-hot against every position of self
     pos = self._arange(self.numel()).reshape(self.shape)._getitem(idx).flatten()
-    hit = self._last_of(pos._one_hot_at(self.numel(), 1), 0)
-    written = hit.any(0).reshape(self.shape)
-    self.assign(written.where(v.flatten().unsqueeze(1)._pick(hit, 0).reshape(self.shape), self))
+    last = self._last_write(pos._one_hot_at(self.numel(), 1), 0)
+    self.assign(last.ge(0).reshape(self.shape).where(v.flatten().gather(0, last.maximum(0)).reshape(self.shape), self))
 
   def _compacted(self, size:int|None, what:str):
     """(slot, valid) for the nonzero elements of flat self: slot (n, size) is True where element i is the r-th nonzero one, valid

@@ -66,5 +66,5 @@ class TensorPoolMixin:
     out = tuple(output_size)[-nd:] if output_size is not None else tuple((i-1)*s - 2*p + d*(k-1) + 1 for i, k, s, d, p in zip(sp, ks, strides, dils, pads))
     lead = tuple(self.shape[:-nd])
     x, idx = self.reshape(lead + (prod(sp),)), indices.reshape(lead + (prod(sp),))
-    hit = self._last_of(idx._one_hot_at(prod(out), len(lead) + 1), len(lead))
-    return x.unsqueeze(-1)._pick(hit, len(lead)).reshape(lead + out)
+    last = self._last_write(idx._one_hot_at(prod(out), len(lead) + 1), len(lead))
+    return last.ge(0).where(x.gather(len(lead), last.maximum(0)), 0).reshape(lead + out)

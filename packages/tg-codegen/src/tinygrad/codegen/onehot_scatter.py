@@ -1,10 +1,12 @@
 """A kernel storing out[v, d] = sum over i of where(e(i) == v, x(i, d), 0), with v an output range and e an integer that does not depend on
 v, is a scatter-add: each i adds x(i, d) into row e(i). The gradient of a gather builds exactly this (an embedding's or X[idx]'s weight
-gradient, a bincount): summed as written every output element loops over every i, vocab x ids x width steps (32000 x 2048 x 512 for an
-embedding's gradient: 0.6 s where torch takes a few ms). The kernel becomes two loop nests instead: the output zeroed, then one pass over
-i in order adding x(i, d) into out[e(i), d] (a load, an add and a store through memory), gated by 0 <= e < size(v) and the condition's
-other conjuncts. Each output element receives the same terms in the same order as the dense sum's serial loop, so the result is the
-same bits (the dropped terms were +0.0, which changes nothing: a sum that starts at +0.0 is never -0.0).
+gradient, a bincount), and scatter_reduce's folds (mixin/select.py) build it with a product or a max in place of the sum and 1 or the
+lowest value in place of 0: folded as written every output element loops over every i, vocab x ids x width steps (32000 x 2048 x 512
+for an embedding's gradient: 0.6 s where torch takes a few ms). The kernel becomes two loop nests instead: the output set to the fold's
+identity, then one pass over i in order folding x(i, d) into out[e(i), d] (a load, the op and a store through memory), gated by
+0 <= e < size(v) and the condition's other conjuncts. Each output element receives the same terms in the same order as the dense fold's
+serial loop, so the result is the same bits (the dropped terms were the identity, which changes nothing: x * 1 and max(x, lowest) are x,
+and a sum that starts at +0.0 is never -0.0).
 i must stay serial (two ids may hit one row): the kernel is built with its opts fixed (opts_to_apply=()), so neither the heuristic nor
 BEAM splits it, and the other output axes d are the parallel ones, race-free since different d never share an address: shared out over
 the CPU cores (THREAD, contiguous blocks of the outermost axis that divides) or, on targets with work items, the grid (GLOBAL, the
@@ -15,9 +17,11 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.helpers import prod
 from tinygrad.codegen.opt.kernel import size
+from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.opt.heuristic import THREADS, SHARES_PER_THREAD, WORK_PER_THREAD
 from tinygrad.codegen.onehot_gather import _conjuncts, _index_match
 
+FOLDS = (Ops.ADD, Ops.MUL, Ops.MAX)  # reduces with an identity (x op identity is x): the terms a row does not receive drop out
 MAX_GROUP = 32  # items of a work group along the innermost parallel axis (a warp's worth of neighbouring columns)
 # fewer rows than this keep the dense sum: its few passes over the ids vectorize and share out over the cores, while the scatter's adds
 # wait on each other where ids repeat (CPU, 2 threads, 65536 ids x 16 columns: 10 rows dense 0.45 ms, scattered 0.8; 64 rows x 1 column
@@ -29,13 +33,14 @@ def _match(ast:UOp) -> tuple[UOp, UOp, UOp, list[UOp], UOp, UOp]|None:
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
   if info.opts_to_apply is not None or info.applied_opts: return None  # opts chosen for the kernel as written
   if len(ast.src) != 1 or (end := ast.src[0]).op is not Ops.END or (st := end.src[0]).op is not Ops.STORE or len(st.src) != 2: return None
-  if (red := st.src[1]).op is not Ops.REDUCE or red.arg is not Ops.ADD or (body := red.src[0]).op is not Ops.WHERE: return None
-  cond, x, zero = body.src
-  if zero.op is not Ops.CONST or zero.arg != 0 or st.src[0].op is not Ops.INDEX: return None
+  if (red := st.src[1]).op is not Ops.REDUCE or red.arg not in FOLDS or (body := red.src[0]).op is not Ops.WHERE: return None
+  cond, x, ident = body.src
+  if ident.op is not Ops.CONST or ident.arg != reduce_identity(red.arg, red.dtype) or st.src[0].op is not Ops.INDEX: return None
   outs, rrs = end.src[1:], red.src[1:]
   if not all(r.op is Ops.RANGE and size(r) is not None for r in outs + rrs): return None
+  if any(size(r) == 0 for r in rrs): return None  # nothing to fold: the dense form stores the identity (a loop of no trips folds away)
   if any(r.arg[1] is not AxisType.LOOP for r in outs) or any(r.arg[1] is not AxisType.REDUCE for r in rrs): return None
-  # the output is zeroed first: a kernel that also reads it (an in-place update) must see its old values
+  # the output is set to the identity first: a kernel that also reads it (an in-place update) must see its old values
   if st.src[0].src[0] in red.toposort(): return None
   parts = _conjuncts(cond)
   for k, c in enumerate(parts):
@@ -62,6 +67,7 @@ def _parallel(rest:list[UOp], work:int, renderer, fresh:int, locals_ok:bool) -> 
     for r in rest:  # the outermost axis that divides: each share a contiguous block of it
       if size(r) % amt: continue
       thr = UOp.range(amt, fresh, AxisType.THREAD, r.dtype)
+      if size(r) == amt: return {r: thr}, [thr]  # a block of one is no loop (a range of one trip folds away under its END)
       block = r.replace(src=(r.src[0].const_like(size(r) // amt),))
       return {r: thr * (size(r) // amt) + block}, [thr]
   return {}, []
@@ -76,10 +82,11 @@ def scatter_onehot_sums(ast:UOp, renderer=None) -> UOp:
   if (par := _parallel(rest, work, renderer, fresh, not info.dont_use_locals)) is None: return ast
   split, shared = par
   fresh += 1
-  # the zeroing nest: the output's own loops, with the parallel split
+  ident = red.const_like(reduce_identity(red.arg, red.dtype))
+  # the nest setting the identity: the output's own loops, with the parallel split
   zero_idx = st.src[0].substitute(split)
   zero_loops = [q for r in end.src[1:] for q in _loops_of(split.get(r, r))]
-  zero_end = zero_idx.store(red.const_like(0)).end(*zero_loops, *shared)
+  zero_end = zero_idx.store(ident).end(*zero_loops, *shared)
   # the scatter nest: the reduce's ranges as serial loops in order, outermost, then fresh copies of the output's other loops
   serial = {r: r.replace(arg=(r.arg[0], AxisType.LOOP) + r.arg[2:]) for r in red.src[1:]}
   copies: dict[UOp, UOp] = {}
@@ -97,7 +104,7 @@ def scatter_onehot_sums(ast:UOp, renderer=None) -> UOp:
   def scattered(u:UOp) -> UOp: return u.substitute(at).substitute(split).substitute(copies).substitute(serial)
   idx = scattered(st.src[0])
   cur = idx.replace(src=(idx.src[0].after(zero_end),) + idx.src[1:])
-  add = cur.store(cur.load() + scattered(gate).where(scattered(x), red.const_like(0)))
+  add = cur.store(cur.load().alu(red.arg, scattered(gate).where(scattered(x), ident)))
   scatter_end = add.end(*serial.values(), *[q for c in copies.values() for q in _loops_of(c, AxisType.LOOP, AxisType.UPCAST)], *shared)
   return ast.replace(src=(zero_end, scatter_end), arg=KernelInfo(info.name, (), info.dont_use_locals, info.applied_opts))
 
