@@ -19,9 +19,10 @@ R = np.random.default_rng(7)
 DEVICES = [("CPU", (1, 7, 1000, 1025)), ("CPU:C", (1, 7, 300)), ("PYTHON", (1, 7, 40))]
 
 def scanned(t:Tensor, device:str) -> bool:
-  """every kernel of t does a few ops per element of t (a scan: ~2), none O(n) per element (the triangle: over 3n)"""
+  """every kernel of t does a few ops per element of t (a scan: ~2; a serial MAX scan's in-block prefix over its block of 4: ~15), none
+  O(n) per element (the triangle: over 3n)"""
   items = [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
-  return max(get_program(it.ast, Device[device].renderer).ops for it in items) < 12 * t.numel()
+  return max(get_program(it.ast, Device[device].renderer).ops for it in items) < 24 * t.numel()
 
 @pytest.fixture(params=DEVICES, ids=[d for d, _ in DEVICES])
 def dev(request):
@@ -75,6 +76,23 @@ def test_cummax_nan():
   x[[3, 15]] = np.nan
   v, i = Tensor(x).cummax(0)
   assert np.isnan(v.numpy()[3:]).all() and i.tolist() == [0, 1, 2] + [3]*12 + [15]*5  # NaN wins, the last NaN is the index
+
+def _serial_max(x:np.ndarray) -> np.ndarray:
+  """the running MAX along the last axis one element at a time, as the MAX op defines it: the accumulator stays when it is NaN or greater,
+  else the new element (the later of equal elements: -0.0 after 0.0 is -0.0)"""
+  out, acc = np.empty_like(x), np.full(x.shape[:-1], -np.inf, x.dtype)
+  for i in range(x.shape[-1]):
+    acc = np.where(np.isnan(acc) | (acc > x[..., i]), acc, x[..., i])
+    out[..., i] = acc
+  return out
+
+def test_cummax_values_bits_signed_zeros_and_nan(dev):
+  # the serial scan's values by blocks (mixin/scan.py `_serial_max_scan`): the same bits as one element at a time, at sizes no block divides
+  device, sizes = dev
+  for n in sizes:
+    x = R.choice(np.array([0.0, -0.0, 1.0, -1.0, np.nan], np.float32), (3, n), p=[0.35, 0.35, 0.1, 0.15, 0.05])
+    got = Tensor(x, device=device).cummax(1)[0].numpy()
+    np.testing.assert_array_equal(got.view(np.int32), _serial_max(x).view(np.int32))
 
 def test_cumsum_gradient(dev):
   device, sizes = dev

@@ -47,9 +47,16 @@ def test_second_pass_prefetches_next_row_once_per_line():
   assert prefetches(ir) == [(second, "%data1", "64", "0")]
   assert "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)" in ir
 
-def test_lanes_narrower_than_a_line_prefetch_every_trip():
-  ir = LLVMRenderer().render("k", row_chain(4, 64, 4).uops)
-  assert len(prefetches(ir)) == 1  # lane 0 of 4: a prefetch per trip, four per line in the compiled loop (harmless, never missing)
+def test_trips_narrower_than_a_line_do_not_prefetch():
+  # lane 0 of 4 would prefetch every trip, and the call would keep LLVM's loop vectorizer off a loop left to it (argmax's index loop)
+  assert prefetches(LLVMRenderer().render("k", row_chain(4, 64, 4).uops)) == []
+  assert prefetches(LLVMRenderer().render("k", row_chain(4, 64, 1).uops)) == []
+
+def test_a_one_element_rereading_loop_is_left_to_the_loop_vectorizer():
+  from tinygrad.runtime.ops_cpu import LLVMCompiler
+  # passes of one element a trip (LLVM drops the first, whose stores the second overwrites): the compiled loop is vectorized across its
+  # trips, in a block LLVM names vector.body
+  assert "vector.body:" in str(LLVMCompiler().optimized(LLVMRenderer().render("k", row_chain(4, 4096, 1).uops)))
 
 def test_first_rereading_pass_prefetches_what_a_later_pass_writes():
   ir = LLVMRenderer().render("k", row_chain(4, 64, 16, passes=3).uops)

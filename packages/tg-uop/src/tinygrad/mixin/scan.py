@@ -18,6 +18,10 @@ from tinygrad.mixin.reduce import _NARROW_FLOATS
 # the block of the long-axis scan. A block's square is B adds per element; 8 keeps that small and makes the square's reduce one the CPU
 # heuristic unrolls into vector registers (16 fell out of them and was ~7x slower per element at 1024x1024)
 SCAN_BLOCK = 8
+# a serial MAX scan's carried chain takes one block of this many elements a step (see _serial_max_scan). cummax's values 1024x1024 at 2
+# threads, kernel time: the plain scan 1.3 ms, blocks of 4 0.5 (two kernels), 8 1.3, 16 3.6 (each element's in-block prefix is a reduce
+# over its block)
+SERIAL_MAX_BLOCK = 4
 
 class ScanMixin:
   def _scan_serially(self) -> bool:
@@ -30,12 +34,12 @@ class ScanMixin:
     return at.reshape(n, 1) >= at.reshape(1, n)
   def _combine(self, op:Ops, other):
     return self + other if op is Ops.ADD else self * other if op is Ops.MUL else self.maximum(other)
-  def _blocks(self, fill):
-    """the last axis padded with fill to whole blocks, as (..., blocks, SCAN_BLOCK)"""
+  def _blocks(self, fill, size:int=SCAN_BLOCK):
+    """the last axis padded with fill to whole blocks, as (..., blocks, size)"""
     lead, n = tuple(self.shape[:-1]), self.shape[-1]
-    nb = -(-n // SCAN_BLOCK)
-    x = self.pad(((0, 0),)*len(lead) + ((0, nb*SCAN_BLOCK - n),), value=fill) if nb*SCAN_BLOCK != n else self
-    return x.reshape(lead + (nb, SCAN_BLOCK))
+    nb = -(-n // size)
+    x = self.pad(((0, 0),)*len(lead) + ((0, nb*size - n),), value=fill) if nb*size != n else self
+    return x.reshape(lead + (nb, size))
   def _shift_block(self, fill):
     """the block totals moved one block on, fill first: entry b is the total of block b-1"""
     return self.pad(((0, 0),)*(len(self.shape)-1) + ((1, 0),), value=fill).shrink(tuple((0, s) for s in self.shape))
@@ -53,6 +57,20 @@ class ScanMixin:
   def _triangle(self, op:Ops, fill):
     """the inclusive running op along the last axis as one reduce over the whole axis (row i: x[j] for j <= i)"""
     return self._lower_tri(self.shape[-1]).where(self.unsqueeze(-2), fill)._reduce(op, -1)
+  def _serial_max_scan(self, fill):
+    """the running MAX along the last axis where the compiler scans serially, its carried chain a step per block: the loop carries the
+    max of the blocks before (each block's own max is elementwise, off the chain) and each element takes the max of that and of its
+    block's prefix (a short plain reduce). A float MAX takes 4 dependent ops, so the one-element chain bounded the plain scan. MAX is
+    associative (the first NaN, else the later of equal operands, in any grouping): the same values as the plain scan"""
+    n, size = self.shape[-1], SERIAL_MAX_BLOCK
+    xb = self._blocks(fill, size)
+    lead = tuple((0, s) for s in xb.shape[:-1])
+    col = [xb.shrink(lead + ((i, i+1),)).reshape(xb.shape[:-1]) for i in range(size)]
+    block = col[0]
+    for c in col[1:]: block = block.maximum(c)
+    before = block._shift_block(fill)._triangle(Ops.MAX, fill).contiguous().unsqueeze(-1)
+    own = self._lower_tri(size).where(xb.unsqueeze(-2), fill)._reduce(Ops.MAX, -1)  # (..., blocks, size): each element's block prefix
+    return before.maximum(own)._unblock(n)  # before first: the block's elements come later and win ties, as in the plain scan
   def _serial(self, axis:int) -> bool:
     """the whole axis's triangle, realized: a short axis is one square in either form (and codegen scans it where it can), unrealized"""
     return isinstance(n := self.shape[axis], int) and n > SCAN_BLOCK and self._scan_serially()
@@ -103,7 +121,9 @@ class ScanMixin:
     at = self._arange(x.shape[-1]).reshape((1,)*(len(x.shape)-1) + (x.shape[-1],)).expand(x.shape)
     if self._serial(axis) and not self._grad_flows():  # a max reduce's gradient over the whole triangle would be O(n^2)
       # the last k <= i with x[k] equal to its own running max (or NaN) is the last one equal to the running max at i: a second scan
-      values = x._triangle(Ops.MAX, x.dtype.min).transpose(axis, -1).contiguous()
+      # along the last axis by blocks; along another, the lanes of the axes after it already run side by side (a chain per lane)
+      values = x._serial_max_scan(x.dtype.min) if axis == len(self.shape) - 1 else x._triangle(Ops.MAX, x.dtype.min)
+      values = values.transpose(axis, -1).contiguous()
       same = x.eq(at_max := values.transpose(axis, -1))
       if dtypes.is_float(self.dtype): same = same | (x.isnan() & at_max.isnan())
       return values, same.where(at, -1)._triangle(Ops.MAX, dtypes.min(at.dtype)).cast(dtypes.int32).transpose(axis, -1).contiguous()
