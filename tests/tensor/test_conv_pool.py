@@ -295,16 +295,16 @@ def test_few_channels_per_group(shape, cout, groups, kw):
 # a strided conv with fewer output channels per group than a panel reads its input through the stride's phases (tensor_conv
 # _phase_windows: the padded input written phase-major, taps padded to a multiple of the stride against zero weights): odd sizes, strides
 # 2 and 3, one strided axis, padding 0/1/2, a kernel shorter than the stride, a channel multiplier of 2, 1-D; values and gradients
-@pytest.mark.parametrize("shape,cout,groups,k,kw", [((2, 4, 11, 13), 4, 4, 3, dict(stride=2, padding=1)), ((1, 3, 12, 9), 3, 3, 5, dict(stride=2, padding=2)),
-                                                    ((2, 2, 10, 11), 2, 2, 3, dict(stride=3)), ((1, 4, 9, 10), 8, 4, 3, dict(stride=(1, 2), padding=1)),
-                                                    ((1, 3, 8, 9), 3, 3, 2, dict(stride=3, padding=1)), ((2, 6, 7, 7), 6, 3, 7, dict(stride=2, padding=3))])
+@pytest.mark.parametrize("shape,cout,groups,k,kw", [((2, 2, 7, 67), 2, 2, 3, dict(stride=2, padding=1)), ((1, 3, 9, 70), 3, 3, 5, dict(stride=2, padding=2)),
+                                                    ((1, 2, 10, 101), 2, 2, 3, dict(stride=3)), ((1, 2, 5, 66), 4, 2, 3, dict(stride=(1, 2), padding=1)),
+                                                    ((1, 2, 8, 97), 2, 2, 2, dict(stride=3, padding=1)), ((1, 4, 9, 70), 4, 2, 7, dict(stride=2, padding=3))])
 def test_strided_conv_through_phases(shape, cout, groups, k, kw):
   from tinygrad.tensor_conv import _phased
   x, w, b = rnd(*shape), rnd(cout, shape[1] // groups, k, k), rnd(cout)
   p, stride = kw.get("padding", 0), kw["stride"]
   stride = (stride, stride) if isinstance(stride, int) else stride
-  assert _phased(Tensor(x), Tensor(w), groups, stride, (1, 1))
   want = np_conv(x, w, b, stride, 1, p, groups)
+  assert _phased(Tensor(x), Tensor(w), groups, stride, (1, 1), want.shape[2:])
   _check_conv_and_grads(x, w, b, want, stride, (1, 1), [(p, p), (p, p)], groups, {**kw, "groups": groups})
   # the conv's kernel reads its input along the output's rows with stride 1 (the strided windows step by the stride)
   from tinygrad.schedule.rangeify import create_schedule
@@ -315,16 +315,18 @@ def test_strided_conv_through_phases(shape, cout, groups, k, kw):
   row = [r for r in axes(ast) if r.arg[1] is AxisType.LOOP][-1]
   loads = [_Access(u.src[0].src[1], False) for u in ast.toposort() if u.op is Ops.LOAD and len(u.src[0].src) == 2]
   assert [a for a in loads if row in a.deps] and all(a.stride.get(row) == 1 for a in loads if row in a.deps)
-  x1, w1 = rnd(2, 4, 17), rnd(4, 1, 3)
+  x1, w1 = rnd(2, 4, 71), rnd(4, 1, 3)
   np.testing.assert_allclose(Tensor(x1).conv2d(Tensor(w1), groups=4, stride=2, padding=1).numpy(),
                              np_conv(x1, w1, None, 2, 1, 1, 4), rtol=1e-4, atol=1e-4)
 
 def test_phases_only_where_rows_hold_the_vectors():
   from tinygrad.tensor_conv import _phased
-  x = Tensor.empty(1, 32, 9, 9)
-  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (1, 1), (1, 1)), "no stride"
-  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (2, 2)), "dilated"
-  assert not _phased(x, Tensor.empty(64, 32, 3, 3), 1, (2, 2), (1, 1)), "a panel of output channels holds the vectors"
+  x, out = Tensor.empty(1, 32, 9, 66), (4, 32)
+  assert _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (1, 1), out)
+  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (1, 1), (1, 1), out), "no stride"
+  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (2, 2), out), "dilated"
+  assert not _phased(x, Tensor.empty(64, 32, 3, 3), 1, (2, 2), (1, 1), out), "a panel of output channels holds the vectors"
+  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (1, 1), (4, 31)), "a row shorter than two panels"
 
 def test_conv_1d_3d_and_errors():
   x, w = rnd(2, 3, 9), rnd(4, 3, 2)

@@ -151,8 +151,8 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   along = [i for i in out if ax[i] in st.unit and any(ax[i] in a.strided for a in loads)]
   if not line or not along: return {}
   lanes = min(WIDE, CACHE_LINE // max(a.itemsize for a in loads))
-  # a line axis shorter than a quarter line is taken whole: the stride's phases of a strided conv's input, written phase-major (tensor_conv
-  # _phase_windows: b8 32x112x112 stride 2, 1.8 -> 1.0 ms), each lane a phase read from the same lines
+  # a line axis shorter than a quarter line is taken whole: the stride's phases of a strided conv's input rows, written side by side
+  # (tensor_conv._phase_windows: b8 32x112x112 stride 2, 1.8 -> 1.0 ms with rows of phases apart), each lane a phase read from one line
   n = size(ax[line[-1]])
   amt = next((a for a in (lanes, lanes // 2, lanes // 4) if a > 1 and n % a == 0), n if 1 < n < lanes // 4 else None)
   if amt is None: return {}
