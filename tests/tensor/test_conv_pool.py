@@ -294,7 +294,8 @@ def test_few_channels_per_group(shape, cout, groups, kw):
 
 # a strided conv with fewer output channels per group than a panel reads its input through the stride's phases (tensor_conv
 # _phase_windows: the padded input written phase-major, taps padded to a multiple of the stride against zero weights): odd sizes, strides
-# 2 and 3, one strided axis, padding 0/1/2, a kernel shorter than the stride, a channel multiplier of 2, 1-D; values and gradients
+# 2 and 3, one strided axis, padding 0/1/2, a kernel shorter than the stride, a channel multiplier of 2, 1-D; values and the input's
+# gradient (a weight that takes a gradient keeps the strided windows: checked too)
 @pytest.mark.parametrize("shape,cout,groups,k,kw", [((2, 2, 7, 67), 2, 2, 3, dict(stride=2, padding=1)), ((1, 3, 9, 70), 3, 3, 5, dict(stride=2, padding=2)),
                                                     ((1, 2, 10, 101), 2, 2, 3, dict(stride=3)), ((1, 2, 5, 66), 4, 2, 3, dict(stride=(1, 2), padding=1)),
                                                     ((1, 2, 8, 97), 2, 2, 2, dict(stride=3, padding=1)), ((1, 4, 9, 70), 4, 2, 7, dict(stride=2, padding=3))])
@@ -305,6 +306,13 @@ def test_strided_conv_through_phases(shape, cout, groups, k, kw):
   stride = (stride, stride) if isinstance(stride, int) else stride
   want = np_conv(x, w, b, stride, 1, p, groups)
   assert _phased(Tensor(x), Tensor(w), groups, stride, (1, 1), want.shape[2:])
+  assert not _phased(Tensor(x), Tensor(w, requires_grad=True), groups, stride, (1, 1), want.shape[2:]), "the weight takes a gradient"
+  # the phases with the input's gradient (its own conv); with the weight's too, the strided windows
+  g, tx = rnd(*want.shape), Tensor(x, requires_grad=True)
+  out = tx.conv2d(Tensor(w), Tensor(b), groups=groups, **kw)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tx.grad.numpy(), np_conv_grads(x, w, g, stride, (1, 1), [(p, p), (p, p)], groups)[0], rtol=1e-4, atol=1e-4)
   _check_conv_and_grads(x, w, b, want, stride, (1, 1), [(p, p), (p, p)], groups, {**kw, "groups": groups})
   # the conv's kernel reads its input along the output's rows with stride 1 (the strided windows step by the stride)
   from tinygrad.schedule.rangeify import create_schedule

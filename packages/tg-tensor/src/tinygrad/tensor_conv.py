@@ -138,10 +138,11 @@ def _phased(x, weight, groups:int, strides:tuple, dils:tuple, out:tuple) -> bool
   """whether the direct form reads a strided conv through its phases: its vectors run along the output's rows (fewer output channels
   per group than a panel: a depthwise conv; more are packed into panels of output channels and broadcast each pixel), undilated, and
   its output rows hold two panels of lanes or more: a shorter row's copy is mostly the padded borders its loop peels, once per channel
-  (b8 144x56x56 stride 2, rows of 28: the copy 0.4 -> 0.7 ms, the conv level)"""
+  (b8 144x56x56 stride 2, rows of 28: the copy 0.4 -> 0.7 ms, the conv level). Not where the weight takes a gradient: its reduce then
+  runs over A*s taps per axis in 2-lane tiles (16 for a 3x3 stride 2, b8 32x112x112: 0.63 -> 1.8-2.4 ms)"""
   from tinygrad.schedule.pack import WIDE
   return any(s > 1 for s in strides) and all(d == 1 for d in dils) and weight.shape[0] // groups < WIDE and out[-1] >= 2 * WIDE and \
-    all(isinstance(v, int) for v in tuple(x.shape))
+    all(isinstance(v, int) for v in tuple(x.shape)) and not _wants_grad(weight)
 
 def _out_size(i:int, k:int, s:int, d:int, lo:int, hi:int) -> int: return (i + lo + hi - d*(k-1) - 1)//s + 1
 
