@@ -248,6 +248,17 @@ def test_conv_gradients_packed(stride, pad, groups):
     np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
 
+@pytest.mark.parametrize("k,stride,pad", [(7, 1, 3), (3, 2, 1), (5, 1, 0)])
+def test_depthwise_weight_not_packed(device, k, stride, pad):
+  """a depthwise conv's weight varies along the channels as its input does: a panel of channels shares no load between its lanes, so
+  nothing is packed (not even under PACK=2) and the conv keeps its NCHW buffer; its values against numpy"""
+  rng = np.random.default_rng(k + stride)
+  x, w = rng.standard_normal((2, 32, 9, 11)).astype(np.float32), rng.standard_normal((32, 1, k, k)).astype(np.float32)
+  with Context(PACK=2):
+    out = Tensor(x, device=device).conv2d(Tensor(w, device=device), groups=32, stride=stride, padding=pad)
+    assert _copies(out) == []
+    np.testing.assert_allclose(out.numpy(), _np_conv(x, w, stride, pad, 32), rtol=1e-4, atol=1e-4)
+
 def test_operand_with_a_contiguous_inside_is_packed():
   # the copy's analysis reads a contiguous() inside the operand as the buffer it will be (a conv's window buffer is one)
   with Context(PACK=2): assert _copies(Tensor.empty(32, 128) @ (Tensor.empty(256, 128) * 2).contiguous().T) == [f"E_16_128_{WIDE}"]

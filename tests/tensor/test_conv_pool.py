@@ -292,6 +292,50 @@ def test_few_channels_per_group(shape, cout, groups, kw):
   np.testing.assert_allclose(xt.conv2d(Tensor(w), Tensor(b), groups=groups, **kw).numpy(), want, rtol=1e-4, atol=1e-4)
   _check_conv_and_grads(x, w, b, want, stride, dil, pads, groups, {**kw, "groups": groups})
 
+# a strided conv with fewer output channels per group than a panel reads its input through the stride's phases (tensor_conv
+# _phase_windows: the padded input written phase-major, taps padded to a multiple of the stride against zero weights): odd sizes, strides
+# 2 and 3, one strided axis, padding 0/1/2, a kernel shorter than the stride, a channel multiplier of 2, 1-D; values and the input's
+# gradient (a weight that takes a gradient keeps the strided windows: checked too)
+@pytest.mark.parametrize("shape,cout,groups,k,kw", [((2, 2, 7, 67), 2, 2, 3, dict(stride=2, padding=1)), ((1, 3, 9, 70), 3, 3, 5, dict(stride=2, padding=2)),
+                                                    ((1, 2, 10, 101), 2, 2, 3, dict(stride=3)), ((1, 2, 5, 66), 4, 2, 3, dict(stride=(1, 2), padding=1)),
+                                                    ((1, 2, 8, 97), 2, 2, 2, dict(stride=3, padding=1)), ((1, 4, 9, 70), 4, 2, 7, dict(stride=2, padding=3))])
+def test_strided_conv_through_phases(shape, cout, groups, k, kw):
+  from tinygrad.tensor_conv import _phased
+  x, w, b = rnd(*shape), rnd(cout, shape[1] // groups, k, k), rnd(cout)
+  p, stride = kw.get("padding", 0), kw["stride"]
+  stride = (stride, stride) if isinstance(stride, int) else stride
+  want = np_conv(x, w, b, stride, 1, p, groups)
+  assert _phased(Tensor(x), Tensor(w), groups, stride, (1, 1), want.shape[2:])
+  assert not _phased(Tensor(x), Tensor(w, requires_grad=True), groups, stride, (1, 1), want.shape[2:]), "the weight takes a gradient"
+  # the phases with the input's gradient (its own conv); with the weight's too, the strided windows
+  g, tx = rnd(*want.shape), Tensor(x, requires_grad=True)
+  out = tx.conv2d(Tensor(w), Tensor(b), groups=groups, **kw)
+  (out * Tensor(g)).sum().backward()
+  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+  np.testing.assert_allclose(tx.grad.numpy(), np_conv_grads(x, w, g, stride, (1, 1), [(p, p), (p, p)], groups)[0], rtol=1e-4, atol=1e-4)
+  _check_conv_and_grads(x, w, b, want, stride, (1, 1), [(p, p), (p, p)], groups, {**kw, "groups": groups})
+  # the conv's kernel reads its input along the output's rows with stride 1 (the strided windows step by the stride)
+  from tinygrad.schedule.rangeify import create_schedule
+  from tinygrad.uop import Ops, AxisType
+  from tinygrad.codegen.opt.kernel import axes
+  from tinygrad.codegen.opt.heuristic import _Access
+  ast = create_schedule([Tensor(x).conv2d(Tensor(w), groups=groups, **kw).uop])[0][-1].ast
+  row = [r for r in axes(ast) if r.arg[1] is AxisType.LOOP][-1]
+  loads = [_Access(u.src[0].src[1], False) for u in ast.toposort() if u.op is Ops.LOAD and len(u.src[0].src) == 2]
+  assert [a for a in loads if row in a.deps] and all(a.stride.get(row) == 1 for a in loads if row in a.deps)
+  x1, w1 = rnd(2, 4, 71), rnd(4, 1, 3)
+  np.testing.assert_allclose(Tensor(x1).conv2d(Tensor(w1), groups=4, stride=2, padding=1).numpy(),
+                             np_conv(x1, w1, None, 2, 1, 1, 4), rtol=1e-4, atol=1e-4)
+
+def test_phases_only_where_rows_hold_the_vectors():
+  from tinygrad.tensor_conv import _phased
+  x, out = Tensor.empty(1, 32, 9, 66), (4, 32)
+  assert _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (1, 1), out)
+  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (1, 1), (1, 1), out), "no stride"
+  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (2, 2), out), "dilated"
+  assert not _phased(x, Tensor.empty(64, 32, 3, 3), 1, (2, 2), (1, 1), out), "a panel of output channels holds the vectors"
+  assert not _phased(x, Tensor.empty(32, 1, 3, 3), 32, (2, 2), (1, 1), (4, 31)), "a row shorter than two panels"
+
 def test_conv_1d_3d_and_errors():
   x, w = rnd(2, 3, 9), rnd(4, 3, 2)
   np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), stride=2, padding=1).numpy(), np_conv(x, w, stride=2, pads=1), rtol=1e-4, atol=1e-4)

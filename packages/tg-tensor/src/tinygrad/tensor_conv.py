@@ -104,6 +104,46 @@ def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
     taps.append(t)
   return taps[0].stack(*taps[1:], dim=-1)
 
+def _per_phase(k:int, s:int) -> int: return -(-k // s)
+
+def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
+  """the padded input (N, C, *spatial) written out once with its last axis split into the stride's phases, (N, C, q0, s0, ..., s_last,
+  q_last) for rows q*s + b, and its windows as (N, C, *out, A0, s0, A1, s1, ...): tap a*s + b of an axis reads phase b at row o + a, so
+  every load walks the output's rows with stride 1 (vectors), where the strided windows read every s-th element (b8 32x112x112 3x3
+  stride 2 depthwise, the conv's kernel: 0.8-1.6 -> 0.5-0.65 ms). Each input row is written as its phases' rows side by side, so the copy
+  reads and writes as locally as the padded copy it replaces. A = ceil(k/s) taps per phase: taps past k meet the weight's zeros
+  (_phase_weight)"""
+  nd, (n, c) = len(ks), x.shape[:2]
+  taps = tuple(_per_phase(k, s) for k, s in zip(ks, strides))
+  need = tuple(s * (o + a - 1) for s, o, a in zip(strides, out, taps))  # rows a phase's windows read, all phases together
+  x = x.pad(((0, 0), (0, 0)) + tuple((0, max(0, m - i)) for i, m in zip(x.shape[2:], need)))
+  x = x.shrink(((0, n), (0, c)) + tuple((0, m) for m in need))
+  x = x.reshape((n, c) + tuple(v for m, s in zip(need, strides) for v in (m // s, s)))  # (N, C, q0, s0, q1, s1, ...)
+  last = 2 + 2*(nd-1)
+  x = x.permute(tuple(range(last)) + (last + 1, last)).contiguous()
+  # (N, C, s0, ..., s_last, q0, ..., q_last): a view of that buffer, the phases as lead axes of the windows
+  qs, ss = tuple(2 + 2*a for a in range(nd - 1)) + (last + 1,), tuple(3 + 2*a for a in range(nd - 1)) + (last,)
+  win = _windows(x.permute((0, 1) + ss + qs), taps, (1,)*nd, (1,)*nd)  # (N, C, *strides, *out, *taps)
+  order = (0, 1) + tuple(2 + nd + a for a in range(nd)) + tuple(v for a in range(nd) for v in (2 + 2*nd + a, 2 + a))
+  return win.permute(order)
+
+def _phase_weight(weight, strides:tuple):
+  """(Cout, Cin/groups, *ks) -> (Cout, Cin/groups, A0, s0, A1, s1, ...): the kernel padded with zeros to A*s taps per axis, tap a*s + b"""
+  nd = len(strides)
+  taps = tuple(_per_phase(k, s) for k, s in zip(weight.shape[2:], strides))
+  w = weight.pad(((0, 0), (0, 0)) + tuple((0, a*s - k) for a, s, k in zip(taps, strides, weight.shape[2:])))
+  return w.reshape(tuple(weight.shape[:2]) + tuple(v for a, s in zip(taps, strides) for v in (a, s)))
+
+def _phased(x, weight, groups:int, strides:tuple, dils:tuple, out:tuple) -> bool:
+  """whether the direct form reads a strided conv through its phases: its vectors run along the output's rows (fewer output channels
+  per group than a panel: a depthwise conv; more are packed into panels of output channels and broadcast each pixel), undilated, and
+  its output rows hold two panels of lanes or more: a shorter row's copy is mostly the padded borders its loop peels, once per channel
+  (b8 144x56x56 stride 2, rows of 28: the copy 0.4 -> 0.7 ms, the conv level). Not where the weight takes a gradient: its reduce then
+  runs over A*s taps per axis in 2-lane tiles (16 for a 3x3 stride 2, b8 32x112x112: 0.63 -> 1.8-2.4 ms)"""
+  from tinygrad.schedule.pack import WIDE
+  return any(s > 1 for s in strides) and all(d == 1 for d in dils) and weight.shape[0] // groups < WIDE and out[-1] >= 2 * WIDE and \
+    all(isinstance(v, int) for v in tuple(x.shape)) and not _wants_grad(weight)
+
 def _out_size(i:int, k:int, s:int, d:int, lo:int, hi:int) -> int: return (i + lo + hi - d*(k-1) - 1)//s + 1
 
 def _out_sizes(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:list) -> tuple:
@@ -348,12 +388,15 @@ class TensorConvMixin:
     # where a gradient flows into the input, it is one conv (_input_gradient) rather than autograd of the windows
     own = _own_input_gradient(self, pads)
     src = self.detach() if own else self
-    x = _windows(src.pad(pads).contiguous() if any(pads) else src, ks, strides, dils)  # (N, Cin, *out, *ks)
-    out = tuple(x.shape[2:2+nd])
-    x = x.reshape((self.shape[0], groups, 1, cin_g) + out + ks)
-    w = weight.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + ks)
+    out = _out_sizes(tuple(self.shape[2:]), ks, strides, dils, pads)
+    if _phased(self, weight, groups, strides, dils, out):
+      x, wt = _phase_windows(src.pad(pads), ks, strides, out), _phase_weight(weight, strides)  # (N, Cin, *out, A0, s0, ...)
+    else: x, wt = _windows(src.pad(pads).contiguous() if any(pads) else src, ks, strides, dils), weight  # (N, Cin, *out, *ks)
+    taps = tuple(wt.shape[2:])
+    x = x.reshape((self.shape[0], groups, 1, cin_g) + out + taps)
+    w = wt.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + taps)
     if _weight_grad_per_image(self, weight, out): w = w.expand((self.shape[0],) + w.shape[1:]).contiguous_backward()
-    ret = (x * w).sum((3,) + tuple(range(4+nd, 4+2*nd)), dtype=dtype).reshape((self.shape[0], cout) + out)
+    ret = (x * w).sum((3,) + tuple(range(4+nd, 4+nd+len(taps))), dtype=dtype).reshape((self.shape[0], cout) + out)
     if own:
       spatial = tuple(self.shape[2:])
       ret = ret._custom_gradient((self,), lambda g: (_input_gradient(g, weight, spatial, groups, strides, dils, pads).cast(self.dtype),))

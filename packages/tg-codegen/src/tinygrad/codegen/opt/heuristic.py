@@ -112,7 +112,7 @@ def _counts_in_ints(ast:UOp, r:UOp) -> bool:
 def _streams_vectors(ast:UOp, r:UOp) -> bool:
   """every load that moves with the reduce axis r reads it with stride 1: its lanes become vector loads"""
   moving = [a for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
-            and r in (a := _Access(u.src[0].src[1], len(u.src) == 3 and not (u.src[2].op is Ops.CONST and u.src[2].arg is True))).deps]
+            and r in (a := _Access(u.src[0].src[1], len(u.src) == 3 and not _always(u.src[2]))).deps]
   return bool(moving) and all(r in a.unit for a in moving)
 
 def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
@@ -151,7 +151,10 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   along = [i for i in out if ax[i] in st.unit and any(ax[i] in a.strided for a in loads)]
   if not line or not along: return {}
   lanes = min(WIDE, CACHE_LINE // max(a.itemsize for a in loads))
-  amt = next((n for n in (lanes, lanes // 2, lanes // 4) if n > 1 and size(ax[line[-1]]) % n == 0), None)
+  # a line axis shorter than a quarter line is taken whole: the stride's phases of a strided conv's input rows, written side by side
+  # (tensor_conv._phase_windows: b8 32x112x112 stride 2, 1.8 -> 1.0 ms with rows of phases apart), each lane a phase read from one line
+  n = size(ax[line[-1]])
+  amt = next((a for a in (lanes, lanes // 2, lanes // 4) if a > 1 and n % a == 0), n if 1 < n < lanes // 4 else None)
   if amt is None: return {}
   return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 else {})
 
@@ -482,6 +485,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
   # the run's lanes in bytes against half the register file (simd.wide caps a small kernel's lanes for its code, not its registers)
   run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1, simd_tiles(renderer).wide * 4) if red and not chain else None
+  walked = _accesses(ast)[1] if red and tile else set()  # the ranges some access walks with stride 1, before the upcasts split them
   for i, amt in sorted(tile.items(), reverse=True):
     if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
@@ -493,7 +497,13 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # A row chain's reduces each get their own (last axis first: a whole axis unrolled leaves the axes list). Where the reduce evaluates a
   # polynomial, 2 vectors: 4 accumulators beside its constants spilled out of the 16 ymm registers (fused softmax 4096x4096, 1 thread,
   # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
-  for i in reversed(red) if chain else red[-1:] if red and not upcast else []:
+  # A tile of scalar lanes (no power-of-two run along an axis some access walks with stride 1: a depthwise conv's weight gradient, 3x3
+  # taps) gets the same unroll where its loads stream the reduce as vectors (b8 256x28x28 3x3, the kernel at 2 threads: 1.8 -> 1.3 ms)
+  # (the reduce axes' indices as they are after the upcasts: a whole axis upcast leaves the list)
+  scalar_tile = red and upcast and not chain and _streams_vectors(ast, (inner := [r for r in axes(ast) if r.arg[1] in REDUCE][-1])) and \
+    not any(amt & (amt - 1) == 0 and ax[i] in walked for i, amt in tile.items())
+  if scalar_tile: red = [axes(ast).index(inner)]
+  for i in reversed(red) if chain else red[-1:] if red and (not upcast or scalar_tile) else []:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
