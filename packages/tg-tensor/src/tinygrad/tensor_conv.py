@@ -265,10 +265,11 @@ class _AxisPhases(NamedTuple):
   out: int        # conv_transpose's output size
 
 def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, out_pads:tuple) -> tuple|None:
-  """the per-axis phases of a strided conv_transpose, or None where the zero-stuffed form stays: no stride, a symbolic size, a kernel
-  shorter than the stride (phases without taps) or dilated along a strided axis (its phases' taps end at different offsets)"""
+  """the per-axis phases of a strided conv_transpose, or None where the zero-stuffed form stays: no stride, a symbolic size or a kernel
+  dilated along a strided axis (its phases' taps end at different offsets). A kernel shorter than the stride leaves phases without
+  taps: their sub-kernel is zeros"""
   if all(s == 1 for s in strides) or not all(isinstance(v, int) for v in spatial): return None
-  if any(s > 1 and (d > 1 or k < s) for k, s, d in zip(ks, strides, dils)): return None
+  if any(s > 1 and d > 1 for s, d in zip(strides, dils)): return None
   ret = []
   for i, k, s, d, p, op in zip(spatial, ks, strides, dils, pads, out_pads):
     out = (i-1)*s - 2*p + d*(k-1) + op + 1
@@ -281,25 +282,18 @@ def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
   """a strided conv_transpose as one stride-1 conv of the input (not the zero-stuffed one, prod(stride) times bigger, whose products
   with the zeros are most of the work) against every phase's sub-kernel stacked along the output channels, then the phases interleaved
   by a reshape (b8 64->32 28x28 4x4 stride 2: 4x fewer multiply-adds)"""
+  from tinygrad.schedule.pack import packs_along
   nd = len(phases)
   cin, cout_g, *ks = weight.shape
-  # (groups, Cin/groups, Cout/groups, *taps, *phases): per axis, phase r's sub-kernel in the conv's order is the flipped kernel's
-  # k-1-r-(n-1)*s, ..., k-1-r (its n taps r + m*s, m descending) after taps - n zeros
-  w = weight.reshape((groups, cin // groups, cout_g) + tuple(ks)).flip(tuple(range(3, 3 + nd)))
+  # per axis, tap j = m*s + r of phase r (the kernel padded with zeros to taps*s: a phase with fewer taps gets zeros at m's top, where
+  # a shorter kernel has none) is the conv's tap taps-1-m: a pad, a reshape and a flip, so the sub-kernels are a view of the weight
+  w = weight.reshape((groups, cin // groups, cout_g) + tuple(ks))
   for a, ph in enumerate(phases):
-    subs = []
-    for r in range(ph.s):
-      n = (ph.k - 1 - r) // ph.s + 1
-      sub = _strided_take(w, 3 + a, ph.k - 1 - r - (n-1)*ph.s, n, ph.s)
-      subs.append(sub.pad(tuple((ph.taps - n, 0) if j == 3 + a else (0, 0) for j in range(sub.ndim))))
-    w = subs[0].stack(*subs[1:], dim=-1) if len(subs) > 1 else subs[0].unsqueeze(-1)
-  # -> (groups, *phases, Cout/groups, Cin/groups, *taps): the conv's output channels by group, then phase. Written out (prod(kernel) x
-  # Cin x Cout floats): the phases' taps gathered in the conv's loop are a gated load each, and schedule/pack.py packs only a weight with
-  # an affine address
-  w = w.permute((0,) + tuple(range(3 + nd, 3 + 2*nd)) + (2, 1) + tuple(range(3, 3 + nd)))
-  # Its gradient is written out too, as the (Cout, Cin * taps) matrix im2col's weight gradient is: left a view, the gather back to the
-  # kernel's taps fused that matmul once per tap (b8 64->32 28x28 4x4 s2: 1 s); as (Cout, Cin, *taps), its reduce ran along the panels'
-  # axes split apart (51 against 12 ms of one core)
+    ax = 3 + 2*a
+    w = _pad_after(w, ax, ph.taps*ph.s - ph.k).reshape(tuple(w.shape[:ax]) + (ph.taps, ph.s) + tuple(w.shape[ax+1:])).flip(ax)
+  # (groups, Cin/groups, Cout/groups, taps0, s0, taps1, s1, ...) -> (groups, *phases, Cout/groups, Cin/groups, *taps): the conv's output
+  # channels by group, then phase
+  w = w.permute((0,) + tuple(4 + 2*a for a in range(nd)) + (2, 1) + tuple(3 + 2*a for a in range(nd)))
   rows, taps = groups * prod(ph.s for ph in phases) * cout_g, tuple(ph.taps for ph in phases)
   w = w.reshape(rows, cin // groups * prod(taps)).contiguous().contiguous_backward().reshape((rows, cin // groups) + taps)
   # negative pads cut the input first: conv2d pads (and writes out) the rest itself
@@ -308,6 +302,13 @@ def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
     if cut_lo or cut_hi: x = x.shrink(tuple((cut_lo, m - cut_hi) if j == 2 + a else (0, m) for j, m in enumerate(x.shape)))
   flat = [max(0, v) for ph in reversed(phases) for v in ph.pads]
   out = x.conv2d(w, None, groups, 1, tuple(ph.d for ph in phases), flat)  # (N, groups * phases * Cout/groups, *sizes)
+  # the conv is written out before the interleave: left a view, its reduce runs over the interleaved output, each element's phase picking
+  # its sub-kernel by index math (b8 128->64 28x28 2x2 s2: 34 against 90 GFLOP/s). A direct conv whose weight is packed along the output
+  # channels (schedule/pack.py) is written channels-last by the pack already; a pointwise one is a matmul per image, written with its pixels
+  # as one axis, as conv2d's own is
+  sizes = tuple(ph.size for ph in phases)
+  if not packs_along(x.device, rows, x.shape[0] * prod(sizes) * rows * (cin // groups) * prod(taps)) or all(t == 1 for t in taps):
+    out = out.reshape(x.shape[0], rows, prod(sizes)).contiguous().reshape(out.shape)
   # its gradient is written out once, channels-last: read through the interleave and the crop's zeros, it was a gated load in both of its
   # gradient's matmuls, and NCHW the input gradient's reduce over the channels strides (b8 64->32 28x28 4x4 s2, one core: the weight
   # gradient 39 -> 4 ms, the input gradient's matmul 7 ms as before)
