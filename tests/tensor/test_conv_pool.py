@@ -349,22 +349,31 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
                                                                          ((2, 2, 3, 3), (2, 3, 5, 3), 3, 2, 2, 1), ((2, 4, 7), (4, 3, 4), 3, 1, 0, 1),
                                                                          ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), 2, 0, 1, 2), ((1, 3, 6, 7), (3, 1, 3, 3), 2, 3, 1, 3),
                                                                          ((2, 3, 3, 4), (3, 2, 2, 2), 3, 0, 1, 1), ((2, 4, 3, 5), (4, 2, 2, 2), 2, 0, 1, 1),
-                                                                         ((1, 2, 4, 3), (2, 3, 1, 1), 2, 0, 1, 1)])
+                                                                         ((1, 2, 4, 3), (2, 3, 1, 1), 2, 0, 1, 1), ((2, 4, 5, 6), (4, 8, 4, 4), 2, 1, 0, 1),
+                                                                         ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2)])
 def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups):
+  # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last two cases), whose buffer is then
+  # channels-last; unpacked, the conv is written out before the interleave
+  from tinygrad.helpers import Context
+  from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
   from tinygrad.tensor_conv import _phase_taps
   x, w, b = rnd(*xs), rnd(*ws), rnd(ws[1] * groups)
   nd = len(xs) - 2
   assert _phase_taps(xs[2:], ws[2:], (stride,)*nd, (1,)*nd, (padding,)*nd, (output_padding,)*nd) is not None
   want = np_conv_transpose(x, w, stride, padding, output_padding, 1, groups) + b.reshape((1, -1) + (1,)*nd)
   g = rnd(*want.shape)
-  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
-  out = tx.conv_transpose2d(tw, tb, groups=groups, stride=stride, padding=padding, output_padding=output_padding)
-  (out * Tensor(g)).sum().backward()
-  np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
   dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, 1, groups)
-  np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0,) + tuple(range(2, 2 + nd))), rtol=1e-4, atol=1e-4)
+  for pk in (0, 2):
+    with Context(PACK=pk):
+      np.testing.assert_allclose(Tensor(x).conv_transpose2d(Tensor(w), Tensor(b), groups=groups, stride=stride, padding=padding,
+                                                            output_padding=output_padding).numpy(), want, rtol=1e-4, atol=1e-4)
+      tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+      out = tx.conv_transpose2d(tw, tb, groups=groups, stride=stride, padding=padding, output_padding=output_padding)
+      (out * Tensor(g)).sum().backward()
+      np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tb.grad.numpy(), g.sum((0,) + tuple(range(2, 2 + nd))), rtol=1e-4, atol=1e-4)
   # no phases: a dilation along a strided axis
   assert _phase_taps((4, 4), (3, 3), (2, 2), (2, 2), (0, 0), (0, 0)) is None
 
