@@ -351,11 +351,13 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
                                                                          ((2, 3, 3, 4), (3, 2, 2, 2), 3, 0, 1, 1), ((2, 4, 3, 5), (4, 2, 2, 2), 2, 0, 1, 1),
                                                                          ((1, 2, 4, 3), (2, 3, 1, 1), 2, 0, 1, 1), ((2, 4, 5, 6), (4, 8, 4, 4), 2, 1, 0, 1),
                                                                          ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2)])
-def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups):
+def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, monkeypatch):
   # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last two cases), whose buffer is then
-  # channels-last; unpacked, the conv is written out before the interleave
+  # channels-last; unpacked, the conv is written out before the interleave. A kernel no multiple of the stride is one conv with zero
+  # taps, or (MIN_SKIPPED_MACS 0) a conv per class of phases with as many taps
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
+  from tinygrad import tensor_conv
   from tinygrad.tensor_conv import _phase_taps
   x, w, b = rnd(*xs), rnd(*ws), rnd(ws[1] * groups)
   nd = len(xs) - 2
@@ -363,7 +365,8 @@ def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups):
   want = np_conv_transpose(x, w, stride, padding, output_padding, 1, groups) + b.reshape((1, -1) + (1,)*nd)
   g = rnd(*want.shape)
   dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, 1, groups)
-  for pk in (0, 2):
+  for pk, min_skipped in ((0, 1 << 62), (0, 0), (2, 0)):
+    monkeypatch.setattr(tensor_conv, "MIN_SKIPPED_MACS", min_skipped)
     with Context(PACK=pk):
       np.testing.assert_allclose(Tensor(x).conv_transpose2d(Tensor(w), Tensor(b), groups=groups, stride=stride, padding=padding,
                                                             output_padding=output_padding).numpy(), want, rtol=1e-4, atol=1e-4)
@@ -381,7 +384,9 @@ def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups):
 # along the other, against numpy's scatter loops, forward and both gradients
 @pytest.mark.parametrize("stride,padding,output_padding,dilation", [((2, 3), (1, 0), (1, 2), 1), ((3, 1), (2, 1), (0, 0), (1, 2)),
                                                                     ((1, 2), (0, 2), (0, 1), (2, 1))])
-def test_conv_transpose_per_axis(stride, padding, output_padding, dilation):
+def test_conv_transpose_per_axis(stride, padding, output_padding, dilation, monkeypatch):
+  from tinygrad import tensor_conv
+  monkeypatch.setattr(tensor_conv, "MIN_SKIPPED_MACS", 0)  # a class of phases per tap count along the kernel's 3 at stride 2 or 3
   x, w = rnd(2, 4, 4, 5), rnd(4, 3, 3, 4)
   want = np_conv_transpose(x, w, stride, padding, output_padding, dilation, 2)
   g = rnd(*want.shape)
