@@ -354,7 +354,7 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
 def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, monkeypatch):
   # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last two cases), whose buffer is then
   # channels-last; unpacked, the conv is written out before the interleave. A kernel no multiple of the stride is one conv with zero
-  # taps, or (MIN_SKIPPED_MACS 0) a conv per class of phases with as many taps
+  # taps, or (MIN_SKIPPED_MACS 0, no gradient) a conv per class of phases with as many taps
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
   from tinygrad import tensor_conv
@@ -386,12 +386,15 @@ def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, 
                                                                     ((1, 2), (0, 2), (0, 1), (2, 1))])
 def test_conv_transpose_per_axis(stride, padding, output_padding, dilation, monkeypatch):
   from tinygrad import tensor_conv
-  monkeypatch.setattr(tensor_conv, "MIN_SKIPPED_MACS", 0)  # a class of phases per tap count along the kernel's 3 at stride 2 or 3
+  # without a gradient, a class of phases per tap count along the kernel's 3 at stride 2 or 3 (MIN_SKIPPED_MACS 0)
+  monkeypatch.setattr(tensor_conv, "MIN_SKIPPED_MACS", 0)
   x, w = rnd(2, 4, 4, 5), rnd(4, 3, 3, 4)
   want = np_conv_transpose(x, w, stride, padding, output_padding, dilation, 2)
+  kw = dict(groups=2, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+  np.testing.assert_allclose(Tensor(x).conv_transpose2d(Tensor(w), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
   g = rnd(*want.shape)
   tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
-  out = tx.conv_transpose2d(tw, groups=2, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+  out = tx.conv_transpose2d(tw, **kw)
   (out * Tensor(g)).sum().backward()
   np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
   dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, dilation, 2)

@@ -282,8 +282,9 @@ def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, 
   return tuple(ret)
 
 # a kernel no multiple of the stride is split into classes of phases (_tap_classes) where that skips at least this many products with
-# zeros: each class is a conv of its own, with its Python, scheduling and kernels (3x3 stride 2, forward at one thread, CPU time: b8
-# 64->64 28x28, 1.9e8 skipped, 14.6 -> 13.0 ms; 128->64, 3.9e8, 26.4 -> 18.9 ms; with both gradients even, 40 and 63-65 ms)
+# zeros and no gradient flows: each class is a conv of its own, with its Python, scheduling and kernels (3x3 stride 2 at one thread,
+# CPU time: b8 64->64 28x28, 1.9e8 skipped, forward 14.6 -> 13.0 ms on a loaded host; 128->64, 3.9e8, 14.6 -> 11.4 ms quiet). With both
+# gradients each class's are convs and matmuls of their own too: 128->64 25.5 -> 29.5 ms
 MIN_SKIPPED_MACS = 1 << 28
 
 def _tap_classes(ph:_AxisPhases, split:bool) -> list[tuple[int, int, int]]:
@@ -316,7 +317,8 @@ def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
   flat = [max(0, v) for ph in reversed(phases) for v in ph.pads]
   # products per output pixel and channel over every phase: s*taps per axis in one conv, k once the axis is split
   split = prod(ph.s * ph.taps for ph in phases) - prod(ph.k if len(_tap_classes(ph, True)) > 1 else ph.s * ph.taps for ph in phases)
-  per_axis = [_tap_classes(ph, n * prod(ph.size for ph in phases) * cin * cout_g * split >= MIN_SKIPPED_MACS) for ph in phases]
+  split = n * prod(ph.size for ph in phases) * cin * cout_g * split >= MIN_SKIPPED_MACS and not (_wants_grad(x) or _wants_grad(weight))
+  per_axis = [_tap_classes(ph, split) for ph in phases]
   if prod(len(c) for c in per_axis) > 1 and any(flat): x, flat = x.pad(flat).contiguous(), [0]*2*nd
   blocks = {}
   for key in itertools.product(*[range(len(c)) for c in per_axis]):
