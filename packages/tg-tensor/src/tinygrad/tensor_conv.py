@@ -315,9 +315,9 @@ def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
   # the longest taps and written out once, and a class with n taps starts d*(taps - n) into it
   x = _spans(x, {2 + a: (max(0, -ph.pads[0]), x.shape[2 + a] - max(0, -ph.pads[1])) for a, ph in enumerate(phases)})
   flat = [max(0, v) for ph in reversed(phases) for v in ph.pads]
-  # products per output pixel and channel over every phase: s*taps per axis in one conv, k once the axis is split
-  split = prod(ph.s * ph.taps for ph in phases) - prod(ph.k if len(_tap_classes(ph, True)) > 1 else ph.s * ph.taps for ph in phases)
-  split = n * prod(ph.size for ph in phases) * cin * cout_g * split >= MIN_SKIPPED_MACS and not (_wants_grad(x) or _wants_grad(weight))
+  # products with zeros per pixel, input and output channel that classes skip: s*taps per axis in one conv, k once the axis is split
+  zeros = prod(ph.s * ph.taps for ph in phases) - prod(ph.k if len(_tap_classes(ph, True)) > 1 else ph.s * ph.taps for ph in phases)
+  split = n * prod(ph.size for ph in phases) * cin * cout_g * zeros >= MIN_SKIPPED_MACS and not (_wants_grad(x) or _wants_grad(weight))
   per_axis = [_tap_classes(ph, split) for ph in phases]
   if prod(len(c) for c in per_axis) > 1 and any(flat): x, flat = x.pad(flat).contiguous(), [0]*2*nd
   blocks = {}
