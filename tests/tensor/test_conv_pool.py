@@ -349,16 +349,17 @@ def np_conv_transpose(x, w, stride, padding, output_padding, dilation, groups):
   """scatter form: every input element adds weight * value to the output window it came from"""
   n, cin, *sp = x.shape
   _, cout_g, *ks = w.shape
-  out = [(i-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1 for i, k in zip(sp, ks)]
-  full = np.zeros((n, cout_g*groups, *[o + 2*padding for o in out]))
+  st, pd, op, dl = ((v,)*len(sp) if isinstance(v, int) else v for v in (stride, padding, output_padding, dilation))
+  out = [(i-1)*s - 2*p + d*(k-1) + o + 1 for i, k, s, p, d, o in zip(sp, ks, st, pd, dl, op)]
+  full = np.zeros((n, cout_g*groups, *[o + 2*p for o, p in zip(out, pd)]))
   cin_g = cin // groups
   for ci in range(cin):
     g = ci // cin_g
     for pos in itertools.product(*[range(i) for i in sp]):
       for kp in itertools.product(*[range(k) for k in ks]):
-        tgt = tuple(p*stride + k*dilation for p, k in zip(pos, kp))
+        tgt = tuple(p*s + k*d for p, k, s, d in zip(pos, kp, st, dl))
         full[(slice(None), slice(g*cout_g, (g+1)*cout_g)) + tgt] += x[(slice(None), ci) + pos][:, None] * w[(ci, slice(None)) + kp]
-  return full[(slice(None), slice(None)) + tuple(slice(padding, padding + o) for o in out)]
+  return full[(slice(None), slice(None)) + tuple(slice(p, p + o) for o, p in zip(out, pd))]
 
 @pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [(1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 0, 2, 2, 2), (2, 2, 0, 1, 2)])
 def test_conv_transpose2d(stride, padding, output_padding, dilation, groups):
@@ -371,15 +372,16 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
   the gradient there (zero in the cropped border)"""
   n, cin, *sp = x.shape
   _, cout_g, *ks = w.shape
-  gf = np.pad(g.astype(np.float64), [(0, 0), (0, 0)] + [(padding, padding)]*len(sp))
-  gf = np.pad(gf, [(0, 0), (0, 0)] + [(0, max(0, (i-1)*stride + (k-1)*dilation + 1 - f)) for i, k, f in zip(sp, ks, gf.shape[2:])])
+  st, pd, dl = ((v,)*len(sp) if isinstance(v, int) else v for v in (stride, padding, dilation))
+  gf = np.pad(g.astype(np.float64), [(0, 0), (0, 0)] + [(p, p) for p in pd])
+  gf = np.pad(gf, [(0, 0), (0, 0)] + [(0, max(0, (i-1)*s + (k-1)*d + 1 - f)) for i, k, s, d, f in zip(sp, ks, st, dl, gf.shape[2:])])
   dx, dw = np.zeros(x.shape), np.zeros(w.shape)
   cin_g = cin // groups
   for ci in range(cin):
     co = slice((ci // cin_g)*cout_g, (ci // cin_g + 1)*cout_g)
     for pos in itertools.product(*[range(i) for i in sp]):
       for kp in itertools.product(*[range(k) for k in ks]):
-        tgt = tuple(p*stride + k*dilation for p, k in zip(pos, kp))
+        tgt = tuple(p*s + k*d for p, k, s, d in zip(pos, kp, st, dl))
         gv = gf[(slice(None), co) + tgt]  # (n, cout_g)
         dx[(slice(None), ci) + pos] += gv @ w[(ci, slice(None)) + kp]
         dw[(ci, slice(None)) + kp] += x[(slice(None), ci) + pos] @ gv
@@ -389,25 +391,59 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
 # output_padding, groups, a 1-D and a 3-D case; forward and both gradients
 @pytest.mark.parametrize("xs,ws,stride,padding,output_padding,groups", [((2, 4, 5, 6), (4, 3, 4, 4), 2, 1, 0, 1), ((1, 4, 4, 5), (4, 2, 3, 3), 2, 0, 1, 2),
                                                                          ((2, 2, 3, 3), (2, 3, 5, 3), 3, 2, 2, 1), ((2, 4, 7), (4, 3, 4), 3, 1, 0, 1),
-                                                                         ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), 2, 0, 1, 2), ((1, 3, 6, 7), (3, 1, 3, 3), 2, 3, 1, 3)])
-def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups):
+                                                                         ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), 2, 0, 1, 2), ((1, 3, 6, 7), (3, 1, 3, 3), 2, 3, 1, 3),
+                                                                         ((2, 3, 3, 4), (3, 2, 2, 2), 3, 0, 1, 1), ((2, 4, 3, 5), (4, 2, 2, 2), 2, 0, 1, 1),
+                                                                         ((1, 2, 4, 3), (2, 3, 1, 1), 2, 0, 1, 1), ((2, 4, 5, 6), (4, 8, 4, 4), 2, 1, 0, 1),
+                                                                         ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2)])
+def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, monkeypatch):
+  # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last two cases), whose buffer is then
+  # channels-last; unpacked, the conv is written out before the interleave. A kernel no multiple of the stride is one conv with zero
+  # taps, or (MIN_SKIPPED_MACS 0, no gradient) a conv per class of phases with as many taps
+  from tinygrad.helpers import Context
+  from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
+  from tinygrad import tensor_conv
   from tinygrad.tensor_conv import _phase_taps
   x, w, b = rnd(*xs), rnd(*ws), rnd(ws[1] * groups)
   nd = len(xs) - 2
   assert _phase_taps(xs[2:], ws[2:], (stride,)*nd, (1,)*nd, (padding,)*nd, (output_padding,)*nd) is not None
   want = np_conv_transpose(x, w, stride, padding, output_padding, 1, groups) + b.reshape((1, -1) + (1,)*nd)
   g = rnd(*want.shape)
-  tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
-  out = tx.conv_transpose2d(tw, tb, groups=groups, stride=stride, padding=padding, output_padding=output_padding)
+  dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, 1, groups)
+  for pk, min_skipped in ((0, 1 << 62), (0, 0), (2, 0)):
+    monkeypatch.setattr(tensor_conv, "MIN_SKIPPED_MACS", min_skipped)
+    with Context(PACK=pk):
+      np.testing.assert_allclose(Tensor(x).conv_transpose2d(Tensor(w), Tensor(b), groups=groups, stride=stride, padding=padding,
+                                                            output_padding=output_padding).numpy(), want, rtol=1e-4, atol=1e-4)
+      tx, tw, tb = (Tensor(a, requires_grad=True) for a in (x, w, b))
+      out = tx.conv_transpose2d(tw, tb, groups=groups, stride=stride, padding=padding, output_padding=output_padding)
+      (out * Tensor(g)).sum().backward()
+      np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+      np.testing.assert_allclose(tb.grad.numpy(), g.sum((0,) + tuple(range(2, 2 + nd))), rtol=1e-4, atol=1e-4)
+  # no phases: a dilation along a strided axis
+  assert _phase_taps((4, 4), (3, 3), (2, 2), (2, 2), (0, 0), (0, 0)) is None
+
+# per-axis strides, paddings and output_paddings with a non-square kernel and groups: phases along one axis, a plain or dilated one
+# along the other, against numpy's scatter loops, forward and both gradients
+@pytest.mark.parametrize("stride,padding,output_padding,dilation", [((2, 3), (1, 0), (1, 2), 1), ((3, 1), (2, 1), (0, 0), (1, 2)),
+                                                                    ((1, 2), (0, 2), (0, 1), (2, 1))])
+def test_conv_transpose_per_axis(stride, padding, output_padding, dilation, monkeypatch):
+  from tinygrad import tensor_conv
+  # without a gradient, a class of phases per tap count along the kernel's 3 at stride 2 or 3 (MIN_SKIPPED_MACS 0)
+  monkeypatch.setattr(tensor_conv, "MIN_SKIPPED_MACS", 0)
+  x, w = rnd(2, 4, 4, 5), rnd(4, 3, 3, 4)
+  want = np_conv_transpose(x, w, stride, padding, output_padding, dilation, 2)
+  kw = dict(groups=2, stride=stride, padding=padding, output_padding=output_padding, dilation=dilation)
+  np.testing.assert_allclose(Tensor(x).conv_transpose2d(Tensor(w), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
+  g = rnd(*want.shape)
+  tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+  out = tx.conv_transpose2d(tw, **kw)
   (out * Tensor(g)).sum().backward()
   np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
-  dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, 1, groups)
+  dx, dw = np_conv_transpose_grads(x, w, g, stride, padding, dilation, 2)
   np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
-  np.testing.assert_allclose(tb.grad.numpy(), g.sum((0,) + tuple(range(2, 2 + nd))), rtol=1e-4, atol=1e-4)
-  # no phases: a kernel shorter than the stride, a dilation along a strided axis
-  assert _phase_taps((4, 4), (2, 2), (3, 3), (1, 1), (0, 0), (0, 0)) is None
-  assert _phase_taps((4, 4), (3, 3), (2, 2), (2, 2), (0, 0), (0, 0)) is None
 
 def np_pool(x, k, s, pad, ceil_mode, reduce, count_include_pad=True):
   """torch's pooling rules by loops over output windows: -inf/0 padding, ceil_mode windows that start inside input or left padding"""

@@ -26,6 +26,9 @@ def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
   if len(padding) == 2*nd: return list(padding)
   raise ValueError(f"padding {padding} needs an int, one per spatial axis ({nd}), two per axis ({2*nd}), 'same' or 'valid'")
 
+def _spans(x, spans:dict):
+  """x shrunk to spans {axis: (start, end)}, the other axes whole"""
+  return x.shrink(tuple(spans.get(j, (0, m)) for j, m in enumerate(x.shape)))
 def _pad_after(x, ax:int, n:int): return x.pad(tuple((0, n) if j == ax else (0, 0) for j in range(x.ndim)))
 def _cut(x, ax:int, n:int): return x.shrink(tuple((0, n) if j == ax else (0, m) for j, m in enumerate(x.shape)))
 
@@ -305,10 +308,11 @@ class _AxisPhases(NamedTuple):
   out: int        # conv_transpose's output size
 
 def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, out_pads:tuple) -> tuple|None:
-  """the per-axis phases of a strided conv_transpose, or None where the zero-stuffed form stays: no stride, a symbolic size, a kernel
-  shorter than the stride (phases without taps) or dilated along a strided axis (its phases' taps end at different offsets)"""
+  """the per-axis phases of a strided conv_transpose, or None where the zero-stuffed form stays: no stride, a symbolic size or a kernel
+  dilated along a strided axis (its phases' taps end at different offsets). A kernel shorter than the stride leaves phases without
+  taps: their sub-kernel is zeros"""
   if all(s == 1 for s in strides) or not all(isinstance(v, int) for v in spatial): return None
-  if any(s > 1 and (d > 1 or k < s) for k, s, d in zip(ks, strides, dils)): return None
+  if any(s > 1 and d > 1 for s, d in zip(strides, dils)): return None
   ret = []
   for i, k, s, d, p, op in zip(spatial, ks, strides, dils, pads, out_pads):
     out = (i-1)*s - 2*p + d*(k-1) + op + 1
@@ -317,49 +321,88 @@ def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, 
     ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v1 - v0 + 1, p - s*v0, out))
   return tuple(ret)
 
+# a kernel no multiple of the stride is split into classes of phases (_tap_classes) where that skips at least this many products with
+# zeros and no gradient flows: each class is a conv of its own, with its Python, scheduling and kernels (3x3 stride 2 at one thread,
+# CPU time: b8 64->64 28x28, 1.9e8 skipped, forward 14.6 -> 13.0 ms on a loaded host; 128->64, 3.9e8, 14.6 -> 11.4 ms quiet). With both
+# gradients each class's are convs and matmuls of their own too: 128->64 25.5 -> 29.5 ms
+MIN_SKIPPED_MACS = 1 << 28
+
+def _tap_classes(ph:_AxisPhases, split:bool) -> list[tuple[int, int, int]]:
+  """an axis's phases as ranges [r0, r1) of the same number of taps n: where the kernel is no multiple of the stride (3 at stride 2:
+  phase 0 has taps 0 and 2, phase 1 tap 1) and `split`, the longer ones, then the shorter ones, each its own conv so that no tap
+  multiplies a zero (3x3 stride 2: 9 of 16 products). Else one class: its shorter phases (none with no taps: a kernel shorter than the
+  stride) get zero taps"""
+  if not split or ph.k % ph.s == 0 or ph.taps == 1: return [(0, ph.s, ph.taps)]
+  return [(0, ph.k % ph.s, ph.taps), (ph.k % ph.s, ph.s, ph.taps - 1)]
+
 def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
-  """a strided conv_transpose as one stride-1 conv of the input (not the zero-stuffed one, prod(stride) times bigger, whose products
-  with the zeros are most of the work) against every phase's sub-kernel stacked along the output channels, then the phases interleaved
-  by a reshape (b8 64->32 28x28 4x4 stride 2: 4x fewer multiply-adds)"""
-  nd = len(phases)
+  """a strided conv_transpose as stride-1 convs of the input (not the zero-stuffed one, prod(stride) times bigger, whose products
+  with the zeros are most of the work) against the phases' sub-kernels stacked along the output channels, one conv per class of phases
+  with as many taps (_tap_classes), then the phases interleaved by a reshape (b8 64->32 28x28 4x4 stride 2: 4x fewer multiply-adds)"""
+  nd, n = len(phases), x.shape[0]
   cin, cout_g, *ks = weight.shape
-  # (groups, Cin/groups, Cout/groups, *taps, *phases): per axis, phase r's sub-kernel in the conv's order is the flipped kernel's
-  # k-1-r-(n-1)*s, ..., k-1-r (its n taps r + m*s, m descending) after taps - n zeros
-  w = weight.reshape((groups, cin // groups, cout_g) + tuple(ks)).flip(tuple(range(3, 3 + nd)))
+  # per axis, tap j = m*s + r of phase r (the kernel padded with zeros to taps*s: a phase with fewer taps gets zeros at m's top, where
+  # a shorter kernel has none) is the conv's tap taps-1-m: a pad, a reshape and a flip, so the sub-kernels are a view of the weight
+  w = weight.reshape((groups, cin // groups, cout_g) + tuple(ks))
   for a, ph in enumerate(phases):
-    subs = []
-    for r in range(ph.s):
-      n = (ph.k - 1 - r) // ph.s + 1
-      sub = _strided_take(w, 3 + a, ph.k - 1 - r - (n-1)*ph.s, n, ph.s)
-      subs.append(sub.pad(tuple((ph.taps - n, 0) if j == 3 + a else (0, 0) for j in range(sub.ndim))))
-    w = subs[0].stack(*subs[1:], dim=-1) if len(subs) > 1 else subs[0].unsqueeze(-1)
-  # -> (groups, *phases, Cout/groups, Cin/groups, *taps): the conv's output channels by group, then phase. Written out (prod(kernel) x
-  # Cin x Cout floats): the phases' taps gathered in the conv's loop are a gated load each, and schedule/pack.py packs only a weight with
-  # an affine address
-  w = w.permute((0,) + tuple(range(3 + nd, 3 + 2*nd)) + (2, 1) + tuple(range(3, 3 + nd)))
-  # Its gradient is written out too, as the (Cout, Cin * taps) matrix im2col's weight gradient is: left a view, the gather back to the
-  # kernel's taps fused that matmul once per tap (b8 64->32 28x28 4x4 s2: 1 s); as (Cout, Cin, *taps), its reduce ran along the panels'
-  # axes split apart (51 against 12 ms of one core)
-  rows, taps = groups * prod(ph.s for ph in phases) * cout_g, tuple(ph.taps for ph in phases)
-  w = w.reshape(rows, cin // groups * prod(taps)).contiguous().contiguous_backward().reshape((rows, cin // groups) + taps)
-  # negative pads cut the input first: conv2d pads (and writes out) the rest itself
-  for a, ph in enumerate(phases):
-    cut_lo, cut_hi = max(0, -ph.pads[0]), max(0, -ph.pads[1])
-    if cut_lo or cut_hi: x = x.shrink(tuple((cut_lo, m - cut_hi) if j == 2 + a else (0, m) for j, m in enumerate(x.shape)))
+    ax = 3 + 2*a
+    w = _pad_after(w, ax, ph.taps*ph.s - ph.k).reshape(tuple(w.shape[:ax]) + (ph.taps, ph.s) + tuple(w.shape[ax+1:])).flip(ax)
+  # -> (groups, *phases, Cout/groups, Cin/groups, *taps), written out once (prod(kernel) x Cin x Cout floats): schedule/pack.py packs
+  # only a weight with an affine address, which a class's slice of it is
+  w = w.permute((0,) + tuple(4 + 2*a for a in range(nd)) + (2, 1) + tuple(3 + 2*a for a in range(nd)))
+  w = w.reshape(prod(w.shape[:2 + nd]), prod(w.shape[2 + nd:])).contiguous().reshape(w.shape)
+  # negative pads cut the input first. With one class conv2d pads (and writes out) the rest itself; with more the input is padded for
+  # the longest taps and written out once, and a class with n taps starts d*(taps - n) into it
+  x = _spans(x, {2 + a: (max(0, -ph.pads[0]), x.shape[2 + a] - max(0, -ph.pads[1])) for a, ph in enumerate(phases)})
   flat = [max(0, v) for ph in reversed(phases) for v in ph.pads]
+  # products with zeros per pixel, input and output channel that classes skip: s*taps per axis in one conv, k once the axis is split
+  zeros = prod(ph.s * ph.taps for ph in phases) - prod(ph.k if len(_tap_classes(ph, True)) > 1 else ph.s * ph.taps for ph in phases)
+  split = n * prod(ph.size for ph in phases) * cin * cout_g * zeros >= MIN_SKIPPED_MACS and not (_wants_grad(x) or _wants_grad(weight))
+  per_axis = [_tap_classes(ph, split) for ph in phases]
+  if prod(len(c) for c in per_axis) > 1 and any(flat): x, flat = x.pad(flat).contiguous(), [0]*2*nd
+  blocks = {}
+  for key in itertools.product(*[range(len(c)) for c in per_axis]):
+    cls = tuple(c[i] for c, i in zip(per_axis, key))
+    wc = _spans(w, {ax: span for a, (ph, (r0, r1, nt)) in enumerate(zip(phases, cls))
+                    for ax, span in ((1 + a, (r0, r1)), (3 + nd + a, (ph.taps - nt, ph.taps)))})
+    xc = _spans(x, {2 + a: (ph.d*(ph.taps - nt), x.shape[2 + a]) for a, (ph, (_, _, nt)) in enumerate(zip(phases, cls))})
+    blocks[key] = _class_conv(xc, wc, groups, phases, flat)
+  # the classes' blocks (N, groups, *their phases, Cout/groups, *sizes) joined along each phase axis, the last axis first
+  for a in reversed(range(nd)):
+    merged: dict = {}
+    for key in sorted(blocks): merged.setdefault(key[:a], []).append(blocks[key])
+    blocks = {k: v[0].cat(*v[1:], dim=2 + a) if len(v) > 1 else v[0] for k, v in merged.items()}
+  # (N, groups, *phases, Cout/groups, *sizes) -> (N, groups, Cout/groups, size0, s0, size1, s1, ...) -> (N, Cout, *out)
+  y = blocks[()].permute((0, 1, 2 + nd) + tuple(i for a in range(nd) for i in (3 + nd + a, 2 + a)))
+  y = y.reshape((n, groups * cout_g) + tuple(ph.size * ph.s for ph in phases))
+  y = y.shrink(((0, n), (0, groups * cout_g)) + tuple((ph.crop, ph.crop + ph.out) for ph in phases))
+  return y if bias is None else y + bias.reshape((1, groups * cout_g) + (1,)*nd)
+
+def _class_conv(x, w, groups:int, phases:tuple, flat:list):
+  """one class of phases' conv: x (N, Cin, ...) from the class's first tap, w its sub-kernels (groups, p0, p1, ..., Cout/groups,
+  Cin/groups, *taps) -> (N, groups, p0, p1, ..., Cout/groups, *sizes)"""
+  from tinygrad.schedule.pack import packs_along
+  nd, n = len(phases), x.shape[0]
+  counts, (cout_g, cin_g), taps = tuple(w.shape[1:1 + nd]), w.shape[1 + nd:3 + nd], tuple(w.shape[3 + nd:])
+  # the gradient of the class's weight is written out as the (Cout, Cin * taps) matrix im2col's weight gradient is: left a view, the
+  # gather back to the kernel's taps fused that matmul once per tap (b8 64->32 28x28 4x4 s2: 1 s); as (Cout, Cin, *taps), its reduce
+  # ran along the panels' axes split apart (51 against 12 ms of one core)
+  rows = groups * prod(counts) * cout_g
+  w = w.reshape(rows, cin_g * prod(taps)).contiguous_backward().reshape((rows, cin_g) + taps)
+  sizes = tuple(ph.size for ph in phases)
   out = x.conv2d(w, None, groups, 1, tuple(ph.d for ph in phases), flat)  # (N, groups * phases * Cout/groups, *sizes)
+  # the conv is written out before the interleave: left a view, its reduce runs over the interleaved output, each element's phase picking
+  # its sub-kernel by index math (b8 128->64 28x28 2x2 s2: 34 against 90 GFLOP/s). A direct conv whose weight is packed along the output
+  # channels (schedule/pack.py) is written channels-last by the pack already; a pointwise one is a matmul per image, written with its pixels
+  # as one axis, as conv2d's own is
+  if not packs_along(x.device, rows, n * prod(sizes) * rows * cin_g * prod(taps)) or all(t == 1 for t in taps):
+    out = out.reshape(n, rows, prod(sizes)).contiguous().reshape(out.shape)
   # its gradient is written out once, channels-last: read through the interleave and the crop's zeros, it was a gated load in both of its
   # gradient's matmuls, and NCHW the input gradient's reduce over the channels strides (b8 64->32 28x28 4x4 s2, one core: the weight
   # gradient 39 -> 4 ms, the input gradient's matmul 7 ms as before)
   last = (0,) + tuple(range(2, 2 + nd)) + (1,)
   out = out.permute(last).contiguous_backward().permute(tuple(last.index(i) for i in range(2 + nd)))
-  # (N, groups, *phases, Cout/groups, *sizes) -> (N, groups, Cout/groups, size0, s0, size1, s1, ...) -> (N, Cout, *out)
-  n = x.shape[0]
-  y = out.reshape((n, groups) + tuple(ph.s for ph in phases) + (cout_g,) + tuple(ph.size for ph in phases))
-  y = y.permute((0, 1, 2 + nd) + tuple(i for a in range(nd) for i in (3 + nd + a, 2 + a)))
-  y = y.reshape((n, groups * cout_g) + tuple(ph.size * ph.s for ph in phases))
-  y = y.shrink(((0, n), (0, groups * cout_g)) + tuple((ph.crop, ph.crop + ph.out) for ph in phases))
-  return y if bias is None else y + bias.reshape((1, groups * cout_g) + (1,)*nd)
+  return out.reshape((n, groups) + counts + (cout_g,) + sizes)
 
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
