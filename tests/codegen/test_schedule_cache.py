@@ -2,7 +2,7 @@
 that differ in anything the schedule bakes in (shape, dtype, device, constants, which nodes share a buffer) never share one."""
 import numpy as np, pytest
 from tinygrad import Tensor
-from tinygrad.helpers import Context
+from tinygrad.helpers import Context, GlobalCounters
 from tinygrad.uop.ops import Variable
 from tinygrad.schedule import cache
 
@@ -149,3 +149,47 @@ def test_contiguous_of_constants_shares_schedules_and_stays_apart():
     np.testing.assert_array_equal(q.numpy(), 2 * ar)
     assert GlobalCounters.kernel_count == (k == 2)
   assert cache.stats == {"hits": 4, "misses": 4}  # misses: the first loop, k=0, k=2 and its q
+
+def test_constant_subgraphs_hit_and_key_their_shape():
+  # x[ids] compares ids with an arange of the axis: a graph of constants that later walks skip (cache._STATIC). Each call's ids and
+  # weights are read; another axis length is another arange, another key
+  for n, seed in ((37, 0), (37, 1), (37, 2), (41, 3), (37, 4)):
+    w, ids = rand(n, 5, seed=seed), np.random.default_rng(seed).integers(-n, n, 9).astype(np.int32)
+    np.testing.assert_array_equal(Tensor(w)[Tensor(ids)].numpy(), w[ids])
+  assert cache.stats == {"hits": 3, "misses": 2}
+
+def test_intermediates_found_again_after_a_constant_graph_is_first_walked():
+  # the miss walks into the new constant graph (an arange never seen before), the hits stop at it: the live handle on the realized
+  # intermediate must be found at the same place either way
+  for i in range(3):
+    a = rand(6, 11, seed=i)
+    x = Tensor(a)
+    m = (x + Tensor.arange(11).float() * 0.37).max(1, keepdim=True)
+    e, s = (x - m).exp(), (x - m).sum()
+    Tensor.realize(e, s)
+    GlobalCounters.reset()
+    ref_m = (a + np.arange(11, dtype=np.float32) * np.float32(0.37)).max(1, keepdims=True)
+    np.testing.assert_allclose(e.numpy(), np.exp(a - ref_m), rtol=1e-5)
+    np.testing.assert_allclose(s.numpy(), (a - ref_m).sum(), rtol=1e-4)
+    np.testing.assert_allclose(m.numpy(), ref_m, rtol=1e-6)
+    assert GlobalCounters.kernel_count == 0  # m was realized on the way: its handle reads that buffer
+  assert cache.stats["hits"] == 2
+
+def test_realized_constant_graphs_replay():
+  # a graph of constants alone realized with one that reads a buffer: its result is a static node, found by itself on a hit
+  for i in range(3):
+    a = rand(4, seed=i)
+    c, y = Tensor.arange(4).float() * 3 + 1, Tensor(a) * 2
+    Tensor.realize(c, y)
+    np.testing.assert_array_equal(c.numpy(), np.arange(4) * 3 + 1)
+    np.testing.assert_allclose(y.numpy(), a * 2)
+  assert cache.stats["hits"] >= 2
+
+def test_variable_under_constants_takes_each_value():
+  # a bound Variable inside an otherwise constant graph keeps it from being static: each call reads its own value
+  v = Variable("k", 1, 9)
+  for k in (2, 5, 9, 5):
+    a = rand(9, seed=k)
+    y = (Tensor.arange(9).float().shrink(((0, v.bind(k)),)) + Tensor(a).shrink(((0, v.bind(k)),))) * 2
+    np.testing.assert_allclose(y.numpy(), (np.arange(k) + a[:k]) * 2, rtol=1e-6)
+  assert cache.stats["hits"] >= 2

@@ -114,6 +114,14 @@ def test_advanced_getitem_devices(device):
   check(t[Tensor(m, device=device)], X[m])
   check(Tensor(X[0, 0].astype(np.int32), device=device)[[True, False, True, True, False]], X[0, 0, [0, 2, 3]].astype(np.int32))
 
+def test_advanced_getitem_with_a_symbolic_position():
+  # a bound Variable as a position takes its axis away like an int, next to tensor indices too
+  from tinygrad.uop.ops import Variable
+  v = Variable("p", 0, 3).bind(2)
+  check(Tensor(X)[v, Tensor([3, 0, 1])], X[2, [3, 0, 1]])
+  check(Tensor(X)[Tensor([1, 0]), v], X[[1, 0], 2])
+  check(Tensor(X)[:, v, Tensor([4, -1])], X[:, 2, [4, -1]])
+
 def test_getitem_errors():
   t = Tensor(X)
   with pytest.raises(IndexError, match="int or bool, got dtypes.float"): t[Tensor([0.5])]

@@ -4,6 +4,7 @@ so x[idx] is one lazy graph. A boolean mask becomes the positions of its True el
 from __future__ import annotations
 from typing import Any
 from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, all_int
 
@@ -22,6 +23,8 @@ def _positions(mask:list, shape:tuple) -> list[list[int]]:
     if not m: continue
     for d in reversed(range(len(shape))): coords[d].append(flat % shape[d]); flat //= shape[d]
   return coords
+
+_WHOLE = slice(None)
 
 class TensorIndexMixin:
   def _index_tensors(self, idx:tuple) -> tuple:
@@ -47,32 +50,35 @@ class TensorIndexMixin:
     return tuple(out)
 
   def _getitem(self, idx:tuple):
-    from tinygrad.tensor import Tensor
+    from tinygrad.tensor import Tensor, _handle
     if not any(isinstance(i, (Tensor, list)) for i in idx): return super()._getitem(idx)
     idx = self._index_tensors(idx)
-    # the basic part first (tensor axes kept whole), noting where each tensor's axis lands in its result
-    x = super()._getitem(tuple(slice(None) if isinstance(i, Tensor) else i for i in idx))
+    # the basic part first (tensor axes kept whole), noting where each tensor's axis lands in its result. The graph is built on the
+    # nodes, wrapped in one handle at the end: a handle per step costs as much again as the step (x[ids] is ~15 of them)
+    basic = tuple(slice(None) if isinstance(i, Tensor) else i for i in idx)
+    x = (self if all([type(i) is slice and i == _WHOLE for i in basic]) else super()._getitem(basic)).uop  # an embedding's w[ids] has nothing to slice
     tdims, tensors, first, odim = [], [], None, 0
-    adv = [p for p, i in enumerate(idx) if isinstance(i, (Tensor, int))]  # ints count as advanced next to tensors, like numpy
+    # ints (and a symbolic position, a UOp) count as advanced next to tensors, like numpy; they take their axis away
+    adv = [p for p, i in enumerate(idx) if isinstance(i, (Tensor, int, UOp))]
     for p, i in enumerate(idx):
       if p == adv[0]: first = odim
-      if isinstance(i, Tensor): tdims.append(odim); tensors.append(i)
-      if not isinstance(i, int): odim += 1
+      if isinstance(i, Tensor): tdims.append(odim); tensors.append(i.uop)
+      if not isinstance(i, (int, UOp)): odim += 1
     sizes = [x.shape[d] for d in tdims]
     B = _broadcast_shape(*[t.shape for t in tensors])
-    rest = [d for d in range(x.ndim) if d not in tdims]
+    rest = [d for d in range(len(x.shape)) if d not in tdims]
     # one-hot over the indexed axes, flattened into one: (B..., N) against x's (N, rest...)
     mask = None
     for k, (t, n) in enumerate(zip(tensors, sizes)):
-      t = (t < 0).where(t + n, t).reshape((1,)*(len(B)-t.ndim) + tuple(t.shape))
+      t = (t < 0).where(t + n, t).reshape((1,)*(len(B)-len(t.shape)) + tuple(t.shape))
       hit = t.reshape(tuple(t.shape) + (1,)*len(sizes)).eq(x._arange(n).reshape(tuple(n if j == k else 1 for j in range(len(sizes)))))
       mask = hit if mask is None else mask & hit
     N = prod(sizes)
     mask = mask.expand(B + tuple(sizes)).reshape(B + (N,) + (1,)*len(rest))
     ret = x.permute(tdims + rest).reshape((1,)*len(B) + (N,) + tuple(x.shape[d] for d in rest))._pick(mask, len(B))
-    if adv[-1] - adv[0] + 1 != len(adv): return ret  # advanced indices apart: their axes go first
-    order = list(range(len(B), len(B) + first)) + list(range(len(B))) + list(range(len(B) + first, ret.ndim))
-    return ret.permute(order)
+    if adv[-1] - adv[0] + 1 != len(adv): return _handle(ret)  # advanced indices apart: their axes go first
+    order = list(range(len(B), len(B) + first)) + list(range(len(B))) + list(range(len(B) + first, len(ret.shape)))
+    return _handle(ret.permute(order))
 
   def __setitem__(self, indices, v:Any):
     """self[indices] = v writes into self's buffer (v broadcasts to the indexed shape and takes self's dtype). With tensor or list
