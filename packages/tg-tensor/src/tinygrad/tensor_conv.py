@@ -6,7 +6,7 @@ phases (_phase_conv_transpose), else of the stride-dilated input."""
 from __future__ import annotations
 import contextvars, itertools
 from typing import NamedTuple
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, ceildiv
 
 def _per_axis(x, nd:int, what:str) -> tuple:
   ret = (x,)*nd if isinstance(x, int) else tuple(x)
@@ -107,8 +107,6 @@ def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
     taps.append(t)
   return taps[0].stack(*taps[1:], dim=-1)
 
-def _per_phase(k:int, s:int) -> int: return -(-k // s)
-
 def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   """the padded input (N, C, *spatial) written out once with its last axis split into the stride's phases, (N, C, q0, s0, ..., s_last,
   q_last) for rows q*s + b, and its windows as (N, C, *out, A0, s0, A1, s1, ...): tap a*s + b of an axis reads phase b at row o + a, so
@@ -117,7 +115,7 @@ def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   reads and writes as locally as the padded copy it replaces. A = ceil(k/s) taps per phase: taps past k meet the weight's zeros
   (_phase_weight)"""
   nd, (n, c) = len(ks), x.shape[:2]
-  taps = tuple(_per_phase(k, s) for k, s in zip(ks, strides))
+  taps = tuple(ceildiv(k, s) for k, s in zip(ks, strides))
   need = tuple(s * (o + a - 1) for s, o, a in zip(strides, out, taps))  # rows a phase's windows read, all phases together
   x = x.pad(((0, 0), (0, 0)) + tuple((0, max(0, m - i)) for i, m in zip(x.shape[2:], need)))
   x = x.shrink(((0, n), (0, c)) + tuple((0, m) for m in need))
@@ -130,12 +128,12 @@ def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   order = (0, 1) + tuple(2 + nd + a for a in range(nd)) + tuple(v for a in range(nd) for v in (2 + 2*nd + a, 2 + a))
   return win.permute(order)
 
-def _phase_weight(weight, strides:tuple):
-  """(Cout, Cin/groups, *ks) -> (Cout, Cin/groups, A0, s0, A1, s1, ...): the kernel padded with zeros to A*s taps per axis, tap a*s + b"""
-  nd = len(strides)
-  taps = tuple(_per_phase(k, s) for k, s in zip(weight.shape[2:], strides))
-  w = weight.pad(((0, 0), (0, 0)) + tuple((0, a*s - k) for a, s, k in zip(taps, strides, weight.shape[2:])))
-  return w.reshape(tuple(weight.shape[:2]) + tuple(v for a, s in zip(taps, strides) for v in (a, s)))
+def _phase_weight(weight, strides:tuple, lead:int=2):
+  """(*lead axes, *ks) -> (*lead axes, A0, s0, A1, s1, ...): the kernel padded with zeros to A = ceil(k/s) taps of s per axis, tap a*s + b"""
+  ks = tuple(weight.shape[lead:])
+  taps = tuple(ceildiv(k, s) for k, s in zip(ks, strides))
+  w = weight.pad(((0, 0),)*lead + tuple((0, a*s - k) for a, s, k in zip(taps, strides, ks)))
+  return w.reshape(tuple(weight.shape[:lead]) + tuple(v for a, s in zip(taps, strides) for v in (a, s)))
 
 def _phased(x, weight, groups:int, strides:tuple, dils:tuple, out:tuple) -> bool:
   """whether the direct form reads a strided conv through its phases: its vectors run along the output's rows (fewer output channels
@@ -317,7 +315,7 @@ def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, 
   for i, k, s, d, p, op in zip(spatial, ks, strides, dils, pads, out_pads):
     out = (i-1)*s - 2*p + d*(k-1) + op + 1
     if out <= 0: raise ValueError(f"conv_transpose2d of an axis of size {i} with kernel {k}, stride {s}, padding {p} has no output")
-    taps, v0, v1 = -(-k // s), p // s, (p + out - 1) // s
+    taps, v0, v1 = ceildiv(k, s), p // s, (p + out - 1) // s
     ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v1 - v0 + 1, p - s*v0, out))
   return tuple(ret)
 
@@ -343,10 +341,8 @@ def _phase_conv_transpose(x, weight, bias, groups:int, phases:tuple):
   cin, cout_g, *ks = weight.shape
   # per axis, tap j = m*s + r of phase r (the kernel padded with zeros to taps*s: a phase with fewer taps gets zeros at m's top, where
   # a shorter kernel has none) is the conv's tap taps-1-m: a pad, a reshape and a flip, so the sub-kernels are a view of the weight
-  w = weight.reshape((groups, cin // groups, cout_g) + tuple(ks))
-  for a, ph in enumerate(phases):
-    ax = 3 + 2*a
-    w = _pad_after(w, ax, ph.taps*ph.s - ph.k).reshape(tuple(w.shape[:ax]) + (ph.taps, ph.s) + tuple(w.shape[ax+1:])).flip(ax)
+  w = _phase_weight(weight.reshape((groups, cin // groups, cout_g) + tuple(ks)), tuple(ph.s for ph in phases), 3)
+  w = w.flip(tuple(3 + 2*a for a in range(nd)))
   # -> (groups, *phases, Cout/groups, Cin/groups, *taps), written out once (prod(kernel) x Cin x Cout floats): schedule/pack.py packs
   # only a weight with an affine address, which a class's slice of it is
   w = w.permute((0,) + tuple(4 + 2*a for a in range(nd)) + (2, 1) + tuple(3 + 2*a for a in range(nd)))
