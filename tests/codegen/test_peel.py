@@ -90,3 +90,38 @@ def test_odd_panel_copy_threads_outside_its_gate():
   opt = apply_opts(ast, [Opt(U, 2, 16), Opt(T, 1, 2), Opt(S, 0, 1)])
   assert len(peel_gates(opt).src) == 2
   for run in (run_cpu, run_python): np.testing.assert_array_equal(run(opt, ins, ref(*ins).size), ref(*ins))
+
+def scalar_cat(h:int, w1:int, w2:int):
+  """cat of (h, w1) and (h, w2) along the last axis as the scheduler writes it: one loop over the h x (w1+w2) output, each input's load
+  gated by the column (`j < w1`, `w1-1 < j`) and reading 0 outside it, the loads added"""
+  w = w1 + w2
+  def body(out, a, b):
+    i, j = UOp.range(h, 0), UOp.range(w, 1)
+    la, lb = a[i*w1 + j].load(), b[i*w2 + j - w1].load()
+    ga = UOp(Ops.LOAD, la.dtype, (la.src[0], la.const_like(0.0), j < w1))
+    gb = UOp(Ops.LOAD, lb.dtype, (lb.src[0], lb.const_like(0.0), (w1 - 1) < j))
+    return i*w + j, ga + gb, (i, j)
+  def ref(a, b): return np.concatenate([a.reshape(h, w1), b.reshape(h, w2)], 1).ravel()
+  return kernel((h, w), body, 2, [h*w1, h*w2], h*w, "cat"), ref
+
+def _gated_loads(x:UOp) -> int: return sum(1 for u in x.toposort() if u.op is Ops.LOAD and len(u.src) == 3)
+
+def test_scalar_loop_is_cut_where_its_gates_turn():
+  # no width divides 1000+1001: the loop over the columns stays scalar, and each load's gate moves along it. It is cut at 1000 into two
+  # loops, each reading one input ungated, the other input's load folded to its 0
+  (ast, ins), ref = scalar_cat(5, 1000, 1001)
+  assert vector_gate_ranges(ast)
+  parts = peel_gates(ast).src
+  assert len(parts) == 2 and all(_gated_loads(p) == 0 for p in parts)
+  assert sorted(r.src[0].arg for p in parts for r in p.toposort() if r.op is Ops.RANGE and r.src[0].arg != 5) == [1000, 1001]
+  for run in (run_cpu, run_python): np.testing.assert_array_equal(run(peel_gates(ast), ins, ref(*ins).size), ref(*ins))
+
+def test_vector_cut_keeps_its_mixed_trips_gated():
+  # 13+14 columns upcast by 4 (padded to 28): trips 0-2 read only a, trip 3 holds column 12 of a and 13-15 of b, trips 4-5 only b, trip 6
+  # the last column of b and 3 padded lanes: the decided trips run ungated, the other two keep their gates
+  (ast, ins), ref = scalar_cat(3, 13, 14)
+  opt = apply_opts(ast, [Opt(P, 1, 4), Opt(U, 1, 4)])
+  parts = peel_gates(opt).src
+  assert len(parts) == 4 and [_gated_loads(p) > 0 or any(len(u.src) == 3 for u in p.toposort() if u.op is Ops.STORE) for p in parts] == \
+    [False, False, True, True]
+  for run in (run_cpu, run_python): np.testing.assert_array_equal(run(opt, ins, ref(*ins).size), ref(*ins))

@@ -5,8 +5,12 @@ no vector across those branches: it builds the whole tile from the store groups 
 accumulators (matmul 1000, tile 8x16, the kernel alone at 2 threads: 13.0 ms; with an output 1008 wide, no gate: 5.9 ms). The kernel
 is split into copies of its loop nest instead: r over [lo, hi), where every lane's gate holds and folds away, then r over [0, lo) and
 [hi, size) with the gates kept. A gate bounded at both ends (a padded copy's row, `0 < x*2 + lane < 29`) peels both ends: its loads were
-a select per lane (pad of 8x256x28x28 by 1, 2 threads: 0.63 -> 0.3 ms). The copies share the THREAD axis; every other range of a gated
-copy is a new one."""
+a select per lane (pad of 8x256x28x28 by 1, 2 threads: 0.63 -> 0.3 ms). A loop is cut wherever such a gate turns, so gates that hold in
+different trips (a cat's inputs, each read where its own gate holds) each leave one piece in which every gate is decided: there a gate
+that holds is dropped and a load whose gate fails gives its alternative value without reading. A scalar loop (no width divides an odd
+axis: a cat of 1000 and 1001 columns) is cut the same way where a gate moves along the loop its access walks with stride 1: each access
+was a select, which LLVM's loop vectorizer does not pack (4096x(2048+2047) at 2 threads: 3.9 -> 1.9 ms). The copies share the THREAD
+axis; every other range of a copy after the first is a new one."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
@@ -24,18 +28,26 @@ def _lanes(idx:UOp) -> set[UOp]:
   lin = _linear(simplified(idx))
   return {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.UPCAST and m == 1} if lin is not None else set()
 
+def _scalar_walk(idx:UOp) -> set[UOp]:
+  """the LOOP ranges an address without vector lanes walks with stride 1: a scalar loop LLVM's loop vectorizer packs into vectors,
+  unless a gate that moves along it makes each access a select (a cat along the last axis, 4096x(1000+1001) at 2 threads: 1.8 ms)"""
+  lin = _linear(simplified(idx))
+  if lin is None or _lanes(idx): return set()
+  return {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.LOOP and m == 1}
+
 def _splitting(gate:UOp, idx:UOp, load:bool=False) -> list[tuple[dict[UOp, int], int, float, float]]:
   """(coefficients, constant, lo, hi) of each conjunct `lo <= expr < hi` of the gate (`expr < n` or `k < expr`) that varies along the
-  vector lanes of the address idx, or of a load's any conjunct where the address has vector lanes (a gated load is a select per lane,
-  even where its gate is one for all of them: a padded copy's first and last rows), with expr affine in output ranges of known sizes,
-  every coefficient positive"""
+  vector lanes of the address idx (or along the loop a scalar access walks with stride 1), or of a load's any conjunct where the address
+  has vector lanes (a gated load is a select per lane, even where its gate is one for all of them: a padded copy's first and last rows),
+  with expr affine in output ranges of known sizes, every coefficient positive"""
   unit, ret = _lanes(idx), []
-  for c in _conjuncts(simplified(gate)) if unit else []:
+  walk = unit or _scalar_walk(idx)
+  for c in _conjuncts(simplified(gate)) if walk else []:
     if c.op is not Ops.CMPLT: continue
     if c.src[1].op is Ops.CONST: side, bound = c.src[0], (-math.inf, c.src[1].arg)
     elif c.src[0].op is Ops.CONST: side, bound = c.src[1], (c.src[0].arg + 1, math.inf)
     else: continue
-    if (e := _linear(side)) is None or not (load or unit & e[0].keys()): continue
+    if (e := _linear(side)) is None or not ((load and unit) or walk & e[0].keys()): continue
     if all(b.op is Ops.RANGE and size(b) is not None and m > 0 and b.arg[1] is not AxisType.REDUCE for b, m in e[0].items()):
       ret.append((e[0], e[1]) + bound)
   return ret
@@ -49,58 +61,90 @@ def vector_gate_ranges(ast:UOp) -> set[UOp]:
   """the ranges of the gates that split vectors: a THREAD split of another axis leaves them to one loop the peel can split"""
   return {r for g, idx, ld in _gated(ast) for coefs, _, _, _ in _splitting(g, idx, ld) for r in coefs}
 
-def _span(coefs:dict[UOp, int], k:int, lo:float, hi:float, r:UOp) -> tuple[int, int]:
-  """the trips [a, b) of r in which every value of the other ranges keeps `lo <= expr < hi` true"""
-  m, rest = coefs[r], k + sum(mb * (size(b) - 1) for b, mb in coefs.items() if b is not r)
-  a = 0 if lo == -math.inf else max(0, math.ceil((lo - k) / m))
-  b = size(r) if hi == math.inf else min(size(r), max(0, math.ceil((hi - rest) / m)))
-  return a, b
+def _decided(coefs:dict[UOp, int], k:int, lo:float, hi:float, r:UOp) -> tuple[tuple[int, int], int, int]:
+  """for `lo <= expr < hi` along r: the trips [a, b) in which it holds for every value of the other ranges, and the trips [0, below)
+  and [above, size) in which it fails for every value of them"""
+  m, least = coefs[r], k
+  most = k + sum(mb * (size(b) - 1) for b, mb in coefs.items() if b is not r)
+  n = size(r)
+  def clip(t:float) -> int: return min(n, max(0, t))
+  a = 0 if lo == -math.inf else clip(math.ceil((lo - least) / m))
+  b = n if hi == math.inf else clip(math.ceil((hi - most) / m))
+  below = 0 if lo == -math.inf else clip(math.ceil((lo - most) / m))
+  above = n if hi == math.inf else clip(math.ceil((hi - least) / m))
+  return (a, max(a, b)), below, above
 
-def _peel_spans(ast:UOp) -> list[tuple[UOp, int, int]]:
-  """(r, a, b): a LOOP range r of a conjunct that splits vectors, and the trips [a, b) of it in which every such conjunct of r holds for
-  every value of the other ranges (0 < b - a < size(r))"""
-  spans: dict[UOp, tuple[int, int]] = {}
+def _pieces(ast:UOp) -> dict[UOp, list[tuple[int, int, bool]]]:
+  """{LOOP range r of a conjunct that splits vectors: its trips cut where such a conjunct turns from holding everywhere to failing
+  somewhere or back, as (start, end, every such conjunct is decided there: holds or fails for every value of the other ranges)},
+  neighbouring pieces alike merged, for each r cut into two pieces or more with one decided"""
+  conds: dict[UOp, list[tuple[tuple[int, int], int, int]]] = {}
   for g, idx, ld in _gated(ast):
     for coefs, k, lo, hi in _splitting(g, idx, ld):
       for r in coefs:
-        if r.arg[1] is not AxisType.LOOP: continue
-        a, b = _span(coefs, k, lo, hi, r)
-        pa, pb = spans.get(r, (0, size(r)))
-        spans[r] = (max(a, pa), min(b, pb))
-  return [(r, a, b) for r, (a, b) in spans.items() if 0 < b - a < size(r)]
+        if r.arg[1] is AxisType.LOOP: conds.setdefault(r, []).append(_decided(coefs, k, lo, hi, r))
+  ret = {}
+  for r, cs in conds.items():
+    cuts = sorted({0, size(r)} | {t for (a, b), below, above in cs for t in (a, b, below, above)})
+    def state(s:int, e:int) -> tuple|None:
+      return tuple(True if a <= s and e <= b else False if e <= below or s >= above else None for (a, b), below, above in cs)
+    merged: list[list] = []
+    for s, e in zip(cuts, cuts[1:]):
+      st = state(s, e)
+      if merged and (merged[-1][2] == st or (None in st and None in merged[-1][2])): merged[-1][1] = e  # alike, or both undecided
+      else: merged.append([s, e, st])
+    pieces = [(s, e, None not in st) for s, e, st in merged]
+    if len(pieces) > 1 and any(d for _, _, d in pieces): ret[r] = pieces
+  return ret
 
 def peel_gates(sink:UOp) -> UOp:
   """the kernel with its loops split where a gate splits the vectors of a load or store (see the module's docstring); unchanged where
-  none does, where the ungated part would still gate vector lanes, or where the kernel is not one loop nest (one END) of ranges the copy
-  can renew"""
+  none does, where a part whose gates are decided would still gate vector lanes, or where the kernel is not one loop nest (one END) of
+  ranges the copy can renew"""
   if len(sink.src) != 1 or (end := sink.src[0]).op is not Ops.END: return sink
   rngs = [u for u in end.toposort() if u.op is Ops.RANGE]
   if any(r.arg[1] not in _COPIED + (AxisType.THREAD,) for r in rngs): return sink
   parts = _peeled(end, [max(x.arg[0] for x in rngs) + 1])
-  # only where that frees the ungated part's vectors (the first of the parts)
-  return sink if len(parts) == 1 or _lane_gated(parts[0]) else sink.replace(src=tuple(parts))
+  # only where that frees the vectors of the parts whose gates are decided
+  if len(parts) == 1 or any(_lane_gated(p) for p, decided in parts if decided): return sink
+  return sink.replace(src=tuple(p for p, _ in sorted(parts, key=lambda x: not x[1])))
 
-def _peeled(end:UOp, next_id:list[int]) -> list[UOp]:
-  """the loop nest end as its ungated part first, then its gated parts: the loop with the largest share of ungated trips is split, then
-  the ungated part again while a gate is left (a padded copy: rows, then each row's first and last vector)"""
-  cands = [c for c in _peel_spans(end) if c[0] in end.ended_ranges]
-  if not cands: return [end]
-  r, a, b = max(cands, key=lambda c: (c[2] - c[1]) / size(c[0]))
-  rngs, gated = [u for u in end.toposort() if u.op is Ops.RANGE], []
-  for lo, hi in ((0, a), (b, size(r))):
-    if lo == hi: continue
-    off, next_id[0] = next_id[0], next_id[0] + max(x.arg[0] for x in rngs) + 1
-    fresh = {x: x.replace(arg=(x.arg[0] + off,) + tuple(x.arg[1:])) for x in rngs if x.arg[1] in _COPIED and x is not r}
-    gated.append(_part(end, r, r.replace(arg=(r.arg[0] + off,) + tuple(r.arg[1:])), lo, hi, fresh))
-  return _peeled(_part(end, r, r, a, b, {}), next_id) + gated
+def _peeled(end:UOp, next_id:list[int]) -> list[tuple[UOp, bool]]:
+  """the loop nest end as (part, its gates are decided) pieces: the loop with the largest share of decided trips is cut into pieces, then
+  each decided piece again while a gate is left (a padded copy: rows, then each row's first and last vector)"""
+  cands = {r: ps for r, ps in _pieces(end).items() if r in end.ended_ranges}
+  if not cands: return [(end, True)]
+  r = max(cands, key=lambda x: sum(e - s for s, e, d in cands[x] if d) / size(x))
+  rngs, ret = [u for u in end.toposort() if u.op is Ops.RANGE], []
+  for n, (lo, hi, decided) in enumerate(cands[r]):
+    fresh: dict[UOp, UOp] = {}
+    if n:
+      off, next_id[0] = next_id[0], next_id[0] + max(x.arg[0] for x in rngs) + 1
+      fresh = {x: x.replace(arg=(x.arg[0] + off,) + tuple(x.arg[1:])) for x in rngs if x.arg[1] in _COPIED}
+    part = _part(end, r, fresh.pop(r, r), lo, hi, fresh)
+    ret += _peeled(part, next_id) if decided else [(part, False)]
+  return ret
 
 def _lane_gated(x:UOp) -> bool:
-  """some gated load or store of x has a gate that depends on the vector lanes of its address, or is a load with vector lanes"""
-  return any(not (sg.op is Ops.CONST and sg.arg is True) and (_lanes(idx) & set(sg.toposort()) or (ld and _lanes(idx)))
+  """some gated load or store of x has a gate that depends on the vector lanes of its address (or on the loop a scalar access walks with
+  stride 1), or is a load with vector lanes"""
+  return any(not (sg.op is Ops.CONST and sg.arg is True) and ((_lanes(idx) | _scalar_walk(idx)) & set(sg.toposort()) or (ld and _lanes(idx)))
              for g, idx, ld in _gated(x) if (sg := simplified(g)) is not None)
+
+def _decided_gates_folded(x:UOp) -> UOp:
+  """each gated load whose gate holds for every value of its ranges as a plain load, each whose gate fails for every value as what it
+  gives there (its alternative value); each store whose gate holds everywhere ungated"""
+  new: dict[UOp, UOp] = {}
+  for u in x.toposort():
+    nu = u if all(new[s] is s for s in u.src) else u.replace(src=tuple(new[s] for s in u.src))
+    if u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3 and (g := simplified(u.src[2])).op is Ops.CONST:
+      if g.arg: nu = nu.replace(src=nu.src[:1 if u.op is Ops.LOAD else 2])
+      elif u.op is Ops.LOAD: nu = nu.src[1]
+    new[u] = nu
+  return new[x]
 
 def _part(end:UOp, r:UOp, new:UOp, lo:int, hi:int, fresh:dict[UOp, UOp]) -> UOp:
   """the loop nest `end` with r running over [lo, hi) as the range new, the other ranges renamed by fresh; one trip is no loop"""
   n = new.replace(src=(new.src[0].const_like(hi - lo),)) if hi - lo > 1 else None
-  body = end.src[0].substitute(fresh | {r: r.const_like(lo) if n is None else n + lo if lo else n})
+  body = _decided_gates_folded(end.src[0].substitute(fresh | {r: r.const_like(lo) if n is None else n + lo if lo else n}))
   return body.end(*[n if x is r else fresh.get(x, x) for x in end.src[1:] if x is not r or n is not None])
