@@ -76,7 +76,7 @@ class TensorIndexMixin:
       t = (t < 0).where(t + n, t)
       hit = t.reshape(tuple(t.shape) + (1,)*len(sizes) + lay).eq(x._arange(n).reshape(tuple(n if j == k else 1 for j in range(len(sizes))) + lay))
       mask = hit if mask is None else mask & hit
-    x = x.permute(tdims + rest)
+    if tdims != list(range(len(tdims))): x = x.permute(tdims + rest)  # the indexed axes first (w[ids] has them there)
     if not single:
       N = prod(sizes)
       mask, x = mask.reshape(B + (N,) + (1,)*len(rest)), x.reshape((N,) + tuple(x.shape[len(sizes):]))
