@@ -82,3 +82,19 @@ def test_symbolic_shapes():
   bound = n.bind(3)
   q = UOp.placeholder((bound, 4), dtypes.float32, 7)
   assert q.shape == (bound, 4) and q.shape[0].unbind() == (n, 3) and q.sum(1).shape == (bound,)
+
+def test_fresh_graph_is_worked_out_once_sources_first():
+  # a graph built without asking (raw UOps): the first question works out shape and device for every node below, deepest first, with
+  # no recursion (a chain far past the recursion limit) and without entering the nodes that know theirs already
+  x = UOp.placeholder((3, 4), dtypes.float32, 5, device="CPU").reshape((12,))
+  for i in range(30000): x = UOp(Ops.ADD if i % 2 else Ops.MUL, dtypes.float32, (x, x))
+  assert x.shape == (12,) and x.device == "CPU"
+  assert "_shape_c" in x.src[0].src[0].__dict__ and "_device_c" in x.src[0].__dict__
+  # a bad node deep inside raises when the top is asked, naming the shapes
+  bad = UOp(Ops.ADD, dtypes.float32, (a, UOp.placeholder((4, 3), dtypes.float32, 6)))
+  with pytest.raises(ValueError, match=r"\(3, 4\) and \(4, 3\) cannot be broadcast"): UOp(Ops.NEG, dtypes.float32, (UOp(Ops.EXP2, dtypes.float32, (bad,)),)).shape
+  # bounds: the same walk
+  v = Variable("k", 2, 5)
+  e = v
+  for _ in range(3000): e = UOp(Ops.ADD, dtypes.weakint, (e, UOp.const(dtypes.weakint, 1)))
+  assert (e.vmin, e.vmax) == (3002, 3005)
