@@ -158,7 +158,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def numel(self) -> sint: return prod(self.shape)
   @property
   def device(self) -> str|tuple|None:
-    return d if (d := self.__dict__.get("_device_c", _UNKNOWN)) is not _UNKNOWN else _fill(self, "_device_c", _infer_device)
+    return d if (d := self.__dict__.get("_device_c", _UNKNOWN)) is not _UNKNOWN else fill_memo(self, "_device_c", _infer_device)
   @property
   def base(self) -> UOp:
     """the node under any chain of movement ops"""
@@ -283,7 +283,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def vmax(self): return self._min_max[1]
   @property
   def _min_max(self) -> tuple:
-    return mm if (mm := self.__dict__.get("_mm")) is not None else _fill(self, "_mm", _min_max)
+    return mm if (mm := self.__dict__.get("_mm")) is not None else fill_memo(self, "_mm", _min_max)
   def simplify(self) -> UOp:
     from tinygrad.uop.symbolic import symbolic
     return graph_rewrite(self, symbolic, name="simplify", memo="_simplified")
@@ -356,11 +356,11 @@ _SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_
 _UNKNOWN = object()  # a node whose shape or device is not worked out yet (None is a node without one)
 def _shape_of(u:UOp) -> tuple|None:
   """u's shape, worked out (and kept on each node) for u and whatever below it has none yet"""
-  return _fill(u, "_shape_c", _infer_shape)
+  return fill_memo(u, "_shape_c", _infer_shape)
 
-def _fill(u:UOp, key:str, rule:Callable[[UOp], Any]) -> Any:
-  """rule(x), kept on x under key, for u and each node below it that has none yet, sources first; u's. The walk enters only those nodes
-  (a graph grows one op at a time: usually u alone), with no gate call per node as a toposort would make: shapes, devices and bounds"""
+def fill_memo(u:UOp, key:str, rule:Callable[[UOp], Any]) -> Any:
+  """rule(x), kept on x under key, for u and each node below it that has none yet, sources first (rule reads theirs); u's. The walk
+  enters only those nodes (a graph grows one op at a time: usually u alone), with no gate call per node as a toposort would make"""
   stack = [u]
   push, pop = stack.append, stack.pop
   while stack:
