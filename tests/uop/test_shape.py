@@ -41,6 +41,13 @@ def test_broadcast_helpers():
   assert broadcast_axes((1, 1), (1, 5)) == (1,) and broadcast_axes((3, 4), (3, 4)) == ()
   assert broadcast_shape((n, 1), (1, 4)) == (n, 4) and broadcast_axes((1, 4), (n, 4)) == (0,)
   with pytest.raises(ValueError): broadcast_shape((2,), (3,))
+  # two of one rank (the fast path) against numpy's rule, sizes 0 and symbolic ones included, and the mismatches named
+  import numpy as np
+  for x, y in [((2048, 512), (2048, 1)), ((1, 0), (5, 1)), ((0, 1), (1, 5)), ((1, 1), (1, 1)), ((2, 1, 3), (1, 4, 3))]:
+    assert broadcast_shape(x, y) == np.broadcast_shapes(x, y) == broadcast_shape(y, x)
+  assert broadcast_shape((n, 1), (n, 4)) == (n, 4) and broadcast_shape((1, n), (3, n)) == (3, n)
+  for x, y in [((3, 4), (4, 3)), ((n, 2), (3, 2)), ((2, 0), (2, 3))]:
+    with pytest.raises(ValueError, match="cannot be broadcast together"): broadcast_shape(x, y)
 
 def test_index_and_stack():
   i, j = UOp.range(3, 0), UOp.range(4, 1)

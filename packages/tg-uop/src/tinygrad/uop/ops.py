@@ -332,6 +332,10 @@ def broadcast_shape(*shapes:tuple) -> tuple:
   """numpy broadcasting (right-aligned) of shapes; raises naming the shapes when they don't fit"""
   # the usual case first: equal shapes, or scalars (shape ()) beside one shape. Sizes compare by identity where symbolic (hash-consed)
   if len(rest := [s for s in shapes if s]) <= 1 or all([s == rest[0] for s in rest]): return tuple(rest[0]) if rest else ()
+  # then two of one rank (x - x.max(axis, keepdim=True)): no padding, no set per axis; a mismatch is named by the general path below
+  if len(rest) == 2 and len(a := rest[0]) == len(b := rest[1]):
+    out = tuple([y if type(x) is int and x == 1 else x for x, y in zip(a, b)])
+    if all([o == y or (type(y) is int and y == 1) for o, y in zip(out, b)]): return out
   nd = max(len(s) for s in shapes)
   padded = [(1,)*(nd-len(s)) + tuple(s) for s in shapes]
   out = []
