@@ -290,6 +290,19 @@ def test_custom_gradient_made_by_hand_before_any(monkeypatch):
   assert tensor_module._custom_gradients_made
   np.testing.assert_allclose(z.numpy(), [2, 4])
 
+def test_no_gradient_path_walk_before_any_requires_grad(monkeypatch):
+  # before any tensor was given requires_grad=True no graph is on a gradient path: realize() keeps no graph for autograd and walks none
+  from tinygrad import tensor as tensor_module
+  monkeypatch.setattr(tensor_module, "_grad_marks_made", False)
+  x = Tensor([1.0, 2.0])
+  y = (x * 2 + 1).realize()
+  assert "_built" not in y.__dict__ and tensor_module._GRAD_PATH not in (x * 3).uop.__dict__
+  w = Tensor([3.0, 4.0], requires_grad=True)
+  z = (w * x).realize()
+  assert tensor_module._grad_marks_made and "_built" in z.__dict__
+  z.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), [1, 2])
+
 def test_backward_gives_zeros_where_only_detach_leads():
   x, y = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
   (x.sum() + y.detach().sum()).backward()

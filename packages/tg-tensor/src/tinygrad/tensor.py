@@ -559,12 +559,15 @@ def _prepare(olds:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   return runs, {o: becomes[n] for o, n in new.items() if n in becomes}
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
+_grad_marks_made = False  # before the first mark no graph is on a gradient path: inference never walks for one
 def _on_grad_path(u:UOp) -> bool:
   """u's graph holds the node of a tensor that was given requires_grad=True"""
-  return _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
+  return _grad_marks_made and _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
 
 def _mark_wants_grad(u:UOp):
   """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""
+  global _grad_marks_made
+  _grad_marks_made = True
   u.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
 
 def _is_write(u:UOp) -> bool:
