@@ -278,6 +278,31 @@ def test_custom_gradient_leaves_the_schedule():
   z.sum().backward()
   np.testing.assert_equal(x.grad.numpy(), [0, 0])  # the function's gradient, through the realized graph
 
+def test_custom_gradient_made_by_hand_before_any(monkeypatch):
+  # realize() walks graphs for CUSTOM_GRADIENT nodes only once _custom_gradient has made one; a node made by hand before that is taken out
+  # by the scheduler, so the value is right either way (and the schedule cache sees its function: a miss, not a wrong kernel)
+  from tinygrad import tensor as tensor_module
+  monkeypatch.setattr(tensor_module, "_custom_gradients_made", False)
+  x = Tensor([1.0, 2.0])
+  y = Tensor(UOp(Ops.CUSTOM_GRADIENT, x.dtype, ((x + 1).uop,), lambda g: ()))
+  np.testing.assert_allclose((y * 3).numpy(), [6, 9])
+  z = (x.detach() * 2)._custom_gradient((x,), lambda g: (g,))
+  assert tensor_module._custom_gradients_made
+  np.testing.assert_allclose(z.numpy(), [2, 4])
+
+def test_no_gradient_path_walk_before_any_requires_grad(monkeypatch):
+  # before any tensor was given requires_grad=True no graph is on a gradient path: realize() keeps no graph for autograd and walks none
+  from tinygrad import tensor as tensor_module
+  monkeypatch.setattr(tensor_module, "_grad_marks_made", False)
+  x = Tensor([1.0, 2.0])
+  y = (x * 2 + 1).realize()
+  assert "_built" not in y.__dict__ and tensor_module._GRAD_PATH not in (x * 3).uop.__dict__
+  w = Tensor([3.0, 4.0], requires_grad=True)
+  z = (w * x).realize()
+  assert tensor_module._grad_marks_made and "_built" in z.__dict__
+  z.sum().backward()
+  np.testing.assert_allclose(w.grad.numpy(), [1, 2])
+
 def test_backward_gives_zeros_where_only_detach_leads():
   x, y = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0], requires_grad=True)
   (x.sum() + y.detach().sum()).backward()

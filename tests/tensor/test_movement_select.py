@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
+from tinygrad.uop import Ops
 
 pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
 
@@ -106,6 +107,18 @@ def test_advanced_getitem(idx):
   want = X[tuple(np.array(i, dtype=None if i else np.int64) if isinstance(i, list) else i for i in idx)]
   check(Tensor(X)[idx], want)
   check(Tensor(X)[tuple(Tensor(i) if isinstance(i, list) and i else i for i in idx)], want)
+
+def test_single_index_tensor_layouts():
+  # one index tensor: its mask is made as (B..., N, 1 per other axis) and x is read as it is (broadcasting right-aligned)
+  ids = np.array([[2, -1, 0], [1, 1, -3]])
+  for idx in [(ids,), (slice(None), ids), (slice(None), slice(None), ids), (np.array(1),), (slice(None), np.array(-2)), (Ellipsis, ids, slice(1, 3))]:
+    want = X[idx]
+    check(Tensor(X)[tuple(Tensor(i) if isinstance(i, np.ndarray) else i for i in idx)], want)
+  w, i = Tensor(X.reshape(12, 5)), Tensor([3, 11, 0])
+  assert not [u for u in w[i].uop.toposort() if u.op is Ops.RESHAPE and u.src[0] is w.uop], "w[ids] reads w without a reshape"
+  # index tensors of different ranks broadcast together (the leading axes are implicit)
+  check(Tensor(X)[Tensor([[0], [2]]), Tensor([1, -1, 3])], X[np.array([[0], [2]]), np.array([1, -1, 3])])
+  check(Tensor(X)[Tensor([0, 2]), :, Tensor([[4], [0], [1]])], X[np.array([0, 2]), :, np.array([[4], [0], [1]])])
 
 def test_advanced_getitem_devices(device):
   t = Tensor(X, device=device)

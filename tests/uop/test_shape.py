@@ -41,6 +41,13 @@ def test_broadcast_helpers():
   assert broadcast_axes((1, 1), (1, 5)) == (1,) and broadcast_axes((3, 4), (3, 4)) == ()
   assert broadcast_shape((n, 1), (1, 4)) == (n, 4) and broadcast_axes((1, 4), (n, 4)) == (0,)
   with pytest.raises(ValueError): broadcast_shape((2,), (3,))
+  # two of one rank (the fast path) against numpy's rule, sizes 0 and symbolic ones included, and the mismatches named
+  import numpy as np
+  for x, y in [((2048, 512), (2048, 1)), ((1, 0), (5, 1)), ((0, 1), (1, 5)), ((1, 1), (1, 1)), ((2, 1, 3), (1, 4, 3))]:
+    assert broadcast_shape(x, y) == np.broadcast_shapes(x, y) == broadcast_shape(y, x)
+  assert broadcast_shape((n, 1), (n, 4)) == (n, 4) and broadcast_shape((1, n), (3, n)) == (3, n)
+  for x, y in [((3, 4), (4, 3)), ((n, 2), (3, 2)), ((2, 0), (2, 3))]:
+    with pytest.raises(ValueError, match="cannot be broadcast together"): broadcast_shape(x, y)
 
 def test_index_and_stack():
   i, j = UOp.range(3, 0), UOp.range(4, 1)
@@ -82,3 +89,19 @@ def test_symbolic_shapes():
   bound = n.bind(3)
   q = UOp.placeholder((bound, 4), dtypes.float32, 7)
   assert q.shape == (bound, 4) and q.shape[0].unbind() == (n, 3) and q.sum(1).shape == (bound,)
+
+def test_fresh_graph_is_worked_out_once_sources_first():
+  # a graph built without asking (raw UOps): the first question works out shape and device for every node below, deepest first, with
+  # no recursion (a chain far past the recursion limit) and without entering the nodes that know theirs already
+  x = UOp.placeholder((3, 4), dtypes.float32, 5, device="CPU").reshape((12,))
+  for i in range(30000): x = UOp(Ops.ADD if i % 2 else Ops.MUL, dtypes.float32, (x, x))
+  assert x.shape == (12,) and x.device == "CPU"
+  assert "_shape_c" in x.src[0].src[0].__dict__ and "_device_c" in x.src[0].__dict__
+  # a bad node deep inside raises when the top is asked, naming the shapes
+  bad = UOp(Ops.ADD, dtypes.float32, (a, UOp.placeholder((4, 3), dtypes.float32, 6)))
+  with pytest.raises(ValueError, match=r"\(3, 4\) and \(4, 3\) cannot be broadcast"): UOp(Ops.NEG, dtypes.float32, (UOp(Ops.EXP2, dtypes.float32, (bad,)),)).shape
+  # bounds: the same walk
+  v = Variable("k", 2, 5)
+  e = v
+  for _ in range(3000): e = UOp(Ops.ADD, dtypes.weakint, (e, UOp.const(dtypes.weakint, 1)))
+  assert (e.vmin, e.vmax) == (3002, 3005)

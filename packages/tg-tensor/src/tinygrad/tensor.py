@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools, itertools, math, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sym_infer, ssimplify
+from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
@@ -344,6 +344,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     nothing): self is built on inputs.detach() where only backward's gradient should reach them (conv2d's input gradient as one conv).
     Internal, as torch's autograd.Function is to torch (tinygrad has none); realize() takes the node out before scheduling"""
     def fn(ctx:UOp) -> tuple[UOp|None, ...]: return tuple(None if g is None else g.uop for g in backward(Tensor(ctx)))
+    global _custom_gradients_made
+    _custom_gradients_made = True
     return Tensor(UOp(Ops.CUSTOM_GRADIENT, self.dtype, (self.uop,) + tuple(t.uop for t in inputs), fn))
   def replace(self, x:Tensor) -> Tensor:
     """self becomes x (its graph, no copy): the same shape; the dtype and device may change (a model cast to half in place). Views of
@@ -525,27 +527,15 @@ def _engine():
 
 def _memo_any(u:UOp, key:str, ops:frozenset, mark:str|None, tagged:Ops|None=None) -> bool:
   """whether some node of u's graph has an op in `ops`, the attribute `mark`, or is a `tagged` op with a tag, kept on each node under
-  `key`: graphs share their weights and inputs, so a walk stops at what an earlier one saw. Depth first, a node decided once its sources
-  are, in plain loops (no toposort, no comprehension per node: this runs on every realize)"""
+  `key`: graphs share their weights and inputs, so a walk stops at what an earlier one saw (fill_memo: a node decided once its sources
+  are; this runs on every realize)"""
   if (ret := u.__dict__.get(key)) is not None: return ret
-  stack = [u]
-  push, pop = stack.append, stack.pop
-  while stack:
-    if key in (d := (x := stack[-1]).__dict__):
-      pop()
-      continue
-    waiting = len(stack)
+  def rule(x:UOp) -> bool:  # plain loops: a comprehension is a frame per node
+    if x.op in ops or mark in x.__dict__ or (x.op is tagged and x.tag is not None): return True
     for s in x.src:
-      if key not in s.__dict__: push(s)
-    if len(stack) == waiting:
-      pop()
-      if not (ret := x.op in ops or mark in d or (x.op is tagged and x.tag is not None)):
-        for s in x.src:
-          if s.__dict__[key]:
-            ret = True
-            break
-      d[key] = ret
-  return u.__dict__[key]
+      if s.__dict__[key]: return True
+    return False
+  return fill_memo(u, key, rule)
 
 _READS, _READ_OPS = "_reads_memory", frozenset({Ops.BUFFER, Ops.CALL})
 def _reads_memory(u:UOp) -> bool:
@@ -554,10 +544,13 @@ def _reads_memory(u:UOp) -> bool:
   return _memo_any(u, _READS, _READ_OPS, None, Ops.CONTIGUOUS)
 
 _CUSTOM, _CUSTOM_OPS = "_holds_custom_gradient", frozenset({Ops.CUSTOM_GRADIENT})
+# no graph is walked for them before Tensor._custom_gradient made one (a program without conv2d's gradient never does). One made by hand
+# is still taken out by the scheduler (rangeify): only the schedule cache misses it
+_custom_gradients_made = False
 def _prepare(olds:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   """prepare_uops(olds) on their graphs without CUSTOM_GRADIENT nodes (each is its value; only autograd reads the rest), its results
   keyed by the nodes of the graphs as built: the schedule cache sees the same graph on every step, not a new gradient function"""
-  if not any([_memo_any(u, _CUSTOM, _CUSTOM_OPS, None) for u in olds]): return _engine().prepare_uops(olds)
+  if not _custom_gradients_made or not any([_memo_any(u, _CUSTOM, _CUSTOM_OPS, None) for u in olds]): return _engine().prepare_uops(olds)
   new: dict[UOp, UOp] = {}
   for x in UOp.sink(*olds).toposort():
     if x.op is Ops.CUSTOM_GRADIENT: new[x] = new[x.src[0]]
@@ -566,12 +559,15 @@ def _prepare(olds:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   return runs, {o: becomes[n] for o, n in new.items() if n in becomes}
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
+_grad_marks_made = False  # before the first mark no graph is on a gradient path: inference never walks for one
 def _on_grad_path(u:UOp) -> bool:
   """u's graph holds the node of a tensor that was given requires_grad=True"""
-  return _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
+  return _grad_marks_made and _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
 
 def _mark_wants_grad(u:UOp):
   """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""
+  global _grad_marks_made
+  _grad_marks_made = True
   u.__dict__.update({_WANTS_GRAD: True, _GRAD_PATH: True})  # a memo made before the mark (an earlier realize's walk) is stale
 
 def _is_write(u:UOp) -> bool:
@@ -704,6 +700,24 @@ def _handle(u:UOp) -> Tensor:
   u.shape  # shape errors (a bad broadcast, reshape, ...) surface where the op is written, not at realize
   _live.add(t)
   return t
+
+# the mixins' ops of one tensor that take several steps, built on its node and wrapped in one handle: a handle per step costs as much
+# again as the step (a fresh softmax graph: 43 -> 32 us of python, var 58 -> 45). The node built is the same one (hash-consing, the same
+# mixin code), so autograd and realize see no difference; not the ops that reach Tensor.abs (its gradient convention differs from the
+# mixin's). An argument that is a tensor (hardtanh's bounds) takes the step-by-step way
+_ON_NODE = ("softmax", "softmin", "log_softmax", "mean", "var", "std", "var_mean", "std_mean", "sigmoid", "tanh", "cos", "tan", "sinh",
+            "cosh", "acosh", "atanh", "relu6", "hardtanh", "leaky_relu", "hardsigmoid", "hardswish", "elu", "celu", "selu", "silu", "swish",
+            "quick_gelu")
+
+def _on_node(fn:Callable) -> Callable:
+  @functools.wraps(fn)
+  def op(self:Tensor, *args, **kwargs):
+    if any([isinstance(a, Tensor) for a in args]) or any([isinstance(a, Tensor) for a in kwargs.values()]): return fn(self, *args, **kwargs)
+    ret = fn(self.uop, *args, **kwargs)
+    return tuple(_handle(r) for r in ret) if isinstance(ret, tuple) else _handle(ret)
+  return op
+
+for _name in _ON_NODE: setattr(Tensor, _name, _on_node(getattr(OpMixin, _name)))
 
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()

@@ -67,18 +67,22 @@ class TensorIndexMixin:
     sizes = [x.shape[d] for d in tdims]
     B = _broadcast_shape(*[t.shape for t in tensors])
     rest = [d for d in range(len(x.shape)) if d not in tdims]
-    # one-hot over the indexed axes, flattened into one: (B..., N) against x's (N, rest...)
+    # one-hot over the indexed axes, flattened into one: (B..., N, 1 per rest axis) against x's (N, rest...). Leading axes of size 1 are
+    # implicit (broadcasting is right-aligned): a single index tensor's mask is made in that layout and x is not reshaped (w[ids]: two
+    # nodes fewer to build, schedule and replay on every call)
+    lay = (1,)*len(rest) if (single := len(tensors) == 1) else ()
     mask = None
     for k, (t, n) in enumerate(zip(tensors, sizes)):
-      t = (t < 0).where(t + n, t).reshape((1,)*(len(B)-len(t.shape)) + tuple(t.shape))
-      hit = t.reshape(tuple(t.shape) + (1,)*len(sizes)).eq(x._arange(n).reshape(tuple(n if j == k else 1 for j in range(len(sizes)))))
+      t = (t < 0).where(t + n, t)
+      hit = t.reshape(tuple(t.shape) + (1,)*len(sizes) + lay).eq(x._arange(n).reshape(tuple(n if j == k else 1 for j in range(len(sizes))) + lay))
       mask = hit if mask is None else mask & hit
-    N = prod(sizes)
-    mask = mask.expand(B + tuple(sizes)).reshape(B + (N,) + (1,)*len(rest))
-    ret = x.permute(tdims + rest).reshape((1,)*len(B) + (N,) + tuple(x.shape[d] for d in rest))._pick(mask, len(B))
-    if adv[-1] - adv[0] + 1 != len(adv): return _handle(ret)  # advanced indices apart: their axes go first
-    order = list(range(len(B), len(B) + first)) + list(range(len(B))) + list(range(len(B) + first, len(ret.shape)))
-    return _handle(ret.permute(order))
+    if tdims != list(range(len(tdims))): x = x.permute(tdims + rest)  # the indexed axes first (w[ids] has them there)
+    if not single:
+      N = prod(sizes)
+      mask, x = mask.reshape(B + (N,) + (1,)*len(rest)), x.reshape((N,) + tuple(x.shape[len(sizes):]))
+    ret = x._pick(mask, len(B))
+    if adv[-1] - adv[0] + 1 != len(adv) or not first: return _handle(ret)  # advanced indices apart: their axes go first
+    return _handle(ret.permute(list(range(len(B), len(B) + first)) + list(range(len(B))) + list(range(len(B) + first, len(ret.shape)))))
 
   def __setitem__(self, indices, v:Any):
     """self[indices] = v writes into self's buffer (v broadcasts to the indexed shape and takes self's dtype). With tensor or list

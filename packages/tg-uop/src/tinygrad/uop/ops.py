@@ -158,12 +158,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def numel(self) -> sint: return prod(self.shape)
   @property
   def device(self) -> str|tuple|None:
-    if "_device_c" not in self.__dict__:
-      if all("_device_c" in s.__dict__ for s in self.src): self.__dict__["_device_c"] = _infer_device(self)
-      else:
-        for u in self.toposort(lambda u: "_device_c" not in u.__dict__):
-          if "_device_c" not in u.__dict__: u.__dict__["_device_c"] = _infer_device(u)
-    return self.__dict__["_device_c"]
+    return d if (d := self.__dict__.get("_device_c", _UNKNOWN)) is not _UNKNOWN else fill_memo(self, "_device_c", _infer_device)
   @property
   def base(self) -> UOp:
     """the node under any chain of movement ops"""
@@ -288,12 +283,7 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def vmax(self): return self._min_max[1]
   @property
   def _min_max(self) -> tuple:
-    if (mm := self.__dict__.get("_mm")) is not None: return mm
-    # a node built on nodes whose bounds are known (the usual case: rewrites ask as they build) needs no walk
-    if all(["_mm" in s.__dict__ for s in self.src]): mm = self.__dict__["_mm"] = _min_max(self); return mm
-    for u in self.toposort(lambda u: "_mm" not in u.__dict__):
-      if "_mm" not in u.__dict__: u.__dict__["_mm"] = _min_max(u)
-    return self.__dict__["_mm"]
+    return mm if (mm := self.__dict__.get("_mm")) is not None else fill_memo(self, "_mm", _min_max)
   def simplify(self) -> UOp:
     from tinygrad.uop.symbolic import symbolic
     return graph_rewrite(self, symbolic, name="simplify", memo="_simplified")
@@ -342,6 +332,10 @@ def broadcast_shape(*shapes:tuple) -> tuple:
   """numpy broadcasting (right-aligned) of shapes; raises naming the shapes when they don't fit"""
   # the usual case first: equal shapes, or scalars (shape ()) beside one shape. Sizes compare by identity where symbolic (hash-consed)
   if len(rest := [s for s in shapes if s]) <= 1 or all([s == rest[0] for s in rest]): return tuple(rest[0]) if rest else ()
+  # then two of one rank (x - x.max(axis, keepdim=True)): no padding, no set per axis; a mismatch is named by the general path below
+  if len(rest) == 2 and len(a := rest[0]) == len(b := rest[1]):
+    out = tuple([y if type(x) is int and x == 1 else x for x, y in zip(a, b)])
+    if all([o == y or (type(y) is int and y == 1) for o, y in zip(out, b)]): return out
   nd = max(len(s) for s in shapes)
   padded = [(1,)*(nd-len(s)) + tuple(s) for s in shapes]
   out = []
@@ -363,18 +357,27 @@ _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CU
 _SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.CUSTOM_GRADIENT, Ops.DETACH, Ops.COPY, Ops.LOAD,
                Ops.REDUCE}
 
-_UNKNOWN = object()  # a node whose shape is not worked out yet (None is a node without one)
+_UNKNOWN = object()  # a node whose shape or device is not worked out yet (None is a node without one)
 def _shape_of(u:UOp) -> tuple|None:
   """u's shape, worked out (and kept on each node) for u and whatever below it has none yet"""
-  # a node built on nodes that know theirs (the usual case: a graph grows one op at a time) needs no walk; a plain loop, not a
-  # comprehension (a frame per node built)
-  for s in u.src:
-    if "_shape_c" not in s.__dict__:
-      for x in u.toposort(lambda x: "_shape_c" not in x.__dict__):
-        if "_shape_c" not in x.__dict__: x.__dict__["_shape_c"] = _infer_shape(x)
-      return u.__dict__["_shape_c"]
-  ret = u.__dict__["_shape_c"] = _infer_shape(u)
-  return ret
+  return fill_memo(u, "_shape_c", _infer_shape)
+
+def fill_memo(u:UOp, key:str, rule:Callable[[UOp], Any]) -> Any:
+  """rule(x), kept on x under key, for u and each node below it that has none yet, sources first (rule reads theirs); u's. The walk
+  enters only those nodes (a graph grows one op at a time: usually u alone), with no gate call per node as a toposort would make"""
+  stack = [u]
+  push, pop = stack.append, stack.pop
+  while stack:
+    if key in (d := (x := stack[-1]).__dict__):
+      pop()
+      continue
+    waiting = len(stack)
+    for s in reversed(x.src):
+      if key not in s.__dict__: push(s)
+    if len(stack) == waiting:
+      pop()
+      d[key] = rule(x)
+  return u.__dict__[key]
 
 def _known_shape(u:UOp) -> tuple:
   """the worked-out shape of a source (sources go first), which a movement op or reduce needs"""

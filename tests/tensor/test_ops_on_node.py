@@ -1,0 +1,47 @@
+"""The mixins' composite ops of one tensor are built on its node with one handle (tensor._ON_NODE): the same node as the op built step by
+step through Tensor handles, values against numpy, gradients through them, and a tensor argument taking the step-by-step way."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, dtypes
+from tinygrad.mixin import OpMixin
+from tinygrad import tensor as tensor_module
+
+X = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+KWARGS = {"softmax": [{}, {"axis": 0}, {"dtype": dtypes.float16}], "log_softmax": [{}, {"axis": 0}], "mean": [{}, {"axis": 1, "keepdim": True}],
+          "var": [{}, {"axis": 0, "correction": 0}], "std_mean": [{"axis": 1}], "leaky_relu": [{"neg_slope": 0.2}], "elu": [{"alpha": 0.5}],
+          "hardtanh": [{"min_val": -2, "max_val": 3}]}
+
+def _stepwise(monkeypatch, x:Tensor, name:str, kwargs:dict):
+  """the op built the old way: every step a Tensor handle (the wrappers taken off for the call)"""
+  with monkeypatch.context() as m:
+    for n in tensor_module._ON_NODE: m.setattr(Tensor, n, getattr(OpMixin, n))
+    return getattr(x, name)(**kwargs)
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.int32])
+@pytest.mark.parametrize("name", tensor_module._ON_NODE)
+def test_same_node_as_stepwise(monkeypatch, name, dtype):
+  x = Tensor(X).cast(dtype)
+  for kwargs in KWARGS.get(name, [{}]):
+    want, got = _stepwise(monkeypatch, x, name, kwargs), getattr(x, name)(**kwargs)
+    if isinstance(want, tuple): assert all(type(g) is Tensor and g.uop is w.uop for w, g in zip(want, got, strict=True)), (name, kwargs)
+    else: assert type(got) is Tensor and got.uop is want.uop, (name, kwargs)
+
+def test_softmax_values_and_gradient():
+  x = Tensor(X, requires_grad=True)
+  s = x.softmax(-1)
+  e = np.exp(X - X.max(-1, keepdims=True))
+  want = e / e.sum(-1, keepdims=True)
+  np.testing.assert_allclose(s.numpy(), want, rtol=1e-5, atol=1e-6)
+  g = np.random.default_rng(1).standard_normal(X.shape).astype(np.float32)
+  (s * Tensor(g)).sum().backward()
+  # d softmax: s * (g - sum(g * s))
+  np.testing.assert_allclose(x.grad.numpy(), want * (g - (g * want).sum(-1, keepdims=True)), rtol=1e-4, atol=1e-5)
+
+def test_tuple_results_are_tensors():
+  v, m = Tensor(X).var_mean(0)
+  np.testing.assert_allclose(v.numpy(), X.var(0, ddof=1), rtol=1e-5)
+  np.testing.assert_allclose(m.numpy(), X.mean(0), rtol=1e-5, atol=1e-7)
+
+def test_tensor_argument_takes_the_stepwise_way():
+  lo, hi = Tensor(np.full(6, -0.5, np.float32)), Tensor(np.full(6, 0.5, np.float32))
+  np.testing.assert_allclose(Tensor(X).hardtanh(lo, hi).numpy(), np.clip(X, -0.5, 0.5))
