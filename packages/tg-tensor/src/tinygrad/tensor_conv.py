@@ -95,6 +95,7 @@ def _strided_take(x, ax:int, start:int, o:int, s:int):
   pre, post = tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
   return _cut(_pad_after(x, ax, s-1).reshape(pre + (o, s) + post), ax+1, 1).reshape(pre + (o,) + post)
 
+@shape_template(1)
 def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
   """(N, C, *spatial) -> (N, C, *out, prod(ks)): the windows as one shifted slice of x per tap, stacked last. Same values as _windows,
   but its gradient is a sum of prod(ks) shifted views of the windows' gradient, one elementwise kernel, where _windows' gradient
@@ -109,6 +110,7 @@ def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
     taps.append(t)
   return taps[0].stack(*taps[1:], dim=-1)
 
+@shape_template(1)
 def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   """the padded input (N, C, *spatial) written out once with its last axis split into the stride's phases, (N, C, q0, s0, ..., s_last,
   q_last) for rows q*s + b, and its windows as (N, C, *out, A0, s0, A1, s1, ...): tap a*s + b of an axis reads phase b at row o + a, so
@@ -130,6 +132,7 @@ def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   order = (0, 1) + tuple(2 + nd + a for a in range(nd)) + tuple(v for a in range(nd) for v in (2 + 2*nd + a, 2 + a))
   return win.permute(order)
 
+@shape_template(1)
 def _phase_weight(weight, strides:tuple, lead:int=2):
   """(*lead axes, *ks) -> (*lead axes, A0, s0, A1, s1, ...): the kernel padded with zeros to A = ceil(k/s) taps of s per axis, tap a*s + b"""
   ks = tuple(weight.shape[lead:])

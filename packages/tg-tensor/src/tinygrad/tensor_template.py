@@ -9,8 +9,9 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import all_int
 
-# what a recorded node may be: any other op (a contiguous() of constants, a random number) is a node of its own on every call
-_REPLAYABLE = GroupOp.Movement | GroupOp.ALU | {Ops.CAST, Ops.REDUCE_AXIS, Ops.CONTIGUOUS_BACKWARD}
+# what a recorded node may be: any other op (a random number) is a node of its own on every call. A contiguous() is one too where its
+# graph reads no memory (Tensor.contiguous tags it): whether each input reads memory is part of the key, and a tagged node is not recorded
+_REPLAYABLE = GroupOp.Movement | GroupOp.ALU | {Ops.CAST, Ops.REDUCE_AXIS, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD}
 _MAX_TEMPLATES = 1024
 
 def _record(inputs:tuple[UOp, ...], out:UOp) -> tuple|None:
@@ -40,12 +41,12 @@ def shape_template(inputs:int):
     templates: dict[tuple, tuple|None] = {}
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-      from tinygrad.tensor import _handle
+      from tinygrad.tensor import _handle, _reads_memory
       ts, rest = args[:inputs], args[inputs:]
       uops = [t.uop for t in ts]
       # symbolic shapes are not keyed; one tensor given twice would be one input of the recording
       if not all(all_int(u.shape) for u in uops) or len(set(uops)) < len(uops): return fn(*args, **kwargs)
-      key = tuple((u.shape, u.dtype, u.device) for u in uops) + (rest, tuple(sorted(kwargs.items())))
+      key = tuple((u.shape, u.dtype, u.device, _reads_memory(u)) for u in uops) + (rest, tuple(sorted(kwargs.items())))
       if (template := templates.get(key)) is not None: return _handle(_replay(uops, template))
       ret = fn(*args, **kwargs)
       if key not in templates:
