@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from tinygrad.tensor_conv import _windows, _window_products
+from tinygrad.tensor_conv import _windows, _window_products, _phase_windows, _phase_weight, _tap_windows, _phased
 
 R = np.random.default_rng(7)
 def rnd(*shape): return R.standard_normal(shape).astype(np.float32)
@@ -67,6 +67,12 @@ def test_replay_is_the_fresh_graph():
     assert _windows(b, *args).uop is _windows.__wrapped__(b, *args).uop
     _windows(a, *args, max_runs=4)
     assert _windows(b, *args, max_runs=4).uop is _windows.__wrapped__(b, *args, max_runs=4).uop
+  for fn, args in ((_phase_windows, ((3, 3), (2, 2), (4, 4))), (_tap_windows, ((3, 3), (1, 2), (1, 1), (7, 4)))):
+    fn(a, *args)
+    assert fn(b, *args).uop is fn.__wrapped__(b, *args).uop
+  _phase_weight(w, (2, 2))
+  w2 = Tensor(rnd(6, 1, 3, 3))
+  assert _phase_weight(w2, (2, 2)).uop is _phase_weight.__wrapped__(w2, (2, 2)).uop
   win = _windows(a, (3, 3), (1, 1), (1, 1))
   _window_products(win, w, 3, (7, 8), False, None)
   other = _windows(b, (3, 3), (1, 1), (1, 1))
@@ -78,8 +84,13 @@ def test_replay_is_the_fresh_graph():
   for _ in range(2): np.testing.assert_allclose(_window_products(tt, tt, 1, (), False, None).numpy(), np.einsum("nct,oct->no", t, t), rtol=1e-5)
 
 def test_replay_after_constants_and_pools():
-  """a first call on constants (no buffer) records the template a buffer's call replays, and pools share the windows' templates"""
-  w = rnd(4, 1, 3, 3)
+  """a first call on constants (no buffer) records the template a buffer's call replays (where the graph writes a contiguous() of its
+  own, the strided depthwise conv's phases, the two are keyed apart), and pools share the windows' templates"""
+  w, x = rnd(4, 1, 3, 3), rnd(1, 4, 6, 70)
+  for tx, xn in ((Tensor.ones(1, 4, 6, 70), np.ones_like(x)), (Tensor(x), x), (Tensor.full((1, 4, 6, 70), 2.0), np.full_like(x, 2))):
+    assert _phased(tx, Tensor(w), 4, (2, 2), (1, 1), (3, 35))
+    got = tx.conv2d(Tensor(w), groups=4, stride=2, padding=1).numpy()
+    np.testing.assert_allclose(got, np_conv1(xn, w, np.zeros(4), 2, 1, 1, 4), rtol=1e-4, atol=1e-4)
   ones = Tensor.ones(1, 4, 6, 7).conv2d(Tensor(w), groups=4, padding=1).numpy()
   np.testing.assert_allclose(ones, np_conv1(np.ones((1, 4, 6, 7), np.float32), w, np.zeros(4), 1, 1, 1, 4), rtol=1e-4, atol=1e-4)
   x = rnd(1, 4, 6, 7)
