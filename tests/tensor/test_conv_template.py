@@ -83,6 +83,21 @@ def test_replay_is_the_fresh_graph():
   tt = Tensor(t)
   for _ in range(2): np.testing.assert_allclose(_window_products(tt, tt, 1, (), False, None).numpy(), np.einsum("nct,oct->no", t, t), rtol=1e-5)
 
+def test_templates_recorded_and_memos_kept():
+  """every templated function of the conv records (a None template would build afresh each time), and a replayed node carries the memos
+  realize() would have walked for: a buffer read, a gradient path, none from constants alone"""
+  from tinygrad.tensor import _memos
+  x, w = rnd(2, 4, 9, 70), rnd(4, 1, 3, 3)
+  for kw in (dict(groups=4, padding=1), dict(groups=4, stride=2, padding=1), dict(groups=2, padding=1)):
+    Tensor(x).conv2d(Tensor(w[:, :1] if kw["groups"] == 4 else rnd(4, 2, 3, 3)), **kw)
+  for fn in (_windows, _window_products, _phase_windows, _phase_weight):
+    assert fn.templates and all(t is not None for t in fn.templates.values()), fn.__name__
+  for tx, reads, grad in ((Tensor(x), True, False), (Tensor(x, requires_grad=True), True, True), (Tensor.ones(2, 4, 9, 70), False, False)):
+    win = _windows(tx, (3, 3), (1, 1), (1, 1))
+    assert _memos(win.uop) == {k: v for k, v in zip(_memos(win.uop), (grad, reads, False))}
+    fresh = _windows.__wrapped__(tx + 0, (3, 3), (1, 1), (1, 1))
+    assert _memos(fresh.uop) == _memos(win.uop)
+
 def test_replay_after_constants_and_pools():
   """a first call on constants (no buffer) records the template a buffer's call replays (where the graph writes a contiguous() of its
   own, the strided depthwise conv's phases, the two are keyed apart), and pools share the windows' templates"""

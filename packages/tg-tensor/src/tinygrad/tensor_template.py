@@ -15,23 +15,36 @@ _REPLAYABLE = GroupOp.Movement | GroupOp.ALU | {Ops.CAST, Ops.REDUCE_AXIS, Ops.C
 _MAX_TEMPLATES = 1024
 
 def _record(inputs:tuple[UOp, ...], out:UOp) -> tuple|None:
-  """the nodes between the inputs and out, sources first, as (op, dtype, sources: an int for the n-th input or node after them, or a node
-  that depends on no input, arg, tag, shape, device), and out's index among them; None where one is not replayable or tagged (a node of
-  its own)"""
+  """the nodes between the inputs and out, sources first, as (op, dtype, sources: an int for the n-th input or node after them, or a
+  constant, arg, tag, shape, device, the inputs it depends on as a bit mask), and out's index among them; None where one is not
+  replayable, is tagged (a node of its own) or reads another node than the inputs and constants"""
   at: dict[UOp, int] = {u: i for i, u in enumerate(inputs)}
+  deps = [1 << i for i in range(len(inputs))]
   steps = []
   for u in out.toposort(lambda u: u not in at):
     if u in at or not any(s in at for s in u.src): continue
-    if u.op not in _REPLAYABLE or u.tag is not None: return None
-    steps.append((u.op, u.dtype, tuple(at.get(s, s) for s in u.src), u.arg, u.tag, u.shape, u.device))
+    if u.op not in _REPLAYABLE or u.tag is not None or any(s not in at and (s.op is not Ops.CONST or s.tag is not None) for s in u.src): return None
+    mask = 0
+    for s in u.src: mask |= deps[at[s]] if s in at else 0
+    steps.append((u.op, u.dtype, tuple(at.get(s, s) for s in u.src), u.arg, u.tag, u.shape, u.device, mask))
     at[u] = len(at)
+    deps.append(mask)
   return (tuple(steps), at[out]) if out in at else None
 
 def _replay(inputs:list[UOp], template:tuple) -> UOp:
+  """the template's nodes on these inputs. A node made new gets its shape, device and realize()'s memos (tensor._memos): those of the
+  inputs it depends on, which its own op and the constants add nothing to, so realize() walks none of the replayed graph again"""
+  from tinygrad.tensor import _memos
   built, (steps, out) = inputs, template
-  for op, dtype, srcs, arg, tag, shape, device in steps:
+  memos = [_memos(u) for u in inputs]
+  merged: dict[int, dict] = {}
+  for op, dtype, srcs, arg, tag, shape, device, mask in steps:
     built.append(u := UOp(op, dtype, tuple([built[s] if type(s) is int else s for s in srcs]), arg, tag))
-    if "_shape_c" not in (d := u.__dict__): d["_shape_c"], d["_device_c"] = shape, device
+    if "_shape_c" in (d := u.__dict__): continue
+    if (m := merged.get(mask)) is None:
+      m = merged[mask] = {k: any(memos[i][k] for i in range(len(inputs)) if mask >> i & 1) for k in memos[0]}
+    d.update(m)
+    d["_shape_c"], d["_device_c"] = shape, device
   return built[out]
 
 def shape_template(inputs:int):
@@ -53,5 +66,6 @@ def shape_template(inputs:int):
         if len(templates) >= _MAX_TEMPLATES: templates.clear()
         templates[key] = _record(tuple(uops), ret.uop)
       return ret
+    wrapper.templates = templates  # by key: what tests read
     return wrapper
   return wrap
