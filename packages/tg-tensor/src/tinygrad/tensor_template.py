@@ -42,7 +42,8 @@ def _replay(inputs:list[UOp], template:tuple) -> UOp:
     built.append(u := UOp(op, dtype, tuple([built[s] if type(s) is int else s for s in srcs]), arg, tag))
     if "_shape_c" in (d := u.__dict__): continue
     if (m := merged.get(mask)) is None:
-      m = merged[mask] = {k: any(memos[i][k] for i in range(len(inputs)) if mask >> i & 1) for k in memos[0]}
+      picked = [memos[i] for i in range(len(memos)) if mask >> i & 1]
+      m = merged[mask] = picked[0] if len(picked) == 1 else {k: any(p[k] for p in picked) for k in picked[0]}
     d.update(m)
     d["_shape_c"], d["_device_c"] = shape, device
   return built[out]
