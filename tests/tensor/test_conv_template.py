@@ -98,6 +98,17 @@ def test_templates_recorded_and_memos_kept():
     fresh = _windows.__wrapped__(tx + 0, (3, 3), (1, 1), (1, 1))
     assert _memos(fresh.uop) == _memos(win.uop)
 
+def test_replay_keeps_marks_and_takes_unhashable_arguments():
+  """a replay that meets a node that was there before leaves it as it is (a requires_grad mark on it stays), and a list argument (no key)
+  builds afresh"""
+  from tinygrad.tensor import _on_grad_path
+  x = Tensor(rnd(1, 2, 5, 6))
+  win = _windows(x, (2, 2), (1, 1), (1, 1))
+  win.requires_grad = True
+  assert _on_grad_path(_windows(x, (2, 2), (1, 1), (1, 1)).uop)
+  got = _windows(x, [2, 2], [1, 1], [1, 1]).numpy()
+  np.testing.assert_array_equal(got, np.lib.stride_tricks.sliding_window_view(x.numpy(), (2, 2), axis=(2, 3)))
+
 def test_replay_after_constants_and_pools():
   """a first call on constants (no buffer) records the template a buffer's call replays (where the graph writes a contiguous() of its
   own, the strided depthwise conv's phases, the two are keyed apart), and pools share the windows' templates"""

@@ -40,7 +40,7 @@ def _replay(inputs:list[UOp], template:tuple) -> UOp:
   merged: dict[int, dict] = {}
   for op, dtype, srcs, arg, tag, shape, device, mask in steps:
     built.append(u := UOp(op, dtype, tuple([built[s] if type(s) is int else s for s in srcs]), arg, tag))
-    if "_shape_c" in (d := u.__dict__): continue
+    if (d := u.__dict__): continue  # a node that was there before keeps what it knows (a requires_grad mark, its own memos)
     if (m := merged.get(mask)) is None:
       picked = [memos[i] for i in range(len(memos)) if mask >> i & 1]
       m = merged[mask] = picked[0] if len(picked) == 1 else {k: any(p[k] for p in picked) for k in picked[0]}
@@ -61,7 +61,9 @@ def shape_template(inputs:int):
       # symbolic shapes are not keyed; one tensor given twice would be one input of the recording
       if not all(all_int(u.shape) for u in uops) or len(set(uops)) < len(uops): return fn(*args, **kwargs)
       key = tuple((u.shape, u.dtype, u.device, _reads_memory(u)) for u in uops) + (rest, tuple(sorted(kwargs.items())))
-      if (template := templates.get(key)) is not None: return _handle(_replay(uops, template))
+      try: template = templates.get(key)
+      except TypeError: return fn(*args, **kwargs)  # an unhashable argument: no key
+      if template is not None: return _handle(_replay(uops, template))
       ret = fn(*args, **kwargs)
       if key not in templates:
         if len(templates) >= _MAX_TEMPLATES: templates.clear()
