@@ -564,6 +564,11 @@ def _on_grad_path(u:UOp) -> bool:
   """u's graph holds the node of a tensor that was given requires_grad=True"""
   return _grad_marks_made and _memo_any(u, _GRAD_PATH, frozenset(), _WANTS_GRAD)
 
+def _memos(u:UOp) -> dict[str, bool]:
+  """u's memos of the walks realize() makes: a node built from u by movement and ALU ops alone (no buffer, custom gradient, mark or
+  tag of its own, tensor_template.py) has the same"""
+  return {_GRAD_PATH: _on_grad_path(u), _READS: _reads_memory(u), _CUSTOM: _memo_any(u, _CUSTOM, _CUSTOM_OPS, None)}
+
 def _mark_wants_grad(u:UOp):
   """u is the node of a tensor with requires_grad=True: graphs built on it are on a gradient path (kept over a realize)"""
   global _grad_marks_made

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextvars, itertools
 from typing import NamedTuple
 from tinygrad.helpers import prod, ceildiv
+from tinygrad.tensor_template import shape_template
 
 def _per_axis(x, nd:int, what:str) -> tuple:
   ret = (x,)*nd if isinstance(x, int) else tuple(x)
@@ -70,6 +71,7 @@ def _stacked_window(x, ax:int, k:int, s:int, d:int):
     runs.append(_disjoint_window(x.shrink(tuple((j*d, i) if a == ax else (0, m) for a, m in enumerate(x.shape))), ax, n, s, d, o, d*(n-1) + 1))
   return runs[0].cat(*runs[1:], dim=ax)
 
+@shape_template(1)
 def _windows(x, ks:tuple, strides:tuple, dils:tuple, max_runs:int=1):
   """(*lead, *spatial) -> (*lead, *out, *ks): every window of the last len(ks) axes. Overlapping windows are stacked from runs of
   disjoint ones (_stacked_window) when that is at most max_runs runs in all (their product over the axes): the forward then reads each
@@ -93,6 +95,7 @@ def _strided_take(x, ax:int, start:int, o:int, s:int):
   pre, post = tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
   return _cut(_pad_after(x, ax, s-1).reshape(pre + (o, s) + post), ax+1, 1).reshape(pre + (o,) + post)
 
+@shape_template(1)
 def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
   """(N, C, *spatial) -> (N, C, *out, prod(ks)): the windows as one shifted slice of x per tap, stacked last. Same values as _windows,
   but its gradient is a sum of prod(ks) shifted views of the windows' gradient, one elementwise kernel, where _windows' gradient
@@ -107,6 +110,7 @@ def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
     taps.append(t)
   return taps[0].stack(*taps[1:], dim=-1)
 
+@shape_template(1)
 def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   """the padded input (N, C, *spatial) written out once with its last axis split into the stride's phases, (N, C, q0, s0, ..., s_last,
   q_last) for rows q*s + b, and its windows as (N, C, *out, A0, s0, A1, s1, ...): tap a*s + b of an axis reads phase b at row o + a, so
@@ -128,6 +132,7 @@ def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
   order = (0, 1) + tuple(2 + nd + a for a in range(nd)) + tuple(v for a in range(nd) for v in (2 + 2*nd + a, 2 + a))
   return win.permute(order)
 
+@shape_template(1)
 def _phase_weight(weight, strides:tuple, lead:int=2):
   """(*lead axes, *ks) -> (*lead axes, A0, s0, A1, s1, ...): the kernel padded with zeros to A = ceil(k/s) taps of s per axis, tap a*s + b"""
   ks = tuple(weight.shape[lead:])
@@ -400,6 +405,16 @@ def _class_conv(x, w, groups:int, phases:tuple, flat:list):
   out = out.permute(last).contiguous_backward().permute(tuple(last.index(i) for i in range(2 + nd)))
   return out.reshape((n, groups) + counts + (cout_g,) + sizes)
 
+@shape_template(2)
+def _window_products(x, wt, groups:int, out:tuple, per_image:bool, dtype):
+  """windows (N, Cin, *out, *taps) times the weight (Cout, Cin/groups, *taps), summed over each window: (N, Cout, *out). per_image: the
+  weight gradient is summed per image first (_weight_grad_per_image)"""
+  n, nd, (cout, cin_g, *taps) = x.shape[0], len(out), wt.shape
+  x = x.reshape((n, groups, 1, cin_g) + out + tuple(taps))
+  w = wt.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + tuple(taps))
+  if per_image: w = w.expand((n,) + w.shape[1:]).contiguous_backward()
+  return (x * w).sum((3,) + tuple(range(4+nd, 4+nd+len(taps))), dtype=dtype).reshape((n, cout) + out)
+
 class TensorConvMixin:
   def conv2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, dtype=None):
     """cross-correlation like torch's conv2d, over as many spatial axes as weight has after (Cout, Cin/groups)"""
@@ -431,11 +446,7 @@ class TensorConvMixin:
     if _phased(self, weight, groups, strides, dils, out):
       x, wt = _phase_windows(src.pad(pads), ks, strides, out), _phase_weight(weight, strides)  # (N, Cin, *out, A0, s0, ...)
     else: x, wt = _windows(src.pad(pads).contiguous() if any(pads) else src, ks, strides, dils), weight  # (N, Cin, *out, *ks)
-    taps = tuple(wt.shape[2:])
-    x = x.reshape((self.shape[0], groups, 1, cin_g) + out + taps)
-    w = wt.reshape((1, groups, cout//groups, cin_g) + (1,)*nd + taps)
-    if _weight_grad_per_image(self, weight, out): w = w.expand((self.shape[0],) + w.shape[1:]).contiguous_backward()
-    ret = (x * w).sum((3,) + tuple(range(4+nd, 4+nd+len(taps))), dtype=dtype).reshape((self.shape[0], cout) + out)
+    ret = _window_products(x, wt, groups, out, _weight_grad_per_image(self, weight, out), dtype)
     if own:
       spatial = tuple(self.shape[2:])
       ret = ret._custom_gradient((self,), lambda g: (_input_gradient(g, weight, spatial, groups, strides, dils, pads).cast(self.dtype),))

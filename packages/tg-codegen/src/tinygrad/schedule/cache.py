@@ -85,7 +85,10 @@ def _normalize(roots:list[UOp]) -> tuple[dict[UOp, UOp], list[UOp], dict[str, in
       else:
         push((u, True))
         for s in reversed(u.src):
-          if s not in new: push((s, False))
+          if s in new: continue
+          # a static source is its own form, taken without a trip through the stack (a movement op's sizes: most sources of a conv's graph)
+          if _STATIC in s.__dict__: new[s], statics = s, True
+          else: push((s, False))
     elif (op := u.op) is BUFFER and u.arg.slot >= 0 and u.arg.addrspace is GLOBAL:
       # _hole's first test inline: a buffer realized again and again is at the same place in its graph
       new[u] = last[1] if (last := u.__dict__.get(_LAST_HOLE)) is not None and last[0] == len(bufs) else _hole(u, len(bufs))
