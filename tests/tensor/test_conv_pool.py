@@ -394,10 +394,12 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
                                                                          ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), 2, 0, 1, 2), ((1, 3, 6, 7), (3, 1, 3, 3), 2, 3, 1, 3),
                                                                          ((2, 3, 3, 4), (3, 2, 2, 2), 3, 0, 1, 1), ((2, 4, 3, 5), (4, 2, 2, 2), 2, 0, 1, 1),
                                                                          ((1, 2, 4, 3), (2, 3, 1, 1), 2, 0, 1, 1), ((2, 4, 5, 6), (4, 8, 4, 4), 2, 1, 0, 1),
-                                                                         ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2)])
+                                                                         ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2), ((2, 4, 10, 12), (4, 8, 4, 4), 2, 1, 0, 1),
+                                                                         ((2, 4, 28), (4, 8, 4), 2, 1, 0, 1)])
 def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, monkeypatch):
-  # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last two cases), whose buffer is then
-  # channels-last; unpacked, the conv is written out before the interleave. A kernel no multiple of the stride is one conv with zero
+  # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last four cases), whose buffer is then
+  # channels-last (rows of 11, 13 and 29: no upcast divides them, the tile pads them); unpacked, the conv is written out before the
+  # interleave. A kernel no multiple of the stride is one conv with zero
   # taps, or (MIN_SKIPPED_MACS 0, no gradient) a conv per class of phases with as many taps
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
@@ -427,7 +429,8 @@ def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, 
 def test_realized_conv_transpose_is_a_view_of_its_phase_conv():
   # the phases' conv, packed along its output channels (PACK=2), writes them channels-last (N, v0, v1, phases x Cout): the realized
   # conv_transpose is that buffer interleaved (a permute) and cropped (a shrink) as a view, with no kernel copying it out. It reads,
-  # realizes again, feeds another op and takes an assign
+  # realizes again, feeds another op, takes an assign and returns from a TinyJit
+  from tinygrad import TinyJit
   from tinygrad.helpers import Context, GlobalCounters, prod
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
   from tinygrad.uop import Ops
@@ -445,6 +448,11 @@ def test_realized_conv_transpose_is_a_view_of_its_phase_conv():
     np.testing.assert_allclose((out.relu() + 1).numpy(), np.maximum(want, 0) + 1, rtol=1e-4, atol=1e-4)
     out.assign(out * 2)
     np.testing.assert_allclose(out.numpy(), 2 * want, rtol=1e-4, atol=1e-4)
+    @TinyJit
+    def f(a:Tensor) -> Tensor: return a.conv_transpose2d(Tensor(w), stride=2, padding=1).realize()
+    for _ in range(3):
+      xi = rnd(*x.shape)
+      np.testing.assert_allclose(f(Tensor(xi)).numpy(), np_conv_transpose(xi, w, 2, 1, 0, 1, 1), rtol=1e-4, atol=1e-4)
 
 # per-axis strides, paddings and output_paddings with a non-square kernel and groups: phases along one axis, a plain or dilated one
 # along the other, against numpy's scatter loops, forward and both gradients
