@@ -426,34 +426,6 @@ def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, 
   # no phases: a dilation along a strided axis
   assert _phase_taps((4, 4), (3, 3), (2, 2), (2, 2), (0, 0), (0, 0)) is None
 
-def test_realized_conv_transpose_is_a_view_of_its_phase_conv():
-  # the phases' conv, packed along its output channels (PACK=2), writes them channels-last (N, v0, v1, phases x Cout): the realized
-  # conv_transpose is that buffer interleaved (a permute) and cropped (a shrink) as a view, with no kernel copying it out. It reads,
-  # realizes again, feeds another op, takes an assign and returns from a TinyJit
-  from tinygrad import TinyJit
-  from tinygrad.helpers import Context, GlobalCounters, prod
-  from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
-  from tinygrad.uop import Ops
-  x, w = rnd(2, 16, 5, 6), rnd(16, 8, 4, 4)
-  want = np_conv_transpose(x, w, 2, 1, 0, 1, 1)
-  with Context(PACK=2):
-    out = Tensor(x).conv_transpose2d(Tensor(w), stride=2, padding=1)
-    GlobalCounters.reset()
-    out.realize()
-    assert not out._is_buffer() and out.uop.base.op is Ops.BUFFER and prod(out.uop.base.shape) > out.numel()
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
-    GlobalCounters.reset()
-    out.realize()
-    assert GlobalCounters.kernel_count == 0
-    np.testing.assert_allclose((out.relu() + 1).numpy(), np.maximum(want, 0) + 1, rtol=1e-4, atol=1e-4)
-    out.assign(out * 2)
-    np.testing.assert_allclose(out.numpy(), 2 * want, rtol=1e-4, atol=1e-4)
-    @TinyJit
-    def f(a:Tensor) -> Tensor: return a.conv_transpose2d(Tensor(w), stride=2, padding=1).realize()
-    for _ in range(3):
-      xi = rnd(*x.shape)
-      np.testing.assert_allclose(f(Tensor(xi)).numpy(), np_conv_transpose(xi, w, 2, 1, 0, 1, 1), rtol=1e-4, atol=1e-4)
-
 # per-axis strides, paddings and output_paddings with a non-square kernel and groups: phases along one axis, a plain or dilated one
 # along the other, against numpy's scatter loops, forward and both gradients
 @pytest.mark.parametrize("stride,padding,output_padding,dilation", [((2, 3), (1, 0), (1, 2), 1), ((3, 1), (2, 1), (0, 0), (1, 2)),
