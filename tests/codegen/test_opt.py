@@ -411,6 +411,17 @@ def test_register_tile_counts_cache_lines():
     assert (opts := hand_coded_opts(ast, AVX512))[:3] == [Opt(U, 4, 16), Opt(U, 3, 2), Opt(U, 2, 7)], opts
     np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
 
+def test_register_tile_pads_a_row_no_upcast_divides():
+  # rows of 29 (a strided conv_transpose's phases) and 11 (MNIST's conv-2): no upcast amount divides them, so their pixels, broadcast
+  # from one cache line, are padded up (29 -> 32, 11 -> 12) rather than left for lanes a whole image apart (b8 64->32 28x28 4x4 stride 2's
+  # phase conv at 2 threads: 8 panels x 2 images 3.1 ms, 16 pixels padded 1.7 ms). A row of 28 keeps a tile that divides it
+  with Context(THREADS=1):
+    assert (opts := hand_coded_opts(direct_conv(8, 29, 64, 128)[0][0], AVX512))[:3] == [Opt(U, 4, 16), Opt(P, 2, 16), Opt(U, 2, 16)], opts
+    assert not any(o.op is P for o in hand_coded_opts(direct_conv(8, 28, 64, 128)[0][0], AVX512))
+    (ast, ins), ref = direct_conv(1, 11, 4, 16)
+    assert Opt(P, 2, 4) in (opts := hand_coded_opts(ast, AVX512)), opts
+    for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-3)
+
 def test_panel_swap_hoists_a_weight_past_l2():
   # a weight panel past L1 loops outside the loop next to it (the pixels of one row); a whole weight past L2 (256x256x3x3: 2.4 MB) loops
   # outside every axis it is not read along, so each panel comes from L3 once, not once per row of pixels (b8 256->256 14x14: 6.4 -> 5.2 ms)

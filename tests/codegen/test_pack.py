@@ -338,18 +338,35 @@ def test_wide_vectors_pack_smaller_matmuls(monkeypatch):
       assert _copies(Tensor.empty(256, 256, device="CPU") @ Tensor.empty(256, 256, device="CPU")) == []
       np.testing.assert_allclose((Tensor(a, device="CPU") @ Tensor(b, device="CPU")).numpy(), a @ b, rtol=1e-4, atol=1e-3)
 
-def test_realized_direct_conv_is_a_view_of_its_channels_last_buffer():
+def _np_conv_transpose_s2p1(x, w):
+  """conv_transpose2d stride 2, padding 1: a conv of the zero-stuffed input, padded k-2, with the flipped, transposed weight"""
+  n, c, h, wd = x.shape
+  up = np.zeros((n, c, 2*h - 1, 2*wd - 1), x.dtype)
+  up[:, :, ::2, ::2] = x
+  k = w.shape[2]
+  return _np_conv(up, w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1], 1, k - 2, 1)
+
+# (input shape, weight shape, the op, numpy's, the kernels a realize runs): a direct conv writes the weight's panels and the conv; a
+# strided conv_transpose (its phases' conv: 4 phases x 16 channels) also the weight's phases and its padded input
+LAYOUT_VIEWS = {"conv2d": ((2, 16, 34, 34), (32, 16, 3, 3), lambda x, w: x.conv2d(w), lambda x, w: _np_conv(x, w, 1, 0, 1), 2),
+                "conv_transpose2d": ((2, 16, 5, 6), (16, 16, 4, 4), lambda x, w: x.conv_transpose2d(w, stride=2, padding=1),
+                                     _np_conv_transpose_s2p1, 4)}
+
+@pytest.mark.parametrize("op", LAYOUT_VIEWS)
+def test_realized_conv_is_a_view_of_its_channels_last_buffer(op):
   # the direct conv's reduce writes (N, H, W, C): the realized result is a permuted view of that buffer (torch's channels-last), not a
-  # second kernel copying it to NCHW. It reads, realizes again, takes an assign, returns from a TinyJit and steps as a parameter
+  # second kernel copying it to NCHW; a strided conv_transpose's is its phases' conv's buffer interleaved (a permute) and cropped (a
+  # shrink). It reads, realizes again, takes an assign, returns from a TinyJit and steps as a parameter
   from tinygrad import TinyJit, nn
+  xs, ws, f, npf, kernels = LAYOUT_VIEWS[op]
   rng = np.random.default_rng(5)
-  x, w = rng.standard_normal((2, 16, 34, 34)).astype(np.float32), rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
-  ref = _np_conv(x, w, 1, 0, 1)
+  x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+  ref = npf(x, w)
   with Context(PACK=2):
-    out = Tensor(x).conv2d(Tensor(w))
+    out = f(Tensor(x), Tensor(w))
     GlobalCounters.reset()
     out.realize()
-    assert GlobalCounters.kernel_count == 2 and not out._is_buffer() and out.uop.base.op is Ops.BUFFER  # the weight's panels, the conv
+    assert GlobalCounters.kernel_count == kernels and not out._is_buffer() and out.uop.base.op is Ops.BUFFER
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
     GlobalCounters.reset()
     out.realize()
@@ -358,11 +375,11 @@ def test_realized_direct_conv_is_a_view_of_its_channels_last_buffer():
     out.assign(out * 2)
     np.testing.assert_allclose(out.numpy(), 2 * ref, rtol=1e-4, atol=1e-4)
     @TinyJit
-    def f(a:Tensor) -> Tensor: return a.conv2d(Tensor(w)).realize()
+    def step(a:Tensor) -> Tensor: return f(a, Tensor(w)).realize()
     for _ in range(3):
       xi = rng.standard_normal(x.shape).astype(np.float32)
-      np.testing.assert_allclose(f(Tensor(xi)).numpy(), _np_conv(xi, w, 1, 0, 1), rtol=1e-4, atol=1e-4)
-    p = Tensor(x).conv2d(Tensor(w)).realize()
+      np.testing.assert_allclose(step(Tensor(xi)).numpy(), npf(xi, w), rtol=1e-4, atol=1e-4)
+    p = f(Tensor(x), Tensor(w)).realize()
     p.requires_grad = True
     opt = nn.optim.SGD([p], lr=0.25)
     with Tensor.train():

@@ -394,10 +394,12 @@ def np_conv_transpose_grads(x, w, g, stride, padding, dilation, groups):
                                                                          ((1, 2, 3, 2, 3), (2, 2, 2, 3, 2), 2, 0, 1, 2), ((1, 3, 6, 7), (3, 1, 3, 3), 2, 3, 1, 3),
                                                                          ((2, 3, 3, 4), (3, 2, 2, 2), 3, 0, 1, 1), ((2, 4, 3, 5), (4, 2, 2, 2), 2, 0, 1, 1),
                                                                          ((1, 2, 4, 3), (2, 3, 1, 1), 2, 0, 1, 1), ((2, 4, 5, 6), (4, 8, 4, 4), 2, 1, 0, 1),
-                                                                         ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2)])
+                                                                         ((2, 8, 3, 4), (8, 8, 2, 2), 2, 0, 0, 2), ((2, 4, 10, 12), (4, 8, 4, 4), 2, 1, 0, 1),
+                                                                         ((2, 4, 28), (4, 8, 4), 2, 1, 0, 1)])
 def test_conv_transpose_phases(xs, ws, stride, padding, output_padding, groups, monkeypatch):
-  # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last two cases), whose buffer is then
-  # channels-last; unpacked, the conv is written out before the interleave. A kernel no multiple of the stride is one conv with zero
+  # PACK=2 packs the phases' conv along its output channels at any size (at 16 and more: the last four cases), whose buffer is then
+  # channels-last (rows of 11, 13 and 29: no upcast divides them, the tile pads them); unpacked, the conv is written out before the
+  # interleave. A kernel no multiple of the stride is one conv with zero
   # taps, or (MIN_SKIPPED_MACS 0, no gradient) a conv per class of phases with as many taps
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)

@@ -401,8 +401,10 @@ def _class_conv(x, w, groups:int, phases:tuple, flat:list):
   # its gradient is written out once, channels-last: read through the interleave and the crop's zeros, it was a gated load in both of its
   # gradient's matmuls, and NCHW the input gradient's reduce over the channels strides (b8 64->32 28x28 4x4 s2, one core: the weight
   # gradient 39 -> 4 ms, the input gradient's matmul 7 ms as before)
-  last = (0,) + tuple(range(2, 2 + nd)) + (1,)
-  out = out.permute(last).contiguous_backward().permute(tuple(last.index(i) for i in range(2 + nd)))
+  # (only where one flows: in the forward graph it would stand between the realized result and the conv's buffer it views)
+  if _wants_grad(x) or _wants_grad(w):
+    last = (0,) + tuple(range(2, 2 + nd)) + (1,)
+    out = out.permute(last).contiguous_backward().permute(tuple(last.index(i) for i in range(2 + nd)))
   return out.reshape((n, groups) + counts + (cout_g,) + sizes)
 
 @shape_template(2)

@@ -54,13 +54,13 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   return want
 
 def _layout_under(t:UOp) -> UOp|None:
-  """the contiguous() that t views through reshapes (its buffer is t in row-major order), or through reshapes and permutes of a layout
-  the scheduler chose (pack.LAYOUT: a direct conv's channels-last buffer): t is realized as that view of its buffer, no copy. A user's own
-  x.contiguous().permute() still gets a buffer of its own in its row-major order (upstream leaves a view): in-place writes and optimizer
-  steps write whole buffers"""
+  """the contiguous() that t views through reshapes (its buffer is t in row-major order), or through reshapes, permutes and shrinks of a
+  layout the scheduler chose (pack.LAYOUT: a direct conv's channels-last buffer; a strided conv_transpose's phases, interleaved by a
+  permute and cropped by a shrink): t is realized as that view of its buffer, no copy. A user's own x.contiguous().permute() still gets a
+  buffer of its own in its row-major order (upstream leaves a view): in-place writes and optimizer steps write whole buffers"""
   x, moved = t, False
-  while x.op in (Ops.RESHAPE, Ops.PERMUTE):
-    moved, x = moved or x.op is Ops.PERMUTE, x.src[0]
+  while x.op in (Ops.RESHAPE, Ops.PERMUTE, Ops.SHRINK):
+    moved, x = moved or x.op is not Ops.RESHAPE, x.src[0]
   return x if x.op is Ops.CONTIGUOUS and x is not t and _static(t) and _static(x) and (not moved or x.tag == LAYOUT) else None
 
 def _static(u:UOp) -> bool: return u._shape is not None and all(isinstance(s, int) for s in u.shape)

@@ -172,11 +172,19 @@ def _reduce_strided(ast:UOp) -> bool:
 # its lanes are then whole vectors (the padded lanes' stores are gated, opt/peel.py runs the ungated trips apart), where a tile that divides
 # it loads and stores pieces (a depthwise 3x3 conv's rows of 28 as 7 x 4 lanes: b8 256x28x28, one thread, 0.66 -> 0.42 ms as 2 x 16)
 PAD_WIDE = 1.25
+# a reduce's axis that some load walks with stride 1 (a direct conv's pixels, broadcast to its lanes from one cache line) and that no
+# upcast amount divides (a row of 29: a strided conv_transpose's phases) is padded up to a multiple of the amount where that adds at most
+# this share of work: else its tile falls back to lanes whose loads lie a whole image apart (the kernel alone at 2 threads: b8 64->32 28x28
+# 4x4 stride 2's phase conv, 8 panels x 2 images 3.1 ms, 16 pixels padded to 32 1.7 ms; b8 96->256 55x55 5x5, 263 -> 146 ms)
+PAD_ROW = 1.125
 
-def _padded_wide(r:UOp, amt:int, reduces:bool, stored:set[UOp]) -> float|None:
-  """padded size / size where a WIDE upcast of r pads it (see PAD_WIDE), else None"""
-  if amt != WIDE or not reduces or r not in stored or size(r) < WIDE: return None
-  return waste if (waste := -(-size(r) // WIDE) * WIDE / size(r)) <= PAD_WIDE else None
+def _padded(r:UOp, amt:int, reduces:bool, stored:set[UOp], unit:set[UOp]) -> float|None:
+  """padded size / size where an upcast of r by amt pads it (see PAD_WIDE, PAD_ROW), else None"""
+  if not reduces or size(r) < amt: return None
+  waste = -(-size(r) // amt) * amt / size(r)
+  if amt == WIDE and r in stored: return waste if waste <= PAD_WIDE else None
+  if r in unit and not any(size(r) % a == 0 for a in UPCAST_AMTS): return waste if waste <= PAD_ROW else None
+  return None
 
 def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) -> dict[int, int]:
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most simd.tile
@@ -209,7 +217,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
       for amt in UPCAST_AMTS:
         if amt == WIDE and ax[i] not in unit: continue
         limit = (simd.streaming if streaming else simd.wide) if WIDE in tile.values() or amt == WIDE else simd.tile
-        if (size(ax[i]) % amt and not (waste := _padded_wide(ax[i], amt, reduces, stored))) or prod(tile.values()) * amt > limit: continue
+        if (size(ax[i]) % amt and not (waste := _padded(ax[i], amt, reduces, stored, unit))) or prod(tile.values()) * amt > limit: continue
         c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector, along, reduces)
         if size(ax[i]) % amt: c *= waste
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9 or (wide_on_tie and amt == WIDE != best[2] and c < best[0] + 1e-9)): best = (c, i, amt)
