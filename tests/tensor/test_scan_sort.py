@@ -195,6 +195,23 @@ def test_topk_selection(n, k):
   ints = R.integers(-50, 50, (n, 2)).astype(np.int32)  # along axis 0
   np.testing.assert_array_equal(Tensor(ints).topk(k, dim=0, largest=False)[1].numpy(), np.argsort(ints, 0, kind="stable")[:k])
 
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16, dtypes.int8, dtypes.uint32, dtypes.bool], ids=str)
+def test_topk_selection_narrow_dtypes(dt):
+  """the selection's candidates gathered as their elements' bits and keyed again: -0.0, NaN and every dtype's extremes come back as such"""
+  vals = {dtypes.bfloat16: [1.5, -0.0, 0.0, float("nan"), -2.0, float("inf")], dtypes.float16: [-0.0, 65504.0, 0.0, -65504.0, 1.0, float("nan")],
+          dtypes.int8: [-128, 127, 0, -1, 5, 127], dtypes.uint32: [2**32-1, 0, 2**31, 7, 2**31-1, 2**32-1],
+          dtypes.bool: [True, False, True, False, False, True]}[dt]
+  row = [vals[j] for j in R.integers(0, 6, 301)]  # a padded last group (301 = 75 groups of 4 + 1)
+  t = Tensor([row, row[::-1]], dtype=dt)
+  for largest in (True, False):
+    for k in (1, 5, 16):
+      want = _stable_order(np.array([row, row[::-1]], dtype=object if dt is dtypes.bool else np.float64), largest)[:, :k]
+      v, i = t.topk(k, largest=largest)
+      assert v.dtype is dt and i.numpy().tolist() == want.tolist()
+      got = t.numpy()[np.arange(2)[:, None], want]
+      np.testing.assert_array_equal(v.numpy(), got)
+      if dtypes.is_float(dt): assert (np.signbit(v.numpy().astype(np.float32)) == np.signbit(got.astype(np.float32))).all()
+
 def test_topk_selection_and_network(monkeypatch):
   import tinygrad.mixin.sorting as sorting
   a = R.integers(-3, 4, (4, 70)).astype(np.float32)
