@@ -138,6 +138,37 @@ def test_long_scan_edges():
   assert Tensor(b).cumsum(0).tolist() == np.cumsum(b).tolist()
   assert Tensor(np.full(40, np.inf, np.float32)).cumsum(0).numpy().tolist() == [np.inf]*40  # a select, never inf * 0
 
+def _cummax_oracle(a:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """torch's running max along the last axis, one element at a time: a NaN or an element >= the max (no NaN yet) takes over"""
+  vals, idx = np.empty_like(a), np.empty(a.shape, np.int32)
+  for r in np.ndindex(a.shape[:-1]):
+    best, at = a[r + (0,)], 0
+    for i, v in enumerate(a[r]):
+      if np.isnan(v) or (not np.isnan(best) and v >= best): best, at = v, i
+      vals[r + (i,)], idx[r + (i,)] = best, at
+  return vals, idx
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int32], ids=["float32", "float16", "int32"])
+@pytest.mark.parametrize("n", [9, 66, 203])
+def test_cummax_ties_nan_axes(dt, n):
+  """cummax's value and index scans (by blocks along the last axis on the CPU) against the one-at-a-time oracle: ties take the later
+  index, -0.0 ties 0.0, a NaN takes over and the last NaN is the index; along the last axis, another, and a 1-D row"""
+  a = R.integers(-3, 4, (3, 2, n)).astype(dt)  # few values: many ties
+  if dt is not np.int32:
+    a[0, 0, ::5], a[0, 1, 3::7] = -0.0, 0.0
+    a[1, 0, [4, 8]], a[2, 1, n // 2:] = np.nan, np.nan
+  for ax in (2, 1, 0):
+    want_v, want_i = (np.moveaxis(w, -1, ax) for w in _cummax_oracle(np.moveaxis(a, ax, -1)))
+    v, i = Tensor(a).cummax(ax)
+    np.testing.assert_array_equal(i.numpy(), want_i)
+    np.testing.assert_array_equal(v.numpy(), want_v)
+    assert v.dtype is Tensor(a).dtype and i.dtype is dtypes.int32
+    assert (np.signbit(v.numpy()) == np.signbit(want_v)).all()  # the element itself: -0.0 where it took over
+  v, i = Tensor(a[0, 0]).cummax(0)
+  np.testing.assert_array_equal(i.numpy(), _cummax_oracle(a[0, 0])[1])
+  v, i = Tensor(a[0, 0]).cummin(0)
+  np.testing.assert_array_equal(i.numpy(), _cummax_oracle(-a[0, 0])[1])
+
 def test_long_cumsum_gradient():
   a, w = R.standard_normal((2, 50)).astype(np.float32), R.standard_normal((2, 50)).astype(np.float32)
   x = Tensor(a, requires_grad=True)
