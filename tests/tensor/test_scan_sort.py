@@ -275,3 +275,18 @@ def test_network_rank_blocks(monkeypatch, block):
     v, i = Tensor(a).sort(-1, descending=desc)
     np.testing.assert_array_equal(i.numpy(), want)
     np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
+
+@pytest.mark.parametrize("tail", [1, 4, 8, 64])
+def test_network_merge_tails(monkeypatch, tail):
+  """a merge's last stages in one kernel, any tail (the whole merge, none), ties and NaN in every kernel's part of the row"""
+  import tinygrad.mixin.sorting as sorting
+  monkeypatch.setattr(sorting, "MERGE_TAIL", tail)
+  a = R.integers(-20, 20, (2, 700)).astype(np.float32)
+  a[1, ::13] = np.nan
+  for desc in (False, True):
+    want = _stable_order(a, desc)
+    v, i = Tensor(a).sort(-1, descending=desc)
+    np.testing.assert_array_equal(i.numpy(), want)
+    np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
+  b = R.standard_normal(3000).astype(np.float32)  # 1-D, padded to 4096
+  np.testing.assert_array_equal(Tensor(b).argsort(0).numpy(), np.argsort(b, kind="stable"))
