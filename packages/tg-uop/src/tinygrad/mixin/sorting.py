@@ -99,6 +99,7 @@ class SortingMixin:
     if b < p: rank = (self._arange(p // b, dtypes.int32) % 2).eq(1).reshape(p // b, 1).where(b - 1 - rank, rank)
     keys = blocks.unsqueeze(-1)._pick(rank.contiguous()._one_hot_at(b, len(lead) + 2), -2).reshape(lead + (p,)).contiguous()
     second = self.const_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
+    pair, block = second.reshape(2, 1), second.reshape(2, 1, 1, 1)  # the partner's axis, and the axis of the block's direction
     stages = [(k, k >> i) for k in (1 << e for e in range(b.bit_length(), p.bit_length())) for i in range(1, k.bit_length())]
     pending = 0
     for done, (k, j) in enumerate(stages, 1):
@@ -107,8 +108,8 @@ class SortingMixin:
       v, keep = keys.reshape(shape), tuple((0, s) for s in shape[:-2])
       lo, hi = v.shrink(keep + ((0, 1), (0, j))), v.shrink(keep + ((1, 2), (0, j)))
       swap = lo > hi
-      if k < p: swap = swap != second.reshape(2, 1, 1, 1)
-      keys = (swap != second.reshape(2, 1)).where(hi, lo)
+      if k < p: swap = swap != block
+      keys = (swap != pair).where(hi, lo)
       # stored in the stage's own shape: the kernel walks (groups, 2, j) and reads both partners without index arithmetic
       pending += 1
       if done != len(stages) and (j == 1 or j == 2 * MERGE_TAIL or (j > MERGE_TAIL and pending == STAGES_PER_KERNEL)):
