@@ -263,26 +263,15 @@ def test_topk_selection_and_network(monkeypatch):
   np.put_along_axis(want, i.numpy(), w, -1)
   np.testing.assert_array_equal(x.grad.numpy(), want)  # the gradient lands on the chosen elements
 
-@pytest.mark.parametrize("block", [2, 8, 64])
-def test_network_rank_blocks(monkeypatch, block):
-  """the network's first stages as a rank sort of blocks, any block size, a padded row"""
+@pytest.mark.parametrize("knob, value", [("RANK_BLOCK", 2), ("RANK_BLOCK", 8), ("RANK_BLOCK", 64), ("MERGE_TAIL", 1), ("MERGE_TAIL", 4),
+                                          ("MERGE_TAIL", 64)], ids=str)
+def test_network_kernels(monkeypatch, knob, value):
+  """the network's first stages as a rank sort of blocks (any block size), a merge's last stages in one kernel (any tail: none, the whole
+  merge); a padded row, ties and NaN in every kernel's part of it"""
   import tinygrad.mixin.sorting as sorting
-  monkeypatch.setattr(sorting, "RANK_BLOCK", block)
-  a = R.integers(-3, 4, (2, 100)).astype(np.float32)
-  a[0, ::9] = np.nan
-  for desc in (False, True):
-    want = _stable_order(a, desc)
-    v, i = Tensor(a).sort(-1, descending=desc)
-    np.testing.assert_array_equal(i.numpy(), want)
-    np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
-
-@pytest.mark.parametrize("tail", [1, 4, 8, 64])
-def test_network_merge_tails(monkeypatch, tail):
-  """a merge's last stages in one kernel, any tail (the whole merge, none), ties and NaN in every kernel's part of the row"""
-  import tinygrad.mixin.sorting as sorting
-  monkeypatch.setattr(sorting, "MERGE_TAIL", tail)
+  monkeypatch.setattr(sorting, knob, value)
   a = R.integers(-20, 20, (2, 700)).astype(np.float32)
-  a[1, ::13] = np.nan
+  a[0, ::9], a[1, ::13] = np.nan, np.nan
   for desc in (False, True):
     want = _stable_order(a, desc)
     v, i = Tensor(a).sort(-1, descending=desc)
