@@ -138,6 +138,37 @@ def test_long_scan_edges():
   assert Tensor(b).cumsum(0).tolist() == np.cumsum(b).tolist()
   assert Tensor(np.full(40, np.inf, np.float32)).cumsum(0).numpy().tolist() == [np.inf]*40  # a select, never inf * 0
 
+def _cummax_oracle(a:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """torch's running max along the last axis, one element at a time: a NaN or an element >= the max (no NaN yet) takes over"""
+  vals, idx = np.empty_like(a), np.empty(a.shape, np.int32)
+  for r in np.ndindex(a.shape[:-1]):
+    best, at = a[r + (0,)], 0
+    for i, v in enumerate(a[r]):
+      if np.isnan(v) or (not np.isnan(best) and v >= best): best, at = v, i
+      vals[r + (i,)], idx[r + (i,)] = best, at
+  return vals, idx
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int32], ids=["float32", "float16", "int32"])
+@pytest.mark.parametrize("n", [9, 66, 203])
+def test_cummax_ties_nan_axes(dt, n):
+  """cummax's value and index scans (by blocks along the last axis on the CPU) against the one-at-a-time oracle: ties take the later
+  index, -0.0 ties 0.0, a NaN takes over and the last NaN is the index; along the last axis, another, and a 1-D row"""
+  a = R.integers(-3, 4, (3, 2, n)).astype(dt)  # few values: many ties
+  if dt is not np.int32:
+    a[0, 0, ::5], a[0, 1, 3::7] = -0.0, 0.0
+    a[1, 0, [4, 8]], a[2, 1, n // 2:] = np.nan, np.nan
+  for ax in (2, 1, 0):
+    want_v, want_i = (np.moveaxis(w, -1, ax) for w in _cummax_oracle(np.moveaxis(a, ax, -1)))
+    v, i = Tensor(a).cummax(ax)
+    np.testing.assert_array_equal(i.numpy(), want_i)
+    np.testing.assert_array_equal(v.numpy(), want_v)
+    assert v.dtype is Tensor(a).dtype and i.dtype is dtypes.int32
+    assert (np.signbit(v.numpy()) == np.signbit(want_v)).all()  # the element itself: -0.0 where it took over
+  v, i = Tensor(a[0, 0]).cummax(0)
+  np.testing.assert_array_equal(i.numpy(), _cummax_oracle(a[0, 0])[1])
+  v, i = Tensor(a[0, 0]).cummin(0)
+  np.testing.assert_array_equal(i.numpy(), _cummax_oracle(-a[0, 0])[1])
+
 def test_long_cumsum_gradient():
   a, w = R.standard_normal((2, 50)).astype(np.float32), R.standard_normal((2, 50)).astype(np.float32)
   x = Tensor(a, requires_grad=True)
@@ -195,6 +226,23 @@ def test_topk_selection(n, k):
   ints = R.integers(-50, 50, (n, 2)).astype(np.int32)  # along axis 0
   np.testing.assert_array_equal(Tensor(ints).topk(k, dim=0, largest=False)[1].numpy(), np.argsort(ints, 0, kind="stable")[:k])
 
+@pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16, dtypes.int8, dtypes.uint32, dtypes.bool], ids=str)
+def test_topk_selection_narrow_dtypes(dt):
+  """the selection's candidates gathered as their elements' bits and keyed again: -0.0, NaN and every dtype's extremes come back as such"""
+  vals = {dtypes.bfloat16: [1.5, -0.0, 0.0, float("nan"), -2.0, float("inf")], dtypes.float16: [-0.0, 65504.0, 0.0, -65504.0, 1.0, float("nan")],
+          dtypes.int8: [-128, 127, 0, -1, 5, 127], dtypes.uint32: [2**32-1, 0, 2**31, 7, 2**31-1, 2**32-1],
+          dtypes.bool: [True, False, True, False, False, True]}[dt]
+  row = [vals[j] for j in R.integers(0, 6, 301)]  # a padded last group (301 = 75 groups of 4 + 1)
+  t = Tensor([row, row[::-1]], dtype=dt)
+  for largest in (True, False):
+    for k in (1, 5, 16):
+      want = _stable_order(np.array([row, row[::-1]], dtype=object if dt is dtypes.bool else np.float64), largest)[:, :k]
+      v, i = t.topk(k, largest=largest)
+      assert v.dtype is dt and i.numpy().tolist() == want.tolist()
+      got = t.numpy()[np.arange(2)[:, None], want]
+      np.testing.assert_array_equal(v.numpy(), got)
+      if dtypes.is_float(dt): assert (np.signbit(v.numpy().astype(np.float32)) == np.signbit(got.astype(np.float32))).all()
+
 def test_topk_selection_and_network(monkeypatch):
   import tinygrad.mixin.sorting as sorting
   a = R.integers(-3, 4, (4, 70)).astype(np.float32)
@@ -215,15 +263,19 @@ def test_topk_selection_and_network(monkeypatch):
   np.put_along_axis(want, i.numpy(), w, -1)
   np.testing.assert_array_equal(x.grad.numpy(), want)  # the gradient lands on the chosen elements
 
-@pytest.mark.parametrize("block", [2, 8, 64])
-def test_network_rank_blocks(monkeypatch, block):
-  """the network's first stages as a rank sort of blocks, any block size, a padded row"""
+@pytest.mark.parametrize("knob, value", [("RANK_BLOCK", 2), ("RANK_BLOCK", 8), ("RANK_BLOCK", 64), ("MERGE_TAIL", 1), ("MERGE_TAIL", 4),
+                                          ("MERGE_TAIL", 64)], ids=str)
+def test_network_kernels(monkeypatch, knob, value):
+  """the network's first stages as a rank sort of blocks (any block size), a merge's last stages in one kernel (any tail: none, the whole
+  merge); a padded row, ties and NaN in every kernel's part of it"""
   import tinygrad.mixin.sorting as sorting
-  monkeypatch.setattr(sorting, "RANK_BLOCK", block)
-  a = R.integers(-3, 4, (2, 100)).astype(np.float32)
-  a[0, ::9] = np.nan
+  monkeypatch.setattr(sorting, knob, value)
+  a = R.integers(-20, 20, (2, 700)).astype(np.float32)
+  a[0, ::9], a[1, ::13] = np.nan, np.nan
   for desc in (False, True):
     want = _stable_order(a, desc)
     v, i = Tensor(a).sort(-1, descending=desc)
     np.testing.assert_array_equal(i.numpy(), want)
     np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
+  b = R.standard_normal(3000).astype(np.float32)  # 1-D, padded to 4096
+  np.testing.assert_array_equal(Tensor(b).argsort(0).numpy(), np.argsort(b, kind="stable"))

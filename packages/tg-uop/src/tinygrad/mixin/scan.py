@@ -121,11 +121,13 @@ class ScanMixin:
     at = self._arange(x.shape[-1]).reshape((1,)*(len(x.shape)-1) + (x.shape[-1],)).expand(x.shape)
     if self._serial(axis) and not self._grad_flows():  # a max reduce's gradient over the whole triangle would be O(n^2)
       # the last k <= i with x[k] equal to its own running max (or NaN) is the last one equal to the running max at i: a second scan
-      # along the last axis by blocks; along another, the lanes of the axes after it already run side by side (a chain per lane)
+      # along the last axis by blocks; along another, the lanes of the axes after it already run side by side (a chain per lane).
+      # The index's scan stays plain: by blocks its input became a kernel of its own (read by two), 1024x1024 0.7 ms slower in all
       values = x._serial_max_scan(x.dtype.min) if axis == len(self.shape) - 1 else x._triangle(Ops.MAX, x.dtype.min)
       values = values.transpose(axis, -1).contiguous()
-      same = x.eq(at_max := values.transpose(axis, -1))
-      if dtypes.is_float(self.dtype): same = same | (x.isnan() & at_max.isnan())
+      same = x.eq(values.transpose(axis, -1))
+      # a NaN element's running max is NaN: its own test is enough (the index's loop does one op less per element: ~15% of cummax)
+      if dtypes.is_float(self.dtype): same = same | x.isnan()
       return values, same.where(at, -1)._triangle(Ops.MAX, dtypes.min(at.dtype)).cast(dtypes.int32).transpose(axis, -1).contiguous()
     values, idx = x._running_max_at(at)
     return values.transpose(axis, -1), idx.cast(dtypes.int32).transpose(axis, -1)

@@ -21,6 +21,10 @@ PACKED_BITONIC_MIN = 32
 # network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
 # 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
 STAGES_PER_KERNEL = 2
+# a merge's last stages, partners at most this far apart, share one kernel (the stage before them ends one): each block of 2*MERGE_TAIL
+# keys merges from its own loads, which the block's outputs share. 256x4096: 35 kernels -> 29, CPU time 42 -> 38 ms (a tail of 4: 37 -> 35,
+# of 16: 40 -> 37)
+MERGE_TAIL = 8
 # the network's first stages (blocks of this many keys) as a rank sort per block: b compares per key in one pass and a pick of b in a
 # second, against log2(b)*(log2(b)+1)/2 stages
 RANK_BLOCK = 32
@@ -51,10 +55,11 @@ class SortingMixin:
     return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n + (1 << (n - 1).bit_length()) <= 2**32
 
   # *** packed keys: (order-preserving int32 of the value) << 32 | index << 1 | (value is -0.0) ***
-  def _sort_keys(self, descending:bool):
-    """the int64 key of each element of the last axis; keys ascending is the stable sort, descending if asked"""
+  def _sort_keys(self, descending:bool, at=None):
+    """the int64 key of each element of the last axis; keys ascending is the stable sort, descending if asked. at: each element's index
+    in its row (int64), where it is not its place on the axis"""
     n, dt = self.shape[-1], self.dtype
-    at = self._arange(n, dtypes.int64).reshape((1,)*(len(self.shape)-1) + (n,)) * 2
+    at = (self._arange(n, dtypes.int64).reshape((1,)*(len(self.shape)-1) + (n,)) if at is None else at) * 2
     if dtypes.is_float(dt):
       x = self.cast(dtypes.float32)
       bits, zero = x.bitcast(dtypes.int32), x.eq(0)
@@ -94,32 +99,45 @@ class SortingMixin:
     if b < p: rank = (self._arange(p // b, dtypes.int32) % 2).eq(1).reshape(p // b, 1).where(b - 1 - rank, rank)
     keys = blocks.unsqueeze(-1)._pick(rank.contiguous()._one_hot_at(b, len(lead) + 2), -2).reshape(lead + (p,)).contiguous()
     second = self.const_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
+    pair, block = second.reshape(2, 1), second.reshape(2, 1, 1, 1)  # the partner's axis, and the axis of the block's direction
     stages = [(k, k >> i) for k in (1 << e for e in range(b.bit_length(), p.bit_length())) for i in range(1, k.bit_length())]
+    pending = 0
     for done, (k, j) in enumerate(stages, 1):
       # partners i and i^j on a size-2 axis (..., 2, j); a block of k sorts down when bit k of i is set: the size-2 axis before them
       shape = lead + ((p // (2*k), 2, k // (2*j), 2, j) if k < p else (k // (2*j), 2, j))
       v, keep = keys.reshape(shape), tuple((0, s) for s in shape[:-2])
       lo, hi = v.shrink(keep + ((0, 1), (0, j))), v.shrink(keep + ((1, 2), (0, j)))
       swap = lo > hi
-      if k < p: swap = swap != second.reshape(2, 1, 1, 1)
-      keys = (swap != second.reshape(2, 1)).where(hi, lo)
+      if k < p: swap = swap != block
+      keys = (swap != pair).where(hi, lo)
       # stored in the stage's own shape: the kernel walks (groups, 2, j) and reads both partners without index arithmetic
-      if done % STAGES_PER_KERNEL == 0 and done != len(stages): keys = keys.contiguous()
+      pending += 1
+      if done != len(stages) and (j == 1 or j == 2 * MERGE_TAIL or (j > MERGE_TAIL and pending == STAGES_PER_KERNEL)):
+        keys, pending = keys.contiguous(), 0
       keys = keys.reshape(lead + (p,))
     return keys.shrink(tuple((0, s) for s in lead) + ((0, n),))
-  def _smallest_keys(self, k:int, stride:int=1):
+  def _smallest_keys(self, k:int, stride:int=1, elements=None, descending:bool=False):
     """the k smallest unique int64 keys of the last axis, ascending. Cut into groups of g keys, a row's k smallest keys lie in the k groups
     whose minimums are the k smallest minimums: those k minimums are k keys at most the k-th of them, and a group whose minimum is above
     it holds nothing below it. So the k smallest minimums (found the same way) name k*g candidates, and ranking those picks the keys.
-    A key's index is its element's in the whole row: in a row of minimums it sits at that index // stride"""
+    A key's index is its element's in the whole row: in a row of minimums it sits at that index // stride.
+    elements: the row whose keys (sorted `descending`) self holds. Its candidates are gathered as bits and keyed after: with the key's math
+    in the gather's loop, the few trips in flight each waited on a random load (topk 16 of 1024x4096: that kernel 1 ms, now 0.1 ms + 20 us)"""
     n, g = self.shape[-1], _group_size(k)
     if n <= k * g: return self._rank_select(k)
     lead, groups = tuple(self.shape[:-1]), -(-n // g)
-    keys = (self.pad(((0, 0),)*len(lead) + ((0, groups*g - n),), value=_I64_MAX) if groups*g != n else self).reshape(lead + (groups, g))
+    def grouped(x, fill): return (x.pad(((0, 0),)*len(lead) + ((0, groups*g - n),), value=fill) if groups*g != n else x).reshape(lead + (groups, g))
+    keys = grouped(self, _I64_MAX)
     # stored: the candidates' gather reads them again (every real group holds a real key: padding is never among the minimums' k smallest)
     least = keys.min(-1).contiguous()._smallest_keys(k, stride * g).contiguous()
     group = ((least & 0xFFFFFFFF) >> 1) // (stride * g)  # each key's place in this row, then its group: (..., k)
-    candidates = keys.unsqueeze(-3)._pick(group._one_hot_at(groups, len(lead) + 1).unsqueeze(-1), -2)  # (..., k, g), one load each
+    onehot = group._one_hot_at(groups, len(lead) + 1).unsqueeze(-1)
+    if elements is None: candidates = keys.unsqueeze(-3)._pick(onehot, -2)  # (..., k, g), one load each
+    else:
+      bits = elements.bitcast(_same_size_int(elements.dtype)) if dtypes.is_float(elements.dtype) else elements  # a pick adds: -0.0 + 0 = 0
+      picked = grouped(bits, 0).unsqueeze(-3)._pick(onehot, -2).contiguous()
+      at = group.cast(dtypes.int64).unsqueeze(-1) * g + self._arange(g, dtypes.int64)  # (..., k, g): the candidates' indices in the row
+      candidates = (at < n).where(picked.bitcast(elements.dtype)._sort_keys(descending, at), _I64_MAX)
     return candidates.reshape(lead + (k * g,)).contiguous()._rank_select(k)
   def _rank_select(self, k:int):
     """the k smallest unique int64 keys of a short last axis, ascending: output position r picks the key with r keys below it"""
@@ -187,10 +205,13 @@ class SortingMixin:
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
     grad = x._grad_flows()
-    keys = (x.detach() if grad else x)._sort_keys(largest)._smallest_keys(k)
+    keys = (elements := x.detach() if grad else x)._sort_keys(largest)._smallest_keys(k, elements=elements, descending=largest)
     values, indices = x._unpack_keys(keys, largest)
     if grad: values = x.unsqueeze(-2)._pick(indices._one_hot_at(n, len(indices.shape)), -1)  # the elements themselves, O(k*n)
     return values.transpose(dim, -1), indices.transpose(dim, -1)
+
+def _same_size_int(dt):
+  return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32}[dt.itemsize]
 
 def _group_size(k:int) -> int:
   """keys per group of topk's selection: the k*g candidates are ranked in (k*g)^2 compares per row, k*g at most SELECT_CANDIDATES where
