@@ -23,25 +23,22 @@ _COPIED = (AxisType.LOOP, AxisType.UPCAST, AxisType.UNROLL, AxisType.REDUCE)
 
 def _conjuncts(g:UOp) -> list[UOp]: return _conjuncts(g.src[0]) + _conjuncts(g.src[1]) if g.op is Ops.AND else [g]
 
-def _lanes(idx:UOp) -> set[UOp]:
-  """the UPCAST ranges the address idx walks with stride 1: its lanes that become one vector access"""
+def _stride_one(idx:UOp) -> tuple[set[UOp], set[UOp]]:
+  """the ranges the address idx walks with stride 1: its UPCAST lanes (one vector access), and where it has none, its LOOP ranges (a
+  scalar loop LLVM's loop vectorizer packs into vectors, unless a gate that moves along it makes each access a select: a cat along the
+  last axis, 4096x(1000+1001) at 2 threads: 1.8 ms)"""
   lin = _linear(simplified(idx))
-  return {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.UPCAST and m == 1} if lin is not None else set()
-
-def _scalar_walk(idx:UOp) -> set[UOp]:
-  """the LOOP ranges an address without vector lanes walks with stride 1: a scalar loop LLVM's loop vectorizer packs into vectors,
-  unless a gate that moves along it makes each access a select (a cat along the last axis, 4096x(1000+1001) at 2 threads: 1.8 ms)"""
-  lin = _linear(simplified(idx))
-  if lin is None or _lanes(idx): return set()
-  return {b for b, m in lin[0].items() if b.op is Ops.RANGE and b.arg[1] is AxisType.LOOP and m == 1}
+  ones = {b for b, m in lin[0].items() if b.op is Ops.RANGE and m == 1} if lin is not None else set()
+  lanes = {b for b in ones if b.arg[1] is AxisType.UPCAST}
+  return lanes, set() if lanes else {b for b in ones if b.arg[1] is AxisType.LOOP}
 
 def _splitting(gate:UOp, idx:UOp, load:bool=False) -> list[tuple[dict[UOp, int], int, float, float]]:
   """(coefficients, constant, lo, hi) of each conjunct `lo <= expr < hi` of the gate (`expr < n` or `k < expr`) that varies along the
   vector lanes of the address idx (or along the loop a scalar access walks with stride 1), or of a load's any conjunct where the address
   has vector lanes (a gated load is a select per lane, even where its gate is one for all of them: a padded copy's first and last rows),
   with expr affine in output ranges of known sizes, every coefficient positive"""
-  unit, ret = _lanes(idx), []
-  walk = unit or _scalar_walk(idx)
+  (unit, loops), ret = _stride_one(idx), []
+  walk = unit or loops
   for c in _conjuncts(simplified(gate)) if walk else []:
     if c.op is not Ops.CMPLT: continue
     if c.src[1].op is Ops.CONST: side, bound = c.src[0], (-math.inf, c.src[1].arg)
@@ -64,7 +61,7 @@ def vector_gate_ranges(ast:UOp) -> set[UOp]:
 def _decided(coefs:dict[UOp, int], k:int, lo:float, hi:float, r:UOp) -> tuple[tuple[int, int], int, int]:
   """for `lo <= expr < hi` along r: the trips [a, b) in which it holds for every value of the other ranges, and the trips [0, below)
   and [above, size) in which it fails for every value of them"""
-  m, least = coefs[r], k
+  m, least = coefs[r], k  # the other ranges at 0
   most = k + sum(mb * (size(b) - 1) for b, mb in coefs.items() if b is not r)
   n = size(r)
   def clip(t:float) -> int: return min(n, max(0, t))
@@ -86,7 +83,7 @@ def _pieces(ast:UOp) -> dict[UOp, list[tuple[int, int, bool]]]:
   ret = {}
   for r, cs in conds.items():
     cuts = sorted({0, size(r)} | {t for (a, b), below, above in cs for t in (a, b, below, above)})
-    def state(s:int, e:int) -> tuple|None:
+    def state(s:int, e:int) -> tuple:
       return tuple(True if a <= s and e <= b else False if e <= below or s >= above else None for (a, b), below, above in cs)
     merged: list[list] = []
     for s, e in zip(cuts, cuts[1:]):
@@ -128,8 +125,11 @@ def _peeled(end:UOp, next_id:list[int]) -> list[tuple[UOp, bool]]:
 def _lane_gated(x:UOp) -> bool:
   """some gated load or store of x has a gate that depends on the vector lanes of its address (or on the loop a scalar access walks with
   stride 1), or is a load with vector lanes"""
-  return any(not (sg.op is Ops.CONST and sg.arg is True) and ((_lanes(idx) | _scalar_walk(idx)) & set(sg.toposort()) or (ld and _lanes(idx)))
-             for g, idx, ld in _gated(x) if (sg := simplified(g)) is not None)
+  for g, idx, ld in _gated(x):
+    if (sg := simplified(g)).op is Ops.CONST and sg.arg is True: continue
+    lanes, loops = _stride_one(idx)
+    if (lanes | loops) & set(sg.toposort()) or (ld and lanes): return True
+  return False
 
 def _decided_gates_folded(x:UOp) -> UOp:
   """each gated load whose gate holds for every value of its ranges as a plain load, each whose gate fails for every value as what it
