@@ -15,6 +15,7 @@ from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
 from tinygrad.renderer.llvm_masked_loads import buffer_elements, gated_runs
+from tinygrad.renderer.llvm_streaming import address_align, loop_nest, loop_step, streamed_loads, streamed_stores
 from tinygrad.renderer.host_cpu import host_has_f16c, host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
 
 # value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
@@ -139,7 +140,8 @@ def _load(ctx:LLVMRenderer, x:UOp) -> list[str]:
   val = f"{d}.m" if t != vt or gated else d
   # the alignment holds for the select's other pointer too: a buffer's base is aligned at least as much as any of its elements, and a run's
   # lane claims no more than its offset from the base allows
-  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx, run[1] if run else 0)}")
+  lines.append(f"  {val} = load {t}, {ctx.ptr(idx)} {f'{d}.p' if select else ctx[idx]}{ctx.align_of(idx, run[1] if run else 0)}"
+               + (", !nontemporal !{i32 1}" if x in ctx.streamed_loads else ""))
   if t != vt:  # from the in-memory form
     conv = f"{d}.x" if gated else d
     lines += [f"  {conv} = icmp ne i8 {val}, 0"] if x.dtype is dtypes.bool else _indent(ctx.narrow[x.dtype].to_float(conv, val))
@@ -153,82 +155,6 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
   if (fn := ctx.code_for_op.get(x.op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[ctx[s] for s in x.src], dt=x.src[-1].dtype)) is None:
     raise RuntimeError(f"{type(ctx).__name__} cannot render {x.op} on {x.src[-1].dtype} operands: lower it first")
   return _indent(lines + (ctx.narrow[x.dtype].round(d, f"{d}.u") if rounds else []))
-
-# *** what an address is known to be a multiple of, and which stores stream past the cache ***
-
-STREAM_BLOCK = 32  # bytes: one AVX vector. A non-temporal store of less than a whole aligned vector is split into scalar ones
-# ALU ops per stored element above which a kernel computes more than it moves: its stores stay cached. LLVM's loop vectorizer refuses a
-# loop with a non-temporal store whose lanes are not each aligned to a vector (every upcast lane past the first), leaving the SLP vectorizer
-# to pack one trip's lanes, at half width or worse. At THREADS=1, 4096x4096, AVX-512, CPU time: (a*b+c).relu()*0.5 (6 ops a lane) 5.7 ms
-# streamed against 10.8 cached, but exp (33) 31.2 against 14.1, sigmoid (35) 32.4 / 14.4, tanh (38) 34.2 / 14.9, gelu (46) 36.2 / 16.7,
-# Tensor._random_bits (threefry, 95) 64 / 18 ms
-STREAM_MAX_ALU = 16
-
-def known_multiple(u:UOp, memo:dict) -> int:
-  """the largest integer known to divide u's value (0 when u is 0), read off its adds, multiplies and shifts by constants; 1 for a
-  loop counter, thread id or variable"""
-  if (m := memo.get(u)) is not None: return m
-  if u.op is Ops.CONST: m = abs(int(u.arg)) if isinstance(u.arg, int) else 1
-  elif u.op is Ops.ADD: m = math.gcd(known_multiple(u.src[0], memo), known_multiple(u.src[1], memo))
-  elif u.op is Ops.MUL: m = known_multiple(u.src[0], memo) * known_multiple(u.src[1], memo)
-  elif u.op is Ops.SHL and u.src[1].op is Ops.CONST: m = known_multiple(u.src[0], memo) << u.src[1].arg
-  elif u.op is Ops.CAST and dtypes.is_int(u.dtype) and dtypes.is_int(u.src[0].dtype) and u.dtype.itemsize >= u.src[0].dtype.itemsize:
-    m = known_multiple(u.src[0], memo)
-  else: m = 1
-  memo[u] = m
-  return m
-
-def address_align(idx:UOp, base_align:int, memo:dict) -> int:
-  """the power of two the byte address of INDEX idx is known to be a multiple of, given its buffer's base alignment"""
-  m = known_multiple(idx.src[1], memo) * idx.src[0].dtype.itemsize
-  return base_align if m == 0 else math.gcd(m, base_align)
-
-def loop_step(u:UOp, rng:UOp) -> int|None:
-  """how much u grows per trip of loop rng: the coefficient of rng in u, 0 when u does not depend on it, None when it is not linear in it"""
-  if u is rng: return 1
-  if u.op in (Ops.CONST, Ops.DEFINE_VAR, Ops.SPECIAL, Ops.RANGE): return 0
-  if u.op is Ops.ADD and None not in (a := loop_step(u.src[0], rng), b := loop_step(u.src[1], rng)): return a + b
-  if u.op is Ops.MUL:
-    for x, c in (u.src, u.src[::-1]):
-      if c.op is Ops.CONST and isinstance(c.arg, int) and (a := loop_step(x, rng)) is not None: return a * c.arg
-  if u.op is Ops.SHL and u.src[1].op is Ops.CONST and (a := loop_step(u.src[0], rng)) is not None: return a << u.src[1].arg
-  if u.op is Ops.CAST and dtypes.is_int(u.dtype) and u.dtype.itemsize >= u.src[0].dtype.itemsize: return loop_step(u.src[0], rng)
-  return 0 if rng not in u.toposort() else None
-
-def streamed_stores(uops:list[UOp], base_align:int, above_bytes:int|None) -> set[UOp]:
-  """the stores that bypass the cache: those to an output bigger than `above_bytes` (the last-level cache: a stream that does not fit
-  gains nothing from being cached, and a non-temporal store skips reading each line before it is overwritten), and only where each trip
-  of the innermost loop writes every lane of the aligned STREAM_BLOCKs it moves on by (the vectorizer merges the lanes into aligned vector
-  stores, and consecutive trips fill whole cache lines: a scattered non-temporal store writes part of a line to memory on its own), and
-  only in a loop that does at most STREAM_MAX_ALU ALU ops per element it stores"""
-  if not above_bytes or base_align < STREAM_BLOCK: return set()
-  memo: dict = {}
-  loops: list[UOp] = []
-  alu: dict[UOp, int] = defaultdict(int)  # innermost loop -> ALU ops in its body
-  stores: dict[UOp, int] = defaultdict(int)  # innermost loop -> stores in its body
-  inner: dict[UOp, UOp] = {}  # store -> its innermost loop
-  blocks: dict[tuple, dict[int, UOp]] = defaultdict(dict)  # (buf, base, lanes, block) -> lane -> store
-  steps: dict[tuple, int] = {}  # (buf, base, lanes) -> elements a trip of the innermost loop moves on by
-  for u in uops:
-    if u.op is Ops.RANGE: loops.append(u)
-    elif u.op is Ops.END and (r := loop_of(u)[0]) in loops: loops.remove(r)
-    if loops and u.op in GroupOp.ALU: alu[loops[-1]] += 1
-    if loops and u.op is Ops.STORE: stores[loops[-1]] += 1
-    if u.op is not Ops.STORE or not loops or (buf := u.src[0].src[0]).op is not Ops.PARAM or not isinstance(buf.arg.shape, tuple): continue
-    size = buf.dtype.itemsize
-    if prod(buf.arg.shape) * size <= above_bytes or STREAM_BLOCK % size: continue
-    i, lanes = u.src[0].src[1], STREAM_BLOCK // size
-    # an address computed from loaded values (a scatter-add, codegen/onehot_scatter.py) revisits rows it has just read: cached
-    if any(x.op is Ops.LOAD for x in i.toposort()): continue
-    base, off = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
-    if math.gcd(known_multiple(base, memo) * size, base_align) % STREAM_BLOCK: continue
-    if not (step := loop_step(base, loops[-1])) or step % lanes: continue
-    steps[(buf, base, lanes)] = step
-    blocks[(buf, base, lanes, off // lanes)][off % lanes] = u
-    inner[u] = loops[-1]
-  whole = {k for k, lanes_stored in blocks.items() if len(lanes_stored) == k[2]}
-  return {u for k, lanes_stored in blocks.items() if all((*k[:3], j) in whole for j in range(steps[k[:3]] // k[2])) for u in lanes_stored.values()
-          if alu[inner[u]] <= STREAM_MAX_ALU * stores[inner[u]]}
 
 def _runs(accesses:list[UOp], rng:UOp) -> list[tuple[int, list[int]]]:
   """(step per trip of rng, constant offsets) of each group of accesses to one buffer at one base index plus constants"""
@@ -251,7 +177,7 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
   pool over its window buffer, 4 floats a window: 2.0 -> 0.3 ms; a stride-2 read it packs with shuffles, avg_pool2d 2x2 stays). Sort's compare-and-swap stages read runs as long as the step, or as fast as the writes: they vectorize better
   across trips (1.2x the time with the SLP vectorizer); so does a trip that writes a run of lanes from strided reads (a conv's col2im)"""
   out: list[UOp] = []
-  for n, (u, loops) in enumerate(_nest(uops)):
+  for n, (u, loops) in enumerate(loop_nest(uops)):
     if u.op is not Ops.RANGE or u.dtype is dtypes.void: continue
     body = list(itertools.takewhile(lambda v: not (v.op is Ops.END and loop_of(v)[0] is u), uops[n+1:]))
     if any(v.op is Ops.RANGE for v in body): continue
@@ -273,13 +199,6 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
 PREFETCH_LINE = 64  # bytes: one cache line, what one prefetch brings in
 PREFETCH_MAX_AHEAD = 256 << 10  # bytes: further ahead, the next row would push the current one out of L2 before its later loops
 
-def _nest(uops:list[UOp]):
-  """(node, the loops open after it, innermost last) for each node of a linear program: a RANGE is among its own, an END's is not"""
-  loops: list[UOp] = []
-  for u in uops:
-    if u.op is Ops.RANGE: loops.append(u)
-    elif u.op is Ops.END and (r := loop_of(u)[0]) in loops: loops.remove(r)
-    yield u, loops
 
 def _same_element(store_i:UOp, store_loop:UOp, load_i:UOp, load_loop:UOp) -> bool:
   """a store's index, its loop counter moved to where the load's loop is (the counters differ by the ratio of their steps), is the
@@ -303,9 +222,9 @@ def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, tuple[int, tuple[UOp, ...]
   stores: dict[UOp, list] = defaultdict(list)  # enclosing loop -> (position, its own loop, store) of the stores in its inner loops
   chosen: dict[UOp, UOp] = {}  # enclosing loop -> the loop that prefetches for it
   out: dict[UOp, tuple[int, tuple[UOp, ...]]] = {}
-  for n, (u, loops) in enumerate(_nest(uops)):
+  for n, (u, loops) in enumerate(loop_nest(uops)):
     if u.op is Ops.STORE and len(loops) >= 2 and u.src[0].src[0].op is Ops.PARAM: stores[loops[-2]].append((n, loops[-1], u))
-  for n, (u, loops) in enumerate(_nest(uops)):
+  for n, (u, loops) in enumerate(loop_nest(uops)):
     if u.op is Ops.END and loops: done[loops[-1]] |= reads.pop(loop_of(u)[0], set())  # the loop around the ended one saw its reads
     if u.op is not Ops.LOAD or len(u.src) != 1 or len(loops) < 2 or (buf := u.src[0].src[0]).op is not Ops.PARAM: continue
     inner, outer, i = loops[-1], loops[-2], u.src[0].src[1]
@@ -422,6 +341,7 @@ class LLVMRenderer(Renderer):
     self.label = "entry"
     self.multiples: dict = {}  # known_multiple's memo for this kernel
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
+    self.streamed_loads = streamed_loads(uops, self.param_align, self.nontemporal_bytes)
     self.prefetch = {} if self.has_local else next_trip_prefetches(uops)  # a GPU's work items read each their own part
     self.runs = {} if self.has_local else gated_runs(uops)  # the CPU's SLP vectorizer packs them; a GPU dialect keeps a select per lane
     self.slp_only = {} if self.has_local else {r: 2*k + 1 for k, r in enumerate(slp_only_loops(uops))}  # loop -> its metadata node
