@@ -164,3 +164,14 @@ def test_only_missing_ops_are_lowered():
   ast = next(it.ast for it in create_schedule([(t.exp2() + t.log2() + t.sin()).uop])[0] if it.kind == "kernel")
   assert _ops(rewrite_to_program(ast, _NoExp2()).toposort()) == {Ops.LOG2, Ops.SIN}
   assert _ops(rewrite_to_program(ast, None).toposort()) == set(OPS.values())  # no renderer: nothing to go by, all stay
+
+class _FusingNoExp2(Renderer):
+  code_for_op = {Ops.LOG2: None, Ops.SIN: None, Ops.MULACC: None}
+
+def test_polynomial_steps_fuse_where_the_target_has_mulacc():
+  # float32 exp2's polynomial has 7 coefficients: 6 Horner steps, each one fused multiply-add on a target with MULACC, none without. FMA=0
+  # keeps the general a*b+c rule off, so every MULACC counted is the polynomial's (their accuracy: test_accuracy, test_same_bits_as_emulator)
+  t = Tensor(np.ones(1, np.float32), device="PYTHON")  # one element: one lane
+  ast = next(it.ast for it in create_schedule([t.exp2().uop])[0] if it.kind == "kernel")
+  def fused(r) -> int: return sum(u.op is Ops.MULACC for u in rewrite_to_program(ast, r).toposort())
+  with Context(FMA=0): assert fused(_FusingNoExp2()) == 6 and fused(_NoExp2()) == 0
