@@ -3,7 +3,8 @@
   for n in 10 110; do PYTHONHASHSEED=0 THREADS=1 OPENBLAS_NUM_THREADS=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     python bench/realize_instructions.py sum $n; done          # (Collected at 110 - at 10) / 100
 Run it once without valgrind first, so that neither counted run compiles. Cases:
-  sum  t.sum().realize() on 1024 realized floats (the suite's `sum, 16M` row is this on 16M: one or two kernels, all python besides)
+  sum  t.sum().realize() on 1024 realized floats (one kernel)
+  sum2 t.sum().realize() on 65536 floats: split in two kernels, partial sums then their sum, as the suite's `sum, 16M` row is
   ew   ((a*b+c).relu()*0.5).realize() on 1024 floats (the suite's elementwise row)
   mlp  a 64-32-10 MLP's forward, backward and Adam step on a batch of 16 (nn.Linear, nn.optim.Adam), realized eagerly"""
 import sys
@@ -12,8 +13,8 @@ from tinygrad import Tensor, Device, nn
 
 def case(name:str):
   rng = np.random.default_rng(0)
-  if name == "sum":
-    t = Tensor(rng.standard_normal(1024, dtype=np.float32)).realize()
+  if name in ("sum", "sum2"):
+    t = Tensor(rng.standard_normal(1024 if name == "sum" else 65536, dtype=np.float32)).realize()
     return lambda: t.sum().realize()
   if name == "ew":
     a, b, c = (Tensor(rng.standard_normal(1024, dtype=np.float32)).realize() for _ in range(3))
@@ -31,7 +32,7 @@ def case(name:str):
         opt.step()
       return loss
     return step
-  raise SystemExit(f"unknown case {name!r}: sum, ew or mlp")
+  raise SystemExit(f"unknown case {name!r}: sum, sum2, ew or mlp")
 
 if __name__ == "__main__":
   f, n = case(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 100
