@@ -170,7 +170,9 @@ def _reduce_strided(ast:UOp) -> bool:
 
 # a reduce's stored stride-1 axis that WIDE does not divide is padded up to a multiple of it where that adds at most this share of work:
 # its lanes are then whole vectors (the padded lanes' stores are gated, opt/peel.py runs the ungated trips apart), where a tile that divides
-# it loads and stores pieces (a depthwise 3x3 conv's rows of 28 as 7 x 4 lanes: b8 256x28x28, one thread, 0.66 -> 0.42 ms as 2 x 16)
+# it loads and stores pieces (a depthwise 3x3 conv's rows of 28 as 7 x 4 lanes: b8 256x28x28, one thread, 0.66 -> 0.42 ms as 2 x 16). An
+# axis shorter than WIDE too: a row of 14 as one vector of 16 instead of 7 lanes, whose tile then took 4 images, a load stream each (b8
+# 512x14x14 3x3 at 2 threads, the pad copy and the conv: 0.78 -> 0.48 ms)
 PAD_WIDE = 1.25
 # a reduce's axis that some load walks with stride 1 (a direct conv's pixels, broadcast to its lanes from one cache line) and that no
 # upcast amount divides (a row of 29: a strided conv_transpose's phases) is padded up to a multiple of the amount where that adds at most
@@ -180,9 +182,10 @@ PAD_ROW = 1.125
 
 def _padded(r:UOp, amt:int, reduces:bool, stored:set[UOp], unit:set[UOp]) -> float|None:
   """padded size / size where an upcast of r by amt pads it (see PAD_WIDE, PAD_ROW), else None"""
-  if not reduces or size(r) < amt: return None
+  if not reduces: return None
   waste = -(-size(r) // amt) * amt / size(r)
   if amt == WIDE and r in stored: return waste if waste <= PAD_WIDE else None
+  if size(r) < amt: return None
   if r in unit and not any(size(r) % a == 0 for a in UPCAST_AMTS): return waste if waste <= PAD_ROW else None
   return None
 
