@@ -13,6 +13,16 @@ from test_opt import kernel, run_cpu, run_python, AVX512
 U, T, S, P = OptOps.UPCAST, OptOps.THREAD, OptOps.SWAP, OptOps.PADTO
 rng = np.random.default_rng(7)
 
+def pieces(x:UOp) -> list[UOp]:
+  """the loop nests a peeled kernel runs one after another, each inside the loops they share (END(GROUP(pieces), shared loops))"""
+  if x.op is Ops.SINK: return [p for s in x.src for p in pieces(s)]
+  if x.op is Ops.GROUP: return [p for s in x.src for p in pieces(s)]
+  return pieces(x.src[0]) if x.op is Ops.END and x.src[0].op is Ops.GROUP else [x]
+
+def shared_loops(x:UOp) -> set[UOp]:
+  """the loops around the pieces of a peeled kernel"""
+  return {r for s in x.toposort() if s.op is Ops.END and s.src[0].op is Ops.GROUP for r in s.ended_ranges}
+
 def odd_packed_matmul(m:int, n:int, k:int):
   """a @ b with b in pack.py's panel-major copy, n not a multiple of 16: ceil(n/16) panels, the columns past n padding (NaN here: the
   gated stores must never write what they compute) and the store gated by the column < n, as the scheduler's split leaves it"""
@@ -45,14 +55,15 @@ def test_peel_splits_the_loop_of_a_vector_gate():
   opts = [Opt(U, 2, 16), Opt(P, 1, 3), Opt(U, 1, 3), Opt(P, 0, 8), Opt(U, 0, 8), Opt(T, 0, 2), Opt(S, 0, 1)]
   opt = apply_opts(ast, opts)
   assert vector_gate_ranges(opt)
-  main, tail = peel_gates(opt).src
+  peeled = peel_gates(opt)
+  main, tail = pieces(peeled)
   assert not vector_gate_ranges(main) and vector_gate_ranges(tail)
   (loop,) = [r for r in vector_gate_ranges(opt) if r.arg[1] is AxisType.LOOP]
   assert [r.src[0].arg for r in main.toposort() if r.op is Ops.RANGE and r.arg[0] == loop.arg[0]] == [2]
   assert not any(r.arg[1] is AxisType.LOOP for r in vector_gate_ranges(tail))  # one trip left: no loop
-  # the THREAD axis is shared by both copies, every other range of the second copy is its own
-  assert {r for r in main.toposort() if r.op is Ops.RANGE} & {r for r in tail.toposort() if r.op is Ops.RANGE} == \
-    {r for r in opt.toposort() if r.op is Ops.RANGE and r.arg[1] is AxisType.THREAD}
+  # the THREAD axis and the rows' loop outside the cut one are shared by both copies, every other range of the second copy is its own
+  assert {r for r in main.toposort() if r.op is Ops.RANGE} & {r for r in tail.toposort() if r.op is Ops.RANGE} == shared_loops(peeled) == \
+    {r for r in opt.toposort() if r.op is Ops.RANGE and r.arg[1] in (AxisType.THREAD, AxisType.LOOP) and r.arg[0] < loop.arg[0]}
   for run in (run_cpu, run_python): np.testing.assert_allclose(run(opt, ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)
 
 def test_no_peel_without_a_vector_gate():
@@ -88,7 +99,7 @@ def test_odd_panel_copy_threads_outside_its_gate():
     assert hand_coded_opts(odd_panel_copy(1000, 1024)[0][0], AVX512) == [Opt(U, 2, 16), Opt(T, 1, 8), Opt(S, 0, 1)]
   (ast, ins), ref = odd_panel_copy(40, 6)
   opt = apply_opts(ast, [Opt(U, 2, 16), Opt(T, 1, 2), Opt(S, 0, 1)])
-  assert len(peel_gates(opt).src) == 2
+  assert len(pieces(peel_gates(opt))) == 2
   for run in (run_cpu, run_python): np.testing.assert_array_equal(run(opt, ins, ref(*ins).size), ref(*ins))
 
 def scalar_cat(h:int, w1:int, w2:int):
@@ -111,17 +122,45 @@ def test_scalar_loop_is_cut_where_its_gates_turn():
   # loops, each reading one input ungated, the other input's load folded to its 0
   (ast, ins), ref = scalar_cat(5, 1000, 1001)
   assert vector_gate_ranges(ast)
-  parts = peel_gates(ast).src
+  parts = pieces(peel_gates(ast))
   assert len(parts) == 2 and all(_gated_loads(p) == 0 for p in parts)
   assert sorted(r.src[0].arg for p in parts for r in p.toposort() if r.op is Ops.RANGE and r.src[0].arg != 5) == [1000, 1001]
   for run in (run_cpu, run_python): np.testing.assert_array_equal(run(peel_gates(ast), ins, ref(*ins).size), ref(*ins))
 
 def test_vector_cut_keeps_its_mixed_trips_gated():
   # 13+14 columns upcast by 4 (padded to 28): trips 0-2 read only a, trip 3 holds column 12 of a and 13-15 of b, trips 4-5 only b, trip 6
-  # the last column of b and 3 padded lanes: the decided trips run ungated, the other two keep their gates
+  # the last column of b and 3 padded lanes: the decided trips run ungated, the other two keep their gates. The pieces run in the order
+  # of their trips, inside the rows' loop they share
   (ast, ins), ref = scalar_cat(3, 13, 14)
   opt = apply_opts(ast, [Opt(P, 1, 4), Opt(U, 1, 4)])
-  parts = peel_gates(opt).src
+  parts = pieces(peeled := peel_gates(opt))
   assert len(parts) == 4 and [_gated_loads(p) > 0 or any(len(u.src) == 3 for u in p.toposort() if u.op is Ops.STORE) for p in parts] == \
-    [False, False, True, True]
+    [False, True, False, True]
+  assert [r.src[0].arg for r in shared_loops(peeled)] == [3]
   for run in (run_cpu, run_python): np.testing.assert_array_equal(run(opt, ins, ref(*ins).size), ref(*ins))
+
+def padded_copy(planes:int, h:int, w:int):
+  """x (planes, h, w) written with a border of one zero on each side, (planes, h+2, w+2), as the scheduler writes a pad: one gated load"""
+  def body(out, a):
+    c, y, x = UOp.range(planes, 0), UOp.range(h + 2, 1), UOp.range(w + 2, 2)
+    ld = a[c*h*w + (y - 1)*w + x - 1].load()
+    gate = (0 < y) & (y < h + 1) & (0 < x) & (x < w + 1)
+    return c*(h+2)*(w+2) + y*(w+2) + x, UOp(Ops.LOAD, ld.dtype, (ld.src[0], ld.const_like(0.0), gate)), (c, y, x)
+  def ref(a): return np.pad(a.reshape(planes, h, w), ((0, 0), (1, 1), (1, 1))).ravel()
+  return kernel((planes, h + 2, w + 2), body, 1, [planes*h*w], planes*(h+2)*(w+2), "padcopy"), ref
+
+def test_padded_copy_pieces_share_the_loops_outside_the_cut():
+  # the rows are cut at the first and last (the zero rows), then the middle rows' vectors at each end: five pieces, which run inside the
+  # planes' loop (and the middle rows' ends inside the rows' loop), so one plane's rows are written together rather than one piece's rows
+  # of every plane per pass over the output
+  (ast, ins), ref = padded_copy(3, 5, 12)
+  opt = apply_opts(ast, [Opt(U, 2, 2), Opt(T, 0, 3)])
+  peeled = peel_gates(opt)
+  assert len(pieces(peeled)) == 5
+  (plane_end,) = peeled.src
+  assert [(r.arg[1], r.src[0].arg) for r in plane_end.ended_ranges] == [(AxisType.THREAD, 3)]  # a plane per share
+  rows = [r for p in plane_end.src[0].src if p.op is Ops.END and p.src[0].op is Ops.GROUP for r in p.ended_ranges]
+  assert [r.src[0].arg for r in rows] == [5]  # the middle rows' loop holds the three pieces along them
+  assert sum(_gated_loads(p) > 0 for p in pieces(peeled)) == 2  # each middle row's first and last vector keep their gates
+  for run in (run_cpu, run_python): np.testing.assert_array_equal(run(peeled, ins, ref(*ins).size), ref(*ins))
+  np.testing.assert_array_equal(run_cpu(opt, ins, ref(*ins).size), ref(*ins))

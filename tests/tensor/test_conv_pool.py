@@ -97,6 +97,34 @@ def test_depthwise_conv_direct_with_gradients(shape, cout, kw):
   assert _direct_forward(Tensor(x), tw, groups, out)
   _check_conv_and_grads(x, w, b, np_conv(x, w, b, stride, dil, pads, groups), stride, dil, pads, groups, kw)
 
+# a depthwise conv whose output rows are shorter than a vector of 16 (13-15: padded up to one, codegen/opt/heuristic.py PAD_WIDE), with
+# paddings 0/1/2, a stride, dilation and a multiplier of 2; forward alone (no gradient: the pad copy and the conv kernel) and with both
+# gradients
+@pytest.mark.parametrize("shape,cout,kw", [((2, 4, 14, 14), 4, dict(groups=4, padding=1)), ((1, 4, 15, 17), 4, dict(groups=4)),
+                                           ((2, 3, 13, 12), 3, dict(groups=3, padding=2)), ((1, 4, 27, 28), 4, dict(groups=4, stride=2, padding=1)),
+                                           ((1, 2, 16, 17), 4, dict(groups=2, dilation=2, padding=1))])
+def test_depthwise_conv_short_rows(shape, cout, kw):
+  x, w, b = rnd(*shape), rnd(cout, 1, 3, 3), rnd(cout)
+  p, groups = kw.get("padding", 0), kw["groups"]
+  stride, dil = (kw.get("stride", 1),)*2, (kw.get("dilation", 1),)*2
+  want = np_conv(x, w, b, stride, dil, [(p, p), (p, p)], groups)
+  assert 13 <= want.shape[-1] <= 15
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), Tensor(b), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
+  _check_conv_and_grads(x, w, b, want, stride, dil, [(p, p), (p, p)], groups, kw)
+
+# a depthwise conv whose output rows are longer than a vector of 16 and no multiple of it: the last vector of a row is shifted back over
+# the one before (codegen/opt/overlap.py), forward and gradients; a stride, padding 2, dilation and a 5x5 kernel
+@pytest.mark.parametrize("shape,k,kw", [((2, 4, 40, 40), 3, dict(stride=2, padding=1)), ((1, 3, 30, 45), 3, dict(padding=2)),
+                                        ((2, 4, 20, 33), 3, dict(dilation=2, padding=2)), ((1, 4, 24, 70), 5, dict(stride=2, padding=2))])
+def test_depthwise_conv_rows_past_a_vector(shape, k, kw):
+  x, w, b = rnd(*shape), rnd(shape[1], 1, k, k), rnd(shape[1])
+  p, groups = kw.get("padding", 0), shape[1]
+  stride, dil = (kw.get("stride", 1),)*2, (kw.get("dilation", 1),)*2
+  want = np_conv(x, w, b, stride, dil, [(p, p), (p, p)], groups)
+  assert want.shape[-1] > 16 and want.shape[-1] % 16
+  np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), Tensor(b), groups=groups, **kw).numpy(), want, rtol=1e-4, atol=1e-4)
+  _check_conv_and_grads(x, w, b, want, stride, dil, [(p, p), (p, p)], groups, dict(groups=groups, **kw))
+
 # the direct form's weight gradient summed per image, then over the images: where the batch's output gradient is past L2 and one
 # image's is not (L2_BYTES lowered to one image's to take that path at small shapes), with groups, a stride along the rows and dilation
 @pytest.mark.parametrize("shape,cout,kw", [((3, 4, 6, 8), 6, dict(padding=1)), ((2, 6, 5, 10), 4, dict(groups=2)),

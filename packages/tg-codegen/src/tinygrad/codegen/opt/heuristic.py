@@ -169,8 +169,11 @@ def _reduce_strided(ast:UOp) -> bool:
   return bool(moving) and not any(a.unit & red for a in moving)
 
 # a reduce's stored stride-1 axis that WIDE does not divide is padded up to a multiple of it where that adds at most this share of work:
-# its lanes are then whole vectors (the padded lanes' stores are gated, opt/peel.py runs the ungated trips apart), where a tile that divides
-# it loads and stores pieces (a depthwise 3x3 conv's rows of 28 as 7 x 4 lanes: b8 256x28x28, one thread, 0.66 -> 0.42 ms as 2 x 16)
+# its lanes are then whole vectors (an axis of 16 or more runs its last vector shifted back over the one before, OVERLAP; a shorter one's
+# padded lanes' stores are gated, opt/peel.py runs the ungated trips apart), where a tile that divides
+# it loads and stores pieces (a depthwise 3x3 conv's rows of 28 as 7 x 4 lanes: b8 256x28x28, one thread, 0.66 -> 0.42 ms as 2 x 16). An
+# axis shorter than WIDE too: a row of 14 as one vector of 16 instead of 7 lanes, whose tile then took 4 images, a load stream each (b8
+# 512x14x14 3x3 at 2 threads, the pad copy and the conv: 0.78 -> 0.48 ms)
 PAD_WIDE = 1.25
 # a reduce's axis that some load walks with stride 1 (a direct conv's pixels, broadcast to its lanes from one cache line) and that no
 # upcast amount divides (a row of 29: a strided conv_transpose's phases) is padded up to a multiple of the amount where that adds at most
@@ -178,11 +181,17 @@ PAD_WIDE = 1.25
 # 4x4 stride 2's phase conv, 8 panels x 2 images 3.1 ms, 16 pixels padded to 32 1.7 ms; b8 96->256 55x55 5x5, 263 -> 146 ms)
 PAD_ROW = 1.125
 
+def _stored_unit(ast:UOp) -> set[UOp]:
+  """the ranges some store walks with stride 1"""
+  return {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
+          for r in _Access(u.src[0].src[1], False).unit}
+
 def _padded(r:UOp, amt:int, reduces:bool, stored:set[UOp], unit:set[UOp]) -> float|None:
   """padded size / size where an upcast of r by amt pads it (see PAD_WIDE, PAD_ROW), else None"""
-  if not reduces or size(r) < amt: return None
+  if not reduces: return None
   waste = -(-size(r) // amt) * amt / size(r)
   if amt == WIDE and r in stored: return waste if waste <= PAD_WIDE else None
+  if size(r) < amt: return None
   if r in unit and not any(size(r) % a == 0 for a in UPCAST_AMTS): return waste if waste <= PAD_ROW else None
   return None
 
@@ -199,8 +208,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   if not acc: return {}
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
   # tile's vectors follow the store (linear 1600->128's weight gradient, both loads stride 1: 16 lanes along the store 2x faster)
-  stored = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
-            for r in _Access(u.src[0].src[1], False).unit}
+  stored = _stored_unit(ast)
   # then one some load walks with stride 1: lanes broadcast from one cache line (a conv's neighbouring pixels) before lanes from as many
   # lines (its images: b8 64->64 56x56, 2 panels x 8 pixels 4.2 ms, x 8 images 5.4); then the axis whose loads lie closest together: a 1x1
   # conv's output channels (weight rows 64 floats apart, in L1) before its images (a whole image apart, a stream each: 8 images x 16 pixels
@@ -495,7 +503,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1, simd_tiles(renderer).wide * 4) if red and not chain else None
   walked = _accesses(ast)[1] if red and tile else set()  # the ranges some access walks with stride 1, before the upcasts split them
   for i, amt in sorted(tile.items(), reverse=True):
-    if size(axes(ast)[i]) % amt: attempt(OptOps.PADTO, i, (amt,))
+    # the store's vector axis: its last block shifted back over the one before it, where writing twice is safe (whole vectors, no gates);
+    # else padded with gates (another axis shifted made a matmul's row index non-affine: 1001 ran 20x slower)
+    if size(r := axes(ast)[i]) % amt and not (r in _stored_unit(ast) and attempt(OptOps.OVERLAP, i, (amt,))): attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   if run is not None and run[1] > 1: attempt(OptOps.UPCAST, run[0], (run[1],))

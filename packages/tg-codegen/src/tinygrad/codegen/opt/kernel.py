@@ -6,9 +6,10 @@ is the other axis): a matmul whose inner loop walks a column panel of B runs the
 them. GROUP and GROUPTOP split a REDUCE axis across the items of a work group (GROUP_REDUCE: the inner part, neighbouring items reading
 neighbouring elements; GROUPTOP the outer part, each item a contiguous block); each item reduces its share and codegen/grouping.py combines
 the partials through LOCAL memory. PADTO rounds an axis up to a multiple of amt so an UPCAST, UNROLL or LOCAL can divide it: loads and
-stores of the padded indices are gated off and a padded reduce adds its identity. Axes are numbered by `axes(ast)`: the LOOP/GLOBAL axes
-then the REDUCE axes, in loop order; a split keeps the part that stays splittable at its axis number, so an opt list reads against the
-kernel it is applied to in order."""
+stores of the padded indices are gated off and a padded reduce adds its identity. OVERLAP rounds an output axis up the same way, its last
+block shifted back to end at the axis's end (over the one before it, no gates: opt/overlap.py). Axes are numbered by `axes(ast)`: the
+LOOP/GLOBAL axes then the REDUCE axes, in loop order; a split keeps the part that stays splittable at its axis number, so an opt list reads
+against the kernel it is applied to in order."""
 from __future__ import annotations
 import functools
 from dataclasses import dataclass
@@ -17,12 +18,13 @@ from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.opt.padding import pad_axis
+from tinygrad.codegen.opt.overlap import overlap_axis, overlap_refusal
 from tinygrad.codegen.prefix_scan import scans
 from tinygrad.helpers import prod
 
 class OptOps(Enum):
   UPCAST = auto(); UNROLL = auto(); THREAD = auto(); GLOBAL = auto(); LOCAL = auto(); SWAP = auto(); GROUP = auto(); GROUPTOP = auto() # noqa: E702
-  PADTO = auto(); TC = auto() # noqa: E702
+  PADTO = auto(); TC = auto(); OVERLAP = auto() # noqa: E702
 
 @dataclass(frozen=True)
 class Opt:
@@ -118,6 +120,9 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   if (n := size(r)) is None: raise OptError(f"{opt}: axis {opt.axis} has no constant size; opts split constant-size axes only")
   want = REDUCE if opt.op in (OptOps.UNROLL, OptOps.GROUP, OptOps.GROUPTOP) else OUTPUT + REDUCE if opt.op is OptOps.PADTO else OUTPUT
   if r.arg[1] not in want: raise OptError(f"{opt}: {opt.op.name} splits a {'/'.join(t.name for t in want)} axis, axis {opt.axis} is {r.arg[1].name}")
+  if opt.op is OptOps.OVERLAP:
+    if (why := overlap_refusal(ast, r, opt.amt)) is not None: raise OptError(f"{opt}: {why}")
+    return r
   if opt.op is OptOps.PADTO:
     if opt.amt < 2 or n == 0 or n % opt.amt == 0:
       raise OptError(f"{opt}: PADTO rounds the axis size {n} up to a multiple of {opt.amt}: it must be at least 2 and not divide {n}")
@@ -167,6 +172,7 @@ def apply_opt(ast:UOp, opt:Opt, renderer=None) -> UOp:
     q = axes(ast)[opt.amt]
     return _renumber(ast.substitute({r: r.replace(arg=(q.arg[0], r.arg[1])), q: q.replace(arg=(r.arg[0], q.arg[1]))}))
   if opt.op is OptOps.PADTO: return pad_axis(ast, r, -(-size(r) // opt.amt) * opt.amt)
+  if opt.op is OptOps.OVERLAP: return overlap_axis(ast, r, opt.amt)
   n, fresh = size(r), max(u.arg[0] for u in ranges(ast)) + 1
   part = UOp.range(opt.amt, fresh, _KIND[opt.op], r.dtype)
   if n == opt.amt: new = (part, [part])  # the whole axis: retyped, no loop of one trip

@@ -9,17 +9,21 @@ a select per lane (pad of 8x256x28x28 by 1, 2 threads: 0.63 -> 0.3 ms). A loop i
 different trips (a cat's inputs, each read where its own gate holds) each leave one piece in which every gate is decided: there a gate
 that holds is dropped and a load whose gate fails gives its alternative value without reading. A scalar loop (no width divides an odd
 axis: a cat of 1000 and 1001 columns) is cut the same way where a gate moves along the loop its access walks with stride 1: each access
-was a select, which LLVM's loop vectorizer does not pack (4096x(2048+2047) at 2 threads: 3.9 -> 1.9 ms). The copies share the THREAD
-axis; every other range of a copy after the first is a new one."""
+was a select, which LLVM's loop vectorizer does not pack (4096x(2048+2047) at 2 threads: 3.9 -> 1.9 ms). The copies are of the loop nest
+below the cut loop and run one after another inside the loops outside it, which they share (and the THREAD axis); every other range of a
+copy after the first is a new one."""
 from __future__ import annotations
 import math
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
 from tinygrad.uop.symbolic import _linear
 from tinygrad.codegen.opt.kernel import simplified, size
 
 # the second copy gets fresh ranges of these kinds; a kernel with any other kind (work items, a group reduce) is left as it is
 _COPIED = (AxisType.LOOP, AxisType.UPCAST, AxisType.UNROLL, AxisType.REDUCE)
+# the kinds of loop the copies may share: a loop outside the cut one
+_SHARED = (AxisType.LOOP, AxisType.THREAD)
 
 def _conjuncts(g:UOp) -> list[UOp]: return _conjuncts(g.src[0]) + _conjuncts(g.src[1]) if g.op is Ops.AND else [g]
 
@@ -101,26 +105,38 @@ def peel_gates(sink:UOp) -> UOp:
   if len(sink.src) != 1 or (end := sink.src[0]).op is not Ops.END: return sink
   rngs = [u for u in end.toposort() if u.op is Ops.RANGE]
   if any(r.arg[1] not in _COPIED + (AxisType.THREAD,) for r in rngs): return sink
-  parts = _peeled(end, [max(x.arg[0] for x in rngs) + 1])
+  leaves: list[tuple[UOp, bool]] = []
+  new = _peeled(end, [max(x.arg[0] for x in rngs) + 1], leaves)
   # only where that frees the vectors of the parts whose gates are decided
-  if len(parts) == 1 or any(_lane_gated(p) for p, decided in parts if decided): return sink
-  return sink.replace(src=tuple(p for p, _ in sorted(parts, key=lambda x: not x[1])))
+  if len(leaves) == 1 or any(_lane_gated(p) for p, decided in leaves if decided): return sink
+  return sink.replace(src=new.src if new.op is Ops.GROUP else (new,))
 
-def _peeled(end:UOp, next_id:list[int]) -> list[tuple[UOp, bool]]:
-  """the loop nest end as (part, its gates are decided) pieces: the loop with the largest share of decided trips is cut into pieces, then
-  each decided piece again while a gate is left (a padded copy: rows, then each row's first and last vector)"""
+def _peeled(end:UOp, next_id:list[int], leaves:list[tuple[UOp, bool]]) -> UOp:
+  """the loop nest end with the loop that has the largest share of decided trips cut into pieces, then each decided piece again while a
+  gate is left (a padded copy: rows, then each row's first and last vector); each piece is appended to leaves as (part, its gates are
+  decided). The pieces run one after another inside the loops outside the cut one, which they share: each piece's trips of one value of
+  those loops touch the same cache lines (a padded copy's rows of one plane; a conv's row ends beside its row), where pieces that each
+  loop over the whole kernel pass over its buffers once per piece (the pad of 8x256x28x28: five passes over each image)"""
   cands = {r: ps for r, ps in _pieces(end).items() if r in end.ended_ranges}
-  if not cands: return [(end, True)]
+  if not cands:
+    leaves.append((end, True))
+    return end
   r = max(cands, key=lambda x: sum(e - s for s, e, d in cands[x] if d) / size(x))
-  rngs, ret = [u for u in end.toposort() if u.op is Ops.RANGE], []
+  outer = tuple(x for x in end.ended_ranges if x.arg[1] in _SHARED and x.arg[0] < r.arg[0])
+  inner = end.src[0].end(*[x for x in end.src[1:] if x not in outer])
+  # renewed in each copy: the loops this nest ends and the ranges closed inside it (reduces); the loops around it are shared
+  rngs, pieces = [u for u in inner.toposort() if u.op is Ops.RANGE and (u in inner.ended_ranges or u.arg[1] not in _SHARED)], []
   for n, (lo, hi, decided) in enumerate(cands[r]):
     fresh: dict[UOp, UOp] = {}
     if n:
       off, next_id[0] = next_id[0], next_id[0] + max(x.arg[0] for x in rngs) + 1
       fresh = {x: x.replace(arg=(x.arg[0] + off,) + tuple(x.arg[1:])) for x in rngs if x.arg[1] in _COPIED}
-    part = _part(end, r, fresh.pop(r, r), lo, hi, fresh)
-    ret += _peeled(part, next_id) if decided else [(part, False)]
-  return ret
+    part = _part(inner, r, fresh.pop(r, r), lo, hi, fresh)
+    if decided: pieces.append(_peeled(part, next_id, leaves))
+    else:
+      leaves.append((part, False))
+      pieces.append(part)
+  return UOp(Ops.GROUP, dtypes.void, tuple(pieces)).end(*outer)
 
 def _lane_gated(x:UOp) -> bool:
   """some gated load or store of x has a gate that depends on the vector lanes of its address (or on the loop a scalar access walks with
