@@ -98,11 +98,12 @@ def lower_scan(red:UOp, o:UOp, x:UOp, loops, slot:int) -> UOp:
 # compile time with it. cummax along 1024x1024 at one thread, the index's kernel and the first call (compiles included): one a trip
 # 0.95 ms and 0.23 s, 16 lanes 0.7-0.9 ms, 32 lanes 0.47-0.51 ms and 0.33 s, 64 lanes 0.36 ms and 0.48 s
 LANES = (32, 16, 8)
-# ops whose running value is the same in any grouping. Not a float sum or product (the order of its adds decides its bits), nor a float
-# MAX in practice: its NaN-aware compare and select packed poorly (cummax's values along 1024x1024: 1.05-1.3 ms, by blocks 0.85-0.95)
-_REGROUPS = {(Ops.MAX, "int")}
 
-def _regroups(red:UOp) -> bool: return (red.arg, "int" if dtypes.is_int(red.dtype) else "float") in _REGROUPS
+def _regroups(red:UOp) -> bool:
+  """whether red's running value is the same in any grouping and its doubling packs well: an int MAX. Not a float sum or product (the
+  order of its adds decides its bits), nor a float MAX in practice: its NaN-aware compare and select packed poorly (cummax's values
+  along 1024x1024: 1.05-1.3 ms, by blocks 0.85-0.95)"""
+  return red.arg is Ops.MAX and dtypes.is_int(red.dtype)
 
 def _unit_stride(u:UOp, rng:UOp) -> bool:
   """every address u reads or writes that moves with rng moves by one element per step of rng"""
@@ -112,14 +113,17 @@ def _unit_stride(u:UOp, rng:UOp) -> bool:
   return True
 
 def _lane_scan(end:UOp) -> tuple[UOp, int, list[tuple[UOp, UOp]]]|None:
-  """(o, lanes, [(reduce, x)]) where every tagged prefix reduce under END end scans the same loop o with an op that regroups, o's
-  size has a number of LANES as a factor, and the stores and the reduces' loads walk o and r with stride 1"""
+  """(o, lanes, [(reduce, x)]) where every tagged prefix reduce under END end scans the same loop o with an op that regroups, the
+  stores and the reduces' loads walk o and r with stride 1, and o's size has a number of LANES as a factor whose copies of the kernel
+  fit the heuristic's code budget"""
+  from tinygrad.codegen.opt.heuristic import CODE_BUDGET  # here: the heuristic imports this module
   reds = [u for u in end.src[0].toposort() if u.op is Ops.REDUCE and u.tag == TAG]
   found = [(u, m) for u in reds if (m := match(u, list(end.ended_ranges))) is not None]
   if not found or len(found) != len(reds) or len({m[0] for _, m in found}) != 1 or not all(_regroups(u) for u in reds): return None
   o = found[0][1][0]
   if not _unit_stride(end.src[0], o) or not all(_unit_stride(m[1], u.src[1]) for u, m in found): return None
-  if (lanes := next((k for k in LANES if _size(o) % k == 0), None)) is None: return None
+  nodes = len(end.toposort())
+  if (lanes := next((k for k in LANES if _size(o) % k == 0 and k * nodes <= CODE_BUDGET), None)) is None: return None
   return o, lanes, [(u, m[1]) for u, m in found]
 
 def lower_lane_scans(sink:UOp, slot) -> UOp:
