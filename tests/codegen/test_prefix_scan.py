@@ -10,7 +10,7 @@ from tinygrad.uop.symbolic import symbolic
 from tinygrad.helpers import Context
 from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.codegen import get_program
-from tinygrad.codegen.prefix_scan import TAG, mark_scans, serial_scan
+from tinygrad.codegen.prefix_scan import TAG, LANES, mark_scans, serial_scan
 from tinygrad.codegen.opt import Opt, OptOps, OptError, apply_opt, axes
 from tinygrad.mixin.scan import SCAN_BLOCK
 
@@ -153,3 +153,29 @@ def test_scans_inside_larger_graphs():
                   (T(p).permute(2, 1, 0).reshape(1024, 4).cumsum(0), np.cumsum(p.transpose(2, 1, 0).reshape(1024, 4), 0))]:
     assert scanned(t, "CPU")
     np.testing.assert_allclose(t.numpy(), want, rtol=1e-4, atol=1e-3)
+
+def _trips(t:Tensor, device:str="CPU") -> list[tuple[int, ...]]:
+  """the loop sizes of each kernel of t, as the program runs them"""
+  items = [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
+  return [tuple(u.src[0].arg for u in get_program(it.ast, Device[device].renderer).uops if u.op is Ops.RANGE) for it in items]
+
+@pytest.mark.parametrize("n", [8, 40, 96, 1000, 1024, 1025])
+def test_lane_scan_int_max(n):
+  """an int MAX scan along the axis its memory walks with stride 1 runs a block of lanes a trip (lower_lane_scans: the block's running
+  max by doubling, the carry a step per block); the dtype's least value (the scan's identity), ties, and an axis no lane count divides"""
+  x = R.integers(-3, 4, (3, n)).astype(np.int32)
+  x[0, ::5], x[1] = np.iinfo(np.int32).min, np.iinfo(np.int32).min
+  t = Tensor(x, device="CPU")._triangle(Ops.MAX, dtypes.min(dtypes.int32))
+  lanes, trips = next((k for k in LANES if n % k == 0), None), _trips(t)
+  assert trips == [(3, n // lanes)] if lanes else trips == [(3, n)]  # the rows, then a trip per block (or per element)
+  np.testing.assert_array_equal(t.numpy(), np.maximum.accumulate(x, 1))
+
+def test_lane_scan_only_where_it_regroups_and_walks_by_one():
+  a = R.standard_normal((4, 64)).astype(np.float32)
+  ai = R.integers(-9, 9, (64, 4)).astype(np.int32)
+  # a float sum keeps its order (its bits), a float MAX its one-element loop; an int MAX along a strided axis: lanes would be gathers
+  for t in (Tensor(a, device="CPU").cumsum(1), Tensor(a, device="CPU")._triangle(Ops.MAX, -np.inf),
+            Tensor(ai, device="CPU").transpose()._triangle(Ops.MAX, dtypes.min(dtypes.int32))):
+    assert all(64 in trips for trips in _trips(t)), "one element a trip"
+  np.testing.assert_array_equal(Tensor(ai, device="CPU").transpose()._triangle(Ops.MAX, dtypes.min(dtypes.int32)).numpy(),
+                                np.maximum.accumulate(ai.T, 1))

@@ -169,6 +169,24 @@ def test_cummax_ties_nan_axes(dt, n):
   v, i = Tensor(a[0, 0]).cummin(0)
   np.testing.assert_array_equal(i.numpy(), _cummax_oracle(-a[0, 0])[1])
 
+@pytest.mark.parametrize("n", [9, 64, 1024, 1030])
+def test_cummax_index_by_lanes(n):
+  """cummax's index (an int MAX scan of where(x equals its running max, position, -1)) by lanes against the one-at-a-time oracle:
+  ties take the later index, -0.0 ties 0.0, a NaN takes over and the last NaN is the index; -inf (the float scan's identity),
+  narrow and 64-bit dtypes, 1-D and 3-D, cummin"""
+  f = R.integers(-3, 4, (2, 3, n)).astype(np.float32)
+  f[0, 0, ::4], f[0, 1, 1::3], f[1, 0] = -0.0, 0.0, -np.inf
+  f[1, 1, [2, 5]], f[1, 2, n // 2:] = np.nan, np.nan
+  cases = [f, f[1, 2], R.integers(-128, -125, (3, n)).astype(np.int8), R.integers(0, 3, (3, n)).astype(np.uint8),
+           R.integers(-2, 2, (3, n)).astype(np.int64), f.astype(np.float64)]
+  for a in cases:
+    v, i = Tensor(a).cummax(-1)
+    want_v, want_i = _cummax_oracle(a)
+    np.testing.assert_array_equal(i.numpy(), want_i)
+    np.testing.assert_array_equal(v.numpy(), want_v)  # NaN where NaN: assert_array_equal counts NaNs equal
+    if a.dtype.kind == "f": assert (np.signbit(v.numpy()) == np.signbit(want_v)).all()  # the element that took over: -0.0 after 0.0
+    np.testing.assert_array_equal(Tensor(a).cummin(-1)[1].numpy(), _cummax_oracle(-a.astype(np.float64))[1])
+
 def test_long_cumsum_gradient():
   a, w = R.standard_normal((2, 50)).astype(np.float32), R.standard_normal((2, 50)).astype(np.float32)
   x = Tensor(a, requires_grad=True)

@@ -37,8 +37,8 @@ def open_ranges(sink:UOp, known:dict[UOp, frozenset]|None=None) -> dict[UOp, fro
 def lower_reduces(sink:UOp) -> UOp:
   """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first. A tagged prefix
   reduce (prefix_scan.py) instead carries its accumulator through its store's loop"""
-  topo = sink.toposort()
-  slot = itertools.count(max([u.arg.slot+1 for u in topo if u.op is Ops.BUFFER], default=0))
+  slot = itertools.count(max([u.arg.slot+1 for u in sink.toposort() if u.op is Ops.BUFFER], default=0))
+  topo = (sink := prefix_scan.lower_lane_scans(sink, slot)).toposort()
   opn: dict[UOp, frozenset] = {}  # shared by every reduce: the graphs below them overlap
   loops = {q: e.ended_ranges for e in topo if e.op is Ops.END for q in e.ended_ranges}
   def fix(r:UOp):
