@@ -192,6 +192,25 @@ def test_long_chains_are_not_copied_into_lanes():
   for k in range(9000): v = v * 0.999 + float(k % 3)  # 18k nodes: not even 2 lanes fit the budget
   assert hand_coded_opts(out[i].store(v).end(i).sink(arg=KernelInfo(name="chain")), AVX2) == []
 
+def exp2_elementwise(h, w):
+  def body(out, a):
+    i, j = UOp.range(h, 0), UOp.range(w, 1)
+    return i*w + j, a[i*w + j].load().exp2(), (i, j)
+  return kernel((h, w), body, 1, [h*w], h*w, "ew_exp2"), lambda a: np.exp2(a)
+
+@pytest.mark.parametrize("h,w", [(64, 4096), (3, 1001), (1, 7)])
+def test_polynomial_elementwise_is_left_to_the_loop_vectorizer(h, w):
+  # upcast, LLVM's loop vectorizer packed the lanes of exp2's polynomial across trips with shuffles; untiled, it packs the loop itself.
+  # The C renderer's compilers run without a loop vectorizer: there the lanes stay
+  (ast, ins), ref = exp2_elementwise(h, w)
+  llvm, c = Device["CPU"].renderer, ClangRenderer()
+  assert llvm.loop_vectorizes and not c.loop_vectorizes
+  assert not any(o.op in (U, P) for o in hand_coded_opts(ast, llvm))
+  if w % 8 == 0: assert any(o.op is U for o in hand_coded_opts(ast, c))
+  (plain, _), _ = elementwise(h, w)
+  if w % 8 == 0: assert Opt(U, 1, 8) in hand_coded_opts(plain, llvm)  # a short body keeps its lanes
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, hand_coded_opts(ast, llvm)), ins, h * w), ref(*ins), rtol=2e-6)
+
 def test_empty_axis_takes_no_opts():
   (ast, ins), ref = row_reduce(3, 0)
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])

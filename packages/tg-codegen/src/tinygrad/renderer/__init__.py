@@ -26,6 +26,9 @@ class Renderer:
   # the most lanes of a register tile whose unrolled code the target's compiler still packs into vectors (heuristic.wide_panel_tile's 24
   # accumulators of 16 take 384): LLVM's through llvmlite and clang's do; gcc 12 packs 16 accumulators best
   tile_lanes: int = 256
+  # the target's compiler vectorizes a plain loop across its trips on its own (LLVM's loop vectorizer; the C renderer's compilers run
+  # without it): an elementwise kernel evaluating a polynomial per element is then left untiled (heuristic.hand_coded_opts)
+  loop_vectorizes: bool = False
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
   # transcendentals (EXP2, LOG2, SIN) the target renders directly but which a kernel with at most `polynomial_budget` of them in all

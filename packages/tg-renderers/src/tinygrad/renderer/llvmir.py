@@ -272,6 +272,7 @@ base_rewrite = PatternMatcher([
 class LLVMRenderer(Renderer):
   device = "CPU"
   has_threads = True
+  loop_vectorizes = True
   tile_lanes = 384  # heuristic.wide_panel_tile's 24 accumulators of 16 lanes vectorize
   # (destination, operands..., dt= the operands' dtype) -> instruction lines
   code_for_op: dict[Ops, Callable[..., list[str]]] = {
