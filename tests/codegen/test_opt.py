@@ -211,6 +211,28 @@ def test_polynomial_elementwise_is_left_to_the_loop_vectorizer(h, w):
   if w % 8 == 0: assert Opt(U, 1, 8) in hand_coded_opts(plain, llvm)  # a short body keeps its lanes
   np.testing.assert_allclose(run_cpu(apply_opts(ast, hand_coded_opts(ast, llvm)), ins, h * w), ref(*ins), rtol=2e-6)
 
+def row_minus_max(h, w):
+  """a row chain: out[i, j] = a[i, j] - max over r of a[i, r], the max kept in the store's kernel (softmax's first steps)"""
+  def body(out, a):
+    i, j, r = UOp.range(h, 0), UOp.range(w, 1), UOp.range(w, 2, AxisType.REDUCE)
+    return i*w + j, a[i*w + j].load() - a[i*w + r].load().reduce(r, op=Ops.MAX), (i, j)
+  return kernel((h, w), body, 1, [h*w], h*w, "chain"), lambda a: (a.reshape(h, w) - a.reshape(h, w).max(1, keepdims=True)).ravel()
+
+@pytest.mark.parametrize("w", [64, 60])
+def test_row_chain_past_the_cache_stores_whole_vectors(w):
+  # an output bigger than the renderer's streaming threshold: the store loop is upcast by one vector, so that its stores can go around
+  # the cache (renderer/llvm_streaming.py); a row no vector divides, and an output within the threshold, keep the loop vectorizer's loop
+  (ast, ins), ref = row_minus_max(24, w)
+  llvm = copy.copy(Device["CPU"].renderer)
+  vec = simd_tiles(llvm).vector
+  for above, upcast in ((None, False), (24 * w * 4, False), (1024, w % vec == 0)):
+    llvm.nontemporal_bytes = above
+    opts = hand_coded_opts(ast, llvm)
+    assert (Opt(U, 1, vec) in opts) == upcast, (above, opts)
+    spec = get_program(apply_opts(ast, opts), llvm)
+    assert ("!nontemporal" in spec.src) == upcast
+    np.testing.assert_array_equal(run_cpu(apply_opts(ast, opts), ins, 24 * w, llvm), ref(*ins))
+
 def test_empty_axis_takes_no_opts():
   (ast, ins), ref = row_reduce(3, 0)
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])

@@ -66,6 +66,18 @@ def test_first_rereading_pass_prefetches_what_a_later_pass_writes():
   # written elsewhere (one element on): not the element the load reads, no write prefetch
   assert prefetches(LLVMRenderer().render("k", row_chain(4, 64, 16, passes=3, shift=1).uops)) == [(second, "%data1", "64", "0")]
 
+def test_streamed_stores_are_not_prefetched_for_writing():
+  # out past the threshold, its 16-lane trips whole aligned blocks: the third pass stores it around the cache, so only a's next row is
+  # prefetched (a prefetch for writing would read each line only for the store to go around it)
+  r = LLVMRenderer()
+  r.nontemporal_bytes = 512  # out holds 1024 bytes
+  ir = r.render("k", row_chain(4, 64, 16, passes=3).uops)
+  _, _, second, _ = loop_blocks(ir)
+  assert any("!nontemporal" in l for l in ir.splitlines() if l.strip().startswith("store"))
+  assert prefetches(ir) == [(second, "%data1", "64", "0")]
+  out, _ = run("LLVM", row_chain(5, 64, 16, passes=3), np.zeros((5, 64), np.float32), a := np.ones((5, 64), np.float32))
+  np.testing.assert_array_equal(out, a * 3)
+
 def test_single_pass_long_rows_and_gpu_dialects_do_not_prefetch():
   p = Prog()
   out, a = p.param(0, dtypes.float32, 256), p.param(1, dtypes.float32, 256)

@@ -179,3 +179,15 @@ def test_tensor_elementwise_with_streamed_stores(monkeypatch):
   a, b, c = (rng.standard_normal((24, 1000), dtype=np.float32) for _ in range(3))
   out = ((Tensor(a, device="CPU:LLVM") * Tensor(b, device="CPU:LLVM") + Tensor(c, device="CPU:LLVM")).relu() * 0.5).numpy()
   np.testing.assert_allclose(out, np.maximum(a * b + c, 0) * 0.5, rtol=1e-6, atol=1e-6)
+
+@pytest.mark.parametrize("shape", [(40, 64), (40, 60), (3, 4096)])
+def test_tensor_row_chains_with_streamed_stores(monkeypatch, shape):
+  # softmax and layernorm keep their row reductions in the store's kernel; past the threshold its store loop writes whole vectors
+  # around the cache (heuristic.hand_coded_opts upcasts it) and is not prefetched for writing
+  from tinygrad import Tensor
+  monkeypatch.setattr(Device["CPU:LLVM"].renderer, "nontemporal_bytes", 1024)
+  a = np.random.default_rng(2).standard_normal(shape, dtype=np.float32)
+  e = np.exp(a - a.max(1, keepdims=True))
+  np.testing.assert_allclose(Tensor(a, device="CPU:LLVM").softmax(1).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+  mu, var = a.mean(1, keepdims=True), a.var(1, keepdims=True)
+  np.testing.assert_allclose(Tensor(a, device="CPU:LLVM").layernorm(1).numpy(), (a - mu) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)

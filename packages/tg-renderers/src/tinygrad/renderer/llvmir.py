@@ -208,7 +208,7 @@ def _same_element(store_i:UOp, store_loop:UOp, load_i:UOp, load_loop:UOp) -> boo
   if not a or not b or b % a: return False
   return graph_rewrite(store_i.substitute({store_loop: load_loop * (b // a)}), symbolic) is graph_rewrite(load_i, symbolic)
 
-def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, tuple[int, tuple[UOp, ...]]]:
+def next_trip_prefetches(uops:list[UOp], streamed:set[UOp]|frozenset=frozenset()) -> dict[UOp, tuple[int, tuple[UOp, ...]]]:
   """{LOAD: (elements ahead, the buffers to prefetch for writing there)} for the loads that also prefetch what the next trip of their
   enclosing loop reads and writes. Where a loop re-reads a global buffer that an earlier loop of the same trip of the enclosing loop
   read from memory (a row chain's later loops over the row, schedule/row_fusion.py), the row comes from cache and the memory sits idle
@@ -216,7 +216,9 @@ def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, tuple[int, tuple[UOp, ...]
   is computed. The first such loop asks for the next trip's row as it goes, one prefetch per cache line (a load whose constant lane
   offset starts a line), and for writing, the same element of each buffer a later loop of the trip stores at the load's own index, so
   both arrive while this row is computed (softmax 4096x4096 on one core: 20.6 -> 17.2 ms for the reads, a further 13.0 -> 9.8 ms of CPU
-  time for the writes; bench/RESULTS.md)"""
+  time for the writes; bench/RESULTS.md). Not for writing where the store is one of `streamed` (streamed_stores): those lines go to
+  memory around the cache, and a prefetch would read each only to have it written around (softmax 4096x4096 at 2 threads, streamed:
+  ~5.8 ms with the prefetches, ~4.6 without)"""
   reads: dict[UOp, set] = defaultdict(set)  # loop -> (buffer, step per trip of the loop around it) of its loads
   done: dict[UOp, set] = defaultdict(set)  # enclosing loop -> what the loops ended inside its current trip read
   stores: dict[UOp, list] = defaultdict(list)  # enclosing loop -> (position, its own loop, store) of the stores in its inner loops
@@ -237,7 +239,7 @@ def next_trip_prefetches(uops:list[UOp]) -> dict[UOp, tuple[int, tuple[UOp, ...]
     if (buf, step) not in done[outer] or chosen.setdefault(outer, inner) is not inner: continue
     base, lane = (i.src[0], i.src[1].arg) if i.op is Ops.ADD and i.src[1].op is Ops.CONST else (i, 0)
     if lane * buf.dtype.itemsize % PREFETCH_LINE: continue
-    written = {s.src[0].src[0]: None for at, lp, s in stores[outer] if at > n and lp is not inner and
+    written = {s.src[0].src[0]: None for at, lp, s in stores[outer] if at > n and lp is not inner and s not in streamed and
                _same_element(s.src[0].src[1], lp, base, inner)}
     out[u] = (step, tuple(written))
   return out
@@ -343,7 +345,7 @@ class LLVMRenderer(Renderer):
     self.multiples: dict = {}  # known_multiple's memo for this kernel
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
     self.streamed_loads = streamed_loads(uops, self.param_align, self.nontemporal_bytes)
-    self.prefetch = {} if self.has_local else next_trip_prefetches(uops)  # a GPU's work items read each their own part
+    self.prefetch = {} if self.has_local else next_trip_prefetches(uops, self.streamed)  # a GPU's work items read each their own part
     self.runs = {} if self.has_local else gated_runs(uops)  # the CPU's SLP vectorizer packs them; a GPU dialect keeps a select per lane
     self.slp_only = {} if self.has_local else {r: 2*k + 1 for k, r in enumerate(slp_only_loops(uops))}  # loop -> its metadata node
     allocas: list[str] = []

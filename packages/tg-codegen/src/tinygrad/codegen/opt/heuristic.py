@@ -8,7 +8,7 @@ from typing import NamedTuple
 from tinygrad.uop import Ops, AxisType, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
-from tinygrad.helpers import ContextVar, prod
+from tinygrad.helpers import ContextVar, prod, all_int
 from tinygrad.dtype import dtypes
 from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, MAX_UPCAST, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, \
   lanes, ranges, simplified, size
@@ -182,6 +182,11 @@ PAD_WIDE = 1.25
 # this share of work: else its tile falls back to lanes whose loads lie a whole image apart (the kernel alone at 2 threads: b8 64->32 28x28
 # 4x4 stride 2's phase conv, 8 panels x 2 images 3.1 ms, 16 pixels padded to 32 1.7 ms; b8 96->256 55x55 5x5, 263 -> 146 ms)
 PAD_ROW = 1.125
+
+def _stored_bytes(ast:UOp) -> int:
+  """the size of the largest buffer the kernel stores to"""
+  return max((prod(b.arg.shape) * b.dtype.itemsize for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
+              and (b := u.src[0].src[0]).op is Ops.PARAM and isinstance(b.arg.shape, tuple) and all_int(b.arg.shape)), default=0)
 
 def _stored_unit(ast:UOp) -> set[UOp]:
   """the ranges some store walks with stride 1"""
@@ -530,6 +535,13 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
+  if chain and (stream := getattr(renderer, "nontemporal_bytes", None)) and _stored_bytes(ast) > stream:
+    # a row chain's output past the cache is stored past it only in whole aligned vectors (renderer/llvm_streaming.py): its store loop
+    # upcast by one vector, each trip writes one, instead of the loop vectorizer's scalar stores, which it keeps cached (softmax 4096x4096
+    # at 2 threads: 5.8-7.6 -> 4.6-5.8 ms; no line of the output is read before it is written)
+    cur, unit = axes(ast), _stored_unit(ast)
+    if (j := next((k for k, r in enumerate(cur) if r.arg[1] is AxisType.LOOP and r in unit and size(r) % simd.vector == 0), None)) is not None:
+      attempt(OptOps.UPCAST, j, (simd.vector,))
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
     # more shares than cores where no register tile reuses loads across outputs (streaming kernels): the runtime hands the next share
     # to whichever core is free, so one slowed by another process does less; a tiled kernel keeps one share per core (its panel reuse).
