@@ -233,6 +233,32 @@ def test_row_chain_past_the_cache_stores_whole_vectors(w):
     assert ("!nontemporal" in spec.src) == upcast
     np.testing.assert_array_equal(run_cpu(apply_opts(ast, opts), ins, 24 * w, llvm), ref(*ins))
 
+def two_reduces(h, w):
+  """out[i] = sum over r of a[i, r] + max over s of a[i, s]: two reduce loops one after the other per row (logsumexp's shape)"""
+  def body(out, a):
+    i, r, q = UOp.range(h, 0), UOp.range(w, 1, AxisType.REDUCE), UOp.range(w, 2, AxisType.REDUCE)
+    return i, a[i*w + r].load().reduce(r, op=Ops.ADD) + a[i*w + q].load().reduce(q, op=Ops.MAX), (i,)
+  return kernel((h, w), body, 1, [h*w], h, "two"), lambda a: a.reshape(h, w).sum(1) + a.reshape(h, w).max(1)
+
+def test_each_of_several_reduce_loops_gets_partial_accumulators():
+  (ast, ins), ref = two_reduces(16, 256)
+  with Context(THREADS=1): opts = hand_coded_opts(ast, AVX2)
+  assert {o.axis for o in opts if o.op is N} == {1, 2}, opts  # before, only the last reduce axis: the max ran as one serial chain
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 16), ref(*ins), rtol=1e-5)
+  np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 16), ref(*ins), rtol=1e-5)
+
+@pytest.mark.parametrize("w", [1001, 4095, 300, 7])
+@pytest.mark.parametrize("op", [Ops.ADD, Ops.MAX])
+def test_odd_rows_are_padded_for_partial_accumulators(w, op):
+  # a row no amount of 4 or more divides is padded with the reduce's identity and unrolled; where 4 divides (300) or no padding within
+  # PAD_ROW fits (7), the opts stay. All values negative: a padding of 0 would win a MAX
+  (ast, _), ref = row_reduce(6, w, op)
+  ins = [-10 - np.abs(rng.standard_normal(6 * w)).astype(np.float32)]
+  with Context(THREADS=1): opts = hand_coded_opts(ast, AVX2)
+  assert (Opt(P, 1, 32) in opts and Opt(N, 1, 32) in opts) == (w in (1001, 4095)), opts
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 6), ref(*ins), rtol=1e-5)
+  np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 6), ref(*ins), rtol=1e-5)
+
 def test_empty_axis_takes_no_opts():
   (ast, ins), ref = row_reduce(3, 0)
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])

@@ -10,7 +10,7 @@ from tinygrad.uop.ops import UOp
 from tinygrad.uop.symbolic import _linear
 from tinygrad.helpers import ContextVar, prod, all_int
 from tinygrad.dtype import dtypes
-from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, MAX_UPCAST, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, \
+from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, MAX_UPCAST, MAX_UNROLL, apply_opt, apply_opts, axes, broadcast_reduce, free_ranges, \
   lanes, ranges, simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
 from tinygrad.codegen.opt.peel import vector_gate_ranges
@@ -356,6 +356,12 @@ def _minor_reduce(u:UOp, free:dict[UOp, frozenset], work:int) -> bool:
   against 4.0-4.2 ms at 2 threads)"""
   return u.op is Ops.REDUCE and _trips(u, free) * MINOR_REDUCE <= work
 
+def _innermost_reduce_axes(ast:UOp, red:list[int]) -> list[int]:
+  """of the reduce axes `red` (indices into axes(ast)), the innermost one of each REDUCE"""
+  ax = axes(ast)
+  last = {max(ax.index(r) for r in u.src[1:] if r in ax) for u in ast.toposort() if u.op is Ops.REDUCE and any(r in ax for r in u.src[1:])}
+  return [i for i in red if i in last]
+
 def _only_minor(ast:UOp, r:UOp, work:int) -> bool:
   """every REDUCE over the range r is minor"""
   free = free_ranges(ast)
@@ -531,10 +537,21 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   scalar_tile = red and upcast and not chain and _streams_vectors(ast, (inner := [r for r in axes(ast) if r.arg[1] in REDUCE][-1])) and \
     not any(amt & (amt - 1) == 0 and ax[i] in walked for i, amt in tile.items())
   if scalar_tile: red = [axes(ast).index(inner)]
-  for i in reversed(red) if chain else red[-1:] if red and (not upcast or scalar_tile) else []:
+  # Reduces whose loops run one after another (logsumexp's max, then its sum of exps: a serial max chain took 28 ms of 4096x4096) each
+  # get their own partial accumulators, on the innermost axis of each
+  for i in reversed(red) if chain else reversed(_innermost_reduce_axes(ast, red)) if red and (not upcast or scalar_tile) else []:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
-    attempt(OptOps.UNROLL, i, amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2))
+    amts = amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2)
+    # a row that no amount of 4 or more divides (4095, 1001) is padded up to the widest amount that costs at most PAD_ROW more trips, its
+    # padding the reduce's identity (PADTO): unpadded, it was one serial chain of adds or maxes (sum of 4096x4095: 14.3 -> 2.6 ms, max
+    # 18.9 -> 2.0, logsumexp 80 -> 15). Where 4 divides, the padding's clamped loads cost more than the wider unroll gains (sum of 4096x300,
+    # padded to 32 lanes: 0.14 -> 0.50 ms); nor in a row chain's polynomial loop, whose row is staged (codegen/row_stage.py): the padding's
+    # gated stores made its lanes scalar (softmax 4096x4100: 27 -> 74 ms)
+    n = size(axes(ast)[i])
+    if not any(n % a == 0 for a in amts if a >= 4) and not (chain and _long_body(ast, axes(ast)[i])) and (pad := next((a for a in amts if a <= min(n, MAX_UNROLL) and -(-n // a) * a <= PAD_ROW * n), None)) and n % pad and attempt(OptOps.PADTO, i, (pad,)):
+      amts = (pad,)
+    attempt(OptOps.UNROLL, i, amts)
   if chain and (stream := getattr(renderer, "nontemporal_bytes", None)) and _stored_bytes(ast) > stream:
     # a row chain's output past the cache is stored past it only in whole aligned vectors (renderer/llvm_streaming.py): its store loop
     # upcast by one vector, each trip writes one, instead of the loop vectorizer's scalar stores, which it keeps cached (softmax 4096x4096
