@@ -259,6 +259,20 @@ def test_odd_rows_are_padded_for_partial_accumulators(w, op):
   np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 6), ref(*ins), rtol=1e-5)
   np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 6), ref(*ins), rtol=1e-5)
 
+def test_a_lone_accumulator_is_left_to_the_loop_vectorizer():
+  # one float accumulator in its loop (no amount divides 4095): `reassoc` lets LLVM's loop vectorizer keep a vector of partial sums with a
+  # remainder loop; partial accumulators of an unroll are left as they are, and NOOPT=1 keeps the adds in the order written
+  from tinygrad.runtime.ops_cpu import LLVMCompiler
+  llvm = Device["CPU"].renderer
+  def as_written(ast:UOp, opts:tuple) -> UOp: return ast.replace(arg=KernelInfo(name="red", opts_to_apply=opts))
+  (ast, ins), ref = row_reduce(6, 4095)
+  src = get_program(as_written(ast, ()), llvm).src
+  assert src.count("fadd reassoc") == 1 and "vector.body:" in str(LLVMCompiler().optimized(src))
+  np.testing.assert_allclose(run_cpu(as_written(ast, ()), ins, 6), ref(*ins), rtol=1e-4, atol=1e-4)
+  with Context(NOOPT=1): assert "reassoc" not in get_program(as_written(ast, ()), llvm).src
+  (ast, _), _ = row_reduce(6, 4096)
+  assert "reassoc" not in get_program(as_written(ast, (Opt(N, 1, 8),)), llvm).src
+
 def test_empty_axis_takes_no_opts():
   (ast, ins), ref = row_reduce(3, 0)
   with pytest.raises(OptError, match="amount 8 must be at least 2 and divide the axis size 0"): apply_opts(ast, [Opt(N, 1, 8)])

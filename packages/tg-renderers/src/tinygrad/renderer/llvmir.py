@@ -9,7 +9,7 @@ from typing import Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.dtype import DType, dtypes, AddrSpace
-from tinygrad.helpers import prod
+from tinygrad.helpers import prod, NOOPT
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
@@ -154,7 +154,20 @@ def _alu(ctx:LLVMRenderer, x:UOp) -> list[str]:
   d, rounds = ctx[x], x.dtype in _EMULATED and x.op not in ctx.exact_ops  # computed in float, then rounded to 16 bits
   if (fn := ctx.code_for_op.get(x.op)) is None or (lines := fn(f"{d}.u" if rounds else d, *[ctx[s] for s in x.src], dt=x.src[-1].dtype)) is None:
     raise RuntimeError(f"{type(ctx).__name__} cannot render {x.op} on {x.src[-1].dtype} operands: lower it first")
+  if x in ctx.reassoc: lines = [l.replace(" = fadd ", " = fadd reassoc ", 1) for l in lines]
   return _indent(lines + (ctx.narrow[x.dtype].round(d, f"{d}.u") if rounds else []))
+
+def lone_accumulator_adds(uops:list[UOp]) -> set[UOp]:
+  """the float ADD of a register accumulator (acc = acc + x: stored back where an operand was loaded from) that is the only one in its
+  innermost loop: a reduce loop the optimizer left unrolled (no amount divides an odd row). Marked `reassoc`, LLVM's loop vectorizer
+  makes it a vector of partial sums with a scalar remainder; without, the sum stays one serial chain of adds (an unrolled loop's partial
+  sums are left alone: vectorized across trips they became shuffles)"""
+  found: dict[UOp, list[UOp]] = defaultdict(list)
+  for u, loops in loop_nest(uops):
+    if u.op is not Ops.STORE or not loops or (idx := u.src[0]).op is not Ops.INDEX or idx.src[0].op is not Ops.BUFFER: continue
+    if (v := u.src[1]).op is Ops.ADD and dtypes.is_float(v.dtype) and any(s.op is Ops.LOAD and s.src[0] is idx for s in v.src):
+      found[loops[-1]].append(v)
+  return {adds[0] for adds in found.values() if len(adds) == 1}
 
 def _runs(accesses:list[UOp], rng:UOp) -> list[tuple[int, list[int]]]:
   """(step per trip of rng, constant offsets) of each group of accesses to one buffer at one base index plus constants"""
@@ -346,6 +359,7 @@ class LLVMRenderer(Renderer):
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
     self.streamed_loads = streamed_loads(uops, self.param_align, self.nontemporal_bytes)
     self.prefetch = {} if self.has_local else next_trip_prefetches(uops, self.streamed)  # a GPU's work items read each their own part
+    self.reassoc = set() if self.has_local or NOOPT else lone_accumulator_adds(uops)  # NOOPT: the adds in the order written
     self.runs = {} if self.has_local else gated_runs(uops)  # the CPU's SLP vectorizer packs them; a GPU dialect keeps a select per lane
     self.slp_only = {} if self.has_local else {r: 2*k + 1 for k, r in enumerate(slp_only_loops(uops))}  # loop -> its metadata node
     allocas: list[str] = []

@@ -543,6 +543,9 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     amts = amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2)
+    # a row chain's polynomial loop that no vector's lanes divide (4100) is left to LLVM's loop vectorizer, a lone accumulator it packs
+    # with a remainder loop (renderer/llvmir.py lone_accumulator_adds), where 4 scalar partial sums ran at a third of the speed
+    if chain and _long_body(ast, axes(ast)[i]) and getattr(renderer, "loop_vectorizes", False): amts = tuple(a for a in amts if a >= simd.vector)
     # a row that no amount of 4 or more divides (4095, 1001) is padded up to the widest amount that costs at most PAD_ROW more trips, its
     # padding the reduce's identity (PADTO): unpadded, it was one serial chain of adds or maxes (sum of 4096x4095: 14.3 -> 2.6 ms, max
     # 18.9 -> 2.0, logsumexp 80 -> 15). Where 4 divides, the padding's clamped loads cost more than the wider unroll gains (sum of 4096x300,
