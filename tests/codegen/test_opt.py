@@ -244,18 +244,20 @@ def test_each_of_several_reduce_loops_gets_partial_accumulators():
   (ast, ins), ref = two_reduces(16, 256)
   with Context(THREADS=1): opts = hand_coded_opts(ast, AVX2)
   assert {o.axis for o in opts if o.op is N} == {1, 2}, opts  # before, only the last reduce axis: the max ran as one serial chain
-  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 16), ref(*ins), rtol=1e-5)
-  np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 16), ref(*ins), rtol=1e-5)
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 16), ref(*ins), rtol=1e-5, atol=1e-4)
+  np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 16), ref(*ins), rtol=1e-5, atol=1e-4)
 
 @pytest.mark.parametrize("w", [1001, 4095, 300, 7])
 @pytest.mark.parametrize("op", [Ops.ADD, Ops.MAX])
 def test_odd_rows_are_padded_for_partial_accumulators(w, op):
-  # a row no amount of 4 or more divides is padded with the reduce's identity and unrolled; where 4 divides (300) or no padding within
-  # PAD_ROW fits (7), the opts stay. All values negative: a padding of 0 would win a MAX
+  # a max over a row no amount of 4 or more divides is padded with the reduce's identity and unrolled; where 4 divides (300) or no padding
+  # within PAD_ROW fits (7), the opts stay. A sum over a row no vector divides is left to LLVM's loop vectorizer (a lone accumulator).
+  # All values negative: a padding of 0 would win a MAX
   (ast, _), ref = row_reduce(6, w, op)
   ins = [-10 - np.abs(rng.standard_normal(6 * w)).astype(np.float32)]
   with Context(THREADS=1): opts = hand_coded_opts(ast, AVX2)
-  assert (Opt(P, 1, 32) in opts and Opt(N, 1, 32) in opts) == (w in (1001, 4095)), opts
+  assert (Opt(P, 1, 32) in opts and Opt(N, 1, 32) in opts) == (op is Ops.MAX and w in (1001, 4095)), opts
+  if op is Ops.ADD: assert not any(o.op is N for o in opts), opts
   np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 6), ref(*ins), rtol=1e-5)
   np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 6), ref(*ins), rtol=1e-5)
 
@@ -410,7 +412,8 @@ def test_register_tile_shares_loads():
     assert hand_coded_opts(matmul(36, 96, 1024)[0][0], AVX2) == [Opt(U, 1, 16), Opt(U, 0, 4), Opt(S, 0, 1)]
     # b[j] is shared by the rows, so the rows are upcast too; a row reduction shares nothing: partial accumulators instead
     assert hand_coded_opts(broadcast(64, 32)[0][0], AVX2) == [Opt(U, 1, 8), Opt(U, 0, 4)]
-    assert hand_coded_opts(row_reduce(512, 300)[0][0], AVX2) == [Opt(N, 1, 4)]
+    # (a sum over rows no vector divides: one accumulator, which LLVM's loop vectorizer packs itself)
+    assert hand_coded_opts(row_reduce(512, 300)[0][0], AVX2) == []
     # a load the innermost loop does not move is no load there: upcasting rows to share it would make the row's lanes strided loads
     # (softmax's exp-sum kernel was scalar code, 2.5x slower)
     assert hand_coded_opts(row_centered(64, 256, reduce=True)[0][0], AVX2) == [Opt(N, 1, 32)]

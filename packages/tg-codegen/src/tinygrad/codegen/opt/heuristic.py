@@ -362,6 +362,10 @@ def _innermost_reduce_axes(ast:UOp, red:list[int]) -> list[int]:
   last = {max(ax.index(r) for r in u.src[1:] if r in ax) for u in ast.toposort() if u.op is Ops.REDUCE and any(r in ax for r in u.src[1:])}
   return [i for i in red if i in last]
 
+def _only_adds(ast:UOp, r:UOp) -> bool:
+  """every REDUCE over the range r sums"""
+  return bool(reds := [u for u in ast.toposort() if u.op is Ops.REDUCE and r in u.src[1:]]) and all(u.arg is Ops.ADD for u in reds)
+
 def _only_minor(ast:UOp, r:UOp, work:int) -> bool:
   """every REDUCE over the range r is minor"""
   free = free_ranges(ast)
@@ -543,16 +547,19 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
     amts = amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2)
-    # a row chain's polynomial loop that no vector's lanes divide (4100) is left to LLVM's loop vectorizer, a lone accumulator it packs
-    # with a remainder loop (renderer/llvmir.py lone_accumulator_adds), where 4 scalar partial sums ran at a third of the speed
-    if chain and _long_body(ast, axes(ast)[i]) and getattr(renderer, "loop_vectorizes", False): amts = tuple(a for a in amts if a >= simd.vector)
-    # a row that no amount of 4 or more divides (4095, 1001) is padded up to the widest amount that costs at most PAD_ROW more trips, its
-    # padding the reduce's identity (PADTO): unpadded, it was one serial chain of adds or maxes (sum of 4096x4095: 14.3 -> 2.6 ms, max
-    # 18.9 -> 2.0, logsumexp 80 -> 15). Where 4 divides, the padding's clamped loads cost more than the wider unroll gains (sum of 4096x300,
-    # padded to 32 lanes: 0.14 -> 0.50 ms); nor in a row chain's polynomial loop, whose row is staged (codegen/row_stage.py): the padding's
-    # gated stores made its lanes scalar (softmax 4096x4100: 27 -> 74 ms)
     n = size(axes(ast)[i])
-    if not any(n % a == 0 for a in amts if a >= 4) and not (chain and _long_body(ast, axes(ast)[i])) and (pad := next((a for a in amts if a <= min(n, MAX_UNROLL) and -(-n // a) * a <= PAD_ROW * n), None)) and n % pad and attempt(OptOps.PADTO, i, (pad,)):
+    if not upcast and getattr(renderer, "loop_vectorizes", False) and _streams_vectors(ast, axes(ast)[i]) and _only_adds(ast, axes(ast)[i]):
+      # a sum over a row that no whole vector's lanes divide (4095, 1001, 4100) is left to LLVM's loop vectorizer, a lone accumulator it
+      # packs into vector partial sums with a remainder loop (renderer/llvmir.py lone_accumulator_adds): sum of 4096x1001 0.35 ms, where
+      # padded to 32 lanes (clamped loads) 1.5 and 4 scalar partial sums of a row of 4100 ran at a third of the speed
+      amts = tuple(a for a in amts if a >= simd.vector)
+    elif not any(n % a == 0 for a in amts if a >= 4) and not (chain and _long_body(ast, axes(ast)[i])) and \
+         (pad := next((a for a in amts if a <= min(n, MAX_UNROLL) and -(-n // a) * a <= PAD_ROW * n), None)) and n % pad and \
+         attempt(OptOps.PADTO, i, (pad,)):
+      # a max (or a sum on a target without a loop vectorizer) over a row that no amount of 4 or more divides is padded up to the widest
+      # amount that costs at most PAD_ROW more trips, its padding the reduce's identity: unpadded it was one serial chain (max of
+      # 4096x4095: 18.9 -> 2.0 ms, logsumexp 80 -> 15). Not where 4 divides, whose clamped loads cost more than the wider unroll gains;
+      # nor a row chain's staged polynomial loop, whose padding's gated stores made its lanes scalar (softmax 4096x4100: 27 -> 74 ms)
       amts = (pad,)
     attempt(OptOps.UNROLL, i, amts)
   if chain and (stream := getattr(renderer, "nontemporal_bytes", None)) and _stored_bytes(ast) > stream:
