@@ -582,17 +582,19 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     cur, gated = axes(ast), vector_gate_ranges(ast)
     out = [i for i, r in enumerate(cur) if r.arg[1] is AxisType.LOOP]
     splittable = sorted((i for i in out if shared is None or cur[i] in shared), key=lambda i: cur[i] in gated)
-    pads = (OptOps.PADTO,) if reduces else (OptOps.OVERLAP, OptOps.PADTO)
-    if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
-      # no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles): the first one of at least 16 shares' worth is padded
-      # up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 -> 143
-      # GFLOP/s, 999 185)
-      # A kernel without a reduce shifts its last block of rows back over the one before instead (OVERLAP, where it reads no buffer it
-      # stores to): PADTO's gate sat on the store inside the stride-1 loop, which LLVM left scalar (a pad copy to 4097x4097 at 2 threads:
-      # 20 -> 6 ms)
-      for i in splittable:
-        n = size(axes(ast)[i])
-        if n >= 16 * want and any(attempt(op, i, (want,)) for op in pads) and attempt(OptOps.THREAD, i, (want,)): break
+    def padded_shares(i:int, op:OptOps) -> bool:
+      return size(axes(ast)[i]) >= 16 * want and attempt(op, i, (want,)) and attempt(OptOps.THREAD, i, (want,))
+    # where no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles), the first one of at least 16 shares' worth is
+    # padded up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 ->
+    # 143 GFLOP/s, 999 185). A kernel without a reduce shifts that axis's last block back over the one before instead (OVERLAP, where it
+    # reads no buffer it stores to): PADTO's gate sat on the store inside the stride-1 loop, which LLVM left scalar (a pad copy to
+    # 4097x4097 at 2 threads: 20 -> 7.6 ms); and it does so before it takes fewer shares of that axis, or it would go on to an inner
+    # axis that fewer divide (an embedding's 2047 rows of 513 split in 3 shares of each row: medians of alternating runs 1.05 -> 0.80 ms)
+    fewer = tuple(range(want - 1, 1, -1))
+    def shares(i:int) -> bool:
+      if reduces: return attempt(OptOps.THREAD, i, (want,) + fewer)
+      return attempt(OptOps.THREAD, i, (want,)) or padded_shares(i, OptOps.OVERLAP) or attempt(OptOps.THREAD, i, fewer)
+    any(shares(i) for i in splittable) or any(padded_shares(i, OptOps.PADTO) for i in splittable)
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
   if (swap := panel_swap(ast) or (copy_swap(ast) if block_copy else None)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))

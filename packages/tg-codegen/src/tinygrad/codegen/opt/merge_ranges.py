@@ -26,9 +26,9 @@ def merge_range(ast:UOp, a:UOp, b:UOp) -> UOp:
 
 def merge_adjacent_ranges(ast:UOp) -> UOp:
   if any(u.op is Ops.REDUCE for u in ast.toposort()): return ast  # a reduce's loops are tuned apart (heuristic.py)
-  ast = graph_rewrite(ast, symbolic, name="merge ranges", memo="_simplified")
+  merged = graph_rewrite(ast, symbolic, name="merge ranges", memo="_simplified")
   while True:
-    before = _divisions(ast)
-    for a, b in _neighbours(ast):
-      if _divisions(new := merge_range(ast, a, b)) <= before: ast = new; break
-    else: return ast
+    before = _divisions(merged)
+    for a, b in _neighbours(merged):
+      if _divisions(new := merge_range(merged, a, b)) <= before: merged = new; break
+    else: return merged if len(ranges(merged)) < len(ranges(ast)) else ast  # unmerged, the kernel as it came
