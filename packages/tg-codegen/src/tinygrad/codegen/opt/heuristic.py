@@ -156,11 +156,13 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   # a line axis shorter than a quarter line is taken whole: the stride's phases of a strided conv's input rows, written side by side
   # (tensor_conv._phase_windows: b8 32x112x112 stride 2, 1.8 -> 1.0 ms with rows of phases apart), each lane a phase read from one line
   n = size(ax[line[-1]])
-  # an axis that no part of a line divides takes a whole line padded up (the caller's PADTO), where that adds at most PAD_ROW of work, and
-  # an odd store axis of WIDE or more its 2 padded: untiled, each load read one element of a line per pass, and with one lane along the store each trip
-  # wrote 16 rows a element each (the kernel at 2 threads: x.T of 4096x4095 54 -> 32 ms, of 4095x4096 30 (16 x 1) -> 15.5 ms)
-  amt = next((a for a in (lanes, lanes // 2, lanes // 4) if a > 1 and n % a == 0),
-             n if 1 < n < lanes // 4 else lanes if -(-n // lanes) * lanes <= PAD_ROW * n else None)
+  # an axis that no part of a line divides takes a whole line padded up (the caller's PADTO), where that adds at most PAD_ROW of work and
+  # the store's rows along it start a whole number of cache lines apart (untiled, its stores crowd a few cache sets: x.T of 4096x4095 at
+  # 2 threads, the kernel 54 -> 32 ms; with rows of 4095 untiled was faster, 4095x4097 medians of alternating runs 12-21 against 17-33),
+  # and an odd store axis of WIDE or more its 2 padded: with one lane along the store each trip wrote 16 rows an element each (x.T of
+  # 4095x4096 30 -> 15.5 ms)
+  pad = st.stride.get(ax[line[-1]], 0) % LINE_FLOATS == 0 and -(-n // lanes) * lanes <= PAD_ROW * n
+  amt = next((a for a in (lanes, lanes // 2, lanes // 4) if a > 1 and n % a == 0), n if 1 < n < lanes // 4 else lanes if pad else None)
   if amt is None: return {}
   return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 or size(ax[along[-1]]) >= WIDE else {})
 
@@ -588,13 +590,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # padded up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 ->
     # 143 GFLOP/s, 999 185). A kernel without a reduce shifts that axis's last block back over the one before instead (OVERLAP, where it
     # reads no buffer it stores to): PADTO's gate sat on the store inside the stride-1 loop, which LLVM left scalar (a pad copy to
-    # 4097x4097 at 2 threads: 20 -> 7.6 ms); and it does so before it takes fewer shares of that axis, or it would go on to an inner
-    # axis that fewer divide (an embedding's 2047 rows of 513 split in 3 shares of each row: medians of alternating runs 1.05 -> 0.80 ms)
-    fewer = tuple(range(want - 1, 1, -1))
-    def shares(i:int) -> bool:
-      if reduces: return attempt(OptOps.THREAD, i, (want,) + fewer)
-      return attempt(OptOps.THREAD, i, (want,)) or padded_shares(i, OptOps.OVERLAP) or attempt(OptOps.THREAD, i, fewer)
-    any(shares(i) for i in splittable) or any(padded_shares(i, OptOps.PADTO) for i in splittable)
+    # 4097x4097 at 2 threads: 20 -> 7.6 ms). Fewer shares of any axis come first: an untiled x.T of 4095x4097 split its inner axis in 7
+    # (each share's reads stay in L1 across the outer loop), which shifted rows in 8 shares ran 2x slower
+    if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
+      any(padded_shares(i, OptOps.PADTO if reduces else OptOps.OVERLAP) for i in splittable) or \
+        (not reduces and any(padded_shares(i, OptOps.PADTO) for i in splittable))
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
   if (swap := panel_swap(ast) or (copy_swap(ast) if block_copy else None)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
