@@ -156,9 +156,29 @@ def transpose_tile(ast:UOp, out:list[int]) -> dict[int, int]:
   # a line axis shorter than a quarter line is taken whole: the stride's phases of a strided conv's input rows, written side by side
   # (tensor_conv._phase_windows: b8 32x112x112 stride 2, 1.8 -> 1.0 ms with rows of phases apart), each lane a phase read from one line
   n = size(ax[line[-1]])
-  amt = next((a for a in (lanes, lanes // 2, lanes // 4) if a > 1 and n % a == 0), n if 1 < n < lanes // 4 else None)
+  # an axis that no part of a line divides takes a whole line padded up (the caller's PADTO), where that adds at most PAD_ROW of work and
+  # the store's rows along it start a whole number of cache lines apart (untiled, its stores crowd a few cache sets: x.T of 4096x4095 at
+  # 2 threads, the kernel 54 -> 32 ms; with rows of 4095 untiled was faster, 4095x4097 medians of alternating runs 12-21 against 17-33),
+  # and an odd store axis of WIDE or more its 2 padded: with one lane along the store each trip wrote 16 rows an element each (x.T of
+  # 4095x4096 30 -> 15.5 ms)
+  pad = st.stride.get(ax[line[-1]], 0) % LINE_FLOATS == 0 and -(-n // lanes) * lanes <= PAD_ROW * n
+  amt = next((a for a in (lanes, lanes // 2, lanes // 4) if a > 1 and n % a == 0), n if 1 < n < lanes // 4 else lanes if pad else None)
   if amt is None: return {}
-  return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 else {})
+  return {line[-1]: amt} | ({along[-1]: 2} if size(ax[along[-1]]) % 2 == 0 or size(ax[along[-1]]) >= WIDE else {})
+
+def aligned_vector_tile(ast:UOp, out:list[int], vector:int) -> dict[int, int]:
+  """{output axis: vector} for a kernel without a reduce whose store walks an axis with stride 1 that vector does not divide (a flat
+  buffer of 2^24-1), where every access that walks it with stride 1 moves by whole vectors along every other axis: the axis is padded to
+  whole vectors (the caller's PADTO, its last trip's gated lanes peeled off, opt/peel.py), so that every trip and every thread's share
+  starts on a vector boundary. Untiled, the scalar loop's shares started off it, and LLVM's loop vectorizer packed it into vectors each
+  split across cache lines (x + y over 2^24-1 at 2 threads, the kernel: 7.4 -> 5.3 ms; 2^24: 4.6). {} where there is no such axis (a
+  row of 4095 starts off a vector however it is split)"""
+  ax, acc, stored = axes(ast), _accesses(ast)[0], _stored_unit(ast)
+  for i in reversed(out):
+    if (r := ax[i]) not in stored or size(r) % vector == 0 or size(r) < 16 * vector: continue
+    walking = [a for a in acc if r in a.unit]
+    if all(not a.deps - a.stride.keys() and all(m % vector == 0 for q, m in a.stride.items() if q is not r) for a in walking): return {i: vector}
+  return {}
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int], vector:int, along:set[UOp]|None=None, lines:bool=False) -> float:
   return sum(a.cost(tile, vector, along) + (a.lines(tile) if lines else 0) for a in acc) / prod(tile.values())
@@ -473,6 +493,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # LOOP axes only: a GLOBAL axis is a grid someone laid out by hand
   out = [i for i, r in enumerate(ax) if r.arg[1] is AxisType.LOOP]
   red = [i for i, r in enumerate(ax) if r.arg[1] in REDUCE]
+  reduces = bool(red)
   work, chosen, nodes = prod(size(r) for r in ax), [], len(ast.toposort())
   if getattr(renderer, "has_local", False):
     # a matmul the renderer's tensor cores can run: on them first, the tiles' loops then a grid
@@ -483,7 +504,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   def attempt(op:OptOps, axis:int, amts:tuple[int, ...]) -> bool:
     nonlocal ast
     for amt in amts:
-      if op not in (OptOps.THREAD, OptOps.SWAP, OptOps.PADTO) and nodes * lanes(ast, axes(ast)[axis]) * amt > CODE_BUDGET: continue
+      if op not in (OptOps.THREAD, OptOps.SWAP, OptOps.PADTO, OptOps.OVERLAP) and nodes * lanes(ast, axes(ast)[axis]) * amt > CODE_BUDGET: continue
       try: ast = apply_opt(ast, o := Opt(op, axis, amt))
       except OptError: continue
       chosen.append(o)
@@ -515,6 +536,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # transposing copy keeps its whole cache lines (x.T of 1024x1024 at 2 threads: 8x4 lanes 2.1 ms, transpose_tile's 16x2 0.65 ms)
   if not red and not transposed and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
+  if not red and not tile and not untiled: tile = aligned_vector_tile(ast, tile_axes, min(simd.vector, LOOP_GROUP))
   # a panel tile was checked against the code budget by its value's nodes: its upcasts are too
   if red and gemv is None and (panel := wide_panel_tile(ast, tile, simd, getattr(renderer, "tile_lanes", 256))) != tile:
     tile, nodes = panel, value_nodes(ast)
@@ -525,7 +547,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   for i, amt in sorted(tile.items(), reverse=True):
     # the store's vector axis: its last block shifted back over the one before it, where writing twice is safe (whole vectors, no gates);
     # else padded with gates (another axis shifted made a matmul's row index non-affine: 1001 ran 20x slower)
-    if size(r := axes(ast)[i]) % amt and not (r in _stored_unit(ast) and attempt(OptOps.OVERLAP, i, (amt,))): attempt(OptOps.PADTO, i, (amt,))
+    # (a kernel without a reduce pads: an elementwise add over 2^24-1 shifted back 9.5 ms, gated 5.3 at 2 threads; x.T of 4095x4097's
+    # store axis 2 lanes 48 against 33 ms)
+    if size(r := axes(ast)[i]) % amt and not (reduces and r in _stored_unit(ast) and attempt(OptOps.OVERLAP, i, (amt,))):
+      attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   if run is not None and run[1] > 1: attempt(OptOps.UPCAST, run[0], (run[1],))
@@ -586,13 +611,17 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     cur, gated = axes(ast), vector_gate_ranges(ast)
     out = [i for i, r in enumerate(cur) if r.arg[1] is AxisType.LOOP]
     splittable = sorted((i for i in out if shared is None or cur[i] in shared), key=lambda i: cur[i] in gated)
+    def padded_shares(i:int, op:OptOps) -> bool:
+      return size(axes(ast)[i]) >= 16 * want and attempt(op, i, (want,)) and attempt(OptOps.THREAD, i, (want,))
+    # where no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles), the first one of at least 16 shares' worth is
+    # padded up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 ->
+    # 143 GFLOP/s, 999 185). A kernel without a reduce shifts that axis's last block back over the one before instead (OVERLAP, where it
+    # reads no buffer it stores to): PADTO's gate sat on the store inside the stride-1 loop, which LLVM left scalar (a pad copy to
+    # 4097x4097 at 2 threads: 20 -> 7.6 ms). Fewer shares of any axis come first: an untiled x.T of 4095x4097 split its inner axis in 7
+    # (each share's reads stay in L1 across the outer loop), which shifted rows in 8 shares ran 2x slower
     if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
-      # no axis divides into shares (odd or prime sizes: matmul 1000's 125 row tiles): the first one of at least 16 shares' worth is padded
-      # up to a multiple of them (PADTO, under 1/16 more work), or the kernel would run on one core (matmul 1000 at 2 threads: 70 -> 143
-      # GFLOP/s, 999 185)
-      for i in splittable:
-        n = size(axes(ast)[i])
-        if n >= 16 * want and attempt(OptOps.PADTO, i, (want,)) and attempt(OptOps.THREAD, i, (want,)): break
+      any(padded_shares(i, OptOps.PADTO if reduces else OptOps.OVERLAP) for i in splittable) or \
+        (not reduces and any(padded_shares(i, OptOps.PADTO) for i in splittable))
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
   if (swap := panel_swap(ast) or (copy_swap(ast) if block_copy else None)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
