@@ -27,7 +27,8 @@ class Renderer:
   # accumulators of 16 take 384): LLVM's through llvmlite and clang's do; gcc 12 packs 16 accumulators best
   tile_lanes: int = 256
   # the target's compiler vectorizes a plain loop across its trips on its own (LLVM's loop vectorizer; the C renderer's compilers run
-  # without it): an elementwise kernel evaluating a polynomial per element is then left untiled (heuristic.hand_coded_opts)
+  # without it): an elementwise kernel evaluating a polynomial per element is then left untiled, and a sum over a row no vector divides
+  # unrolled-free, for it to pack (heuristic.hand_coded_opts)
   loop_vectorizes: bool = False
   # the ALU ops this target renders directly (Ops -> how); lowering decomposes the others before render
   code_for_op: dict = {}
