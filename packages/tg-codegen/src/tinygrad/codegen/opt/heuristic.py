@@ -382,6 +382,13 @@ def _innermost_reduce_axes(ast:UOp, red:list[int]) -> list[int]:
   last = {max(ax.index(r) for r in u.src[1:] if r in ax) for u in ast.toposort() if u.op is Ops.REDUCE and any(r in ax for r in u.src[1:])}
   return [i for i in red if i in last]
 
+def _unroll_padding(n:int, amts:tuple[int, ...]) -> int|None:
+  """the unroll amount a reduce of n trips is padded up to: where no amount of 4 or more divides n, the widest one that adds at most
+  PAD_ROW of trips and is not n's divisor already"""
+  if any(n % a == 0 for a in amts if a >= 4): return None
+  pad = next((a for a in amts if a <= min(n, MAX_UNROLL) and -(-n // a) * a <= PAD_ROW * n), None)
+  return pad if pad and n % pad else None
+
 def _only_adds(ast:UOp, r:UOp) -> bool:
   """every REDUCE over the range r sums"""
   return bool(reds := [u for u in ast.toposort() if u.op is Ops.REDUCE and r in u.src[1:]]) and all(u.arg is Ops.ADD for u in reds)
@@ -570,17 +577,14 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # get their own partial accumulators, on the innermost axis of each
   for i in reversed(red) if chain else reversed(_innermost_reduce_axes(ast, red)) if red and (not upcast or scalar_tile) else []:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
-    amts = (2 * simd.vector, 8, 4, 2) if _long_body(ast, axes(ast)[i]) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)
-    amts = amts if _streams_vectors(ast, axes(ast)[i]) else (8, 4, 2)
-    n = size(axes(ast)[i])
-    if not upcast and getattr(renderer, "loop_vectorizes", False) and _streams_vectors(ast, axes(ast)[i]) and _only_adds(ast, axes(ast)[i]):
+    r, streams = axes(ast)[i], _streams_vectors(ast, axes(ast)[i])
+    amts = ((2 * simd.vector, 8, 4, 2) if _long_body(ast, r) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)) if streams else (8, 4, 2)
+    if not upcast and streams and getattr(renderer, "loop_vectorizes", False) and _only_adds(ast, r):
       # a sum over a row that no whole vector's lanes divide (4095, 1001, 4100) is left to LLVM's loop vectorizer, a lone accumulator it
       # packs into vector partial sums with a remainder loop (renderer/llvmir.py lone_accumulator_adds): sum of 4096x1001 0.35 ms, where
       # padded to 32 lanes (clamped loads) 1.5 and 4 scalar partial sums of a row of 4100 ran at a third of the speed
       amts = tuple(a for a in amts if a >= simd.vector)
-    elif not any(n % a == 0 for a in amts if a >= 4) and not (chain and _long_body(ast, axes(ast)[i])) and \
-         (pad := next((a for a in amts if a <= min(n, MAX_UNROLL) and -(-n // a) * a <= PAD_ROW * n), None)) and n % pad and \
-         attempt(OptOps.PADTO, i, (pad,)):
+    elif not (chain and _long_body(ast, r)) and (pad := _unroll_padding(size(r), amts)) and attempt(OptOps.PADTO, i, (pad,)):
       # a max (or a sum on a target without a loop vectorizer) over a row that no amount of 4 or more divides is padded up to the widest
       # amount that costs at most PAD_ROW more trips, its padding the reduce's identity: unpadded it was one serial chain (max of
       # 4096x4095: 18.9 -> 2.0 ms, logsumexp 80 -> 15). Not where 4 divides, whose clamped loads cost more than the wider unroll gains;
@@ -619,9 +623,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # reads no buffer it stores to): PADTO's gate sat on the store inside the stride-1 loop, which LLVM left scalar (a pad copy to
     # 4097x4097 at 2 threads: 20 -> 7.6 ms). Fewer shares of any axis come first: an untiled x.T of 4095x4097 split its inner axis in 7
     # (each share's reads stay in L1 across the outer loop), which shifted rows in 8 shares ran 2x slower
-    if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable):
-      any(padded_shares(i, OptOps.PADTO if reduces else OptOps.OVERLAP) for i in splittable) or \
-        (not reduces and any(padded_shares(i, OptOps.PADTO) for i in splittable))
+    if not any(attempt(OptOps.THREAD, i, tuple(range(want, 1, -1))) for i in splittable) and \
+       not any(padded_shares(i, OptOps.PADTO if reduces else OptOps.OVERLAP) for i in splittable) and not reduces:
+      for i in splittable:
+        if padded_shares(i, OptOps.PADTO): break
   # after the thread split: each core keeps its own rows (its share of A) and reuses B's panel across them; split the other way round,
   # both cores stream all of A once per panel (matmul 1024 at THREADS=2: 154 ms against 600)
   if (swap := panel_swap(ast) or (copy_swap(ast) if block_copy else None)) is not None: attempt(OptOps.SWAP, swap.axis, (swap.amt,))
