@@ -9,16 +9,17 @@ from tinygrad import tensor as tensor_module
 X = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
 KWARGS = {"softmax": [{}, {"axis": 0}, {"dtype": dtypes.float16}], "log_softmax": [{}, {"axis": 0}], "mean": [{}, {"axis": 1, "keepdim": True}],
           "var": [{}, {"axis": 0, "correction": 0}], "std_mean": [{"axis": 1}], "leaky_relu": [{"neg_slope": 0.2}], "elu": [{"alpha": 0.5}],
-          "hardtanh": [{"min_val": -2, "max_val": 3}]}
+          "hardtanh": [{"min_val": -2, "max_val": 3}],
+          "sort": [{}, {"dim": 0, "descending": True}], "topk": [{"k": 2}, {"k": 3, "dim": 0, "largest": False}]}
 
 def _stepwise(monkeypatch, x:Tensor, name:str, kwargs:dict):
   """the op built the old way: every step a Tensor handle (the wrappers taken off for the call)"""
   with monkeypatch.context() as m:
-    for n in tensor_module._ON_NODE: m.setattr(Tensor, n, getattr(OpMixin, n))
+    for n in tensor_module._ON_NODE + tensor_module._ON_NODE_WITHOUT_GRAD: m.setattr(Tensor, n, getattr(OpMixin, n))
     return getattr(x, name)(**kwargs)
 
 @pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.int32])
-@pytest.mark.parametrize("name", tensor_module._ON_NODE)
+@pytest.mark.parametrize("name", tensor_module._ON_NODE + tensor_module._ON_NODE_WITHOUT_GRAD)
 def test_same_node_as_stepwise(monkeypatch, name, dtype):
   x = Tensor(X).cast(dtype)
   for kwargs in KWARGS.get(name, [{}]):
@@ -45,3 +46,10 @@ def test_tuple_results_are_tensors():
 def test_tensor_argument_takes_the_stepwise_way():
   lo, hi = Tensor(np.full(6, -0.5, np.float32)), Tensor(np.full(6, 0.5, np.float32))
   np.testing.assert_allclose(Tensor(X).hardtanh(lo, hi).numpy(), np.clip(X, -0.5, 0.5))
+
+def test_sorts_step_by_step_where_a_gradient_flows(monkeypatch):
+  """a gradient through a sort needs the (value, index) form, which autograd follows: with one flowing the handles are built step by step"""
+  x = Tensor(X, requires_grad=True)
+  want, got = _stepwise(monkeypatch, x, "topk", {"k": 2}), x.topk(2)
+  assert all(g.uop is w.uop for w, g in zip(want, got, strict=True))
+  assert got[0].uop is not OpMixin.topk(x.uop, 2)[0]  # the node's build (packed keys) is another graph
