@@ -10,6 +10,7 @@ X = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
 KWARGS = {"softmax": [{}, {"axis": 0}, {"dtype": dtypes.float16}], "log_softmax": [{}, {"axis": 0}], "mean": [{}, {"axis": 1, "keepdim": True}],
           "var": [{}, {"axis": 0, "correction": 0}], "std_mean": [{"axis": 1}], "leaky_relu": [{"neg_slope": 0.2}], "elu": [{"alpha": 0.5}],
           "hardtanh": [{"min_val": -2, "max_val": 3}],
+          "clip": [{"min_": -0.5, "max_": 0.5}], "argmax": [{}, {"axis": 1, "keepdim": True}], "min": [{}, {"axis": 0}],
           "sort": [{}, {"dim": 0, "descending": True}], "topk": [{"k": 2}, {"k": 3, "dim": 0, "largest": False}]}
 
 def _stepwise(monkeypatch, x:Tensor, name:str, kwargs:dict):

@@ -712,7 +712,7 @@ def _handle(u:UOp) -> Tensor:
 # mixin's). An argument that is a tensor (hardtanh's bounds) takes the step-by-step way
 _ON_NODE = ("softmax", "softmin", "log_softmax", "mean", "var", "std", "var_mean", "std_mean", "sigmoid", "tanh", "cos", "tan", "sinh",
             "cosh", "acosh", "atanh", "relu6", "hardtanh", "leaky_relu", "hardsigmoid", "hardswish", "elu", "celu", "selu", "silu", "swish",
-            "quick_gelu")
+            "quick_gelu", "gelu", "relu", "exp", "log", "sign", "isinf", "clip", "round", "floor", "ceil", "argmax", "argmin", "min", "all")
 
 def _on_node(fn:Callable) -> Callable:
   @functools.wraps(fn)
