@@ -1,8 +1,8 @@
 """BEAM=N: opts chosen by timing. Each round extends every opt list of the beam by one more opt (`actions`), compiles the candidates in
 worker processes, runs each on the device with scratch buffers and keeps the N fastest (one slower than BEAM_CUTOFF times the best so
-far is stopped there); it stops when a round gains less than BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's
-content, the renderer and its target, so a second run searches nothing. Progress goes to stderr: round, candidates timed, best time
-so far."""
+far is stopped there); it stops when a round gains less than BEAM_MIN_GAIN. The finalists are timed again in turn, and the heuristic's
+opts are kept unless one beats them by BEAM_MIN_GAIN. The winner is cached on disk keyed by the kernel's content, the renderer and its
+target, so a second run searches nothing. Progress goes to stderr: round, candidates timed, best time so far."""
 from __future__ import annotations
 import concurrent.futures, dataclasses, math, multiprocessing, os, select, signal, struct, sys, time
 from tinygrad.uop import Ops, AxisType
@@ -20,6 +20,7 @@ GROUP_AMTS = (2, 4, 8, 16, 32, 64, 128, 256)  # work-group items of a LOCAL or G
 # unoptimized matmul 2048 would run for minutes
 BEAM_CUTOFF = ContextVar("BEAM_CUTOFF", 2.0)
 FORK_SLACK_S = 0.2  # a forked child's start and its copy-on-write faults, on top of the cutoff
+CONFIRM_ROUNDS = 5  # the finalists (the beam and the heuristic's opts) timed again in turn this many times each
 
 def actions(ast:UOp, renderer) -> list[Opt]:
   """every opt BEAM may add to `ast` next: TC on each tensor core of the renderer that fits (first only), UPCAST of an output axis, UNROLL of a reduce axis, THREAD of an output axis by the thread
@@ -142,18 +143,34 @@ def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
   if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()) or any(size(r) is None for r in axes(ast)): return hand_coded_opts(ast, renderer)
   name, bufs, st = ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel", _scratch(ast, renderer.device), time.perf_counter()
   timed: dict[tuple[Opt, ...], float] = {}
+  programs: dict[tuple[Opt, ...], tuple] = {}  # each compiled candidate's (spec, lib): the finalists are timed again
   def run(cands:list[tuple[Opt, ...]]):
     cands = [c for c in dict.fromkeys(cands) if c not in timed]
     for n, (c, (spec, lib)) in enumerate(zip(cands, compile_all([_with_opts(ast, c) for c in cands], renderer))):
+      if spec is not None: programs[c] = (spec, lib)
       cutoff = BEAM_CUTOFF.value * min(timed.values(), default=math.inf)
       timed[c] = math.inf if spec is None else time_program(spec, lib, renderer.device, bufs, cutoff_s=cutoff)
       _progress(f"BEAM {name}: {len(timed)} timed, {n+1}/{len(cands)} this round, best {min(timed.values())*1e3:.3f} ms, {time.perf_counter()-st:.1f} s")
-  run([tuple(hand_coded_opts(ast, renderer)), ()])  # the heuristic's first: it sets the cutoff for the rest
+  run([heuristic := tuple(hand_coded_opts(ast, renderer)), ()])  # the heuristic's first: it sets the cutoff for the rest
   beam = sorted(timed, key=timed.get)[:width]
   while True:
     best = timed[beam[0]]
     run([c for opts in beam for c in _extend(ast, opts, renderer)])
     beam = sorted(timed, key=timed.get)[:width]
     if timed[beam[0]] > best * (1 - BEAM_MIN_GAIN.value): break
-  _progress(f"BEAM {name}: {list(beam[0])} at {timed[beam[0]]*1e3:.3f} ms ({len(timed)} timed in {time.perf_counter()-st:.1f} s)\n")
-  return list(diskcache_put("beam_search", key, beam[0]))
+  finalists = {c: programs[c] for c in [heuristic] + beam if c in programs and math.isfinite(timed[c])}
+  winner, ms = _confirmed(renderer, bufs, finalists, heuristic) if finalists else (beam[0], math.inf)
+  _progress(f"BEAM {name}: {list(winner)} at {ms:.3f} ms ({len(timed)} timed in {time.perf_counter()-st:.1f} s)\n")
+  return list(diskcache_put("beam_search", key, winner))
+
+def _confirmed(renderer, bufs:list, finalists:dict, heuristic:tuple[Opt, ...]) -> tuple[tuple[Opt, ...], float]:
+  """the fastest of `finalists` (opts -> compiled (spec, lib)) timed again in turn, CONFIRM_ROUNDS times each, by median; and its
+  median ms. One timing per candidate lets a noisy host pick (a sum's and a softmax's search kept opts 1.4x slower than the
+  heuristic's): the heuristic's opts stay unless another list's median beats theirs by BEAM_MIN_GAIN"""
+  rounds: dict[tuple[Opt, ...], list[float]] = {c: [] for c in finalists}
+  for _ in range(CONFIRM_ROUNDS):
+    for c, (spec, lib) in finalists.items(): rounds[c].append(time_program(spec, lib, renderer.device, bufs))
+  median = {c: sorted(ts)[len(ts) // 2] for c, ts in rounds.items()}
+  winner = min(median, key=median.get)
+  if heuristic in median and median[winner] > median[heuristic] * (1 - BEAM_MIN_GAIN.value): winner = heuristic
+  return winner, median[winner] * 1e3
