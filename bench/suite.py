@@ -1,13 +1,15 @@
 """CPU speed beside numpy (and torch when importable, and upstream tinygrad when an interpreter for it is given): matmul, conv2d, an
 elementwise chain, sum, softmax, cold start. One JSON line per figure, then a table with tg's ratio to the best other and to upstream, and
 each figure as a share of this machine's probed peaks (numpy matmul for fp32 FMA throughput, numpy copy for memory bandwidth). Best of
-`runs` runs after a warm-up (more for a fast workload, until they add up to MIN_SAMPLE_S), each run ending when the device has finished.
+`runs` runs after a warm-up (more for a fast workload, until they add up to MIN_SAMPLE_S), each run ending when the device has finished;
+a figure's columns are timed in turn, in ROUNDS blocks each.
 Usage: python bench/suite.py [runs, default 3] [--beam N] [--upstream PYTHON]
   --beam N          adds a column with BEAM=N (and BEAM=N for upstream)
   --upstream PYTHON runs the same workloads, same shapes and timing, in PYTHON (an interpreter with upstream tinygrad 0.14 installed) in a
                     subprocess on its DEV=CPU (UPSTREAM_DEV to change; it compiles with clang, which must be on PATH)
-  --worker          (internal) only the tinygrad figures of whatever tinygrad this interpreter imports, as one JSON line"""
-import json, os, subprocess, sys, time
+  --worker          (internal) times the tinygrad columns of whatever tinygrad this interpreter imports, a block at a time as asked on
+                    stdin (upstream's columns take their turns in the rounds)"""
+import json, os, subprocess, sys, tempfile, time
 import numpy as np
 from tinygrad import Tensor, Device
 from tinygrad.helpers import Context
@@ -28,14 +30,22 @@ NOCACHE = {"CACHELEVEL": "0", "CCACHE": "0", "DISABLE_COMPILER_CACHE": "1"}  # t
 # a fast workload is run more often than `runs`: on a shared host the best of 3 runs of a 1.5 ms sum is often one another process
 # disturbed (the sum row's torch figure moved 14-35 GB/s between runs of the suite); every column is sampled by the same rule
 MIN_SAMPLE_S, MAX_SAMPLES = 0.25, 200
+# the columns of one figure are sampled in turn, ROUNDS blocks each: this host's memory bandwidth drifts by 1.5x over minutes (other
+# guests' load), and a column timed in a block of its own caught a quiet or a busy spell alone (torch's sum read 32 and 54 GB/s in two
+# runs of the suite while tg's read 41-45). Upstream's columns, in a worker process, take their turns in the same rounds
+ROUNDS = 5
 
-def best(fn, runs=RUNS) -> float:
-  """the fastest of at least `runs` runs after a warm-up, more while they add up to under MIN_SAMPLE_S (at most MAX_SAMPLES)"""
-  fn()
-  ts = []
-  while len(ts) < runs or (sum(ts) < MIN_SAMPLE_S and len(ts) < MAX_SAMPLES):
+def timed_block(fn, runs:int=RUNS) -> float:
+  """the fastest of one block's runs of fn: a share of `runs` (at least one), more while they add up to under a share of MIN_SAMPLE_S"""
+  ts, least, budget = [], -(-runs // ROUNDS), MIN_SAMPLE_S / ROUNDS
+  while len(ts) < least or (sum(ts) < budget and len(ts) < MAX_SAMPLES // ROUNDS):
     st = time.perf_counter(); fn(); ts.append(time.perf_counter() - st)
   return min(ts)
+
+def best(fn, runs=RUNS) -> float:
+  """the fastest of at least `runs` runs after a warm-up, more while they add up to under MIN_SAMPLE_S (the probe's rule)"""
+  fn()
+  return min(timed_block(fn, runs) for _ in range(ROUNDS))
 
 def probe() -> dict:
   a = np.random.rand(2048, 2048).astype(np.float32)
@@ -44,91 +54,136 @@ def probe() -> dict:
 
 def rand(*shape): return np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
 
-def synced(fn):
-  """fn, then wait for the device: upstream's devices run kernels asynchronously"""
+def synced(fn, beam:int=0):
+  """fn, then wait for the device (upstream's devices run kernels asynchronously); under BEAM=beam when given"""
   def run():
     fn()
     Device[Device.DEFAULT].synchronize()
-  return run
+  def run_beam():
+    with Context(BEAM=beam): run()
+  return run_beam if beam else run
 
-def figure(name:str, unit:str, work:float, tg_fn, np_fn, torch_fn=None) -> dict:
-  """work: FLOPs or bytes of one run; each fn runs the computation once (inputs already in place)"""
-  out = {"bench": name, "unit": unit, "tg": work / best(synced(tg_fn)) / 1e9}
-  if BEAM:
-    with Context(BEAM=BEAM): out[f"tg BEAM={BEAM}"] = work / best(synced(tg_fn)) / 1e9
-  if WORKER: return out
-  out["numpy"] = work / best(np_fn) / 1e9
-  out["torch"] = work / best(torch_fn) / 1e9 if torch is not None and torch_fn is not None else None
-  return out
+def tg_columns(tg_fn) -> dict:
+  return {"tg": synced(tg_fn)} | ({f"tg BEAM={BEAM}": synced(tg_fn, BEAM)} if BEAM else {})
 
-def matmul(n:int) -> dict:
-  a, b = rand(n, n), rand(n, n)
-  ta, tb = Tensor(a).realize(), Tensor(b).realize()
-  pa, pb = (torch.from_numpy(a), torch.from_numpy(b)) if torch is not None else (None, None)
-  return figure(f"matmul fp32 N={n}", "GFLOP/s", 2 * n**3, lambda: (ta @ tb).realize(), lambda: a @ b, lambda: pa @ pb)
+# each workload: (name, unit, work (FLOPs or bytes of one run), setup); setup() places the inputs and returns {column: fn}, each fn
+# running the computation once
+def matmul(n:int):
+  def setup():
+    a, b = rand(n, n), rand(n, n)
+    ta, tb = Tensor(a).realize(), Tensor(b).realize()
+    pa, pb = (torch.from_numpy(a), torch.from_numpy(b)) if torch is not None else (None, None)
+    return tg_columns(lambda: (ta @ tb).realize()) | {"numpy": lambda: a @ b, "torch": lambda: pa @ pb}
+  return f"matmul fp32 N={n}", "GFLOP/s", 2 * n**3, setup
 
-def conv2d() -> dict:
-  x, w = rand(8, 64, 56, 56), rand(64, 64, 3, 3)
-  tx, tw = Tensor(x).realize(), Tensor(w).realize()
-  def np_conv():  # im2col + one matmul: the usual numpy way
-    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # (8, 64, 56, 56, 3, 3)
-    return np.einsum("bchwij,ocij->bohw", cols, w, optimize=True)
-  px, pw = (torch.from_numpy(x), torch.from_numpy(w)) if torch is not None else (None, None)
-  return figure("conv2d b8 64->64 56x56 3x3", "GFLOP/s", 2 * 8 * 64 * 64 * 56 * 56 * 9, lambda: tx.conv2d(tw, padding=1).realize(), np_conv,
-                lambda: torch.nn.functional.conv2d(px, pw, padding=1))
+def conv2d():
+  def setup():
+    x, w = rand(8, 64, 56, 56), rand(64, 64, 3, 3)
+    tx, tw = Tensor(x).realize(), Tensor(w).realize()
+    def np_conv():  # im2col + one matmul: the usual numpy way
+      xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+      cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # (8, 64, 56, 56, 3, 3)
+      return np.einsum("bchwij,ocij->bohw", cols, w, optimize=True)
+    px, pw = (torch.from_numpy(x), torch.from_numpy(w)) if torch is not None else (None, None)
+    return tg_columns(lambda: tx.conv2d(tw, padding=1).realize()) | {"numpy": np_conv,
+                                                                      "torch": lambda: torch.nn.functional.conv2d(px, pw, padding=1)}
+  return "conv2d b8 64->64 56x56 3x3", "GFLOP/s", 2 * 8 * 64 * 64 * 56 * 56 * 9, setup
 
-def elementwise() -> dict:
-  a, b, c = rand(1 << 24), rand(1 << 24), rand(1 << 24)
-  ta, tb, tc = (Tensor(x).realize() for x in (a, b, c))
-  pa, pb, pc = (torch.from_numpy(x) for x in (a, b, c)) if torch is not None else (None,) * 3
-  return figure("(a*b+c).relu()*0.5, 16M", "GB/s", 4 * a.nbytes, lambda: ((ta * tb + tc).relu() * 0.5).realize(),
-                lambda: np.maximum(a * b + c, 0) * 0.5, lambda: (pa * pb + pc).relu() * 0.5)
+def elementwise():
+  def setup():
+    a, b, c = rand(1 << 24), rand(1 << 24), rand(1 << 24)
+    ta, tb, tc = (Tensor(x).realize() for x in (a, b, c))
+    pa, pb, pc = (torch.from_numpy(x) for x in (a, b, c)) if torch is not None else (None,) * 3
+    return tg_columns(lambda: ((ta * tb + tc).relu() * 0.5).realize()) | {"numpy": lambda: np.maximum(a * b + c, 0) * 0.5,
+                                                                           "torch": lambda: (pa * pb + pc).relu() * 0.5}
+  return "(a*b+c).relu()*0.5, 16M", "GB/s", 4 * 4 * (1 << 24), setup
 
-def total() -> dict:
-  a = rand(1 << 24)
-  ta, pa = Tensor(a).realize(), torch.from_numpy(a) if torch is not None else None
-  return figure("sum, 16M", "GB/s", a.nbytes, lambda: ta.sum().realize(), lambda: a.sum(), lambda: pa.sum())
+def total():
+  def setup():
+    a = rand(1 << 24)
+    ta, pa = Tensor(a).realize(), torch.from_numpy(a) if torch is not None else None
+    return tg_columns(lambda: ta.sum().realize()) | {"numpy": lambda: a.sum(), "torch": lambda: pa.sum()}
+  return "sum, 16M", "GB/s", 4 * (1 << 24), setup
 
-def softmax() -> dict:
-  a = rand(4096, 4096)
-  ta, pa = Tensor(a).realize(), torch.from_numpy(a) if torch is not None else None
-  def np_softmax():
-    e = np.exp(a - a.max(1, keepdims=True))
-    return e / e.sum(1, keepdims=True)
-  return figure("softmax 4096x4096", "GB/s", 2 * a.nbytes, lambda: ta.softmax(1).realize(), np_softmax, lambda: pa.softmax(1))
+def softmax():
+  def setup():
+    a = rand(4096, 4096)
+    ta, pa = Tensor(a).realize(), torch.from_numpy(a) if torch is not None else None
+    def np_softmax():
+      e = np.exp(a - a.max(1, keepdims=True))
+      return e / e.sum(1, keepdims=True)
+    return tg_columns(lambda: ta.softmax(1).realize()) | {"numpy": np_softmax, "torch": lambda: pa.softmax(1)}
+  return "softmax 4096x4096", "GB/s", 2 * 4 * 4096 * 4096, setup
 
-def workloads() -> list[dict]: return [matmul(512), matmul(1024), matmul(2048), conv2d(), elementwise(), total(), softmax()]
+WORKLOADS = [matmul(512), matmul(1024), matmul(2048), conv2d(), elementwise(), total(), softmax()]
 
-def upstream_rows(python:str) -> tuple[dict, float]:
-  """{bench: its row} from upstream tinygrad run as a worker in `python`, and its cold start; its own environment (no PYTHONPATH to
-  these sources)"""
-  env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV")} | {"DEV": os.environ.get("UPSTREAM_DEV", "CPU")}
-  cmd = [python, os.path.abspath(__file__), "--worker", str(RUNS)] + (["--beam", str(BEAM)] if BEAM else [])
-  p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=os.path.dirname(os.path.abspath(__file__)))
-  if p.returncode != 0: raise RuntimeError(f"upstream run failed ({' '.join(cmd)}):\n{p.stderr[-3000:]}")
-  rows = {r["bench"]: r for r in json.loads(p.stdout.strip().splitlines()[-1])}
-  saved = os.environ.pop("PYTHONPATH", None)
-  try: cs = min(cold_start_s(python, NOCACHE | {"DEV": env["DEV"]}) for _ in range(RUNS))
-  finally:
-    if saved is not None: os.environ["PYTHONPATH"] = saved
-  return rows, cs
+class Upstream:
+  """upstream tinygrad's columns, timed by this file run as a worker in `python` (its own environment: no PYTHONPATH to these sources),
+  one block at a time on request, so that they take their turns in each figure's rounds"""
+  def __init__(self, python:str):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "DEV")} | {"DEV": os.environ.get("UPSTREAM_DEV", "CPU")}
+    self.python, self.dev = python, env["DEV"]
+    self.cmd = [python, os.path.abspath(__file__), "--worker", str(RUNS)] + (["--beam", str(BEAM)] if BEAM else [])
+    self.errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: a BEAM search's progress bars would fill a pipe nobody reads
+    self.p = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, text=True, env=env,
+                              cwd=os.path.dirname(os.path.abspath(__file__)))
+  def ask(self, *words) -> list[str]:
+    self.p.stdin.write(" ".join(map(str, words)) + "\n")
+    self.p.stdin.flush()
+    if not (line := self.p.stdout.readline()):
+      self.errors.seek(0)
+      raise RuntimeError(f"upstream worker died ({' '.join(self.cmd)}):\n{self.errors.read()[-3000:]}")
+    return line.split()
+  def setup(self, i:int) -> list[str]: return self.ask("setup", i)  # its column names (with underscores for spaces)
+  def block(self, i:int, column:str) -> float: return float(self.ask("block", i, column)[0])
+  def cold_start(self) -> float:
+    self.p.stdin.close()
+    self.p.wait()
+    saved = os.environ.pop("PYTHONPATH", None)
+    try: return min(cold_start_s(self.python, NOCACHE | {"DEV": self.dev}) for _ in range(RUNS))
+    finally:
+      if saved is not None: os.environ["PYTHONPATH"] = saved
+
+def worker():
+  """upstream's side of Upstream: `setup i` places workload i and warms its tinygrad columns, `block i column` times one block"""
+  columns: dict = {}
+  for line in sys.stdin:
+    words = line.split()
+    if words[0] == "setup":
+      columns = {k.replace(" ", "_"): fn for k, fn in WORKLOADS[int(words[1])][3]().items() if k.startswith("tg")}
+      for fn in columns.values(): fn()
+      print(" ".join(columns), flush=True)
+    else: print(timed_block(columns[words[2]]), flush=True)
+
+def figure(i:int, upstream:Upstream|None) -> dict:
+  """workload i's figures (work over the fastest run, in units of 1e9) with every column, upstream's too, timed in turn each round"""
+  name, unit, work, setup = WORKLOADS[i]
+  columns = {k: fn for k, fn in setup().items() if k != "torch" or torch is not None}
+  for fn in columns.values(): fn()
+  theirs = upstream.setup(i) if upstream else []
+  ours_best, theirs_best = {k: float("inf") for k in columns}, {k: float("inf") for k in theirs}
+  for _ in range(ROUNDS):
+    for k, fn in columns.items(): ours_best[k] = min(ours_best[k], timed_block(fn))
+    for k in theirs: theirs_best[k] = min(theirs_best[k], upstream.block(i, k))
+  rate = lambda t: work / t / 1e9
+  return {"bench": name, "unit": unit, "torch": None} | {k: rate(t) for k, t in ours_best.items()} | \
+         {k.replace("tg", "upstream", 1).replace("_", " "): rate(t) for k, t in theirs_best.items()}
 
 def ratio(a, b): return a / b if a is not None and b else None
 
 if __name__ == "__main__" and WORKER:
-  print(json.dumps(workloads()))
+  worker()
 elif __name__ == "__main__":
   peak = probe()
   print(json.dumps({"bench": "probe", **peak}))
-  rows = workloads()
+  upstream = Upstream(UPSTREAM) if UPSTREAM else None
+  rows = [figure(i, upstream) for i in range(len(WORKLOADS))]
+  up_cs = upstream.cold_start() if upstream else None
   cs = min(cold_start_s(sys.executable, NOCACHE) for _ in range(RUNS))
   rows.append({"bench": "cold start (no compile cache)", "unit": "s", "tg": cs, "numpy": None, "torch": None} | ({f"tg BEAM={BEAM}": None} if BEAM else {}))
-  up, up_cs = upstream_rows(UPSTREAM) if UPSTREAM else ({}, None)
   for r in rows:
-    u = up.get(r["bench"], {})
-    r["upstream"] = up_cs if r["unit"] == "s" else u.get("tg")
-    if BEAM: r[f"upstream BEAM={BEAM}"] = u.get(f"tg BEAM={BEAM}")
+    if r["unit"] == "s": r["upstream"] = up_cs
+    r.setdefault("upstream", None)
     others = [v for v in (r["numpy"], r["torch"], r["upstream"]) if v is not None and r["unit"] != "s"]
     r["ratio_to_best_other"] = r["tg"] / max(others) if others else None
     # speed over upstream: its time over ours for cold start, our rate over its rate for the rest
