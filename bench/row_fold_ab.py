@@ -1,6 +1,7 @@
-"""Column reduces (v @ A, A.sum(0)) with the row fold (codegen/row_fold.py) against the tiled form, the kernels alone, alternating in
-rounds in one process (a shared host's load falls on both alike; at THREADS=1 CPU time): best and median ms of each, the plain sum of the same matrix beside
-them, results checked against numpy. Usage: python bench/row_fold_ab.py [rounds, default 40] [name filter]"""
+"""Column reduces (v @ A, A.sum(0), A.mean(0)) with the row fold (codegen/row_fold.py) against the tiled form, the kernels alone,
+alternating in rounds in one process (a shared host's load falls on both alike; at THREADS=1 CPU time): best and median ms of each, the
+plain sum of the same matrix beside them, results checked against numpy. Usage: python bench/row_fold_ab.py [rounds, default 40] [name
+filter]"""
 import os, sys, time, statistics, numpy as np
 from tinygrad import Tensor, Device
 from tinygrad.schedule.cache import create_schedule_cached
@@ -24,6 +25,7 @@ def cases():
   C = R(1024, 16384)
   yield "sum(0) 1024x16384", C.sum(0), C.numpy().sum(0)
   yield "max(0) 4096x4096", A.max(0), A.numpy().max(0)
+  yield "mean(0) 4096x4096", A.mean(0), A.numpy().mean(0)
   for n, m in ((512, 1024), (1024, 1024), (2048, 1024), (2048, 2048)):
     F = R(n, m)
     yield f"sum(0) {n}x{m}", F.sum(0), F.numpy().sum(0)

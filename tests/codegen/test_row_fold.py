@@ -1,6 +1,7 @@
 """Column reduces folded row by row into the output (codegen/row_fold.py): v @ A, A.sum(0), A.max(0) equal bit for bit to numpy's serial
 fold in float32 (np.cumsum along the rows: the same terms in the same order), at odd sizes, with a strided matrix, batched and at one
-thread; and which kernels fold (a matvec, a batch of vectors sharing the matrix, short rows and a matrix in cache keep the tiled form)."""
+thread, with math on the fold (a mean); and which kernels fold (a matvec, a batch of vectors sharing the matrix, short rows and a matrix
+in cache keep the tiled form)."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, dtypes
@@ -21,7 +22,8 @@ def _folds(t:Tensor, threads:int=2) -> bool:
 
 def test_which_kernels():
   assert _folds(Tensor.empty(4096) @ Tensor.empty(4096, 4096))
-  assert _folds(Tensor.empty(4096, 4096).sum(0)) and _folds(Tensor.empty(4096, 4095).max(0)) and _folds(Tensor.empty(1, 4096) @ Tensor.empty(4096, 11008))
+  assert _folds(Tensor.empty(4096, 4096).sum(0)) and _folds(Tensor.empty(4096, 4095).max(0))
+  assert _folds(Tensor.empty(1, 4096) @ Tensor.empty(4096, 11008))
   assert _folds(Tensor.empty(4, 512, 1024).sum(1))                     # a batch of matrices: each its own column sums
   assert not _folds(Tensor.empty(4096, 4096) @ Tensor.empty(4096))     # M @ v walks the reduce with stride 1
   assert not _folds(Tensor.empty(4096, 4096).sum(1))
@@ -71,6 +73,18 @@ def test_max_and_int():
   np.testing.assert_array_equal(Tensor(a).max(0).numpy(), a.max(0))
   n = np.random.default_rng(2).integers(-1000, 1000, (900, 1500)).astype(np.int32)
   np.testing.assert_array_equal(Tensor(n).sum(0).numpy(), n.sum(0, dtype=np.int32))
+
+def test_math_on_the_fold():
+  # a mean's scale runs as one more pass over the folded output; a float16 result (the float32 sum cast down) and var (one kernel, its
+  # mean's reduce inside the fold) keep the tiled form
+  a = _r(1000, 1500)
+  assert _folds(Tensor(a).mean(0)) and _folds(Tensor(a).sum(0) * 2 + 1) and not _folds(Tensor(a).var(0))
+  assert not _folds(Tensor(a).cast(dtypes.float16).mean(0))
+  for threads in (1, 2):
+    with Context(THREADS=threads):
+      np.testing.assert_allclose(Tensor(a).mean(0).numpy(), a.mean(0, dtype=np.float64), rtol=1e-5, atol=1e-6)
+      np.testing.assert_allclose(Tensor(a).var(0).numpy(), a.var(0, ddof=1, dtype=np.float64), rtol=1e-4)
+      np.testing.assert_array_equal((Tensor(a).sum(0) * 2 + 1).numpy(), _serial_sum(a) * np.float32(2) + np.float32(1))
 
 def test_bias_gradient():
   x, w = _r(512, 300), _r(300, 1200)

@@ -1,14 +1,16 @@
 """A column reduce, out[j] = sum over k of x(k, j) where x reads a matrix along its rows (v @ A, A.sum(0)), reduces over rows that lie a
-whole row apart. Folded as written, each output's loop walks the reduce innermost: a register tile of lanes along j reads a run of a
-row per step (at most GEMV_RUN lanes) and jumps a row further on, so the matrix is read as short runs a page apart, which the hardware
+whole row apart. Folded as written, each output's loop walks the reduce innermost: a register tile of lanes along j reads a run of a row
+per step (at most GEMV_RUN lanes) and jumps a row further on, so the matrix is read as short runs a page apart, which the hardware
 prefetchers do not follow (4096x4096 at 2 threads: 2.3-3x the time of the same 64 MB read as one stream). Where a row is longer than
 that run the kernel becomes two loop nests instead: the output set to the fold's identity, then one pass over the rows in order, each
 row's run of outputs folded into the output through memory (a load, ROWS rows' ops and a store: the run stays in L1). Each core then
-reads whole rows of its share of the columns, one stream (at 2 threads, the kernel alone, tiled -> folded: v @ A 4096x4096 6.5 -> 1.7
-ms median, the sum of the same matrix 2.1; 4096 @ 4096x4095 15 -> 4.2, 1x4096 @ 4096x11008 19 -> 7.2, A.max(0) 8.5 -> 3.1; bench/
-row_fold_ab.py). Every output receives the same terms in the same order as the serial loop, so the result is the same bits. Only where each element of the matrix is used once (no output axis it is broadcast over: a batch of vectors
-shares each matrix row from registers in the tiled form) and the matrix is past the cores' L2s, on a target without work items. Checked on the kernel AST before the
-optimizer; the kernel's opts are then fixed (opts_to_apply=())."""
+reads whole rows of its share of the columns, one stream (at 2 threads, the kernel alone, tiled -> folded: v @ A 4096x4096 6.5 -> 1.7 ms
+median, the sum of the same matrix 2.1; 4096 @ 4096x4095 15 -> 4.2, 1x4096 @ 4096x11008 19 -> 7.2, A.max(0) 8.5 -> 3.1; bench/
+row_fold_ab.py). Every output receives the same terms in the same order as the serial loop, so the result is the same bits. Math on the
+fold alone (a mean's scale) runs as one more pass over the output in place, where the output's dtype holds the fold's (4096x4096
+mean(0): 4.9 -> 2.5 ms). Only where each element of the matrix is used once (no output axis it is broadcast over: a batch of vectors
+shares each matrix row from registers in the tiled form) and the matrix is past the cores' L2s, on a target without work items. Checked
+on the kernel AST before the optimizer; the kernel's opts are then fixed (opts_to_apply=())."""
 from __future__ import annotations
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
@@ -29,8 +31,13 @@ def _column_reduce(ast:UOp) -> tuple[UOp, UOp, UOp, int]|None:
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
   if info.opts_to_apply is not None or info.applied_opts: return None
   if len(ast.src) != 1 or (end := ast.src[0]).op is not Ops.END or (st := end.src[0]).op is not Ops.STORE or len(st.src) != 2: return None
-  if (red := st.src[1]).op is not Ops.REDUCE or red.arg not in FOLDS or (idx := _index(st)) is None: return None
-  outs, rrs = end.src[1:], red.src[1:]
+  outs = end.src[1:]
+  # the stored value: the fold, or math on it alone (a mean's scale), which a last pass applies to the folded output in place where the
+  # output's dtype holds the fold's (a float16 mean stores the float32 sum cast down: not folded)
+  if (idx := _index(st)) is None or len(reds := [u for u in st.src[1].toposort() if u.op is Ops.REDUCE]) != 1: return None
+  if (red := reds[0]).arg not in FOLDS or red.dtype != idx.src[0].dtype.base: return None
+  if any(u.op in (Ops.LOAD, Ops.RANGE) and u not in outs for u in st.src[1].toposort(lambda u: u is not red)): return None
+  rrs = red.src[1:]
   if not all(r.op is Ops.RANGE and size(r) for r in outs + rrs): return None
   if any(r.arg[1] is not AxisType.LOOP for r in outs) or any(r.arg[1] is not AxisType.REDUCE for r in rrs): return None
   if idx.src[0] in red.toposort(): return None  # the output is set to the identity first: a kernel that also reads it must see its old values
@@ -89,5 +96,12 @@ def fold_rows(ast:UOp, renderer=None) -> UOp:
   acc = cur.load()
   for n in range(rows): acc = acc.alu(red.arg, folded(red.src[0], n))
   fold_end = cur.store(acc).end(*serial.values(), *copies.values(), *shared)
+  nests = [zero_end, fold_end]
+  if st.src[1] is not red:  # the math on the fold: one more pass over the output, in place, on its own copies of the share's loops
+    post = {q: q.replace(arg=(fresh + 1 + n, AxisType.LOOP) + q.arg[2:]) for n, q in enumerate(loops)}
+    pidx = st.src[0].substitute(split).substitute(post)
+    pcur = pidx.replace(src=(pidx.src[0].after(fold_end),) + pidx.src[1:])
+    def moved(u:UOp) -> UOp: return u.substitute(split).substitute(post)
+    nests.append(pcur.store(moved(st.src[1]).substitute({moved(red): pcur.load()})).end(*post.values(), *shared))
   info = ast.arg if isinstance(ast.arg, KernelInfo) else KernelInfo()
-  return ast.replace(src=(zero_end, fold_end), arg=KernelInfo(info.name, (), info.dont_use_locals, info.applied_opts))
+  return ast.replace(src=tuple(nests), arg=KernelInfo(info.name, (), info.dont_use_locals, info.applied_opts))
