@@ -27,7 +27,8 @@ def test_which_kernels():
   assert _folds(Tensor.empty(4, 512, 1024).sum(1))                     # a batch of matrices: each its own column sums
   assert not _folds(Tensor.empty(4096, 4096) @ Tensor.empty(4096))     # M @ v walks the reduce with stride 1
   assert not _folds(Tensor.empty(4096, 4096).sum(1))
-  assert not _folds(Tensor.empty(4, 4096) @ Tensor.empty(4096, 4096))  # the matrix broadcast over the batch: registers share its rows
+  assert _folds(Tensor.empty(4, 4096) @ Tensor.empty(4096, 4096))      # a batch of vectors: lanes that share each matrix element
+  assert not _folds(Tensor.empty(16, 4096) @ Tensor.empty(4096, 4096))  # more than BROADCAST_LANES of them: the register tile
   assert not _folds(Tensor.empty(65536, 256).sum(0))                   # 1 KB rows: the register tile reads them whole
   assert not _folds(Tensor.empty(64, 8, 512).max(1))                   # 1 MB: the cores' L2s hold it, the tiled form's runs are cached
   assert not _folds(Tensor.empty(4096, 4096).sum(0).cast(dtypes.float16))  # the store is no fold (the cast after it)
@@ -55,6 +56,8 @@ CASES = {  # name: (operands, what tg computes from them, the float32 terms nump
   "few rows": ((_r(128, 8, 600),), lambda a: a.sum(1), lambda a: np.moveaxis(a, 1, 0)),
   "two rows": ((_r(256, 2, 1100),), lambda a: a.sum(1), lambda a: np.moveaxis(a, 1, 0)),
   "two axes": ((_r(6, 100, 1100),), lambda a: a.sum((0, 1)), lambda a: a.reshape(600, 1100)),
+  "batch of vectors": ((_r(4, 1024, seed=1), _r(1024, 2048)), lambda v, a: v @ a, lambda v, a: np.moveaxis(v[:, :, None] * a[None], 1, 0)),
+  "batch of 3 odd": ((_r(3, 1021, seed=1), _r(1021, 1023)), lambda v, a: v @ a, lambda v, a: np.moveaxis(v[:, :, None] * a[None], 1, 0)),
   "one row of a linear": ((_r(1, 700, seed=1), _r(700, 1300)), lambda x, w: x @ w, lambda x, w: x[0][:, None] * w),
 }
 
@@ -85,6 +88,8 @@ def test_math_on_the_fold():
       np.testing.assert_allclose(Tensor(a).mean(0).numpy(), a.mean(0, dtype=np.float64), rtol=1e-5, atol=1e-6)
       np.testing.assert_allclose(Tensor(a).var(0).numpy(), a.var(0, ddof=1, dtype=np.float64), rtol=1e-4)
       np.testing.assert_array_equal((Tensor(a).sum(0) * 2 + 1).numpy(), _serial_sum(a) * np.float32(2) + np.float32(1))
+      v = _r(3, 1000, seed=3)  # a batch's lanes in the last pass too
+      np.testing.assert_array_equal(((Tensor(v) @ Tensor(a)) * 2).numpy(), _serial_sum(np.moveaxis(v[:, :, None] * a[None], 1, 0)) * np.float32(2))
 
 def test_bias_gradient():
   x, w = _r(512, 300), _r(300, 1200)
