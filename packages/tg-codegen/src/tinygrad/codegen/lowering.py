@@ -170,11 +170,13 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.onehot_gather import collapse_onehot_reduces
   from tinygrad.codegen.disjoint_gather import merge_disjoint_loads
   from tinygrad.codegen.onehot_scatter import scatter_onehot_sums
+  from tinygrad.codegen.row_fold import fold_rows
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
   if (merged := merge_disjoint_loads(sink)) is not sink: sink = graph_rewrite(merged, symbolic, name="kernel", memo="_simplified")
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
+  if (folded := fold_rows(sink, renderer)) is not sink: sink = graph_rewrite(folded, symbolic, name="kernel", memo="_simplified")
   sink = optimize(prefix_scan.mark_scans(stage_rows(mark_nonpositive_exp(sink), renderer), renderer), renderer)
   fused = FMA.value == 1 or (FMA.value == 2 and reads_packed_panel(sink))
   sink = lower_groups(expand(peel_gates(sink)), renderer)

@@ -48,9 +48,9 @@ def _match(ast:UOp) -> tuple[UOp, UOp, UOp, list[UOp], UOp, UOp]|None:
       return end, red, x, parts[:k] + parts[k+1:], *m
   return None
 
-def _parallel(rest:list[UOp], work:int, renderer, fresh:int, locals_ok:bool) -> tuple[dict[UOp, UOp], list[UOp]]|None:
-  """the ranges that both loop nests share ({output range: its index from them}, the shared ranges), rest outermost first; None to keep
-  the dense form"""
+def _parallel(rest:list[UOp], work:int, renderer, fresh:int, locals_ok:bool, per_thread:int=SHARES_PER_THREAD) -> tuple[dict[UOp, UOp], list[UOp]]|None:
+  """the ranges that both loop nests share ({output range: its index from them}, the shared ranges), rest outermost first, at most
+  per_thread shares a core; None to keep the dense form"""
   if getattr(renderer, "has_local", False):
     if not rest: return None  # one work item would run the whole scatter: the dense form spreads v over the grid
     glob = {r: r.replace(arg=(r.arg[0], AxisType.GLOBAL) + r.arg[2:]) for r in rest}
@@ -62,7 +62,7 @@ def _parallel(rest:list[UOp], work:int, renderer, fresh:int, locals_ok:bool) -> 
     return {**glob, inner: glob[inner] * grp + lcl}, list(dict.fromkeys([glob[r] for r in rest] + [lcl]))
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   if threads < 2 or work < 2 * WORK_PER_THREAD: return {}, []
-  want = min(threads * SHARES_PER_THREAD, work // WORK_PER_THREAD)
+  want = min(threads * per_thread, work // WORK_PER_THREAD)
   for amt in range(want, 1, -1):
     for r in rest:  # the outermost axis that divides: each share a contiguous block of it
       if size(r) % amt: continue
