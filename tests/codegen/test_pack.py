@@ -398,3 +398,36 @@ def test_direct_conv_tile_broadcasts_neighbouring_pixels():
     assert [size(r) for r in axes(ast)] == [8, 56, 56, 4, 16, 64, 3, 3]  # (N, H, W, channel panels, 16 channels; Cin, KH, KW)
     opts = hand_coded_opts(ast, AVX512)
   assert opts[:3] == [Opt(U, 4, 16), Opt(U, 3, 2), Opt(U, 2, 8)], opts
+
+def _conv_buffer_channels(out:Tensor) -> int:
+  """the channels of the buffer the conv's reduce stores: the innermost axis of its channels-last buffer, last in the kernel's name"""
+  return int(next(it.ast.arg.name for it in _kernels(out) if it.ast.arg.name.startswith("r_")).split("_")[-1])
+
+# output channels -> the channels-last buffer's: a last panel of lanes that are no one vector (3, 6, 15 of 16) is stored whole, the
+# packed weight's zero channels computed and cropped off by the view; one whole vector's lanes (1, 4, 8) keep the exact width
+WHOLE_PANELS = {17: 17, 19: 32, 22: 32, 20: 20, 24: 24, 31: 32, 32: 32}
+
+@pytest.mark.parametrize("co", WHOLE_PANELS)
+def test_odd_output_channels_whole_panels_match_numpy(co):
+  rng = np.random.default_rng(co)
+  x, w = rng.standard_normal((2, 5, 7, 9)).astype(np.float32), rng.standard_normal((co, 5, 3, 3)).astype(np.float32)
+  with Context(PACK=2):
+    out = Tensor(x).conv2d(Tensor(w), padding=1)
+    assert _conv_buffer_channels(out) == WHOLE_PANELS[co]
+    want = _np_conv(x, w, 1, 1, 1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose((out.relu() * 2).sum(axis=(0, 2, 3)).numpy(), (np.maximum(want, 0) * 2).sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-3)
+
+def test_odd_output_channels_gradients_and_stride_match_numpy():
+  """a strided conv of 31 channels (a last panel of 15 lanes, stored whole) and its gradients against numpy"""
+  rng = np.random.default_rng(31)
+  x, w = rng.standard_normal((2, 4, 9, 8)).astype(np.float32), rng.standard_normal((31, 4, 3, 3)).astype(np.float32)
+  g = rng.standard_normal(_np_conv(x, w, 2, 1, 1).shape).astype(np.float32)
+  with Context(PACK=2):
+    tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+    out = tx.conv2d(tw, stride=2, padding=1)
+    np.testing.assert_allclose(out.numpy(), _np_conv(x, w, 2, 1, 1), rtol=1e-4, atol=1e-4)
+    (out * Tensor(g)).sum().backward()
+    dw, dx = _np_conv_grads(x, w, g, 2, 1, 1)
+    np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
