@@ -173,21 +173,38 @@ def test_odd_width_matmuls_cpu(m, k, n):
   assert _copies(c)
   np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-3, atol=2e-3)
 
-def test_fused_multiply_add_only_on_a_packed_panel():
+def test_fused_multiply_add_only_on_whole_vectors():
+  # a packed panel's 16 lanes, or an unpacked reduce's 16 lanes along its store's stride-1 axis, are whole vectors: fused; 8 lanes of the
+  # panel (or a tile of scalar lanes) are not
   from tinygrad import Device
   from tinygrad.codegen import get_program
-  from tinygrad.codegen.opt.heuristic import reads_packed_panel
+  from tinygrad.codegen.opt.heuristic import reads_packed_panel, whole_vector_tile
   from tinygrad.codegen.opt.kernel import apply_opts, Opt, OptOps
   split = split_divided_ranges(_panel_kernel(64, 1024))
-  tiled = apply_opts(split, [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, 4)])
-  assert reads_packed_panel(tiled) and not reads_packed_panel(apply_opts(split, [Opt(OptOps.UPCAST, 2, 8)]))
+  tiled, halves = apply_opts(split, [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, 4)]), apply_opts(split, [Opt(OptOps.UPCAST, 2, 8)])
+  assert reads_packed_panel(tiled) and whole_vector_tile(tiled) and not reads_packed_panel(halves) and not whole_vector_tile(halves)
+  a, b = Tensor.empty(1024, 1024), Tensor.empty(1024, 256)
+  with Context(PACK=0): plain = _kernels(a @ b)[-1].ast
+  assert whole_vector_tile(apply_opts(plain, [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4)]))
+  assert not whole_vector_tile(apply_opts(plain, [Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UPCAST, 0, 4)]))
+  assert not whole_vector_tile(apply_opts(plain, [Opt(OptOps.UPCAST, 0, 16)]))  # 16 rows: lanes a row apart
   r = Device["CPU"].renderer
   if Ops.MULACC not in r.code_for_op: pytest.skip("this host CPU has no FMA instruction: no MULACC either way")
-  a, b = Tensor.empty(1024, 1024), Tensor.empty(1024, 256)
-  for pack in (0, 1):
-    with Context(PACK=pack): ast = _kernels(a @ b)[-1].ast
-    assert ("llvm.fma" in get_program(ast, r).src) == bool(pack)
-    with Context(FMA=0): assert "llvm.fma" not in get_program(ast, r).src
+  assert "llvm.fma" in get_program(tiled, r).src and "llvm.fma" not in get_program(halves, r).src
+  with Context(FMA=0): assert "llvm.fma" not in get_program(tiled, r).src
+
+@pytest.mark.parametrize("co", [3, 10])
+def test_conv_of_few_channels_fused_along_rows_matches_numpy(co):
+  # too few output channels for a panel: the conv's vectors run along its rows of 32 (16 lanes, whole vectors), fused multiply-adds
+  from tinygrad import Device
+  from tinygrad.codegen import get_program
+  rng = np.random.default_rng(co)
+  x, w = rng.standard_normal((2, 8, 32, 32)).astype(np.float32), rng.standard_normal((co, 8, 3, 3)).astype(np.float32)
+  out = Tensor(x).conv2d(Tensor(w), padding=1)
+  r = Device["CPU"].renderer
+  if Ops.MULACC in r.code_for_op:
+    assert "llvm.fma" in get_program(next(it.ast for it in _kernels(out) if it.ast.arg.name.startswith("r_")), r).src
+  np.testing.assert_allclose(out.numpy(), _np_conv(x, w, 1, 1, 1), rtol=1e-4, atol=1e-4)
 
 def test_packed_chain_strided_view_and_ints(device):
   rng = np.random.default_rng(5)

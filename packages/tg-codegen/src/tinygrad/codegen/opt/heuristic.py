@@ -272,6 +272,15 @@ def _packed_panel(ast:UOp) -> _Access|None:
 
 def reads_packed_panel(ast:UOp) -> bool: return _packed_panel(ast) is not None
 
+def whole_vector_tile(ast:UOp) -> bool:
+  """the kernel reads a packed panel, or reduces into accumulators that are whole vectors: WIDE lanes of the reduce's value that its
+  store and a load walk with stride 1 (a direct conv of too few output channels to pack, its vectors along the output's rows: b8 64->10
+  56x56 3x3)"""
+  if reads_packed_panel(ast): return True
+  lanes = {r for r in _stored_unit(ast) if r.arg[1] is AxisType.UPCAST and size(r) == WIDE}
+  summed = {r for u in ast.toposort() if u.op is Ops.REDUCE for r in u.src[0].toposort() if r in lanes}
+  return any(summed & a.unit for a in _accesses(ast)[0])
+
 def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
   its panel's rows are apart in memory. Only a load that may be the tile's WIDE operand counts (stride 1 along an output axis that WIDE
