@@ -193,7 +193,7 @@ def test_fused_multiply_add_only_on_whole_vectors():
   assert "llvm.fma" in get_program(tiled, r).src and "llvm.fma" not in get_program(halves, r).src
   with Context(FMA=0): assert "llvm.fma" not in get_program(tiled, r).src
 
-@pytest.mark.parametrize("co", [3, 10])
+@pytest.mark.parametrize("co", [3, 7, 10])
 def test_conv_of_few_channels_fused_along_rows_matches_numpy(co):
   # too few output channels for a panel: the conv's vectors run along its rows of 32 (16 lanes, whole vectors), fused multiply-adds
   from tinygrad import Device
@@ -448,3 +448,14 @@ def test_odd_output_channels_gradients_and_stride_match_numpy():
     dw, dx = _np_conv_grads(x, w, g, 2, 1, 1)
     np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+
+def test_few_channels_conv_tile_takes_every_channel():
+  # a conv of 3 output channels (too few to pack) along its rows: lanes along the channels share every load of the input's windows, so
+  # the tile takes all 3 beside 16 pixels, not 4 rows of the input's own and then no room for them (b8 64->3 56x56, one thread: 1.9 ->
+  # 1.2 ms)
+  out = Tensor.empty(8, 64, 56, 56).conv2d(Tensor.empty(3, 64, 3, 3), padding=1)
+  with Context(PACK=1, THREADS=1):
+    ast = split_divided_ranges(next(it.ast for it in _kernels(out) if it.ast.arg.name.startswith("r_")))
+    assert [size(r) for r in axes(ast)] == [8, 3, 56, 56, 64, 3, 3]
+    opts = hand_coded_opts(ast, AVX512)
+  assert Opt(U, 1, 3) in opts and Opt(U, 3, 16) in opts, opts
