@@ -173,21 +173,38 @@ def test_odd_width_matmuls_cpu(m, k, n):
   assert _copies(c)
   np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-3, atol=2e-3)
 
-def test_fused_multiply_add_only_on_a_packed_panel():
+def test_fused_multiply_add_only_on_whole_vectors():
+  # a packed panel's 16 lanes, or an unpacked reduce's 16 lanes along its store's stride-1 axis, are whole vectors: fused; 8 lanes of the
+  # panel (or a tile of scalar lanes) are not
   from tinygrad import Device
   from tinygrad.codegen import get_program
-  from tinygrad.codegen.opt.heuristic import reads_packed_panel
+  from tinygrad.codegen.opt.heuristic import reads_packed_panel, whole_vector_tile
   from tinygrad.codegen.opt.kernel import apply_opts, Opt, OptOps
   split = split_divided_ranges(_panel_kernel(64, 1024))
-  tiled = apply_opts(split, [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, 4)])
-  assert reads_packed_panel(tiled) and not reads_packed_panel(apply_opts(split, [Opt(OptOps.UPCAST, 2, 8)]))
+  tiled, halves = apply_opts(split, [Opt(OptOps.UPCAST, 2, 16), Opt(OptOps.UPCAST, 0, 4)]), apply_opts(split, [Opt(OptOps.UPCAST, 2, 8)])
+  assert reads_packed_panel(tiled) and whole_vector_tile(tiled) and not reads_packed_panel(halves) and not whole_vector_tile(halves)
+  a, b = Tensor.empty(1024, 1024), Tensor.empty(1024, 256)
+  with Context(PACK=0): plain = _kernels(a @ b)[-1].ast
+  assert whole_vector_tile(apply_opts(plain, [Opt(OptOps.UPCAST, 1, 16), Opt(OptOps.UPCAST, 0, 4)]))
+  assert not whole_vector_tile(apply_opts(plain, [Opt(OptOps.UPCAST, 1, 8), Opt(OptOps.UPCAST, 0, 4)]))
+  assert not whole_vector_tile(apply_opts(plain, [Opt(OptOps.UPCAST, 0, 16)]))  # 16 rows: lanes a row apart
   r = Device["CPU"].renderer
   if Ops.MULACC not in r.code_for_op: pytest.skip("this host CPU has no FMA instruction: no MULACC either way")
-  a, b = Tensor.empty(1024, 1024), Tensor.empty(1024, 256)
-  for pack in (0, 1):
-    with Context(PACK=pack): ast = _kernels(a @ b)[-1].ast
-    assert ("llvm.fma" in get_program(ast, r).src) == bool(pack)
-    with Context(FMA=0): assert "llvm.fma" not in get_program(ast, r).src
+  assert "llvm.fma" in get_program(tiled, r).src and "llvm.fma" not in get_program(halves, r).src
+  with Context(FMA=0): assert "llvm.fma" not in get_program(tiled, r).src
+
+@pytest.mark.parametrize("co", [3, 7, 10])
+def test_conv_of_few_channels_fused_along_rows_matches_numpy(co):
+  # too few output channels for a panel: the conv's vectors run along its rows of 32 (16 lanes, whole vectors), fused multiply-adds
+  from tinygrad import Device
+  from tinygrad.codegen import get_program
+  rng = np.random.default_rng(co)
+  x, w = rng.standard_normal((2, 8, 32, 32)).astype(np.float32), rng.standard_normal((co, 8, 3, 3)).astype(np.float32)
+  out = Tensor(x).conv2d(Tensor(w), padding=1)
+  r = Device["CPU"].renderer
+  if Ops.MULACC in r.code_for_op:
+    assert "llvm.fma" in get_program(next(it.ast for it in _kernels(out) if it.ast.arg.name.startswith("r_")), r).src
+  np.testing.assert_allclose(out.numpy(), _np_conv(x, w, 1, 1, 1), rtol=1e-4, atol=1e-4)
 
 def test_packed_chain_strided_view_and_ints(device):
   rng = np.random.default_rng(5)
@@ -398,3 +415,47 @@ def test_direct_conv_tile_broadcasts_neighbouring_pixels():
     assert [size(r) for r in axes(ast)] == [8, 56, 56, 4, 16, 64, 3, 3]  # (N, H, W, channel panels, 16 channels; Cin, KH, KW)
     opts = hand_coded_opts(ast, AVX512)
   assert opts[:3] == [Opt(U, 4, 16), Opt(U, 3, 2), Opt(U, 2, 8)], opts
+
+def _conv_buffer_channels(out:Tensor) -> int:
+  """the channels of the buffer the conv's reduce stores: the innermost axis of its channels-last buffer, last in the kernel's name"""
+  return int(next(it.ast.arg.name for it in _kernels(out) if it.ast.arg.name.startswith("r_")).split("_")[-1])
+
+# output channels -> the channels-last buffer's: a last panel of lanes that are no one vector (3, 6, 15 of 16) is stored whole, the
+# packed weight's zero channels computed and cropped off by the view; one whole vector's lanes (1, 4, 8) keep the exact width
+WHOLE_PANELS = {17: 17, 19: 32, 22: 32, 20: 20, 24: 24, 31: 32, 32: 32}
+
+@pytest.mark.parametrize("co", WHOLE_PANELS)
+def test_odd_output_channels_whole_panels_match_numpy(co):
+  rng = np.random.default_rng(co)
+  x, w = rng.standard_normal((2, 5, 7, 9)).astype(np.float32), rng.standard_normal((co, 5, 3, 3)).astype(np.float32)
+  with Context(PACK=2):
+    out = Tensor(x).conv2d(Tensor(w), padding=1)
+    assert _conv_buffer_channels(out) == WHOLE_PANELS[co]
+    want = _np_conv(x, w, 1, 1, 1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose((out.relu() * 2).sum(axis=(0, 2, 3)).numpy(), (np.maximum(want, 0) * 2).sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-3)
+
+def test_odd_output_channels_gradients_and_stride_match_numpy():
+  """a strided conv of 31 channels (a last panel of 15 lanes, stored whole) and its gradients against numpy"""
+  rng = np.random.default_rng(31)
+  x, w = rng.standard_normal((2, 4, 9, 8)).astype(np.float32), rng.standard_normal((31, 4, 3, 3)).astype(np.float32)
+  g = rng.standard_normal(_np_conv(x, w, 2, 1, 1).shape).astype(np.float32)
+  with Context(PACK=2):
+    tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+    out = tx.conv2d(tw, stride=2, padding=1)
+    np.testing.assert_allclose(out.numpy(), _np_conv(x, w, 2, 1, 1), rtol=1e-4, atol=1e-4)
+    (out * Tensor(g)).sum().backward()
+    dw, dx = _np_conv_grads(x, w, g, 2, 1, 1)
+    np.testing.assert_allclose(tw.grad.numpy(), dw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(tx.grad.numpy(), dx, rtol=1e-4, atol=1e-4)
+
+def test_few_channels_conv_tile_takes_every_channel():
+  # a conv of 3 output channels (too few to pack) along its rows: lanes along the channels share every load of the input's windows, so
+  # the tile takes all 3 beside 16 pixels, not 4 rows of the input's own and then no room for them (b8 64->3 56x56, one thread: 1.9 ->
+  # 1.2 ms)
+  out = Tensor.empty(8, 64, 56, 56).conv2d(Tensor.empty(3, 64, 3, 3), padding=1)
+  with Context(PACK=1, THREADS=1):
+    ast = split_divided_ranges(next(it.ast for it in _kernels(out) if it.ast.arg.name.startswith("r_")))
+    assert [size(r) for r in axes(ast)] == [8, 3, 56, 56, 64, 3, 3]
+    opts = hand_coded_opts(ast, AVX512)
+  assert Opt(U, 1, 3) in opts and Opt(U, 3, 16) in opts, opts

@@ -9,7 +9,7 @@ from tinygrad.dtype import dtypes, AddrSpace
 from tinygrad.helpers import ContextVar
 from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
-from tinygrad.codegen.opt.heuristic import reads_packed_panel
+from tinygrad.codegen.opt.heuristic import whole_vector_tile
 from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.opt.tc import accumulate_in_wmma
 from tinygrad.codegen.expander import expand
@@ -156,8 +156,10 @@ pm_one_trip = PatternMatcher([
 # formed by the same rule wherever the target has the op, and the PYTHON emulator computes it exactly (dtype.fma).
 # Off elsewhere by default: on the host CPU LLVM's SLP vectorizer packs fmul+fadd lanes into vector ops but left the train step's scalar-tiled
 # llvm.fma lanes scalar (conv weight gradient 18 -> 59 ms), and on CPUs with add pipes beside the FMA pipes (Zen) a fused multiply-add
-# raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md). FMA=2 (the default) fuses only kernels that read a packed panel
-# (schedule/pack.py): their 16 lanes are whole vectors along a stride-1 axis, and there it gained 10-15% (matmul 2048 at one thread)
+# raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md). FMA=2 (the default) fuses only kernels whose tile is whole vectors
+# (heuristic.whole_vector_tile): a packed panel's 16 lanes (schedule/pack.py; matmul 2048 at one thread: 10-15%), or a reduce's 16 lanes
+# along the stride-1 axis of its store and a load (a direct conv of 10 output channels, its vectors along the rows, b8 64->10 56x56
+# 3x3: 4.7 -> 4.2 ms at 2 threads; an unpacked matmul 128x512x128 0.17 -> 0.15 ms)
 FMA = ContextVar("FMA", 2)
 pm_mulacc = PatternMatcher([
   (UPat(Ops.ADD, (dtypes.float32, dtypes.float64), [UPat(Ops.MUL, name="m"), UPat.var("c")], name="x"),
@@ -178,7 +180,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
   if (folded := fold_rows(sink, renderer)) is not sink: sink = graph_rewrite(folded, symbolic, name="kernel", memo="_simplified")
   sink = optimize(prefix_scan.mark_scans(stage_rows(mark_nonpositive_exp(sink), renderer), renderer), renderer)
-  fused = FMA.value == 1 or (FMA.value == 2 and reads_packed_panel(sink))
+  fused = FMA.value == 1 or (FMA.value == 2 and whole_vector_tile(sink))
   sink = lower_groups(expand(peel_gates(sink)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)

@@ -37,6 +37,9 @@ MIN_WORK_WIDE = 1 << 25
 MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
                         # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
                         # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
+# a reduce's own buffer (LAYOUT) takes j in whole panels: 0 never, 1 where j's last panel holds lanes that are no one vector, 2 wherever
+# j is no multiple of WIDE (tests, benchmarks)
+WHOLE_PANELS = ContextVar("WHOLE_PANELS", 1)
 LAYOUT = "pack layout"  # the tag of the contiguous() that holds a reduce in the layout chosen here (rangeify._must_realize)
 
 def _on_cpu(device) -> bool:
@@ -89,9 +92,9 @@ def panel_apart(strides:list[dict[int, int]], j:int, red:tuple[int, ...]) -> boo
   """some load of the operand reads j with a stride (no vector load) or steps a reduce axis by more than WIDE: its panel's rows lie apart"""
   return any(s.get(j, 0) != 1 or any(abs(s.get(r, 0)) > WIDE for r in red) for s in strides)
 
-def packed(o:UOp, j:int, red:tuple[int, ...]) -> UOp:
+def packed(o:UOp, j:int, red:tuple[int, ...], whole:bool=False) -> UOp:
   """o (shape aligned to the reduce's input, size 1 where broadcast) as a view of its panel-major copy: axes outside j and the reduce
-  first, then j//WIDE, the reduce axes, j%WIDE"""
+  first, then j//WIDE, the reduce axes, j%WIDE. whole: j keeps the copy's zero padding (whole panels)"""
   n, jp = len(o.shape), math.ceil(o.shape[j] / WIDE) * WIDE
   order = tuple(i for i in range(n) if i != j and i not in red) + (j,) + red
   x = o.pad(tuple((0, jp - o.shape[j]) if i == j else (0, 0) for i in range(n))).permute(order)
@@ -101,7 +104,7 @@ def packed(o:UOp, j:int, red:tuple[int, ...]) -> UOp:
   to_packed = tuple(range(p + 1)) + tuple(range(p + 2, n + 1)) + (p + 1,)
   panels = x.permute(to_packed).contiguous()
   back = panels.permute(tuple(to_packed.index(i) for i in range(n + 1))).reshape(pre + (jp,) + rs)
-  back = back.shrink(tuple((0, o.shape[j]) if i == p else (0, s) for i, s in enumerate(back.shape)))
+  if not whole: back = back.shrink(tuple((0, o.shape[j]) if i == p else (0, s) for i, s in enumerate(back.shape)))
   return back.permute(tuple(order.index(i) for i in range(n)))
 
 class PackCtx:
@@ -156,15 +159,29 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
     # read the other operand with a stride each (b8 96x56x56 7x7 depthwise: 31 ms packed along the channels)
     if not any(al[j] == 1 for kk, _, al in operands if kk != k): continue
     if (j != out[-1] and _vector_axis_served(ctx, x, out[-1], red)) or not _packable(ctx, base, aligned, j, red): continue
-    view = packed(base.reshape(aligned), j, red).reshape(base.shape)
+    n, whole = x.shape[j], j != out[-1] and _whole_panels(x, k, j)
+    view = packed(base.reshape(aligned), j, red, whole)
+    if not whole: view = view.reshape(base.shape)
     ctx.packed.add(view)
-    if view.shape != x.src[k].shape: view = view.expand(x.src[k].shape)
+    want = tuple(view.shape[i] if i == j and whole else s for i, s in enumerate(x.src[k].shape))
+    if view.shape != want: view = view.expand(want)
     x = x.replace(src=x.src[:k] + (view,) + x.src[k+1:])
     if j == out[-1]: return r.replace(src=(summed(x),))
     order = tuple(i for i in range(len(x.shape)) if i != j) + (j,)
     moved = r.replace(src=(summed(x).permute(order),), arg=(op, tuple(order.index(i) for i in red)))
-    return moved.contiguous().replace(tag=LAYOUT).permute(tuple(order.index(i) for i in range(len(x.shape))))
+    ret = moved.contiguous().replace(tag=LAYOUT).permute(tuple(order.index(i) for i in range(len(x.shape))))
+    return ret.shrink(tuple((0, n) if i == j else (0, s) for i, s in enumerate(ret.shape))) if whole else ret
   return _reduce_inner(ctx, r, x, red, summed)
+
+def _whole_panels(x:UOp, k:int, j:int) -> bool:
+  """the reduce's own buffer takes j in whole panels: the packed operand k's zero padding is computed and stored as more of j, and the
+  view of that buffer crops it off. Where j's last panel holds lanes that are no one vector (15 of 16: 8+4+2+1), the peeled loop of that
+  panel (codegen/opt/peel.py) kept a vector per piece and spilled (b8 64->63 56x56 3x3 at 2 threads, the kernel alone: 15.7 -> 8.0 ms,
+  64 channels 7.9); a last panel of one vector's lanes (1, 2, 4 or 8 of 16) runs as that vector, for less than a whole panel (65
+  channels: 9.1 ms, 80: 10.5). Only where every other operand is broadcast along j (the conv's input): they read no padding"""
+  rem = x.shape[j] % WIDE
+  if WHOLE_PANELS.value == 0 or rem == 0 or (WHOLE_PANELS.value == 1 and rem & (rem - 1) == 0): return False
+  return all(len(s.shape) == len(x.shape) and (kk == k or s.shape[j] == 1) for kk, s in enumerate(x.src))
 
 def steps_apart(strides:list[dict[int, int]], red:tuple[int, ...]) -> bool:
   """some load steps the innermost reduce axis of the operand (the reduce loop's innermost) by more than WIDE: a new cache line per step"""

@@ -231,8 +231,9 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   past L1 (b8 256->256 14x14 3x3: 2 pixels x 8 panels 21.1 ms, 7 pixels x 2 panels 12.0 ms, at 2 threads). On a tie the smaller
   tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector chains instead of one and a
   whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms; row_run then widens it)"""
-  ax, (acc, unit), tile = axes(ast), _accesses(ast), {}
+  ax, (acc, unit) = axes(ast), _accesses(ast)
   if not acc: return {}
+  tile = _shared_whole_axis(ast, out, acc, simd.wide)
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
   # tile's vectors follow the store (linear 1600->128's weight gradient, both loads stride 1: 16 lanes along the store 2x faster)
   stored = _stored_unit(ast)
@@ -259,6 +260,17 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
     if best is None: return tile
     tile[best[1]] = best[2]
 
+def _shared_whole_axis(ast:UOp, out:list[int], acc:list[_Access], lanes:int) -> dict[int, int]:
+  """{axis: its size} for the innermost output axis shorter than WIDE, of a size the tile takes (UPCAST_AMTS), that the reduce's largest
+  load does not depend on (a direct conv's 3 output channels beside its input's windows), where the tile still has room for a WIDE
+  vector beside it (`lanes`), else {}. Taken whole first, its lanes share every load of that operand: the greedy's first step, by the
+  loads per lane, took that operand's own rows instead and then had no room for the axis (b8 64->3 56x56 3x3, one thread: 16 pixels x
+  4 rows 1.9-2.4 ms, 16 pixels x 3 channels 1.2-1.7). Not in a kernel that reads a packed panel, whose tile wide_panel_tile lays out"""
+  if not any(u.op is Ops.REDUCE for u in ast.toposort()) or _packed_panel(ast) is not None: return {}
+  ax, largest = axes(ast), max(acc, key=lambda a: prod(size(r) for r in a.deps))
+  small = [i for i in out if ax[i] not in largest.deps and size(ax[i]) < WIDE and size(ax[i]) in UPCAST_AMTS and size(ax[i]) * WIDE <= lanes]
+  return {small[-1]: size(ax[small[-1]])} if small else {}
+
 def _contiguous_panel(a:_Access, red:set[UOp]) -> bool:
   """the load reads an output axis with stride 1 and steps the reduce by at most WIDE: its panel's rows lie next to each other (a
   panel-major copy, schedule/pack.py), which the hardware prefetchers stream"""
@@ -271,6 +283,15 @@ def _packed_panel(ast:UOp) -> _Access|None:
                any(r.arg[1] not in REDUCE and size(r) == WIDE for r in a.unit)), None)
 
 def reads_packed_panel(ast:UOp) -> bool: return _packed_panel(ast) is not None
+
+def whole_vector_tile(ast:UOp) -> bool:
+  """the kernel reads a packed panel, or reduces into accumulators that are whole vectors: WIDE lanes of the reduce's value that its
+  store and a load walk with stride 1 (a direct conv of too few output channels to pack, its vectors along the output's rows: b8 64->10
+  56x56 3x3)"""
+  if reads_packed_panel(ast): return True
+  lanes = {r for r in _stored_unit(ast) if r.arg[1] is AxisType.UPCAST and size(r) == WIDE}
+  summed = {r for u in ast.toposort() if u.op is Ops.REDUCE for r in u.src[0].toposort() if r in lanes}
+  return any(summed & a.unit for a in _accesses(ast)[0])
 
 def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
