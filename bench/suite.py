@@ -34,10 +34,15 @@ MIN_SAMPLE_S, MAX_SAMPLES = 0.25, 200
 # guests' load), and a column timed in a block of its own caught a quiet or a busy spell alone (torch's sum read 32 and 54 GB/s in two
 # runs of the suite while tg's read 41-45). Upstream's columns, in a worker process, take their turns in the same rounds
 ROUNDS = 5
+# before each block, a pause: the last column's threads still spin for a while after its run (tg's pool ~1-2 ms, numpy's OpenBLAS
+# threads a large part of a second), and on 2 cores they take the next column's cores (torch's matmul 512 read 23.5 GFLOP/s in blocks
+# right after numpy's with no pause, 87-142 for 1024-2048 after a 50 ms one; ~200 alone)
+PAUSE_S = 0.3
 
 def timed_block(fn, runs:int=RUNS) -> float:
   """the fastest of one block's runs of fn: a share of `runs` (at least one), more while they add up to under a share of MIN_SAMPLE_S"""
   ts, least, budget = [], -(-runs // ROUNDS), MIN_SAMPLE_S / ROUNDS
+  time.sleep(PAUSE_S)
   while len(ts) < least or (sum(ts) < budget and len(ts) < MAX_SAMPLES // ROUNDS):
     st = time.perf_counter(); fn(); ts.append(time.perf_counter() - st)
   return min(ts)
