@@ -50,3 +50,30 @@ def test_index_stage_is_checked_by_the_spec(monkeypatch):
     ix.build_kernel(x.uop, UOp.new_buffer("CPU", 2, x.dtype), {})
   monkeypatch.undo()
   with Context(SPEC=1): assert ix.build_kernel(x.uop, UOp.new_buffer("CPU", 2, x.dtype), {})[0].op is Ops.SINK
+
+def _np_layernorm(x): return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+
+def test_transformer_residual_stream_schedules_layer_by_layer():
+  # every layer reads the residual stream twice (the skip and the block), and each matmul's operand sits on all the layers below: an
+  # analysis that walks the graph once per path (or builds an operand through the reduces under it) takes time exponential in the depth
+  # (a 2-layer GPT's schedule took 100 s, 4 layers did not finish). PACK=2 packs at any size, so the small shapes take that analysis
+  rng = np.random.default_rng(0)
+  T, D, H, L = 8, 16, 2, 8
+  x = rng.standard_normal((T, D)).astype(np.float32)
+  ws = [[rng.standard_normal(s).astype(np.float32) * 0.3 for s in ((D, 3 * D), (D, D), (D, 2 * D), (2 * D, D))] for _ in range(L)]
+  want = x
+  for qkv, proj, fc, out in ws:
+    q, k, v = np.split(_np_layernorm(want) @ qkv, 3, axis=1)
+    q, k, v = (a.reshape(T, H, D // H).transpose(1, 0, 2) for a in (q, k, v))
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(D // H)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    want = want + ((e / e.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(T, D) @ proj
+    want = want + np.maximum(_np_layernorm(want) @ fc, 0) @ out
+  with Context(PACK=2):
+    h = Tensor(x)
+    for qkv, proj, fc, out in (map(Tensor, w) for w in ws):
+      q, k, v = (h.layernorm() @ qkv).chunk(3, dim=1)
+      q, k, v = (a.reshape(T, H, D // H).transpose(0, 1) for a in (q, k, v))
+      h = h + q.scaled_dot_product_attention(k, v).transpose(0, 1).reshape(T, D) @ proj
+      h = h + (h.layernorm() @ fc).relu() @ out
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-3, atol=1e-3)

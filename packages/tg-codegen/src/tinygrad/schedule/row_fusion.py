@@ -80,11 +80,34 @@ def row_candidate(r:UOp) -> bool:
 def fused_rows(root:UOp, candidates:list[UOp], stop:dict[UOp, None]) -> set[UOp]:
   """the broadcast reduces among `candidates` (row_candidate, read by root's kernel alone) that stay in root's kernel: all or none"""
   if any(_body_reduces(r, stop) - set(candidates) for r in candidates): return set()
+  if _copies(root, stop) > FUSE_ROWS_GROWTH * len(_region(root, stop)): return set()
   # the kernel as it would be built, with the realized nodes as stand-in buffers
   realized = {u: UOp.new_buffer(root.device, 1, u.dtype) for u in stop if u is not root and u._shape is not None}
   try: ast, _ = build_kernel(root, UOp.new_buffer(root.device, 1, root.dtype), realized)
   except (RuntimeError, ValueError): return set()
   return set(candidates) if _hoisted(ast) and _runs_once(ast, root, stop) else set()
+
+# the kernel a chain is fused into evaluates a node once per place it is read at: in each reduce's loop whose body holds it, and once more
+# outside. A graph of layers whose every reduce is a candidate (a small transformer: each matmul's operand is broadcast into its product,
+# so the matmuls qualify as rows too) nests them layer over layer, the copies multiply by ~3 per layer, and building that kernel to test
+# it never finished (3 layers at width 16). A real chain (softmax, layernorm) evaluates its nodes ~2x
+FUSE_ROWS_GROWTH = 8
+_NEW_PLACE = {Ops.REDUCE_AXIS, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
+
+def _copies(root:UOp, stop:dict[UOp, None]) -> int:
+  """a lower bound on the nodes root's fused kernel holds, each once per place it is read at: summed over readers that open a new place (a
+  reduce's body, a moved index), the most of the others' (elementwise readers at one place share a copy). One pass over the region"""
+  region = _region(root, stop)
+  copies: dict[UOp, int] = {root: 1}
+  moved: dict[UOp, int] = {}
+  for u in reversed(region):
+    n = copies.get(u, 0) + moved.get(u, 0)
+    copies[u] = n
+    if u is not root and (u in stop or u.op is Ops.BUFFER): continue
+    for x in set(u.src):
+      if u.op in _NEW_PLACE: moved[x] = moved.get(x, 0) + n
+      else: copies[x] = max(copies.get(x, 0), n)
+  return sum(copies.values())
 
 def _region(root:UOp, stop:dict[UOp, None]) -> dict[UOp, None]:
   """root's kernel graph: its nodes down to realized ones (which it loads), sources first"""

@@ -1,0 +1,86 @@
+"""The scheduler's walks over a graph take time linear in its size: a model's graph reaches most nodes along many paths (a transformer's
+residual stream: each layer reads it twice), so a walk per path, or a kernel built to test a fusion over all of them, grows exponentially
+with the depth. Each walk is checked here against its definition, computed the slow way on small graphs."""
+from tinygrad import Tensor
+from tinygrad.uop import Ops, GroupOp
+from tinygrad.schedule.rangeify import _broadcast_reduces, _numel
+from tinygrad.schedule.row_fusion import _copies, _region, FUSE_ROWS_GROWTH
+from tinygrad.schedule.pack import _find_strides
+
+def _paths_oracle(roots, stop):
+  """_broadcast_reduces by its definition: every path from each root, one at a time"""
+  bcast, reached, evals = {}, {}, {}
+  def walk(root, u, maxn, trips):
+    if u is not root and (u in stop or u.op is Ops.BUFFER): return
+    n = _numel(u)
+    if u.op is Ops.REDUCE_AXIS and u is not root:
+      reached.setdefault(u, set()).add(root)
+      if n is None or maxn > n: bcast[u] = None
+    if u.op in GroupOp.ALU and u is not root: evals.setdefault(u, {})[root] = max(evals.get(u, {}).get(root, 0), trips)
+    nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
+    if u.op is Ops.REDUCE_AXIS and n: trips = trips * (_numel(u.src[0]) or n) // n
+    for s in u.src:
+      if s._shape is not None: walk(root, s, nmax, trips)
+  for root in roots: walk(root, root, _numel(root) or 0, _numel(root) or 0)
+  return bcast, reached, evals
+
+def _graphs():
+  x, w, v = Tensor.empty(8, 16), Tensor.empty(16, 16), Tensor.empty(16)
+  yield (x.layernorm() @ w).softmax(-1)
+  yield x.softmax(0) * x.sum(1, keepdim=True) + (x @ w).max(0)
+  h = x
+  for _ in range(2): h = h + (h.layernorm() @ w).relu() * v
+  yield h
+  yield (x @ w).sum() + x.var()
+
+def test_broadcast_reduces_matches_every_path():
+  for g in _graphs():
+    root = g.uop
+    stops = [{}, {u: None for u in root.toposort() if u.op is Ops.REDUCE_AXIS and u.src[0].op is Ops.MUL}]  # none, the matmuls realized
+    for stop in stops:
+      got, want = _broadcast_reduces({root: None}, stop), _paths_oracle([root], stop)
+      assert set(got[0]) == set(want[0]) and got[1] == want[1] and got[2] == want[2]
+
+def test_broadcast_reduces_of_a_deep_residual_stream():
+  # 40 layers that each read the stream twice: 2^40 paths; the answer is known by construction, every layer's mean is broadcast back
+  h = Tensor.empty(4, 8)
+  means = []
+  for _ in range(40):
+    m = h.mean(1, keepdim=True)
+    means.append(m.uop.base)
+    h = h + (h - m)
+  bcast, reached, _ = _broadcast_reduces({h.uop: None}, {})
+  means = {u for u in h.uop.toposort() if u.op is Ops.REDUCE_AXIS}
+  assert len(means) == 40 and set(bcast) == means and all(r == {h.uop} for r in reached.values())
+
+def _copies_oracle(root, stop):
+  """distinct (node, place) pairs of the fused kernel, a place being the list of reduce bodies and moved indices on the way down"""
+  seen = set()
+  def walk(u, place):
+    if (u, place) in seen: return
+    seen.add((u, place))
+    if u is not root and (u in stop or u.op is Ops.BUFFER): return
+    for x in set(u.src): walk(x, place + ((u,) if u.op in (Ops.REDUCE_AXIS, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP) else ()))
+  walk(root, ())
+  return len(seen)
+
+def test_fused_kernel_estimate():
+  x = Tensor.empty(8, 16)
+  for g in (x.softmax(-1), x.layernorm(), x.log_softmax(-1) * 2, (x - x.mean(1, keepdim=True)).square().mean(1)):
+    root = g.uop.base
+    # a real chain is within the bound. The estimate never counts more than the kernel holds (readers at different places of the same
+    # kind count once: a fusion is never refused for a copy it would not make)
+    assert _copies(root, {}) <= _copies_oracle(root, {}) <= FUSE_ROWS_GROWTH * len(_region(root, {}))
+  h = x
+  for _ in range(6): h = h + h.layernorm() * 0.5
+  # layer over layer, each stream is read in the mean's body, the variance's and outside: far past the bound, and counted in one pass
+  assert _copies_oracle(h.uop, {}) >= _copies(h.uop, {}) > FUSE_ROWS_GROWTH * len(_region(h.uop, {}))
+
+def test_operand_strides_stop_at_a_reduce():
+  # the operand of a matmul over a layernorm: the analysis reads the layernorm's reduces as the buffers they become (a mean and a variance
+  # of 8 elements each, the input of 128), not built through them into the layers below
+  x, w = Tensor.empty(8, 16), Tensor.empty(16, 16)
+  op = (x.layernorm() * 2).uop
+  strides, elements = _find_strides(op)
+  assert elements == 8 * 16 + 8 + 8
+  assert {0: 16, 1: 1} in strides and {0: 1} in strides  # x row-major; a row's statistic, the same along axis 1
