@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
 from tinygrad.helpers import prod, gc_paused
+from tinygrad.dtype import dtypes
 from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
@@ -84,35 +85,45 @@ def _under_reshapes(u:UOp) -> UOp:
   while u.op is Ops.RESHAPE: u = u.src[0]
   return u
 
-def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict]]:
-  """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, and
-  how often each root's kernel evaluates each elementwise node: the trips of the loops around it (the root's elements, times the
-  steps of each reduce on the way)"""
+def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) \
+    -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict], dict[UOp, int]]:
+  """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, how
+  often each root's kernel evaluates each elementwise node (the trips of the loops around it: the root's elements, times the steps of
+  each reduce on the way), and for each elementwise node in a reduce's body the most elements of such a reduce's input (a matmul's
+  operand: the product it is broadcast into; a row chain's node: its own size)"""
   bcast: dict[UOp, None] = {}
   reached: dict[UOp, set] = {}
   evals: dict[UOp, dict] = {}
+  body: dict[UOp, int] = {}
   for root in roots:
     # the largest size on the way down (maxn) and the most trips (trips) over every path from the root: each only grows along a path
     # and neither steers the other, so one pass in topological order takes each node's maxima over its users (a walk per path, or per
     # distinct pair, went through a transformer's residual stream once per path: 25 s to schedule 8 layers)
     gate = lambda u: u is root or (u not in stop and u.op is not Ops.BUFFER)
-    state: dict[UOp, list[int]] = {root: [_numel(root) or 0, _numel(root) or 0]}
+    state: dict[UOp, list[int]] = {root: [_numel(root) or 0, _numel(root) or 0, 0]}
     for u in reversed(root.toposort(gate)):
       if (st := state.get(u)) is None or (u is not root and not gate(u)): continue
-      maxn, trips = st
+      maxn, trips, inside = st
       n = _numel(u)
       if u.op is Ops.REDUCE_AXIS and u is not root:
         reached.setdefault(u, set()).add(root)
         if n is None or maxn > n: bcast[u] = None
-      if u.op in GroupOp.ALU and u is not root: evals.setdefault(u, {})[root] = trips
+      if u.op in GroupOp.ALU and u is not root:
+        evals.setdefault(u, {})[root] = trips
+        if inside: body[u] = max(body.get(u, 0), inside)
       nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
+      if u.op is Ops.REDUCE_AXIS: inside = _numel(u.src[0]) or 0
       if u.op is Ops.REDUCE_AXIS and n: trips = trips * (_numel(u.src[0]) or n) // n
       for s in u.src:
         if s._shape is None: continue
-        if (old := state.get(s)) is None: state[s] = [nmax, trips]
-        else: old[0], old[1] = max(old[0], nmax), max(old[1], trips)
-  return bcast, reached, evals
+        if (old := state.get(s)) is None: state[s] = [nmax, trips, inside]
+        else: old[0], old[1], old[2] = max(old[0], nmax), max(old[1], trips), max(old[2], inside)
+  return bcast, reached, evals, body
 
+# evaluations per element above which one reader's recomputing costs more than a buffer: a register tile of up to 32 columns (two
+# panels of 16) evaluates its operand once for all of them, so a matmul as narrow as that recomputes nothing
+ONE_READER_REUSE = 64
+ONE_READER_OPS = 4  # fewer (a one-hot gather's compare, a ReLU) cost less than the pass a buffer takes; codegen reads a gather directly
 STORE_COST = 2  # a written element costs about two reads (the cache line is read before it is written)
 
 def _fused_ops(u:UOp, stop:dict[UOp, None]) -> tuple[int, int]:
@@ -126,17 +137,30 @@ def _fused_ops(u:UOp, stop:dict[UOp, None]) -> tuple[int, int]:
     else: count[v] = sum(count.get(s, 0) for s in v.src)
   return inputs, count[u]
 
-def _costly_recomputes(evals:dict[UOp, dict], stop:dict[UOp, None]) -> dict[UOp, None]:
+def _one_reader_exempt(u:UOp, stop:dict[UOp, None]) -> bool:
+  """a node over a reduce is a row chain's (softmax's exp(x - max), a variance's mean): row_fusion decides those. One that reads no float
+  data is index math (a one-hot gather's mask over its ids): codegen turns it into an address, and as a buffer it is a real matmul"""
+  region = u.toposort(lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER))
+  loads = [v for v in region if v is not u and (v in stop or v.op is Ops.BUFFER)]
+  return any(v.op is Ops.REDUCE_AXIS and v not in stop for v in region) or not any(dtypes.is_float(v.dtype) for v in loads)
+
+def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None]) -> dict[UOp, None]:
   """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
   of a convolution's gradient read by the weight- and the input-gradient kernels once per weight tap), where recomputing in every
   kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
   element stays fused: both ways stream the same inputs, and recomputing only adds ALU work next to the memory traffic. So does a node
-  of one input: it costs the one load its buffer would, and its ALU ops are invariant along the axes it is broadcast over (hoisted)"""
+  of one input: it costs the one load its buffer would, and its ALU ops are invariant along the axes it is broadcast over (hoisted).
+  One kernel counts too where the node is a matmul's operand, broadcast into a product ONE_READER_REUSE times its size (`body`), of at
+  least ONE_READER_OPS ops: computed in the matmul's kernel (a layernorm's (x - mean) * rstd * w + b before a Linear), it is recomputed
+  for every tile of output columns, and the register tile loads a computed value, not a packed panel (a small GPT's qkv projection:
+  21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8)"""
   ret: dict[UOp, None] = {}
   for u, per_root in evals.items():
-    if len(per_root) < 2 or (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
+    if (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
+    if (one := len(per_root) == 1) and (body.get(u, 0) < n * ONE_READER_REUSE or _one_reader_exempt(u, stop)): continue
     (loads, ops), reads = _fused_ops(u, stop), sum(per_root.values())
-    if loads > 1 and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
+    # one reader recomputes even a node of one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a Linear)
+    if (ops >= ONE_READER_OPS if one else loads > 1) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
   inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}
   return {u: None for u in ret if u not in inner}
@@ -165,7 +189,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # row reductions its one reader keeps in its kernel (row_fusion.py), decided once the rest is settled; then elementwise nodes that
   # several kernels would recompute at a higher cost than a buffer's
   while True:
-    bcast, reached, evals = _broadcast_reduces(want | stored, want)
+    bcast, reached, evals, body = _broadcast_reduces(want | stored, want)
     # not in an assign's kernel: another write of the same schedule may overwrite what the reduce reads (a -= b.sum(); b -= a.sum())
     rows = {r: root for r in bcast if len(reached[r]) == 1 and (root := next(iter(reached[r]))) not in stored and row_candidate(r)}
     extra = {r: None for r in bcast if r not in rows} | {r: None for r, roots in reached.items() if len(roots) > 1}
@@ -179,7 +203,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
         # only then a kernel per row reduce
         if not (outs := chain_outputs(root, mine, evals, want)) and fused_rows(root, mine, want): continue
         extra |= outs or inner_reduces(mine, want) or dict.fromkeys(mine)
-    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, want)
+    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want)
     if not (extra.keys() - want.keys()): break
     want |= extra
   items: list[ExecItem] = []
