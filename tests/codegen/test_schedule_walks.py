@@ -21,7 +21,7 @@ def _paths_oracle(roots, stop):
     if u.op in GroupOp.ALU and u is not root:
       evals.setdefault(u, {})[root] = max(evals.get(u, {}).get(root, 0), trips)
       if inside: body[u] = max(body.get(u, 0), inside)
-    if u.op is Ops.REDUCE_AXIS: inside = _numel(u.src[0]) or 0
+    if u.op is Ops.REDUCE_AXIS: inside = (_numel(u.src[0]) or 0) if u.arg[0] is Ops.ADD and u.src[0].op is Ops.MUL else 0
     nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
     if u.op is Ops.REDUCE_AXIS and n: trips = trips * (_numel(u.src[0]) or n) // n
     for s in u.src:
@@ -101,6 +101,8 @@ def test_one_reader_operand_prologue_gets_a_buffer():
     np.testing.assert_allclose(y.numpy(), g @ w, rtol=1e-4, atol=1e-4)
     # the same GELU under a product only 16 columns wide: a register tile evaluates it once for all of them, it stays fused
     assert len(_kernels(Tensor(a).gelu() @ Tensor(w[:, :16]))) == 1
+    # under a max over the broadcast (a cummax's window, no sum of products) it stays too: only a matmul's tiles re-read their operand
+    assert len(_kernels((Tensor(a).gelu()[:, :, None] + Tensor(w)[None]).max(1))) == 1
     # a one-hot gather's mask reads no float data: it stays in the gather's kernel (codegen reads the row it selects)
     ids = Tensor(rng.integers(0, 128, (64,)).astype(np.int32))
     assert len(_kernels(Tensor(w.T.copy())[ids])) == 1

@@ -89,8 +89,8 @@ def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) \
     -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict], dict[UOp, int]]:
   """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, how
   often each root's kernel evaluates each elementwise node (the trips of the loops around it: the root's elements, times the steps of
-  each reduce on the way), and for each elementwise node in a reduce's body the most elements of such a reduce's input (a matmul's
-  operand: the product it is broadcast into; a row chain's node: its own size)"""
+  each reduce on the way), and for each elementwise node in the body of a sum of products the most elements of such a product (a
+  matmul's operand: the product it is broadcast into)"""
   bcast: dict[UOp, None] = {}
   reached: dict[UOp, set] = {}
   evals: dict[UOp, dict] = {}
@@ -112,7 +112,8 @@ def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) \
         evals.setdefault(u, {})[root] = trips
         if inside: body[u] = max(body.get(u, 0), inside)
       nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
-      if u.op is Ops.REDUCE_AXIS: inside = _numel(u.src[0]) or 0
+      # a sum of products is a matmul's (or a conv's) reduce: its operands are read once per tile of the other output axis
+      if u.op is Ops.REDUCE_AXIS: inside = (_numel(u.src[0]) or 0) if u.arg[0] is Ops.ADD and u.src[0].op is Ops.MUL else 0
       if u.op is Ops.REDUCE_AXIS and n: trips = trips * (_numel(u.src[0]) or n) // n
       for s in u.src:
         if s._shape is None: continue
