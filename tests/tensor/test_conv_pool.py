@@ -279,8 +279,9 @@ def test_im2col_choice():
 @pytest.mark.parametrize("shape,cout,kw", [((2, 8, 7, 7), 16, dict(padding=1)), ((2, 3, 15, 15), 16, dict(stride=2, padding=3)),
                                            ((1, 8, 9, 10), 32, dict(groups=2, stride=(1, 2))), ((2, 4, 6, 6), 16, dict(dilation=2, padding=2))])
 def test_forward_conv_direct(shape, cout, kw):
-  # rows that are no whole vectors (or strided) take the direct form when the weight is packed along the output channels (PACK=2: at any
-  # size) or there are fewer output channels per group than a panel, and no gradient will flow; with a gradient they keep im2col
+  # rows that are no whole vectors (or strided) take the direct form when no gradient will flow, the weight packed along the output
+  # channels (PACK=2: at any size) or not (im2col's window copy cost more than the missing vectors); with a gradient they keep im2col,
+  # but for fewer output channels per group than a panel
   from tinygrad.helpers import Context
   from tinygrad.schedule import pack  # noqa: F401  (defines PACK)
   from tinygrad.tensor_conv import _direct_forward
@@ -292,8 +293,10 @@ def test_forward_conv_direct(shape, cout, kw):
     assert _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:])
     assert not _direct_forward(Tensor(x), Tensor(w, requires_grad=True), g, want.shape[2:])
     np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
-  with Context(PACK=0): assert not _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:]), "no packing: no channel vectors"
   with Context(PACK=0):
+    assert _direct_forward(Tensor(x), Tensor(w), g, want.shape[2:]), "no packing: still no window copy"
+    assert not _direct_forward(Tensor(x), Tensor(w, requires_grad=True), g, want.shape[2:])
+    np.testing.assert_allclose(Tensor(x).conv2d(Tensor(w), **kw).numpy(), want, rtol=1e-4, atol=1e-4)
     assert _direct_forward(Tensor(x), Tensor(w[:8 * g]), g, want.shape[2:]), "fewer output channels per group than a panel"
     assert not _direct_forward(Tensor(x), Tensor(w[:8 * g], requires_grad=True), g, want.shape[2:])
 

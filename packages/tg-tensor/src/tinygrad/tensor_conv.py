@@ -253,16 +253,17 @@ def _direct_forward(x, weight, groups:int, out:tuple) -> bool:
   the padded input from cache. Where a gradient will flow, im2col stays except for a depthwise conv: its gradients are matmuls, the
   direct form's are not (the MNIST training step: 10 -> 44 ms with the direct form); a depthwise conv's matmuls have one output channel
   per window, and its direct form's gradients are a depthwise conv (_input_gradient) and a reduce per tap (b8 256x28x28 3x3, forward
-  and both gradients: 108 -> ~6 ms on a loaded host). Two cases:
-  - fewer output channels per group than a panel (a depthwise conv, ResNeXt's groups of 4): im2col's matmul then re-reads each window
-    for only those few channels, not enough to pay for writing the buffer (b8 256 channels 28x28 3x3 depthwise: 35 -> 3.9 ms of CPU,
-    64 channels in groups of 4 or 8: 10.5 -> 2.2, 9.4 -> 3.6; 64 -> 8 channels, groups=1: 8.5 -> 3.6)
-  - its direct form vectorizes along the output channels (schedule/pack.py packs the weight into panels of them): then it needs no vector
-    axis along the output's rows (ResNet's 3x3 convs at 28x28 and below, a 7x7 stride-2 stem: 6-20 -> 120-260 GFLOP/s)"""
-  from tinygrad.schedule.pack import packs_along, WIDE
+  and both gradients: 108 -> ~6 ms on a loaded host). Without a gradient it is always the direct form: where im2col was kept for one
+  (a conv too small for packed panels, with no vector axis along its rows) its window copy cost more than the direct form's missing
+  vectors, more so with more taps (each element of the copy picks its tap among all of them): kernels alone, batch 1, im2col -> direct:
+  64->64 28x28 3x3 6.75 -> 0.33 ms, 64->64 32x32 3x3 stride 2 0.38 -> 0.27, a 7x7 stride-2 stem on 3x64x64 2.42 -> 0.25, 16->32
+  32x32 5x5 stride 2 1.55 -> 0.11 (torch 0.14-0.31); the graph build of 49 taps took 1.2 ms of python more. Bigger convs took the direct
+  form already: fewer output channels per group than a panel (a depthwise conv, ResNeXt's groups of 4), or a direct form that
+  vectorizes along the output channels (schedule/pack.py packs the weight into panels of them: ResNet's 3x3 convs at 28x28 and below,
+  a 7x7 stride-2 stem at batch 8: 6-20 -> 120-260 GFLOP/s)"""
   if not all(isinstance(v, int) for v in tuple(x.shape) + out): return False
   if _wants_grad(x) or _wants_grad(weight): return _depthwise(weight, groups)
-  return weight.shape[0] // groups < WIDE or packs_along(x.device, weight.shape[0], x.shape[0] * prod(out) * prod(weight.shape))
+  return True
 
 def _direct_trains(x, weight, ks:tuple, strides:tuple, pads:list, out:tuple) -> bool:
   """a conv whose input takes a gradient keeps the direct form where its rows hold two vectors or more (stride 1 along them) and so do
