@@ -99,6 +99,10 @@ def test_one_reader_operand_prologue_gets_a_buffer():
     assert len(ks) == 2 and not any(u.op is Ops.REDUCE for u in ks[0].ast.toposort())  # the GELU's own kernel, then the matmul
     g = 0.5 * a * (1 + np.tanh(0.7978845608 * (a + 0.044715 * a ** 3)))
     np.testing.assert_allclose(y.numpy(), g @ w, rtol=1e-4, atol=1e-4)
+    # read by a second kernel too (the backward's GELU' beside the forward's matmul): still a buffer of its own, one input or not
+    g = Tensor(a).gelu()
+    items = [it for it in create_schedule([(g @ Tensor(w)).uop, (g * 2).uop])[0] if it.kind == "kernel"]
+    assert len(items) == 3 and sum(not any(u.op is Ops.REDUCE for u in it.ast.toposort()) for it in items) == 2
     # the same GELU under a product only 16 columns wide: a register tile evaluates it once for all of them, it stays fused
     assert len(_kernels(Tensor(a).gelu() @ Tensor(w[:, :16]))) == 1
     # under a max over the broadcast (a cummax's window, no sum of products) it stays too: only a matmul's tiles re-read their operand

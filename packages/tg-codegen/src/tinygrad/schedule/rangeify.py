@@ -158,10 +158,13 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
   ret: dict[UOp, None] = {}
   for u, per_root in evals.items():
     if (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
-    if (one := len(per_root) == 1) and (body.get(u, 0) < n * ONE_READER_REUSE or _one_reader_exempt(u, stop)): continue
+    operand = body.get(u, 0) >= n * ONE_READER_REUSE
+    if len(per_root) == 1 and not operand: continue
     (loads, ops), reads = _fused_ops(u, stop), sum(per_root.values())
-    # one reader recomputes even a node of one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a Linear)
-    if (ops >= ONE_READER_OPS if one else loads > 1) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
+    # a matmul's operand is recomputed even with one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a
+    # Linear, read by the forward's matmul alone, or also by the backward's GELU')
+    operand = operand and ops >= ONE_READER_OPS and not _one_reader_exempt(u, stop)
+    if (operand or (len(per_root) > 1 and loads > 1)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
   inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}
   return {u: None for u in ret if u not in inner}
