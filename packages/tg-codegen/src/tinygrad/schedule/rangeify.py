@@ -121,10 +121,11 @@ def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) \
         else: old[0], old[1], old[2] = max(old[0], nmax), max(old[1], trips), max(old[2], inside)
   return bcast, reached, evals, body
 
-# evaluations per element above which one reader's recomputing costs more than a buffer: a register tile of up to 32 columns (two
-# panels of 16) evaluates its operand once for all of them, so a matmul as narrow as that recomputes nothing
-ONE_READER_REUSE = 64
-ONE_READER_OPS = 4  # fewer (a one-hot gather's compare, a ReLU) cost less than the pass a buffer takes; codegen reads a gather directly
+# a matmul's operand broadcast into a product this many times its size is recomputed by its kernel, however many kernels read it: a
+# register tile of up to 32 columns (two panels of 16) evaluates its operand once for all of them, so a product as narrow as that
+# recomputes nothing
+OPERAND_REUSE = 64
+OPERAND_OPS = 4  # fewer (a one-hot gather's compare, a ReLU) cost less than the pass a buffer takes; codegen reads a gather directly
 STORE_COST = 2  # a written element costs about two reads (the cache line is read before it is written)
 
 def _fused_ops(u:UOp, stop:dict[UOp, None]) -> tuple[int, int]:
@@ -138,7 +139,7 @@ def _fused_ops(u:UOp, stop:dict[UOp, None]) -> tuple[int, int]:
     else: count[v] = sum(count.get(s, 0) for s in v.src)
   return inputs, count[u]
 
-def _one_reader_exempt(u:UOp, stop:dict[UOp, None]) -> bool:
+def _not_an_operand(u:UOp, stop:dict[UOp, None]) -> bool:
   """a node over a reduce is a row chain's (softmax's exp(x - max), a variance's mean): row_fusion decides those. One that reads no float
   data is index math (a one-hot gather's mask over its ids): codegen turns it into an address, and as a buffer it is a real matmul"""
   region = u.toposort(lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER))
@@ -151,19 +152,19 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
   kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
   element stays fused: both ways stream the same inputs, and recomputing only adds ALU work next to the memory traffic. So does a node
   of one input: it costs the one load its buffer would, and its ALU ops are invariant along the axes it is broadcast over (hoisted).
-  One kernel counts too where the node is a matmul's operand, broadcast into a product ONE_READER_REUSE times its size (`body`), of at
-  least ONE_READER_OPS ops: computed in the matmul's kernel (a layernorm's (x - mean) * rstd * w + b before a Linear), it is recomputed
-  for every tile of output columns, and the register tile loads a computed value, not a packed panel (a small GPT's qkv projection:
-  21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8)"""
+  One kernel counts too (one input too) where the node is a matmul's operand, broadcast into a product OPERAND_REUSE times its size
+  (`body`), of at least OPERAND_OPS ops: computed in the matmul's kernel (a layernorm's (x - mean) * rstd * w + b before a Linear), it
+  is recomputed for every tile of output columns, and the register tile loads a computed value, not a packed panel (a small GPT's qkv
+  projection: 21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8)"""
   ret: dict[UOp, None] = {}
   for u, per_root in evals.items():
     if (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
-    operand = body.get(u, 0) >= n * ONE_READER_REUSE
+    operand = body.get(u, 0) >= n * OPERAND_REUSE
     if len(per_root) == 1 and not operand: continue
     (loads, ops), reads = _fused_ops(u, stop), sum(per_root.values())
     # a matmul's operand is recomputed even with one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a
     # Linear, read by the forward's matmul alone, or also by the backward's GELU')
-    operand = operand and ops >= ONE_READER_OPS and not _one_reader_exempt(u, stop)
+    operand = operand and ops >= OPERAND_OPS and not _not_an_operand(u, stop)
     if (operand or (len(per_root) > 1 and loads > 1)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
   inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}

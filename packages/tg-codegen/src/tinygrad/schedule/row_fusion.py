@@ -80,7 +80,7 @@ def row_candidate(r:UOp) -> bool:
 def fused_rows(root:UOp, candidates:list[UOp], stop:dict[UOp, None]) -> set[UOp]:
   """the broadcast reduces among `candidates` (row_candidate, read by root's kernel alone) that stay in root's kernel: all or none"""
   if any(_body_reduces(r, stop) - set(candidates) for r in candidates): return set()
-  if _copies(root, stop) > FUSE_ROWS_GROWTH * len(_region(root, stop)): return set()
+  if _copies(root, stop, region := _region(root, stop)) > FUSE_ROWS_GROWTH * len(region): return set()
   # the kernel as it would be built, with the realized nodes as stand-in buffers
   realized = {u: UOp.new_buffer(root.device, 1, u.dtype) for u in stop if u is not root and u._shape is not None}
   try: ast, _ = build_kernel(root, UOp.new_buffer(root.device, 1, root.dtype), realized)
@@ -94,13 +94,12 @@ def fused_rows(root:UOp, candidates:list[UOp], stop:dict[UOp, None]) -> set[UOp]
 FUSE_ROWS_GROWTH = 8
 _NEW_PLACE = {Ops.REDUCE_AXIS, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
 
-def _copies(root:UOp, stop:dict[UOp, None]) -> int:
+def _copies(root:UOp, stop:dict[UOp, None], region:dict[UOp, None]|None=None) -> int:
   """a lower bound on the nodes root's fused kernel holds, each once per place it is read at: summed over readers that open a new place (a
   reduce's body, a moved index), the most of the others' (elementwise readers at one place share a copy). One pass over the region"""
-  region = _region(root, stop)
   copies: dict[UOp, int] = {root: 1}
   moved: dict[UOp, int] = {}
-  for u in reversed(region):
+  for u in reversed(region if region is not None else _region(root, stop)):
     n = copies.get(u, 0) + moved.get(u, 0)
     copies[u] = n
     if u is not root and (u in stop or u.op is Ops.BUFFER): continue
