@@ -679,3 +679,12 @@ def test_norms():
                              (x - m.reshape(sh)) * w.reshape(sh) * inv.reshape(sh) + b.reshape(sh), rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(Tensor(x).batchnorm(None, None, Tensor(m[:3]), Tensor(inv[:3]), axis=0).numpy(),
                              (x - m[:3].reshape(3, 1, 1)) * inv[:3].reshape(3, 1, 1), rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("call,what", [(lambda x: x.conv2d(Tensor.ones(8, 3, 3, 3), stride=0), "stride 0"),
+                                       (lambda x: x.conv2d(Tensor.ones(8, 3, 3, 3), dilation=(1, -1)), r"dilation \(1, -1\)"),
+                                       (lambda x: x.conv_transpose2d(Tensor.ones(3, 4, 3, 3), stride=0), "stride 0"),
+                                       (lambda x: x.max_pool2d(kernel_size=0), "kernel_size 0"),
+                                       (lambda x: x.avg_pool2d(stride=(2, 0)), r"stride \(2, 0\)")])
+def test_window_sizes_below_one_are_named(call, what):
+  # a stride, dilation or window of 0 divided by zero deep in the shape arithmetic; a negative one built a wrong view
+  with pytest.raises(ValueError, match=what + " must be at least 1"): call(Tensor.ones(1, 3, 16, 16))

@@ -9,9 +9,10 @@ from typing import NamedTuple
 from tinygrad.helpers import prod, ceildiv
 from tinygrad.tensor_template import shape_template
 
-def _per_axis(x, nd:int, what:str) -> tuple:
+def _per_axis(x, nd:int, what:str, least:int|None=None) -> tuple:
   ret = (x,)*nd if isinstance(x, int) else tuple(x)
   if len(ret) != nd: raise ValueError(f"{what} {x} needs one value per spatial axis ({nd})")
+  if least is not None and any(isinstance(v, int) and v < least for v in ret): raise ValueError(f"{what} {x} must be at least {least}")
   return ret
 
 def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
@@ -426,7 +427,7 @@ class TensorConvMixin:
     if self.ndim != nd + 2 or self.shape[1] != groups*cin_g or cout % groups:
       raise ValueError(f"conv2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
-    strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
+    strides, dils = _per_axis(stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1)
     pads = _flat_pads(padding, ks, dils, strides)
     if _im2col_pays(self.shape[0], self.shape[1], ks, strides, dils, pads, self.shape[2:]) and \
        not _direct_forward(self, weight, groups, out := _out_sizes(self.shape[2:], ks, strides, dils, pads)) and \
@@ -461,7 +462,7 @@ class TensorConvMixin:
     if self.ndim != nd + 2 or self.shape[1] != cin or cin % groups:
       raise ValueError(f"conv_transpose2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {cin} channels, divisible by groups")
-    strides, dils = _per_axis(stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
+    strides, dils = _per_axis(stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1)
     pads, out_pads = _per_axis(padding, nd, "padding"), _per_axis(output_padding, nd, "output_padding")
     if (phases := _phase_taps(tuple(self.shape[2:]), tuple(ks), strides, dils, pads, out_pads)) is not None:
       return _phase_conv_transpose(self, weight, bias, groups, phases)

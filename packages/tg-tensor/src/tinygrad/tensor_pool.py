@@ -9,10 +9,10 @@ POOL_MAX_RUNS = 4  # 3-wide windows of stride 2 make 2 runs per axis: 1-D and 2-
 
 def _pool_geometry(shape:tuple, kernel_size, stride, dilation, padding, ceil_mode:bool):
   """(kernel, strides, dilations, flat user padding, flat extra padding after each axis for ceil_mode)"""
-  ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size")
+  ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size", 1)
   nd = len(ks)
   if len(shape) < nd: raise ValueError(f"pooling with kernel {ks} needs at least {nd} dims, got shape {tuple(shape)}")
-  strides, dils = _per_axis(ks if stride is None else stride, nd, "stride"), _per_axis(dilation, nd, "dilation")
+  strides, dils = _per_axis(ks if stride is None else stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1)
   pads = _flat_pads(padding, ks, dils, strides)
   extra = [0]*2*nd
   if ceil_mode:
@@ -58,9 +58,9 @@ class TensorPoolMixin:
     return total.div(count).cast(self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
   def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):
     """zeros of the pooled-from size with each value at the position its index (from max_pool2d's return_indices) names"""
-    ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size")
+    ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size", 1)
     nd = len(ks)
-    strides, dils, pads = _per_axis(ks if stride is None else stride, nd, "stride"), _per_axis(dilation, nd, "dilation"), _per_axis(padding, nd, "padding")
+    strides, dils, pads = _per_axis(ks if stride is None else stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1), _per_axis(padding, nd, "padding")
     if tuple(indices.shape) != tuple(self.shape): raise ValueError(f"max_unpool2d indices of shape {tuple(indices.shape)} need the input's shape {tuple(self.shape)}")
     sp = tuple(self.shape[-nd:])
     out = tuple(output_size)[-nd:] if output_size is not None else tuple((i-1)*s - 2*p + d*(k-1) + 1 for i, k, s, d, p in zip(sp, ks, strides, dils, pads))
