@@ -598,3 +598,33 @@ def test_scalar_tile_unrolls_a_streaming_reduce(device):
   xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
   want = np.array([[[(xp[:, c, i:i+12, j:j+12] * g[:, c]).sum() for j in range(3)] for i in range(3)] for c in range(16)])[:, None]
   np.testing.assert_allclose(gw.numpy(), want, rtol=1e-4, atol=1e-3)
+
+def nchw_conv(hw, cin, cout, k=3):
+  """a batch-1 direct conv over a padded input (cin, hw+k-1, hw+k-1) with its weight as it is (cout, cin, k, k), written NCHW: the form of
+  a conv whose weight is not packed (too few pixels re-read it, schedule/pack.py MIN_REUSE_ACROSS)"""
+  h = hw + k - 1
+  def body(out, w, inp):
+    o, y, x = UOp.range(cout, 0), UOp.range(hw, 1), UOp.range(hw, 2)
+    c, u, v = UOp.range(cin, 3, AxisType.REDUCE), UOp.range(k, 4, AxisType.REDUCE), UOp.range(k, 5, AxisType.REDUCE)
+    val = (inp[(c*h + y + u)*h + x + v].load() * w[((o*cin + c)*k + u)*k + v].load()).reduce(c, u, v, op=Ops.ADD)
+    return (o*hw + y)*hw + x, val, (o, y, x)
+  def ref(w, inp):
+    win = np.lib.stride_tricks.sliding_window_view(inp.reshape(cin, h, h), (k, k), axis=(1, 2))  # (cin, hw, hw, k, k)
+    return np.einsum("cyxuv,ocuv->oyx", win, w.reshape(cout, cin, k, k)).ravel()
+  return kernel((cout, hw, hw), body, 2, [cout*cin*k*k, cin*h*h], cout*hw*hw, "nchw"), ref
+
+def test_narrow_tile_shares_rows_with_channels():
+  # rows of 8 pixels (vectors of 8 lanes) in a 32-lane tile: one upcast at a time took 8 pixels x 4 rows (4 vectors sharing one weight
+  # broadcast), where 8 x 2 rows x 2 output channels loads a fifth less per lane (1x128x8x8 -> 128 3x3, the kernel alone at 2 threads:
+  # 0.25 -> 0.14 ms); the tile is the cheapest of all within the limit, and computes what numpy does
+  from tinygrad.codegen.opt.heuristic import _accesses, _per_lane, _stored_unit
+  from tinygrad.codegen.opt.kernel import axes
+  (ast, ins), ref = nchw_conv(8, 4, 16)
+  with Context(THREADS=1):
+    assert simd_tiles(AVX512, 16 * 64 * 36).tile == 32
+    assert (opts := hand_coded_opts(ast, AVX512)) == [Opt(U, 2, 8), Opt(U, 1, 2), Opt(U, 0, 2)], opts
+    ax, (acc, unit), stored = axes(ast), _accesses(ast), _stored_unit(ast)
+    def cost(tile): return _per_lane(acc, {ax[i]: a for i, a in tile.items()}, 16, stored & {ax[i] for i in tile}, True)
+    # every tile of 8 pixels along the row and 4 more lanes: the chosen one loads least per lane
+    assert cost({2: 8, 1: 2, 0: 2}) == min(cost({2: 8} | t) for t in ({1: 4}, {0: 4}, {1: 2, 0: 2})) < cost({2: 8, 1: 4})
+    for run in (run_cpu, run_python): np.testing.assert_allclose(run(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-4)

@@ -459,3 +459,23 @@ def test_few_channels_conv_tile_takes_every_channel():
     assert [size(r) for r in axes(ast)] == [8, 3, 56, 56, 64, 3, 3]
     opts = hand_coded_opts(ast, AVX512)
   assert Opt(U, 1, 3) in opts and Opt(U, 3, 16) in opts, opts
+
+def test_jitted_direct_conv_packs_weight_only_where_pixels_reread_it():
+  # under a JIT capture the packing threshold admits batch-1 convs; a direct conv's weight packed along its output channels is copied
+  # on every call, so it is packed only where MIN_REUSE_ACROSS pixels re-read it (16x16 at batch 1), not at 4x4 or 8x8
+  from tinygrad import TinyJit
+  from tinygrad.schedule.pack import MIN_REUSE_ACROSS, packs_along
+  rng = np.random.default_rng(5)
+  assert not packs_along("CPU", 64, 1 << 26, 64) and packs_along("CPU", 64, 1 << 26, MIN_REUSE_ACROSS)
+  w = Tensor(rng.standard_normal((64, 32, 3, 3)).astype(np.float32) * 0.1).realize()
+  for hw, packs in ((4, False), (8, False), (16, True)):
+    assert (hw * hw >= MIN_REUSE_ACROSS) == packs
+    @TinyJit
+    def f(x:Tensor) -> Tensor: return x.conv2d(w, padding=1).realize()
+    with Context(PACK=1):
+      for i in range(3):
+        x = rng.standard_normal((1, 32, hw, hw)).astype(np.float32)
+        np.testing.assert_allclose(f(Tensor(x)).numpy(), _np_conv(x, w.numpy(), 1, 1, 1), rtol=1e-4, atol=1e-4)
+      assert bool(_captured_copies(f)) == packs, (hw, _captured_copies(f))
+  with Context(PACK=2):  # the rule itself, at any size
+    assert _copies(Tensor.empty(1, 32, 4, 4).conv2d(Tensor.empty(64, 32, 3, 3), padding=1))

@@ -243,6 +243,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   # 8.9 ms, 8 channels x 2 x 16 pixels 2.2 ms, b8 64->64 56x56 at 2 threads)
   out = sorted(out, key=lambda i: (ax[i] not in stored, ax[i] not in unit, max((a.stride.get(ax[i], 0) for a in acc), default=0)))
   wide_on_tie, reduces = _reduce_strided(ast), any(u.op is Ops.REDUCE for u in ast.toposort())
+  start = dict(tile)
   while True:
     # a reduce's tile vectors follow its store once the tile holds an axis the store walks (a copy's lanes are laid out by transpose_tile
     # and LLVM's loop vectorizer instead)
@@ -257,8 +258,35 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
         c = _per_lane(acc, {ax[j]: a for j, a in (tile | {i: amt}).items()}, simd.vector, along, reduces)
         if size(ax[i]) % amt: c *= waste
         if c < cur - 1e-9 and (best is None or c < best[0] - 1e-9 or (wide_on_tie and amt == WIDE != best[2] and c < best[0] + 1e-9)): best = (c, i, amt)
-    if best is None: return tile
+    if best is None: return tile if WIDE in tile.values() or not reduces else _narrow_tile(ast, out, acc, unit, stored, simd, start, tile)
     tile[best[1]] = best[2]
+
+def _narrow_tile(ast:UOp, out:list[int], acc:list[_Access], unit:set[UOp], stored:set[UOp], simd:SimdTiles, start:dict[int, int],
+                 greedy:dict[int, int]) -> dict[int, int]:
+  """a reduce's tile of narrow vectors (no WIDE axis: rows of 8 pixels or fewer): of all tiles within simd.tile lanes that keep the
+  greedy tile's vectors, the one with the fewest loads per lane (the greedy one where none loads less). One upcast at a time, the
+  greedy's first step takes the pixels' rows, which then leaves no room for the output channels that share them (1x128x8x8 -> 128
+  3x3: 8x4 pixels, 4 vectors of 8 lanes, where 8x2 pixels x 2 channels load a fifth less; the kernel alone at 2 threads 0.25 -> 0.14
+  ms, 1x256x4x4 -> 256 0.20 -> 0.15 ms). Only for narrow tiles: among WIDE ones the greedy's tiles measured level or better (a padded
+  row of 14 or 30 and a row upcast beside it built its vectors from pieces: b8 32->32 14x14 0.27 -> 0.45 ms)"""
+  ax = axes(ast)
+  # the greedy's vectors along the store's rows are kept: the search is over what shares them. A tile of scalar lanes (a weight
+  # gradient's 3 taps) measured slower so (b64 16->32 4x4's weight gradient: 0.36 -> 0.39 ms)
+  if (vec := next((i for i, a in greedy.items() if ax[i] in stored and ax[i] in unit and a > 1 and a & (a - 1) == 0), None)) is None: return greedy
+  start = start | {vec: greedy[vec]}
+  def cost(tile:dict[int, int]) -> float:
+    waste = prod(_padded(ax[i], a, True, stored, unit) or 1.0 for i, a in tile.items() if size(ax[i]) % a)
+    return _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector, stored & {ax[i] for i in tile} or None, True) * waste
+  def amounts(i:int) -> list[int]:
+    return [a for a in UPCAST_AMTS if a != WIDE and (size(ax[i]) % a == 0 or _padded(ax[i], a, True, stored, unit))]
+  def tiles(free:list[int], tile:dict[int, int]):
+    if not free: yield tile; return
+    yield from tiles(free[1:], tile)
+    for a in amounts(free[0]):
+      if prod(tile.values()) * a <= simd.tile: yield from tiles(free[1:], tile | {free[0]: a})
+  # fewest loads per lane, then fewest lanes, then (any fixed order) the larger amounts on the axes first in `out`
+  best = min(tiles([i for i in out if i not in start], start), key=lambda t: (round(cost(t), 9), prod(t.values()), [-t.get(i, 0) for i in out]))
+  return best if cost(best) < cost(greedy) - 1e-9 else greedy
 
 def _shared_whole_axis(ast:UOp, out:list[int], acc:list[_Access], lanes:int) -> dict[int, int]:
   """{axis: its size} for the innermost output axis shorter than WIDE, of a size the tile takes (UPCAST_AMTS), that the reduce's largest
