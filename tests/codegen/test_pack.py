@@ -462,11 +462,13 @@ def test_few_channels_conv_tile_takes_every_channel():
 
 def test_jitted_direct_conv_packs_weight_only_where_pixels_reread_it():
   # under a JIT capture the packing threshold admits batch-1 convs; a direct conv's weight packed along its output channels is copied
-  # on every call, so it is packed only where MIN_REUSE_ACROSS pixels re-read it (16x16 at batch 1), not at 4x4 or 8x8
+  # on every call, so it is packed only where MIN_REUSE_ACROSS pixels re-read it (16x16 at batch 1), not at 4x4 or 8x8 (rows of a
+  # power of two, which the unpacked form tiles in whole vectors; rows of 7 keep it)
   from tinygrad import TinyJit
   from tinygrad.schedule.pack import MIN_REUSE_ACROSS, packs_along
   rng = np.random.default_rng(5)
-  assert not packs_along("CPU", 64, 1 << 26, 64) and packs_along("CPU", 64, 1 << 26, MIN_REUSE_ACROSS)
+  assert not packs_along("CPU", 64, 1 << 26, (1, 8, 8)) and packs_along("CPU", 64, 1 << 26, (1, 16, 16))
+  assert packs_along("CPU", 64, 1 << 26, (1, 7, 7))
   w = Tensor(rng.standard_normal((64, 32, 3, 3)).astype(np.float32) * 0.1).realize()
   for hw, packs in ((4, False), (8, False), (16, True)):
     assert (hw * hw >= MIN_REUSE_ACROSS) == packs

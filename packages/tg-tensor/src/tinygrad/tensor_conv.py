@@ -398,7 +398,7 @@ def _class_conv(x, w, groups:int, phases:tuple, flat:list):
   # its sub-kernel by index math (b8 128->64 28x28 2x2 s2: 34 against 90 GFLOP/s). A direct conv whose weight is packed along the output
   # channels (schedule/pack.py) is written channels-last by the pack already; a pointwise one is a matmul per image, written with its pixels
   # as one axis, as conv2d's own is
-  if not packs_along(x.device, rows, n * prod(sizes) * rows * cin_g * prod(taps), n * prod(sizes)) or all(t == 1 for t in taps):
+  if not packs_along(x.device, rows, n * prod(sizes) * rows * cin_g * prod(taps), (n,) + sizes) or all(t == 1 for t in taps):
     out = out.reshape(n, rows, prod(sizes)).contiguous().reshape(out.shape)
   # its gradient is written out once, channels-last: read through the interleave and the crop's zeros, it was a gated load in both of its
   # gradient's matmuls, and NCHW the input gradient's reduce over the channels strides (b8 64->32 28x28 4x4 s2, one core: the weight

@@ -55,17 +55,18 @@ def _min_work(device:str) -> int:
 
 # a weight packed along an output axis other than the innermost one (a direct conv's, along its output channels) is re-read by at least
 # this many outputs along the others (its pixels), or the copy, a pass over the whole weight on every call, costs more than the panels
-# save: the direct form's tile reads it as broadcasts, each weight once per pixel tile. ResNet-18's convs at batch 1 on 64x64 (TinyJit,
-# where the packing threshold is low): 4x4 and 8x8 pixels packed 0.29 and 0.15 ms a conv against 0.19 and 0.15 unpacked, the model
-# 4.6 -> 4.1 ms (bench/onnx_models.py); b8 256->256 4x4 level (0.79 / 0.87 ms), b4 512->512 4x4 1.96 -> 1.76
+# save, where the unpacked form's tile has whole vectors along its rows (a power of two pixels: it reads the weight as broadcasts, each
+# once per pixel tile). ResNet-18's convs at batch 1 on 64x64 (TinyJit, where the packing threshold is low): 4x4 and 8x8 pixels packed
+# 0.29 and 0.15 ms a conv against 0.19 and 0.15 unpacked, the model 4.6 -> 4.1 ms (bench/onnx_models.py); b8 256->256 4x4 level (0.79 /
+# 0.87 ms), b4 512->512 4x4 1.96 -> 1.76. Rows of 7 or 14 keep the copy (1x512x7x7 3x3 1.4 ms packed, 4.7 not)
 MIN_REUSE_ACROSS = 256
-def _reused_across(reuse:int) -> bool: return PACK.value >= 2 or reuse >= MIN_REUSE_ACROSS
+def _reused_across(pixels:int, row:int) -> bool: return PACK.value >= 2 or pixels >= MIN_REUSE_ACROSS or row & (row - 1) != 0
 
-def packs_along(device, channels:int, macs:int, pixels:int|None=None) -> bool:
+def packs_along(device, channels:int, macs:int, grid:tuple[int, ...]|None=None) -> bool:
   """whether a product of `macs` multiply-adds gets an operand packed into panels of `channels` here. A direct conv's weight, packed
-  along its output channels, gives `pixels` (its outputs that re-read the weight, the batch's too): then its register tile's vectors
-  run along the output channels, whatever the output's width or stride (tensor_conv chooses its form by it)"""
-  if not _on_cpu(device) or channels < WIDE or (pixels is not None and not _reused_across(pixels)): return False
+  along its output channels, gives its `grid` (the batch and the output's spatial sizes: the outputs that re-read the weight): then
+  its register tile's vectors run along the output channels, whatever the output's width or stride (tensor_conv chooses its form by it)"""
+  if not _on_cpu(device) or channels < WIDE or (grid is not None and not _reused_across(prod(grid), grid[-1])): return False
   return PACK.value >= 2 or macs >= (MIN_WORK_JIT if JIT_CAPTURE else _min_work(device))
 
 _BOUNDARY = (Ops.CONTIGUOUS, Ops.REDUCE_AXIS)
@@ -172,7 +173,7 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
     # every operand varies along j (a depthwise conv's channels, each its own input plane and weight), the lanes share no load and
     # read the other operand with a stride each (b8 96x56x56 7x7 depthwise: 31 ms packed along the channels)
     if not any(al[j] == 1 for kk, _, al in operands if kk != k): continue
-    if j != out[-1] and not _reused_across(prod(x.shape[i] for i in out if aligned[i] == 1)): continue
+    if j != out[-1] and not _reused_across(prod(x.shape[i] for i in out if aligned[i] == 1), x.shape[out[-1]]): continue
     if (j != out[-1] and _vector_axis_served(ctx, x, out[-1], red)) or not _packable(ctx, base, aligned, j, red): continue
     n, whole = x.shape[j], j != out[-1] and _whole_panels(x, k, j)
     view = packed(base.reshape(aligned), j, red, whole)
