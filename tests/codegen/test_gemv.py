@@ -38,6 +38,15 @@ def test_which_kernels():
   assert _gemv(Tensor.empty(4096, 9) @ Tensor.empty(9)) is None
   assert _gemv(Tensor.empty(8, 1, 28, 28).conv2d(Tensor.empty(1, 1, 3, 3), padding=1)) is None
   assert _gemv(Tensor.empty(4096) @ Tensor.empty(4096, 300)) is None
+  # a linear layer on a few rows (x @ w.T, w past L2, rows of whole vectors): the rows upcast whole; not on more rows than FEW_ROWS, a
+  # weight that stays in L2, or rows the vectors do not divide (their unroll would be padded)
+  assert _gemv(Tensor.empty(4, 4096) @ Tensor.empty(4096, 4096).T) == [(0, 4)]
+  assert _gemv(Tensor.empty(2, 8, 1024) @ Tensor.empty(1024, 1024).T) is None  # batch x rows: two axes, neither the matrix's
+  assert _gemv(Tensor.empty(8, 1024) @ Tensor.empty(1024, 1024).T) == [(0, 8)]
+  assert _gemv(Tensor.empty(3, 1024) @ Tensor.empty(640, 1024).T) == [(0, 3)]           # CASES' "linear few rows"
+  assert _gemv(Tensor.empty(16, 1024) @ Tensor.empty(1024, 1024).T) is None
+  assert _gemv(Tensor.empty(3, 512) @ Tensor.empty(512, 512).T) is None
+  assert _gemv(Tensor.empty(4, 1001) @ Tensor.empty(2048, 1001).T) is None
 
 def test_opts():
   with Context(THREADS=2):
@@ -45,6 +54,11 @@ def test_opts():
       [Opt(OptOps.UNROLL, 1, 32), Opt(OptOps.THREAD, 0, 8)]
     assert hand_coded_opts(_reduce_ast(Tensor.empty(4096) @ Tensor.empty(4096, 4096)), AVX512) == \
       [Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.UPCAST, 0, 16), Opt(OptOps.THREAD, 0, 2)]
+    # a few rows: each a vector accumulator (two where there are fewer than four), the weight's rows read as whole vectors
+    assert hand_coded_opts(_reduce_ast(Tensor.empty(4, 4096) @ Tensor.empty(4096, 4096).T), AVX512) == \
+      [Opt(OptOps.UPCAST, 0, 4), Opt(OptOps.UNROLL, 1, 16), Opt(OptOps.THREAD, 0, 2)]
+    assert hand_coded_opts(_reduce_ast(Tensor.empty(2, 4096) @ Tensor.empty(4096, 4096).T), AVX512) == \
+      [Opt(OptOps.UPCAST, 0, 2), Opt(OptOps.UNROLL, 1, 32), Opt(OptOps.THREAD, 0, 2)]
     # a small product (under two threads' work) keeps the register tile
     assert hand_coded_opts(_reduce_ast(Tensor.empty(64, 512) @ Tensor.empty(512)), AVX512)[0] == Opt(OptOps.UPCAST, 0, 16)
 
@@ -59,6 +73,7 @@ CASES = {  # name: (operands, what tg computes from them, what numpy computes)
   "strided vector": ((_r(300, 517), _r(1034, seed=1)), lambda m, v: m @ v[::2], lambda m, v: m @ v[::2]),
   "batched matvec": ((_r(3, 200, 640), _r(3, 640, 1, seed=1)), lambda m, v: m @ v, lambda m, v: m @ v),
   "batched vecmat": ((_r(3, 1, 640, seed=1), _r(3, 640, 256)), lambda v, m: v @ m, lambda v, m: v @ m),
+  "linear few rows": ((_r(3, 1024, seed=1), _r(640, 1024), _r(640, seed=2)), lambda x, w, b: x.linear(w.T, b), lambda x, w, b: x @ w.T + b),
   "linear one row": ((_r(1, 640, seed=1), _r(512, 640), _r(512, seed=2)), lambda x, w, b: x.linear(w.T, b), lambda x, w, b: x @ w.T + b),
 }
 

@@ -465,10 +465,24 @@ def _read_once(a:_Access) -> bool:
 
 GEMV_RUN = 256  # lanes of a matrix row read per step of a vecmat's reduce (gemv_upcasts), at most simd.wide: 16 cache lines of float32
 
+FEW_ROWS = 8  # rows of x @ w.T upcast whole (gemv_upcasts), each one a vector accumulator beside a vector of w: 8 of 16 zmm registers
+
+def _few_rows(ax:list[UOp], out:list[int], outs:set[UOp], moving:list[_Access], red:set[UOp]) -> int|None:
+  """the output axis of at most FEW_ROWS rows that one load, a matrix past L2 read once and along the innermost reduce with stride 1
+  in whole vectors, misses and every other load that moves with the reduce reads (x of x @ w.T, w being the matrix)"""
+  inner = next(r for r in reversed(ax) if r in red)
+  for i in out:
+    if not 1 < size(ax[i]) <= FEW_ROWS: continue
+    if len(m := [a for a in moving if outs - {ax[i]} <= a.deps and ax[i] not in a.deps and _read_once(a)]) == 1 and \
+       all(ax[i] in a.deps for a in moving if a is not m[0]) and inner in m[0].unit and size(inner) % WIDE == 0 and \
+       prod(size(r) for r in m[0].deps) * m[0].itemsize > L2_BYTES: return i
+  return None
+
 def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tuple[int, int]]|None:
-  """the upcasts (axis, amount), in order, of a matrix-vector product (M @ v, v @ M, a linear layer on one row): one load, the matrix,
-  depends on every output axis and moves with the reduce, each element read once; each other load that moves with it (the vector) misses
-  some output axis. The kernel is bound by reading the matrix, and a register tile only saves loads of the vector, which stay in cache.
+  """the upcasts (axis, amount), in order, of a matrix-vector product (M @ v, v @ M, a linear layer on one row; on a few rows see
+  _few_rows): one load, the matrix, depends on every output axis and moves with the reduce, each element read once; each other load that
+  moves with it (the vector) misses some output axis. The kernel is bound by reading the matrix, and a register tile only saves loads of
+  the vector, which stay in cache.
   Where the matrix walks the innermost reduce with stride 1 (M @ v): no upcast, so that the reduce's unroll reads each row as whole
   vectors; a tile of 16 rows read them as a gather per step (512x512, one thread: 46 -> 13 us; 1024x1024 at 2 threads 0.23 -> 0.14 ms;
   at 4096x4096, past the caches, a single row stream per core was no faster on a host loaded by others). Where it walks an output axis
@@ -481,6 +495,12 @@ def gemv_upcasts(ast:UOp, out:list[int], simd:SimdTiles, shares:int) -> list[tup
   moving = [_Access(u.src[0].src[1], len(u.src) == 3 and not _always(u.src[2]), u.src[0].src[0].dtype.itemsize) for u in ast.toposort()
             if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2 and red & {r for r in u.src[0].src[1].toposort()}]
   matrix = [a for a in moving if outs <= a.deps and _read_once(a)]
+  if not matrix and (few := _few_rows(ax, out, outs, moving, red)) is not None:
+    # a linear layer on a few rows (x @ w.T) whose weight streams past L2: the rows' axis upcast whole shares each vector of the weight's
+    # row among them, and the reduce's unroll reads that row as whole vectors. A tile of 16 columns x the rows read the weight as a gather
+    # of 16 rows per step (4096x4096 at 2 threads, the kernel alone: 4 rows 8.5 -> 3.0 ms, 8 rows 14.7 -> 5.7; 8 x 1024x1024 2.5 -> 0.5;
+    # in L2, 3 x 512x512, the gather's lines stay in cache: 32 against 40 us)
+    return None if (g := gemv_upcasts(ast, [i for i in out if i != few], simd, shares)) is None or g else [(few, size(ax[few]))]
   if not outs or len(matrix) != 1 or len(moving) < 2 or any(not (outs - a.deps) for a in moving if a is not matrix[0]): return None
   inner = next(r for r in reversed(ax) if r in red)
   # rows shorter than a vector (a depthwise conv's 9 taps) give the unroll no vector loads: the tile's shared loads count there
@@ -628,6 +648,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
     r, streams = axes(ast)[i], _streams_vectors(ast, axes(ast)[i])
     amts = ((2 * simd.vector, 8, 4, 2) if _long_body(ast, r) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)) if streams else (8, 4, 2)
+    # a few rows upcast (gemv_upcasts): a vector accumulator per row, two per row where they are fewer than four (x @ w.T of 4 rows at
+    # 4096x4096, 2 threads: 32 lanes a row 3.8-4.4 ms, mul and add apart with every load shuffled; 16 lanes 2.8-3.4, fused)
+    if gemv and streams:
+      amts = (next(a for a in (4 * simd.vector, 2 * simd.vector, simd.vector) if a * prod(n for _, n in gemv) <= 4 * simd.vector or a == simd.vector),)
     if not upcast and streams and getattr(renderer, "loop_vectorizes", False) and _only_adds(ast, r):
       # a sum over a row that no whole vector's lanes divide (4095, 1001, 4100) is left to LLVM's loop vectorizer, a lone accumulator it
       # packs into vector partial sums with a remainder loop (renderer/llvmir.py lone_accumulator_adds): sum of 4096x1001 0.35 ms, where
