@@ -5,7 +5,7 @@ import numpy as np
 from tinygrad import Tensor
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.schedule.rangeify import _broadcast_reduces, _numel, create_schedule
+from tinygrad.schedule.rangeify import _broadcast_reduces, _numel, _sibling_products, create_schedule
 from tinygrad.schedule.row_fusion import _copies, _region, FUSE_ROWS_GROWTH
 from tinygrad.schedule.pack import _find_strides
 
@@ -110,3 +110,26 @@ def test_one_reader_operand_prologue_gets_a_buffer():
     # a one-hot gather's mask reads no float data: it stays in the gather's kernel (codegen reads the row it selects)
     ids = Tensor(rng.integers(0, 128, (64,)).astype(np.int32))
     assert len(_kernels(Tensor(w.T.copy())[ids])) == 1
+
+def _reduces(it) -> int: return sum(u.op is Ops.REDUCE for u in it.ast.toposort())
+
+def test_sibling_reduces_of_a_matmul_get_their_own_kernels():
+  # a tied embedding's gradient: the logits' matmul (8 x ids @ h) plus the lookup's one-hot sum over the same ids. In one kernel every
+  # step of the matmul also ran the one-hot's compare and select; apart, the matmul is a matmul and the one-hot sum a scatter
+  rng = np.random.default_rng(3)
+  V, D, T = 256, 32, 64
+  w0, ids = rng.standard_normal((V, D), dtype=np.float32), rng.integers(0, V, T).astype(np.int32)
+  a, h, b = (rng.standard_normal(s, dtype=np.float32) for s in ((T, D), (T, D), (T, V)))
+  with Context(PACK=0):
+    W = Tensor(w0, requires_grad=True)
+    g = ((W[Tensor(ids)] * Tensor(a)).sum() + ((Tensor(h) @ W.T) * Tensor(b)).sum()).gradient(W)[0]
+    ks = _kernels(g)
+    assert all(_reduces(k) <= 1 for k in ks) and sum(_reduces(k) for k in ks) == 2, [k.ast.arg.name for k in ks]
+    want = b.T @ h
+    np.add.at(want, ids, a)
+    np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-4)
+  # a reduce inside the matmul's operand (a centering before it) is no sibling, nor is a matmul alone in its kernel; two matmuls summed are
+  x, y = Tensor.empty(64, 128), Tensor.empty(128, 256)
+  for t, n in (((x - x.mean(1, keepdim=True)) @ y, 0), (x @ y, 0), (x @ y + x @ Tensor.empty(128, 256), 2)):
+    root = t.uop
+    assert len(_sibling_products(_broadcast_reduces({root: None}, {})[1], {})) == n

@@ -170,6 +170,25 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
   inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}
   return {u: None for u in ret if u not in inner}
 
+def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp, None]:
+  """a sum of products (a matmul's or a conv's reduce, its product OPERAND_REUSE times its size) that shares its kernel with other
+  reduces beside it, neither inside the other, and those others: each gets a kernel of its own (a tied embedding's gradient, the
+  logits' matmul plus the lookup's one-hot sum over the same tokens: in one loop nest the register tile is laid out for neither and
+  every step of the matmul also evaluates the other's compare and select, GPT's 8192x512 weight over 512 tokens 61 ms; the matmul alone
+  takes 20 and the one-hot sum, a kernel of its own, is a scatter, codegen/onehot_scatter.py: 1.2)"""
+  roots: dict[UOp, list[UOp]] = {}
+  for r, rs in reached.items():
+    for root in rs: roots.setdefault(root, []).append(r)
+  ret: dict[UOp, None] = {}
+  for rs in roots.values():
+    if len(rs) < 2: continue
+    inside = {r: set(r.toposort(lambda w: w is r or (w not in stop and w.op is not Ops.BUFFER))) for r in rs}
+    for r in rs:
+      if r.arg[0] is not Ops.ADD or r.src[0].op is not Ops.MUL or (n := _numel(r)) is None or (_numel(r.src[0]) or 0) < n * OPERAND_REUSE:
+        continue
+      if siblings := [s for s in rs if s is not r and s not in inside[r] and r not in inside[s]]: ret |= dict.fromkeys([r] + siblings)
+  return ret
+
 # a bound Variable becomes its DEFINE_VAR and its value goes to the schedule: a kernel over a Variable is the same AST for every value.
 # A CUSTOM_GRADIENT is its value (Tensor.realize takes them out first; this is for a graph scheduled directly)
 pm_unbind = PatternMatcher([(UPat(Ops.BIND, name="b"), lambda ctx, b: _unbind(ctx, b)),
@@ -208,6 +227,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
         # only then a kernel per row reduce
         if not (outs := chain_outputs(root, mine, evals, want)) and fused_rows(root, mine, want): continue
         extra |= outs or inner_reduces(mine, want) or dict.fromkeys(mine)
+    if not (extra.keys() - want.keys()): extra = _sibling_products(reached, want)
     if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want)
     if not (extra.keys() - want.keys()): break
     want |= extra
