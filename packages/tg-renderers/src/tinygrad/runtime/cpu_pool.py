@@ -98,6 +98,30 @@ out:
   ret i64 %mine
 }}
 
+define i64 @tg_pool_launch_many(ptr %ctl, ptr %jobs, i64 %n) nounwind {{
+entry:
+  br label %loop
+loop:
+  %k = phi i64 [0, %entry], [%k1, %body]
+  %more = icmp ult i64 %k, %n
+  br i1 %more, label %body, label %out
+body:
+  %job = mul i64 %k, 4
+  %jp = getelementptr inbounds i64, ptr %jobs, i64 %job
+  %jt = load ptr, ptr %jp, align 8
+  %jfp = getelementptr inbounds i64, ptr %jp, i64 1
+  %jf = load ptr, ptr %jfp, align 8
+  %jap = getelementptr inbounds i64, ptr %jp, i64 2
+  %ja = load ptr, ptr %jap, align 8
+  %jsp = getelementptr inbounds i64, ptr %jp, i64 3
+  %js = load i64, ptr %jsp, align 8
+  %ran = call i64 @tg_pool_launch(ptr %ctl, ptr %jt, ptr %jf, ptr %ja, i64 %js)
+  %k1 = add i64 %k, 1
+  br label %loop
+out:
+  ret i64 %n
+}}
+
 define i64 @tg_pool_work(ptr %ctl, i64 %rounds) nounwind {{
 entry:
 {_FIELDS}
@@ -137,8 +161,9 @@ sleep:
 }}
 """
 
-def trampoline_ir(nbufs:int, nvals:int) -> str:
-  """tramp(kernel, args, share): kernel(args[0..nbufs) as pointers, args[nbufs..] as int32, share), args an array of int64"""
+def trampoline_ir(nbufs:int, nvals:int, shared:bool=True) -> str:
+  """tramp(kernel, args, share): kernel(args[0..nbufs) as pointers, args[nbufs..] as int32, share), args an array of int64; the share
+  left out for a kernel that is not shared (no THREAD axis: it takes no share id)"""
   loads, params = [], []
   for i in range(nbufs + nvals):
     loads.append(f"  %p{i} = getelementptr inbounds i64, ptr %args, i64 {i}")
@@ -152,7 +177,7 @@ def trampoline_ir(nbufs:int, nvals:int) -> str:
   return f"""define void @tg_tramp(ptr %fn, ptr %args, i32 %share) nounwind {{
 entry:
 {body}
-  call void %fn({', '.join(params + ['i32 %share'])})
+  call void %fn({', '.join(params + (['i32 %share'] if shared else []))})
   ret void
 }}
 """
@@ -162,8 +187,9 @@ class _Native:
   def __init__(self):
     from tinygrad.runtime.ops_cpu import LLVMCompiler  # the CPU runtime imports this module: no cycle at import
     self.compiler, self.trampolines, self.programs = LLVMCompiler(), {}, []
-    launch, work = self._load(pool_ir(self.compiler.triple), "tg_pool_launch", "tg_pool_work")
+    launch, work, many = self._load(pool_ir(self.compiler.triple), "tg_pool_launch", "tg_pool_work", "tg_pool_launch_many")
     self.launch = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p]*4, ctypes.c_int64)(launch)
+    self.launch_many = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(many)
     self.work = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64)(work)
 
   def _load(self, src:str, *names:str) -> list[int]:
@@ -171,8 +197,9 @@ class _Native:
     self.programs.append(prg)  # keeps its code mapped
     return [prg.addr] + [prg.keepalive.get_function_address(n) for n in names[1:]]
 
-  def trampoline(self, nbufs:int, nvals:int) -> int:
-    if (addr := self.trampolines.get(key := (nbufs, nvals))) is None: addr = self.trampolines[key] = self._load(trampoline_ir(nbufs, nvals), "tg_tramp")[0]
+  def trampoline(self, nbufs:int, nvals:int, shared:bool=True) -> int:
+    if (addr := self.trampolines.get(key := (nbufs, nvals, shared))) is None:
+      addr = self.trampolines[key] = self._load(trampoline_ir(nbufs, nvals, shared), "tg_tramp")[0]
     return addr
 
 class NativePool:
@@ -197,15 +224,28 @@ class NativePool:
     itself, or None (and nothing run) when another python thread holds the pool"""
     if not self.lock.acquire(blocking=False): return None
     try:
-      for i, sleeping in enumerate(self.asleep):
-        if sleeping:  # a helper that goes to sleep just after this look misses this launch: the caller runs its shares
-          self.asleep[i] = False
-          self.wakeups[i].put(None)
+      self._wake()
       if (target := getattr(fxn, "tg_native", None)) is None:
         nbufs = fxn.argtypes.count(ctypes.c_void_p)
         target = fxn.tg_native = (self.native.trampoline(nbufs, len(fxn.argtypes) - nbufs - 1), ctypes.cast(fxn, ctypes.c_void_p).value)
       return self.native.launch(self.ctl, target[0], target[1], (ctypes.c_int64 * len(args))(*args), shares)
     finally: self.lock.release()
+
+  def run_many(self, jobs, n:int) -> bool:
+    """n launches in order from one call: `jobs` an int64 array of (trampoline, kernel, argument block, shares) records (a TinyJit
+    replay, graph_cpu.py). False (and nothing run) when another python thread holds the pool"""
+    if not self.lock.acquire(blocking=False): return False
+    try:
+      self._wake()
+      self.native.launch_many(self.ctl, ctypes.addressof(jobs), n)
+      return True
+    finally: self.lock.release()
+
+  def _wake(self):
+    for i, sleeping in enumerate(self.asleep):
+      if sleeping:  # a helper that goes to sleep just after this look misses this launch: the caller runs its shares
+        self.asleep[i] = False
+        self.wakeups[i].put(None)
 
   def stop(self):
     """the helpers leave their loops (at exit: none is left spinning while the interpreter shuts down)"""
