@@ -3,6 +3,7 @@ torch's loss.backward(), in alternating steps with a pause between them. The gra
 kernels of one step, slowest first (DEBUG=2 times).
 Usage: python bench/transformer_train.py [layers, default 2] [steps, default 3]   (needs torch)"""
 import contextlib, io, json, re, sys, time
+if not all(a.isdigit() for a in sys.argv[1:3]): raise SystemExit(__doc__)  # transformer.py reads the layer count at import
 import numpy as np
 import torch
 import transformer as gpt
