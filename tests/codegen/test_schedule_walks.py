@@ -5,12 +5,12 @@ import numpy as np
 from tinygrad import Tensor
 from tinygrad.helpers import Context
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.schedule.rangeify import _broadcast_reduces, _numel, _sibling_products, create_schedule
+from tinygrad.schedule.rangeify import LoopTrips, ReduceReach, _numel, _sibling_products, create_schedule, RegionMemo
 from tinygrad.schedule.row_fusion import _copies, _region, FUSE_ROWS_GROWTH
-from tinygrad.schedule.pack import _find_strides
+from tinygrad.schedule.pack import _find_strides, StridesCtx
 
 def _paths_oracle(roots, stop):
-  """_broadcast_reduces by its definition: every path from each root, one at a time"""
+  """ReduceReach and LoopTrips by their definition: every path from each root, one at a time"""
   bcast, reached, evals, body = {}, {}, {}, {}
   def walk(root, u, maxn, trips, inside):
     if u is not root and (u in stop or u.op is Ops.BUFFER): return
@@ -38,19 +38,58 @@ def _graphs():
   yield h
   yield (x @ w).sum() + x.var()
 
+def _trips(roots, stop, trips=None):
+  (trips := trips or LoopTrips(RegionMemo())).update(roots, stop)
+  return trips.evals, trips.body
+
+def _walks(roots, stop): return ReduceReach().update(roots, stop) + _trips(roots, stop)
+
 def test_broadcast_reduces_matches_every_path():
   for g in _graphs():
     root = g.uop
     stops = [{}, {u: None for u in root.toposort() if u.op is Ops.REDUCE_AXIS and u.src[0].op is Ops.MUL}]  # none, the matmuls realized
     for stop in stops:
-      got, want = _broadcast_reduces({root: None}, stop), _paths_oracle([root], stop)
+      got, want = _walks({root: None}, stop), _paths_oracle([root], stop)
       assert set(got[0]) == set(want[0]) and got[1:] == want[1:]
+
+def test_broadcast_reduces_of_many_roots():
+  # all roots in one pass: each root's walk ends at the other roots that are stops, and goes through one that is not (an assign's value)
+  for g in _graphs():
+    nodes = list(g.uop.toposort())
+    inner = [u for u in nodes if u.op is Ops.REDUCE_AXIS or u.op in GroupOp.ALU][::3]
+    for stopped in (inner[:len(inner) // 2], inner[::2], []):
+      roots = dict.fromkeys([g.uop] + inner)
+      stop = dict.fromkeys([g.uop] + stopped)
+      got, want = _walks(roots, stop), _paths_oracle(list(roots), stop)
+      assert set(got[0]) == set(want[0]) and got[1:] == want[1:]
+
+def test_reach_follows_new_stops():
+  # rounds of one schedule: each adds stops (roots too); the kept state, updated from the new stops down, equals a pass from scratch
+  for g in _graphs():
+    nodes = list(g.uop.toposort())
+    inner = [u for u in nodes if u.op is Ops.REDUCE_AXIS or u.op in GroupOp.ALU]
+    reach, roots, stop = ReduceReach(), {g.uop: None, inner[-2]: None}, {g.uop: None}  # inner[-2]: a root no stop (an assign's value)
+    for k in range(0, len(inner), 3):
+      stop |= dict.fromkeys(inner[k:k + 3])
+      roots |= stop
+      got, want = reach.update(roots, stop), _paths_oracle(list(roots), stop)
+      assert set(got[0]) == set(want[0]) and got[1] == want[1] and got == ReduceReach().update(roots, stop)
+
+def test_root_walks_follow_new_stops():
+  # a kept walk is dropped once a node it entered becomes a stop: the next round sees the same trips as a walk from scratch
+  for g in _graphs():
+    kept, roots = LoopTrips(RegionMemo()), {g.uop: None}
+    reduces = [u for u in g.uop.toposort() if u.op is Ops.REDUCE_AXIS]
+    for k in range(len(reduces) + 1):
+      stop = dict.fromkeys([g.uop] + reduces[:k])
+      roots |= stop
+      assert _trips(roots, stop, kept) == _trips(roots, stop) == _paths_oracle(list(roots), stop)[2:]
 
 def test_broadcast_reduces_of_a_deep_residual_stream():
   # 40 layers that each read the stream twice: 2^40 paths; the answer is known by construction, every layer's mean is broadcast back
   h = Tensor.empty(4, 8)
   for _ in range(40): h = h + (h - h.mean(1, keepdim=True))
-  bcast, reached, _, _ = _broadcast_reduces({h.uop: None}, {})
+  bcast, reached = ReduceReach().update({h.uop: None}, {})
   means = {u for u in h.uop.toposort() if u.op is Ops.REDUCE_AXIS}
   assert len(means) == 40 and set(bcast) == means and all(r == {h.uop} for r in reached.values())
 
@@ -85,6 +124,20 @@ def test_operand_strides_stop_at_a_reduce():
   strides, elements = _find_strides(op)
   assert elements == 8 * 16 + 8 + 8
   assert {0: 16, 1: 1} in strides and {0: 1} in strides  # x row-major; a row's statistic, the same along axis 1
+
+def test_operand_strides_share_a_chain():
+  # operands over one chain of adds (a gradient flowing back through the residual stream), some moved: analysed with one shared build,
+  # each gets what it gets alone, and the chain below an operand analysed before is not built again
+  x, w = Tensor.empty(8, 16), Tensor.empty(16, 16)
+  h, ops = x, []
+  for i in range(6):
+    h = h + (x @ w) * (i + 1)
+    ops += [h.uop, h.T.uop, h.reshape(2, 4, 16).permute(1, 0, 2).uop, h.pad(((1, 0), (0, 0))).uop]
+  shared = StridesCtx()
+  for op in ops: assert _find_strides(op, shared) == _find_strides(op)
+  built, alone = len(shared.built), StridesCtx()
+  assert _find_strides((h * 3).uop, shared) == _find_strides((h * 3).uop, alone)
+  assert len(shared.built) - built <= 4 < len(alone.built) // 4
 
 def _kernels(t):
   return [it for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
@@ -132,4 +185,4 @@ def test_sibling_reduces_of_a_matmul_get_their_own_kernels():
   x, y = Tensor.empty(64, 128), Tensor.empty(128, 256)
   for t, n in (((x - x.mean(1, keepdim=True)) @ y, 0), (x @ y, 0), (x @ y + x @ Tensor.empty(128, 256), 2)):
     root = t.uop
-    assert len(_sibling_products(_broadcast_reduces({root: None}, {})[1], {})) == n
+    assert len(_sibling_products(ReduceReach().update({root: None}, {})[1], {})) == n

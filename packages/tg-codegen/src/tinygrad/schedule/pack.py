@@ -70,27 +70,39 @@ def packs_along(device, channels:int, macs:int, grid:tuple[int, ...]|None=None) 
   return PACK.value >= 2 or macs >= (MIN_WORK_JIT if JIT_CAPTURE else _min_work(device))
 
 _BOUNDARY = (Ops.CONTIGUOUS, Ops.REDUCE_AXIS)
-def _find_strides(o:UOp) -> tuple[list[dict[int, int]], int]|None:
+class StridesCtx:
+  """what the address analyses of one pass share: each contiguous() or reduce is one placeholder buffer, and a node asked for at one
+  index is built once, whichever operand reads it (a training graph's gradient flows back through the residual stream as one chain of
+  adds: every operand over it held the chain below it, and analysing each one again made the pass quadratic in depth)"""
+  def __init__(self):
+    self.kernel = KernelCtx({}, None, next_axis=1 << 16)  # reduce ranges (a symbolic reduce is built through) apart from the loop axes
+    self.built: dict = {}
+
+def _find_strides(o:UOp, ctx:StridesCtx|None=None) -> tuple[list[dict[int, int]], int]|None:
   """per load of o, {axis: stride} of its address, o read at one range per axis, and the elements of the buffers it loads. A
   contiguous() or a reduce inside o is read as the row-major buffer it will be. None when an address is not affine in the axes (o is a
   packed view already) or o does not build as one kernel"""
+  if ctx is None: ctx = StridesCtx()
   rngs = tuple(UOp.range(s, i, AxisType.LOOP) if s > 1 else UOp.const(dtypes.weakint, 0) for i, s in enumerate(o.shape))
   # the walk stops at each reduce: built through them, the operand of a model's last matmul held every layer before it, each read at
   # the indices of every path to it (a 2-layer transformer's schedule: 100 s in this analysis, 4 layers would not finish). Its loads and
   # their strides are what the kernel reading o does; the reduce is a buffer by then or a row chain that reads the same rows
-  cont = [c for c in o.toposort(lambda u: u is o or u.op not in _BOUNDARY)
-          if c.op in _BOUNDARY and c._shape is not None and all_int(c.shape)]
-  ctx = KernelCtx({c: UOp.placeholder(prod(c.shape), c.dtype, -1 - i, device=c.device) for i, c in enumerate(cont)}, None, next_axis=len(rngs))
-  try: val = graph_rewrite(at(o, UOp.const(dtypes.bool, True), rngs), pm_index, ctx=ctx, bottom_up=True, name="pack strides")
+  realized = ctx.kernel.realized
+  for c in o.toposort(lambda u: u is o or u.op not in _BOUNDARY):
+    if c.op in _BOUNDARY and c._shape is not None and all_int(c.shape) and c not in realized:
+      realized[c] = UOp.placeholder(prod(c.shape), c.dtype, -1 - len(realized), device=c.device)
+  try: val = graph_rewrite(at(o, UOp.const(dtypes.bool, True), rngs), pm_index, ctx=ctx.kernel, bottom_up=True, name="pack strides",
+                           done=ctx.built)
   except (RuntimeError, ValueError): return None
-  ret = []
+  ret, bufs = [], {}
   for u in val.toposort():
     if u.op is Ops.AT: return None
     if u.op is not Ops.LOAD: continue
+    bufs[u.src[0].src[0]] = None
     idx = graph_rewrite(u.src[0].src[1], symbolic, name="pack strides")
     if (lin := _linear(idx)) is None or any(b.op is not Ops.RANGE for b in lin[0]): return None
     ret.append({b.arg[0]: m for b, m in lin[0].items() if b.arg[1] is AxisType.LOOP})
-  sizes = [prod(b.arg.shape) for b in ctx.inputs]
+  sizes = [prod(b.arg.shape) for b in bufs]
   return (ret, sum(sizes)) if all(isinstance(n, int) for n in sizes) else None
 
 def panel_axis(x_shape:tuple, o_shape:tuple, red:tuple[int, ...]) -> int|None:
@@ -125,9 +137,9 @@ def packed(o:UOp, j:int, red:tuple[int, ...], whole:bool=False) -> UOp:
 class PackCtx:
   """what one pass knows: the packed views it made (not analysed again when the rewrite visits the new reduce) and each operand's
   strides (analysed once per pass however often its reduces are visited)"""
-  def __init__(self): self.packed, self._strides = set(), {}
+  def __init__(self): self.packed, self._strides, self._analysis = set(), {}, StridesCtx()
   def strides(self, o:UOp) -> tuple[list[dict[int, int]], int]|None:
-    if o not in self._strides: self._strides[o] = _find_strides(o)
+    if o not in self._strides: self._strides[o] = _find_strides(o, self._analysis)
     return self._strides[o]
 
 def _operands(x:UOp):

@@ -3,6 +3,8 @@ Everything between realized nodes is fused: elementwise chains, movement (as ind
 broadcast back; a reduced value that is broadcast (softmax, layernorm) gets its own kernel instead of being recomputed per element."""
 from __future__ import annotations
 from dataclasses import dataclass, field
+import functools, heapq, operator
+from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
 from tinygrad.helpers import prod, gc_paused
@@ -85,41 +87,170 @@ def _under_reshapes(u:UOp) -> UOp:
   while u.op is Ops.RESHAPE: u = u.src[0]
   return u
 
-def _broadcast_reduces(roots:dict[UOp, None], stop:dict[UOp, None]) \
-    -> tuple[dict[UOp, None], dict[UOp, set], dict[UOp, dict], dict[UOp, int]]:
-  """reduces read where something bigger than their output is computed (broadcast back), which kernel roots reach each reduce, how
-  often each root's kernel evaluates each elementwise node (the trips of the loops around it: the root's elements, times the steps of
-  each reduce on the way), and for each elementwise node in the body of a sum of products the most elements of such a product (a
-  matmul's operand: the product it is broadcast into)"""
-  bcast: dict[UOp, None] = {}
-  reached: dict[UOp, set] = {}
-  evals: dict[UOp, dict] = {}
-  body: dict[UOp, int] = {}
-  for root in roots:
-    # the largest size on the way down (maxn) and the most trips (trips) over every path from the root: each only grows along a path
-    # and neither steers the other, so one pass in topological order takes each node's maxima over its users (a walk per path, or per
-    # distinct pair, went through a transformer's residual stream once per path: 25 s to schedule 8 layers)
-    gate = lambda u: u is root or (u not in stop and u.op is not Ops.BUFFER)
-    state: dict[UOp, list[int]] = {root: [_numel(root) or 0, _numel(root) or 0, 0]}
-    for u in reversed(root.toposort(gate)):
-      if (st := state.get(u)) is None or (u is not root and not gate(u)): continue
-      maxn, trips, inside = st
-      n = _numel(u)
-      if u.op is Ops.REDUCE_AXIS and u is not root:
-        reached.setdefault(u, set()).add(root)
-        if n is None or maxn > n: bcast[u] = None
-      if u.op in GroupOp.ALU and u is not root:
-        evals.setdefault(u, {})[root] = trips
-        if inside: body[u] = max(body.get(u, 0), inside)
-      nmax = max(maxn, n or 0) if u.op is not Ops.REDUCE_AXIS else (n or 0)
-      # a sum of products is a matmul's (or a conv's) reduce: its operands are read once per tile of the other output axis
-      if u.op is Ops.REDUCE_AXIS: inside = (_numel(u.src[0]) or 0) if u.arg[0] is Ops.ADD and u.src[0].op is Ops.MUL else 0
-      if u.op is Ops.REDUCE_AXIS and n: trips = trips * (_numel(u.src[0]) or n) // n
+class ReduceReach:
+  """reduces read where something bigger than their output is computed (broadcast back), and which kernel roots reach each reduce. Each
+  root's kernel walks down to the stops (other roots end its walk where they are stops). The largest size on the way down only grows
+  along a path, so one pass over all roots' walks at once, in topological order, takes each node's maximum over every path from every
+  root (a walk per path went through a transformer's residual stream once per path: 25 s to schedule 8 layers; a walk per root, before
+  the first reduces are realized, went through the backward graph once per weight), and carries the set of roots reaching it as bits.
+  Kept across the rounds of create_schedule's loop: a round's new stops change only what lies below them, so an update goes down from
+  them while a node's state changes (a pass over the graph per round made scheduling quadratic in depth: ~20 rounds for 8 GPT layers)"""
+  def __init__(self):
+    self.bit: dict[UOp, int] = {}
+    self.order: list[UOp] = []  # the roots by bit
+    self.pos: dict[UOp, int] = {}  # the nodes the walks enter or end at, users first
+    self.users: dict[UOp, list[UOp]] = {}
+    self.entered: set[UOp] = set()  # the nodes whose sources the walks reach
+    self.into: dict[UOp, tuple[int, int]] = {}  # what reaches a node from its users: (the largest size on the way down, the roots' bits)
+    self.out: dict[UOp, tuple[int, int]] = {}  # what a node passes to its sources
+    self.stop: set[UOp] = set()
+
+  def update(self, roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set]]:
+    if not roots: return {}, {}
+    new_roots = [r for r in roots if r not in self.bit]
+    if any(r not in self.entered for r in new_roots) or not self.stop <= stop.keys(): self.__init__()  # not a later round of one graph
+    for r in roots:
+      if r not in self.bit: self.bit[r], self.order = 1 << len(self.order), self.order + [r]
+    if not self.pos: self._index(roots, stop)
+    changed = [u for u in stop if u not in self.stop and u in self.pos] + new_roots
+    self.stop |= stop.keys()
+    self._propagate(changed, stop)
+    bcast: dict[UOp, None] = {}
+    reached: dict[UOp, set] = {}
+    for u in self.pos:
+      if u.op is not Ops.REDUCE_AXIS or u in stop or u.op is Ops.BUFFER or (got := self.into.get(u)) is None: continue
+      reached[u] = _roots_of(got[1], self.order)
+      if (n := _numel(u)) is None or got[0] > n: bcast[u] = None
+    return bcast, reached
+
+  def _index(self, roots:dict[UOp, None], stop:dict[UOp, None]):
+    sink = UOp.sink(*roots)
+    nodes = list(reversed(sink.toposort(lambda u: u is sink or u in roots or (u not in stop and u.op is not Ops.BUFFER))))[1:]
+    self.pos = {u: i for i, u in enumerate(nodes)}
+    self.users = {u: [] for u in nodes}
+    self.entered = {u for u in nodes if u in roots or (u not in stop and u.op is not Ops.BUFFER)}
+    for u in nodes:
+      if u not in self.entered: continue
+      for s in dict.fromkeys(u.src):
+        if s._shape is not None: self.users[s].append(u)
+    self._propagate(nodes, stop)
+
+  def _propagate(self, start:list[UOp], stop:dict[UOp, None]):
+    """recompute the nodes in start and, users first, every node below one whose output changed"""
+    todo = [(self.pos[u], u) for u in start]
+    heapq.heapify(todo)
+    seen: set[UOp] = set()
+    while todo:
+      _, u = heapq.heappop(todo)
+      if u in seen: continue
+      seen.add(u)
+      got = [self.out[w] for w in self.users[u] if w in self.out]
+      if got: self.into[u] = (max(g[0] for g in got), functools.reduce(operator.or_, [g[1] for g in got]))
+      else: self.into.pop(u, None)
+      if (out := self._passes(u, stop)) == self.out.get(u): continue
+      if out is None: del self.out[u]
+      else: self.out[u] = out
       for s in u.src:
-        if s._shape is None: continue
-        if (old := state.get(s)) is None: state[s] = [nmax, trips, inside]
-        else: old[0], old[1], old[2] = max(old[0], nmax), max(old[1], trips), max(old[2], inside)
-  return bcast, reached, evals, body
+        if s in self.pos and s not in seen: heapq.heappush(todo, (self.pos[s], s))
+
+  def _passes(self, u:UOp, stop:dict[UOp, None]) -> tuple[int, int]|None:
+    """(the largest size below u, the roots' bits) u passes to its sources; None where no walk enters u"""
+    n = _numel(u) or 0
+    if u in stop: here, into = (n, self.bit[u]) if u in self.bit else (0, 0)  # other roots' walks end here; its own starts with its size
+    else:
+      here, into = self.into.get(u, (0, 0)) if u.op is not Ops.BUFFER else (0, 0)
+      if u in self.bit: here, into = max(here, n), into | self.bit[u]  # an assign's value: a root that other roots' walks go through
+    if not into: return None
+    return (n if u.op is Ops.REDUCE_AXIS else max(here, n)), into
+
+def _roots_of(bits:int, order:list[UOp]) -> set[UOp]:
+  """the roots whose bits are set: one step per set bit (most nodes are reached by one or two of a training graph's thousand roots)"""
+  ret = set()
+  while bits:
+    low = bits & -bits
+    ret.add(order[low.bit_length() - 1])
+    bits ^= low
+  return ret
+
+class RegionMemo:
+  """values computed over a node's region (its graph down to the stops), kept across the rounds of create_schedule's loop until a new
+  stop falls inside the region: a round realizes a few more nodes and changes only what entered them (computing everything again each
+  round made scheduling quadratic in depth: an 8-layer GPT's training graph takes ~20 rounds over ~600 roots)"""
+  def __init__(self): self.kept, self.stops = {}, set()
+  def advance(self, stop:dict[UOp, None]) -> list[tuple]:
+    """forget what a new stop cuts; the keys forgotten"""
+    if not (new := stop.keys() - self.stops): return []
+    self.stops |= new
+    cut = [k for k, v in self.kept.items() if not new.isdisjoint(v[0])]
+    for k in cut: del self.kept[k]
+    return cut
+  def get(self, key:tuple, compute:Callable[[], tuple[set, Any]]) -> Any:
+    """compute() gives the region (the node itself excluded) and the value"""
+    if (kept := self.kept.get(key)) is None: kept = self.kept[key] = compute()
+    return kept[1]
+  def region(self, key:tuple) -> set: return self.kept[key][0]
+
+def _region_gate(u:UOp, stop:dict[UOp, None]) -> Callable[[UOp], bool]:
+  """a kernel computing u enters every node down to the realized ones"""
+  return lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER)
+
+def _walk_root(root:UOp, stop:dict[UOp, None]) -> tuple[set, tuple[list, list]]:
+  """LoopTrips' part of one root, in its walk's order: (node, trips) and (node, inside)"""
+  # the most trips over every path from the root only grows along a path, and so does the size of a sum of products above (inside):
+  # one pass in topological order takes each node's maxima over its users
+  gate = _region_gate(root, stop)
+  region, evals, body = set(), [], []
+  state: dict[UOp, list[int]] = {root: [_numel(root) or 0, 0]}
+  for u in reversed(root.toposort(gate)):
+    if u is not root: region.add(u)
+    if (st := state.get(u)) is None or (u is not root and not gate(u)): continue
+    trips, inside = st
+    if u.op in GroupOp.ALU and u is not root:
+      evals.append((u, trips))
+      if inside: body.append((u, inside))
+    if u.op is Ops.REDUCE_AXIS:
+      # a sum of products is a matmul's (or a conv's) reduce: its operands are read once per tile of the other output axis
+      inside = (_numel(u.src[0]) or 0) if u.arg[0] is Ops.ADD and u.src[0].op is Ops.MUL else 0
+      if n := _numel(u): trips = trips * (_numel(u.src[0]) or n) // n
+    for s in u.src:
+      if s._shape is None: continue
+      if (old := state.get(s)) is None: state[s] = [trips, inside]
+      else: old[0], old[1] = max(old[0], trips), max(old[1], inside)
+  return region, (evals, body)
+
+class LoopTrips:
+  """how often each root's kernel evaluates each elementwise node (`evals`: the trips of the loops around it, the root's elements times
+  the steps of each reduce on the way), and for each elementwise node in the body of a sum of products the most elements of such a
+  product (`body`: a matmul's operand, the product it is broadcast into). Kept across the rounds of create_schedule's loop: a round
+  takes out the roots' walks that its new stops cut and puts in their new walks"""
+  def __init__(self, memo:RegionMemo):
+    self.memo, self.walked = memo, {}
+    self.evals: dict[UOp, dict] = {}
+    self.insides: dict[UOp, dict] = {}
+    self.body: dict[UOp, int] = {}
+
+  def update(self, roots:dict[UOp, None], stop:dict[UOp, None]):
+    for key in self.memo.advance(stop):
+      if key[0] == "trips" and key[1] in self.walked: self._take(key[1], *self.walked.pop(key[1]))
+    for root in roots:
+      if root not in self.walked:
+        self.walked[root] = walk = self.memo.get(("trips", root), lambda: _walk_root(root, stop))
+        self._put(root, *walk)
+
+  def _put(self, root:UOp, evals:list, body:list):
+    for u, trips in evals: self.evals.setdefault(u, {})[root] = trips
+    for u, inside in body:
+      self.insides.setdefault(u, {})[root] = inside
+      self.body[u] = max(self.body.get(u, 0), inside)
+
+  def _take(self, root:UOp, evals:list, body:list):
+    for u, _ in evals:
+      del self.evals[u][root]
+      if not self.evals[u]: del self.evals[u]
+    for u, _ in body:
+      del self.insides[u][root]
+      if self.insides[u]: self.body[u] = max(self.insides[u].values())
+      else: del self.insides[u], self.body[u]
 
 # a matmul's operand broadcast into a product this many times its size is recomputed by its kernel, however many kernels read it: a
 # register tile of up to 32 columns (two panels of 16) evaluates its operand once for all of them, so a product as narrow as that
@@ -128,25 +259,24 @@ OPERAND_REUSE = 64
 OPERAND_OPS = 4  # fewer (a one-hot gather's compare, a ReLU) cost less than the pass a buffer takes; codegen reads a gather directly
 STORE_COST = 2  # a written element costs about two reads (the cache line is read before it is written)
 
-def _fused_ops(u:UOp, stop:dict[UOp, None]) -> tuple[int, int]:
-  """(inputs, loads and ALU ops) of evaluating one element of u inside a kernel: its fused subgraph, down to realized nodes"""
+def _fused_costs(u:UOp, stop:dict[UOp, None]) -> tuple[set, tuple[int, int, bool]]:
+  """inputs, and loads and ALU ops, of evaluating one element of u inside a kernel (its fused subgraph, down to realized nodes), and
+  whether it is no matmul operand: a node over a reduce is a row chain's (softmax's exp(x - max), a variance's mean), which row_fusion
+  decides; one that reads no float data is index math (a one-hot gather's mask over its ids), which codegen turns into an address,
+  and as a buffer it is a real matmul"""
   count: dict[UOp, int] = {}
-  inputs = 0
-  for v in u.toposort(lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER)):
-    if v is not u and (v in stop or v.op is Ops.BUFFER): count[v], inputs = 1, inputs + 1
+  inputs, floats, over_reduce = 0, False, False
+  region = u.toposort(_region_gate(u, stop))
+  for v in region:
+    if v is not u and (v in stop or v.op is Ops.BUFFER):
+      count[v], inputs, floats = 1, inputs + 1, floats or dtypes.is_float(v.dtype)
     elif v.op in GroupOp.ALU: count[v] = 1 + sum(count.get(s, 0) for s in v.src)
-    elif v.op is Ops.REDUCE_AXIS: count[v] = sum(count.get(s, 0) for s in v.src) * ((_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1))
+    elif v.op is Ops.REDUCE_AXIS:
+      count[v], over_reduce = sum(count.get(s, 0) for s in v.src) * ((_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1)), True
     else: count[v] = sum(count.get(s, 0) for s in v.src)
-  return inputs, count[u]
+  return set(region) - {u}, (inputs, count[u], over_reduce or not floats)
 
-def _not_an_operand(u:UOp, stop:dict[UOp, None]) -> bool:
-  """a node over a reduce is a row chain's (softmax's exp(x - max), a variance's mean): row_fusion decides those. One that reads no float
-  data is index math (a one-hot gather's mask over its ids): codegen turns it into an address, and as a buffer it is a real matmul"""
-  region = u.toposort(lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER))
-  loads = [v for v in region if v is not u and (v in stop or v.op is Ops.BUFFER)]
-  return any(v.op is Ops.REDUCE_AXIS and v not in stop for v in region) or not any(dtypes.is_float(v.dtype) for v in loads)
-
-def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None]) -> dict[UOp, None]:
+def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None], memo:RegionMemo) -> dict[UOp, None]:
   """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
   of a convolution's gradient read by the weight- and the input-gradient kernels once per weight tap), where recomputing in every
   kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
@@ -161,13 +291,14 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
     if (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
     operand = body.get(u, 0) >= n * OPERAND_REUSE
     if len(per_root) == 1 and not operand: continue
-    (loads, ops), reads = _fused_ops(u, stop), sum(per_root.values())
+    loads, ops, not_an_operand = memo.get(("costs", u), lambda: _fused_costs(u, stop))
+    reads = sum(per_root.values())
     # a matmul's operand is recomputed even with one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a
     # Linear, read by the forward's matmul alone, or also by the backward's GELU')
-    operand = operand and ops >= OPERAND_OPS and not _not_an_operand(u, stop)
+    operand = operand and ops >= OPERAND_OPS and not not_an_operand
     if (operand or (len(per_root) > 1 and loads > 1)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
-  inner = {v for u in ret for v in u.toposort(lambda w: w is u or w not in stop) if v is not u}
+  inner = set().union(*[memo.region(("costs", u)) for u in ret])
   return {u: None for u in ret if u not in inner}
 
 def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp, None]:
@@ -212,13 +343,17 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # reduces: realize the ones shared by several kernels and the ones broadcast back (recomputing them would be O(n^2)), except a chain of
   # row reductions its one reader keeps in its kernel (row_fusion.py), decided once the rest is settled; then elementwise nodes that
   # several kernels would recompute at a higher cost than a buffer's
+  memo, reach = RegionMemo(), ReduceReach()
+  trips = LoopTrips(memo)
   while True:
-    bcast, reached, evals, body = _broadcast_reduces(want | stored, want)
+    bcast, reached = reach.update(want | stored, want)
     # not in an assign's kernel: another write of the same schedule may overwrite what the reduce reads (a -= b.sum(); b -= a.sum())
     rows = {r: root for r in bcast if len(reached[r]) == 1 and (root := next(iter(reached[r]))) not in stored and row_candidate(r)}
     extra = {r: None for r in bcast if r not in rows} | {r: None for r, roots in reached.items() if len(roots) > 1}
     if not (extra.keys() - want.keys()):
       extra = {}
+      trips.update(want | stored, want)
+      evals, body = trips.evals, trips.body
       for root in set(rows.values()):
         mine = [r for r in rows if rows[r] is root]
         # a reader that evaluates the chain's result several times per element (a matmul after softmax or layernorm) gets that result as
@@ -228,7 +363,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
         if not (outs := chain_outputs(root, mine, evals, want)) and fused_rows(root, mine, want): continue
         extra |= outs or inner_reduces(mine, want) or dict.fromkeys(mine)
     if not (extra.keys() - want.keys()): extra = _sibling_products(reached, want)
-    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want)
+    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want, memo)
     if not (extra.keys() - want.keys()): break
     want |= extra
   items: list[ExecItem] = []

@@ -4,14 +4,15 @@ from typing import Any
 from tinygrad.helpers import SPEC
 from tinygrad.uop.ops import UOp
 
-def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=None, memo:str|None=None):
+def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=None, memo:str|None=None, done:dict|None=None):
   """Rewrite every node reachable from sink.
   default: a node's sources are rewritten first, then the node (rebuilt on the new sources); a node the matcher replaces is
            itself rewritten again, so the result is a fixed point.
   bottom_up=True: the matcher is applied to a node before its sources (to a fixed point), then the sources are rewritten.
   memo: for a matcher without ctx, a name under which each node is marked once it is a fixed point; a marked node is not looked at
-        again by any later rewrite with the same memo (simplifying a graph that holds already simplified parts costs only the new part)"""
-  done: dict = {}
+        again by any later rewrite with the same memo (simplifying a graph that holds already simplified parts costs only the new part)
+  done: each node's result, from earlier rewrites with the same matcher and ctx (extended here): their shared parts are not rewritten again"""
+  if done is None: done = {}
   if bottom_up: _bottom_up(sink, pm, ctx, memo, done)
   else: _walk(sink, pm, ctx, memo, done)
   ret = done[sink]
