@@ -183,11 +183,14 @@ def _unpickle_buffer(device:str, size:int, dtype:DType, options:BufferSpec|None,
 class Compiler:
   """source -> binary. compile_cached keeps results in the sqlite disk cache under `cachekey` (which must name the compiler and its version);
   no cachekey, CACHELEVEL=0 or CCACHE=0 skip the cache"""
+  # compile() spends its time outside the interpreter's lock and may run in another thread than the one that lowers kernels
+  runs_unlocked = False
   def __init__(self, cachekey:str|None=None): self.cachekey = cachekey if getenv("CCACHE", 1) else None
   def compile(self, src:str) -> bytes: return src.encode()  # a target that runs its source as is
+  def cached(self, src:str) -> bytes|None: return diskcache_get(self.cachekey, src) if self.cachekey is not None else None
+  def store(self, src:str, lib:bytes) -> bytes: return diskcache_put(self.cachekey, src, lib) if self.cachekey is not None else lib
   def compile_cached(self, src:str) -> bytes:
-    if self.cachekey is None: return self.compile(src)
-    if (lib := diskcache_get(self.cachekey, src)) is None: lib = diskcache_put(self.cachekey, src, self.compile(src))
+    if (lib := self.cached(src)) is None: lib = self.store(src, self.compile(src))
     return lib
 
 class Compiled:

@@ -1,6 +1,6 @@
 """Run a schedule: allocate buffers, compile kernels (memoised per AST and device, disk-cached by the compiler), launch in order."""
 from __future__ import annotations
-import functools, time
+import functools, os, time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import DEBUG, GlobalCounters, colored
@@ -39,12 +39,49 @@ _runtimes: dict[tuple, object] = {}
 def _runtime(spec:ProgramSpec, device:str, dev):
   key = (spec.src, device)
   if (prg := _runtimes.get(key)) is None:
+    if _preparing and dev.compiler.runs_unlocked:
+      global _compiles
+      if _compiles is None: _compiles = _Compiles()
+      return _compiles.start(key, spec, dev)
     lib = dev.compiler.compile_cached(spec.src)
     prg = _runtimes[key] = dev.runtime(spec.name, lib)
   return prg
 
+class _Compiling:
+  """a program being compiled in the helper thread (its key in _runtimes)"""
+  def __init__(self, key:tuple): self.key = key
+
+class _Compiles:
+  """the new programs of one schedule. A compiler that runs outside the interpreter's lock (LLVM through llvmlite, a C compiler's
+  process) compiles each in a helper thread as soon as its source is known, while the next kernel is lowered here (a 2-layer GPT's
+  first training step: 108 new kernels, ~80 ms of lowering and ~65 ms of LLVM each; 17.9 -> 12.1 s). One new program is compiled here
+  at the end: a thread would only add its start to a cold start"""
+  thread: tuple|None = None  # (process id, the helper): a forked child has the parent's helper object but not its thread
+  def __init__(self): self.new: dict[tuple, tuple] = {}
+  def start(self, key:tuple, spec:ProgramSpec, dev) -> object:
+    if key in self.new: return _Compiling(key)
+    if (lib := dev.compiler.cached(spec.src)) is not None:
+      prg = _runtimes[key] = dev.runtime(spec.name, lib)
+      return prg
+    self.new[key] = (spec, dev, None)
+    if len(self.new) >= 2:
+      if _Compiles.thread is None or _Compiles.thread[0] != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+        _Compiles.thread = (os.getpid(), ThreadPoolExecutor(1, thread_name_prefix="tg-compile"))
+      for k, (sp, d, fut) in self.new.items():
+        if fut is None: self.new[k] = (sp, d, _Compiles.thread[1].submit(d.compiler.compile, sp.src))
+    return _Compiling(key)
+  def finish(self):
+    for key, (spec, dev, fut) in self.new.items():
+      lib = fut.result() if fut is not None else dev.compiler.compile(spec.src)
+      _runtimes[key] = dev.runtime(spec.name, dev.compiler.store(spec.src, lib))
+
+_preparing = False  # _prepare_all is running: new programs go to _compiles (made on the first: most schedules have none)
+_compiles: _Compiles|None = None
+
 def prepare_kernel(ast:UOp, device:str) -> tuple[ProgramSpec, object]:
-  """the compiled program for a kernel AST on a device (memoised: a replay skips this)"""
+  """the compiled program for a kernel AST on a device (memoised: a replay skips this); inside _prepare_all, a new one may be a
+  _Compiling that _prepare_all replaces"""
   dev = Device[device]
   spec = get_program_cached(ast, dev.renderer)
   return spec, _runtime(spec, device, dev)
@@ -104,10 +141,21 @@ def _prepared(it:ExecItem):
   device = kernel_device(it, bufs)
   return functools.partial(launch, *prepare_kernel(it.ast, device), bufs, it.var_vals, device)
 
+def _prepare_all(items:list[ExecItem]) -> list:
+  """_prepared of each item, their new programs compiled together (_Compiles)"""
+  global _preparing, _compiles
+  _preparing = True
+  try: runs = [_prepared(it) for it in items]
+  finally: _preparing, compiles, _compiles = False, _compiles, None
+  if compiles is None or not compiles.new: return runs
+  compiles.finish()
+  return [functools.partial(r.func, r.args[0], _runtimes[r.args[1].key], *r.args[2:])
+          if isinstance(r, functools.partial) and len(r.args) > 1 and isinstance(r.args[1], _Compiling) else r for r in runs]
+
 def run_schedule(items:list[ExecItem]):
   """every item made ready (allocated, compiled) before the first runs: a big kernel leaves the interpreter's caches cold, and the
   python between kernels then costs twice what it costs before them; a failed compile also stops the schedule before anything ran"""
-  for run in [_prepared(it) for it in items]: run()
+  for run in _prepare_all(items): run()
 
 def prepare_uops(uops:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   """schedule what `uops` need and make each item ready (see run_schedule); returns the calls that run them, in order, and, for each
@@ -115,4 +163,4 @@ def prepare_uops(uops:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   if not uops: return [], {}
   items, becomes = create_schedule_cached(uops)
   if DEBUG.value >= 3: print(f"schedule: {len(items)} items")
-  return [_prepared(it) for it in items], becomes
+  return _prepare_all(items), becomes
