@@ -1,14 +1,20 @@
-"""A schedule's new programs compile in a helper thread while the next kernels are lowered (engine/realize.py, _Compiles): the
-results, the disk cache and a failed compile behave as when each compiles in turn."""
-import threading
+"""A schedule's new programs are lowered and compiled in forked worker processes (engine/realize.py, _lower_in_workers), or, with
+fewer of them or COMPILE_WORKERS=1, compile in a helper thread while the next kernels are lowered (_Compiles): the results, the disk
+cache and a failed compile behave as when each is lowered and compiled in turn."""
+import os, threading
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
+from tinygrad.helpers import Context
+from tinygrad.uop import Ops
 from tinygrad.engine.device_base import CompileError
+import tinygrad.codegen as codegen
 
 @pytest.fixture
 def compiler_spy(monkeypatch, tmp_path):
   monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))  # nothing compiled before
+  from tinygrad.engine import realize
+  monkeypatch.setattr(realize, "MIN_WORKER_KERNELS", 4)
   compiler, threads = Device["CPU"].compiler, []
   compile_ = type(compiler).compile
   def spy(self, src):
@@ -25,6 +31,66 @@ def _kernels(c:float):
   t = ((x * c).sum(1).contiguous() + c).exp().sum() + (y * c).max()
   want = np.exp((a * np.float32(c)).sum(1) + np.float32(c)).sum() + (b * np.float32(c)).max()
   return t, want
+
+def _many_kernels(c:float, n:int=5):
+  """n kernels or more, each summing its own multiple of x (c in each source: no other test compiles them)"""
+  a = np.random.default_rng(1).standard_normal((8, 8), dtype=np.float32)
+  x = Tensor(a)
+  t = sum([((x * (c + i)).sum(1).contiguous() + i).max() for i in range(n)])
+  return t, sum([((a * np.float32(c + i)).sum(1) + i).max() for i in range(n)])
+
+@pytest.fixture
+def lowering_spy(monkeypatch):
+  """the kernels lowered in this process (a forked worker's calls land in its own copy of the list)"""
+  here, parent, lower = [], os.getpid(), codegen.rewrite_to_program
+  def spy(ast, renderer=None):
+    if os.getpid() == parent: here.append(ast)
+    return lower(ast, renderer)
+  monkeypatch.setattr(codegen, "rewrite_to_program", spy)
+  return here
+
+def _has_const(ast, c:float) -> bool: return any(u.op is Ops.CONST and isinstance(u.arg, float) and abs(u.arg - c) < 1e-4 for u in ast.toposort())
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+def test_new_kernels_lower_in_workers(monkeypatch, compiler_spy, lowering_spy):
+  compiler, threads = compiler_spy
+  from tinygrad.codegen.opt import search
+  made, compile_all = [], search.compile_all
+  monkeypatch.setattr(search, "compile_all", lambda *a, **k: made.extend(r := compile_all(*a, **k)) or r)
+  with Context(COMPILE_WORKERS=2):
+    t, want = _many_kernels(5.678912)
+    np.testing.assert_allclose(t.item(), want, rtol=1e-5)
+  assert lowering_spy == [] and threads == []  # every kernel lowered and compiled in a worker
+  # each program went into the disk cache, as it does when compiled here
+  assert len(made) >= 5 and all(spec is not None and compiler.cached(spec.src) == lib for spec, lib in made)
+
+def test_few_new_kernels_or_one_worker_lower_here(compiler_spy, lowering_spy):
+  _, threads = compiler_spy
+  with Context(COMPILE_WORKERS=1):
+    t, want = _many_kernels(6.789123)
+    np.testing.assert_allclose(t.item(), want, rtol=1e-5)
+  assert len(lowering_spy) >= 5 and len(threads) >= 5
+  with Context(COMPILE_WORKERS=2):
+    t, want = _many_kernels(7.891234, n=1)
+    np.testing.assert_allclose(t.item(), want, rtol=1e-5)
+  assert len(lowering_spy) >= 6
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+def test_a_kernel_a_worker_fails_on_raises_here(monkeypatch, compiler_spy, lowering_spy):
+  from tinygrad.engine import realize
+  lower, launched, raised = codegen.rewrite_to_program, [], []
+  def fails_on_one(ast, renderer=None):  # the kernel of x * (c + 2), in the workers and here
+    if _has_const(ast, 8.912345 + 2):
+      raised.append(os.getpid())
+      raise RuntimeError("no kernel today")
+    return lower(ast, renderer)
+  monkeypatch.setattr(codegen, "rewrite_to_program", fails_on_one)
+  monkeypatch.setattr(realize, "launch", lambda *a: launched.append(a))
+  with Context(COMPILE_WORKERS=2):
+    t, _ = _many_kernels(8.912345)
+    with pytest.raises(RuntimeError, match="no kernel today"): t.realize()
+  # the worker's error is not the one raised: the kernel was lowered again here, which raised its own (with its traceback)
+  assert launched == [] and not t._is_buffer() and raised == [os.getpid()] and lowering_spy == []
 
 def test_new_programs_compile_in_the_helper_thread(compiler_spy):
   compiler, threads = compiler_spy

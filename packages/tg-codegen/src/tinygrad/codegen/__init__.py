@@ -91,6 +91,7 @@ def get_program(ast:UOp, renderer) -> ProgramSpec:
 
 def _get_program(ast:UOp, renderer) -> ProgramSpec:
   if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
+  if (seed := ast.__dict__.pop(_SEED, None)) is not None and seed[0] == (renderer, _switches()): return seed[1]
   lin = strip_after(linearize(rewrite_to_program(ast, renderer)))
   # the engine passes buffers by slot: one whose reads all simplified away (where(c, a, a) -> a) is still an argument
   used = set(lin)
@@ -104,11 +105,30 @@ def _get_program(ast:UOp, renderer) -> ProgramSpec:
   items = prod(glob) * prod(local) if all_int(glob + local) else None
   return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin, items), glob, local)
 
+def _switches() -> tuple[int, ...]:
+  """the switches that change what lowering emits: TRANSCENDENTAL, NOOPT, THREADS, BEAM, FMA"""
+  return (TRANSCENDENTAL.value, NOOPT.value, THREADS.value, BEAM.value, FMA.value)
+
 def get_program_cached(ast:UOp, renderer) -> ProgramSpec:
-  """get_program memoised per AST and renderer, and per switch that changes what lowering emits (TRANSCENDENTAL, NOOPT, THREADS, BEAM, FMA)"""
-  return _get_program_memo(ast, renderer, TRANSCENDENTAL.value, NOOPT.value, THREADS.value, BEAM.value, FMA.value)
+  """get_program memoised per AST and renderer, and per switch that changes what lowering emits"""
+  return _get_program_memo(ast, renderer, *_switches())
+
+# on a kernel AST: that the memo lowered it (for some renderer and switches), and a program lowered elsewhere (a worker process) that
+# the memo's next miss for it takes instead of lowering
+_LOWERED, _SEED = "_lowered", "_seeded_program"
 
 @functools.lru_cache(maxsize=4096)
-def _get_program_memo(ast:UOp, renderer, transcendental:int, noopt:int, threads:int, beam:int, fma:int) -> ProgramSpec: return get_program(ast, renderer)
+def _get_program_memo(ast:UOp, renderer, *switches:int) -> ProgramSpec:
+  ast.__dict__[_LOWERED] = True
+  return get_program(ast, renderer)
+
+def lowered(ast:UOp) -> bool:
+  """whether get_program_cached has lowered ast before (for any renderer and switches: one attribute read, asked for every kernel of
+  every realize)"""
+  return _LOWERED in ast.__dict__
+
+def seed_program(ast:UOp, renderer, spec:ProgramSpec):
+  """spec, lowered elsewhere from ast for this renderer under the same switches, is what get_program returns for it next"""
+  ast.__dict__[_SEED] = ((renderer, _switches()), spec)
 
 __all__ = ["ProgramSpec", "get_program", "get_program_cached"]

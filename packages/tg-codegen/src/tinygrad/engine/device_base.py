@@ -183,8 +183,9 @@ def _unpickle_buffer(device:str, size:int, dtype:DType, options:BufferSpec|None,
 class Compiler:
   """source -> binary. compile_cached keeps results in the sqlite disk cache under `cachekey` (which must name the compiler and its version);
   no cachekey, CACHELEVEL=0 or CCACHE=0 skip the cache"""
-  # compile() spends its time outside the interpreter's lock and may run in another thread than the one that lowers kernels
-  runs_unlocked = False
+  # compile() needs the host alone (no device, no driver state) and spends its time outside the interpreter's lock (LLVM through llvmlite,
+  # a C compiler's process): it may run in a helper thread, or in a forked worker that also lowers (engine/realize.py)
+  host_only = False
   def __init__(self, cachekey:str|None=None): self.cachekey = cachekey if getenv("CCACHE", 1) else None
   def compile(self, src:str) -> bytes: return src.encode()  # a target that runs its source as is
   def cached(self, src:str) -> bytes|None: return diskcache_get(self.cachekey, src) if self.cachekey is not None else None

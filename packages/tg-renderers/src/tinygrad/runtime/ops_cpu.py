@@ -74,7 +74,7 @@ class CPUProgram:
 class LLVMCompiler(Compiler):
   """LLVM IR -> an object file for this host (or for the CPU model `arch`, as in DEV=CPU:LLVM:x86-64): llvmlite parses, runs the O2
   pipeline of the new pass manager and emits"""
-  runs_unlocked = True  # llvmlite calls LLVM through ctypes (the interpreter's lock released), one call at a time (its own lock)
+  host_only = True  # llvmlite calls LLVM through ctypes (the interpreter's lock released), one call at a time (its own lock)
   def __init__(self, arch:str|None=None):
     import llvmlite.binding as llvm
     llvm.initialize_native_target()
@@ -135,7 +135,7 @@ def _host_cpu() -> str:
 class ClangCompiler(Compiler):
   """C -> a shared object built by the system compiler for this host (or for `arch`, as in DEV=CPU:C:x86-64).
   -fwrapv: ints wrap like the other targets; no contraction into fma"""
-  runs_unlocked = True  # a process of its own
+  host_only = True  # a process of its own
   def __init__(self, arch:str|None=None):
     import subprocess  # the C path only: the default (llvmlite) never starts a process
     self.cc, self.flags = find_cc(), ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", f"-march={arch or 'native'}")

@@ -58,24 +58,27 @@ def _extend(ast:UOp, opts:tuple[Opt, ...], renderer) -> list[tuple[Opt, ...]]:
 # *** compiling in worker processes: forked, they see the jobs list as it was when the pool started ***
 
 _JOBS: list[tuple[UOp, object]] = []
+_CACHED = False  # the jobs' binaries go through the compiler's disk cache
 
 def _compile(i:int):
   from tinygrad.codegen import get_program
   ast, renderer = _JOBS[i]
   try:
     spec = get_program(ast, renderer)
-    return dataclasses.replace(spec, uops=()), _compiler(renderer).compile(spec.src)
+    compiler = _compiler(renderer)
+    return dataclasses.replace(spec, uops=()), (compiler.compile_cached if _CACHED else compiler.compile)(spec.src)
   except Exception as e: return None, f"{type(e).__name__}: {e}"
 
 def _compiler(renderer):
   from tinygrad.device import Device
   return Device[renderer.device].compiler
 
-def compile_all(asts:list[UOp], renderer) -> list[tuple]:
-  """(spec, lib) per kernel AST, or (None, error text); in parallel worker processes where fork exists (BEAM_WORKERS=0: in process)"""
-  global _JOBS
-  _JOBS = [(a, renderer) for a in asts]
-  workers = min(getenv("BEAM_WORKERS", os.cpu_count() or 1), len(asts))
+def compile_all(asts:list[UOp], renderer, workers:int|None=None, cached:bool=False) -> list[tuple]:
+  """(spec, lib) per kernel AST, or (None, error text); in parallel worker processes where fork exists (BEAM_WORKERS=0: in process).
+  cached: the binaries go through the compiler's disk cache (a schedule's programs; not BEAM's candidates)"""
+  global _JOBS, _CACHED
+  _JOBS, _CACHED = [(a, renderer) for a in asts], cached
+  workers = min(getenv("BEAM_WORKERS", os.cpu_count() or 1) if workers is None else workers, len(asts))
   if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods(): return [_compile(i) for i in range(len(asts))]
   _compiler(renderer)  # open the device before forking, so no worker opens its own
   with concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
