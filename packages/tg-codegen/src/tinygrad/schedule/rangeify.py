@@ -133,7 +133,7 @@ class ReduceReach:
       if u not in self.entered: continue
       for s in dict.fromkeys(u.src):
         if s._shape is not None: self.users[s].append(u)
-    self._propagate(nodes, stop)
+    for u in nodes: self._update(u, stop)  # users first: each node's users are done before it
 
   def _propagate(self, start:list[UOp], stop:dict[UOp, None]):
     """recompute the nodes in start and, users first, every node below one whose output changed"""
@@ -144,14 +144,20 @@ class ReduceReach:
       _, u = heapq.heappop(todo)
       if u in seen: continue
       seen.add(u)
-      got = [self.out[w] for w in self.users[u] if w in self.out]
-      if got: self.into[u] = (max(g[0] for g in got), functools.reduce(operator.or_, [g[1] for g in got]))
-      else: self.into.pop(u, None)
-      if (out := self._passes(u, stop)) == self.out.get(u): continue
-      if out is None: del self.out[u]
-      else: self.out[u] = out
-      for s in u.src:
-        if s in self.pos and s not in seen: heapq.heappush(todo, (self.pos[s], s))
+      if self._update(u, stop):
+        for s in u.src:
+          if s in self.pos and s not in seen: heapq.heappush(todo, (self.pos[s], s))
+
+  def _update(self, u:UOp, stop:dict[UOp, None]) -> bool:
+    """what reaches u from its users and what it passes on, again; whether that changed"""
+    out = self.out
+    if len(got := [out[w] for w in self.users[u] if w in out]) == 1: self.into[u] = got[0]
+    elif got: self.into[u] = (max(g[0] for g in got), functools.reduce(operator.or_, [g[1] for g in got]))
+    else: self.into.pop(u, None)
+    if (new := self._passes(u, stop)) == out.get(u): return False
+    if new is None: del out[u]
+    else: out[u] = new
+    return True
 
   def _passes(self, u:UOp, stop:dict[UOp, None]) -> tuple[int, int]|None:
     """(the largest size below u, the roots' bits) u passes to its sources; None where no walk enters u"""
@@ -181,28 +187,27 @@ class RegionMemo:
     """forget what a new stop cuts; the keys forgotten"""
     if not (new := stop.keys() - self.stops): return []
     self.stops |= new
-    cut = [k for k, v in self.kept.items() if not new.isdisjoint(v[0])]
+    cut = [k for k, v in self.kept.items() if not v[0].keys().isdisjoint(new)]  # a dict's keys against a set: walks the smaller
     for k in cut: del self.kept[k]
     return cut
-  def get(self, key:tuple, compute:Callable[[], tuple[set, Any]]) -> Any:
-    """compute() gives the region (the node itself excluded) and the value"""
+  def get(self, key:tuple, compute:Callable[[], tuple[dict, Any]]) -> Any:
+    """compute() gives the region (its walk's toposort: the node itself is in it, which as a stop changes nothing) and the value"""
     if (kept := self.kept.get(key)) is None: kept = self.kept[key] = compute()
     return kept[1]
-  def region(self, key:tuple) -> set: return self.kept[key][0]
+  def region(self, key:tuple) -> dict: return self.kept[key][0]
 
 def _region_gate(u:UOp, stop:dict[UOp, None]) -> Callable[[UOp], bool]:
   """a kernel computing u enters every node down to the realized ones"""
   return lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER)
 
-def _walk_root(root:UOp, stop:dict[UOp, None]) -> tuple[set, tuple[list, list]]:
+def _walk_root(root:UOp, stop:dict[UOp, None]) -> tuple[dict, tuple[list, list]]:
   """LoopTrips' part of one root, in its walk's order: (node, trips) and (node, inside)"""
   # the most trips over every path from the root only grows along a path, and so does the size of a sum of products above (inside):
   # one pass in topological order takes each node's maxima over its users
   gate = _region_gate(root, stop)
-  region, evals, body = set(), [], []
+  evals, body = [], []
   state: dict[UOp, list[int]] = {root: [_numel(root) or 0, 0]}
-  for u in reversed(root.toposort(gate)):
-    if u is not root: region.add(u)
+  for u in reversed(region := root.toposort(gate)):
     if (st := state.get(u)) is None or (u is not root and not gate(u)): continue
     trips, inside = st
     if u.op in GroupOp.ALU and u is not root:
@@ -259,7 +264,7 @@ OPERAND_REUSE = 64
 OPERAND_OPS = 4  # fewer (a one-hot gather's compare, a ReLU) cost less than the pass a buffer takes; codegen reads a gather directly
 STORE_COST = 2  # a written element costs about two reads (the cache line is read before it is written)
 
-def _fused_costs(u:UOp, stop:dict[UOp, None]) -> tuple[set, tuple[int, int, bool]]:
+def _fused_costs(u:UOp, stop:dict[UOp, None]) -> tuple[dict, tuple[int, int, bool]]:
   """inputs, and loads and ALU ops, of evaluating one element of u inside a kernel (its fused subgraph, down to realized nodes), and
   whether it is no matmul operand: a node over a reduce is a row chain's (softmax's exp(x - max), a variance's mean), which row_fusion
   decides; one that reads no float data is index math (a one-hot gather's mask over its ids), which codegen turns into an address,
@@ -274,7 +279,7 @@ def _fused_costs(u:UOp, stop:dict[UOp, None]) -> tuple[set, tuple[int, int, bool
     elif v.op is Ops.REDUCE_AXIS:
       count[v], over_reduce = sum(count.get(s, 0) for s in v.src) * ((_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1)), True
     else: count[v] = sum(count.get(s, 0) for s in v.src)
-  return set(region) - {u}, (inputs, count[u], over_reduce or not floats)
+  return region, (inputs, count[u], over_reduce or not floats)
 
 def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None], memo:RegionMemo) -> dict[UOp, None]:
   """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
@@ -298,7 +303,7 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
     operand = operand and ops >= OPERAND_OPS and not not_an_operand
     if (operand or (len(per_root) > 1 and loads > 1)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
-  inner = set().union(*[memo.region(("costs", u)) for u in ret])
+  inner = set().union(*[memo.region(("costs", u)).keys() - {u} for u in ret])
   return {u: None for u in ret if u not in inner}
 
 def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp, None]:

@@ -40,12 +40,14 @@ def _row(r:UOp) -> int|None:
   if r.src[0]._shape is None or not all_int(r.src[0].shape) or not all_int(r.shape): return None
   return prod(r.src[0].shape) // max(prod(r.shape), 1)
 
-def _body_reduces(r:UOp, stop:dict[UOp, None]) -> set[UOp]:
-  """the reductions inside r's body, down to realized nodes, those left out: a realized one is a buffer there, so it is not redone in the
-  chain's loops (whether the chain then runs once per row, _runs_once decides). Counted, they kept a chain from fusing, and a max pool's
-  tie count over its realized max then stayed in the gradient's kernel unchecked, recomputed per window element (the MNIST step's pool
-  gradient: 4-5.5 ms at one thread, against 0.2 + 1.4 with the tie count a kernel of its own)"""
-  return {u for u in r.src[0].toposort(lambda w: w not in stop and w.op is not Ops.BUFFER) if u.op is Ops.REDUCE_AXIS and u not in stop}
+def _body_reduces(rs:list[UOp], stop:dict[UOp, None]) -> set[UOp]:
+  """the reductions inside the bodies of rs, down to realized nodes, those left out: a realized one is a buffer there, so it is not redone
+  in the chain's loops (whether the chain then runs once per row, _runs_once decides). Counted, they kept a chain from fusing, and a max
+  pool's tie count over its realized max then stayed in the gradient's kernel unchecked, recomputed per window element (the MNIST step's
+  pool gradient: 4-5.5 ms at one thread, against 0.2 + 1.4 with the tie count a kernel of its own). One walk over all bodies (a walk per
+  reduce went through the layers below it once per layer: a 1,000-layer MLP, whose every matmul is a candidate, took 11 s to schedule)"""
+  sink = UOp.sink(*[r.src[0] for r in rs])
+  return {u for u in sink.toposort(lambda w: w is sink or (w not in stop and w.op is not Ops.BUFFER)) if u.op is Ops.REDUCE_AXIS and u not in stop}
 
 def _hoisted(ast:UOp) -> bool:
   """every REDUCE depends on each loop around it, so it runs once per value: the loops around a REDUCE are the loops around the innermost
@@ -79,7 +81,7 @@ def row_candidate(r:UOp) -> bool:
 
 def fused_rows(root:UOp, candidates:list[UOp], stop:dict[UOp, None]) -> set[UOp]:
   """the broadcast reduces among `candidates` (row_candidate, read by root's kernel alone) that stay in root's kernel: all or none"""
-  if any(_body_reduces(r, stop) - set(candidates) for r in candidates): return set()
+  if _body_reduces(candidates, stop) - set(candidates): return set()
   if _copies(root, stop, region := _region(root, stop)) > FUSE_ROWS_GROWTH * len(region): return set()
   # the kernel as it would be built, with the realized nodes as stand-in buffers
   realized = {u: UOp.new_buffer(root.device, 1, u.dtype) for u in stop if u is not root and u._shape is not None}
@@ -112,6 +114,11 @@ def _region(root:UOp, stop:dict[UOp, None]) -> dict[UOp, None]:
   """root's kernel graph: its nodes down to realized ones (which it loads), sources first"""
   return root.toposort(lambda w: w is root or (w not in stop and w.op is not Ops.BUFFER))
 
+def _regions(roots:list[UOp], stop:dict[UOp, None]) -> set[UOp]:
+  """the union of the roots' _region: one walk (a walk per root went through the layers below it once per layer: a 1,000-layer MLP)"""
+  sink, starts = UOp.sink(*roots), set(roots)
+  return set(sink.toposort(lambda w: w is sink or w in starts or (w not in stop and w.op is not Ops.BUFFER))) - {sink}
+
 def _reads(region:dict[UOp, None], what:set[UOp], stop:dict[UOp, None]) -> dict[UOp, bool]:
   """for each node of a region, whether it reads one of `what` inside the kernel (a realized node is a load: it reads nothing)"""
   ret: dict[UOp, bool] = {}
@@ -131,7 +138,7 @@ def inner_reduces(reduces:list[UOp], stop:dict[UOp, None]) -> dict[UOp, None]:
   users: dict[UOp, list[UOp]] = {}
   for u in region:
     for x in u.src: users.setdefault(x, []).append(u)
-  for q in set().union(*(_body_reduces(r, stop) for r in reduces)) - set(reduces):
+  for q in _body_reduces(reduces, stop) - set(reduces):
     # the nodes over q that no reduce of the chain is under, and of those the ones something else reads
     over = {u for u, o in _reads(region, {q}, stop).items() if o and not chain[u] and (u is q or u.op is not Ops.REDUCE_AXIS)}
     edge = [u for u in over if any(w not in over for w in users.get(u, ()))]
@@ -148,7 +155,7 @@ def chain_outputs(root:UOp, reduces:list[UOp], evals:dict[UOp, dict], stop:dict[
   if not (cands := [u for u, per_root in evals.items() if (n := _numel(u)) is not None and n >= size and per_root.get(root, 0) > n]): return {}
   reads = _reads(region := _region(root, stop), set(reduces), stop)
   # not inside a reduce of the chain (evals counts its body once per element of root and step of the reduce: unhoisted, as it were)
-  inside = set().union(*(_region(r.src[0], stop) for r in reduces))
+  inside = _regions([r.src[0] for r in reduces], stop)
   cands = {u: None for u in cands if reads.get(u, False) and u not in inside}
   below: dict[UOp, bool] = {}  # the node is read by a candidate, inside the kernel
   for u in reversed(region):
