@@ -144,3 +144,13 @@ def test_a_forked_child_compiles_in_its_own_thread(compiler_spy):
     os.waitpid(pid, 0)
     pytest.fail("the child's compiles never finished")
   assert os.waitstatus_to_exitcode(done[1]) == 0
+
+def test_beam_compiles_here(compiler_spy, tmp_path):
+  # BEAM's search forks workers: a fork while the helper thread is inside LLVM would leave the child llvmlite's lock held, forever
+  _, threads = compiler_spy
+  with Context(BEAM=1):
+    t, want = _kernels(9.123456)
+    np.testing.assert_allclose(t.item(), want, rtol=1e-5)
+  here = threading.current_thread().name
+  assert threads and not any(n.startswith("tg-compile") for n in threads), threads
+  assert here in threads

@@ -39,7 +39,8 @@ _runtimes: dict[tuple, object] = {}
 def _runtime(spec:ProgramSpec, device:str, dev):
   key = (spec.src, device)
   if (prg := _runtimes.get(key)) is None:
-    if _preparing and dev.compiler.host_only:
+    # not under BEAM: its search forks workers, and a fork while the helper thread is inside LLVM would copy llvmlite's lock held
+    if _preparing and dev.compiler.host_only and not BEAM.value:
       global _compiles
       if _compiles is None: _compiles = _Compiles()
       return _compiles.start(key, spec, dev)
