@@ -154,3 +154,23 @@ def test_beam_compiles_here(compiler_spy, tmp_path):
   here = threading.current_thread().name
   assert threads and not any(n.startswith("tg-compile") for n in threads), threads
   assert here in threads
+
+def test_a_failed_lowering_leaves_the_thread_idle(monkeypatch, compiler_spy):
+  # compiles already handed to the helper thread are waited for before the error goes up: a fork right after (BEAM's, the workers')
+  # must not find the thread inside LLVM
+  import time
+  from concurrent.futures import ThreadPoolExecutor
+  compiler, threads = compiler_spy
+  compile_, futures, submit = type(compiler).compile, [], ThreadPoolExecutor.submit
+  monkeypatch.setattr(type(compiler), "compile", lambda self, src: time.sleep(0.3) or compile_(self, src))
+  monkeypatch.setattr(ThreadPoolExecutor, "submit", lambda self, *a: futures.append(f := submit(self, *a)) or f)
+  lower, lowered = codegen.rewrite_to_program, []
+  def fails_third(ast, renderer=None):  # two new programs are in the thread by then
+    if len(lowered) == 2: raise RuntimeError("no kernel today")
+    lowered.append(ast)
+    return lower(ast, renderer)
+  monkeypatch.setattr(codegen, "rewrite_to_program", fails_third)
+  with Context(COMPILE_WORKERS=1):
+    t, _ = _many_kernels(0.5432)
+    with pytest.raises(RuntimeError, match="no kernel today"): t.realize()
+  assert len(futures) >= 2 and all(f.done() for f in futures)

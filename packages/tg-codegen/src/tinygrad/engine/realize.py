@@ -72,7 +72,14 @@ class _Compiles:
       for k, (sp, d, fut) in self.new.items():
         if fut is None: self.new[k] = (sp, d, _Compiles.thread[1].submit(d.compiler.compile, sp.src))
     return _Compiling(key)
+  def wait(self):
+    """until the helper thread is done with every compile of this schedule, whatever the outcome: a later fork (BEAM's workers,
+    _lower_in_workers) must not find it inside LLVM, holding llvmlite's lock"""
+    if futures := [fut for _, _, fut in self.new.values() if fut is not None]:
+      from concurrent.futures import wait
+      wait(futures)
   def finish(self):
+    self.wait()
     for key, (spec, dev, fut) in self.new.items():
       lib = fut.result() if fut is not None else dev.compiler.compile(spec.src)
       _runtimes[key] = dev.runtime(spec.name, dev.compiler.store(spec.src, lib))
@@ -178,6 +185,9 @@ def _prepare_all(items:list[ExecItem]) -> list:
   _lower_in_workers(items)
   _preparing = True
   try: runs = [_prepared(it) for it in items]
+  except BaseException:
+    if _compiles is not None: _compiles.wait()
+    raise
   finally: _preparing, compiles, _compiles = False, _compiles, None
   if compiles is None or not compiles.new: return runs
   compiles.finish()
