@@ -149,8 +149,9 @@ def _prepared(it:ExecItem):
   device = kernel_device(it, bufs)
   return functools.partial(launch, *prepare_kernel(it.ast, device), bufs, it.var_vals, device)
 
-# worker processes that lower and compile a schedule's new kernels (0 or 1: none; then only compiles run beside the lowering, _Compiles)
-COMPILE_WORKERS = ContextVar("COMPILE_WORKERS", os.cpu_count() or 1)
+# worker processes that lower and compile a schedule's new kernels (0 or 1: none; then only compiles run beside the lowering, _Compiles).
+# One per core, at most 8: each fork copies the process's page tables (8 bytes per 4 KB page: 100 MB for a process holding 50 GB)
+COMPILE_WORKERS = ContextVar("COMPILE_WORKERS", min(os.cpu_count() or 1, 8))
 MIN_WORKER_KERNELS = 4  # fewer new kernels are lowered here: a worker's fork costs ~10-50 ms, a kernel's lowering and compile ~100
 
 def _lower_in_workers(items:list[ExecItem]):
