@@ -55,8 +55,8 @@ class _Compiling:
 class _Compiles:
   """the new programs of one schedule. A compiler that runs outside the interpreter's lock (LLVM through llvmlite, a C compiler's
   process) compiles each in a helper thread as soon as its source is known, while the next kernel is lowered here (a 2-layer GPT's
-  first training step: 108 new kernels, ~80 ms of lowering and ~65 ms of LLVM each; 17.9 -> 12.1 s). One new program is compiled here
-  at the end: a thread would only add its start to a cold start"""
+  first training step: 108 new kernels, ~80 ms of lowering and ~65 ms of LLVM each; the step 20.8 -> 12.8 s). One new program is
+  compiled here at the end: a thread would only add its start to a cold start"""
   thread: tuple|None = None  # (process id, the helper): a forked child has the parent's helper object but not its thread
   def __init__(self): self.new: dict[tuple, tuple] = {}
   def start(self, key:tuple, spec:ProgramSpec, dev) -> object:
@@ -156,9 +156,9 @@ MIN_WORKER_KERNELS = 4  # fewer new kernels are lowered here: a worker's fork co
 
 def _lower_in_workers(items:list[ExecItem]):
   """lower and compile the schedule's new kernels in forked worker processes, one kernel at a time each (a 2-layer GPT's first training
-  step, 108 new kernels at ~165 ms of one core each: 17.8 s here, 9.0 s in two workers); _prepared then finds each program made. Only
-  where every compile needs the host alone (Compiler.host_only), not under BEAM (its search runs per kernel, in workers of its own), and
-  where fork exists. A kernel a worker failed on is lowered here, which raises its error"""
+  step, 108 new kernels at ~165 ms of one core each: 17.8 s here, 9.0 s in two workers; the step 20.8 -> 10.0 s); _prepared then finds
+  each program made. Only where every compile needs the host alone (Compiler.host_only), not under BEAM (its search runs per kernel, in
+  workers of its own), and where fork exists. A kernel a worker failed on is lowered here, which raises its error"""
   if len(items) < MIN_WORKER_KERNELS: return
   if len(fresh := [it for it in items if it.kind == "kernel" and not lowered(it.ast)]) < MIN_WORKER_KERNELS: return
   if (workers := COMPILE_WORKERS.value) <= 1 or BEAM.value or not hasattr(os, "fork"): return
