@@ -110,7 +110,9 @@ class ReduceReach:
     new_roots = [r for r in roots if r not in self.bit]
     if any(r not in self.entered for r in new_roots) or not self.stop <= stop.keys(): self.__init__()  # not a later round of one graph
     for r in roots:
-      if r not in self.bit: self.bit[r], self.order = 1 << len(self.order), self.order + [r]
+      if r not in self.bit:
+        self.bit[r] = 1 << len(self.order)
+        self.order.append(r)
     if not self.pos: self._index(roots, stop)
     changed = [u for u in stop if u not in self.stop and u in self.pos] + new_roots
     self.stop |= stop.keys()
@@ -118,7 +120,7 @@ class ReduceReach:
     bcast: dict[UOp, None] = {}
     reached: dict[UOp, set] = {}
     for u in self.pos:
-      if u.op is not Ops.REDUCE_AXIS or u in stop or u.op is Ops.BUFFER or (got := self.into.get(u)) is None: continue
+      if u.op is not Ops.REDUCE_AXIS or u in stop or (got := self.into.get(u)) is None: continue
       reached[u] = _roots_of(got[1], self.order)
       if (n := _numel(u)) is None or got[0] > n: bcast[u] = None
     return bcast, reached
