@@ -160,7 +160,7 @@ def _lower_in_workers(items:list[ExecItem]):
   step, 108 new kernels at ~165 ms of one core each: 17.8 s here, 9.0 s in two workers; the step 20.8 -> 10.0 s); _prepared then finds
   each program made. Only where every compile needs the host alone (Compiler.host_only), not under BEAM (its search runs per kernel, in
   workers of its own), and where fork exists. A kernel a worker failed on is lowered here, which raises its error. The specs come back
-  without their uops (as BEAM's candidates do: pickling them costs more than the lowering saves); nothing after lowering reads them"""
+  without their uops, as BEAM's candidates do: nothing after lowering reads them"""
   if len(items) < MIN_WORKER_KERNELS: return
   if len(fresh := [it for it in items if it.kind == "kernel" and not lowered(it.ast)]) < MIN_WORKER_KERNELS: return
   if (workers := COMPILE_WORKERS.value) <= 1 or BEAM.value or not hasattr(os, "fork"): return
