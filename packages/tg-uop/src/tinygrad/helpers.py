@@ -75,6 +75,10 @@ JIT_CAPTURE = ContextVar("JIT_CAPTURE", 0)
 # tinygrad 0.14 spells training mode `with Context(TRAINING=1):`; tg also keeps the older `Tensor.training` / `with Tensor.train():`,
 # and training is on while either is set (tensor_nn.is_training)
 TRAINING = ContextVar("TRAINING", 0)
+# worker processes that lower and compile a schedule's new kernels (engine/realize.py; 0 or 1: none, then only compiles run beside the
+# lowering). One per core, at most 8: each fork copies the process's page tables (8 bytes per 4 KB page: 100 MB for a process holding
+# 50 GB). On Linux only by default: elsewhere a fork of a process with threads (the CPU pool's) is not safe (macOS) or does not exist
+COMPILE_WORKERS = ContextVar("COMPILE_WORKERS", min(os.cpu_count() or 1, 8) if sys.platform == "linux" else 1)
 
 # *** small utilities ***
 

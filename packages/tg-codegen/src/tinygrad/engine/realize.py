@@ -1,9 +1,9 @@
 """Run a schedule: allocate buffers, compile kernels (memoised per AST and device, disk-cached by the compiler), launch in order."""
 from __future__ import annotations
-import functools, os, sys, time
+import functools, os, time
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
-from tinygrad.helpers import DEBUG, BEAM, ContextVar, GlobalCounters, colored
+from tinygrad.helpers import DEBUG, BEAM, COMPILE_WORKERS, GlobalCounters, colored
 from tinygrad.device import Device, Buffer
 from tinygrad.schedule.rangeify import ExecItem
 from tinygrad.schedule.cache import create_schedule_cached
@@ -149,10 +149,6 @@ def _prepared(it:ExecItem):
   device = kernel_device(it, bufs)
   return functools.partial(launch, *prepare_kernel(it.ast, device), bufs, it.var_vals, device)
 
-# worker processes that lower and compile a schedule's new kernels (0 or 1: none; then only compiles run beside the lowering, _Compiles).
-# One per core, at most 8: each fork copies the process's page tables (8 bytes per 4 KB page: 100 MB for a process holding 50 GB). On
-# Linux only by default: elsewhere a fork of a process with threads (the CPU pool's) is not safe (macOS) or does not exist (Windows)
-COMPILE_WORKERS = ContextVar("COMPILE_WORKERS", min(os.cpu_count() or 1, 8) if sys.platform == "linux" else 1)
 MIN_WORKER_KERNELS = 4  # fewer new kernels are lowered here: a worker's fork costs ~10-50 ms, a kernel's lowering and compile ~100
 
 def _lower_in_workers(items:list[ExecItem]):
