@@ -41,6 +41,25 @@ def test_context_decorator_and_reentry():
 def test_context_unknown_key():
   with pytest.raises(KeyError, match="NOT_A_VAR"): Context(DEBUG=1, NOT_A_VAR=2)
 
+def _fresh(code:str) -> subprocess.CompletedProcess:
+  return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+def test_context_knows_the_engines_switches_before_it_loads():
+  # `from tinygrad import Tensor` does not import the engine; a Context naming its switches imports the modules that make them
+  code = ("from tinygrad import Tensor\nimport sys\nfrom tinygrad.helpers import Context\nassert 'tinygrad.engine.realize' not in sys.modules\n"
+          "with Context(THREADS=1, PACK=0, FUSE_ROWS=0, SCACHE=0, FMA=0, TC=0, COMPILE_WORKERS=1, BEAM_CUTOFF=3):\n"
+          "  print((Tensor([1., 2.]) * 3).tolist())")
+  out = _fresh(code)
+  assert out.returncode == 0 and out.stdout.strip() == "[3.0, 6.0]", out.stderr[-2000:]
+
+def test_context_without_the_engine_installed():
+  # tg-uop alone (the engine's modules blocked): its own switches work, the engine's are unknown and the error names them
+  code = ("import sys\nsys.modules['tinygrad.engine'] = sys.modules['tinygrad.codegen'] = None\nfrom tinygrad.helpers import Context, DEBUG\n"
+          "with Context(DEBUG=3): assert DEBUG.value == 3\n"
+          "try: Context(THREADS=1)\nexcept KeyError as e: print(e)")
+  out = _fresh(code)
+  assert out.returncode == 0 and "unknown ContextVar(s): THREADS" in out.stdout, out.stderr[-2000:]
+
 # *** utilities ***
 
 def test_small_utils():

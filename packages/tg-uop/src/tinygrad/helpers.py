@@ -55,9 +55,20 @@ class ContextVar:
   def __lt__(self, x): return self.value < x
   def __repr__(self): return f"ContextVar({self.key}={self.value!r})"
 
+# the engine's switches (THREADS, PACK, FUSE_ROWS, SCACHE, FMA, TC, BEAM_CUTOFF, ...) are made by modules imported on first use, which
+# `from tinygrad import Tensor` does not import (a cold start pays for them only when it realizes): a Context naming one imports them
+_SWITCH_MODULES = ("tinygrad.engine.realize", "tinygrad.codegen.opt.search")
+def _load_switch_modules():
+  import importlib, importlib.util
+  for mod in _SWITCH_MODULES:
+    try:
+      if importlib.util.find_spec(mod) is not None: importlib.import_module(mod)
+    except ImportError: pass  # its distribution is not installed: its switches stay unknown
+
 class Context(contextlib.ContextDecorator):
   """`with Context(DEBUG=2, BEAM=1):` sets ContextVars for the duration of the block"""
   def __init__(self, **kwargs):
+    if any(k not in ContextVar._cache for k in kwargs): _load_switch_modules()
     if unknown := [k for k in kwargs if k not in ContextVar._cache]: raise KeyError(f"unknown ContextVar(s): {', '.join(unknown)}")
     self.kwargs, self.saved = kwargs, []
   def __enter__(self):
