@@ -113,10 +113,9 @@ class ReduceReach:
       if r not in self.bit:
         self.bit[r] = 1 << len(self.order)
         self.order.append(r)
-    if not self.pos: self._index(roots, stop)
-    changed = [u for u in stop if u not in self.stop and u in self.pos] + new_roots
+    if not self.pos: self._index(roots, stop)  # a first pass over everything: nothing left to update
+    else: self._propagate([u for u in stop if u not in self.stop and u in self.pos] + new_roots, stop)
     self.stop |= stop.keys()
-    self._propagate(changed, stop)
     bcast: dict[UOp, None] = {}
     reached: dict[UOp, set] = {}
     for u in self.pos:
