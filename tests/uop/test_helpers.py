@@ -11,6 +11,8 @@ def test_getenv_types(monkeypatch):
   for k, v in {"TG_T_INT": "3", "TG_T_STR": "abc", "TG_T_FLOAT": "1.5", "TG_T_BOOL": "0"}.items(): monkeypatch.setenv(k, v)
   assert getenv("TG_T_INT") == 3 and getenv("TG_T_STR", "") == "abc" and getenv("TG_T_FLOAT", 0.0) == 1.5 and getenv("TG_T_BOOL", True) is False
   assert getenv("TG_T_UNSET", 7) == 7 and getenv("TG_T_UNSET", "x") == "x"
+  monkeypatch.setenv("TG_T_BADINT", "abc")
+  with pytest.raises(ValueError, match="TG_T_BADINT='abc': expected int"): getenv("TG_T_BADINT", 2)
 
 def test_defaults():
   assert (DEBUG.value, JIT.value, CACHELEVEL.value) == (int(os.getenv("DEBUG", 0)), int(os.getenv("JIT", 1)), int(os.getenv("CACHELEVEL", 2)))

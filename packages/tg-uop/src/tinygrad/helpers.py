@@ -12,7 +12,8 @@ def getenv(key:str, default=0):
   """the env var `key` converted to the type of `default` (cached: read once per process)"""
   if (v := os.getenv(key)) is None: return default
   if isinstance(default, bool): return v.lower() not in ("", "0", "false", "no")  # bool("0") would be True
-  return type(default)(v)
+  try: return type(default)(v)
+  except ValueError: raise ValueError(f"environment variable {key}={v!r}: expected {type(default).__name__}") from None
 
 _snapshot_count = itertools.count()
 
