@@ -37,3 +37,15 @@ def test_all_folders_with_the_package_root(order):
   r = run_with(dists, "import tinygrad, tinygrad.uop, tinygrad.plugins, tinygrad.runtime.hooks_host, tinygrad.runtime.hooks_nv, tinygrad.nn.onnx, "
                       "tinygrad.onnx; print(len(tinygrad.__path__))")
   assert r.returncode == 0 and int(r.stdout) == len(dists), r.stderr
+
+def test_every_base_module_imports_first():
+  # modules of tg-uop import each other at their ends (ops <-> rewrite, upat); each must also work as the first one a program imports.
+  # One process, a forked child per module (the parent has imported none of tinygrad), so each child starts from nothing
+  src = PACKAGES / "tg-uop" / "src"
+  mods = sorted(".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__") for p in src.rglob("*.py"))
+  code = ("import os, sys, traceback\nbad = []\nfor m in sys.argv[1:]:\n  if (pid := os.fork()) == 0:\n"
+          "    try: __import__(m)\n    except BaseException: traceback.print_exc(); os._exit(1)\n    os._exit(0)\n"
+          "  if os.waitpid(pid, 0)[1] != 0: bad.append(m)\nprint(bad)")
+  r = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True, timeout=120, cwd="/",
+                     env={**os.environ, "TG_PLUGINS_AUTOLOAD": "0"})
+  assert len(mods) > 20 and r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

@@ -2,7 +2,6 @@
 from __future__ import annotations
 from typing import Any
 from tinygrad.helpers import SPEC
-from tinygrad.uop.ops import UOp
 
 def graph_rewrite(sink, pm, ctx:Any=None, bottom_up:bool=False, name:str|None=None, memo:str|None=None, done:dict|None=None):
   """Rewrite every node reachable from sink.
@@ -29,7 +28,6 @@ def _walk(sink, pm, ctx, memo, done:dict):
   # below a node that has its result (or is marked a fixed point) there is nothing to do
   if memo is None: gate = lambda u: u not in done
   else: gate = lambda u: u not in done and memo not in u.__dict__
-  # (nodes left, the node waiting for this walk's result, this walk's root); nothing is done yet when the first walk starts
   order = list(sink.toposort(None if memo is None else lambda u: memo not in u.__dict__))
   if memo is None:
     # the nodes before the first one whose op has rules keep their sources (which come before them), so each is its own result: a pass
@@ -37,24 +35,34 @@ def _walk(sink, pm, ctx, memo, done:dict):
     first = next((i for i, u in enumerate(order) if u.op in rules), len(order))
     done.update(zip(order[:first], order[:first]))
     order = order[first:]
+  # (nodes left, the nodes waiting for this walk's result, this walk's root); nothing is done yet when the first walk starts
   walks: list = [(iter(order), None, None)]
   while walks:
     nodes, waiting, root = walks[-1]
     for u in nodes:
       if u in done: continue
       if memo is not None and memo in u.__dict__: done[u] = u; continue
-      if (src := u.src) and (new_src := tuple([done[s] for s in src])) != src: u2 = UOp(u.op, u.dtype, new_src, u.arg, u.tag)
-      else: u2 = u
-      if u2.op not in rules or (rw := rewrite(u2, ctx)) is None:
-        done[u] = u2
-        if memo is not None: u2.__dict__[memo] = True
-      elif rw in done: done[u] = done[rw]
-      else:
-        walks.append((iter(rw.toposort(gate)), u, rw))
+      # u, then what the rules made of it while each result's sources are all done (the usual case: a new node over rewritten
+      # sources) is rewritten right here, without a walk of its own; `chain` all get the last one's result
+      chain, cur, res = [u], u, None
+      while res is None:
+        if (src := cur.src) and (new_src := tuple([done[s] for s in src])) != src: u2 = UOp(cur.op, cur.dtype, new_src, cur.arg, cur.tag)
+        else: u2 = cur
+        if u2.op not in rules or (rw := rewrite(u2, ctx)) is None:
+          if memo is not None: u2.__dict__[memo] = True
+          res = u2
+        elif rw in done: res = done[rw]
+        elif memo is not None and memo in rw.__dict__: res = rw
+        elif all(s in done for s in rw.src): chain.append(cur := rw)
+        else: break
+      if res is None:
+        walks.append((iter(rw.toposort(gate)), chain, rw))
         break
+      for c in chain: done[c] = res
     else:
       walks.pop()
-      if waiting is not None: done[waiting] = done[root]
+      if waiting is not None:
+        for c in waiting: done[c] = done[root]
 
 def _bottom_up(sink, pm, ctx, memo, done:dict):
   """bottom_up: each node rewritten before its sources, an explicit stack"""
@@ -80,3 +88,6 @@ def _bottom_up(sink, pm, ctx, memo, done:dict):
       else: stack.append((node, 2, rebuilt)); stack.append((rebuilt, 0, None))
     else:
       done[node] = done[extra]
+
+# last: ops imports this module at its end, and either may be imported first (the functions above only need UOp when called)
+from tinygrad.uop.ops import UOp  # noqa: E402
