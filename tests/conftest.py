@@ -5,6 +5,8 @@ import pytest
 TIMEOUT = float(os.environ.get("TEST_TIMEOUT", "300"))
 # every node built and every graph rewritten in the suite is checked against the IR spec (set before tinygrad is imported)
 os.environ.setdefault("SPEC", "2")
+# programs are lowered, not taken from the disk cache of an earlier run (tests monkeypatch lowering; tests of that cache turn it on)
+os.environ.setdefault("LCACHE", "0")
 # AMD and NV run on their mock drivers (packet streams executed in python, kernels on the emulator); set before the plugins load, which
 # read it once: under the mock these devices are offered only when asked for, so the default device stays CPU
 os.environ.setdefault("MOCKGPU", "1")

@@ -9,6 +9,9 @@ from tinygrad.codegen.lowering import rewrite_to_program, FMA
 from tinygrad.codegen.linearize import linearize
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.codegen.opt import THREADS
+from tinygrad.codegen.opt.tc import TC
+from tinygrad.codegen.prefix_scan import SCAN
+from tinygrad.codegen import lowering_cache
 
 @dataclass(frozen=True)
 class ProgramSpec:
@@ -91,7 +94,6 @@ def get_program(ast:UOp, renderer) -> ProgramSpec:
 
 def _get_program(ast:UOp, renderer) -> ProgramSpec:
   if ast.op is not Ops.SINK: raise RuntimeError(f"a kernel is a SINK, got {ast.op}")
-  if (seed := ast.__dict__.pop(_SEED, None)) is not None and seed[0] == (renderer, _switches()): return seed[1]
   lin = strip_after(linearize(rewrite_to_program(ast, renderer)))
   # the engine passes buffers by slot: one whose reads all simplified away (where(c, a, a) -> a) is still an argument
   used = set(lin)
@@ -105,30 +107,50 @@ def _get_program(ast:UOp, renderer) -> ProgramSpec:
   items = prod(glob) * prod(local) if all_int(glob + local) else None
   return ProgramSpec(name, src, tuple(lin), nbufs, variables, *_estimates(lin, items), glob, local)
 
-def _switches() -> tuple[int, ...]:
-  """the switches that change what lowering emits: TRANSCENDENTAL, NOOPT, THREADS, BEAM, FMA"""
-  return (TRANSCENDENTAL.value, NOOPT.value, THREADS.value, BEAM.value, FMA.value)
+# the switches that change what lowering emits: part of every memo's key (in process and on disk)
+LOWERING_SWITCHES = (TRANSCENDENTAL, NOOPT, THREADS, BEAM, FMA, TC, SCAN)
+
+def _switches() -> tuple[int, ...]: return tuple(v.value for v in LOWERING_SWITCHES)
 
 def get_program_cached(ast:UOp, renderer) -> ProgramSpec:
-  """get_program memoised per AST and renderer, and per switch that changes what lowering emits"""
+  """get_program memoised per AST and renderer, and per switch that changes what lowering emits; across processes through the disk cache
+  (codegen/lowering_cache.py)"""
   return _get_program_memo(ast, renderer, *_switches())
 
-# on a kernel AST: that the memo lowered it (for some renderer and switches), and a program lowered elsewhere (a worker process) that
-# the memo's next miss for it takes instead of lowering
+# on a kernel AST: that the memo lowered it (for some renderer and switches), and a program lowered elsewhere (a worker process, an
+# earlier process through the disk cache) that the memo's next miss for it takes instead of lowering
 _LOWERED, _SEED = "_lowered", "_seeded_program"
 
 @functools.lru_cache(maxsize=4096)
 def _get_program_memo(ast:UOp, renderer, *switches:int) -> ProgramSpec:
   ast.__dict__[_LOWERED] = True
-  return get_program(ast, renderer)
+  if (seed := _take_seed(ast, renderer)) is not None and seed[1]: return seed[0]  # from the disk cache
+  key = lowering_cache.lowering_key(ast, renderer, switches) if lowering_cache.enabled() else None
+  if seed is None and key is not None and (spec := lowering_cache.load(key)) is not None: return spec
+  spec = seed[0] if seed is not None else get_program(ast, renderer)
+  if key is not None: lowering_cache.store(key, spec)
+  return spec
 
 def lowered(ast:UOp) -> bool:
   """whether get_program_cached has lowered ast before (for any renderer and switches: one attribute read, asked for every kernel of
   every realize)"""
   return _LOWERED in ast.__dict__
 
-def seed_program(ast:UOp, renderer, spec:ProgramSpec):
-  """spec, lowered elsewhere from ast for this renderer under the same switches, is what get_program returns for it next"""
-  ast.__dict__[_SEED] = ((renderer, _switches()), spec)
+def seed_program(ast:UOp, renderer, spec:ProgramSpec, on_disk:bool=False):
+  """spec, lowered elsewhere from ast for this renderer under the same switches, is what get_program_cached returns for it next (on_disk:
+  it came from the disk cache, which needs it no more)"""
+  ast.__dict__[_SEED] = ((renderer, _switches()), spec, on_disk)
+
+def _take_seed(ast:UOp, renderer) -> tuple[ProgramSpec, bool]|None:
+  """(spec, on_disk) seeded for ast, this renderer and the switches now, taken (a seed for others is dropped)"""
+  if (seed := ast.__dict__.pop(_SEED, None)) is None or seed[0] != (renderer, _switches()): return None
+  return seed[1], seed[2]
+
+def load_lowered(ast:UOp, renderer) -> bool:
+  """whether the disk cache has ast's program for this renderer under the switches now: it is then seeded (get_program_cached takes it)"""
+  if not lowering_cache.enabled() or (key := lowering_cache.lowering_key(ast, renderer, _switches())) is None: return False
+  if (spec := lowering_cache.load(key)) is None: return False
+  seed_program(ast, renderer, spec, on_disk=True)
+  return True
 
 __all__ = ["ProgramSpec", "get_program", "get_program_cached"]

@@ -7,7 +7,7 @@ from tinygrad.helpers import DEBUG, BEAM, COMPILE_WORKERS, GlobalCounters, color
 from tinygrad.device import Device, Buffer
 from tinygrad.schedule.rangeify import ExecItem
 from tinygrad.schedule.cache import create_schedule_cached
-from tinygrad.codegen import get_program_cached, lowered, seed_program, ProgramSpec
+from tinygrad.codegen import get_program_cached, lowered, seed_program, load_lowered, ProgramSpec
 
 # the device Buffer behind a BUFFER UOp is kept on the UOp itself, so it is freed with it (a plain attribute read: every launch asks)
 _DEVICE_BUFFER = "_device_buffer"
@@ -162,7 +162,8 @@ def _lower_in_workers(items:list[ExecItem]):
   if (workers := COMPILE_WORKERS.value) <= 1 or BEAM.value or not hasattr(os, "fork"): return
   new: dict[UOp, str] = {}
   for it in fresh:
-    if it.ast not in new and (device := _device_of(it)) is not None and Device[device].compiler.host_only: new[it.ast] = device
+    if it.ast in new or (device := _device_of(it)) is None or not Device[device].compiler.host_only: continue
+    if not load_lowered(it.ast, Device[device].renderer): new[it.ast] = device  # one the disk cache has needs no worker
   for device in dict.fromkeys(new.values()):
     if len(asts := [a for a, d in new.items() if d == device]) < MIN_WORKER_KERNELS: continue
     from tinygrad.codegen.opt.search import compile_all
