@@ -8,7 +8,7 @@ python of lowering, ~15 passes per kernel). A program is found only under everyt
 A change to any of them is a miss, never a stale program. Not under BEAM (its search has its own cache), SPEC (which checks every pass's
 graph), DEBUG>=4 (which prints what lowering makes) or VIZ; off with LCACHE=0 (or CACHELEVEL=0, every disk cache)."""
 from __future__ import annotations
-import dataclasses, enum, functools, hashlib, inspect, os, pathlib, sys, types
+import dataclasses, functools, hashlib, inspect, os, pathlib, sys, types
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import ContextVar, BEAM, DEBUG, SPEC, VIZ, diskcache_get, diskcache_put
 
