@@ -281,13 +281,12 @@ def test_custom_gradient_leaves_the_schedule():
 def test_custom_gradient_made_by_hand_before_any(monkeypatch):
   # realize() walks graphs for CUSTOM_GRADIENT nodes only once _custom_gradient has made one; a node made by hand before that is taken out
   # by the scheduler, so the value is right either way (and the schedule cache sees its function: a miss, not a wrong kernel)
-  from tinygrad import tensor as tensor_module
-  monkeypatch.setattr(tensor_module, "_custom_gradients_made", False)
+  monkeypatch.setattr(UOp, "custom_gradients_made", False)
   x = Tensor([1.0, 2.0])
   y = Tensor(UOp(Ops.CUSTOM_GRADIENT, x.dtype, ((x + 1).uop,), lambda g: ()))
   np.testing.assert_allclose((y * 3).numpy(), [6, 9])
   z = (x.detach() * 2)._custom_gradient((x,), lambda g: (g,))
-  assert tensor_module._custom_gradients_made
+  assert UOp.custom_gradients_made
   np.testing.assert_allclose(z.numpy(), [2, 4])
 
 def test_no_gradient_path_walk_before_any_requires_grad(monkeypatch):

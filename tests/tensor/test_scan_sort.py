@@ -197,9 +197,15 @@ def test_long_cumsum_gradient():
   p = np.cumprod((a / 8 + 1).astype(np.float64), 1)
   np.testing.assert_allclose(x.grad.numpy(), np.cumsum((w * p)[:, ::-1], 1)[:, ::-1] / (a / 8 + 1), rtol=1e-4, atol=1e-5)
 
+# the packed keys' two sorts: short rows, or few rows, rank all at once (rank); longer ones take the bitonic network
+FORMS = pytest.mark.parametrize("rank_max_compares", [0, 1 << 40], ids=["network", "rank"])
+
+@FORMS
 @pytest.mark.parametrize("n", [1, 5, 33, 100, 300])
 @pytest.mark.parametrize("dt", [np.float32, np.int32], ids=["float32", "int32"])
-def test_packed_sort_and_topk(n, dt):
+def test_packed_sort_and_topk(monkeypatch, n, dt, rank_max_compares):
+  import tinygrad.mixin.sorting as sorting
+  monkeypatch.setattr(sorting, "PACKED_RANK_MAX_COMPARES", rank_max_compares)
   a = (R.standard_normal((3, n)) if dt is np.float32 else R.integers(-5, 5, (3, n))).astype(dt)
   if dt is np.float32 and n > 5:
     a[0, ::3] = a[0, 1]
@@ -217,12 +223,15 @@ def test_packed_sort_and_topk(n, dt):
   at = np.ascontiguousarray(a.T)  # along axis 0 of a strided view
   np.testing.assert_array_equal(Tensor(at).argsort(0).numpy(), _stable_order(a, False).T)
 
+@FORMS
 @pytest.mark.parametrize("dt", [dtypes.uint32, dtypes.int8, dtypes.uint16, dtypes.float16, dtypes.bfloat16, dtypes.bool], ids=str)
-def test_packed_sort_narrow_dtypes(dt):
+def test_packed_sort_narrow_dtypes(monkeypatch, dt, rank_max_compares):
+  import tinygrad.mixin.sorting as sorting
+  monkeypatch.setattr(sorting, "PACKED_RANK_MAX_COMPARES", rank_max_compares)
   vals = {dtypes.uint32: [2**32-1, 0, 2**31, 7, 2**31-1, 7], dtypes.int8: [-128, 127, 0, -1, 5, -128],
           dtypes.uint16: [65535, 0, 3, 3, 40000, 1], dtypes.float16: [1.5, -0.0, 65504.0, -65504.0, 0.0, float("nan")],
           dtypes.bfloat16: [1.5, -2.0, 3.0, -0.0, 0.0, float("inf")], dtypes.bool: [True, False, True, False, False, True]}[dt]
-  t = Tensor((vals * 10)[:50], dtype=dt)  # 50 > PACKED_BITONIC_MIN: the network
+  t = Tensor((vals * 10)[:50], dtype=dt)  # 50 > PACKED_BITONIC_MIN: the network, where its form says
   order = sorted(range(50), key=lambda j: (vals[j % 6] != vals[j % 6], vals[j % 6] if vals[j % 6] == vals[j % 6] else 0, j))
   v, i = t.sort()
   assert v.dtype is dt and i.tolist() == order
@@ -281,6 +290,45 @@ def test_topk_selection_and_network(monkeypatch):
   np.put_along_axis(want, i.numpy(), w, -1)
   np.testing.assert_array_equal(x.grad.numpy(), want)  # the gradient lands on the chosen elements
 
+def _pick_gradient(index:np.ndarray, grad:np.ndarray, axis:int, n:int) -> np.ndarray:
+  """the oracle: each output's gradient added to the element its index names along axis (n elements there)"""
+  want = np.zeros(index.shape[:axis] + (n,) + index.shape[axis+1:], np.float64)
+  for pos in np.ndindex(*index.shape):
+    want[pos[:axis] + (index[pos],) + pos[axis+1:]] += grad[pos]
+  return want
+
+@pytest.mark.parametrize("case", ["sort rank", "sort network", "sort dim 0", "topk select", "topk by sort", "sort half"])
+@pytest.mark.parametrize("wants_grad", [None, True], ids=["gradient()", "backward()"])
+def test_sort_gradient_goes_to_the_picked_element(monkeypatch, case, wants_grad):
+  """packed keys give values as bits, which autograd cannot follow: their gradient goes back by index. It was lost where no tensor was given
+  requires_grad=True (x.gradient(x) of a plain tensor raised 'no gradient reaches'); both ways land it on the element each output came from"""
+  import tinygrad.mixin.sorting as sorting
+  if case == "sort network": monkeypatch.setattr(sorting, "PACKED_RANK_MAX_COMPARES", 0)
+  a = R.integers(-4, 5, (3, 700 if case == "sort network" else 40)).astype(np.float32)  # ties: each tie's gradient goes where its index says
+  n, axis = a.shape[1], 1
+  op = {"sort rank": lambda t: t.sort(1), "sort network": lambda t: t.sort(-1, descending=True), "sort dim 0": lambda t: t.sort(0),
+        "topk select": lambda t: t.topk(5), "topk by sort": lambda t: t.topk(30, largest=False), "sort half": lambda t: t.sort(1)}[case]
+  if case == "sort dim 0": n, axis = a.shape[0], 0
+  x = Tensor(a, requires_grad=wants_grad)
+  values, indices = op(x.cast(dtypes.half) if case == "sort half" else x)
+  w = R.standard_normal(values.shape).astype(np.float32)
+  loss = (values.cast(dtypes.float32) * Tensor(w)).sum()
+  if wants_grad: loss.backward(); got = x.grad.numpy()
+  else: got = loss.gradient(x)[0].numpy()
+  idx = indices.numpy()
+  np.testing.assert_array_equal(values.numpy().astype(np.float32), np.take_along_axis(a, idx, axis))
+  np.testing.assert_array_equal(got, _pick_gradient(idx, w.astype(np.float16 if case == "sort half" else np.float32), axis, n))
+
+def test_sort_gradient_float64_pairs():
+  """64-bit values sort (value, index) pairs, compares and selects that autograd follows"""
+  a = R.integers(-4, 5, (2, 30)).astype(np.float64)
+  x = Tensor(a)
+  values, indices = x.topk(7)
+  w = R.standard_normal(values.shape)
+  got = (values * Tensor(w)).sum().gradient(x)[0].numpy()
+  np.testing.assert_array_equal(values.numpy(), np.take_along_axis(a, indices.numpy(), 1))
+  np.testing.assert_array_equal(got, _pick_gradient(indices.numpy(), w, 1, 30))
+
 @pytest.mark.parametrize("knob, value", [("RANK_BLOCK", 2), ("RANK_BLOCK", 8), ("RANK_BLOCK", 64), ("MERGE_TAIL", 1), ("MERGE_TAIL", 4),
                                           ("MERGE_TAIL", 64)], ids=str)
 def test_network_kernels(monkeypatch, knob, value):
@@ -288,6 +336,7 @@ def test_network_kernels(monkeypatch, knob, value):
   merge); a padded row, ties and NaN in every kernel's part of it"""
   import tinygrad.mixin.sorting as sorting
   monkeypatch.setattr(sorting, knob, value)
+  monkeypatch.setattr(sorting, "PACKED_RANK_MAX_COMPARES", 0)
   a = R.integers(-20, 20, (2, 700)).astype(np.float32)
   a[0, ::9], a[1, ::13] = np.nan, np.nan
   for desc in (False, True):

@@ -335,7 +335,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _scan_serially(self) -> bool:  # mixin/scan.py's form choice: the compiler's, for this device
     from tinygrad.codegen.prefix_scan import serial_scan
     return serial_scan(self.device)
-  def _grad_flows(self) -> bool: return bool(self.requires_grad) or _on_grad_path(self.uop)  # the sorts' form choice (mixin/sorting.py)
+  def _grad_flows(self) -> bool: return bool(self.requires_grad) or _on_grad_path(self.uop)  # the scans' form choice (mixin/scan.py)
   def contiguous_backward(self) -> Tensor:
     """self unchanged; the gradient flowing back through it is materialized (a kernel boundary in the backward graph)"""
     return Tensor(self.uop.contiguous_backward())
@@ -344,9 +344,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     nothing): self is built on inputs.detach() where only backward's gradient should reach them (conv2d's input gradient as one conv).
     Internal, as torch's autograd.Function is to torch (tinygrad has none); realize() takes the node out before scheduling"""
     def fn(ctx:UOp) -> tuple[UOp|None, ...]: return tuple(None if g is None else g.uop for g in backward(Tensor(ctx)))
-    global _custom_gradients_made
-    _custom_gradients_made = True
-    return Tensor(UOp(Ops.CUSTOM_GRADIENT, self.dtype, (self.uop,) + tuple(t.uop for t in inputs), fn))
+    return Tensor(self.uop._custom_gradient(tuple(t.uop for t in inputs), fn))
   def replace(self, x:Tensor) -> Tensor:
     """self becomes x (its graph, no copy): the same shape; the dtype and device may change (a model cast to half in place). Views of
     self taken before keep the old value"""
@@ -544,19 +542,29 @@ def _reads_memory(u:UOp) -> bool:
   return _memo_any(u, _READS, _READ_OPS, None, Ops.CONTIGUOUS)
 
 _CUSTOM, _CUSTOM_OPS = "_holds_custom_gradient", frozenset({Ops.CUSTOM_GRADIENT})
-# no graph is walked for them before Tensor._custom_gradient made one (a program without conv2d's gradient never does). One made by hand
-# is still taken out by the scheduler (rangeify): only the schedule cache misses it
-_custom_gradients_made = False
+# no graph is walked for them before UOp._custom_gradient made one (a program without conv2d's gradient or a sort never does). One made
+# by hand is still taken out by the scheduler (rangeify): only the schedule cache misses it
 def _prepare(olds:list[UOp]) -> tuple[list, dict[UOp, UOp]]:
   """prepare_uops(olds) on their graphs without CUSTOM_GRADIENT nodes (each is its value; only autograd reads the rest), its results
   keyed by the nodes of the graphs as built: the schedule cache sees the same graph on every step, not a new gradient function"""
-  if not _custom_gradients_made or not any([_memo_any(u, _CUSTOM, _CUSTOM_OPS, None) for u in olds]): return _engine().prepare_uops(olds)
+  if not UOp.custom_gradients_made or not any([_memo_any(u, _CUSTOM, _CUSTOM_OPS, None) for u in olds]): return _engine().prepare_uops(olds)
+  # only the nodes above a CUSTOM_GRADIENT change (each node's memo says whether one is below): a sort's values hold one at the top
   new: dict[UOp, UOp] = {}
-  for x in UOp.sink(*olds).toposort():
-    if x.op is Ops.CUSTOM_GRADIENT: new[x] = new[x.src[0]]
-    else: new[x] = x if all([new[s] is s for s in x.src]) else x.replace(src=tuple([new[s] for s in x.src]))
-  runs, becomes = _engine().prepare_uops([new[o] for o in olds])
-  return runs, {o: becomes[n] for o, n in new.items() if n in becomes}
+  stack = [o for o in olds if o.__dict__[_CUSTOM]]
+  while stack:
+    x = stack[-1]
+    if x in new:
+      stack.pop()
+      continue
+    below = x.src[:1] if x.op is Ops.CUSTOM_GRADIENT else x.src  # a custom gradient's inputs are autograd's alone
+    if todo := [s for s in below if s.__dict__[_CUSTOM] and s not in new]:
+      stack.extend(todo)
+      continue
+    stack.pop()
+    new[x] = new.get(x.src[0], x.src[0]) if x.op is Ops.CUSTOM_GRADIENT else x.replace(src=tuple([new.get(s, s) for s in x.src]))
+  runs, becomes = _engine().prepare_uops([new.get(o, o) for o in olds])
+  # keyed by the graphs as built (a node made here too: it is in no other graph)
+  return runs, becomes | {o: becomes[n] for o, n in new.items() if n in becomes}
 
 _GRAD_PATH, _WANTS_GRAD = "_on_grad_path", "_wants_grad"  # memo per node; the mark requires_grad=True leaves on its tensor's node
 _grad_marks_made = False  # before the first mark no graph is on a gradient path: inference never walks for one
@@ -712,7 +720,8 @@ def _handle(u:UOp) -> Tensor:
 # mixin's). An argument that is a tensor (hardtanh's bounds) takes the step-by-step way
 _ON_NODE = ("softmax", "softmin", "log_softmax", "mean", "var", "std", "var_mean", "std_mean", "sigmoid", "tanh", "cos", "tan", "sinh",
             "cosh", "acosh", "atanh", "relu6", "hardtanh", "leaky_relu", "hardsigmoid", "hardswish", "elu", "celu", "selu", "silu", "swish",
-            "quick_gelu", "gelu", "relu", "exp", "log", "sign", "isinf", "clip", "round", "floor", "ceil", "argmax", "argmin", "min", "all")
+            "quick_gelu", "gelu", "relu", "exp", "log", "sign", "isinf", "clip", "round", "floor", "ceil", "argmax", "argmin", "min", "all",
+            "sort", "topk")  # the sorts: a few hundred nodes (topk 16 of a row: ~240 handles, 1.5 ms of python against 2 ms of kernels)
 
 def _on_node(fn:Callable) -> Callable:
   @functools.wraps(fn)
@@ -723,17 +732,6 @@ def _on_node(fn:Callable) -> Callable:
   return op
 
 for _name in _ON_NODE: setattr(Tensor, _name, _on_node(getattr(OpMixin, _name)))
-
-# the sorts build a few hundred nodes (topk 16 of a row: ~240 handles, 1.5 ms of python against 2 ms of kernels), on the node when no
-# gradient flows through them; one that flows sorts (value, index) pairs step by step (mixin/sorting.py), which autograd follows
-_ON_NODE_WITHOUT_GRAD = ("sort", "topk")
-def _on_node_without_grad(fn:Callable) -> Callable:
-  on_node = _on_node(fn)
-  @functools.wraps(fn)
-  def op(self:Tensor, *args, **kwargs): return fn(self, *args, **kwargs) if self._grad_flows() else on_node(self, *args, **kwargs)
-  return op
-
-for _name in _ON_NODE_WITHOUT_GRAD: setattr(Tensor, _name, _on_node_without_grad(getattr(OpMixin, _name)))
 
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()

@@ -28,6 +28,9 @@ class ScanMixin:
     """whether the compiler turns the whole axis's triangle into one pass for this value's device (Tensor asks codegen; a UOp graph has
     no device to ask and keeps the blocked form)"""
     return False
+  def _grad_flows(self) -> bool:
+    """whether a gradient will flow back through self (Tensor says; a UOp graph has no autograd)"""
+    return False
   def _lower_tri(self, n:int):
     """(n, n) bool, True where column j <= row i: the elements of prefix i"""
     at = self._arange(n)

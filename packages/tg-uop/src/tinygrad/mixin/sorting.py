@@ -2,15 +2,17 @@
 Dtypes of 32 bits or less sort packed keys: the value mapped to an int32 whose order is the sort order (floats by their bits, NaN above
 everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose low half holds the element's index. Keys are unique, so
 one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
-Short rows: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2) compares, two
-kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages a rank sort of
+Short rows, or few rows in all: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2)
+compares, two kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages a rank sort of
 blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
 topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
 k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter).
-64-bit dtypes, and values a gradient flows through, sort (value, index) pairs by the same two schemes with the comparisons spelled out.
+A value unpacked from a key is bits autograd cannot follow: its gradient goes back to the element its index names (a custom gradient, a
+scatter of the incoming one). 64-bit dtypes sort (value, index) pairs by the same two schemes with the comparisons spelled out.
 A class using it provides the elementwise, movement, reduce and select mixins."""
 from __future__ import annotations
 from tinygrad.dtype import dtypes
+from tinygrad.helpers import prod
 
 # (value, index) pairs: rows longer than this use the bitonic network. Each of its stages is a kernel of its own to compile, so below
 # this the single O(n^2) kernel costs less in all
@@ -18,6 +20,9 @@ BITONIC_MIN = 2048
 # the same for packed keys: rank over the row (n compares per element, two kernels) against the network's ~log2(n)^2/4 kernels, each
 # a pass over 8-byte keys. The network won from n=64 up (kernel time, 16384x64: 16 against 30 ms; 4096x256: 30 against 139 ms)
 PACKED_BITONIC_MIN = 32
+# ... unless the whole rank sort is this few compares: the network's graph is ~log2(n)^2/2 stages of python to build. Eager sorts, best
+# ms network / rank: 16x128 2.7 / 0.9, 64x256 4.0 / 1.5, 16x512 5.1 / 1.5 (4M compares), 64x512 5.5 / 3.2 and 4096x64 4.6 / 5.3 (16M)
+PACKED_RANK_MAX_COMPARES = 1 << 23
 # network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
 # 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
 STAGES_PER_KERNEL = 2
@@ -42,13 +47,17 @@ class SortingMixin:
     if not self.shape: return self, self.const_like(0, dtypes.int32)
     dim = self._resolve_dim(dim)
     x = self.transpose(dim, -1)
-    if x._packs() and not x._grad_flows(): values, indices = x._unpack_keys(x._sort_keys(descending)._sorted_keys(), descending)
+    if x._packs(): values, indices = x._picked(*x._unpack_keys(x.detach()._sort_keys(descending)._sorted_keys(), descending))
     elif x.shape[-1] > BITONIC_MIN: values, indices = x._bitonic_sort(descending)
     else: values, indices = x._rank_sort(descending)
     return values.transpose(dim, -1), indices.transpose(dim, -1)
-  def _grad_flows(self) -> bool:
-    """whether a gradient will flow back through self (Tensor says; a UOp graph has no autograd): packed keys carry none"""
-    return False
+  def _picked(self, values, indices) -> tuple:
+    """(values, indices): values, self's elements at indices along the last axis unpacked from keys built on self.detach(), with the
+    gradient of a pick: each one's goes to the element its index names (a scatter, one pass over the indices)"""
+    def backward(grad):
+      axis = len(indices.shape) - 1
+      return (self._scatter_fold(indices._one_hot_at(self.shape[-1], axis + 1), grad, axis, "sum"),)
+    return values._custom_gradient((self,), backward), indices
   def _packs(self) -> bool:
     """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31, and room above the real keys' low halves
     (2n at most) for the network's distinct padding keys (p - n of them, p the next power of two)"""
@@ -82,8 +91,8 @@ class SortingMixin:
     return o.cast(self.dtype), indices
   def _sorted_keys(self):
     """unique int64 keys sorted ascending along the last axis"""
-    n = self.shape[-1]
-    if n > PACKED_BITONIC_MIN: return self._bitonic_keys()
+    n, rows = self.shape[-1], prod(self.shape[:-1])
+    if n > PACKED_BITONIC_MIN and not (isinstance(rows, int) and rows * n * n <= PACKED_RANK_MAX_COMPARES): return self._bitonic_keys()
     rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n): keys below key i, its place
     return self.unsqueeze(-1)._pick(rank._one_hot_at(n, len(rank.shape)), -2)
   def _bitonic_keys(self):
@@ -147,7 +156,7 @@ class SortingMixin:
     # sort, all n ranks picked, stays a sum: the MAX was 3% slower there)
     return rank._one_hot_at(k, len(rank.shape)).where(self.unsqueeze(-1), dtypes.min(self.dtype)).max(-2)
 
-  # *** (value, index) pairs compared in full: 64-bit dtypes, and values a gradient flows through ***
+  # *** (value, index) pairs compared in full: 64-bit dtypes ***
   def _rank_sort(self, descending:bool) -> tuple:
     """(values, int32 indices) of the last axis: element i goes to its rank, the count of elements before it in the sort"""
     n = self.shape[-1]
@@ -204,10 +213,8 @@ class SortingMixin:
       values, indices = self.sort(dim, descending=largest)
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
-    grad = x._grad_flows()
-    keys = (elements := x.detach() if grad else x)._sort_keys(largest)._smallest_keys(k, elements=elements, descending=largest)
-    values, indices = x._unpack_keys(keys, largest)
-    if grad: values = x.unsqueeze(-2)._pick(indices._one_hot_at(n, len(indices.shape)), -1)  # the elements themselves, O(k*n)
+    keys = (elements := x.detach())._sort_keys(largest)._smallest_keys(k, elements=elements, descending=largest)
+    values, indices = x._picked(*x._unpack_keys(keys, largest))
     return values.transpose(dim, -1), indices.transpose(dim, -1)
 
 def _same_size_int(dt):

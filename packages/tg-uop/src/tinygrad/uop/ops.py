@@ -265,6 +265,13 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def contiguous(self) -> UOp: return UOp(Ops.CONTIGUOUS, self.dtype, (self,))
   def detach(self) -> UOp: return UOp(Ops.DETACH, self.dtype, (self,))
   def contiguous_backward(self) -> UOp: return UOp(Ops.CONTIGUOUS_BACKWARD, self.dtype, (self,))
+  # set once the first CUSTOM_GRADIENT is made: until then Tensor.realize walks no graph to take them out
+  custom_gradients_made = False
+  def _custom_gradient(self, inputs:tuple[UOp, ...], backward:Callable[[UOp], tuple[UOp|None, ...]]) -> UOp:
+    """self's value, whose gradient flows into self's graph as usual and also gives each of `inputs` backward(that gradient)'s entry
+    (None: nothing); self is built on inputs' detach() where only backward's gradient should reach them. Autograd: uop/gradient.py"""
+    UOp.custom_gradients_made = True
+    return UOp(Ops.CUSTOM_GRADIENT, self.dtype, (self,) + inputs, backward)
   def copy_to_device(self, device:str|tuple) -> UOp: return UOp(Ops.COPY, self.dtype, (self, _device_node(device)))
   @staticmethod
   def multi(pieces:tuple|list, axis:int|None) -> UOp:
