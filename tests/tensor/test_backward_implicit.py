@@ -59,6 +59,17 @@ def test_a_loss_read_before_backward_says_how_to_keep_its_graph():
   loss.backward()
   assert y.grad.tolist() == [2.0, 4.0]
 
+def test_gradient_through_a_realized_part_says_why_none_reaches():
+  x = Tensor([1.0, 2.0])
+  v = x * 2
+  assert v.tolist() == [2.0, 4.0]  # realized: with no requires_grad=True tensor in it, v's graph is not kept
+  with pytest.raises(RuntimeError, match=r"part of its graph was realized .*take the gradient first.*requires_grad=True"): (v * 3).sum().gradient(x)
+  with pytest.raises(RuntimeError, match=r"not in its graph, or only through detach\(\)"): (Tensor([3.0]) * 2).sum().gradient(x)
+  y = Tensor([1.0, 2.0], requires_grad=True)
+  w = y * 2
+  assert w.tolist() == [2.0, 4.0]
+  assert (w * 3).sum().gradient(y)[0].tolist() == [6.0, 6.0]  # the fix it names: a graph with a requires_grad tensor in it is kept
+
 def test_a_realized_intermediate_cuts_the_graph_as_in_tinygrad():
   x = Tensor([1.0, 2.0])
   y = (x * 2).realize()

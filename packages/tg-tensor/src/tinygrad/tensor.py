@@ -401,6 +401,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
+        if any((wr := u.__dict__.get(_REALIZED_FROM)) is not None and wr() is None for u in root.toposort()):
+          raise RuntimeError(f"no gradient reaches the {t.shape} {t.dtype} target from this {self.shape} tensor: part of its graph was realized "
+                             f"(item(), numpy(), realize()) with no requires_grad=True tensor in it, and such a graph is not kept: take the "
+                             f"gradient first, or give the target requires_grad=True before building the graph")
         raise RuntimeError(f"no gradient reaches the {t.shape} {t.dtype} target from this {self.shape} tensor: it is not in its graph, or only "
                            f"through detach(); pass materialize_grads=True for zeros")
       ret.append(t.zeros_like() if g is None else Tensor(g))
