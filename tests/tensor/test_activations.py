@@ -42,3 +42,16 @@ def test_activation_keeps_half(name):
 @pytest.mark.parametrize("name", ["sigmoid", "silu", "softplus", "elu", "gelu", "mish"])
 def test_activation_of_int_is_float(name):
   assert getattr(Tensor([-1, 0, 2]), name)().dtype is dtypes.default_float
+
+def test_softplus_gradient_at_zero():
+  """d softplus(x)/dx = sigmoid(beta*x): 0.5 at 0, where the stable form's relu and |x| terms both have a kink (it gave 0, so a zero-init
+  head trained with binary_crossentropy_logits got no gradient)"""
+  x = Tensor([0.0, -3.0, 2.0])
+  np.testing.assert_allclose(x.softplus().sum().gradient(x)[0].numpy(), 1 / (1 + np.exp(-np.array([0.0, -3.0, 2.0]))), rtol=1e-6)
+  np.testing.assert_allclose(x.softplus(beta=2.0).sum().gradient(x)[0].numpy(), 1 / (1 + np.exp(-2 * np.array([0.0, -3.0, 2.0]))), rtol=1e-6)
+  np.testing.assert_allclose(x.logsigmoid().sum().gradient(x)[0].numpy(), 1 / (1 + np.exp(np.array([0.0, -3.0, 2.0]))), rtol=1e-6)
+  z = Tensor([0.0, 0.0])
+  # d/dz of -(y log sigmoid(z) + (1-y) log(1-sigmoid(z))) = sigmoid(z) - y; pos_weight p: (p*y + 1 - y) * sigmoid(z) - p*y
+  np.testing.assert_allclose(z.binary_crossentropy_logits(Tensor([0.0, 1.0]), reduction="sum").gradient(z)[0].numpy(), [0.5, -0.5])
+  np.testing.assert_allclose(z.binary_crossentropy_logits(Tensor([0.0, 1.0]), reduction="sum", pos_weight=Tensor([2.0])).gradient(z)[0].numpy(),
+                             [0.5, 2 * 0.5 - 2])

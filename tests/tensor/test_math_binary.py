@@ -89,6 +89,14 @@ def test_float_pow(device):
   check(Tensor(f, device=device).pow(Tensor([2.0, -1.0, 0.5, 3.0], device=device)), f ** np.array([2.0, -1.0, 0.5, 3.0], np.float32))
   check(Tensor(f, device=device).pow(2, reverse=True), np.float32(2) ** f)
 
+def test_float_pow_ieee_edges(device):
+  """x ** 0 and 1 ** y are 1 for every x and y, NaN and inf included (C's pow, numpy, torch); log2/exp2 alone gave NaN for nan ** 0"""
+  nan, inf = float("nan"), float("inf")
+  a = np.array([nan, 1.0, 1.0, 2.0, -2.0, 0.0, inf, -inf, 0.0, -1.0, 4.0], np.float32)
+  b = np.array([0.0, nan, inf, 3.0, 3.0, -1.0, 0.0, -0.0, 0.0, -inf, 0.5], np.float32)
+  with np.errstate(divide="ignore"): want = np.power(a, b)
+  np.testing.assert_array_equal(Tensor(a, device=device).pow(Tensor(b, device=device)).numpy(), want)
+
 @pytest.mark.parametrize("dt, scalar, want", [(dtypes.int8, 1, dtypes.int8), (dtypes.int8, 1.5, dtypes.default_float),
   (dtypes.uint8, 1, dtypes.uint8), (dtypes.float16, 2.0, dtypes.float16), (dtypes.bool, 1, dtypes.default_int), (dtypes.bool, True, dtypes.bool)])
 @pytest.mark.parametrize("op", ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "maximum", "minimum"])
@@ -131,3 +139,16 @@ def test_unsupported_dtype_combinations_name_the_dtypes():
     Tensor([1.5], dtype=dtypes.float16) & Tensor([1])
   with pytest.raises(RuntimeError, match=r"SHR.*dtypes.int and dtypes.float"): Tensor([3]) >> Tensor([1.0])
   check(Tensor([True, False]) - 1, [0, -1], dtypes.default_int)  # a bool meets an int: numbers, fine
+
+def test_python_int_past_the_dtype_compares_and_divides_by_value():
+  """a python int an int dtype cannot hold is not wrapped into it: comparisons settle by value and true division divides by it (numpy)"""
+  t, u = np.array([1, 2], np.int32), np.array([3, 5, 250], np.uint8)
+  for x in (t, u):
+    for y in (2**31, -2**31 - 1, 2**40, -1, -6, 256, 0, 3):
+      for name, ref in (("__lt__", np.less), ("__gt__", np.greater), ("__le__", np.less_equal), ("__ge__", np.greater_equal),
+                        ("eq", np.equal), ("ne", np.not_equal)):
+        got = getattr(Tensor(x), name)(y)
+        assert got.shape == x.shape and got.tolist() == ref(x.astype(np.int64), y).tolist(), (x.dtype, name, y)
+      np.testing.assert_allclose((Tensor(x) / y).numpy(), x.astype(np.float64) / y if y else np.where(x > 0, np.inf, np.nan), rtol=1e-6)
+  assert (-1 < Tensor(u)).tolist() == [True] * 3 and (2**31 > Tensor(t)).tolist() == [True, True]
+  np.testing.assert_allclose((Tensor(np.array([3, 100], np.int8)) / 200).numpy(), [0.015, 0.5], rtol=1e-6)

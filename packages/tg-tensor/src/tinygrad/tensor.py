@@ -1,7 +1,7 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, itertools, math, os, pathlib, struct, time, weakref
+import functools, itertools, math, operator, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo
@@ -736,6 +736,24 @@ def _on_node(fn:Callable) -> Callable:
   return op
 
 for _name in _ON_NODE: setattr(Tensor, _name, _on_node(getattr(OpMixin, _name)))
+
+# in-place operators: on a buffer or a view of one, the result is written into it (assign), as tinygrad's do: `w -= lr * w.grad` updates
+# w's buffer and every view of it, a view's `v += 1` writes into its base. A lazy value (no buffer of its own yet) takes the result as
+# its graph instead (its handle changes, as every name bound to it sees), and a gradient flows on through it as through torch's `h += x`;
+# assign would write it now and cut the path. Without them python rebinds the name and a buffer never changes
+_IN_PLACE = {"__iadd__": operator.add, "__isub__": operator.sub, "__imul__": operator.mul, "__itruediv__": operator.truediv,
+             "__ifloordiv__": operator.floordiv, "__ipow__": operator.pow, "__imatmul__": operator.matmul, "__iand__": operator.and_,
+             "__ior__": operator.or_, "__ixor__": operator.xor, "__ilshift__": operator.lshift, "__irshift__": operator.rshift}
+def _in_place(op:Callable) -> Callable:
+  def method(self:Tensor, x) -> Tensor:
+    value = op(self, x)
+    if (b := self.uop.base).op is Ops.BUFFER or is_multi_buffer(b): return self.assign(value)
+    if value.shape != self.shape or value.dtype != self.dtype:
+      raise ValueError(f"in-place {op.__name__} of {self.shape} {self.dtype} gives {value.shape} {value.dtype}: it must keep the shape and dtype")
+    return self.replace(value)
+  return method
+
+for _name, _op in _IN_PLACE.items(): setattr(Tensor, _name, _in_place(_op))
 
 # every live tensor that was given requires_grad=True, by id: backward fills in .grad of those in the loss's graph
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()

@@ -21,9 +21,10 @@ class ActivationMixin:
     if approximate != "tanh": raise ValueError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
     return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
   def softplus(self, beta=1.0):
-    """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log(1 + exp(-|bx|)) / beta"""
+    """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log(1 + exp(-|bx|)) / beta. maximum, not relu: at bx = 0 the tie gives it half of
+    the gradient (relu's is 0 there, and |bx|'s term has none), so the gradient is sigmoid(0) = 0.5 as it should be"""
     bx = self * beta
-    return (bx.relu() + (1 + (-bx.abs()).exp()).log()) * (1 / beta)
+    return (bx.maximum(0) + (1 + (-bx.abs()).exp()).log()) * (1 / beta)
   def logsigmoid(self): return -(-self).softplus()
   def mish(self): return self * self.softplus().tanh()
   def softsign(self): return self / (1 + self.abs())

@@ -45,6 +45,8 @@ class ElementwiseMixin:
   def div(self, x, reverse=False, rounding_mode:str|None=None):
     """true division (ints give default_float); rounding_mode "trunc" (toward 0) or "floor" (python's //) keeps int dtypes"""
     if rounding_mode not in (None, *_ROUNDING): raise ValueError(f"div rounding_mode must be 'trunc', 'floor' or None, not {rounding_mode!r}")
+    # a python int divisor of an int tensor is made a float first: in the int dtype 2**32 would wrap to 0 (and 256 in uint8 too)
+    if rounding_mode is None and type(x) is int and not dtypes.is_float(self.dtype): x = float(x)
     a, b = self._broadcasted(x, reverse)
     if rounding_mode is not None and not dtypes.is_float(a.dtype): return a.alu(_ROUNDING[rounding_mode], b)
     if not dtypes.is_float(a.dtype): a, b = a.cast(dtypes.default_float), b.cast(dtypes.default_float)
@@ -114,16 +116,24 @@ class ElementwiseMixin:
   def logical_not(self): return (b := self.bool()).alu(Ops.CMPNE, b.const_like(True))
 
   # *** comparisons: always bool ***
-  def __lt__(self, x): return self._binop(Ops.CMPLT, x, False)
-  def __gt__(self, x): return self._binop(Ops.CMPLT, x, True)
+  def _compare(self, op:Ops, y:Any, reverse:bool):
+    """a python int past self's int dtype compares by value (numpy, torch) and settles every element alike, where made in the dtype it
+    would wrap (int32 < 2**31 was all False)"""
+    if type(y) is int and dtypes.is_int(self.dtype) and not dtypes.min(self.dtype) <= y <= dtypes.max(self.dtype):
+      above = y > dtypes.max(self.dtype)
+      ret = self.const_like({Ops.CMPLT: above != reverse, Ops.CMPNE: True, Ops.CMPEQ: False}[op], dtypes.bool)
+      return ret.reshape((1,) * len(self.shape)).expand(self.shape)
+    return self._binop(op, y, reverse)
+  def __lt__(self, x): return self._compare(Ops.CMPLT, x, False)
+  def __gt__(self, x): return self._compare(Ops.CMPLT, x, True)
   # not-less is greater-or-equal only without NaN: a float compare is (a > b) | (a == b), so NaN compares False as in numpy
   def __ge__(self, x): return self._or_equal(x, self > x, self < x)
   def __le__(self, x): return self._or_equal(x, self < x, self > x)
   def _or_equal(self, x, strict, opposite):
     a, _ = self._broadcasted(x)
     return strict | self.eq(x) if dtypes.is_float(a.dtype) else opposite.logical_not()
-  def ne(self, x): return self._binop(Ops.CMPNE, x, False)
-  def eq(self, x): return self._binop(Ops.CMPEQ, x, False)
+  def ne(self, x): return self._compare(Ops.CMPNE, x, False)
+  def eq(self, x): return self._compare(Ops.CMPEQ, x, False)
   # only != builds a node here: == stays identity so hash-consed nodes work as dict keys (Tensor makes == elementwise itself)
   def __ne__(self, x): return self.ne(x)  # type: ignore[override]
 
