@@ -174,3 +174,25 @@ def test_cat_and_stack_take_a_sequence():
   np.testing.assert_equal(Tensor.stack((Tensor(a), Tensor(b)), dim=-1).numpy(), np.stack([a, b], -1))
   np.testing.assert_equal(Tensor.stack([Tensor(a)]).numpy(), a[None])
   with pytest.raises(ValueError, match="empty sequence"): Tensor.cat([])
+
+def test_setitem_on_a_value_with_a_gradient():
+  """torch's setitem on a non-leaf: the overwritten elements pass no gradient back, the written value's elements get theirs (it was
+  the reverse: written into a buffer, the old graph still took the gradient at the new value)"""
+  a = Tensor(np.arange(4, dtype=np.float32), requires_grad=True)
+  c = a * 1
+  c[1] = 100.0
+  (c * c).sum().backward()
+  np.testing.assert_array_equal(a.grad.numpy(), [0.0, 0.0, 4.0, 6.0])  # d/da sum(c^2) = 2a, except where c no longer holds a
+  a, b = Tensor([1.0, 2.0, 3.0], requires_grad=True), Tensor([4.0, 5.0, 6.0, 7.0, 8.0, 9.0], requires_grad=True)
+  w = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+  c = b.reshape(2, 3) * 1
+  c[0:1] = a.reshape(1, 3)
+  c[1, Tensor([2, 0])] = a[:2] * 10  # tensor indices too
+  assert c.tolist() == [[1.0, 2.0, 3.0], [20.0, 8.0, 10.0]]
+  (c * Tensor(w)).sum().backward()
+  np.testing.assert_array_equal(a.grad.numpy(), [1 + 10 * 6, 2 + 10 * 4, 3])  # a[0] -> c[0,0] and c[1,2]; a[1] -> c[0,1] and c[1,0]
+  np.testing.assert_array_equal(b.grad.numpy(), [0, 0, 0, 0, 5, 0])  # only c[1,1] still holds b's element
+  x = Tensor([1.0, 2.0])
+  h = x * 2
+  h[0] = 7.0  # no gradient can flow (no requires_grad=True tensor): written into a buffer as before
+  assert h.tolist() == [7.0, 4.0] and h.uop.base.op is Ops.BUFFER

@@ -86,22 +86,27 @@ class TensorIndexMixin:
 
   def __setitem__(self, indices, v:Any):
     """self[indices] = v writes into self's buffer (v broadcasts to the indexed shape and takes self's dtype). With tensor or list
-    indices (or a step other than 1) the whole tensor is rewritten; where an index repeats a position the last write wins"""
+    indices (or a step other than 1) the whole tensor is rewritten; where an index repeats a position the last write wins.
+    A lazy self a gradient flows through takes the written value as its graph instead (torch's setitem on a non-leaf): the overwritten
+    elements pass no gradient back, v's get it; written into a buffer, the path would be cut"""
     from tinygrad.tensor import Tensor
     idx = indices if isinstance(indices, tuple) else (indices,)
     v = (v if isinstance(v, Tensor) else Tensor(v, self.device, self.dtype)).cast(self.dtype)
-    if self.uop.base.op is not Ops.BUFFER: self.realize()  # writes go into a buffer, so a lazy tensor gets its own first
+    if lazy := self.uop.base.op is not Ops.BUFFER:
+      if not (lazy := self._grad_flows() or v._grad_flows()): self.realize()  # writes go into a buffer: a lazy tensor gets its own first
     view = self._getitem(idx)
     try: v = v.expand(view.shape)
     except ValueError: raise ValueError(f"cannot assign a value of shape {tuple(v.shape)} to the indexed shape {tuple(view.shape)}") from None
-    if not any(u.op in (Ops.PAD, Ops.EXPAND) for u in view.uop.toposort(lambda u: u is not self.uop)):
+    if not lazy and not any(u.op in (Ops.PAD, Ops.EXPAND) for u in view.uop.toposort(lambda u: u is not self.uop)):
       view.assign(v)
       return
     if not all_int(self.shape): raise ValueError(f"setitem through tensor indices or steps needs a concrete shape, got {self.shape}")
     # each written element's flat position, one-hot against every position of self
     pos = self._arange(self.numel()).reshape(self.shape)._getitem(idx).flatten()
     last = self._last_write(pos._one_hot_at(self.numel(), 1), 0)
-    self.assign(last.ge(0).reshape(self.shape).where(v.flatten().gather(0, last.maximum(0)).reshape(self.shape), self))
+    written = last.ge(0).reshape(self.shape).where(v.flatten().gather(0, last.maximum(0)).reshape(self.shape), self)
+    if lazy: self.replace(written)
+    else: self.assign(written)
 
   def _compacted(self, size:int|None, what:str):
     """(slot, valid) for the nonzero elements of flat self: slot (n, size) is True where element i is the r-th nonzero one, valid
