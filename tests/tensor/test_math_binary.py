@@ -152,3 +152,7 @@ def test_python_int_past_the_dtype_compares_and_divides_by_value():
       np.testing.assert_allclose((Tensor(x) / y).numpy(), x.astype(np.float64) / y if y else np.where(x > 0, np.inf, np.nan), rtol=1e-6)
   assert (-1 < Tensor(u)).tolist() == [True] * 3 and (2**31 > Tensor(t)).tolist() == [True, True]
   np.testing.assert_allclose((Tensor(np.array([3, 100], np.int8)) / 200).numpy(), [0.015, 0.5], rtol=1e-6)
+
+def test_clamp_names_its_keywords():
+  assert Tensor([-2.0, 0.5, 3.0]).clamp(min_=-1, max_=1).tolist() == [-1.0, 0.5, 1.0]
+  with pytest.raises(TypeError, match=r"clip/clamp takes min_ and max_ \(tinygrad's names\), not min, max"): Tensor([1.0]).clamp(min=0, max=1)

@@ -176,7 +176,9 @@ class ElementwiseMixin:
     f = self.floor()
     diff = self - f
     return (diff < 0.5).where(f, (diff > 0.5).where(f + 1, ((f * 0.5).floor() * 2).ne(f).where(f + 1, f)))
-  def clip(self, min_=None, max_=None):
+  def clip(self, min_=None, max_=None, **others):
+    # torch's min=/max= keywords are not tinygrad's: said by name (python's own error named only clip)
+    if others: raise TypeError(f"clip/clamp takes min_ and max_ (tinygrad's names), not {', '.join(others)}")
     # selects rather than maximum/minimum: a value on a bound keeps its whole gradient (torch's rule; MAX would split it in half)
     ret = self
     if min_ is not None: ret = (ret < min_).where(min_, ret)
