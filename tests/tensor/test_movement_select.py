@@ -102,9 +102,17 @@ INDEX_CASES = [([0, 2],), ([[0, -1], [1, 2]],), (slice(None), [1, 3]), (0, slice
                ([0, 1], [1, 2]), (Ellipsis, [4, 0]), (None, [2, 0], slice(1, 3)), ([[0], [2]], [1, 2, 3]), (slice(None, None, -1), [0, 0, 1]),
                ([True, False, True],), (1, [0, 1], 2), ([0, 2], 1, slice(None), None), (slice(1, None), [-4, 3], slice(None, None, 2)), ([],)]
 
+def _indexed(x:np.ndarray, idx:tuple) -> np.ndarray:
+  """numpy's x[idx] with each int taking its axis away first, as in tinygrad and torch (numpy counts an int beside index arrays as one:
+  x[0, :, [1, 2]] has the list's axis first there, where it stays in place here)"""
+  idx = tuple(np.array(i, dtype=None if i else np.int64) if isinstance(i, list) else i for i in idx)
+  if any(type(i) is int for i in idx) and any(isinstance(i, np.ndarray) for i in idx) and all(i is not None and i is not Ellipsis for i in idx):
+    return x[tuple(i if type(i) is int else slice(None) for i in idx)][tuple(i for i in idx if type(i) is not int)]
+  return x[idx]
+
 @pytest.mark.parametrize("idx", INDEX_CASES, ids=[str(i) for i in range(len(INDEX_CASES))])
 def test_advanced_getitem(idx):
-  want = X[tuple(np.array(i, dtype=None if i else np.int64) if isinstance(i, list) else i for i in idx)]
+  want = _indexed(X, idx)
   check(Tensor(X)[idx], want)
   check(Tensor(X)[tuple(Tensor(i) if isinstance(i, list) and i else i for i in idx)], want)
 
@@ -119,6 +127,18 @@ def test_single_index_tensor_layouts():
   # index tensors of different ranks broadcast together (the leading axes are implicit)
   check(Tensor(X)[Tensor([[0], [2]]), Tensor([1, -1, 3])], X[np.array([[0], [2]]), np.array([1, -1, 3])])
   check(Tensor(X)[Tensor([0, 2]), :, Tensor([[4], [0], [1]])], X[np.array([0, 2]), :, np.array([[4], [0], [1]])])
+
+def test_ints_take_their_axis_first():
+  """tinygrad's and torch's rule, not numpy's: index tensors separated only by ints stay in place (shapes checked against torch 2.13)"""
+  x = np.arange(3 * 2 * 5 * 4 * 2, dtype=np.float32).reshape(3, 2, 5, 4, 2)
+  i, j = [0, 4, 1], [1, 0, 1]
+  for idx, shape in (((1, slice(None), i), (2, 3, 4, 2)), ((1, slice(None), i, 1), (2, 3, 2)), ((slice(None), j, 1, [1, 0, 3]), (3, 3, 2)),
+                     ((slice(None), j, slice(None), [1, 0, 3]), (3, 3, 5, 2)), ((j, 1, i), (3, 4, 2)), ((slice(None), 0, slice(None), j), (3, 5, 3, 2))):
+    got = Tensor(x)[tuple(Tensor(k) if isinstance(k, list) else k for k in idx)]
+    assert got.shape == shape, (idx, got.shape)
+    if all(type(k) is not int for k in idx): want = x[tuple(np.array(k) if isinstance(k, list) else k for k in idx)]
+    else: want = _indexed(x, idx)
+    np.testing.assert_array_equal(got.numpy(), want)
 
 def test_advanced_getitem_devices(device):
   t = Tensor(X, device=device)

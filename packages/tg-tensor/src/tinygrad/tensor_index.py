@@ -58,8 +58,10 @@ class TensorIndexMixin:
     basic = tuple(slice(None) if isinstance(i, Tensor) else i for i in idx)
     x = (self if all([type(i) is slice and i == _WHOLE for i in basic]) else super()._getitem(basic)).uop  # an embedding's w[ids] has nothing to slice
     tdims, tensors, first, odim = [], [], None, 0
-    # ints (and a symbolic position, a UOp) count as advanced next to tensors, like numpy; they take their axis away
-    adv = [p for p, i in enumerate(idx) if isinstance(i, (Tensor, int, UOp))]
+    # an int (or a symbolic position, a UOp) takes its axis away first, as in tinygrad and torch (numpy counts it as an advanced index):
+    # x[1, :, ids] puts the ids' axes where ids stands, and only a slice or None between index tensors sends their axes to the front
+    adv = [p for p, i in enumerate(idx) if isinstance(i, Tensor)]
+    apart = any([not isinstance(i, (Tensor, int, UOp)) for i in idx[adv[0]:adv[-1]]])
     for p, i in enumerate(idx):
       if p == adv[0]: first = odim
       if isinstance(i, Tensor): tdims.append(odim); tensors.append(i.uop)
@@ -81,7 +83,7 @@ class TensorIndexMixin:
       N = prod(sizes)
       mask, x = mask.reshape(B + (N,) + (1,)*len(rest)), x.reshape((N,) + tuple(x.shape[len(sizes):]))
     ret = x._pick(mask, len(B))
-    if adv[-1] - adv[0] + 1 != len(adv) or not first: return _handle(ret)  # advanced indices apart: their axes go first
+    if apart or not first: return _handle(ret)  # index tensors apart: their axes go first
     return _handle(ret.permute(list(range(len(B), len(B) + first)) + list(range(len(B))) + list(range(len(B) + first, len(ret.shape)))))
 
   def __setitem__(self, indices, v:Any):
