@@ -118,11 +118,11 @@ class ElementwiseMixin:
   # *** comparisons: always bool ***
   def _compare(self, op:Ops, y:Any, reverse:bool):
     """a python int past self's int dtype compares by value (numpy, torch) and settles every element alike, where made in the dtype it
-    would wrap (int32 < 2**31 was all False)"""
-    if type(y) is int and dtypes.is_int(self.dtype) and not dtypes.min(self.dtype) <= y <= dtypes.max(self.dtype):
-      above = y > dtypes.max(self.dtype)
+    would wrap (int32 < 2**31 was all False). Not a weak int (a kernel's index math): its values are not bound to int32's range"""
+    if type(y) is int and dtypes.is_int(dt := self.dtype) and not dtypes.is_weak(dt) and not dtypes.min(dt) <= y <= dtypes.max(dt):
+      above = y > dtypes.max(dt)
       ret = self.const_like({Ops.CMPLT: above != reverse, Ops.CMPNE: True, Ops.CMPEQ: False}[op], dtypes.bool)
-      return ret.reshape((1,) * len(self.shape)).expand(self.shape)
+      return ret.reshape((1,) * len(self.shape)).expand(self.shape) if self.shape else ret  # a kernel's scalar node has no shape
     return self._binop(op, y, reverse)
   def __lt__(self, x): return self._compare(Ops.CMPLT, x, False)
   def __gt__(self, x): return self._compare(Ops.CMPLT, x, True)
