@@ -1,10 +1,10 @@
 """Lowered programs on disk (codegen/lowering_cache.py): a later process takes a kernel's program from the disk cache instead of lowering
 it, gets the same program, and never one lowered under other switches, another renderer or other code."""
-import importlib, json, os, pathlib, subprocess, sys
+import json, os, pathlib, subprocess, sys
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device, Variable
-from tinygrad.helpers import Context, ContextVar
+from tinygrad.helpers import Context
 from tinygrad.schedule.rangeify import create_schedule
 import tinygrad.codegen as codegen
 from tinygrad.codegen import lowering_cache
@@ -128,15 +128,24 @@ NOT_LOWERING = {
   "PACK": "scheduling", "WHOLE_PANELS": "scheduling", "SPLIT_REDUCE": "scheduling",
   "BEAM_MIN_GAIN": "BEAM's search (BEAM is a lowering switch; its results have their own cache)", "BEAM_CUTOFF": "BEAM's search"}
 
+_SWITCHES_OF_THE_PACKAGES = """
+import importlib, json, pathlib, sys
+from tinygrad.helpers import ContextVar
+for pkg in ("tg-codegen", "tg-renderers"):
+  src = pathlib.Path(sys.argv[1]) / pkg / "src"
+  for p in sorted(src.rglob("*.py")):
+    mod = ".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
+    if mod.startswith("tinygrad.runtime.") or mod.endswith("__main__"): continue  # devices: open hardware and drivers at import
+    importlib.import_module(mod)
+print(json.dumps(sorted(ContextVar._cache)))
+"""
+
 def test_every_switch_is_classified():
-  for pkg in ("tg-codegen", "tg-renderers"):
-    src = PACKAGES / pkg / "src"
-    for p in sorted(src.rglob("*.py")):
-      mod = ".".join(p.relative_to(src).with_suffix("").parts).removesuffix(".__init__")
-      if mod.startswith("tinygrad.runtime.") or mod.endswith("__main__"): continue  # devices: open hardware and drivers at import
-      importlib.import_module(mod)
+  # in a fresh interpreter: this one holds the switches other tests made (a ContextVar of a test is no switch of the packages)
+  out = subprocess.run([sys.executable, "-c", _SWITCHES_OF_THE_PACKAGES, str(PACKAGES)], capture_output=True, text=True, timeout=120)
+  assert out.returncode == 0, out.stderr[-2000:]
   lowering = {v.key for v in codegen.LOWERING_SWITCHES}
-  unknown = [k for k in ContextVar._cache if k not in lowering and k not in NOT_LOWERING]
+  unknown = [k for k in json.loads(out.stdout) if k not in lowering and k not in NOT_LOWERING]
   assert not unknown, f"switches neither in codegen.LOWERING_SWITCHES nor in NOT_LOWERING: {unknown}"
 
 def test_a_renderer_that_cannot_be_described_is_not_cached(disk):
