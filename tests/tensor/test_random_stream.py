@@ -81,9 +81,31 @@ def test_randint_uniform(shape):
   n = math.prod(shape)
   r = Tensor.randint(*shape, low=-5, high=1000)
   assert r.dtype is dtypes.int32
-  np.testing.assert_array_equal(r.numpy(), (np.float32(1005) * uniform01(n, 11, 0)).astype(np.int32).reshape(shape) - 5)
+  np.testing.assert_array_equal(r.numpy(), (words(n, 11, 0) % np.uint32(1005)).astype(np.int32).reshape(shape) - 5)  # one word each
   np.testing.assert_allclose(Tensor.uniform(*shape, low=-2, high=3).numpy(), (np.float32(5) * uniform01(n, 11, 1) - 2).reshape(shape),
                              rtol=1e-6, atol=1e-6)
+
+def test_randint_wide_spans():
+  """a span past 2**16 takes two words as a uint64 (the float span*u it replaced skipped values past 2**24 and gave int32's whole
+  range only values <= 0)"""
+  Tensor.manual_seed(5)
+  w = words(2 * 1000, 5, 0).astype(np.uint64)
+  want = (((w[:1000] << np.uint64(32)) | w[1000:]) % np.uint64(2**32 - 1)).astype(np.int64) - 2**31
+  r = Tensor.randint(1000, low=-2**31, high=2**31 - 1)
+  assert r.dtype is dtypes.int32
+  np.testing.assert_array_equal(r.numpy(), want.astype(np.int32))
+  assert r.numpy().min() < -2**30 and r.numpy().max() > 2**30
+  big = Tensor.randint(20000, low=0, high=2**40, dtype=dtypes.int64).numpy()
+  assert big.min() >= 0 and big.max() < 2**40 and len(np.unique(big % 256)) == 256  # the low bits vary too (the float form stepped by 2**16)
+  full = Tensor.randint(4000, low=-2**63, high=2**63 - 1, dtype=dtypes.int64).numpy()
+  assert (full < 0).any() and (full > 0).any()
+  small = Tensor.randint(20000, low=-128, high=128, dtype=dtypes.int8).numpy()
+  assert small.dtype == np.int8 and small.min() == -128 and small.max() == 127
+
+def test_randint_errors():
+  with pytest.raises(TypeError, match="must be an int dtype"): Tensor.randint(3, high=5, dtype=dtypes.float32)
+  with pytest.raises(OverflowError, match=r"\[0, 300\) does not fit in dtypes.uchar"): Tensor.randint(3, high=300, dtype=dtypes.uint8)
+  with pytest.raises(ValueError, match="low < high"): Tensor.randint(3, low=2, high=2)
 
 def test_kaiming_uniform_and_linear():
   Tensor.manual_seed(3)

@@ -183,6 +183,10 @@ def test_int_list_overflow_is_an_error():
   with pytest.raises(OverflowError, match="300 does not fit in dtypes.uchar"): Tensor([300], dtype=dtypes.uint8)
   assert Tensor([2**40], dtype=dtypes.int64).tolist() == [2**40]
   assert Tensor([-1], dtype=dtypes.int8).tolist() == [-1]
+  # Tensor.full too (it wrapped: full((2,), 2**40) was [0, 0])
+  with pytest.raises(OverflowError, match=r"1099511627776 does not fit in dtypes.int .*dtypes.int64"): Tensor.full((2,), 2**40)
+  with pytest.raises(OverflowError, match="256 does not fit in dtypes.uchar"): Tensor.full((2,), 256, dtype=dtypes.uint8)
+  assert Tensor.full((2,), 2**40, dtype=dtypes.int64).tolist() == [2**40] * 2 and Tensor.full((1,), 2**40, dtype=dtypes.float32).tolist() == [2.0**40]
 
 def test_realize_retargets_other_tensors():
   # b was built on a before a was realized: afterwards b reads a's buffer instead of recomputing a

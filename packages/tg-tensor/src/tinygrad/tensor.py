@@ -194,6 +194,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     shape = _shape_arg((shape,))
     if isinstance(fill_value, UOp): return Tensor(fill_value, device, dtype).reshape((1,)*len(shape)).expand(shape)  # a bound Variable
     dt = to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
+    if type(fill_value) is int and dtypes.is_int(dt): _check_fits((fill_value,), dt)
     return Tensor(_own_constant(UOp.const(dt, fill_value, Device.canonicalize(device)))).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
   @_creates
@@ -319,10 +320,18 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def randint(*shape, low:int=0, high:int=10, device:str|None=None, dtype:DType|str=dtypes.int32) -> Tensor:
-    """integers in [low, high)"""
+    """integers in [low, high), uniform: random words modulo the span (one 32-bit word for a span up to 2**16, two as a uint64 past it,
+    so the bias is at most span / 2**32 or span / 2**64). A float span*u would skip values past 2**24 and overflow int32's whole range"""
     if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
-    u = Tensor._uniform(_shape_arg(shape), device, dtypes.float32, fused=True)
-    return (((high - low) * u).cast(to_dtype(dtype)) + low).contiguous()  # >= 0: cast floors
+    if not dtypes.is_int(dt := to_dtype(dtype)): raise TypeError(f"randint makes integers: dtype={dt} must be an int dtype (cast the result)")
+    if low < dt.min or high - 1 > dt.max: raise OverflowError(f"randint's [{low}, {high}) does not fit in {dt} [{dt.min}, {dt.max}]")
+    shape, span = _shape_arg(shape), high - low
+    if span <= 1 << 16: r = Tensor._random_bits(n := prod(shape), device, fused=True) % span
+    else:
+      w = Tensor._random_bits(2 * (n := prod(shape)), device, fused=True).cast(dtypes.uint64)
+      r = ((w[:n] << 32) | w[n:]) % span
+    # in dt's width r + low wraps around exactly as far as r's cast did: the sum is the value in [low, high)
+    return (r.cast(dt) + low).reshape(shape).contiguous()
   def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
   def randn_like(self, dtype:DType|str|None=None, **kwargs) -> Tensor:
     return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
@@ -759,6 +768,11 @@ for _name, _op in _IN_PLACE.items(): setattr(Tensor, _name, _in_place(_op))
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 _live = LiveTensors()  # every handle: backward() with no requires_grad=True tensor in the graph works as tinygrad 0.14's
 
+def _check_fits(values:Sequence, dtype:DType):
+  """like numpy and torch: a python int that doesn't fit an int dtype is an error, never a silent wraparound"""
+  if (bad := next((v for v in values if not dtype.min <= v <= dtype.max), None)) is not None:
+    raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
+
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""
   if not all_int(shape): raise ValueError(f"data needs a concrete shape, got {shape}")
@@ -766,9 +780,7 @@ def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> U
   if dtype.fmt is None:  # struct has no bfloat16/fp8: raw bytes go in as same-size uints, values as float32, converted lazily
     if isinstance(data, bytes): return _buffer_from(device, {1: dtypes.uint8, 2: dtypes.uint16}[dtype.itemsize], shape, data).bitcast(dtype)
     return _buffer_from(device, dtypes.float32, shape, data).cast(dtype)
-  if not isinstance(data, bytes) and dtypes.is_int(dtype) and (bad := next((v for v in data if not dtype.min <= v <= dtype.max), None)) is not None:
-    # like numpy and torch: a python int that doesn't fit is an error, never a silent wraparound
-    raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
+  if not isinstance(data, bytes) and dtypes.is_int(dtype): _check_fits(data, dtype)
   raw = data if isinstance(data, bytes) else struct.pack(f"{len(data)}{dtype.fmt}", *[dtypes.as_const(v, dtype) for v in data])
   buf = UOp.new_buffer(device, prod(shape), dtype)
   if raw:
