@@ -132,8 +132,9 @@ def test_ints_take_their_axis_first():
   """tinygrad's and torch's rule, not numpy's: index tensors separated only by ints stay in place (shapes checked against torch 2.13)"""
   x = np.arange(3 * 2 * 5 * 4 * 2, dtype=np.float32).reshape(3, 2, 5, 4, 2)
   i, j = [0, 4, 1], [1, 0, 1]
-  for idx, shape in (((1, slice(None), i), (2, 3, 4, 2)), ((1, slice(None), i, 1), (2, 3, 2)), ((slice(None), j, 1, [1, 0, 3]), (3, 3, 2)),
-                     ((slice(None), j, slice(None), [1, 0, 3]), (3, 3, 5, 2)), ((j, 1, i), (3, 4, 2)), ((slice(None), 0, slice(None), j), (3, 5, 3, 2))):
+  cases = (((1, slice(None), i), (2, 3, 4, 2)), ((1, slice(None), i, 1), (2, 3, 2)), ((slice(None), j, 1, [1, 0, 3]), (3, 3, 2)),
+           ((slice(None), j, slice(None), [1, 0, 3]), (3, 3, 5, 2)), ((j, 1, i), (3, 4, 2)), ((slice(None), 0, slice(None), j), (3, 5, 3, 2)))
+  for idx, shape in cases:
     got = Tensor(x)[tuple(Tensor(k) if isinstance(k, list) else k for k in idx)]
     assert got.shape == shape, (idx, got.shape)
     if all(type(k) is not int for k in idx): want = x[tuple(np.array(k) if isinstance(k, list) else k for k in idx)]

@@ -1,6 +1,6 @@
 """The mixins' composite ops of one tensor are built on its node with one handle (tensor._ON_NODE): the same node as the op built step by
-step through Tensor handles, values against numpy, gradients through them (the sorts': tests/tensor/test_scan_sort.py), and a tensor argument taking the step-by-step
-way."""
+step through Tensor handles, values against numpy, gradients through them (the sorts': tests/tensor/test_scan_sort.py), and a tensor
+argument taking the step-by-step way."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes

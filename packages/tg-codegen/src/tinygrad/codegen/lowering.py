@@ -100,11 +100,11 @@ def _pow(a:UOp, b:UOp) -> UOp:
   b_int = b.alu(Ops.TRUNC).alu(Ops.CMPNE, b).logical_not()
   odd = (b * 0.5).alu(Ops.TRUNC).alu(Ops.CMPNE, b * 0.5)
   neg = b_int.where(odd.where(mag.alu(Ops.NEG), mag), mag.const_like(math.nan))
-  zero = a.alu(Ops.CMPNE, a.const_like(0)).logical_not()
-  ret = (a < 0).where(neg, zero.where((b < 0).where(a.const_like(math.inf), (b.alu(Ops.CMPNE, b.const_like(0))).where(a.const_like(0), a.const_like(1))), mag))
+  def equal(x:UOp, v:float) -> UOp: return x.alu(Ops.CMPNE, x.const_like(v)).logical_not()
+  at_zero = (b < 0).where(a.const_like(math.inf), equal(b, 0).where(a.const_like(1), a.const_like(0)))
+  ret = (a < 0).where(neg, equal(a, 0).where(at_zero, mag))
   # IEEE pow (C, numpy, torch): x ** 0 is 1 and 1 ** y is 1 for every x and y, NaN included, and (-1) ** +-inf is 1, where log2 and
   # exp2 would give NaN
-  def equal(x:UOp, v:float) -> UOp: return x.alu(Ops.CMPNE, x.const_like(v)).logical_not()
   one = equal(b, 0) | equal(a, 1) | (equal(a, -1) & equal(b.alu(Ops.MAX, b.alu(Ops.NEG)), math.inf))
   return one.where(a.const_like(1), ret)
 

@@ -3,8 +3,8 @@ Dtypes of 32 bits or less sort packed keys: the value mapped to an int32 whose o
 everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose low half holds the element's index. Keys are unique, so
 one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
 Short rows, or few rows in all: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2)
-compares, two kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages a rank sort of
-blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
+compares, two kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages
+a rank sort of blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
 topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
 k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter).
 A value unpacked from a key is bits autograd cannot follow: its gradient goes back to the element its index names (a custom gradient, a
