@@ -104,6 +104,22 @@ def test_cumsum_gradient(dev):
       if a.shape[axis] > SCAN_BLOCK: assert scanned(x.grad, device), "the gradient (a reversed cumsum) lost its scan form"
       np.testing.assert_allclose(x.grad.numpy(), np.flip(np.cumsum(np.flip(w, axis), axis), axis), rtol=1e-4, atol=1e-4)
 
+def test_scans_along_two_axes_of_one_store(dev):
+  """two prefix reduces stored by one kernel along different loops (cumsum(0) + cumsum(1) of one input, or their gradients, which
+  fuse into one kernel): only one loop can carry an accumulator innermost. Both were scanned, the outer one's accumulator reset by the
+  inner loop every trip: the sum of the two cumsums' gradients came out [[4,4,4],[3,3,3],[2,2,2]]"""
+  device, sizes = dev
+  for n in sizes:
+    a, w = R.standard_normal((n, n)).astype(np.float32), R.standard_normal((n, n)).astype(np.float32)
+    x = Tensor(a, device=device, requires_grad=True)
+    y = x.cumsum(0) + x.cumsum(1)
+    np.testing.assert_allclose(y.numpy(), np.cumsum(a, 0) + np.cumsum(a, 1), rtol=1e-4, atol=1e-3)
+    (y * Tensor(w, device=device)).sum().backward()
+    want = sum(np.flip(np.cumsum(np.flip(w, axis), axis), axis) for axis in (0, 1))
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-4, atol=1e-3)
+  x = Tensor(np.arange(9, dtype=np.float32).reshape(3, 3), device=device)
+  np.testing.assert_equal((x.cumsum(0).sum() + x.cumsum(1).sum()).gradient(x)[0].numpy(), [[6, 5, 4], [5, 4, 3], [4, 3, 2]])
+
 def test_cumsum_gradient_by_finite_differences():
   a, w = R.standard_normal(9), R.standard_normal(9)
   f = lambda v: float((np.cumsum(v) ** 2 * w).sum())

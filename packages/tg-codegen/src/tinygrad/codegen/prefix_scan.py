@@ -76,8 +76,10 @@ def mark_scans(ast:UOp, renderer) -> UOp:
     for u in _outside_reduces(end.src[0]):
       if u.tag is None and (m := match(u, loops)) is not None: per_axis.setdefault(m[0], []).append((u, m[1], m[2]))
     body, sub, renamed = end.src[0], {}, {}
-    for o, found in per_axis.items():
-      if len({suffix for _, _, suffix in found}) != 1: continue  # a prefix and a suffix reduce would need the axis run both ways
+    # a prefix and a suffix reduce would need the axis run both ways; and only one loop can be innermost (an accumulator carried along
+    # an outer loop would be reset by the inner one): the axis with the most reduces is scanned, the others stay plain reduces
+    one_way = [(o, found) for o, found in per_axis.items() if len({suffix for _, _, suffix in found}) == 1]
+    for o, found in sorted(one_way, key=lambda of: -len(of[1]))[:1]:
       # o becomes the innermost of the loops (the ones outside it reset the accumulator); a suffix reduce runs it backwards
       renamed[o], fresh = (new_o := o.replace(arg=(fresh, o.arg[1]))), fresh + 1
       body = body.substitute({u: _canonical(u, x, new_o, suffix) for u, x, suffix in found})
