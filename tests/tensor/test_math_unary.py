@@ -59,3 +59,21 @@ def test_int_rounding_and_sign_keep_dtype(device):
     got = getattr(Tensor(x, device=device), name)()
     assert got.dtype is dtypes.int8, name
     np.testing.assert_array_equal(got.numpy(), getattr(np, name)(x))
+
+@pytest.mark.parametrize("name, slope", [("asinh", 1.0), ("asin", 1.0), ("atan", 1.0), ("erf", 2 / math.sqrt(math.pi)), ("acos", -1.0)])
+def test_odd_functions_at_zero(name, slope):
+  """f(+-0) is +-0 and f'(0) its slope: built as f(|x|) * sign(x), the gradient at 0 was 0 (sign's), and the approximations' value at
+  0 only near 0"""
+  x = Tensor([0.0, -0.0, float("nan")])
+  y = getattr(x, name)()
+  g = y.sum().gradient(x)[0].numpy()
+  if name != "acos": assert y.numpy()[0] == 0 and list(np.signbit(y.numpy()[:2])) == [False, True]
+  np.testing.assert_allclose(g[:2], [slope, slope], rtol=1e-6)
+  assert np.isnan(y.numpy()[2]) and np.isnan(g[2])
+
+def test_half_cos_and_tan():
+  """pi/2 - x is taken in float32: rounded to half it dropped x's low bits (cos(33) came out -0.0216 for -0.0133)"""
+  x = np.array([33.0, 1000.7, 0.5, -7.25], np.float16)
+  np.testing.assert_allclose(Tensor(x).cos().numpy().astype(np.float64), np.cos(x.astype(np.float64)), atol=2e-3)
+  np.testing.assert_allclose(Tensor(x).tan().numpy().astype(np.float64), np.tan(x.astype(np.float64)), rtol=4e-3)
+  assert Tensor(x).cos().dtype is dtypes.half

@@ -245,6 +245,13 @@ def test_reduce_more(device):
   check(Tensor(i, device=device).mean(), np.float32(i.mean()))
   check(Tensor(np.array([5, 200, 3], np.uint8), device=device).min(), np.uint8(3))
   check(Tensor([True, False, True], device=device).sum(), np.int32(2))
+  # prod answers in the input's dtype (upstream's rule; multiplied wide, so int8 wraps as int8 arithmetic would): 7*6*5 = 210 -> -46
+  check(Tensor(np.array([7, 6, 5], np.int8), device=device).prod(), np.int8(-46))
+  check(Tensor(np.array([1.5, 2, 300], np.float16), device=device).prod(), np.float16(900))
+  check(Tensor([True, False], device=device).prod(), np.bool_(False))
+  check(Tensor(np.array([7, 6, 5], np.int8), device=device).prod(dtype=dtypes.int32), np.int32(210))
+  assert [Tensor([1], dtype=dt, device=device).prod().dtype for dt in (dtypes.int8, dtypes.half, dtypes.bool, dtypes.uint16)] == \
+    [dtypes.int8, dtypes.half, dtypes.bool, dtypes.uint16]
 
 def test_arg_any_all(device):
   x = np.array([[1.0, 5.0, 5.0, -2.0], [7.0, 0.0, 7.0, -3.0], [-1.0, -1.0, -4.0, -4.0]], np.float32)

@@ -9,8 +9,13 @@ class ActivationMixin:
   def leaky_relu(self, neg_slope=0.01): return (self < 0).where(self * neg_slope, self)
   def hardsigmoid(self, alpha:float=1/6, beta:float=0.5): return (self * alpha + beta).clip(0, 1)
   def hardswish(self): return self * (self + 3).relu6() * (1/6)
-  def elu(self, alpha=1.0): return (self > 0).where(self, alpha * (self.exp() - 1))
-  def celu(self, alpha=1.0): return self.maximum(0) + (alpha * ((self / alpha).exp() - 1)).minimum(0)
+  def elu(self, alpha=1.0): return self._exp_below_zero(1.0, alpha)
+  def celu(self, alpha=1.0): return self._exp_below_zero(1 / alpha, alpha)
+  def _exp_below_zero(self, scale, alpha):
+    """x above 0, alpha * (e^(scale*x) - 1) at or below it; the exponential of the non-positive part only: e^x of a large x was inf
+    in the branch not taken, and its gradient 0 * inf = NaN (x >= 11 in half)"""
+    pos = self > 0
+    return pos.where(self, alpha * ((pos.where(0, self) * scale).exp() - 1))
   def selu(self, alpha=1.67326, gamma=1.0507): return gamma * self.elu(alpha)
   def silu(self): return self * self.sigmoid()
   def swish(self): return self.silu()

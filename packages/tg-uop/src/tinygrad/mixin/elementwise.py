@@ -157,7 +157,10 @@ class ElementwiseMixin:
   def trunc(self): return self.alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self
   def exp(self): return (self._float_cast() * 1.4426950408889634).exp2()
   def log(self): return self.log2() * 0.6931471805599453
-  def cos(self): return (1.5707963267948966 - self._float_cast()).sin()
+  def cos(self):
+    # pi/2 - x rounded to a narrow float drops x's low bits (cos(33) in half was off by 60%): subtracted in float32
+    if (x := self._float_cast()).dtype.itemsize < 4: return (1.5707963267948966 - x.cast(dtypes.float32)).sin().cast(x.dtype)
+    return (1.5707963267948966 - x).sin()
   def tan(self): return self.sin() / self.cos()
   def _float_cast(self): return self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
   def rsqrt(self): return self.sqrt().reciprocal()
@@ -167,7 +170,12 @@ class ElementwiseMixin:
     ret = self.ne(0).where((self < 0).where(self.const_like(-1), self.const_like(1)), self.const_like(0))
     return self.isnan().where(self, ret) if dtypes.is_float(self.dtype) else ret  # sign(nan) is nan, like numpy and torch
   def relu(self): return (self > 0).where(self, self.const_like(0))
-  def sigmoid(self): return (1 + (self * -1.4426950408889634).exp2()).reciprocal()
+  def sigmoid(self):
+    # from t = e^-|x|, which never overflows: 1/(1+t) at x >= 0, t/(1+t) below. 1/(1+e^-x) put an inf beside a 0 in the gradient for
+    # x below -88 (-10 in half): NaN, in tanh, gelu and silu too
+    t = ((below := self < 0).where(self, -self) * 1.4426950408889634).exp2()
+    s = (1 + t).reciprocal()
+    return below.where(t * s, s)
   def tanh(self): return 2.0 * (2.0 * self).sigmoid() - 1.0
   def floor(self): return (self < (t := self.trunc())).where(t - 1, t) if dtypes.is_float(self.dtype) else self
   def ceil(self): return (self > (t := self.trunc())).where(t + 1, t) if dtypes.is_float(self.dtype) else self

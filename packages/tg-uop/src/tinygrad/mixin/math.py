@@ -10,6 +10,12 @@ _ASIN = (1.5707963050, -0.2145988016, 0.0889789874, -0.0501743046, 0.0308918810,
 # erf(x) = 1 - poly(t) * exp(-x^2), t = 1/(1 + p*x) on x >= 0, |error| <= 1.5e-7 (Abramowitz & Stegun 7.1.26)
 _ERF_P, _ERF = 0.3275911, (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
+def _odd(x, y, slope:float=1.0):
+  """the odd function f with f(|x|) = y and f'(0) = slope: -y below 0, y above, x * slope at 0 (0 with x's sign; its gradient f'(0)).
+  Selects, not y * sign(x): sign's gradient is 0, so at 0 (where y is 0) the product's gradient was 0, and the approximations' y at 0 is
+  only near 0"""
+  return (x < 0).where(-y, (x > 0).where(y, x * slope))
+
 def _poly(x, coeffs):
   """coeffs[0] + coeffs[1]*x + ... by Horner's rule"""
   ret = x.const_like(coeffs[-1])
@@ -57,7 +63,7 @@ class MathMixin:
   def cosh(self): return (self.exp() + (-self._float_cast()).exp()) * 0.5
   def asinh(self):
     x = self._float_cast()
-    return (x.abs() + (x.square() + 1).sqrt()).log() * x.sign()
+    return _odd(x, (x.abs() + (x.square() + 1).sqrt()).log())
   def acosh(self):
     x = self._float_cast()
     return (x + (x.square() - 1).sqrt()).log()
@@ -69,7 +75,7 @@ class MathMixin:
   def asin(self):
     x = self._float_cast()
     a = x.abs()
-    return (math.pi / 2 - (1 - a).sqrt() * _poly(a, _ASIN)) * x.sign()
+    return _odd(x, math.pi / 2 - (1 - a).sqrt() * _poly(a, _ASIN))
   def acos(self): return math.pi / 2 - self.asin()
   def atan(self):
     """|x| > 1 goes through 1/|x| (atan(x) = pi/2 - atan(1/x)), so asin's argument stays at most 1/sqrt(2), where it is accurate"""
@@ -78,14 +84,14 @@ class MathMixin:
     big = a > 1
     t = big.where(a.reciprocal(), a)
     inner = (t / (t.square() + 1).sqrt()).asin()
-    return big.where(math.pi / 2 - inner, inner) * x.sign()
+    return _odd(x, big.where(math.pi / 2 - inner, inner))
 
   # *** error function ***
   def erf(self):
     x = self._float_cast()
     a = x.abs()
     t = (a * _ERF_P + 1).reciprocal()
-    return (1 - _poly(t, _ERF) * t * (-a.square()).exp()) * x.sign()
+    return _odd(x, 1 - _poly(t, _ERF) * t * (-a.square()).exp(), 2 / math.sqrt(math.pi))
 
   def lerp(self, end, weight):
     """self + (end - self) * weight"""

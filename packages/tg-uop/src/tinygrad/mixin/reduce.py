@@ -27,8 +27,10 @@ class ReduceMixin:
     ret = self.cast(dtype or dtypes.sum_acc_dtype(dt))._reduce(Ops.ADD, axis, keepdim)
     return ret.cast(dt) if dtype is None and dt in _NARROW_FLOATS else ret
   def prod(self, axis=None, keepdim=False, dtype=None):
-    x = self.cast(dtype) if dtype is not None else self.cast(dtypes.sum_acc_dtype(self.dtype))
-    return x._reduce(Ops.MUL, axis, keepdim)
+    """multiplied in sum_acc_dtype, answered in self's dtype unless dtype is given (upstream's rule: int8 stays int8, wrapping as it
+    would have multiplied in int8)"""
+    if dtype is not None: return self.cast(dtype)._reduce(Ops.MUL, axis, keepdim)
+    return self.cast(dtypes.sum_acc_dtype(self.dtype))._reduce(Ops.MUL, axis, keepdim).cast(self.dtype)
   def max(self, axis=None, keepdim=False): return self._reduce(Ops.MAX, axis, keepdim)
   def min(self, axis=None, keepdim=False): return self._inverse().max(axis, keepdim)._inverse()
 
