@@ -58,11 +58,16 @@ def test_attribute_that_became_an_input():
   assert OnnxRunner(old)(x=x)["y"].shape == OnnxRunner(new)(x=x)["y"].shape == (1, 2, 3, 1)
 
 def test_pow_int_base_float_exponent_is_int():
-  m = model([helper.make_node("Pow", ["b", "e"], ["y"])], [vi("b", TP.INT32, [4]), vi("e", TP.FLOAT, [4])], [vi("y", TP.INT32, [4])])
-  b, e = np.array([2, 3, 9, -2], np.int32), np.array([0.5, 2.0, 0.5, 3.0], np.float32)
+  # ONNX casts the float power back: truncation (2 ** 2.5 = 5.66 -> 5, 3 ** 2.5 = 15.59 -> 15), yet exact results stay exact through
+  # a float32 power (9 ** 0.5 -> 3, 1000 ** (1/3) -> 10, though exp2(log2) gives 9.999999) and an integral exponent is an exact
+  # integer power (3 ** 19 has 31 bits)
+  from onnx.reference import ReferenceEvaluator
+  m = model([helper.make_node("Pow", ["b", "e"], ["y"])], [vi("b", TP.INT64, [9]), vi("e", TP.FLOAT, [9])], [vi("y", TP.INT64, [9])])
+  b, e = np.array([2, 3, 9, -2, 4, 2, 1000, 3, -3], np.int64), np.array([2.5, 2.5, 0.5, 3.0, 1.5, 0.5, 1 / 3, 19, -1], np.float32)
   y = OnnxRunner(m)(b=b, e=e)["y"].numpy()
-  assert y.dtype == np.int32
-  np.testing.assert_equal(y, np.round(np.power(b.astype(np.float32), e)).astype(np.int32))  # 2**0.5 -> 1, 9**0.5 -> 3
+  assert y.dtype == np.int64
+  np.testing.assert_equal(y, ReferenceEvaluator(m).run(None, {"b": b, "e": e})[0])
+  np.testing.assert_equal(y, [5, 15, 3, -8, 8, 1, 10, 3 ** 19, 0])
 
 def test_unsupported_op_is_named():
   m = model([helper.make_node("NoSuchOp", ["x"], ["y"], domain="my.ops")], [vi("x", TP.FLOAT, [1])], [vi("y", TP.FLOAT, [1])], domains=["my.ops"])
@@ -118,3 +123,56 @@ def test_ops_that_make_tensors_use_the_runners_device():
   out = OnnxRunner(m, device=other)({"x": np.ones((3, 3), np.float32), "start": np.float32(0), "limit": np.float32(3), "delta": np.float32(1)})["y"]
   assert out.device == other and Device.DEFAULT == before
   np.testing.assert_equal(out.numpy(), np.ones((3, 3)) + np.eye(3) + np.arange(3))
+
+def _reshape_model():
+  # x reshaped to (-1, floor(width / 2)): the size goes Shape -> Gather -> Cast -> Div -> Floor (not folded: computed) -> Concat; a
+  # second Reshape takes its shape from the input s
+  c = lambda name, v, dt=np.int64: numpy_helper.from_array(np.array(v, dt), name)
+  nodes = [helper.make_node("Shape", ["x"], ["sh"]), helper.make_node("Gather", ["sh", "one"], ["w"]),
+           helper.make_node("Cast", ["w"], ["wf"], to=TP.FLOAT), helper.make_node("Div", ["wf", "two"], ["h"]),
+           helper.make_node("Floor", ["h"], ["hf"]), helper.make_node("Cast", ["hf"], ["hi"], to=TP.INT64),
+           helper.make_node("Concat", ["minus1", "hi"], ["shape"], axis=0), helper.make_node("Reshape", ["x", "shape"], ["y"]),
+           helper.make_node("Reshape", ["x", "s"], ["z"], name="by_input")]
+  inits = [c("one", [1]), c("two", [2.0], np.float32), c("minus1", [-1])]
+  return model(nodes, [vi("x", TP.FLOAT, [2, 6]), vi("s", TP.INT64, [2])], [vi("y", TP.FLOAT, None), vi("z", TP.FLOAT, None)], inits)
+
+def test_jit_reads_shapes_but_refuses_values_of_inputs():
+  # sizes computed from shapes and constants are the same every call: under jit they are read as usual, call after call. A shape
+  # read from an input's values would be frozen by the capture (replays run no python), so it raises, naming the node and input
+  run = OnnxRunner(_reshape_model()).jit()
+  with pytest.raises(RuntimeError, match="ONNX node 8 Reshape 'by_input' reads input 's' as python numbers .* Run the model without jit"):
+    run(x=np.zeros((2, 6), np.float32), s=np.array([3, 4], np.int64))
+  m = onnx.load_from_string(_reshape_model())
+  del m.graph.node[8], m.graph.output[1], m.graph.input[1]
+  run = OnnxRunner(m.SerializeToString()).jit()
+  for i in range(4):
+    x = np.arange(12, dtype=np.float32).reshape(2, 6) * (i + 1)
+    np.testing.assert_equal(run(x=x)["y"].numpy(), x.reshape(4, 3))
+  # without jit the same values are simply read
+  np.testing.assert_equal(OnnxRunner(_reshape_model())(x=x, s=np.array([6, 2], np.int64))["z"].numpy(), x.reshape(6, 2))
+
+def test_jit_scatternd_takes_each_calls_indices():
+  # ScatterND's indices are data, not graph structure: one capture serves any indices (negative ones and repeats included: later
+  # rows win under 'none', every row counts under the reductions), as onnxruntime computes them
+  ort = pytest.importorskip("onnxruntime")
+  rng = np.random.default_rng(1)
+  for reduction in ["none", "add", "mul", "max", "min"]:
+    m = model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"], reduction=reduction)],
+              [vi("x", TP.FLOAT, [5, 3, 2]), vi("i", TP.INT64, [4, 2]), vi("u", TP.FLOAT, [4, 2])], [vi("y", TP.FLOAT, None)], opset=18)
+    run, sess = OnnxRunner(m).jit(), ort.InferenceSession(m, providers=["CPUExecutionProvider"])
+    for _ in range(4):
+      feeds = {"x": rng.standard_normal((5, 3, 2)).astype(np.float32), "u": rng.standard_normal((4, 2)).astype(np.float32),
+               "i": np.stack([rng.integers(-5, 5, 4), rng.integers(-3, 3, 4)], -1)}
+      feeds["i"][3] = feeds["i"][0]  # a repeated row
+      np.testing.assert_allclose(run(feeds)["y"].numpy(), sess.run(["y"], feeds)[0], rtol=1e-6, err_msg=reduction)
+
+@pytest.mark.parametrize("order, match", [
+  ("a b", "ONNX node 0 Add 'first' reads input 'zz' before it is defined: it is not a graph input, an initializer or the output of any"),
+  ("b a", "ONNX node 0 Relu 'second' reads input 't' before it is defined: it is produced by node 1 Add 'first': the nodes must be in"),
+  ("a", "graph 'g' output 'y' is not a graph input, an initializer or the output of any node"),
+])
+def test_undefined_names_are_explained(order, match):
+  nodes = {"a": helper.make_node("Add", ["x", "zz" if order == "a b" else "x"], ["t"], name="first"),
+           "b": helper.make_node("Relu", ["t"], ["y"], name="second")}
+  m = model([nodes[k] for k in order.split()], [vi("x", TP.FLOAT, [2])], [vi("y", TP.FLOAT, [2])])
+  with pytest.raises(ValueError, match=match): OnnxRunner(m)(x=np.ones(2, np.float32))

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from tinygrad.tensor import Tensor
 from tinygrad.device import Device
 from tinygrad.engine.jit import TinyJit
+from tinygrad.helpers import JIT_CAPTURE
 from tinygrad.uop.ops import UOp, Variable
 from tinygrad.onnx.model import Model, Graph, load_model, ValueType
 from tinygrad.onnx.tensor_data import TensorData, ONNX_TYPES
@@ -18,17 +19,23 @@ class RunContext:
   def __init__(self, runner:OnnxRunner):
     self.runner, self.n_outputs = runner, 1
     self.opsets = runner.model.opsets
+    self.index, self.node, self.args = -1, None, []  # the node running now, for errors
   def known(self, t:Tensor, values:list) -> Tensor:
     """remember the python values of a tensor built from them (Shape, Constant): later ops read them without running anything"""
     self.runner._vals[t.uop] = list(values)
     return t
-  def is_known(self, t:Tensor) -> bool:
-    """whether t's python values are at hand without running anything (constants, shapes): reading them is safe under a jit capture"""
-    return t.uop in self.runner._vals
   def vals(self, t:Tensor) -> list:
+    """t's values as python numbers: known ones (constants, shapes, their folds) as they are, others read (a sync). Under a TinyJit
+    capture a value computed from the model's inputs is refused: the replays would build nothing and keep this call's values"""
     if (v := self.runner._vals.get(t.uop)) is None:
+      if JIT_CAPTURE and self.runner._reads_inputs(t): raise RuntimeError(self._frozen(t))
       v = self.runner._vals[t.uop] = list(_flat(t.tolist()))
     return v
+  def _frozen(self, t:Tensor) -> str:
+    what = next((f"input {n!r}" for n, a in zip(self.node.inputs, self.args) if a is t), "a value computed from its inputs")
+    return (f"ONNX node {self.index} {self.node.op} {self.node.name!r} reads {what} as python numbers to build the graph (a shape, "
+            "an index, a count), and it comes from the model's inputs: under OnnxRunner.jit() the capture would keep this call's values "
+            "for every later call. Run the model without jit(), or make that input a constant (an initializer)")
   def onnx_type_id(self, t:Tensor) -> int:
     """the ONNX data type a tensor was declared with (constants and inputs keep theirs; 4-bit ints and float8 compute wider)"""
     if (tid := self.runner._onnx_types.get(t.uop)) is not None: return tid
@@ -58,6 +65,7 @@ class OnnxRunner:
     # python values by UOp: the constants' for the runner's life, plus what one run computed (dropped when the next starts)
     self._pyvals: dict[UOp, list] = {}
     self._vals: dict[UOp, list] = {}
+    self._inputs: set[UOp] = set()  # the running call's model inputs: a value read from them is per call
     self._consts: dict[int, Tensor] = {}
     self._onnx_types: dict[UOp, int] = {}
     self.initializers = {name: self._const(td) for name, td in self.graph.initializers.items()}
@@ -108,6 +116,7 @@ class OnnxRunner:
 
   def _run_model(self, inputs:dict[str, Any]) -> list:
     self._vals = dict(self._pyvals)
+    self._inputs = {t.uop for v in inputs.values() for t in (v if isinstance(v, list) else [v]) if isinstance(t, Tensor)}
     with _default_device(self.device): return self._run_graph(self.graph, {**self.initializers, **inputs})
 
   def prepare(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
@@ -130,14 +139,17 @@ class OnnxRunner:
       return dict(zip(self.graph.outputs, core(*[prepared[n] for n in names])))
     return run
 
+  def _reads_inputs(self, t:Tensor) -> bool: return not self._inputs.isdisjoint(t.uop.toposort())
+
   def _run_graph(self, g:Graph, env:dict[str, Any]) -> list:
     for name, td in g.initializers.items(): env.setdefault(name, self._const(td))
     ctx = RunContext(self)
     for i, node in enumerate(g.nodes):
       if (impl := self._impls.get(id(node))) is None: impl = self._impls[id(node)] = resolve(node.domain, node.op, self.model.opsets)
+      if (missing := next((n for n in node.inputs if n and n not in env), None)) is not None: raise _undefined(g, i, missing)
       args = [env[n] if n else None for n in node.inputs]
       while args and args[-1] is None: args.pop()
-      ctx.n_outputs, ctx.scope = len(node.outputs), env
+      ctx.n_outputs, ctx.scope, ctx.index, ctx.node, ctx.args = len(node.outputs), env, i, node, args
       try: ret = impl.fn(ctx, *args, **node.attrs) if impl.ctx else impl.fn(*args, **node.attrs)
       except Exception as e:
         if hasattr(e, "add_note"): e.add_note(f"in ONNX node {i} {node.op} {node.name!r} (inputs {node.inputs}, outputs {node.outputs})")
@@ -148,7 +160,18 @@ class OnnxRunner:
         self._vals[ret.uop] = vals
       for name, v in zip(node.outputs, rets):
         if name: env[name] = v
+    if (missing := next((n for n in g.outputs if n not in env), None)) is not None:
+      raise ValueError(f"graph {g.name!r} output {missing!r} is not a graph input, an initializer or the output of any node")
     return [env[n] for n in g.outputs]
+
+def _undefined(g:Graph, i:int, name:str) -> ValueError:
+  """node i reads a name nothing before it defines: a later node's output (the nodes are not in topological order, or form a cycle)
+  or nothing's at all"""
+  node = g.nodes[i]
+  later = next((f"node {j} {n.op} {n.name!r}" for j, n in enumerate(g.nodes) if j >= i and name in n.outputs), None)
+  why = f"it is produced by {later}: the nodes must be in topological order, without cycles" if later else \
+        "it is not a graph input, an initializer or the output of any node"
+  return ValueError(f"ONNX node {i} {node.op} {node.name!r} reads input {name!r} before it is defined: {why}")
 
 @contextlib.contextmanager
 def _default_device(device:str|None):

@@ -18,8 +18,13 @@ for _name, _fn in {"Abs": Tensor.abs, "Neg": Tensor.neg, "Reciprocal": Tensor.re
 @op("Identity")
 def identity(x): return x
 
+def _log1p(u):
+  # ln(1 + u) for small u: 1 + u rounds, and ln(w) * u / (w - 1) cancels that rounding (u itself where w rounds to 1)
+  w = u + 1
+  return w.eq(1).where(u, w.log() * u / (w - 1))
+
 @op("Softplus")
-def softplus(x): return (x.exp() + 1).log()  # ONNX defines it as ln(exp(x) + 1)
+def softplus(x): return x.maximum(0) + _log1p((-x.abs()).exp())  # ln(exp(x) + 1), whose exp overflows float32 from x = 89
 
 @op("IsInf")
 def isinf(x, detect_positive=1, detect_negative=1):
@@ -79,10 +84,21 @@ def mod(a, b, fmod=0):
 
 @op("Pow")
 def pow_(base, exponent):
-  """(T, T1) -> T: an int base with a float exponent is the float power rounded back to the base's type"""
+  """(T, T1) -> T: an int base with a float exponent is the float power cast back to the base's type (truncated, 2 ** 2.5 -> 5)"""
   if is_float(base): return base.pow(exponent.cast(base.dtype))
-  if is_float(exponent): return base.cast(exponent.dtype).pow(exponent).round().cast(base.dtype)
+  if is_float(exponent): return _int_float_pow(base, exponent)
   return base._int_pow(exponent.cast(base.dtype))
+
+def _int_float_pow(base, exponent):
+  # an integral exponent powers exactly in ints (3 ** 19.0 has more digits than float32); otherwise the float power, which goes
+  # through exp2(log2) and can land just below an exact result (9 ** 0.5 -> 2.9999998), is snapped to an integer within rounding
+  # error of it (exp2(log2) loses about log2(p) ulps) before the truncation
+  work, rel = (dtypes.float64, 2.0 ** -44) if exponent.dtype is dtypes.float64 else (dtypes.float32, 2.0 ** -18)
+  e = exponent.cast(work)
+  p = base.cast(work).pow(e)
+  near = p.round()
+  p = ((p - near).abs() <= near.abs().maximum(1) * rel).where(near, p)
+  return e.eq(e.trunc()).where(base._int_pow(e.cast(base.dtype)), p.trunc().cast(base.dtype))
 
 def _variadic(fn):
   def run(*xs):

@@ -133,25 +133,19 @@ def scatter_elements(x, indices, updates, axis=0, reduction="none"):
   idx = (indices < 0).where(indices + x.shape[a], indices)
   return _scatter_reduce(x, reduction, idx, updates, a)
 
-@op("ScatterND", ctx=True)
-def scatter_nd(ctx, x, indices, updates, reduction="none"):
-  # flatten the indexed leading axes and apply one update row at a time (later rows win, as ONNX specifies for duplicates)
+@op("ScatterND")
+def scatter_nd(x, indices, updates, reduction="none"):
+  # each index row names one slice of x: rows become linear positions along x's indexed axes flattened into one, so it is one
+  # scatter along that axis (later rows win where they repeat, like onnxruntime; the spec leaves it undefined)
   k = indices.shape[-1]
   lead, rest = x.shape[:k], x.shape[k:]
-  flat = x.reshape(math.prod(lead), *rest)
-  idx = ctx.ints(indices)
-  rows = [sum(((v + lead[j]) % lead[j] if v < 0 else v) * math.prod(lead[j+1:]) for j, v in enumerate(idx[r*k:(r+1)*k]))
-          for r in range(len(idx) // k if k else 0)]
-  upd = updates.reshape(len(rows), *rest)
-  for r, row in enumerate(rows):
-    new = upd[r]
-    if reduction == "add": new = flat[row] + new
-    elif reduction == "mul": new = flat[row] * new
-    elif reduction == "max": new = flat[row].maximum(new)
-    elif reduction == "min": new = flat[row].minimum(new)
-    mask = Tensor.arange(flat.shape[0]).eq(row).reshape(-1, *[1] * len(rest))
-    flat = mask.where(new.unsqueeze(0), flat)
-  return flat.reshape(x.shape)
+  rows, width = math.prod(indices.shape[:-1]), math.prod(rest)
+  idx = indices.reshape(rows, k).cast(dtypes.int64)
+  lin = Tensor.zeros(rows, dtype=dtypes.int64)
+  for j, n in enumerate(lead): lin = lin * n + (idx[:, j] < 0).where(idx[:, j] + n, idx[:, j])
+  flat = x.reshape(math.prod(lead), width)
+  pos = lin.reshape(rows, 1).expand(rows, width)
+  return _scatter_reduce(flat, reduction, pos, updates.reshape(rows, width), 0).reshape(x.shape)
 
 @op("Expand", ctx=True)
 def expand(ctx, x, shape):

@@ -136,9 +136,14 @@ def batch_norm(x, scale, b, mean, var, epsilon=1e-5, momentum=0.9, training_mode
     return y, mean * momentum + bm * (1 - momentum), var * momentum + bv * (1 - momentum)
   return x.batchnorm(scale, b, mean, (var + epsilon).rsqrt())
 
+def _stash(x, stash_type:int):
+  """the dtype the normalisations' first stage (mean, variance) runs in: stash_type's (float32 by default, so float16 sums of squares
+  cannot overflow); float64 stays float64, as onnxruntime and the reference compute it"""
+  return x.dtype if x.dtype is dtypes.float64 else onnx_dtype(stash_type)
+
 @op("InstanceNormalization")
 def instance_norm(x, scale, b, epsilon=1e-5):
-  y = x.layernorm(tuple(range(2, x.ndim)), epsilon)
+  y = x.cast(_stash(x, 1)).layernorm(tuple(range(2, x.ndim)), epsilon).cast(x.dtype)  # no stash_type: float32 as onnxruntime
   shape = (1, -1) + (1,) * (x.ndim - 2)
   return y * scale.reshape(shape) + b.reshape(shape)
 
@@ -146,16 +151,17 @@ def instance_norm(x, scale, b, epsilon=1e-5):
 def layer_norm(x, scale, b=None, axis=-1, epsilon=1e-5, stash_type=1):
   a = norm_axis(axis, x.ndim)
   ax = tuple(range(a, x.ndim))
-  xf = x.cast(dtypes.float32) if stash_type == 1 and x.dtype != dtypes.float64 else x
+  xf = x.cast(_stash(x, stash_type))
   mean = xf.mean(ax, keepdim=True)
   inv = ((xf - mean) * (xf - mean)).mean(ax, keepdim=True).add(epsilon).rsqrt()
   y = ((xf - mean) * inv).cast(x.dtype) * scale
-  return (y if b is None else y + b), mean, inv
+  # Mean and InvStdDev are of stash_type's type (U), whatever X's
+  return (y if b is None else y + b), mean.cast(onnx_dtype(stash_type)), inv.cast(onnx_dtype(stash_type))
 
 @op("GroupNormalization")
 def group_norm(x, scale, bias, epsilon=1e-5, num_groups=1, stash_type=1):
   n, c = x.shape[:2]
-  g = x.reshape(n, num_groups, -1).layernorm(-1, epsilon).reshape(x.shape)
+  g = x.cast(_stash(x, stash_type)).reshape(n, num_groups, -1).layernorm(-1, epsilon).reshape(x.shape).cast(x.dtype)
   shape = (1, c) + (1,) * (x.ndim - 2)
   if scale.shape[0] != c:  # opset 18 had one scale per group
     scale, bias = scale.repeat_interleave(c // num_groups, 0), bias.repeat_interleave(c // num_groups, 0)

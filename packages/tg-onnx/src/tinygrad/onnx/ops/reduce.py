@@ -6,8 +6,13 @@ from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
 from tinygrad.onnx.ops.common import norm_axes, norm_axis
 
+def _mean(x, a, k):
+  if dtypes.is_float(x.dtype): return x.mean(a, keepdim=k)
+  # T -> T: an int mean is the sum divided with truncation toward zero, as onnxruntime and the reference (-9 / 6 -> -1)
+  return x.sum(a, keepdim=k).div(math.prod(x.shape[i] for i in a), rounding_mode="trunc").cast(x.dtype)
+
 _REDUCE = {
-  "ReduceSum": lambda x, a, k: x.sum(a, keepdim=k), "ReduceMean": lambda x, a, k: x.mean(a, keepdim=k),
+  "ReduceSum": lambda x, a, k: x.sum(a, keepdim=k), "ReduceMean": _mean,
   "ReduceMax": lambda x, a, k: x.max(a, keepdim=k) if x.dtype is not dtypes.bool else x.any(a, keepdim=k),
   "ReduceMin": lambda x, a, k: x.min(a, keepdim=k) if x.dtype is not dtypes.bool else x.all(a, keepdim=k),
   "ReduceProd": lambda x, a, k: x.prod(a, keepdim=k), "ReduceL1": lambda x, a, k: x.abs().sum(a, keepdim=k),
@@ -15,9 +20,12 @@ _REDUCE = {
   "ReduceLogSumExp": lambda x, a, k: x.logsumexp(a, keepdim=k), "ReduceSumSquare": lambda x, a, k: (x * x).sum(a, keepdim=k),
 }
 
+# noop_with_empty_axes skips only the reduction: what each op does to the elements around it still applies
+_NOOP = {"ReduceL1": lambda x: x.abs(), "ReduceL2": lambda x: x.abs(), "ReduceSumSquare": lambda x: x * x, "ReduceLogSum": lambda x: x.log()}
+
 def _reduce(name, x, ax, keepdims, noop_with_empty_axes):
   if not ax:
-    if noop_with_empty_axes: return x
+    if noop_with_empty_axes: return _NOOP.get(name, lambda x: x)(x)
     ax = list(range(x.ndim))
   ax = tuple(norm_axes(ax, x.ndim))
   if any(x.shape[a] == 0 for a in ax):  # an empty reduction gives the reduction's identity

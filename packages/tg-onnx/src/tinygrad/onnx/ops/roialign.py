@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
-from tinygrad.helpers import JIT_CAPTURE
 from tinygrad.onnx.ops.registry import op
 
 _MODES = ("avg", "max")
@@ -50,10 +49,8 @@ def _roi_align(ctx, x, rois, batch_indices, coordinate_transformation_mode, mode
   if shift == 0.0: rh, rw = rh.maximum(1.0), rw.maximum(1.0)  # the legacy mode gives every roi at least one pixel
   if sampling_ratio > 0: gh = gw = sampling_ratio; grid_h = grid_w = Tensor.full((r,), float(sampling_ratio), device=x.device)
   else:
-    # the grid adapts to each roi's size, so its extent is a python value: read the boxes (this syncs)
-    if JIT_CAPTURE and not ctx.is_known(rois):
-      raise RuntimeError("RoiAlign with sampling_ratio=0 sizes its sample grid from the boxes' values, which a TinyJit capture would freeze "
-                         "for every later call: run the model without jit(), or give RoiAlign a sampling_ratio > 0")
+    # the grid adapts to each roi's size, so its extent is a python value: read the boxes (this syncs; refused under a jit capture
+    # unless the boxes are constants, so a fixed sampling_ratio > 0 is what serves jit())
     grid_h, grid_w = (rh / oh).ceil().maximum(0), (rw / ow).ceil().maximum(0)
     gh, gw = (max([1] + [int(v) for v in ctx.vals(t.contiguous())]) for t in (grid_h, grid_w))
   in_h, taps_h = _axis_taps(y0, rh, grid_h, oh, gh, h)
