@@ -97,6 +97,16 @@ def test_float_pow_ieee_edges(device):
   with np.errstate(divide="ignore"): want = np.power(a, b)
   np.testing.assert_array_equal(Tensor(a, device=device).pow(Tensor(b, device=device)).numpy(), want)
 
+def test_float_pow_signed_zero_base(device):
+  """a zero base keeps its sign for an odd integer exponent ((-0.0) ** -1 is -inf, (-0.0) ** 3 is -0.0: IEEE, numpy, torch); it gave +inf
+  and +0"""
+  a = np.array([-0.0, 0.0, -0.0, -0.0, -0.0, -0.0, -0.0, 0.0, -0.0], np.float32)
+  b = np.array([-1.0, -1.0, -2.0, -3.0, 3.0, 2.0, -0.5, 0.5, 0.0], np.float32)
+  with np.errstate(divide="ignore"): want = np.power(a, b)
+  got = Tensor(a, device=device).pow(Tensor(b, device=device)).numpy()
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
 @pytest.mark.parametrize("dt, scalar, want", [(dtypes.int8, 1, dtypes.int8), (dtypes.int8, 1.5, dtypes.default_float),
   (dtypes.uint8, 1, dtypes.uint8), (dtypes.float16, 2.0, dtypes.float16), (dtypes.bool, 1, dtypes.default_int), (dtypes.bool, True, dtypes.bool)])
 @pytest.mark.parametrize("op", ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "maximum", "minimum"])
