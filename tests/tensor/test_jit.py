@@ -123,6 +123,14 @@ def test_moved_or_duplicated_tensor_arguments_raise():
   t = Tensor.ones(2).contiguous().realize()
   with pytest.raises(ValueError, match="argument 0 and keyword argument 'y' are the same buffer"): f(t, y=t)
 
+def test_empty_tensor_argument():
+  """an empty tensor realizes to a constant, not a buffer: the capture raised "CONST is not a buffer" (an ONNX Resize's empty roi input).
+  It has nothing to pass; the others replay with each call's values, and a call with it non-empty is a changed input"""
+  f = TinyJit(lambda a, b: (a + 1).cat(b).contiguous())
+  for i in range(4):
+    np.testing.assert_array_equal(f(Tensor(np.full(3, i, np.float32)), Tensor(np.zeros(0, np.float32))).numpy(), np.full(3, i + 1))
+  with pytest.raises(ValueError): f(Tensor(np.ones(3, np.float32)), Tensor(np.zeros(2, np.float32)))
+
 def test_non_tensor_return_raises():
   f = TinyJit(lambda x: x.sum().item())
   with pytest.raises(TypeError, match="not float"): f(Tensor.ones(2))
