@@ -61,7 +61,7 @@ def test_deep_nesting_is_refused():
   with pytest.raises(ProtobufError, match="nested deeper"): load_model(pb.ln(7, g))
 
 def test_huge_dims_with_little_data_do_not_allocate():
-  t = parse("TensorProto", pb.tensor("big", [1 << 40, 1 << 20], 1, b"\0" * 8))
+  t = parse("TensorProto", pb.tensor("big", [1 << 20, 1 << 20], 1, b"\0" * 8))
   with pytest.raises(ProtobufError, match=r"'big'.*needs \d+ bytes of data, the file has 8"): tensor_data(t)
   t = parse("TensorProto", pb.packed(1, [1 << 40]) + pb.vint(2, 7) + pb.packed(7, [1, 2]))
   with pytest.raises(ProtobufError, match="int64_data has 2 values but dims say"): tensor_data(t)
@@ -133,6 +133,60 @@ def test_external_data_symlink_out_of_folder_is_refused(tmp_path):
   ext = pb.ln(13, pb.ln(1, "location") + pb.ln(2, "link.bin")) + pb.vint(14, 1)
   (tmp_path / "sub" / "m.onnx").write_bytes(pb.model([], [], [], [pb.tensor("W", [2], 1, extra=ext)]))
   with pytest.raises(ProtobufError, match="outside the model's folder"): load_model(str(tmp_path / "sub" / "m.onnx"))
+
+def _sparse(name:str, values:bytes, indices:bytes|None, dims:list[int]) -> bytes:
+  """a SparseTensorProto: values (field 1) named `name`, indices (field 2), dims (field 3)"""
+  return pb.ln(1, values) + (pb.ln(2, indices) if indices is not None else b"") + pb.packed(3, dims)
+
+def _sparse_model(*sparse:bytes) -> bytes:
+  return pb.vint(1, 8) + pb.ln(8, pb.ln(1, "") + pb.vint(2, 17)) + pb.ln(7, pb.ln(2, "g") + b"".join(pb.ln(15, s) for s in sparse))
+
+def _floats(name:str, vals:list[float]) -> bytes: return pb.tensor(name, [len(vals)], 1, struct.pack(f"<{len(vals)}f", *vals))
+def _int64s(dims:list[int], vals:list[int]) -> bytes: return pb.tensor("", dims, 7, struct.pack(f"<{len(vals)}q", *vals))
+
+def test_sparse_initializers_densify():
+  flat = _sparse("a", _floats("a", [5, 6]), _int64s([2], [1, 3]), [4])
+  coords = _sparse("b", _floats("b", [5, 6]), _int64s([2, 2], [0, 1, 1, 0]), [2, 2])  # (0, 1) and (1, 0)
+  inits = load_model(_sparse_model(flat, coords)).graph.initializers
+  assert inits["a"].to_list() == [0, 5, 0, 6] and inits["a"].shape == (4,)
+  assert inits["b"].to_list() == [0, 5, 6, 0] and inits["b"].shape == (2, 2)
+
+@pytest.mark.parametrize("values, indices, dims, what", [
+  (pb.tensor("v", [1], 8) + pb.ln(6, b"a"), _int64s([1], [0]), [4], "STRING have no tinygrad dtype"),
+  (_floats("v", [5, 6]), None, [4], "needs indices"),
+  (_floats("v", [5, 6]), _int64s([2, 1], [0, 1]), [2, 2], r"indices have shape \(2, 1\); 2 values in dims \(2, 2\) need \[2\] or \[2, 2\]"),
+  (_floats("v", [5, 6]), _int64s([2, 2], [0, 1, 1, 0]), [4], r"indices have shape \(2, 2\)"),
+  (_floats("v", [5]), pb.tensor("", [1], 1, struct.pack("<f", 1.5)), [4], "indices are FLOAT; ONNX requires INT64"),
+  (_floats("v", [5]), _int64s([1], [4]), [4], "outside the 4 elements"),
+  (_floats("v", [5]), _int64s([1, 2], [0, 2]), [2, 2], r"sparse index \[0, 2\] is outside dims \(2, 2\)"),  # row-major 2 is in range
+  (pb.tensor("v", [1, 1], 1, struct.pack("<f", 5)), _int64s([1], [0]), [4], r"values have shape \(1, 1\)"),
+  (_floats("v", [5]), _int64s([1], [0]), [1 << 62, 0], "multiply past"),
+])
+def test_malformed_sparse_initializers_name_it(values, indices, dims, what):
+  with pytest.raises(ProtobufError, match=what) as e: load_model(_sparse_model(_sparse("v", values, indices, dims)))
+  assert "sparse_initializer 0 'v'" in str(e.value)
+
+def test_sparse_initializers_share_one_dense_limit(monkeypatch):
+  from tinygrad.onnx import model
+  monkeypatch.setattr(model, "MAX_DENSE_BYTES", 64)
+  one = lambda name: _sparse(name, _floats(name, [5]), _int64s([1], [0]), [12])  # 48 bytes dense
+  assert load_model(_sparse_model(one("a"))).graph.initializers["a"].to_list() == [5] + [0] * 11
+  with pytest.raises(ProtobufError, match="'b': densifies to 48 bytes, more than the 16 left of the 64-byte limit"):
+    load_model(_sparse_model(one("a"), one("b")))
+
+def test_float6_codes_from_int32_data():
+  # onnx.helper writes 6-bit floats one code per int32_data entry: 0x08 is 1.0 and 0x1f 7.5 in FLOAT6E2M3; 200 is no 6-bit code
+  t = parse("TensorProto", pb.packed(1, [2]) + pb.vint(2, 27) + pb.packed(5, [0x08, 0x1f]))
+  assert tensor_data(t).to_list() == [1.0, 7.5]
+  with pytest.raises(ProtobufError, match="int32_data holds 200, which is no 6-bit FLOAT6E2M3 code"):
+    tensor_data(parse("TensorProto", pb.packed(1, [1]) + pb.vint(2, 27) + pb.packed(5, [200])))
+
+@pytest.mark.parametrize("dims, what", [([1 << 62, 0], "multiply past"), ([1] * 65, "65 dims")])
+def test_shapes_past_the_limits_are_refused(dims, what):
+  with pytest.raises(ProtobufError, match=f"'big': the tensor .*{what}"): tensor_data(parse("TensorProto", pb.tensor("big", dims, 1, b"")))
+
+def test_external_location_with_a_nul_byte_names_the_tensor(tmp_path):
+  with pytest.raises(ProtobufError, match=r"'W': external data location 'weights.bin\\x00x' holds a NUL byte"): _external(tmp_path, "weights.bin\0x")
 
 # *** fuzzing: any mutation of a valid model parses or raises ProtobufError; nothing else, no hang ***
 _MODEL = pb.small_model()

@@ -1,10 +1,10 @@
-import io, pathlib, pickle, sys, zipfile
+import io, pathlib, pickle, pickletools, struct, sys, tracemalloc, zipfile
 from collections import OrderedDict
 import pytest
 from tinygrad import Tensor, dtypes
 from tinygrad.nn.state import torch_load, FormatError
 sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: the writer beside this file is found by path
-from torch_writer import FakeStorage, FakeTensor, zip_checkpoint, legacy_checkpoint
+from torch_writer import FakeStorage, FakeTensor, FakeView, zip_checkpoint, legacy_checkpoint
 
 def _state():
   st = FakeStorage("FloatStorage", "f", [float(i) for i in range(12)])
@@ -68,3 +68,91 @@ def test_legacy_checks_magic_counts_and_truncation(tmp_path):
                      (blob[:-16] + (5).to_bytes(8, "little") + blob[-8:], "holds 5 elements"), (blob[:40], "bad pickle")):
     (p := tmp_path / "l.pth").write_bytes(bad)
     with pytest.raises(FormatError, match=match): torch_load(p)
+
+# hand-written pickle opcodes (python's pickler never writes these sequences): storage "0" of 4 floats, kept in memo slot 1, and
+# _rebuild_tensor_v2(that storage, 0, (4,), (1,))
+STORAGE = b"(Vstorage\nctorch\nFloatStorage\nV0\nVcpu\nI4\ntQq\x01"
+REBUILD = b"ctorch._utils\n_rebuild_tensor_v2\n"
+TENSOR = REBUILD + b"(" + STORAGE + b"I0\n(I4\nt(I1\nttR"
+
+def _zip_pickle(ops:bytes) -> bytes:
+  f = io.BytesIO()
+  with zipfile.ZipFile(f, "w") as z:
+    z.writestr("archive/data.pkl", b"\x80\x02" + ops + b".")
+    z.writestr("archive/data/0", struct.pack("<4f", 1, 2, 3, 4))
+  return f.getvalue()
+
+@pytest.mark.parametrize("ops, target", [
+  (TENSOR + b"(h\x01I0\n(I2\nI2\nt(I1000000\nI1\nttb", "TensorRef"),  # fields (storage, offset, size, stride) far past the storage
+  (STORAGE + b"(V0\nNI4\ntb", "Storage"),                              # dtype None
+  (REBUILD + b"(N}V__qualname__\nVhijacked\nstb0" + TENSOR, "Global"),  # a slot state: setattr on the loader's own function
+])
+def test_build_on_loader_objects_is_refused(tmp_path, ops, target):
+  from tinygrad.nn import torch_pickle
+  (p := tmp_path / "b.pth").write_bytes(_zip_pickle(ops))
+  with pytest.raises(FormatError, match=f"sets the state of a {target}"): torch_load(p)
+  assert torch_pickle._rebuild_tensor.__qualname__ == "_rebuild_tensor" and torch_pickle._rebuild_tensor.__defaults__ is None
+
+@pytest.mark.parametrize("write", [zip_checkpoint, legacy_checkpoint])
+def test_state_dict_metadata_is_built(tmp_path, write):
+  # nn.Module.state_dict() is an OrderedDict with a _metadata attribute, which pickle restores with BUILD
+  sd = OrderedDict(w=FakeTensor(FakeStorage("FloatStorage", "f", [1.0, 2.0]), 0, (2,), (1,)))
+  sd._metadata = OrderedDict({"": {"version": 1}})
+  blob = write(sd)
+  if write is zip_checkpoint:
+    assert "BUILD" in [op.name for op, _, _ in pickletools.genops(zipfile.ZipFile(io.BytesIO(blob)).read("archive/data.pkl"))]
+  (p := tmp_path / "m.pth").write_bytes(blob)
+  assert torch_load(p)["w"].tolist() == [1.0, 2.0]
+
+@pytest.mark.parametrize("put", [b"r\xff\xff\xff\xff", b"p4000000000\n"])
+def test_memo_index_past_the_opcodes_is_not_allocated(tmp_path, put):
+  # CPython's unpickler grows its memo to twice the index (64 GiB here) before storing into it
+  (p := tmp_path / "m.pth").write_bytes(_zip_pickle(b"N" + put))
+  tracemalloc.start()
+  try:
+    with pytest.raises(FormatError, match=r"memo index \d+ after only 2 opcodes"): torch_load(p)
+  finally:
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+  assert peak < 1 << 20
+
+def test_legacy_storage_views(tmp_path):
+  # torch's legacy loader: a view is elements [offset, offset+numel) of its root storage
+  root = FakeStorage("FloatStorage", "f", [1.0, 2.0, 3.0, 4.0])
+  (p := tmp_path / "v.pth").write_bytes(legacy_checkpoint({"w": FakeTensor(FakeView(root, "v", 2, 2), 0, (2,), (1,)),
+                                                           "all": FakeTensor(root, 1, (3,), (1,))}))
+  out = torch_load(p)
+  assert out["w"].tolist() == [3.0, 4.0] and out["all"].tolist() == [2.0, 3.0, 4.0]
+  for bad, match in ((FakeTensor(FakeView(root, "v", 3, 2), 0, (2,), (1,)), r"spans elements \[3, 5\)"),
+                     (FakeTensor(FakeView(root, "v", 2, 2), 1, (2,), (1,)), "reads element 2 of storage '0', which has 2"),
+                     ([FakeTensor(FakeView(root, "v", 0, 2), 0, (2,), (1,)), FakeTensor(FakeView(root, "v", 2, 2), 0, (2,), (1,))],
+                      "two different views")):
+    (p := tmp_path / "bad.pth").write_bytes(legacy_checkpoint({"x": bad}))
+    with pytest.raises(FormatError, match=match): torch_load(p)
+
+@pytest.mark.parametrize("order", ["little", "big", None])
+def test_zip_byteorder_entry(order):
+  blob = zip_checkpoint({"f": FakeTensor(FakeStorage("FloatStorage", "f", [1.0, -2.5]), 0, (2,), (1,)),
+                         "q": FakeTensor(FakeStorage("LongStorage", "q", [1, -(1 << 40)]), 0, (2,), (1,)),
+                         "h": FakeTensor(FakeStorage("HalfStorage", "e", [0.5, -3.0]), 0, (2,), (1,))}, byteorder=order)
+  out = torch_load(Tensor(blob))
+  assert out["f"].tolist() == [1.0, -2.5] and out["q"].tolist() == [1, -(1 << 40)] and out["h"].tolist() == [0.5, -3.0]
+
+def test_zip_unknown_byteorder_is_refused():
+  blob = zip_checkpoint({"f": FakeTensor(FakeStorage("FloatStorage", "f", [1.0]), 0, (1,), (1,))}, byteorder="middle")
+  with pytest.raises(FormatError, match="byteorder is b'middle'"): torch_load(Tensor(blob))
+
+def test_zip_encrypted_entry_is_refused():
+  blob = bytearray(zip_checkpoint({"f": FakeTensor(FakeStorage("FloatStorage", "f", [1.0]), 0, (1,), (1,))}))
+  blob[6] |= 1                                    # general purpose flag bit 0 (encrypted) of data.pkl's local header
+  blob[blob.index(b"PK\x01\x02") + 8] |= 1       # ... and of its central directory entry
+  with pytest.raises(FormatError, match="'archive/data.pkl' is encrypted"): torch_load(Tensor(bytes(blob)))
+
+def test_legacy_deep_magic_number_is_named_by_type(tmp_path):
+  (p := tmp_path / "d.pth").write_bytes(b"\x80\x02" + b"]" * 100000 + b"a" * 99999 + b".")  # a list nested 100000 deep
+  with pytest.raises(FormatError, match="legacy magic number is a list"): torch_load(p)
+
+@pytest.mark.parametrize("size, match", [((1 << 40, 1 << 40, 0), "multiply past"), ((1,) * 65, "65 dims")])
+def test_shapes_past_the_limits_are_refused(tmp_path, size, match):
+  (p := tmp_path / "s.pth").write_bytes(zip_checkpoint({"x": FakeTensor(FakeStorage("FloatStorage", "f", [0.0]), 0, size, (1,) * len(size))}))
+  with pytest.raises(FormatError, match=match): torch_load(p)

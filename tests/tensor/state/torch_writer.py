@@ -9,7 +9,11 @@ class FakeTensor:
 
 class FakeStorage:
   def __init__(self, kind:str, fmt:str, values:list): self.kind, self.fmt, self.values = kind, fmt, values
-  def raw(self) -> bytes: return struct.pack(f"<{len(self.values)}{self.fmt}", *self.values)
+  def raw(self, order:str="<") -> bytes: return struct.pack(f"{order}{len(self.values)}{self.fmt}", *self.values)
+
+class FakeView:
+  """a legacy-format storage view: elements [offset, offset+numel) of root, named by its own key"""
+  def __init__(self, root:FakeStorage, key:str, offset:int, numel:int): self.root, self.key, self.offset, self.numel = root, key, offset, numel
 
 def _rebuild_tensor_v2(*args): raise AssertionError("never called while writing")
 _utils = types.ModuleType("torch._utils")
@@ -22,9 +26,11 @@ for _k, _v in STORAGE_CLASSES.items(): setattr(_torch, _k, _v)
 def _dump(obj, keys:dict, legacy:bool) -> bytes:
   class P(pickle.Pickler):
     def persistent_id(self, o):
+      view = (o.key, o.offset, o.numel) if isinstance(o, FakeView) else None
+      if isinstance(o, FakeView): o = o.root
       if not isinstance(o, FakeStorage): return None
       key = keys.setdefault(id(o), (str(len(keys)), o))[0]
-      return ("storage", STORAGE_CLASSES[o.kind], key, "cpu", len(o.values)) + ((None,) if legacy else ())
+      return ("storage", STORAGE_CLASSES[o.kind], key, "cpu", len(o.values)) + ((view,) if legacy else ())
   f = io.BytesIO()
   saved = {m: sys.modules.get(m) for m in ("torch", "torch._utils")}
   sys.modules.update({"torch": _torch, "torch._utils": _utils})
@@ -35,12 +41,14 @@ def _dump(obj, keys:dict, legacy:bool) -> bytes:
       else: sys.modules[m] = v
   return f.getvalue()
 
-def zip_checkpoint(obj, root:str="archive") -> bytes:
+def zip_checkpoint(obj, root:str="archive", byteorder:str|None=None) -> bytes:
+  """byteorder: write a <root>/byteorder entry ("little" or "big") and the storages in that order; None: no entry, little-endian"""
   keys: dict = {}
   pkl, f = _dump(obj, keys, legacy=False), io.BytesIO()
   with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
     z.writestr(f"{root}/data.pkl", pkl)
-    for key, st in keys.values(): z.writestr(f"{root}/data/{key}", st.raw())
+    if byteorder is not None: z.writestr(f"{root}/byteorder", byteorder)
+    for key, st in keys.values(): z.writestr(f"{root}/data/{key}", st.raw(">" if byteorder == "big" else "<"))
   return f.getvalue()
 
 def legacy_checkpoint(obj) -> bytes:

@@ -6,6 +6,7 @@ import math, os, struct
 from dataclasses import dataclass
 from typing import Any
 from tinygrad.dtype import DType, dtypes
+from tinygrad.nn.binary import shape_problem
 from tinygrad.onnx.wire import ProtobufError, Msg
 
 def _minifloat(e_bits:int, m_bits:int, bias:int, special:str) -> list[float]:
@@ -69,6 +70,11 @@ def onnx_type(type_id:int, where:str) -> OnnxType:
   if (t := ONNX_TYPES.get(type_id)) is None: raise ProtobufError(f"{where}: unknown ONNX data type {type_id}")
   return t
 
+def checked_shape(dims:list[int], where:str) -> tuple[int, ...]:
+  if any(d < 0 for d in dims): raise ProtobufError(f"{where}: negative dimension in dims {list(dims)[:8]}")
+  if problem := shape_problem(dims): raise ProtobufError(f"{where}: the tensor {problem}")
+  return tuple(dims)
+
 def _stored_bytes(t:OnnxType, n:int) -> int: return (n * t.bits + 7) // 8
 
 def _unpack_subbyte(t:OnnxType, raw:bytes, n:int) -> bytes:
@@ -98,6 +104,7 @@ def _external(t:Msg, base_dir:str|None, where:str) -> bytes:
   info = {e.key: e.value for e in t.external_data}
   if base_dir is None: raise ProtobufError(f"{where}: data is in an external file but the model was not loaded from a file")
   if not (loc := info.get("location")): raise ProtobufError(f"{where}: external data has no location")
+  if "\0" in loc: raise ProtobufError(f"{where}: external data location {loc!r} holds a NUL byte, which no file name has")
   base = os.path.realpath(base_dir)
   path = os.path.realpath(os.path.join(base, loc))
   if os.path.isabs(loc) or os.path.commonpath([base, path]) != base:
@@ -127,7 +134,10 @@ def _from_field(t:OnnxType, proto:Msg, n:int, where:str) -> bytes|None:
     if len(vals) != (want := _stored_bytes(t, n)): raise ProtobufError(f"{where}: {field} has {len(vals)} entries, {name} x {n} needs {want}")
     return _unpack_subbyte(t, bytes(v & 0xff for v in vals), n)
   if len(vals) != count: raise ProtobufError(f"{where}: {field} has {len(vals)} values but dims say {count}")
-  if t.fmt is None: return _decode_codes(t, [v & 0xff for v in vals])
+  if t.fmt is None:  # 8- and 6-bit types: one code per entry, in its low byte (as onnx.helper writes them)
+    codes = [v & 0xff for v in vals]
+    if bad := [c for c in codes if c >> t.bits]: raise ProtobufError(f"{where}: {field} holds {bad[0]}, which is no {t.bits}-bit {name} code")
+    return _decode_codes(t, codes)
   if name in ("FLOAT16", "BFLOAT16"): return struct.pack(f"<{n}H", *[v & 0xffff for v in vals])  # bit patterns
   if name == "BOOL": vals = [bool(v) for v in vals]
   try: return struct.pack(f"<{count}{t.fmt}", *vals)
@@ -136,8 +146,7 @@ def _from_field(t:OnnxType, proto:Msg, n:int, where:str) -> bytes|None:
 def tensor_data(proto:Msg, base_dir:str|None=None, where:str="TensorProto") -> TensorData:
   where = f"{where} {proto.name!r}" if proto.name else where
   t = onnx_type(proto.data_type, where)
-  if any(d < 0 for d in proto.dims): raise ProtobufError(f"{where}: negative dimension in dims {list(proto.dims)}")
-  shape, n = tuple(proto.dims), math.prod(proto.dims)
+  shape, n = checked_shape(proto.dims, where), math.prod(proto.dims)
   if t.name == "STRING":
     if len(proto.string_data) != n: raise ProtobufError(f"{where}: string_data has {len(proto.string_data)} values but dims say {n}")
     return TensorData(proto.name, t, shape, [bytes(s) for s in proto.string_data])

@@ -6,6 +6,21 @@ from tinygrad.dtype import dtypes
 class FormatError(ValueError):
   """a model file that breaks its format; the message names the file, the field and the byte offset"""
 
+# limits on a declared shape, shared by every loader (safetensors, torch, gguf, ONNX): a shape with a 0 dim holds no bytes, so the
+# file's size bounds nothing and its other dims must be bounded here. No machine holds 2**48 elements; numpy allows 64 dims
+MAX_RANK, MAX_ELEMENTS = 64, 1 << 48
+
+def shape_problem(shape) -> str|None:
+  """what makes `shape` (ints >= 0) no tensor's shape, or None: more than MAX_RANK dims, or dims (0 counted as 1) past MAX_ELEMENTS"""
+  if len(shape) > MAX_RANK: return f"has {len(shape)} dims (at most {MAX_RANK})"
+  n = 1
+  for d in shape:
+    if (n := n * max(d, 1)) > MAX_ELEMENTS:
+      # a dim may be an int too long for str(): name its size in bits instead
+      dims = ", ".join(str(x) if x < 1 << 64 else f"<{x.bit_length()}-bit int>" for x in shape[:8]) + (", ..." if len(shape) > 8 else "")
+      return f"has dims [{dims}] whose non-zero sizes multiply past {MAX_ELEMENTS} elements"
+  return None
+
 def source_bytes(src) -> tuple[bytes, str]:
   """(the bytes, a name for messages) of a path or of a uint8 Tensor holding a file"""
   from tinygrad.tensor import Tensor

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json, struct
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod
-from tinygrad.nn.binary import FormatError, Cursor, source_bytes
+from tinygrad.nn.binary import FormatError, Cursor, source_bytes, shape_problem
 
 SAFE_DTYPES: dict[str, DType] = {"F64": dtypes.float64, "F32": dtypes.float32, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
   "F8_E4M3": dtypes.fp8e4m3, "F8_E5M2": dtypes.fp8e5m2, "I64": dtypes.int64, "I32": dtypes.int32, "I16": dtypes.int16, "I8": dtypes.int8,
@@ -16,13 +16,28 @@ def _is_uint(x) -> bool: return type(x) is int and x >= 0
 def _check_entry(name:str, e, data_len:int, fail):
   if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
     fail(f"header entry {name!r} must be an object with exactly dtype, shape, data_offsets, got {e!r:.200}")
-  if e["dtype"] not in SAFE_DTYPES: fail(f"header entry {name!r} has dtype {e['dtype']!r:.50}; known: {', '.join(SAFE_DTYPES)}")
+  if not isinstance(e["dtype"], str) or e["dtype"] not in SAFE_DTYPES:
+    fail(f"header entry {name!r} has dtype {e['dtype']!r:.50}; known: {', '.join(SAFE_DTYPES)}")
   if not isinstance(e["shape"], list) or not all(_is_uint(s) for s in e["shape"]):
     fail(f"header entry {name!r} has shape {e['shape']!r:.200}: it must be a list of ints >= 0")
+  if problem := shape_problem(e["shape"]): fail(f"header entry {name!r} {problem}")
   if not (isinstance(offs := e["data_offsets"], list) and len(offs) == 2 and all(_is_uint(o) for o in offs) and offs[0] <= offs[1] <= data_len):
     fail(f"header entry {name!r} has data_offsets {offs!r:.200}: they must be [begin, end] with 0 <= begin <= end <= {data_len} (the data size)")
   if (want := prod(e["shape"]) * SAFE_DTYPES[e["dtype"]].itemsize) != offs[1] - offs[0]:
     fail(f"header entry {name!r}: shape {e['shape']} of {e['dtype']} is {want} bytes but data_offsets {offs} span {offs[1]-offs[0]}")
+
+def _unique_keys(pairs:list) -> dict:
+  # a repeated key would make two readers of one file see different tensors
+  out = {}
+  for k, v in pairs:
+    if k in out: raise ValueError(f"an object repeats the key {k!r:.100}")
+    out[k] = v
+  return out
+
+def _u64(digits:str) -> int:
+  # every number in a header is a 64-bit shape or offset: a longer one is refused before python's int() parses it
+  if len(digits.lstrip("-")) > 20: raise ValueError(f"a number of {len(digits)} digits; sizes and offsets are 64-bit")
+  return int(digits)
 
 def read_header(data:bytes, name:str) -> tuple[dict, dict, int]:
   """(tensor entries, metadata, where the data starts), every entry checked against the file's size and the others"""
@@ -30,8 +45,9 @@ def read_header(data:bytes, name:str) -> tuple[dict, dict, int]:
   (n,) = c.unpack("Q", "header length")
   hdr = c.take(n, "JSON header")
   def fail(msg:str): raise FormatError(f"{name}: {msg} (header at byte offset 8)")
-  try: header = json.loads(bytes(hdr))
-  except (UnicodeDecodeError, json.JSONDecodeError) as e: fail(f"the header is not JSON: {e}")
+  try: header = json.loads(bytes(hdr), object_pairs_hook=_unique_keys, parse_int=_u64)
+  except RecursionError: fail("the JSON header nests too deeply to parse")
+  except ValueError as e: fail(f"the header is not JSON: {e}")  # bad UTF-8, bad syntax, an over-long number, a repeated key
   if not isinstance(header, dict): fail(f"the header must be a JSON object, got {type(header).__name__}")
   meta = header.pop("__metadata__", {})
   if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):

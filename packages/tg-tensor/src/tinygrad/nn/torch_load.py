@@ -4,7 +4,7 @@ from __future__ import annotations
 import io, struct, zipfile
 from tinygrad.helpers import prod
 from tinygrad.nn.binary import FormatError, Cursor, source_bytes
-from tinygrad.nn.torch_pickle import Storage, TensorRef, unpickle
+from tinygrad.nn.torch_pickle import Storage, TensorRef, unpickle, check_view
 
 LEGACY_MAGIC, LEGACY_PROTOCOL = 0x1950a86a20f9469cfc6c, 1001
 ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, struct.error, NotImplementedError)
@@ -40,8 +40,18 @@ def _materialize(obj, make, memo:dict):
 def _build(obj, raw:dict[str, bytes], storages:dict[str, Storage], name:str):
   from tinygrad.tensor import Tensor
   tensors = {k: Tensor(raw[k][:st.numel*st.dtype.itemsize], dtype=st.dtype) for k, st in storages.items()}
-  try: return _materialize(obj, lambda r: strided(tensors[r.storage.key], r.offset, r.size, r.stride), {})
+  def make(r:TensorRef):
+    check_view(r.storage, r.offset, r.size, r.stride)  # checked when unpickled too: this is where a bad view would read past the bytes
+    return strided(tensors[r.storage.key], r.storage.offset + r.offset, r.size, r.stride)
+  try: return _materialize(obj, make, {})
   except RecursionError: raise FormatError(f"{name}: the pickled object is nested too deeply to walk") from None
+  except FormatError as e: raise FormatError(f"{name}: {e}") from None
+
+def _byteswapped(raw:bytes, itemsize:int) -> bytes:
+  """each itemsize-byte element's bytes reversed"""
+  out = bytearray(len(raw))
+  for j in range(itemsize): out[j::itemsize] = raw[itemsize-1-j::itemsize]
+  return bytes(out)
 
 def _load_zip(data:bytes, name:str):
   zf = zipfile.ZipFile(io.BytesIO(data))
@@ -51,6 +61,7 @@ def _load_zip(data:bytes, name:str):
   def entry(path:str) -> bytes:
     try: info = zf.getinfo(path)
     except KeyError: raise FormatError(f"{name}: entry {path!r} is missing from the archive") from None
+    if info.flag_bits & 1: raise FormatError(f"{name}: entry {path!r} is encrypted; torch never encrypts its entries")
     # torch stores entries uncompressed: refusing compression keeps every read within the file's own size (no zip bombs)
     if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size or info.file_size > len(data):
       raise FormatError(f"{name}: entry {path!r} is compressed or claims {info.file_size} bytes; torch writes stored entries within the file")
@@ -61,12 +72,19 @@ def _load_zip(data:bytes, name:str):
   for k, st in storages.items():
     if len(raw[k]) < st.numel * st.dtype.itemsize:
       raise FormatError(f"{name}: storage entry {root}data/{k} has {len(raw[k])} bytes but {st.numel} {st.dtype} need {st.numel*st.dtype.itemsize}")
+  # torch writes the saving machine's byte order (no entry: little) and swaps on load when it differs
+  if (order := entry(root + "byteorder") if root + "byteorder" in zf.namelist() else b"little") not in (b"little", b"big"):
+    raise FormatError(f"{name}: {root}byteorder is {bytes(order[:20])!r}; torch writes 'little' or 'big'")
+  if order == b"big": raw = {k: _byteswapped(raw[k][:st.numel*st.dtype.itemsize], st.dtype.itemsize) for k, st in storages.items()}
   return _build(obj, raw, storages, name)
+
+def _brief(x) -> str: return repr(x) if type(x) is int and abs(x) < 1 << 64 else f"a {type(x).__name__}"
 
 def _load_legacy(data:bytes, name:str):
   f, storages = io.BytesIO(data), {}
   for what, want in (("magic number", LEGACY_MAGIC), ("protocol version", LEGACY_PROTOCOL)):
-    if (got := unpickle(f, name, storages)) != want: raise FormatError(f"{name}: legacy {what} is {got!r:.50}, expected {want}")
+    # name what was found by type: its repr could be huge, or recurse past the limit
+    if (got := unpickle(f, name, storages)) != want: raise FormatError(f"{name}: legacy {what} is {_brief(got)}, expected {want}")
   unpickle(f, name, storages)  # sys info: endianness and type sizes, all little-endian for the files we read
   obj = unpickle(f, name, storages)
   if not isinstance(keys := unpickle(f, name, {}), list) or not all(isinstance(k, str) for k in keys):
