@@ -29,6 +29,15 @@ def test_x_minus_its_row_max_is_marked():
   assert marked(kernel_ast((x - x.max(1, keepdim=True)).exp())) == [NONPOSITIVE]  # times log2(e) > 0
   assert set(marked(kernel_ast(x.softmax(1)))) == {NONPOSITIVE}
 
+def test_minus_abs_is_marked():
+  """-|x| as where(x < 0, x, -x): sigmoid's e^-|x| (and the same with both sides nonpositive); |x| itself is not"""
+  x = buf(8, 37)
+  assert marked(kernel_ast(x.sigmoid())) == [NONPOSITIVE]
+  assert marked(kernel_ast(((x < 0).where(x, -x) * 3.0).exp2())) == [NONPOSITIVE]
+  assert marked(kernel_ast((x < 0).where(x - x.max(1, keepdim=True), -2.0).exp2())) == [NONPOSITIVE]
+  assert marked(kernel_ast((x < 0).where(-x, x).exp2())) == [None]
+  assert marked(kernel_ast((x > 0).where(x, -x).exp2())) == [None]
+
 def test_other_arguments_are_not_marked():
   x, y = buf(8, 37), buf(8, 37)
   assert marked(kernel_ast((x - y.max(1, keepdim=True)).exp2())) == [None]  # another tensor's max

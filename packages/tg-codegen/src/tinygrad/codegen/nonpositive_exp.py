@@ -28,6 +28,11 @@ def nonpositive(x:UOp) -> bool:
     return isinstance(c.arg, float) and not math.isnan(c.arg) and c.arg >= 0 and nonpositive(x.src[1] if c is x.src[0] else x.src[0])
   if x.op is Ops.ADD:
     return any((m := _negated(b)) is not None and _is_max_of(a, m) for a, b in (x.src, x.src[::-1]))
+  if x.op is Ops.WHERE:
+    c, a, b = x.src
+    # -|v| as where(v < 0, v, -v): sigmoid's e^-|x|
+    if c.op is Ops.CMPLT and c.src[0] is a and c.src[1].op is Ops.CONST and c.src[1].arg == 0 and _negated(b) is a: return True
+    return nonpositive(a) and nonpositive(b)
   return False
 
 pm_nonpositive_exp = PatternMatcher([
