@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools, itertools, math, operator, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo
+from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo, _device_node
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
@@ -129,7 +129,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if (dev := u.device) is not None:
       for x in srcs:
         if (d := x.device) is not None and d != dev:
-          raise RuntimeError(f"{op.name} of tensors on different devices: {[dev] + [x.device for x in srcs]}; move them with .to(device)")
+          u, *srcs = _on_one_device(op.name, [u, *srcs])
+          break
     ret = u.alu(op, *srcs)
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
     return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
@@ -140,6 +141,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
       raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
+  # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's
+  def cat(self, *args, dim:int=0) -> Tensor:
+    _on_one_device("cat", [t.uop for t in ([*self, *args] if isinstance(self, (list, tuple)) else [self, *args])])
+    return OpMixin.cat(self, *args, dim=dim)
+  def stack(self, *args, dim:int=0) -> Tensor:
+    _on_one_device("stack", [t.uop for t in ([*self, *args] if isinstance(self, (list, tuple)) else [self, *args])])
+    return OpMixin.stack(self, *args, dim=dim)
   def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
   def _arange(self, n:int, dtype:DType|None=None) -> Tensor: return _handle(self.uop._arange(n, dtype))  # the UOp's, built once
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))
@@ -216,11 +224,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def zeros(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 0.0, **{"dtype": dtypes.default_float, **kwargs})
   @staticmethod
   def ones(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
+  # the *_like creations keep a sharded tensor's layout (tensor_multi.py: _like)
   def full_like(self, fill_value, dtype:DType|str|None=None, device:str|None=None, **kwargs) -> Tensor:
-    return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=device or self.device, **kwargs)
+    return self._like(lambda shape, dev: Tensor.full(shape, fill_value, dtype=dtype or self.dtype, device=dev), device, **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def empty_like(self, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
-    return Tensor.empty(self.shape, dtype=dtype or self.dtype, device=device or self.device)
+    return self._like(lambda shape, dev: Tensor.empty(shape, dtype=dtype or self.dtype, device=dev), device)
   def ones_like(self, **kwargs) -> Tensor: return self.full_like(1, **kwargs)
   @staticmethod
   @_creates
@@ -332,9 +341,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       r = ((w[:n] << 32) | w[n:]) % span
     # in dt's width r + low wraps around exactly as far as r's cast did: the sum is the value in [low, high)
     return (r.cast(dt) + low).reshape(shape).contiguous()
-  def rand_like(self, **kwargs) -> Tensor: return Tensor.rand(self.shape, **{"device": self.device, "dtype": self.dtype, **kwargs})
-  def randn_like(self, dtype:DType|str|None=None, **kwargs) -> Tensor:
-    return Tensor.randn(self.shape, **{"device": self.device, "dtype": dtype or self.dtype, **kwargs})
+  def rand_like(self, device:str|tuple|None=None, dtype:DType|str|None=None, requires_grad:bool|None=None, **kwargs) -> Tensor:
+    return self._like(lambda shape, dev: Tensor.rand(shape, device=dev, dtype=dtype or self.dtype, **kwargs), device, requires_grad,
+                      drawn=True)
+  def randn_like(self, dtype:DType|str|None=None, device:str|tuple|None=None, requires_grad:bool|None=None) -> Tensor:
+    return self._like(lambda shape, dev: Tensor.randn(shape, device=dev, dtype=dtype or self.dtype), device, requires_grad, drawn=True)
 
   # *** graph-level ops ***
   def contiguous(self) -> Tensor:
@@ -402,9 +413,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
-    keep = {t.uop for t in targets}
+    keep = _kept(targets)
     if root is None: root = _realized.unrealized(self.uop, keep)
-    grads = compute_gradient(root, gradient.uop.cast(self.dtype), keep)
+    grads = compute_gradient(root, gradient.uop.cast(self.dtype), set(keep.values()))
     if root is not self.uop and grads:  # one walk for all
       grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort()).src))
     ret = []
@@ -432,7 +443,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     requires_grad=False, self and the intermediates included"""
     gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
     wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
-    nodes = (root := _realized.unrealized(self.uop, {t.uop for t in wanted})).toposort()
+    nodes = (root := _realized.unrealized(self.uop, _kept(wanted))).toposort()
     if not (ts := [t for t in wanted if t.uop in nodes]): ts, root = self._implicit_targets()
     for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root)): t.grad = g if t.grad is None else t.grad + g
     from tinygrad.nn.inplace import defer
@@ -445,7 +456,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
                          f"requires_grad=True tensor in it its graph was not kept: call backward() first, or give the tensors you want "
                          f"gradients for requires_grad=True")
     maybe = [t for t in _live.alive() if t.requires_grad is None and dtypes.is_float(t.dtype)]
-    nodes = (root := _realized.unrealized(self.uop, {t.uop for t in maybe})).toposort()
+    nodes = (root := _realized.unrealized(self.uop, _kept(maybe))).toposort()
     ts = [t for t in maybe if t.uop in nodes]
     # hash-consing makes equal constants one node (Tensor(1.0) and the 1.0 broadcast in x * 1.0): a gradient there mixes them all. They get
     # none, as python numbers and arange get none in tinygrad 0.14; Tensor.full's constant is a node of its own (a buffer in 0.14)
@@ -606,6 +617,21 @@ def _keep_for_autograd(t:Tensor, built:UOp):
   as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized)"""
   if "_built" not in t.__dict__ and _on_grad_path(built) and not _is_write(built): t._built = built
 
+def _kept(ts:Sequence[Tensor]) -> dict[UOp, UOp]:
+  """the nodes autograd keeps for tensors that want gradients (_Realized.unrealized), each also under the node its handle had before a
+  realize caught it up (a lazy sharded tensor given requires_grad, realized with its user's graph: a graph brought back holds that one)"""
+  ret = {t.uop: t.uop for t in ts}  # each handle caught up first: that is when it keeps the node it had (_keep_for_autograd)
+  return ret | {b: t.uop for t in ts if (b := t.__dict__.get("_built")) is not None and b not in ret}
+
+def _on_one_device(what:str, nodes:list[UOp]) -> list[UOp]:
+  """nodes on one device: a graph of constants alone (Tensor(2.0), an arange: no memory of its own) is made on the device of the
+  others, as tinygrad 0.14 lets it; values in memory on different devices are an error"""
+  if len({n.device for n in nodes if n.device is not None}) < 2: return nodes
+  held = list(dict.fromkeys(n.device for n in nodes if n.device is not None and (_reads_memory(n) or _holds_own_constant(n))))
+  if len(held) > 1: raise RuntimeError(f"{what} of tensors on different devices: {[n.device for n in nodes]}; move them with .to(device)")
+  dev = held[0] if held else next(n.device for n in nodes if n.device is not None)
+  return [n if n.device in (None, dev) else n.substitute({d: _device_node(dev) for d in n.toposort() if d.op is Ops.DEVICE}) for n in nodes]
+
 def _private_buffer(u:UOp) -> UOp:
   """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
   graph is the same node, and an in-place write into it would show in all of them"""
@@ -678,20 +704,23 @@ class _Realized:
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
-  def unrealized(self, u:UOp, keep:set[UOp]) -> UOp:
+  def unrealized(self, u:UOp, keep:dict[UOp, UOp]) -> UOp:
     """u with each buffer view a realize put in place of a node that is still alive replaced by that node (again inside it, for a node
     built on an earlier realize's buffer): the graph as it was built, which autograd differentiates. Nodes in `keep` (the tensors that
-    want gradients) stay. A write in a graph brought back becomes its buffer again (the leaf a parameter's handle now is); one that u
+    want gradients, each the value of its own key) stay, and a key that is a node such a tensor had before a realize caught it up
+    becomes its kept node. A write in a graph brought back becomes its buffer again (the leaf a parameter's handle now is); one that u
     itself holds is work still to do, even where an equal node (an optimizer step's write, the same each step) was realized before"""
     nodes, built = self.nodes, None
-    for _ in range(self.epoch):  # each round goes back at least one realize
+    for _ in range(self.epoch + 1):  # each round goes back at least one realize; the last one only renames what it brought back
       topo = u.toposort()
       undo = {x: old for x in topo if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
       if built is None: built = topo  # round one brings no graph back: the writes u holds are all still to do
       else: undo |= {x: r[1] for x in topo if x.op is Ops.AFTER and x not in built and x not in keep and x not in undo and
                      (r := nodes.get(id(x))) is not None and _is_write(x)}
-      if not undo: break
-      u = u.substitute(undo)
+      # a kept node stays as it is even where its sources were realized too (a sharded parameter: its MULTI and each device's piece)
+      kept = {x: keep[x] for x in topo if x in keep}
+      if not undo and all(k is x for x, k in kept.items()): break
+      u = u.substitute(kept | undo)
     return u
   def since(self, u:UOp, epoch:int, pending:dict|None=None) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 from tinygrad.uop.multi import shard_of, bounds, source_axis
-from tinygrad.helpers import sint_eq
+from tinygrad.helpers import sint_eq, prod
 from tinygrad.schedule.collectives import allgather, allreduce, to_device
 
 def select(m:UOp, i:int, axis:int|None, bound:tuple|None) -> UOp:
@@ -52,6 +52,8 @@ def _window(m:UOp, axis:int, begin, end, device:str) -> UOp:
   for p, (b, e) in zip(m.src, bounds(shard_of(m)[1])):
     lo, hi = max(b, begin), min(e, end)
     if lo < hi: parts.append(to_device(p.shrink(tuple((lo-b, hi-b) if j == axis else (0, s) for j, s in enumerate(p.shape))), device))
+  if not parts:  # an empty window (x[:0]) holds no elements: a constant, no copy
+    return UOp.const(m.dtype, 0, device).reshape((1,) * len(m.shape)).expand(tuple(0 if j == axis else s for j, s in enumerate(m.shape)))
   return parts[0].cat(*parts[1:], dim=axis)
 
 def _movement(u:UOp) -> UOp|None:
@@ -77,6 +79,63 @@ def _store(t:UOp, v:UOp) -> UOp:
   vals = [v if v.op is not Ops.MULTI else select(v, i, None, None) if sh is None else select(v, i, sh[0], bounds(sh[1])[i])
           for i in range(len(t.src))]
   return UOp.multi([p.store(x) for p, x in zip(t.src, vals)], t.arg)
+
+def _view_chain(view:UOp) -> tuple[UOp, list[UOp]]:
+  """(the node under view's movement ops, those ops innermost first)"""
+  chain = []
+  while view.op in GroupOp.Movement: chain, view = [view] + chain, view.src[0]
+  return view, chain
+
+def _reshaped_window(old:tuple, new:tuple, axis:int, lo:int, hi:int) -> tuple[int, int, int]|None:
+  """rows [lo, hi) of axis `axis` of a reshape's source as a window of one axis of its result: (that axis, the window), or None where
+  they are no such window (the reshape merges the axis with one before it, or cuts a row apart)"""
+  if not all(isinstance(s, int) for s in old + new): return None
+  inner = prod(old[axis+1:])
+  for a in range(len(new)):
+    step = prod(new[a+1:])
+    if prod(new[:a]) == prod(old[:axis]) and new[a] * step == old[axis] * inner and step and lo * inner % step == 0 and hi * inner % step == 0:
+      return a, lo * inner // step, hi * inner // step
+  return None
+
+def _piece_view(chain:list[UOp], piece:UOp, axis:int|None, lo:int, hi:int) -> tuple[UOp, int|None, int, int]|None:
+  """the part of the view `chain` that `piece` holds, rows [lo, hi) of the shard axis: (piece's view, the view's axis they are on and
+  their window [lo, hi) in the view; axis None once that axis is gone, a size-1 row), or None where the view holds none of them"""
+  x = piece
+  for u in chain:
+    arg = u.marg
+    if axis is None: x = x._mop(u.op, arg)
+    elif u.op is Ops.SHRINK:
+      if not all(isinstance(v, int) for v in arg[axis]): raise RuntimeError(f"cannot write through a symbolic window {arg[axis]} of a shard axis")
+      b, e = arg[axis]
+      if (nlo := max(lo, b)) >= (nhi := min(hi, e)): return None
+      x, lo, hi = x._mop(Ops.SHRINK, tuple((nlo - lo, nhi - lo) if j == axis else p for j, p in enumerate(arg))), nlo - b, nhi - b
+    elif u.op is Ops.PERMUTE: x, axis = x._mop(Ops.PERMUTE, arg), arg.index(axis)
+    elif u.op is Ops.FLIP:
+      x = x._mop(Ops.FLIP, arg)
+      if arg[axis]: lo, hi = u.shape[axis] - hi, u.shape[axis] - lo
+    elif u.op is Ops.RESHAPE and (w := _reshaped_window(u.src[0].shape, arg, axis, lo, hi)) is not None:
+      axis, lo, hi = w
+      x = x._mop(Ops.RESHAPE, tuple(hi - lo if j == axis else s for j, s in enumerate(arg)))
+    elif u.op is Ops.RESHAPE and u.src[0].shape[axis] == 1: x, axis = x._mop(Ops.RESHAPE, arg), None  # one row, gone (t[0, 0])
+    else: raise RuntimeError(f"cannot write through a {u.op.name} of shape {u.src[0].shape} -> {u.shape} across the shard axis {axis} of a "
+                             f"value on {piece.device} and other devices: write into a whole tensor (t.assign) or shard it on another axis")
+  return x, axis, lo, hi
+
+def _store_into_view(view:UOp, v:UOp) -> UOp|None:
+  """a write into a view of a sharded MULTI (t[1:3] = v, t[0] = v): each device writes the part of the view its piece holds (none where
+  the view misses its rows), from the matching part of v; the result reads the view after the writes"""
+  m, chain = _view_chain(view)
+  if not chain or m.op is not Ops.MULTI or (sh := shard_of(m)) is None: return None
+  pieces = []
+  for i, (p, (lo, hi)) in enumerate(zip(m.src, bounds(sh[1]))):
+    if (part := _piece_view(chain, p, sh[0], lo, hi)) is None: pieces.append(p)
+    else:
+      x, axis, b, e = part
+      val = UOp(Ops.MSELECT, v.dtype, (v,), (i, axis, None if axis is None else (b, e))) if isinstance(v.device, tuple) else v
+      pieces.append(p.after(x.store(val)))
+  new = UOp.multi(pieces, sh[0])
+  for u in chain: new = new._mop(u.op, u.marg)
+  return new
 
 def _after(u:UOp, t:UOp) -> UOp:
   deps = u.src[1:]
@@ -109,9 +168,16 @@ multi_pm = PatternMatcher([
   (UPat(Ops.AFTER, src=(UPat(Ops.MULTI, name="t"),), allow_any_len=True, name="u"), _after),
 ])
 
+# first, before the views are rewritten as reads: a write through a view of a sharded value goes into each device's own piece
+pm_store_views = PatternMatcher([
+  (UPat(Ops.AFTER, src=(UPat(GroupOp.Movement, name="view"), UPat(Ops.STORE, src=(UPat(name="view"), UPat(name="v"))))), _store_into_view),
+])
+
 def push_multi(sink:UOp) -> UOp:
   """sink with every multi-device node replaced by a MULTI of single-device pieces (a no-op for single-device graphs)"""
-  if not any(isinstance(u.device, tuple) for u in sink.toposort()): return sink
+  topo = sink.toposort()
+  if not any(isinstance(u.device, tuple) for u in topo): return sink
+  if any(u.op is Ops.STORE and u.src[0].op in GroupOp.Movement for u in topo): sink = graph_rewrite(sink, pm_store_views, name="tensor")
   ret = graph_rewrite(sink, multi_pm, name="tensor")
   for u in ret.toposort():
     if isinstance(u.device, tuple) and u.op not in (Ops.MULTI, Ops.SINK, Ops.DEVICE):

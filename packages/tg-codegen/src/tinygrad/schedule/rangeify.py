@@ -391,9 +391,10 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
     realized[u] = out
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
-  # (a node over a Variable is found in the caller's graph by binding it again: pm_unbind turned the caller's BINDs into Variables)
+  # (a node over a Variable is found in the caller's graph by binding it again: pm_unbind turned the caller's BINDs into Variables).
+  # Not a view of a buffer copied for a copy's source: it stays a view, and sees later writes into that buffer (a sharded tensor's piece)
   bound = UOp.sink(*targets).toposort()
-  callers = {u: _rebind(u, var_vals) if var_vals else u for u in realized if u.op is not Ops.BUFFER}
+  callers = {u: _rebind(u, var_vals) if var_vals else u for u in realized if u.base.op is not Ops.BUFFER}
   becomes = {b: _result(b, u, realized) for u, b in callers.items() if b in bound}
   return items, becomes | {t: _rebind(UOp.multi([_result(p, p, realized) for p in u.src], u.arg), var_vals) if u.op is Ops.MULTI
                            else _result(t, u, realized) for t, u in zip(targets, pushed)}
@@ -431,8 +432,9 @@ def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) 
   return _kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)
 
 def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
-  if u in realized: return realized[u]
-  while u.op is Ops.AFTER: u = u.src[0]
+  # a reshape of a whole buffer is its memory in order (a written device piece of a sharded tensor, read by a copy)
+  u = realized.get(u, u)
+  while u.op in (Ops.AFTER, Ops.RESHAPE): u = u.src[0]
   if u.op is Ops.BUFFER: return u
   raise RuntimeError(f"internal error: {u.op} of shape {u._shape} was not realized")
 
@@ -448,6 +450,7 @@ def _to_params(ast:UOp, bufs:list[UOp]) -> UOp:
 
 def _result(t:UOp, unbound:UOp, realized:dict[UOp, UOp]) -> UOp:
   """t as a view of its buffer, in t's own (bound) shape"""
+  if _numel(t) == 0: return t  # no elements (a copy of an empty shard): nothing to read, and its one-element buffer is no view of it
   if unbound.op is Ops.RESHAPE and unbound not in realized and (buf := realized.get(_under_reshapes(unbound))) is not None and \
      buf.op is Ops.BUFFER:
     return buf.reshape(t.shape)  # realized under its reshape (_realize_under_reshapes)

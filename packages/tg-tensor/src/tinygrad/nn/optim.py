@@ -61,7 +61,8 @@ class Optimizer:
     """(the amount to subtract from each parameter, pending writes of the optimizer's state that the amounts read)"""
     raise NotImplementedError(f"{type(self).__name__} must define _updates")
 
-def _zeros_like(t:Tensor) -> Tensor: return buffer_of(Tensor.zeros(*t.shape, dtype=dtypes.float32, device=t.device, requires_grad=False))
+# laid out like the parameter: a sharded one's state is sharded too, each device holding its part
+def _zeros_like(t:Tensor) -> Tensor: return buffer_of(t.zeros_like(dtype=dtypes.float32, requires_grad=False))
 
 class SGD(Optimizer):
   """g = grad + weight_decay * p; with momentum, b = momentum * b + g and the step is lr * (g + momentum * b if nesterov else b);
