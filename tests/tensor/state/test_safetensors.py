@@ -20,9 +20,12 @@ def test_roundtrip_every_dtype(tmp_path, code):
 
 @pytest.mark.parametrize("code", FP8)
 def test_fp8_loads_as_its_dtype(tmp_path, code):
-  # the CPU renderer has no fp8 type yet: check the header is understood, the values can't be read back here
-  (p := tmp_path / "f8.safetensors").write_bytes(_file({"w": {"dtype": code, "shape": [2, 2], "data_offsets": [0, 4]}}, bytes(range(4))))
+  # bytes 0x00, 0x38, 0xB8, 0x7B: 0, 1 (e4m3) or 0.5 (e5m2), its negative, and 0b0_1111_011 = 1.375 * 2**8 = 352 (e4m3)
+  # or 0b0_11110_11 = 1.75 * 2**15 = 57344 (e5m2's largest)
+  data = bytes([0x00, 0x38, 0xB8, 0x7B])
+  (p := tmp_path / "f8.safetensors").write_bytes(_file({"w": {"dtype": code, "shape": [2, 2], "data_offsets": [0, 4]}}, data))
   assert (t := safe_load(p)["w"]).dtype is SAFE_DTYPES[code] and t.shape == (2, 2)
+  assert t.float().tolist() == ([[0.0, 1.0], [-1.0, 352.0]] if code == "F8_E4M3" else [[0.0, 0.5], [-0.5, 57344.0]])
 
 def test_metadata_and_tensor_source(tmp_path):
   safe_save({"a": Tensor([1.0, 2.0])}, p := tmp_path / "m.safetensors", metadata={"format": "pt"})

@@ -155,7 +155,8 @@ def _round_float(x:float, ebits:int, mbits:int, fmax:float, overflow:float) -> f
   if x == 0 or math.isnan(x): return x
   if math.isinf(x): return math.copysign(overflow, x)
   q = 2.0 ** (max(math.frexp(x)[1] - 1, 2 - (1 << (ebits-1))) - mbits)  # spacing at x's exponent, floored at the subnormal spacing
-  return r if abs(r := round(x / q) * q) <= fmax else math.copysign(overflow, x)  # python round() is half-to-even
+  # python round() is half-to-even; copysign: a negative value that rounds to zero is -0.0 (round() gives the int 0)
+  return r if abs(r := math.copysign(round(x / q) * q, x)) <= fmax else math.copysign(overflow, x)
 
 def _struct_round(fmt:str) -> Callable[[float], float]:
   def f(x:float) -> float:

@@ -14,6 +14,7 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.c_emulation import EMULATION
+from tinygrad.renderer.fp8_formats import FP8
 from tinygrad.renderer.c_vectors import Pack, plan_lanes, vector_dtypes
 from tinygrad.renderer.host_cpu import host_has_fma, host_simd_registers
 
@@ -75,6 +76,8 @@ def _scopes(name:str, uops:list[UOp]) -> tuple[dict[UOp, UOp|None], dict[UOp, li
   if opened: raise RuntimeError(f"{len(opened)} RANGE/IF left open at the end of kernel {name}")
   return scope, users
 
+_BITS = {1: dtypes.uint8, 2: dtypes.uint16}  # an emulated dtype's memory form: the unsigned int of its width
+
 class CStyleLanguage(Renderer):
   kernel_prefix: str = ""       # before `void name(`, e.g. "__kernel " (OpenCL), 'extern "C" __global__ ' (CUDA)
   buffer_prefix: str = ""       # before a global buffer's element type, e.g. "__global "
@@ -89,7 +92,7 @@ class CStyleLanguage(Renderer):
     dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long", dtypes.uint64: "unsigned long",
     dtypes.float16: "half", dtypes.bfloat16: "bfloat16", dtypes.float32: "float", dtypes.float64: "double"}
   int_suffix: dict[DType, str] = {dtypes.uint32: "u", dtypes.int64: "l", dtypes.uint64: "ul"}
-  emulated: dict[DType, tuple[str, str, str]] = {}  # dtype held as float -> (load fn from 16 bits, store fn to 16 bits, round fn)
+  emulated: dict[DType, tuple[str, str, str]] = {}  # dtype held as float -> (load fn from its bits, store fn to its bits, round fn)
   # operands are rendered C expressions; dt is the operands' dtype (the values', for WHERE)
   code_for_op: dict[Ops, Callable[..., str]] = {
     Ops.ADD: lambda a, b, dt: f"({a}+{b})", Ops.SUB: lambda a, b, dt: f"({a}-{b})", Ops.MUL: lambda a, b, dt: f"({a}*{b})",
@@ -108,7 +111,7 @@ class CStyleLanguage(Renderer):
   int_ops = {Ops.CDIV, Ops.CMOD, Ops.AND, Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR}
 
   def value_type(self, dt:DType) -> str: return "float" if dt in self.emulated else self.ctype(dt)
-  def storage_type(self, dt:DType) -> str: return "unsigned short" if dt in self.emulated else self.ctype(dt)
+  def storage_type(self, dt:DType) -> str: return self.ctype(_BITS[dt.itemsize]) if dt in self.emulated else self.ctype(dt)
   def ctype(self, dt:DType) -> str:
     if (t := self.type_map.get(dt)) is None: raise RuntimeError(f"{type(self).__name__} has no type for {dt}")
     return t
@@ -133,8 +136,8 @@ class CStyleLanguage(Renderer):
     return f"({self.value_type(dst)})({x})"
 
   def render_bitcast(self, x:str, src:DType, dst:DType) -> str:
-    if src in self.emulated: x, src = f"{self.emulated[src][1]}({x})", dtypes.uint16  # its 16 bits
-    if dst in self.emulated: return f"{self.emulated[dst][0]}((unsigned short)({x}))"
+    if src in self.emulated: x, src = f"{self.emulated[src][1]}({x})", _BITS[src.itemsize]  # its 16 or 8 bits
+    if dst in self.emulated: return f"{self.emulated[dst][0]}(({self.storage_type(dst)})({x}))"
     if dtypes.is_int(src) and dtypes.is_int(dst): return f"({self.ctype(dst)})({x})"  # between ints of one width a conversion keeps the bits
     return f"((union {{ {self.ctype(src)} a; {self.ctype(dst)} b; }}){{.a = {x}}}).b"  # C reads a union through another member as a bitcast
 
@@ -267,7 +270,8 @@ class ClangRenderer(CStyleLanguage):
   type_map = {**CStyleLanguage.type_map, dtypes.bool: "_Bool", dtypes.int8: "signed char", dtypes.int64: "long long",
               dtypes.uint64: "unsigned long long"}
   int_suffix = {dtypes.uint32: "u", dtypes.int64: "ll", dtypes.uint64: "ull"}
-  emulated = {dtypes.float16: ("__tg_h2f", "__tg_f2h", "__tg_rh"), dtypes.bfloat16: ("__tg_bf2f", "__tg_f2bf", "__tg_rbf")}
+  emulated = {dtypes.float16: ("__tg_h2f", "__tg_f2h", "__tg_rh"), dtypes.bfloat16: ("__tg_bf2f", "__tg_f2bf", "__tg_rbf"),
+              **{dt: (f"__tg_{f.name}2f", f"__tg_f2{f.name}", f"__tg_r{f.name}") for dt, f in FP8.items()}}
   code_for_op = {**CStyleLanguage.code_for_op, Ops.SQRT: _math("__builtin_sqrt"), Ops.EXP2: _math("__builtin_exp2"),
     Ops.LOG2: _math("__builtin_log2"), Ops.SIN: _math("__builtin_sin"), Ops.TRUNC: _math("__builtin_trunc"),
     Ops.MULACC: _math("__builtin_fma")}

@@ -14,35 +14,37 @@ from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP, loop_of, param_order
 from tinygrad.codegen.gpudims import workitem
 from tinygrad.renderer.llvm_emulation import HELPERS
+from tinygrad.renderer.fp8_formats import FP8
 from tinygrad.renderer.llvm_masked_loads import buffer_elements, gated_runs
 from tinygrad.renderer.llvm_streaming import address_align, loop_nest, loop_step, streamed_loads, streamed_stores
 from tinygrad.renderer.host_cpu import host_has_f16c, host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
 
-# value types; float16/bfloat16 are held as float (rounded after every op) and stored as i16, bool is stored as i8
+# value types; float16/bfloat16/fp8 are held as float (rounded after every op) and stored as i16/i8, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
           dtypes.uint32: "i32", dtypes.int64: "i64", dtypes.uint64: "i64", dtypes.float16: "float", dtypes.bfloat16: "float",
-          dtypes.float32: "float", dtypes.float64: "double"}
-_EMULATED = {dtypes.float16: ("@__tg_h2f", "@__tg_f2h", "@__tg_rh"), dtypes.bfloat16: ("@__tg_bf2f", "@__tg_f2bf", "@__tg_rbf")}
+          dtypes.float32: "float", dtypes.float64: "double", dtypes.fp8e4m3: "float", dtypes.fp8e5m2: "float"}
+_EMULATED = {dtypes.float16: ("@__tg_h2f", "@__tg_f2h", "@__tg_rh"), dtypes.bfloat16: ("@__tg_bf2f", "@__tg_f2bf", "@__tg_rbf"),
+             **{dt: (f"@__tg_{f.name}2f", f"@__tg_f2{f.name}", f"@__tg_r{f.name}") for dt, f in FP8.items()}}
 
 class Narrow:
   """the instructions moving a float16/bfloat16 value between its register form (float) and its memory form (i16), and rounding a float
   to it: calls of the integer helpers of llvm_emulation.py, or, for float16 on a CPU that converts in hardware (host_cpu.has_f16c),
   LLVM's own half type, whose fpext/fptrunc the vectorizers pack into whole-vector conversions (vcvtph2ps/vcvtps2ph): the integer helpers
   stayed scalar code of ~20 ops per value (a float16 matmul 1024 at 2 threads ran at 2-10 GFLOP/s)"""
-  def __init__(self, dt:DType, native:bool): self.helpers, self.native = _EMULATED[dt], native
+  def __init__(self, dt:DType, native:bool): self.helpers, self.native, self.mem = _EMULATED[dt], native, f"i{8 * dt.itemsize}"
   def to_float(self, d:str, v:str) -> list[str]:
     if self.native: return [f"{d}.h = bitcast i16 {v} to half", f"{d} = fpext half {d}.h to float"]
-    return [f"{d} = call float {self.helpers[0]}(i16 {v})"]
+    return [f"{d} = call float {self.helpers[0]}({self.mem} {v})"]
   def to_mem(self, d:str, v:str) -> list[str]:
     if self.native: return [f"{d}.h = fptrunc float {v} to half", f"{d} = bitcast half {d}.h to i16"]
-    return [f"{d} = call i16 {self.helpers[1]}(float {v})"]
+    return [f"{d} = call {self.mem} {self.helpers[1]}(float {v})"]
   def round(self, d:str, v:str) -> list[str]:
     if self.native: return [f"{d}.h = fptrunc float {v} to half", f"{d} = fpext half {d}.h to float"]
     return [f"{d} = call float {self.helpers[2]}(float {v})"]
 def ltype(dt:DType) -> str:
   if (t := _LTYPE.get(dt)) is None: raise RuntimeError(f"LLVMRenderer has no type for {dt}")
   return t
-def mtype(dt:DType) -> str: return "i8" if dt is dtypes.bool else "i16" if dt in _EMULATED else ltype(dt)
+def mtype(dt:DType) -> str: return "i8" if dt is dtypes.bool else f"i{8 * dt.itemsize}" if dt in _EMULATED else ltype(dt)
 
 def render_const(x, dt:DType) -> str:
   if dt is dtypes.bool: return "true" if x else "false"

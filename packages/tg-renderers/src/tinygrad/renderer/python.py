@@ -1,7 +1,7 @@
 """The python emulator's renderer: a linear program serialised as JSON (op, dtype, sources, arg) rows, plus what every op means in python.
 The meaning is exact: ints wrap around, CDIV/CMOD truncate like C, float32/float16/bfloat16 round after every op."""
 from __future__ import annotations
-import json, math, operator, struct
+import functools, json, math, operator, struct
 from typing import Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
@@ -9,6 +9,7 @@ from tinygrad.dtype import DType, dtypes, truncate, AddrSpace, fma
 from tinygrad.helpers import cdiv, cmod, prod
 from tinygrad.renderer import Renderer
 from tinygrad.renderer.linear import SKIP
+from tinygrad.renderer.fp8_formats import FP8, decode
 
 def _fdiv(a:float, b:float) -> float:
   if b != 0: return a / b
@@ -34,13 +35,20 @@ python_ops: dict[Ops, Callable[[DType], Callable]] = {
   Ops.EXP2: lambda dt: _exp2, Ops.LOG2: lambda dt: _log2, Ops.SIN: lambda dt: lambda x: math.nan if math.isinf(x) else math.sin(x),
   Ops.TRUNC: lambda dt: _trunc}
 
-# *** values <-> bits: float16 and bfloat16 live in memory as 16 bit patterns ***
+# *** values <-> bits: float16 and bfloat16 live in memory as 16 bit patterns, fp8 as bytes ***
 _UINT = {1: "B", 2: "H", 4: "I", 8: "Q"}
+@functools.cache
+def _fp8_codes(dt:DType) -> tuple[list[float], dict[float, int]]:
+  """(value of each byte, byte of each non-negative finite value or inf) of an fp8 dtype"""
+  values = [decode(c, FP8[dt]) for c in range(256)]
+  return values, {v: c for c, v in enumerate(values[:128]) if v == v}
 def to_bits(x, dt:DType) -> int:
   if dt is dtypes.bfloat16: return struct.unpack("<I", struct.pack("<f", x))[0] >> 16
+  if dt in FP8: return FP8[dt].nan_code if x != x else _fp8_codes(dt)[1][abs(x)] | (0x80 if math.copysign(1.0, x) < 0 else 0)
   return struct.unpack(f"<{_UINT[dt.itemsize]}", struct.pack(f"<{dt.fmt}", x))[0]
 def from_bits(b:int, dt:DType):
   if dt is dtypes.bfloat16: return struct.unpack("<f", struct.pack("<I", b << 16))[0]
+  if dt in FP8: return _fp8_codes(dt)[0][b]
   return struct.unpack(f"<{dt.fmt}", struct.pack(f"<{_UINT[dt.itemsize]}", b))[0]
 
 def _int_to_float(x:int, dt:DType) -> float:
@@ -69,7 +77,7 @@ def _arg(u:UOp):
 _RUNS = SKIP | {Ops.PARAM, Ops.BUFFER, Ops.CONST, Ops.SPECIAL, Ops.DEFINE_VAR, Ops.RANGE, Ops.END, Ops.IF, Ops.ENDIF, Ops.INDEX, Ops.LOAD,
                 Ops.STORE, Ops.CAST, Ops.BITCAST, Ops.BARRIER, Ops.WMMA}
 
-_DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64}
+_DTYPES = {dtypes.void, dtypes.bool, *dtypes.ints, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, *FP8}
 
 class PythonRenderer(Renderer):
   """a GPU-shaped target: work items in groups, memory shared by a group and barriers, so GPU kernels are tested on any machine"""

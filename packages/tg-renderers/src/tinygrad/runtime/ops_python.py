@@ -81,8 +81,8 @@ class PythonProgram:
 
   @staticmethod
   def _view(b:memoryview, dt:DType) -> tuple:
-    """(indexable memory, value from stored, stored from value): float16/bfloat16 are stored as 16 bit patterns"""
-    if dt.fmt is None or dt is dtypes.float16: return (b.cast("H"), lambda x: from_bits(x, dt), lambda x: to_bits(x, dt))
+    """(indexable memory, value from stored, stored from value): float16/bfloat16 are stored as 16 bit patterns, fp8 as bytes"""
+    if dt.fmt is None or dt is dtypes.float16: return (b.cast("B" if dt.itemsize == 1 else "H"), lambda x: from_bits(x, dt), lambda x: to_bits(x, dt))
     return (b.cast(dt.fmt), None, None)
 
   def _run(self, v:list, ids:dict[str, tuple[int, ...]]):
