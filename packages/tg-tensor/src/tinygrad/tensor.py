@@ -198,12 +198,15 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return Tensor(UOp.new_buffer(dev, max(int(n.vmax), 1), dt).shrink(((0, n),)).reshape(shape))
   @staticmethod
   @_creates
-  def full(shape, fill_value, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+  def full(shape, fill_value, dtype:DType|str|None=None, device:str|None=None, buffer:bool=True) -> Tensor:
+    """shape filled with fill_value: a constant of its own, which becomes memory where it is written (assign, an optimizer's state);
+    buffer=False (tinygrad's switch) the plain broadcast constant, one node with every equal constant"""
     shape = _shape_arg((shape,))
     if isinstance(fill_value, UOp): return Tensor(fill_value, device, dtype).reshape((1,)*len(shape)).expand(shape)  # a bound Variable
     dt = to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
     if type(fill_value) is int and dtypes.is_int(dt): _check_fits((fill_value,), dt)
-    return Tensor(_own_constant(UOp.const(dt, fill_value, Device.canonicalize(device)))).reshape((1,)*len(shape)).expand(shape)
+    const = UOp.const(dt, fill_value, Device.canonicalize(device))
+    return Tensor(_own_constant(const) if buffer else const).reshape((1,)*len(shape)).expand(shape)
   @staticmethod
   @_creates
   def from_blob(ptr:int, shape, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
@@ -225,8 +228,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   def ones(*shape, **kwargs) -> Tensor: return Tensor.full(_shape_arg(shape), 1.0, **{"dtype": dtypes.default_float, **kwargs})
   # the *_like creations keep a sharded tensor's layout (tensor_multi.py: _like)
-  def full_like(self, fill_value, dtype:DType|str|None=None, device:str|None=None, **kwargs) -> Tensor:
-    return self._like(lambda shape, dev: Tensor.full(shape, fill_value, dtype=dtype or self.dtype, device=dev), device, **kwargs)
+  def full_like(self, fill_value, dtype:DType|str|None=None, device:str|None=None, buffer:bool=True, **kwargs) -> Tensor:
+    return self._like(lambda shape, dev: Tensor.full(shape, fill_value, dtype=dtype or self.dtype, device=dev, buffer=buffer), device, **kwargs)
   def zeros_like(self, **kwargs) -> Tensor: return self.full_like(0, **kwargs)
   def empty_like(self, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
     return self._like(lambda shape, dev: Tensor.empty(shape, dtype=dtype or self.dtype, device=dev), device)
@@ -239,9 +242,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if step == 0: raise ValueError("arange step must not be 0")
     if dtype is not None: dt = to_dtype(dtype)
     else: dt = dtypes.default_float if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int
-    if isinstance(span := ssimplify(stop - start), UOp):
-      raise ValueError(f"arange needs a length known when the graph is built; stop - start depends on a Variable: {span.render()}")
-    n, acc = max(0, math.ceil(span / step)), dtypes.sum_acc_dtype(dt)
+    if isinstance(span := ssimplify(stop - start), UOp):  # a length over a bound Variable (a KV cache's start_pos + T): a symbolic axis
+      if not (isinstance(step, int) and step > 0): raise ValueError(f"arange of the symbolic length {span.render()} needs an int step > 0, got {step}")
+      n = span if step == 1 else (span + (step - 1)) // step
+    else: n = max(0, math.ceil(span / step))
+    acc = dtypes.sum_acc_dtype(dt)
     return (Tensor(0, device, acc)._arange(n, acc) * step + start).cast(dt)
   @staticmethod
   @_creates

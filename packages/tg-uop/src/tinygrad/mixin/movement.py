@@ -237,10 +237,11 @@ class MovementMixin:
     return self.unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in args], dim=dim)
 
   # *** 0, 1, ..., n-1 along a new axis, on self's device ***
-  def _arange(self, n:int, dtype=None):
-    """sum of k binary digits, one size-2 axis each ([0, 2^j] as a padded constant): O(log n) work per element and no reduce"""
+  def _arange(self, n, dtype=None):
+    """sum of k binary digits, one size-2 axis each ([0, 2^j] as a padded constant): O(log n) work per element and no reduce. A symbolic
+    n (a bound Variable's expression: a KV cache's start_pos + T) is the arange of its largest value viewed up to n"""
     dtype = dtype or dtypes.default_int
-    k = max(n-1, 0).bit_length()
+    k = max((n if isinstance(n, int) else n.vmax) - 1, 0).bit_length()
     ret = self.const_like(0, dtype).reshape((1,)*k)
     for j in range(k): ret = ret + self.const_like(1 << (k-1-j), dtype).reshape((1,))._pad(((1, 0),)).reshape((1,)*j + (2,) + (1,)*(k-1-j))
     return ret.reshape((1 << k,)).shrink(((0, n),))
