@@ -166,3 +166,36 @@ def test_python_int_past_the_dtype_compares_and_divides_by_value():
 def test_clamp_names_its_keywords():
   assert Tensor([-2.0, 0.5, 3.0]).clamp(min_=-1, max_=1).tolist() == [-1.0, 0.5, 1.0]
   with pytest.raises(TypeError, match=r"clip/clamp takes min_ and max_ \(tinygrad's names\), not min, max"): Tensor([1.0]).clamp(min=0, max=1)
+
+def test_numpy_scalars_are_python_scalars():
+  """np.float64(0.25) / np.int64(3) as operands act as the python numbers they hold (weak, like torch): they raised KeyError; numpy's
+  operators give way to the tensor's (np.float64(2) - t made an object array of 0-d tensors); np.asarray(t) reads the values"""
+  t = Tensor([1.0, 2.0])
+  assert (t + np.float64(0.25)).tolist() == [1.25, 2.25] and (Tensor([1, 2]) * np.float32(1.5)).tolist() == [1.5, 3.0]
+  assert (Tensor([1, 2], dtype=dtypes.int8) + np.int64(3)).dtype is dtypes.int8 and (t.half() * np.float64(2)).dtype is dtypes.half
+  assert (np.float64(2) - t).tolist() == [1.0, 0.0] and (np.int64(3) * Tensor([1, 2])).tolist() == [3, 6]
+  assert (t > 1).where(np.float32(3), np.int64(0)).tolist() == [0.0, 3.0] and Tensor([1, 5]).maximum(np.int64(2)).tolist() == [2, 5]
+  np.testing.assert_array_equal(np.asarray(Tensor([[1, 2], [3, 4]])), [[1, 2], [3, 4]])
+
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float16, dtypes.float64])
+def test_small_whole_powers_are_exact(dt):
+  """x ** n for a whole python n up to MUL_POWER_MAX is products (torch's x*x): through exp2(n*log2|x|) 10.0 ** 2 was 99.99999 and
+  half (-10) ** 3 was -1002"""
+  x = np.array([10.0, 3.0, -10.0, 0.5, -7.0], np.float32)
+  for n in (2, 3, 4, 5, -1, -2, 2.0):
+    want = (x.astype(np.float64) ** n).astype(np.dtype(dt.fmt))
+    np.testing.assert_array_equal(Tensor(x, dtype=dt).pow(n).numpy(), want)
+  z = Tensor([0.0, -0.0, float("nan"), float("inf")])
+  with np.errstate(divide="ignore", invalid="ignore"):
+    np.testing.assert_array_equal((z ** -1).numpy(), np.array([0.0, -0.0, np.nan, np.inf], np.float32) ** -1)
+  x = Tensor([3.0, -2.0], requires_grad=True)
+  (x ** 3).sum().backward()
+  np.testing.assert_array_equal(x.grad.numpy(), [27.0, 12.0])
+
+def test_int_ranges():
+  """a python int past the default int: arange counts in int64 (it wrapped to int32), Tensor(2**40) raises as Tensor([2**40]) does;
+  a uint64 shift by 2**64 - 1 (x << -1) has unknown bounds (working them out filled memory)"""
+  assert Tensor.arange(2**31, 2**31 + 2).dtype is dtypes.int64 and Tensor.arange(2**53, 2**53 + 2).tolist() == [2**53, 2**53 + 1]
+  with pytest.raises(OverflowError, match="does not fit"): Tensor(2**40)
+  assert Tensor(2**40, dtype=dtypes.int64).item() == 2**40
+  assert (Tensor([1, 2], dtype=dtypes.uint64) << -1).shape == (2,)

@@ -69,6 +69,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   _rng_state: ClassVar[dict[str, Tensor]] = {}  # device -> its uint32 (seed, counter) buffer
   # elementwise ==, so identity hashing (a Tensor in a set or dict key is that handle)
   def __hash__(self): return id(self)
+  # numpy's operators give way: np.float64(2) - t is t.__rsub__ (numpy would make an object array of 0-d tensors)
+  __array_ufunc__ = None
+  def __array__(self, dtype=None, copy=None):
+    """np.asarray(t): its values (numpy's array protocol; a realize)"""
+    return self.numpy() if dtype is None else self.numpy().astype(dtype)
   def __reduce__(self):
     from tinygrad.tensor_pickle import tensor_reduce
     return tensor_reduce(self)
@@ -86,7 +91,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       uop = data if device is None or data.device == (dev := Device.canonicalize(device)) else data.copy_to_device(dev)
     elif data is None or isinstance(data, (bool, int, float, list, tuple)):
       dev = Device.canonicalize(device)
-      if isinstance(data, (bool, int, float)): uop = UOp.const(dtype or dtypes.strong(dtypes.from_py(data)), data, dev)
+      if isinstance(data, (bool, int, float)):
+        dt = dtype or dtypes.strong(dtypes.from_py(data))
+        if type(data) is int and dtypes.is_int(dt): _check_fits((data,), dt)  # as Tensor([data]) does: 2**40 is no int32
+        uop = UOp.const(dt, data, dev)
       else:
         shape, flat = _nested([] if data is None else data)
         dt = dtype or dtypes.strong(dtypes.from_py(flat))
@@ -241,7 +249,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must not be 0")
     if dtype is not None: dt = to_dtype(dtype)
-    else: dt = dtypes.default_float if any(isinstance(v, float) for v in (start, stop, step)) else dtypes.default_int
+    elif any(isinstance(v, float) for v in (start, stop, step)): dt = dtypes.default_float
+    # ints past the default int's range count in int64 (as tinygrad does) rather than wrap
+    else: dt = dtypes.int64 if any(isinstance(v, int) and not dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int)
+                                   for v in (start, stop, step)) else dtypes.default_int
     if isinstance(span := ssimplify(stop - start), UOp):  # a length over a bound Variable (a KV cache's start_pos + T): a symbolic axis
       if not (isinstance(step, int) and step > 0): raise ValueError(f"arange of the symbolic length {span.render()} needs an int step > 0, got {step}")
       n = span if step == 1 else (span + (step - 1)) // step

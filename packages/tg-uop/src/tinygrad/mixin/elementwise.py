@@ -6,15 +6,22 @@ from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
 
 _ROUNDING = {"trunc": Ops.CDIV, "floor": Ops.FLOORDIV}  # div's rounding_mode -> the int op
+MUL_POWER_MAX = 8  # a float to a whole python exponent up to this is multiplied out: at most 3 roundings, fewer ops than POW's
+
+def _unwrap_numpy(x:Any) -> Any:
+  """a numpy scalar (np.float64(0.25), np.int64(3)) as the python number it holds: an operand like a python scalar, as torch takes it"""
+  return x.item() if type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0 else x
 
 class ElementwiseMixin:
   # *** python scalars and dtype promotion ***
   def ufix(self, x:Any):
     """x as a node like self: python scalars become weakly typed constants, so int32 + 2 stays int32"""
     if isinstance(x, type(self)): return x
+    x = _unwrap_numpy(x)
     # a symbolic scalar (a UOp size, e.g. a count over a Variable axis) keeps its int dtype, weak like a python int
     return self.const_like(x, x.dtype if hasattr(x, "dtype") else dtypes.from_py(x))
   def _broadcasted(self, y:Any, reverse=False, match_dtype=True) -> tuple:
+    y = _unwrap_numpy(y)
     if match_dtype and type(y) in (int, float, bool):  # a python scalar is made in the joined dtype at once: the weak constant cast to it
       out = least_upper_dtype(self.dtype, dtypes.from_py(y))
       return (self.const_like(y, out), self.cast(out)) if reverse else (self.cast(out), self.const_like(y, out))
@@ -79,7 +86,14 @@ class ElementwiseMixin:
       half = self.pow(x // 2)
       return half * half * self if x % 2 else half * half
     a, b = self._broadcasted(x, reverse)
+    if not reverse and dtypes.is_float(a.dtype) and type(x) in (int, float) and x == int(x) and 1 <= abs(x) <= MUL_POWER_MAX:
+      # a small whole exponent as products (x*x, x*x*x): exact where the result is; POW's exp2(y*log2|x|) gave 10.0**2 = 99.99999
+      return a._mul_pow(int(x)) if x > 0 else a._mul_pow(-int(x)).reciprocal()
     return a.alu(Ops.POW, b) if dtypes.is_float(a.dtype) else a._int_pow(b)
+  def _mul_pow(self, n:int):
+    if n == 1: return self
+    half = self._mul_pow(n // 2)
+    return half * half * self if n % 2 else half * half
   def _int_pow(self, e):
     """self ** e for int tensors by squaring, one step per bit of e; a negative e gives the truncated value (1, -1 or 0), like C"""
     if self.dtype is dtypes.bool: self, e = self.cast(dtypes.default_int), e.cast(dtypes.default_int)
@@ -142,6 +156,7 @@ class ElementwiseMixin:
     if isinstance(x, type(self)): x, y = x._broadcasted(y)
     elif isinstance(y, type(self)): y, x = y._broadcasted(x)
     else:
+      x, y = _unwrap_numpy(x), _unwrap_numpy(y)
       out = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
       x, y = self.const_like(x, out), self.const_like(y, out)
     return self.alu(Ops.WHERE, x, y)
