@@ -120,6 +120,23 @@ def test_scans_along_two_axes_of_one_store(dev):
   x = Tensor(np.arange(9, dtype=np.float32).reshape(3, 3), device=device)
   np.testing.assert_equal((x.cumsum(0).sum() + x.cumsum(1).sum()).gradient(x)[0].numpy(), [[6, 5, 4], [5, 4, 3], [4, 3, 2]])
 
+def test_scan_beside_a_padded_edge(dev):
+  """a scan in a kernel whose other input is padded: the pad's edge is peeled into a loop nest of its own, whose scan accumulator was
+  reset once before every loop instead of in the loops around the scan (x.pad + cumsum(0) summed rows: [[1,3],[2,4]] for [[1,1],[2,2]]);
+  also the gradient of x[..., 1:] + x.cumsum(0), which is that kernel"""
+  device, _ = dev
+  a = np.arange(1, 9, dtype=np.float32).reshape(2, 2, 2)
+  for fn, ref in [(lambda t: t.cumsum(0), lambda x: np.cumsum(x, 0)), (lambda t: t.cumsum(1), lambda x: np.cumsum(x, 1)),
+                  (lambda t: t.cumprod(0), lambda x: np.cumprod(x, 0))]:
+    ones = np.linspace(0.5, 2, 12, dtype=np.float32).reshape(2, 2, 3)
+    got = (Tensor(a, device=device).pad(((0, 0), (0, 0), (1, 0))) + fn(Tensor(ones, device=device))).numpy()
+    np.testing.assert_allclose(got, np.pad(a, ((0, 0), (0, 0), (1, 0))) + ref(ones), rtol=1e-6)
+  x = Tensor(a, device=device, requires_grad=True)
+  w = np.linspace(-1, 1, 4, dtype=np.float32).reshape(2, 2, 1)
+  ((x[:, :, 1:] * Tensor(w, device=device)).sum() + x.cumsum(0).sum()).backward()
+  want = np.flip(np.cumsum(np.ones_like(a), 0), 0) + np.concatenate([np.zeros_like(w), w], 2)
+  np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+
 def test_cumsum_gradient_by_finite_differences():
   a, w = R.standard_normal(9), R.standard_normal(9)
   f = lambda v: float((np.cumsum(v) ** 2 * w).sum())

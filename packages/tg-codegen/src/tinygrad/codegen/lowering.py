@@ -34,13 +34,23 @@ def open_ranges(sink:UOp, known:dict[UOp, frozenset]|None=None) -> dict[UOp, fro
     ret[u] = s
   return ret
 
+def _loops_around(topo:list[UOp]) -> dict[UOp, tuple[UOp, ...]]:
+  """each range an END closes -> the ranges of every loop around it: its own END's and those of the ENDs whose bodies hold that END (a
+  peeled edge region's END sits in the END of the loops outside it: a scan's accumulator is reset in all of them)"""
+  ends = [e for e in topo if e.op is Ops.END]
+  around: dict[UOp, tuple[UOp, ...]] = {e: e.ended_ranges for e in ends}
+  for outer in ends:
+    for inner in outer.src[0].toposort():
+      if inner.op is Ops.END and inner is not outer: around[inner] += tuple(q for q in outer.ended_ranges if q not in around[inner])
+  return {q: around[e] for e in ends for q in e.ended_ranges}
+
 def lower_reduces(sink:UOp) -> UOp:
   """REDUCE(x, *rngs) -> acc = identity; loop rngs { acc = acc op x }; then read acc. Inner reduces are lowered first. A tagged prefix
   reduce (prefix_scan.py) instead carries its accumulator through its store's loop"""
   slot = itertools.count(max([u.arg.slot+1 for u in sink.toposort() if u.op is Ops.BUFFER], default=0))
   topo = (sink := prefix_scan.lower_lane_scans(sink, slot)).toposort()
   opn: dict[UOp, frozenset] = {}  # shared by every reduce: the graphs below them overlap
-  loops = {q: e.ended_ranges for e in topo if e.op is Ops.END for q in e.ended_ranges}
+  loops = _loops_around(topo)
   def fix(r:UOp):
     val, rngs, op = r.src[0], r.src[1:], r.arg
     if r.tag == prefix_scan.TAG and (m := prefix_scan.match(r, list(loops))) is not None:
