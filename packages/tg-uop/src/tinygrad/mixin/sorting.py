@@ -11,6 +11,7 @@ A value unpacked from a key is bits autograd cannot follow: its gradient goes ba
 scatter of the incoming one). 64-bit dtypes sort (value, index) pairs by the same two schemes with the comparisons spelled out.
 A class using it provides the elementwise, movement, reduce and select mixins."""
 from __future__ import annotations
+from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 
@@ -46,11 +47,16 @@ class SortingMixin:
     """(values, indices) sorted along dim, ascending unless descending; equal elements keep their order (stable). Indices are int32"""
     if not self.shape: return self, self.const_like(0, dtypes.int32)
     dim = self._resolve_dim(dim)
-    x = self.transpose(dim, -1)
+    x = self.transpose(dim, -1)._computed_once()
     if x._packs(): values, indices = x._picked(*x._unpack_keys(x.detach()._sort_keys(descending)._sorted_keys(), descending))
     elif x.shape[-1] > BITONIC_MIN: values, indices = x._bitonic_sort(descending)
     else: values, indices = x._rank_sort(descending)
     return values.transpose(dim, -1), indices.transpose(dim, -1)
+  def _computed_once(self):
+    """self stored before it is compared: every kernel of a sort reads an element several times (a rank compares each with all of its
+    row), and an expression computed again in each place need not give the same bits each time (LLVM vectorized a logsigmoid inside the
+    rank's loop and outside it differently: an element ranked below itself, sort gave indices past the row). Stored, all see one value"""
+    return self if getattr(self, "uop", self).base.op in (Ops.BUFFER, Ops.AFTER) else self.contiguous()  # a view of memory is read
   def _picked(self, values, indices) -> tuple:
     """(values, indices): values, self's elements at indices along the last axis unpacked from keys built on self.detach(), with the
     gradient of a pick: each one's goes to the element its index names (a scatter, one pass over the indices)"""
@@ -209,7 +215,7 @@ class SortingMixin:
     dim = self._resolve_dim(dim)
     if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
-    if not self.shape or k == 0 or not (x := self.transpose(dim, -1))._packs() or k > SELECT_MAX_K:
+    if not self.shape or k == 0 or not (x := self.transpose(dim, -1)._computed_once())._packs() or k > SELECT_MAX_K:
       values, indices = self.sort(dim, descending=largest)
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
