@@ -435,3 +435,15 @@ def test_clamp_and_abs_gradients_at_the_kinks_follow_torch():
   out = Tensor([-0.0, -3.0]).abs().numpy()
   assert out.tolist() == [0.0, 3.0] and not np.signbit(out).any()
   np.testing.assert_equal(Tensor([-3, 4]).clamp(-1.5, 2).numpy(), [-1.5, 2.0])  # an int tensor with a float bound becomes float
+
+def test_gradient_through_chained_realizes():
+  """h = x.exp() realized, then h * 2 realized, then used with x: the second realize's graph reads h's buffer, which was not marked as
+  on a gradient path, so that graph was not kept and backward lost the path through it (2e^x instead of 2e^x (x + 1))"""
+  v = np.array([1.0, -2.0, 0.5])
+  x = Tensor(v.astype(np.float32), requires_grad=True)
+  h = x.exp().realize()
+  h2 = (h * 2).realize()
+  h3 = (h2 + h).realize()
+  (h2 * x).sum().backward()
+  np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(v) * (v + 1), rtol=1e-6)
+  np.testing.assert_allclose((h3 * x).sum().gradient(x)[0].numpy(), 3 * np.exp(v) * (v + 1), rtol=1e-6)

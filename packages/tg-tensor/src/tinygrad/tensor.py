@@ -716,7 +716,11 @@ class _Realized:
         self._ids[wr] = key
       # for autograd (unrealized): the node, while something keeps it; none for a write, and a link from before it is stale
       if _is_write(old): new.__dict__.pop(_REALIZED_FROM, None)
-      else: new.__dict__[_REALIZED_FROM] = self.nodes[key][2]
+      else:
+        new.__dict__[_REALIZED_FROM] = self.nodes[key][2]
+        # a buffer holding a value on a gradient path is on it too: a graph built on it is kept over its own realize (h = x.exp(); h
+        # realized, then h * 2 realized: without, backward lost the path through h * 2)
+        if _on_grad_path(old): new.__dict__[_GRAD_PATH] = True
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
