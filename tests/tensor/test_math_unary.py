@@ -77,3 +77,13 @@ def test_half_cos_and_tan():
   np.testing.assert_allclose(Tensor(x).cos().numpy().astype(np.float64), np.cos(x.astype(np.float64)), atol=2e-3)
   np.testing.assert_allclose(Tensor(x).tan().numpy().astype(np.float64), np.tan(x.astype(np.float64)), rtol=4e-3)
   assert Tensor(x).cos().dtype is dtypes.half
+
+@pytest.mark.parametrize("name, ref", [("asin", np.arcsin), ("asinh", np.arcsinh), ("atan", np.arctan), ("erf", np.vectorize(math.erf)),
+                                       ("tanh", np.tanh), ("sinh", np.sinh)])
+def test_relative_accuracy_near_zero(name, ref):
+  """near 0 the result is right relative to its size: the approximations' absolute error made atan(1e-5) 1% off and erf(1e-8) 0, and
+  tanh's 2 sigmoid(2x) - 1 and sinh's (e^x - e^-x) / 2 cancelled to 0 at 1e-8"""
+  x = np.array([1e-30, 1e-8, -1e-5, 3e-4, -0.01, 0.05, 0.099], np.float32)
+  want = ref(x.astype(np.float64))
+  np.testing.assert_allclose(getattr(Tensor(x), name)().numpy(), want, rtol=4e-7)
+  np.testing.assert_allclose(getattr(Tensor(x.astype(np.float64)), name)().numpy(), want, rtol=1e-10)  # the series: ~1e-11 at its cutoff

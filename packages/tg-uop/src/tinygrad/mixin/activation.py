@@ -24,7 +24,8 @@ class ActivationMixin:
     """the tanh approximation by default, like upstream; approximate="none" is the exact x * Phi(x) through erf"""
     if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
     if approximate != "tanh": raise ValueError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
-    return 0.5 * self * (1 + (math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).tanh())
+    # 0.5 (1 + tanh(u)) is sigmoid(2u): the same function without tanh's cancelling 1 + (-1 + tiny) below x = -4
+    return self * (2 * math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).sigmoid()
   def softplus(self, beta=1.0):
     """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log(1 + exp(-|bx|)) / beta. maximum, not relu: at bx = 0 the tie gives it half of
     the gradient (relu's is 0 there, and |bx|'s term has none), so the gradient is sigmoid(0) = 0.5 as it should be"""

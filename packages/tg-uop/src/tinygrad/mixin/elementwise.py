@@ -191,7 +191,6 @@ class ElementwiseMixin:
     t = ((below := self < 0).where(self, -self) * 1.4426950408889634).exp2()
     s = (1 + t).reciprocal()
     return below.where(t * s, s)
-  def tanh(self): return 2.0 * (2.0 * self).sigmoid() - 1.0
   def floor(self): return (self < (t := self.trunc())).where(t - 1, t) if dtypes.is_float(self.dtype) else self
   def ceil(self): return (self > (t := self.trunc())).where(t + 1, t) if dtypes.is_float(self.dtype) else self
   def round(self):  # half to even, like numpy and torch
