@@ -254,7 +254,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     else: dt = dtypes.int64 if any(isinstance(v, int) and not dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int)
                                    for v in (start, stop, step)) else dtypes.default_int
     if isinstance(span := ssimplify(stop - start), UOp):  # a length over a bound Variable (a KV cache's start_pos + T): a symbolic axis
-      if not (isinstance(step, int) and step > 0): raise ValueError(f"arange of the symbolic length {span.render()} needs an int step > 0, got {step}")
+      if not (isinstance(step, int) and step > 0):
+        raise ValueError(f"arange of the symbolic length {span.render()} needs an int step > 0, got {step}")
       n = span if step == 1 else (span + (step - 1)) // step
     else: n = max(0, math.ceil(span / step))
     acc = dtypes.sum_acc_dtype(dt)

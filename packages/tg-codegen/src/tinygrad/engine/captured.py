@@ -19,7 +19,8 @@ def signature(t) -> tuple[tuple, Any, Any, Any]:
 def input_buffers(t) -> list:
   """the device Buffers of a realized tensor argument: one, or one per device of a multi-device tensor. An empty tensor has none (it
   realizes to a constant): no kernel reads it, and its signature (its shape) is checked on every call all the same"""
-  return [realize.buffer_of(p.base) for p in (t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)) if not (p.base.op is Ops.CONST and any(d == 0 for d in p.shape if isinstance(d, int)))]
+  parts = t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)
+  return [realize.buffer_of(p.base) for p in parts if not (p.base.op is Ops.CONST and any(d == 0 for d in p.shape if isinstance(d, int)))]
 
 def _show(shape:tuple) -> tuple: return tuple(s.render() if isinstance(s, UOp) else s for s in shape)
 
