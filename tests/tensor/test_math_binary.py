@@ -2,7 +2,7 @@
 seed's promotion semantics (weak python scalars, where's bool condition, pad's value)."""
 import numpy as np
 import pytest
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, dtypes, Device
 
 pytestmark = pytest.mark.hcq_matrix  # also on the mock AMD and NV devices (tests/conftest.py)
 
@@ -199,3 +199,17 @@ def test_int_ranges():
   with pytest.raises(OverflowError, match="does not fit"): Tensor(2**40)
   assert Tensor(2**40, dtype=dtypes.int64).item() == 2**40
   assert (Tensor([1, 2], dtype=dtypes.uint64) << -1).shape == (2,)
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:C", "PYTHON"])
+def test_constant_shifts_past_the_width(device):
+  """a shift by a python int past the width (or negative) shifts every bit out, on every device: it is undefined in LLVM and C, and
+  DEV=CPU gave x unchanged or garbage where CPU:C gave 0 and PYTHON raised"""
+  if device == "CPU:C":
+    try: Device["CPU:C"]
+    except Exception as e: pytest.skip(f"no C compiler: {e}")
+  t = Tensor([1, -1, 7], device=device)
+  assert (t >> 32).tolist() == [0, -1, 0] and (t >> 40).tolist() == [0, -1, 0] and (t << 32).tolist() == [0, 0, 0]
+  assert (t << -1).tolist() == [0, 0, 0] and (t >> -1).tolist() == [0, -1, 0]
+  assert (Tensor([3], dtype=dtypes.int8, device=device) << 8).tolist() == [0]
+  assert (Tensor([5], dtype=dtypes.uint64, device=device) >> 64).tolist() == [0]
+  assert (Tensor([5, -8], device=device) << 3).tolist() == [40, -64] and (Tensor([-8], device=device) >> 2).tolist() == [-2]
