@@ -1,4 +1,5 @@
 """Tensor construction without running kernels: shapes, dtypes, promotion, devices and the errors people see."""
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from tinygrad import Tensor, dtypes, Device
@@ -223,3 +224,12 @@ def test_realize_takes_tinygrads_do_update_stats():
   k = GlobalCounters.kernel_count
   assert a.realize(b, do_update_stats=False) is a and a.tolist() == [3.0, 6.0] and b.tolist() == [5.0]
   assert GlobalCounters.kernel_count > k  # tg counts either way
+
+def test_numpy_values_inside_lists():
+  """numpy scalars and arrays inside a python list are the numbers and lists they hold (it raised "no dtype for python value of type
+  float32"), as torch.tensor takes them"""
+  t = Tensor([np.float32(1.5), 2])
+  assert t.tolist() == [1.5, 2.0] and t.dtype is dtypes.default_float
+  assert Tensor([np.array([1, 2]), np.array([3, 4])]).tolist() == [[1, 2], [3, 4]]
+  assert Tensor([[np.int64(3), 4]]).dtype is dtypes.default_int and Tensor([np.bool_(True), False]).tolist() == [True, False]
+  with pytest.raises(ValueError, match="ragged"): Tensor([np.array([1, 2]), np.array([3])])

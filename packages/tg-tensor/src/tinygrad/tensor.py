@@ -33,7 +33,9 @@ def _shape_arg(shape:tuple) -> tuple:
   return tuple(s if isinstance(s, UOp) else s.__index__() for s in ret)
 
 def _nested(data:Any) -> tuple[tuple, list]:
-  """(shape, flat values) of a nested list; a ragged list names the rows that disagree"""
+  """(shape, flat values) of a nested list; a ragged list names the rows that disagree. numpy scalars and arrays inside it count as the
+  python numbers and lists they hold (torch.tensor([np.float32(1.5), 2]) works too)"""
+  if type(data).__module__ == "numpy" and hasattr(data, "tolist"): data = data.tolist()
   if not isinstance(data, (list, tuple)): return (), [data]
   if not data: return (0,), []
   parts = [_nested(d) for d in data]
