@@ -71,3 +71,10 @@ def test_bounds_hold_for_every_node(ve):
   for vals in itertools.product(*[range(v.vmin, v.vmax + 1) for v in vs]):
     env = {v.arg.name: a for v, a in zip(vs, vals)}
     for u in nodes: assert u.vmin <= python_eval(u, env) <= u.vmax, f"{u.render(False)} = {python_eval(u, env)} at {env}, bounds {mm(u)}"
+
+def test_shift_past_the_width_has_the_dtypes_bounds():
+  """a constant shift past the width has no bounds of its own: working out 3 << (2**64 - 1) as a python int filled memory"""
+  huge = UOp.const(dtypes.uint64, 3).alu(Ops.SHL, UOp.const(dtypes.uint64, 2**64 - 1))
+  assert (huge.vmin, huge.vmax) == (0, 2**64 - 1)
+  small = UOp.const(dtypes.uint64, 3).alu(Ops.SHL, UOp.const(dtypes.uint64, 4))
+  assert (small.vmin, small.vmax) == (48, 48)
