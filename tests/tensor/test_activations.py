@@ -76,3 +76,13 @@ def test_activation_gradient_in_the_tails(name, dtype, tol):
   got = getattr(x, name)().float().sum().gradient(x)[0].float().numpy()
   assert not np.isnan(got).any(), got
   np.testing.assert_allclose(got, GRADS[name](TAILS), rtol=tol, atol=tol * 0.1)  # atol: gelu's 1 + tanh cancels below -4
+
+def test_softplus_far_below_zero_is_exp():
+  """softplus(x) is e^x (relative error ~1e-7) far below 0, where 1 + e^x rounds to 1: the plain log gave 0 from x = -17 on; mish keeps
+  that accuracy. Its gradient (sigmoid(x)) stays finite through the log1p form's guarded denominator"""
+  x = np.array([-80.0, -50.0, -30.0, -20.0, -17.0, -10.0, -1e-3, 1e-8], np.float32)
+  t = Tensor(x)  # e^x is exp2(x log2(e)): that product's rounding is a few ulp of e^x at |x| = 60 (the same in upstream)
+  np.testing.assert_allclose(t.softplus().numpy(), softplus(x.astype(np.float64)), rtol=5e-6)
+  np.testing.assert_allclose(t[2:].softplus(beta=2.0).numpy(), softplus(x[2:].astype(np.float64), 2.0), rtol=5e-6)  # e^-60 is a float32
+  np.testing.assert_allclose(t.mish().numpy(), x * np.tanh(softplus(x.astype(np.float64))), rtol=5e-6)
+  np.testing.assert_allclose(t.softplus().sum().gradient(t)[0].numpy(), sigmoid(x.astype(np.float64)), rtol=2e-6)

@@ -2,6 +2,7 @@
 exp of a positive number."""
 from __future__ import annotations
 import math
+from tinygrad.mixin.math import log1p
 
 class ActivationMixin:
   def relu6(self): return self.relu() - (self - 6).relu()
@@ -27,10 +28,11 @@ class ActivationMixin:
     # 0.5 (1 + tanh(u)) is sigmoid(2u): the same function without tanh's cancelling 1 + (-1 + tiny) below x = -4
     return self * (2 * math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).sigmoid()
   def softplus(self, beta=1.0):
-    """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log(1 + exp(-|bx|)) / beta. maximum, not relu: at bx = 0 the tie gives it half of
+    """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log1p(exp(-|bx|)) / beta: e^bx itself far below 0, where 1 + e^bx rounds to 1
+    (a plain log gave 0 below bx = -17). maximum, not relu: at bx = 0 the tie gives it half of
     the gradient (relu's is 0 there, and |bx|'s term has none), so the gradient is sigmoid(0) = 0.5 as it should be"""
     bx = self * beta
-    return (bx.maximum(0) + (1 + (-bx.abs()).exp()).log()) * (1 / beta)
+    return (bx.maximum(0) + log1p((-bx.abs()).exp())) * (1 / beta)
   def logsigmoid(self): return -(-self).softplus()
   def mish(self): return self * self.softplus().tanh()
   def softsign(self): return self / (1 + self.abs())

@@ -32,6 +32,13 @@ def _odd(x, y, series:tuple):
   0 the product's gradient was 0"""
   return _near_zero(x, (x < 0).where(-y, y), series)
 
+def log1p(u):
+  """ln(1 + u), accurate for small u: 1 + u rounds to w, and ln(w) * u / (w - 1) cancels that rounding (u itself where w is 1). The
+  denominator is 1 where w is 1, so the branch not taken stays finite and its gradient is not 0 * inf = NaN"""
+  w = u + 1
+  one = w.eq(1)
+  return one.where(u, w.log() * u / one.where(1, w - 1))
+
 def _poly(x, coeffs):
   """coeffs[0] + coeffs[1]*x + ... by Horner's rule"""
   ret = x.const_like(coeffs[-1])

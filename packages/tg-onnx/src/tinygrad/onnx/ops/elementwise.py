@@ -12,19 +12,11 @@ for _name, _fn in {"Abs": Tensor.abs, "Neg": Tensor.neg, "Reciprocal": Tensor.re
                    "Sin": Tensor.sin, "Cos": Tensor.cos, "Tan": Tensor.tan, "Asin": Tensor.asin, "Acos": Tensor.acos, "Atan": Tensor.atan,
                    "Sinh": Tensor.sinh, "Cosh": Tensor.cosh, "Asinh": Tensor.asinh, "Acosh": Tensor.acosh, "Atanh": Tensor.atanh,
                    "Erf": Tensor.erf, "Sign": Tensor.sign, "Not": Tensor.logical_not, "IsNaN": Tensor.isnan, "Round": Tensor.round,
-                   "Softsign": Tensor.softsign, "Mish": Tensor.mish, "BitwiseNot": Tensor.bitwise_not}.items():
+                   "Softsign": Tensor.softsign, "Softplus": Tensor.softplus, "Mish": Tensor.mish, "BitwiseNot": Tensor.bitwise_not}.items():
   op(_name)(lambda x, _fn=_fn: _fn(x))
 
 @op("Identity")
 def identity(x): return x
-
-def _log1p(u):
-  # ln(1 + u) for small u: 1 + u rounds, and ln(w) * u / (w - 1) cancels that rounding (u itself where w rounds to 1)
-  w = u + 1
-  return w.eq(1).where(u, w.log() * u / (w - 1))
-
-@op("Softplus")
-def softplus(x): return x.maximum(0) + _log1p((-x.abs()).exp())  # ln(exp(x) + 1), whose exp overflows float32 from x = 89
 
 @op("IsInf")
 def isinf(x, detect_positive=1, detect_negative=1):
