@@ -97,7 +97,8 @@ CL_SUBSET = {
   "test_compare_misc": "test_comparisons_with_nan_are_false", "test_assign": "test_assign_through_a_view",
   "test_jit": "test_replay_matches_numpy_with_assign_state", "test_pickle": "test_realized_and_lazy_tensors_round_trip",
   "test_custom_kernel": "test_do_while_loops test_custom_elementwise_kernel", "test_engine": "test_debug2_prints_kernels_with_time_and_gflops",
-  "test_transcendental": "test_same_bits_as_emulator[CL-float32-sin] test_same_bits_as_emulator[CL-float64-exp2]"}
+  "test_transcendental": "test_same_bits_as_emulator[CL-float32-sin] test_same_bits_as_emulator[CL-float64-exp2]",
+  "test_true_division": "test_quotient_is_rounded_once"}
 QCOM_SUBSET = {
   "test_tensor_ops": "test_comparisons test_where test_arg_any_all", "test_movement_select": "test_masked_fill_and_select",
   "test_math_binary": "test_bitwise_and_shifts", "test_custom_kernel": "test_custom_elementwise_kernel",

@@ -191,6 +191,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.disjoint_gather import merge_disjoint_loads
   from tinygrad.codegen.onehot_scatter import scatter_onehot_sums
   from tinygrad.codegen.row_fold import fold_rows
+  from tinygrad.codegen.true_division import true_divisions
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
@@ -208,5 +209,5 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="lanes", memo="_simplified"), pm_decompose, name="decompose")
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")
-  sink = lower_weak(sink)
+  sink = true_divisions(lower_weak(sink), renderer)
   return graph_rewrite(sink, pm_mulacc, name="mulacc") if fused and renderer is not None and Ops.MULACC in renderer.code_for_op else sink
