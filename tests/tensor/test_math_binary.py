@@ -213,3 +213,19 @@ def test_constant_shifts_past_the_width(device):
   assert (Tensor([3], dtype=dtypes.int8, device=device) << 8).tolist() == [0]
   assert (Tensor([5], dtype=dtypes.uint64, device=device) >> 64).tolist() == [0]
   assert (Tensor([5, -8], device=device) << 3).tolist() == [40, -64] and (Tensor([-8], device=device) >> 2).tolist() == [-2]
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:C", "PYTHON"])
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.int32, np.uint32, np.int64])
+def test_tensor_shifts_past_the_width(device, dt):
+  """a shift by a tensor amount past the width (or negative) shifts every bit out like a constant one, numpy's answer: DEV=CPU gave
+  LLVM's poison (x, or garbage) where CPU:C and PYTHON gave other values"""
+  if device == "CPU:C":
+    try: Device["CPU:C"]
+    except Exception as e: pytest.skip(f"no C compiler: {e}")
+  signed = np.issubdtype(dt, np.signedinteger)
+  a = np.array([1, -1, 7, -100, 5, 3, 2, 9] if signed else [1, 255, 7, 100, 5, 3, 2, 9], dt)
+  s = np.array([0, -1 if signed else 1, 7, 8, 31, 32, 70, 63], dt)
+  ta, ts = Tensor(a, device=device), Tensor(s, device=device)
+  np.testing.assert_array_equal((ta << ts).numpy(), np.left_shift(a, s))
+  np.testing.assert_array_equal((ta >> ts).numpy(), np.right_shift(a, s))
+  assert (2 << Tensor([1, 40, -3], device=device)).tolist() == [4, 0, 0]

@@ -117,12 +117,14 @@ class ElementwiseMixin:
     a, b = self._broadcasted(x, reverse)
     if dtypes.is_float(a.dtype):
       raise RuntimeError(f"{op.name} needs int or bool operands, got {self.dtype} and {self.ufix(x).dtype}: cast floats with .int() first")
-    if op in (Ops.SHL, Ops.SHR) and not reverse and type(x) is int and not 0 <= x < 8 * a.dtype.itemsize:
-      # a constant shift past the width (or negative) is undefined in LLVM and C, so devices disagreed: every bit is shifted out
-      # (numpy's and torch's answer): 0, or -1 for a negative value shifted right
-      fill = (a < 0) if op is Ops.SHR and dtypes.is_int(a.dtype) and not dtypes.is_unsigned(a.dtype) else a.ne(a)
-      return fill.where(a.const_like(-1), a.const_like(0))
-    return a.alu(op, b)
+    if op not in (Ops.SHL, Ops.SHR): return a.alu(op, b)
+    # a shift past the width (or negative) is undefined in LLVM and C, so devices disagreed: every bit is shifted out (numpy's and
+    # torch's answer): 0, or -1 for a negative value shifted right
+    width = 8 * a.dtype.itemsize
+    fill = ((a < 0) if op is Ops.SHR and dtypes.is_int(a.dtype) and not dtypes.is_unsigned(a.dtype) else a.ne(a)).where(-1, 0)
+    if type(x) is int and not reverse: return a.alu(op, b) if 0 <= x < width else fill
+    inside = (b < width) if dtypes.is_unsigned(b.dtype) or b.dtype is dtypes.bool else (b >= 0) & (b < width)
+    return inside.where(a.alu(op, inside.where(b, 0)), fill)
   def __and__(self, x): return self._bitop(Ops.AND, x, False)
   def __rand__(self, x): return self._bitop(Ops.AND, x, True)
   def __or__(self, x): return self._bitop(Ops.OR, x, False)

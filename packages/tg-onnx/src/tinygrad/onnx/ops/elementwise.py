@@ -113,12 +113,8 @@ for _name, _fn in {"Equal": Tensor.eq, "Less": Tensor.__lt__, "Greater": Tensor.
 
 @op("BitShift")
 def bitshift(x, y, direction="LEFT"):
-  # a shift by the bit width or more (or by a negative amount) gives 0; in C it is undefined
-  bits = 8 * x.dtype.itemsize
-  ok = (y >= 0) & (y < bits)
-  ys = ok.where(y, 0)
-  if direction == "LEFT": return ok.where(x.lshift(ys), 0)
-  return ok.where(x.rshift(ys), (x < 0).where(-1, 0) if not dtypes.is_unsigned(x.dtype) else 0)  # arithmetic: the sign fills
+  # a shift by the bit width or more shifts every bit out (Tensor's rule, where C leaves it undefined)
+  return x.lshift(y) if direction == "LEFT" else x.rshift(y)
 
 @op("Where")
 def where(cond, x, y): return cond.where(x, y)
