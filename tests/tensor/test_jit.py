@@ -202,3 +202,64 @@ def test_decorator_with_options():
   w = np.arange(3, dtype=np.float32)
   for jit in (TinyJit(prune=True)(lambda x: (x * Tensor(w)).realize()), TinyJit(lambda x: (x * Tensor(w)).realize(), prune=False)):
     for i in range(4): np.testing.assert_allclose(jit(Tensor([float(i)] * 3).realize()).numpy(), i * w)
+
+def test_another_view_of_an_input_raises():
+  """the kernels were made for the captured view of an argument's buffer and a replay only swaps the buffer: a transposed input, a
+  slice at another offset, or the same slice of a smaller buffer (read out of bounds) gave silently wrong values"""
+  base = Tensor(np.arange(40, dtype=np.float32).reshape(4, 10)).realize()
+  f = TinyJit(lambda x: (x * 2).realize())
+  for i in range(3): np.testing.assert_equal(f(Tensor(np.full((3, 3), i, np.float32)).realize()).numpy(), np.full((3, 3), 2 * i))
+  with pytest.raises(ValueError, match="argument 0: another view of its buffer"): f(Tensor(np.ones((3, 3), np.float32)).realize().T)
+  g = TinyJit(lambda x: (x * 2).realize())
+  for i in range(2): np.testing.assert_equal(g(base[i:i+1, 1:4]).numpy(), np.arange(40).reshape(4, 10)[i:i+1, 1:4] * 2)
+  with pytest.raises(ValueError, match="another view"): g(base[2:3, 1:4])
+  h = TinyJit(lambda x: (x * 1).realize())
+  big = Tensor.arange(1000).float().realize()
+  for _ in range(2): h(big[500:504])
+  with pytest.raises(ValueError, match="another view"): h(Tensor([1.0, 2.0, 3.0, 4.0]).realize())
+
+def test_symbolic_slice_of_one_buffer_replays():
+  """a[:, :v] of the same buffer is the same view for every binding of v: it replays; of a buffer with longer rows it is another view"""
+  v = Variable("i", 1, 10)
+  a, b = np.arange(30, dtype=np.float32).reshape(3, 10), np.arange(60, dtype=np.float32).reshape(3, 20)
+  ta, tb = Tensor(a).realize(), Tensor(b).realize()
+  f = TinyJit(lambda x: (x * 1).sum(1).realize())
+  for n in (2, 3, 7, 4): np.testing.assert_equal(f(ta[:, :v.bind(n)]).numpy(), a[:, :n].sum(1))
+  with pytest.raises(ValueError, match="another view"): f(tb[:, :v.bind(4)])
+
+def test_tensors_inside_list_tuple_dict_arguments_are_inputs():
+  """tinygrad takes the tensors one level inside a list, tuple or dict argument as inputs: every replay returned the capture's value"""
+  f = TinyJit(lambda xs, d: (xs[0] + xs[1] * d["k"]).realize())
+  for i in range(5):
+    out = f([Tensor([float(i)]), Tensor([1.0])], {"k": Tensor([float(10 * i)])})
+    assert out.item() == i + 10 * i
+  with pytest.raises(ValueError, match=r"argument 0\[0\]: shape \(2,\) now"): f([Tensor([1.0, 2.0]), Tensor([1.0])], {"k": Tensor([1.0])})
+
+def test_variable_bound_outside_the_arguments_raises():
+  """a Variable bound in a closure is baked in at capture: a replay (no python) cannot see its new binding, so it raises (it silently
+  used the capture's value)"""
+  bound = {}
+  f = TinyJit(lambda a: (a + Tensor.arange(bound["v"]).sum()).realize())
+  for n in (2, 3):
+    bound["v"] = Variable("k", 1, 10).bind(n)
+    assert f(Tensor([0])).item() == n * (n - 1) // 2
+  bound["v"] = Variable("k", 1, 10).bind(5)
+  with pytest.raises(ValueError, match="Variable 'k' is bound when captured but not by this call's arguments"): f(Tensor([0]))
+
+def test_jit_inside_a_capture_runs_as_python():
+  """a TinyJit called while another captures runs its function, so the outer capture holds its kernels (the inner capture emptied the
+  outer one's log: every replay returned the capture's value)"""
+  inner = TinyJit(lambda x: (x + 1).realize())
+  outer = TinyJit(lambda x: (inner(x) * 2).realize())
+  assert [outer(Tensor([float(i)])).item() for i in range(5)] == [2.0, 4.0, 6.0, 8.0, 10.0]
+  warm = TinyJit(lambda x: (x * 3).realize())
+  for i in range(3): warm(Tensor([float(i)]))  # captured before the outer one runs
+  outer2 = TinyJit(lambda x: (warm(x) + 1).realize())
+  assert [outer2(Tensor([float(i)])).item() for i in range(5)] == [1.0, 4.0, 7.0, 10.0, 13.0]
+
+def test_dict_return():
+  f = TinyJit(lambda x: {"double": (x * 2).realize(), "total": x.sum().realize()})
+  for i in range(4):
+    out = f(Tensor([float(i), 1.0]))
+    assert list(out) == ["double", "total"] and out["double"].tolist() == [2.0 * i, 2.0] and out["total"].item() == i + 1
+  with pytest.raises(TypeError, match="not a tuple holding a int: a replay"): TinyJit(lambda x: (x, 1))(Tensor([1.0]))

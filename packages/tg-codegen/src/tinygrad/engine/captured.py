@@ -10,11 +10,16 @@ from tinygrad.engine import realize
 from tinygrad.engine.memory import plan_memory
 from tinygrad.uop.multi import shard_of
 
-def signature(t) -> tuple[tuple, Any, Any, Any]:
-  """what a replay needs to stay the same: shape (a bound Variable counts as its Variable), dtype, device, and for a multi-device
-  tensor how it is split (axis and per-device sizes)"""
-  shape = tuple(s.substitute({b: b.src[0] for b in s.toposort() if b.op is Ops.BIND}) if isinstance(s, UOp) else s for s in t.shape)
-  return shape, t.dtype, t.device, shard_of(t.uop)
+def _unbound(u:UOp) -> UOp: return u.substitute({b: b.src[0] for b in u.toposort() if b.op is Ops.BIND})
+
+def signature(t) -> tuple[tuple, Any, Any, Any, tuple]:
+  """what a replay needs to stay the same: shape (a bound Variable counts as its Variable), dtype, device, for a multi-device tensor how
+  it is split (axis and per-device sizes), and how it views its buffer (offset, strides, the buffer's size): the kernels were made for
+  that view and a replay only swaps the buffer"""
+  shape = tuple(_unbound(s) if isinstance(s, UOp) else s for s in t.shape)
+  parts = t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)
+  views = tuple(_unbound(p.substitute({p.base: UOp(Ops.NOOP, p.base.dtype, arg=p.base.shape)})) for p in parts)
+  return shape, t.dtype, t.device, shard_of(t.uop), views
 
 def input_buffers(t) -> list:
   """the device Buffers of a realized tensor argument: one, or one per device of a multi-device tensor. An empty tensor has none (it
@@ -56,6 +61,7 @@ class CapturedJit:
       runner = None if kind == "copy" else realize.prepare_kernel(ast, fixed[0].device if fixed else in_bufs[bufs[0]].device)
       self.items.append((kind, runner, bufs, var_vals))
     self.graph = self._graph(in_bufs)
+    self.variables = {k for *_, vals in self.items for k in vals}
     # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
     self.outputs = [(type(o), o.uop, slot.get(id(realize.buffer_of(o.uop.base))) if o.uop.base.op is Ops.BUFFER else None) for o in outputs]
 
@@ -77,8 +83,8 @@ class CapturedJit:
     if (names := [n for n, _ in inputs]) != self.names:
       raise TypeError(f"TinyJit was captured with tensors as {', '.join(self.names) or 'no arguments'}, now called with them as "
                       f"{', '.join(names) or 'no arguments'}: pass tensors in the same places (or reset() the jit)")
-    for name, (old_shape, old_dt, old_dev, old_split), (_, t) in zip(self.names, self.sigs, inputs):
-      shape, dt, dev, split = signature(t)
+    for name, (old_shape, old_dt, old_dev, old_split, old_views), (_, t) in zip(self.names, self.sigs, inputs):
+      shape, dt, dev, split, views = signature(t)
       if len(shape) != len(old_shape) or not all(sint_eq(a, b) for a, b in zip(shape, old_shape)):
         raise ValueError(f"TinyJit {name}: shape {_show(shape)} now, {_show(old_shape)} when captured; only the value of a bound Variable "
                          f"in a shape may change between calls (use another TinyJit, or reset() this one, for other shapes)")
@@ -86,16 +92,22 @@ class CapturedJit:
       if dev != old_dev: raise ValueError(f"TinyJit {name}: device {dev} now, {old_dev} when captured; move it with .to({old_dev!r})")
       if split != old_split:
         raise ValueError(f"TinyJit {name}: split over its devices as (axis, sizes) {split} now, {old_split} when captured; shard it the same way")
+      if views != old_views:
+        raise ValueError(f"TinyJit {name}: another view of its buffer (offset, strides or the buffer's size) than when captured: the kernels "
+                         f"read that view; pass a contiguous tensor (x.contiguous()) where views of the argument change between calls")
 
   def __call__(self, inputs:list[tuple[str, Any]], var_vals:dict[str, int]) -> list:
     """replay into the captured buffers; returns the outputs as tensors of the captured classes"""
     self.check(inputs)
+    if missing := sorted(self.variables - var_vals.keys()):
+      raise ValueError(f"TinyJit: Variable {', '.join(map(repr, missing))} is bound when captured but not by this call's arguments (a closure "
+                       f"or a global?); a replay runs no python, so pass its bound Variable as an argument or in an argument's shape")
     bufs = [b for _, t in inputs for b in input_buffers(t)]
     if self.graph is not None: self.graph(bufs, var_vals)
     for kind, runner, slots, vals in ([] if self.graph is not None else self.items):
       b = [bufs[s] if isinstance(s, int) else s for s in slots]
       if kind == "copy": realize.run_copy(*b)
-      else: realize.launch(*runner, b, {k: var_vals.get(k, v) for k, v in vals.items()}, b[0].device)
+      else: realize.launch(*runner, b, {k: var_vals[k] for k in vals}, b[0].device)
     ret = []
     for cls, u, inp in self.outputs:
       sub = {b: b.src[0].bind(var_vals[b.src[0].arg.name]) for b in u.toposort() if b.op is Ops.BIND and b.src[0].arg.name in var_vals}

@@ -12,10 +12,20 @@ from tinygrad.engine.captured import CapturedJit
 
 def _is_tensor(x) -> bool: return hasattr(x, "uop") and hasattr(x, "realize")
 
+def _arguments(args:tuple, kwargs:dict) -> list[tuple[str, Any]]:
+  """every argument with a name for error messages, and the items of a list, tuple or dict argument (one level: tinygrad's rule, so
+  that a model object's weights are not taken for inputs)"""
+  top = [(f"argument {i}", a) for i, a in enumerate(args)] + [(f"keyword argument {k!r}", kwargs[k]) for k in sorted(kwargs)]
+  ret = []
+  for n, a in top:
+    ret.append((n, a))
+    if isinstance(a, (list, tuple)): ret += [(f"{n}[{i}]", x) for i, x in enumerate(a)]
+    elif isinstance(a, dict): ret += [(f"{n}[{k!r}]", x) for k, x in a.items()]
+  return ret
+
 def _tensor_args(args:tuple, kwargs:dict) -> list[tuple[str, Any]]:
   """the tensor arguments, realized, each with a name for error messages"""
-  named = [(f"argument {i}", a) for i, a in enumerate(args)] + [(f"keyword argument {k!r}", kwargs[k]) for k in sorted(kwargs)]
-  ret = [(n, a.realize()) for n, a in named if _is_tensor(a)]
+  ret = [(n, a.realize()) for n, a in _arguments(args, kwargs) if _is_tensor(a)]
   seen: dict[int, str] = {}
   for n, t in ret:
     if t.uop.base.op is Ops.BUFFER and (other := seen.setdefault(id(realize.buffer_of(t.uop.base)), n)) != n:
@@ -25,7 +35,7 @@ def _tensor_args(args:tuple, kwargs:dict) -> list[tuple[str, Any]]:
 def _var_vals(args:tuple, kwargs:dict, tensors:list[tuple[str, Any]]) -> dict[str, int]:
   """values of the bound Variables in the tensor arguments' shapes and in UOp arguments (Variable.bind(n))"""
   vals: dict[str, int] = {}
-  for u in [a for a in (*args, *kwargs.values()) if isinstance(a, UOp)] + [t.uop for _, t in tensors]:
+  for u in [a for _, a in _arguments(args, kwargs) if isinstance(a, UOp)] + [t.uop for _, t in tensors]:
     for b in u.toposort():
       if b.op is not Ops.BIND: continue
       var, val = b.unbind()
@@ -35,12 +45,23 @@ def _var_vals(args:tuple, kwargs:dict, tensors:list[tuple[str, Any]]) -> dict[st
 def _outputs(ret:Any) -> list:
   if ret is None: return []
   if _is_tensor(ret): return [ret]
-  if isinstance(ret, (tuple, list)) and all(_is_tensor(r) for r in ret): return list(ret)
-  raise TypeError(f"TinyJit functions return a tensor, a tuple or list of tensors, or None, not {type(ret).__name__}: a replay runs no python")
+  items = list(ret.values()) if isinstance(ret, dict) else list(ret) if isinstance(ret, (tuple, list)) else None
+  if items is None or not all(_is_tensor(r) for r in items):
+    what = type(ret).__name__ if items is None else f"a {type(ret).__name__} holding a {type(next(r for r in items if not _is_tensor(r))).__name__}"
+    raise TypeError(f"TinyJit functions return a tensor, a tuple, list or dict of tensors, or None, not {what}: a replay runs no python")
+  return items
 
-def _shaped(kind:type|str|None, outs:list) -> Any:
+def _container(ret:Any) -> Any:
+  """how to rebuild the captured call's result around a replay's outputs"""
+  if ret is None: return None
+  if _is_tensor(ret): return "tensor"
+  return ("dict", tuple(ret)) if isinstance(ret, dict) else type(ret)
+
+def _shaped(kind:Any, outs:list) -> Any:
   """the outputs in the container the captured call returned them in"""
-  return None if kind is None else outs[0] if kind == "tensor" else kind(outs)
+  if kind is None: return None
+  if kind == "tensor": return outs[0]
+  return dict(zip(kind[1], outs)) if isinstance(kind, tuple) else kind(outs)
 
 class TinyJit:
   def __new__(cls, fxn:Callable|None=None, prune:bool=False):
@@ -65,7 +86,8 @@ class TinyJit:
     return ret, outs
 
   def __call__(self, *args, **kwargs) -> Any:
-    if JIT.value == 0: return self.fxn(*args, **kwargs)
+    # inside another TinyJit's capture this one runs as plain python, so that the outer capture sees (and replays) its kernels
+    if JIT.value == 0 or realize.capturing is not None: return self.fxn(*args, **kwargs)
     tensors = _tensor_args(args, kwargs)
     if self.captured is not None:
       self.cnt += 1  # tinygrad's count of calls, which programs read (jit.cnt >= 2: replaying)
@@ -76,5 +98,5 @@ class TinyJit:
     realize.capturing = log = []
     try: ret, outs = self._run(args, kwargs)
     finally: realize.capturing = None
-    self.captured, self.kind = CapturedJit(log, tensors, outs), None if ret is None else "tensor" if _is_tensor(ret) else type(ret)
+    self.captured, self.kind = CapturedJit(log, tensors, outs), _container(ret)
     return ret
