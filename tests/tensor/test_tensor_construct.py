@@ -159,7 +159,7 @@ def test_errors():
   with pytest.raises(IndexError, match="single ellipsis"): t[..., ...]
   with pytest.raises(TypeError, match="not supported"): t[1.5]
   with pytest.raises(ValueError, match="cat needs equal shapes"): t.cat(Tensor.empty(3, 3), dim=1)
-  with pytest.raises(ValueError, match="item sizes"): t.bitcast(dtypes.float16)
+  with pytest.raises(ValueError, match=r"last axis of shape \(2, 3\) is not a multiple of 2"): t.bitcast(dtypes.float64)
   with pytest.raises(TypeError, match="0-d"): len(Tensor(1.0))
   with pytest.raises(TypeError, match="ambiguous"): bool(t)
   with pytest.raises(RuntimeError, match="different devices"): Tensor.zeros(2, device="CPU") + Tensor.zeros(2, device="PYTHON")

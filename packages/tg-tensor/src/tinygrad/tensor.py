@@ -13,6 +13,7 @@ from tinygrad.tensor_index import TensorIndexMixin
 from tinygrad.tensor_conv import TensorConvMixin
 from tinygrad.tensor_pool import TensorPoolMixin
 from tinygrad.tensor_resize import TensorResizeMixin
+from tinygrad.tensor_bitcast import bitcast_resized
 from tinygrad.tensor_attention import TensorAttentionMixin
 from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
@@ -148,8 +149,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def cast(self, dtype:DType|str) -> Tensor:
     return self if (dt := dtype if type(dtype) is DType else to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
-    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
-      raise ValueError(f"bitcast from {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes) needs equal item sizes")
+    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize: return bitcast_resized(self, dt)
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's
   def cat(self, *args, dim:int=0) -> Tensor:
