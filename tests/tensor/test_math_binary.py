@@ -229,3 +229,13 @@ def test_tensor_shifts_past_the_width(device, dt):
   np.testing.assert_array_equal((ta << ts).numpy(), np.left_shift(a, s))
   np.testing.assert_array_equal((ta >> ts).numpy(), np.right_shift(a, s))
   assert (2 << Tensor([1, 40, -3], device=device)).tolist() == [4, 0, 0]
+
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.int16, dtypes.int64])
+def test_int_pow_keeps_the_dtype(dt):
+  """an int tensor to an int power stays in its dtype (tinygrad's and torch's rule): the negative-exponent fix-up's python constants
+  made int8 ** int8 and 2 ** int8 int32"""
+  a, e = np.array([1, -1, 2, -2, 3, 0, 5, -1, 7], np.int64), np.array([-3, -3, -1, -2, 2, 0, 3, 4, 2], np.int64)
+  want = np.where(e >= 0, a ** np.maximum(e, 0), np.where(a == 1, 1, np.where(a == -1, np.where(e % 2 == 1, -1, 1), 0)))
+  got = Tensor(a, dtype=dt) ** Tensor(e, dtype=dt)
+  assert got.dtype is dt and got.tolist() == want.tolist()
+  assert (2 ** Tensor([1, 2, 3], dtype=dt)).dtype is dt and (2 ** Tensor([1, 2, 6], dtype=dt)).tolist() == [2, 4, 64]

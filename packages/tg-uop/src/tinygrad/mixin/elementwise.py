@@ -102,8 +102,9 @@ class ElementwiseMixin:
       ret = ((e >> i) & 1).ne(0).where(ret * sq, ret)
       sq = sq * sq
     if dtypes.is_unsigned(self.dtype): return ret
-    # 1 ** -n is 1, (-1) ** -n is +-1 by parity, anything else truncates to 0
-    return (e < 0).where(self.eq(1).where(1, self.eq(-1).where((e & 1).ne(0).where(-1, 1), 0)), ret)
+    # 1 ** -n is 1, (-1) ** -n is +-1 by parity, anything else truncates to 0; constants of self's dtype (python ints made int32 of int8)
+    one, minus_one, zero = self.const_like(1), self.const_like(-1), self.const_like(0)
+    return (e < 0).where(self.eq(1).where(one, self.eq(-1).where((e & 1).ne(0).where(minus_one, one), zero)), ret)
   def maximum(self, x): return self._binop(Ops.MAX, x, False)
   def minimum(self, x):
     a, b = self._broadcasted(x)
