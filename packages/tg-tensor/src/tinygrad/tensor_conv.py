@@ -424,6 +424,8 @@ class TensorConvMixin:
     """cross-correlation like torch's conv2d, over as many spatial axes as weight has after (Cout, Cin/groups)"""
     cout, cin_g, *ks = weight.shape
     nd, ks = len(ks), tuple(ks)
+    # a symbolic batch runs; the windows and the channel check need concrete sizes
+    self._int_axes("conv2d", range(1, self.ndim)); weight._int_axes("conv2d's weight", range(weight.ndim))
     if self.ndim != nd + 2 or self.shape[1] != groups*cin_g or cout % groups:
       raise ValueError(f"conv2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
@@ -459,6 +461,7 @@ class TensorConvMixin:
     """the gradient of conv2d with respect to its input, like torch's conv_transpose2d; weight is (Cin, Cout/groups, *kernel)"""
     cin, cout_g, *ks = weight.shape
     nd = len(ks)
+    self._int_axes("conv_transpose2d", range(1, self.ndim)); weight._int_axes("conv_transpose2d's weight", range(weight.ndim))
     if self.ndim != nd + 2 or self.shape[1] != cin or cin % groups:
       raise ValueError(f"conv_transpose2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {cin} channels, divisible by groups")

@@ -50,7 +50,8 @@ class TensorNNMixin:
     return self.unsqueeze(-1).eq(self._arange(num_classes))
   def one_hot(self, num_classes:int=-1):
     """int tensor (..., num_classes) of 0s with a 1 at each index; num_classes=-1 takes max()+1 (reads the data)"""
-    if num_classes == -1: num_classes = int(self.max().item()) + 1 if self.numel() else 0
+    if isinstance(num_classes, int) and num_classes == -1: num_classes = int(self.max().item()) + 1 if self.numel() else 0
+    if not isinstance(num_classes, int): raise NotImplementedError(f"one_hot does not support a symbolic num_classes ({num_classes.render()})")
     if num_classes < 0: raise ValueError(f"one_hot needs num_classes >= 0 (or -1 to infer it), got {num_classes}")
     return self._class_mask(num_classes).where(1, 0)
 

@@ -7,11 +7,12 @@ from tinygrad.tensor_conv import _per_axis, _flat_pads, _windows, _wants_grad
 
 POOL_MAX_RUNS = 4  # 3-wide windows of stride 2 make 2 runs per axis: 1-D and 2-D pools (3x3 s2 gradient 16 -> 7 ms, 1-D k5 s2 18 -> 5 ms CPU)
 
-def _pool_geometry(shape:tuple, kernel_size, stride, dilation, padding, ceil_mode:bool):
+def _pool_geometry(x, op:str, kernel_size, stride, dilation, padding, ceil_mode:bool):
   """(kernel, strides, dilations, flat user padding, flat extra padding after each axis for ceil_mode)"""
   ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size", 1)
-  nd = len(ks)
+  nd, shape = len(ks), x.shape
   if len(shape) < nd: raise ValueError(f"pooling with kernel {ks} needs at least {nd} dims, got shape {tuple(shape)}")
+  x._int_axes(op, range(len(shape) - nd, len(shape)))  # the windows' count and the padding are worked out from the pooled axes' sizes
   strides, dils = _per_axis(ks if stride is None else stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1)
   pads = _flat_pads(padding, ks, dils, strides)
   extra = [0]*2*nd
@@ -33,6 +34,7 @@ class TensorPoolMixin:
   def unfold(self, dim:int, size:int, step:int):
     """windows of `size` elements every `step` along dim: dim becomes the window count and a last axis of `size` is added (torch's)"""
     dim, nd = self._resolve_dim(dim), self.ndim
+    self._int_axes("unfold", (dim,))
     if not (isinstance(size, int) and isinstance(step, int)) or size < 0 or step <= 0 or size > self.shape[dim]:
       raise ValueError(f"unfold needs 0 <= size <= {self.shape[dim]} (axis {dim} of {tuple(self.shape)}) and step > 0, got size={size}, step={step}")
     w = _windows(self.permute(tuple(d for d in range(nd) if d != dim) + (dim,)), (size,), (step,), (1,))  # (*others, windows, size)
@@ -40,7 +42,7 @@ class TensorPoolMixin:
   def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, return_indices:bool=False):
     """max over windows; return_indices adds each max's flat position within its channel's spatial axes (the first if tied) as
     dtypes.default_int, tinygrad's dtype for them (torch's is int64)"""
-    ks, strides, dils, pads, extra = _pool_geometry(self.shape, kernel_size, stride, dilation, padding, ceil_mode)
+    ks, strides, dils, pads, extra = _pool_geometry(self, "max_pool2d", kernel_size, stride, dilation, padding, ceil_mode)
     low = self.dtype.min
     x = self.pad(pads, value=low).pad(extra, value=low)._pooled(ks, strides, dils)
     ret = x.max(-1)
@@ -50,7 +52,7 @@ class TensorPoolMixin:
     return ret, x.eq(ret.unsqueeze(-1)).where(pos, prod(sp)).min(-1)
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, count_include_pad:bool=True):
     """mean over windows; the divisor counts the padding when count_include_pad, never the extra room ceil_mode adds"""
-    ks, strides, dils, pads, extra = _pool_geometry(self.shape, kernel_size, stride, dilation, padding, ceil_mode)
+    ks, strides, dils, pads, extra = _pool_geometry(self, "avg_pool2d", kernel_size, stride, dilation, padding, ceil_mode)
     total = self.pad(pads).pad(extra)._pooled(ks, strides, dils).sum(-1)
     sp = tuple(self.shape[-len(ks):])
     ones = self.const_like(1, dtypes.int32).reshape((1,)*len(sp)).expand(sp)

@@ -5,6 +5,7 @@ strided view. Two views, two weight vectors: two loads per output, where a (new 
 from __future__ import annotations
 import functools, math
 from fractions import Fraction
+from tinygrad.uop.ops import UOp
 
 _LINEAR_AXES = {"linear": None, "bilinear": 2, "trilinear": 3}  # torch's names for linear over 2 and 3 axes
 
@@ -65,7 +66,11 @@ class TensorResizeMixin:
     if mode not in ("nearest", "nearest-exact", *_LINEAR_AXES): raise ValueError(f"interpolate mode {mode!r}: use linear, bilinear, trilinear, nearest or nearest-exact")
     if _LINEAR_AXES.get(mode) not in (None, len(size)): raise ValueError(f"interpolate mode {mode!r} resizes {_LINEAR_AXES[mode]} axes, size {size} has {len(size)}")
     if align_corners and mode.startswith("nearest"): raise ValueError("align_corners only applies to the linear modes")
-    axes = [(a, o) for a, o in zip(range(self.ndim - len(size), self.ndim), size) if self.shape[a] != o]
+    if (bad := next((o for o in size if isinstance(o, UOp)), None)) is not None:
+      raise NotImplementedError(f"interpolate does not support a symbolic size ({bad.render()} in {size})")
+    last = range(self.ndim - len(size), self.ndim)
+    self._int_axes("interpolate", last)
+    axes = [(a, o) for a, o in zip(last, size) if self.shape[a] != o]
     if mode.startswith("nearest"):
       x = self
       for a, o in axes: x = x[(slice(None),)*a + (Tensor(_nearest(x.shape[a], o, mode == "nearest-exact"), x.device),)]

@@ -104,8 +104,9 @@ class OpenCLRenderer(CStyleLanguage):
               "".join(f"#pragma OPENCL EXTENSION {FEATURES[f]} : enable\n" for f, dts in needs.items() if f in self.features and dts & used)
     if dtypes.float16 in used and dtypes.float16 in self.emulated: prelude += EMULATION_16
     if dtypes.bfloat16 in used and dtypes.bfloat16 in self.emulated: prelude += EMULATION_D2FO + EMULATION_BF16
+    # the runtime sets a variable as 4 bytes (int32, as every runtime passes it); OpenCL C widens it where the kernel computes in 64 bits
     args = [f"{self.buffer_prefix}{self.storage_type(p.dtype)}* data{p.arg.slot}" for p in params] + \
-           [f"const {self.ctype(v.dtype)} {v.arg.name}" for v in variables]
+           [f"const {self.ctype(dtypes.int32)} {v.arg.name}" for v in variables]
     return prelude + f"{self.kernel_prefix}void {name}({', '.join(args)}) {{\n" + "\n".join(body) + "\n}\n"
 
 class QCOMRenderer(OpenCLRenderer):

@@ -3,6 +3,8 @@ operands multiply with implicit broadcasting and one sum removes the letters the
 from __future__ import annotations
 import functools, string
 from tinygrad.dtype import least_upper_dtype
+from tinygrad.helpers import sint_eq
+from tinygrad.mixin.movement import _show
 
 def _parse(formula:str, shapes:list[tuple]) -> tuple[list[str], str]:
   """the formula's input subscripts and output, '...' replaced by capital letters (numpy's implicit output when there is no '->')"""
@@ -39,8 +41,10 @@ class EinsumMixin:
         same = x._arange(n).reshape(tuple(n if d == i else 1 for d in range(len(sub)))).eq(x._arange(n).reshape(tuple(n if d == j else 1 for d in range(len(sub)))))
         x, sub = same.where(x, 0).sum(j, dtype=x.dtype), sub[:j] + sub[j+1:]
       for c, s in zip(sub, x.shape):
-        if sizes.setdefault(c, s) != s and 1 not in (s, sizes[c]): raise ValueError(f"einsum letter {c!r} has sizes {sizes[c]} and {s} in {formula!r}")
-        sizes[c] = max(sizes[c], s)
+        # equal sizes (a symbolic one: the same expression), or 1 broadcasts to the other
+        if sint_eq(have := sizes.setdefault(c, s), s) or sint_eq(s, 1): continue
+        if not sint_eq(have, 1): raise ValueError(f"einsum letter {c!r} has sizes {_show(have)} and {_show(s)} in {formula!r}")
+        sizes[c] = s
       x = x.permute(tuple(sub.index(c) for c in letters if c in sub))
       laid.append(x.reshape(tuple(x.shape[[c for c in letters if c in sub].index(c)] if c in sub else 1 for c in letters)))
     dt = dtype or least_upper_dtype(*[x.dtype for x in laid])

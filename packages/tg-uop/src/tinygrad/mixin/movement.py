@@ -33,6 +33,14 @@ def _pairs(arg, op:str, what:str, shape:tuple) -> tuple:
   if all([type(b) is int and type(e) is int for b, e in full]): return tuple(full)
   return tuple((_int_arg(b, op, "amounts", arg), _int_arg(e, op, "amounts", arg)) for b, e in full)
 
+def _show(s) -> str: return s.render() if hasattr(s, "render") else str(s)  # a size in a message: a symbolic one as its expression
+
+def _value_range(u) -> tuple[int, int]:
+  """(lo, hi) of a symbolic int: its value at the current binding when every Variable in it is bound, else its whole range"""
+  binds = {b.src[0].arg.name: b.src[1].arg for b in u.toposort() if b.op is Ops.BIND}
+  if any(v.op is Ops.DEFINE_VAR and v.arg.name not in binds for v in u.toposort()): return u.vmin, u.vmax
+  return (u.sym_infer(binds),) * 2
+
 def _resolve_dim(dim:int, ndim:int, extra:bool=False) -> int:
   if type(dim) is not int:
     if isinstance(dim, bool) or not hasattr(dim, "__index__") or hasattr(dim, "op"):  # an axis is never symbolic
@@ -49,6 +57,10 @@ def _first_of(xs:list|tuple, op:str):
 
 class MovementMixin:
   def _resolve_dim(self, dim:int, extra:bool=False) -> int: return _resolve_dim(dim, len(self.shape), extra)
+  def _int_axes(self, op:str, dims) -> None:
+    """raise where op needs a concrete size on each of dims: a symbolic one would fail deep inside it on a comparison's truth value"""
+    for d in dims:
+      if not isinstance(s := self.shape[d], int): raise NotImplementedError(f"{op} does not support a symbolic axis (dim {d} is {_show(s)})")
 
   def reshape(self, shape, *args):
     cur = self.shape
@@ -150,20 +162,23 @@ class MovementMixin:
       if i is None: out.append(1); continue
       size = self.shape[dim]
       if isinstance(i, int):
-        if not -size <= i < size: raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
-        bounds.append((i % size, i % size + 1)); flips.append(False); picks.append((1, 1))
+        # a symbolic axis is checked at its current binding (an unbound one: against its largest size); a negative index counts back
+        # from its end, a symbolic position
+        n = size if isinstance(size, int) else _value_range(size)[1]
+        if not -n <= i < n: raise IndexError(f"index {i} is out of bounds for axis {dim} with size {_show(size)}")
+        at = i % size if isinstance(size, int) else i if i >= 0 else ssimplify(size + i)
+        bounds.append((at, at + 1)); flips.append(False); picks.append((1, 1))
       elif isinstance(i, UOp):
         # a symbolic position (x[:, start_pos]): no negative wrap-around; its value at the current binding (an unbound Variable: its
         # whole range) must lie inside the axis
-        binds = {b.src[0].arg.name: b.src[1].arg for b in i.toposort() if b.op is Ops.BIND}
-        lo, hi = (i.vmin, i.vmax) if any(u.op is Ops.DEFINE_VAR and u.arg.name not in binds for u in i.toposort()) else (i.sym_infer(binds),) * 2
+        lo, hi = _value_range(i)
         if lo < 0 or hi >= (size if isinstance(size, int) else size.vmax + 1):
-          raise IndexError(f"symbolic index {i.render()} takes {lo}..{hi}, outside axis {dim} of size {size} (negative ones are not wrapped)")
+          raise IndexError(f"symbolic index {i.render()} takes {lo}..{hi}, outside axis {dim} of size {_show(size)} (negative ones are not wrapped)")
         bounds.append((i, i + 1)); flips.append(False); picks.append((1, 1))
       elif not all_int(v for v in (i.start, i.stop, size) if v is not None):
         # symbolic: a bound Variable as a bound or size. Plain ranges only (nothing to normalise or check at build time)
         if i.step not in (None, 1) or any(isinstance(v, int) and v < 0 for v in (i.start, i.stop)):
-          raise IndexError(f"a slice with a symbolic bound or axis size needs step 1 and no negative ends, got {i} on axis {dim} of size {size}")
+          raise IndexError(f"a slice with a symbolic bound or axis size needs step 1 and no negative ends, got {i} on axis {dim} of size {_show(size)}")
         start, stop = 0 if i.start is None else i.start, size if i.stop is None else i.stop
         bounds.append((start, stop)); flips.append(False); picks.append((1, 1)); out.append(stop if sint_eq(start, 0) else ssimplify(stop - start))
       else:
@@ -204,6 +219,7 @@ class MovementMixin:
       # value is a weak python scalar: 2.5 makes an int tensor float, 2 makes a bool tensor int, True keeps any dtype
       return inside.where(x._pad(tuple(pairs)), value)
     if mode not in ("reflect", "replicate", "circular"): raise NotImplementedError(f"pad mode {mode!r}: use constant, reflect, replicate or circular")
+    x._int_axes(f"pad mode {mode!r}", [d for d, (b, a) in enumerate(pairs) if b or a])
     for d, (b, a) in enumerate(pairs):
       if not b and not a: continue
       s = x.shape[d]

@@ -39,8 +39,10 @@ class ReduceMixin:
     out = self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float
     return self.sum(axis, keepdim, dtypes.sum_acc_dtype(self.dtype)).div(self._count(axis)).cast(out)  # 0 elements: 0/0 is nan, like numpy
   def var(self, axis=None, keepdim=False, correction=1):
+    from tinygrad.uop.ops import smax  # the UOp class is built from these mixins
     sq = (self - self.mean(axis, keepdim=True)).square()
-    return sq.sum(axis, keepdim, dtypes.sum_acc_dtype(sq.dtype)).div(max(0, self._count(axis) - correction)).cast(sq.dtype)
+    # smax: a symbolic axis's count has no python max
+    return sq.sum(axis, keepdim, dtypes.sum_acc_dtype(sq.dtype)).div(smax(0, self._count(axis) - correction)).cast(sq.dtype)
   def std(self, axis=None, keepdim=False, correction=1): return self.var(axis, keepdim, correction).sqrt()
   def var_mean(self, axis=None, keepdim=False, correction=1) -> tuple: return self.var(axis, keepdim, correction), self.mean(axis, keepdim)
   def std_mean(self, axis=None, keepdim=False, correction=1) -> tuple: return self.std(axis, keepdim, correction), self.mean(axis, keepdim)

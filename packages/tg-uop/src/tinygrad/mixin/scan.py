@@ -23,6 +23,10 @@ SCAN_BLOCK = 8
 # over its block)
 SERIAL_MAX_BLOCK = 4
 
+def _one_square(n) -> bool:
+  """whether the axis scans as one square: a short one, or a symbolic one (its block count is unknown when the graph is built)"""
+  return not isinstance(n, int) or n <= SCAN_BLOCK
+
 class ScanMixin:
   def _scan_serially(self) -> bool:
     """whether the compiler turns the whole axis's triangle into one pass for this value's device (Tensor asks codegen; a UOp graph has
@@ -51,7 +55,7 @@ class ScanMixin:
   def _scan(self, op:Ops, fill):
     """inclusive running op (ADD, MUL or MAX) along the last axis"""
     n = self.shape[-1]
-    if n <= SCAN_BLOCK: return self._triangle(op, fill)
+    if _one_square(n): return self._triangle(op, fill)
     xb = self._blocks(fill)
     totals = xb._reduce(op, -1)
     if totals.shape[-1] > SCAN_BLOCK: totals = totals.contiguous()  # the next level blocks it again: read once, not recomputed per read
@@ -83,7 +87,9 @@ class ScanMixin:
   def _scanned(self, ret, axis:int):
     """a serial scan's result realized: in a later reduce's kernel its loop would be that reduce's, which carries no accumulator"""
     return ret.contiguous() if self._serial(axis) else ret
-  def _scannable(self, axis:int) -> bool: return bool(self.shape) and self.shape[self._resolve_dim(axis)] != 0
+  def _scannable(self, axis:int) -> bool:
+    # a symbolic length is scanned: the square over it has no rows when it is 0
+    return bool(self.shape) and (not isinstance(n := self.shape[self._resolve_dim(axis)], int) or n != 0)
   def cumsum(self, axis:int=0):
     """running sum along axis in sum's dtype (narrow floats are summed in float32 and answered in their own dtype, like sum)"""
     if not self._scannable(axis): return self.sum(())  # nothing to accumulate: a sum over no axes is self in sum's dtype
@@ -100,7 +106,7 @@ class ScanMixin:
     """(running max along the last axis, the `at` of the last element equal to it, or of the last NaN); at: ints ascending along the
     axis, -1 in padding. The index rides with the value through the blocks: a block's own (max, at) wins ties, its positions being later"""
     n, low = self.shape[-1], self.dtype.min
-    if n <= SCAN_BLOCK:
+    if _one_square(n):
       tri, x = self._lower_tri(n), self.unsqueeze(-2)
       values = tri.where(x, low).max(-1)
       same = x.eq(values.unsqueeze(-1))

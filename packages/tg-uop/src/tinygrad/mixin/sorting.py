@@ -47,6 +47,7 @@ class SortingMixin:
     """(values, indices) sorted along dim, ascending unless descending; equal elements keep their order (stable). Indices are int32"""
     if not self.shape: return self, self.const_like(0, dtypes.int32)
     dim = self._resolve_dim(dim)
+    self._int_axes("sort", (dim,))
     x = self.transpose(dim, -1)._computed_once()
     if x._packs(): values, indices = x._picked(*x._unpack_keys(x.detach()._sort_keys(descending)._sorted_keys(), descending))
     elif x.shape[-1] > BITONIC_MIN: values, indices = x._bitonic_sort(descending)
@@ -213,6 +214,7 @@ class SortingMixin:
   def topk(self, k:int, dim:int=-1, largest:bool=True, sorted_:bool=True) -> tuple:
     """(values, indices) of the k largest (or smallest) elements along dim, in sorted order; ties: the lower index first"""
     dim = self._resolve_dim(dim)
+    if self.shape: self._int_axes("topk", (dim,))
     if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
     if not self.shape or k == 0 or not (x := self.transpose(dim, -1)._computed_once())._packs() or k > SELECT_MAX_K:

@@ -1,7 +1,6 @@
 """Movement composites shared by UOp and Tensor: rolling, interleaved repeats, splitting, grids and einops' rearrange. Each is a
 view (reshape, expand, shrink, pad) of its input, so the scheduler fuses it into whatever reads it. A class using it provides the movement mixin."""
 from __future__ import annotations
-from tinygrad.helpers import all_int
 from tinygrad.mixin.movement import _int_arg, _int_args
 
 def _ints(x) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,)
@@ -29,6 +28,7 @@ class ViewsMixin:
     if dims is None: return self.flatten().roll(shifts, 0).reshape(self.shape)
     shifts, dims = _int_args(_ints(shifts), "roll", "shifts"), tuple(self._resolve_dim(d) for d in _ints(dims))
     if len(shifts) != len(dims): raise ValueError(f"roll needs one shift per dim, got shifts {shifts} for dims {dims}")
+    self._int_axes("roll", dims)
     x = self
     for s, d in zip(shifts, dims):
       if not (n := x.shape[d]) or not (s := s % n): continue
@@ -78,6 +78,7 @@ class ViewsMixin:
   def split(self, sizes, dim:int=0) -> tuple:
     """pieces along dim: of `sizes` each (the last one smaller) for an int, else of the listed sizes, which must add up to the axis"""
     dim = self._resolve_dim(dim)
+    self._int_axes("split", (dim,))
     n = self.shape[dim]
     if isinstance(sizes, (tuple, list)): sizes = list(_int_args(tuple(sizes), "split", "sizes"))
     else:
@@ -90,8 +91,8 @@ class ViewsMixin:
     """at most `chunks` pieces of equal size (the last one smaller) along dim"""
     if not isinstance(chunks, int) or chunks <= 0: raise ValueError(f"chunk needs a positive int number of chunks, got {chunks!r}")
     dim = self._resolve_dim(dim)
+    self._int_axes("chunk", (dim,))
     n = self.shape[dim]
-    if not all_int((n,)): raise ValueError(f"chunk needs a concrete size on axis {dim}, got {n}")
     return self.split(-(-n // chunks) if n else [0]*chunks, dim)
   def meshgrid(self, *args, indexing:str="ij") -> tuple:
     """coordinate grids of self and args (each flattened): "ij" puts the i-th tensor on axis i, "xy" swaps the first two axes, like numpy"""

@@ -192,6 +192,9 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def bind(self, val:int) -> UOp:
     if self.op is not Ops.DEFINE_VAR: raise RuntimeError(f"can only bind a Variable, not {self.op}")
     if not self.arg.vmin <= val <= self.arg.vmax: raise ValueError(f"{val} is out of range [{self.arg.vmin}, {self.arg.vmax}] of Variable {self.arg.name}")
+    # every runtime passes a variable to its kernels as int32 (whatever its dtype; renderers widen it for 64-bit math): past that it would wrap
+    if not dtypes.int32.min <= val <= dtypes.int32.max:
+      raise ValueError(f"Variable {self.arg.name} bound to {val}: kernels receive a variable as int32, which cannot hold it")
     return UOp(Ops.BIND, self.dtype, (self, self.const_like(val)))
   def unbind(self) -> tuple[UOp, int]:
     if self.op is not Ops.BIND: raise RuntimeError(f"can only unbind a BIND, not {self.op}")
