@@ -366,3 +366,11 @@ def test_sort_of_a_computed_expression(n):
   t = Tensor(x[:2, :3], requires_grad=True)
   t.logsigmoid().topk(3, -1, largest=False)[0].sum().backward()
   np.testing.assert_allclose(t.grad.numpy(), 1 / (1 + np.exp(x[:2, :3].astype(np.float64))), rtol=1e-5)
+
+def test_cumprod_keeps_the_dtype():
+  """cumprod answers in the input's dtype like prod (tinygrad's rule): int8 wraps as it would multiplying in int8, half stays half"""
+  a = np.array([3, -5, 7, 11, 2, -1], np.int8)
+  got = Tensor(a).cumprod(0)
+  assert got.dtype is dtypes.int8 and got.tolist() == np.cumprod(a.astype(np.int64)).astype(np.int8).tolist()
+  h = np.array([1.5, 2.0, -0.5, 3.0], np.float16)
+  assert Tensor(h).cumprod(0).dtype is dtypes.float16 and Tensor(h).cumprod(0).tolist() == np.cumprod(h.astype(np.float64)).tolist()

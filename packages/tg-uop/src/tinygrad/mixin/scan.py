@@ -96,12 +96,12 @@ class ScanMixin:
     ret = self.cast(dtypes.sum_acc_dtype(self.dtype))._scan_axis(axis := self._resolve_dim(axis), Ops.ADD, 0)
     return self._scanned(ret.cast(self.dtype) if self.dtype in _NARROW_FLOATS else ret, axis)
   def cumprod(self, axis:int):
-    """running product along axis, in prod's dtype"""
+    """running product along axis, multiplied in sum_acc_dtype and answered in self's dtype like prod (int8 stays int8, wrapping)"""
     if not self._scannable(axis): return self.prod(())
     x, axis = self.cast(dtypes.sum_acc_dtype(self.dtype)), self._resolve_dim(axis)
     if self._grad_flows():  # a product reduce's gradient is no prefix reduce: over the whole triangle it would be O(n^2)
-      return x.transpose(axis, -1)._scan(Ops.MUL, 1).transpose(axis, -1)
-    return self._scanned(x._scan_axis(axis, Ops.MUL, 1), axis)
+      return x.transpose(axis, -1)._scan(Ops.MUL, 1).transpose(axis, -1).cast(self.dtype)
+    return self._scanned(x._scan_axis(axis, Ops.MUL, 1), axis).cast(self.dtype)
   def _running_max_at(self, at):
     """(running max along the last axis, the `at` of the last element equal to it, or of the last NaN); at: ints ascending along the
     axis, -1 in padding. The index rides with the value through the blocks: a block's own (max, at) wins ties, its positions being later"""
