@@ -1,6 +1,7 @@
 """The host's SIMD registers: read from /proc/cpuinfo, declared by the host renderers (the heuristic sizes its register tiles in them), and
 used whole by the compilers on an AVX-512 host, where LLVM's tuning (and gcc's) would otherwise split every 512-bit vector in two."""
 import platform, re
+import numpy as np
 import pytest
 from tinygrad.renderer.host_cpu import simd_registers
 from tinygrad.renderer.llvmir import LLVMRenderer
@@ -64,3 +65,49 @@ def test_c_compiler_vectorizes_as_clang_or_gcc(monkeypatch, cc):
   assert (" ".join(host_toolchain.CLANG_VECTORIZING) in " ".join(compiler.flags)) == (cc == "clang")
   assert compiler.compile("void k(float *restrict a) { for (int i = 0; i < 64; i++) a[i] += 1.0f; }")  # the compiler takes its flags
   assert ClangRenderer().tile_lanes == (384 if cc == "clang" else 256) and ClangRenderer("x86-64").tile_lanes == 256
+
+# a sign test on int lanes whose mask feeds scalar selects, with xmm0-15 taken so the vector lands in xmm16-31
+_MASK_TO_SELECTS = """define void @f(ptr %in, ptr %out) {
+  %v = load <2 x i32>, ptr %in, align 4
+  call void asm sideeffect "", "~{xmm0},~{xmm1},~{xmm2},~{xmm3},~{xmm4},~{xmm5},~{xmm6},~{xmm7},~{xmm8},~{xmm9},~{xmm10},~{xmm11},~{xmm12},~{xmm13},~{xmm14},~{xmm15}"()
+  %c = icmp slt <2 x i32> %v, zeroinitializer
+  %a0 = extractelement <2 x i32> %v, i64 0
+  %a1 = extractelement <2 x i32> %v, i64 1
+  %c0 = extractelement <2 x i1> %c, i64 0
+  %c1 = extractelement <2 x i1> %c, i64 1
+  %x0 = xor i32 %a0, 2147483647
+  %x1 = xor i32 %a1, 2147483647
+  %s0 = select i1 %c0, i32 %x0, i32 %a0
+  %s1 = select i1 %c1, i32 %x1, i32 %a1
+  store i32 %s0, ptr %out
+  %o1 = getelementptr i32, ptr %out, i64 1
+  store i32 %s1, ptr %o1
+  ret void
+}
+"""
+
+def test_llvm_never_reads_a_mask_from_the_wrong_register(monkeypatch):
+  """LLVM 22 folds vpmovd2m + kmov into vmovmskps, which cannot name xmm16-31 (llvm-project #191304): from xmm19 it read xmm3 (a sort
+  of sin(x) ranked elements below themselves). Any x86 host: llvmlite is told it is on an AVX-512VL CPU and only assembles"""
+  import llvmlite.binding as llvm
+  from tinygrad.runtime.ops_cpu import LLVMCompiler
+  if not llvm.get_process_triple().startswith("x86_64"): pytest.skip("an x86 backend fold")
+  class Features(dict):
+    def flatten(self): return ",".join(("+" if v else "-") + k for k, v in self.items())
+  monkeypatch.setattr(llvm, "get_host_cpu_name", lambda: "icelake-server")
+  monkeypatch.setattr(llvm, "get_host_cpu_features", lambda: Features({f: True for f in ("avx", "avx2", "fma", "avx512f", "avx512vl", "avx512dq", "avx512bw")}))
+  c = LLVMCompiler()
+  mod = llvm.parse_assembly(_MASK_TO_SELECTS)  # emitted as written: the O2 pipeline would fold the selects into a vector one
+  mod.triple, mod.data_layout = c.triple, c.data_layout
+  asm = c.emitter(mod).emit_assembly(mod)
+  assert not re.search(r"movmsk\w*\s+%[xy]mm(1[6-9]|2\d|3[01])", asm), asm
+  assert "vpmovd2m" in c.tm.emit_assembly(mod) or "movmsk" in c.tm.emit_assembly(mod)  # the IR does reach the fold's input
+
+def test_sort_of_a_computed_expression_ranks_right(monkeypatch):
+  """the same fold on this host's own kernels: the rank kernel of a sort recomputing sin(x) (sort stores a computed input first; that
+  is turned off here) gave indices past the row on AVX-512VL hosts"""
+  from tinygrad import Tensor
+  from tinygrad.mixin.sorting import SortingMixin
+  monkeypatch.setattr(SortingMixin, "_computed_once", lambda self: self)
+  x = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32) * 3
+  np.testing.assert_array_equal(Tensor(x).sin().sort(-1)[1].numpy(), np.argsort(np.sin(x), -1, kind="stable"))

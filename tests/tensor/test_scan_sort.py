@@ -349,9 +349,9 @@ def test_network_kernels(monkeypatch, knob, value):
 
 @pytest.mark.parametrize("n", [3, 5, 7, 16, 33])
 def test_sort_of_a_computed_expression(n):
-  """a sort of an expression (not a buffer) compares each element with its row: computed again at every compare, LLVM vectorized the
-  same logsigmoid inside a rank's loop and outside it to different bits, so an element ranked below itself (indices past the row,
-  garbage values, a wrong topk gradient). The input is stored once now"""
+  """a sort of an expression (not a buffer) compares each element with its row: computed again at every compare, the rank kernel met an
+  LLVM 22 x86 bug (a mask read from the wrong register, tests/renderers/test_host_simd.py), so an element ranked below itself (indices
+  past the row, garbage values, a wrong topk gradient)"""
   rng = np.random.default_rng(n)
   x = rng.standard_normal((4, n)).astype(np.float32)
   fns = {"logsigmoid": lambda v: -np.logaddexp(0, -v), "sin": np.sin, "exp": np.exp, "log": lambda v: np.log(np.abs(v))}

@@ -1,7 +1,7 @@
 """CPU: host memory, kernels compiled in process by LLVM through llvmlite (the default) or by a system C compiler (DEV=CPU:C),
 called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
-import ctypes, hashlib, mmap, os, pathlib, time
+import ctypes, hashlib, mmap, os, pathlib, re, time
 from tinygrad.device import BufferSpec, LRUAllocator, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 from tinygrad.renderer.host_cpu import BUFFER_ALIGN, host_simd_registers
@@ -71,6 +71,8 @@ class CPUProgram:
 
 # *** LLVM: IR -> object file (cached) -> MCJIT ***
 
+_MASK_TO_SCALARS = re.compile(r"extractelement <\d+ x i1>|bitcast <\d+ x i1>|reduce\.\w+\.v\d+i1")
+
 class LLVMCompiler(Compiler):
   """LLVM IR -> an object file for this host (or for the CPU model `arch`, as in DEV=CPU:LLVM:x86-64): llvmlite parses, runs the O2
   pipeline of the new pass manager and emits"""
@@ -89,8 +91,19 @@ class LLVMCompiler(Compiler):
     if "+avx2" in self.features.split(","): self.features += ",+prefer-no-gather,+prefer-no-scatter"
     self.tm = self.target_machine()
     self.data_layout = str(self.tm.target_data)
+    # LLVM 22's x86-compress-evex folds vpmovd2m + kmov (a vector mask moved into a general register) into vmovmskps, whose VEX form
+    # names only xmm0-15: from xmm16-31 it read another register (llvm-project #191304; a related one: #198197). The fold takes the
+    # 128/256-bit AVX-512VL forms only, so a kernel whose optimized IR moves a vector mask to scalars is emitted without AVX-512VL
+    # (x < 0 on int lanes feeding selects: a sort of sin(x) ranked elements below themselves). Any x86 target: a named CPU model (arch)
+    # implies its features
+    self.mask_safe_tm = None
+    if llvm.llvm_version_info[0] >= 22 and self.triple.startswith(("x86_64", "i386", "i686")) and "-avx512vl" not in self.features.split(","):
+      self.mask_safe_tm = self.llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features + ",-avx512vl",
+                                                                                         opt=2, codemodel="large")
+    # the key names the mask rule too: objects cached before it may hold the miscompiled fold
+    emits = self.features + ("|masks without avx512vl" if self.mask_safe_tm is not None else "")
     super().__init__(f"compile_llvm_{'.'.join(map(str, llvm.llvm_version_info))}_{self.triple}_{self.cpu}_"
-                     f"{hashlib.sha256(self.features.encode()).hexdigest()[:12]}")
+                     f"{hashlib.sha256(emits.encode()).hexdigest()[:12]}")
   def target_machine(self):
     # the large code model: MCJIT may map code and constants more than 2GB apart
     return self.llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features, opt=2, codemodel="large")
@@ -106,8 +119,11 @@ class LLVMCompiler(Compiler):
     pb = self.llvm.create_pass_builder(self.tm, pto)
     pb.getModulePassManager().run(mod, pb)
     return mod
-  def compile(self, src:str) -> bytes: return self.tm.emit_object(self.optimized(src))
-  def assembly(self, src:str) -> str: return self.tm.emit_assembly(self.optimized(src))
+  def emitter(self, mod):
+    """the target machine that emits mod: the one without AVX-512VL where a vector mask moves to scalars (see __init__)"""
+    return self.mask_safe_tm if self.mask_safe_tm is not None and _MASK_TO_SCALARS.search(str(mod)) else self.tm
+  def compile(self, src:str) -> bytes: return self.emitter(mod := self.optimized(src)).emit_object(mod)
+  def assembly(self, src:str) -> str: return self.emitter(mod := self.optimized(src)).emit_assembly(mod)
   def load(self, name:str, lib:bytes) -> CPUProgram:
     # one engine per kernel, so kernels of the same name never clash; an engine owns (and frees) the target machine it is given
     return load_object(self.llvm, self.target_machine(), name, lib)

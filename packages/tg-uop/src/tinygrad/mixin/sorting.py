@@ -55,8 +55,8 @@ class SortingMixin:
     return values.transpose(dim, -1), indices.transpose(dim, -1)
   def _computed_once(self):
     """self stored before it is compared: every kernel of a sort reads an element several times (a rank compares each with all of its
-    row), and an expression computed again in each place need not give the same bits each time (LLVM vectorized a logsigmoid inside the
-    rank's loop and outside it differently: an element ranked below itself, sort gave indices past the row). Stored, all see one value"""
+    row), so a computed input (a logsigmoid, a sin) is worked out once instead of once per comparison. (It first hid an LLVM 22 x86 bug
+    that such a recomputing rank kernel met, fixed where it is: runtime/ops_cpu.py, LLVMCompiler)"""
     return self if getattr(self, "uop", self).base.op in (Ops.BUFFER, Ops.AFTER) else self.contiguous()  # a view of memory is read
   def _picked(self, values, indices) -> tuple:
     """(values, indices): values, self's elements at indices along the last axis unpacked from keys built on self.detach(), with the
