@@ -3,6 +3,7 @@ exp of a positive number."""
 from __future__ import annotations
 import math
 from tinygrad.mixin.math import log1p
+from tinygrad.mixin.elementwise import in_float32
 
 class ActivationMixin:
   def relu6(self): return self.relu() - (self - 6).relu()
@@ -21,12 +22,14 @@ class ActivationMixin:
   def silu(self): return self * self.sigmoid()
   def swish(self): return self.silu()
   def quick_gelu(self): return self * (self * 1.702).sigmoid()
+  @in_float32
   def gelu(self, approximate:str="tanh"):
     """the tanh approximation by default, like upstream; approximate="none" is the exact x * Phi(x) through erf"""
     if approximate == "none": return 0.5 * self * (1 + (self * (1 / math.sqrt(2))).erf())
     if approximate != "tanh": raise ValueError(f"gelu approximate must be 'tanh' or 'none', got {approximate!r}")
     # 0.5 (1 + tanh(u)) is sigmoid(2u): the same function without tanh's cancelling 1 + (-1 + tiny) below x = -4
     return self * (2 * math.sqrt(2 / math.pi) * (self + 0.044715 * self * self * self)).sigmoid()
+  @in_float32
   def softplus(self, beta=1.0):
     """log(1 + exp(beta*x)) / beta, as max(bx, 0) + log1p(exp(-|bx|)) / beta: e^bx itself far below 0, where 1 + e^bx rounds to 1
     (a plain log gave 0 below bx = -17). maximum, not relu: at bx = 0 the tie gives it half of

@@ -1,6 +1,6 @@
 """Elementwise math shared by UOp and Tensor. A class using it provides: dtype, alu(op, *srcs), const_like(x, dtype=None), cast(dtype)."""
 from __future__ import annotations
-import math
+import functools, math
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
@@ -11,6 +11,15 @@ MUL_POWER_MAX = 8  # a float to a whole python exponent up to this is multiplied
 def _unwrap_numpy(x:Any) -> Any:
   """a numpy scalar (np.float64(0.25), np.int64(3)) as the python number it holds: an operand like a python scalar, as torch takes it"""
   return x.item() if type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0 else x
+
+def in_float32(fn):
+  """a narrow float (half, bfloat16, fp8) computed in float32 and rounded once at the end, as torch does: each intermediate rounding
+  costs (x * log2(e) rounded to half made exp up to 9 ulp off, and in bfloat16 rounded up to 128: exp(88.5) was inf)"""
+  @functools.wraps(fn)
+  def wrapper(self, *args, **kwargs):
+    if dtypes.is_float(self.dtype) and self.dtype.itemsize < 4: return fn(self.cast(dtypes.float32), *args, **kwargs).cast(self.dtype)
+    return fn(self, *args, **kwargs)
+  return wrapper
 
 class ElementwiseMixin:
   # *** python scalars and dtype promotion ***
@@ -86,6 +95,9 @@ class ElementwiseMixin:
       half = self.pow(x // 2)
       return half * half * self if x % 2 else half * half
     a, b = self._broadcasted(x, reverse)
+    if dtypes.is_float(a.dtype) and a.dtype.itemsize < 4:  # in float32, rounded once (see in_float32): half 84.4375**2.5 was inf
+      exponent = x if not reverse and type(x) in (int, float) else b.cast(dtypes.float32)
+      return a.cast(dtypes.float32).pow(exponent).cast(a.dtype)
     if not reverse and dtypes.is_float(a.dtype) and type(x) in (int, float) and x == int(x) and 1 <= abs(x) <= MUL_POWER_MAX:
       # a small whole exponent as products (x*x, x*x*x): exact where the result is; POW's exp2(y*log2|x|) gave 10.0**2 = 99.99999
       return a._mul_pow(int(x)) if x > 0 else a._mul_pow(-int(x)).reciprocal()
@@ -178,7 +190,9 @@ class ElementwiseMixin:
   def sqrt(self): return self._float_unary(Ops.SQRT)
   def reciprocal(self): return self._float_unary(Ops.RECIPROCAL)
   def trunc(self): return self.alu(Ops.TRUNC) if dtypes.is_float(self.dtype) else self
+  @in_float32
   def exp(self): return (self._float_cast() * 1.4426950408889634).exp2()
+  @in_float32
   def log(self): return self.log2() * 0.6931471805599453
   def cos(self):
     # pi/2 - x rounded to a narrow float drops x's low bits (cos(33) in half was off by 60%): subtracted in float32
@@ -193,6 +207,7 @@ class ElementwiseMixin:
     ret = self.ne(0).where((self < 0).where(self.const_like(-1), self.const_like(1)), self.const_like(0))
     return self.isnan().where(self, ret) if dtypes.is_float(self.dtype) else ret  # sign(nan) is nan, like numpy and torch
   def relu(self): return (self > 0).where(self, self.const_like(0))
+  @in_float32
   def sigmoid(self):
     # from t = e^-|x|, which never overflows: 1/(1+t) at x >= 0, t/(1+t) below. 1/(1+e^-x) put an inf beside a 0 in the gradient for
     # x below -88 (-10 in half): NaN, in tanh, gelu and silu too

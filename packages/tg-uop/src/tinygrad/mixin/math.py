@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
+from tinygrad.mixin.elementwise import in_float32
 
 # asin(x) = pi/2 - sqrt(1-x) * poly(x) on [0, 1], |error| <= 2e-8 (Abramowitz & Stegun 4.4.46)
 _ASIN = (1.5707963050, -0.2145988016, 0.0889789874, -0.0501743046, 0.0308918810, -0.0170881256, 0.0066700901, -0.0012624911)
@@ -118,19 +119,25 @@ class MathMixin:
   def isfinite(self): return (self.isinf() | self.isnan()).logical_not()
 
   # *** hyperbolic ***
+  @in_float32
   def sinh(self):
     x = self._float_cast()
     return _near_zero(x, (x.exp() - (-x).exp()) * 0.5, _SINH_0)
+  @in_float32
   def tanh(self):
     x = self._float_cast()
     return _near_zero(x, 2.0 * (2.0 * x).sigmoid() - 1.0, _TANH_0)
+  @in_float32
   def cosh(self): return (self.exp() + (-self._float_cast()).exp()) * 0.5
+  @in_float32
   def asinh(self):
     x = self._float_cast()
     return _odd(x, _log_x_plus_hypot(x.abs(), 1), _ASINH_0)
+  @in_float32
   def acosh(self):
     x = self._float_cast()
     return _log_x_plus_hypot(x, -1)
+  @in_float32
   def atanh(self):
     # log((1 + x) / (1 - x)) / 2, whose quotient rounded near 1 (3e-10 off in float64 at 2e-7): there as log1p(2x / (1 - x)), which near
     # -1 rounds 1 - x where the quotient's 1 + x is exact
@@ -139,15 +146,18 @@ class MathMixin:
     return inner.where(log1p(2 * x / (1 - x)), ((1 + x) / (1 - x)).log()) * 0.5
 
   # *** inverse trigonometric: odd functions, approximated on [0, 1] ***
+  @in_float32
   def asin(self):
     x = self._float_cast()
     a = x.abs()
     if x.dtype is dtypes.float64: return (x < 0).where(-1, 1) * (a / ((1 - a) * (1 + a)).sqrt()).atan()
     return _odd(x, math.pi / 2 - (1 - a).sqrt() * _poly(a, _ASIN), _ASIN_0)
+  @in_float32
   def acos(self):
     """2 atan(sqrt((1-x) / (1+x))): pi/2 - asin(x) cancelled near x = 1 (911 ulp in float32 at 0.9999998)"""
     x = self._float_cast()
     return 2 * ((1 - x) / (1 + x)).sqrt().atan()
+  @in_float32
   def atan(self):
     """|x| > 1 goes through 1/|x| (atan(x) = pi/2 - atan(1/x)), so asin's argument stays at most 1/sqrt(2), where it is accurate"""
     x = self._float_cast()
@@ -159,6 +169,7 @@ class MathMixin:
     return (x < 0).where(-y, y) if x.dtype is dtypes.float64 else _odd(x, y, _ATAN_0)
 
   # *** error function ***
+  @in_float32
   def erf(self):
     """its gradient is 2/sqrt(pi) e^-x^2 itself: the approximation's own derivative was 5e-4 off in float32 at x = 3"""
     x = self._float_cast()
