@@ -171,6 +171,20 @@ def test_bitcast(device):
   check(Tensor(x, device=device).bitcast(dtypes.int32), x.view(np.int32))
   check(Tensor(x.view(np.uint32), device=device).bitcast(dtypes.float32), x)
 
+def test_double_and_int_to_narrow_floats(device):
+  """a float64 (or int) cast to half and bfloat16: on CL with half emulated the double's rounding helper was left out (compile error)"""
+  x = np.array([1.5, 65504.0, 1e-8, -3.0], np.float64)
+  check(Tensor(x, device=device).cast(dtypes.float16), x.astype(np.float16))
+  check((Tensor(x, device=device) * 3).cast(dtypes.float16), (x * 3).astype(np.float16))
+  check(Tensor(np.array([3, 2049, 70000]), device=device).cast(dtypes.float16), np.array([3, 2048, np.inf], np.float16))
+  assert Tensor(np.array([1.5, 3e38], np.float64), device=device).cast(dtypes.bfloat16).tolist() == [1.5, 3.00405527047391e+38]
+
+def test_bitcast_bytes_to_bool(device):
+  """a byte other than 0 and 1 bitcast to bool is True on every device (CL had no as_bool, CPU:C kept the byte: cast gave 2, 255)"""
+  t = Tensor(np.array([0, 1, 2, 255], np.uint8), device=device).bitcast(dtypes.bool)
+  assert t.cast(dtypes.int32).tolist() == [0, 1, 1, 1] and t.logical_not().tolist() == [True, False, False, False]
+  assert t.where(10, 20).tolist() == [20, 10, 10, 10]
+
 # *** movement ***
 
 @pytest.mark.hcq_matrix

@@ -136,6 +136,7 @@ class CStyleLanguage(Renderer):
     return f"({self.value_type(dst)})({x})"
 
   def render_bitcast(self, x:str, src:DType, dst:DType) -> str:
+    if dst is dtypes.bool: return f"(({x}) != 0)"  # a byte other than 0 and 1 is True, as LLVM and the emulator read it: a bool holds 0 or 1
     if src in self.emulated: x, src = f"{self.emulated[src][1]}({x})", _BITS[src.itemsize]  # its 16 or 8 bits
     if dst in self.emulated: return f"{self.emulated[dst][0]}(({self.storage_type(dst)})({x}))"
     if dtypes.is_int(src) and dtypes.is_int(dst): return f"({self.ctype(dst)})({x})"  # between ints of one width a conversion keeps the bits

@@ -93,7 +93,8 @@ class OpenCLRenderer(CStyleLanguage):
     return super().render_cast(x, src, dst)
 
   def render_bitcast(self, x:str, src:DType, dst:DType) -> str:
-    if src in self.emulated or dst in self.emulated or (dtypes.is_int(src) and dtypes.is_int(dst)): return super().render_bitcast(x, src, dst)
+    if dst is dtypes.bool or src in self.emulated or dst in self.emulated or (dtypes.is_int(src) and dtypes.is_int(dst)):
+      return super().render_bitcast(x, src, dst)
     return f"as_{self.ctype(dst)}({strip_parens(x)})"  # OpenCL's reinterpretation of bits between types of one size
 
   def render_kernel(self, name:str, body:list[str], params:list, variables:list, uops:list) -> str:
@@ -102,8 +103,10 @@ class OpenCLRenderer(CStyleLanguage):
     needs = {"fp16": {dtypes.float16}, "fp64": {dtypes.float64, dtypes.bfloat16}}  # bfloat16 emulation rounds through double
     prelude = "#pragma OPENCL FP_CONTRACT OFF\n" + \
               "".join(f"#pragma OPENCL EXTENSION {FEATURES[f]} : enable\n" for f, dts in needs.items() if f in self.features and dts & used)
+    # a double cast to an emulated type rounds once through __tg_d2fo (cstyle's render_cast): with bfloat16's, or a float64 beside a half
+    if (dtypes.bfloat16 in used or dtypes.float64 in used) and used & self.emulated.keys(): prelude += EMULATION_D2FO
     if dtypes.float16 in used and dtypes.float16 in self.emulated: prelude += EMULATION_16
-    if dtypes.bfloat16 in used and dtypes.bfloat16 in self.emulated: prelude += EMULATION_D2FO + EMULATION_BF16
+    if dtypes.bfloat16 in used and dtypes.bfloat16 in self.emulated: prelude += EMULATION_BF16
     # the runtime sets a variable as 4 bytes (int32, as every runtime passes it); OpenCL C widens it where the kernel computes in 64 bits
     args = [f"{self.buffer_prefix}{self.storage_type(p.dtype)}* data{p.arg.slot}" for p in params] + \
            [f"const {self.ctype(dtypes.int32)} {v.arg.name}" for v in variables]
