@@ -97,3 +97,34 @@ def test_two_equal_layers_load_their_own_weights():
                       "b.weight": Tensor([7., 8., 9.]), "b.bias": Tensor([1., 1., 1.])}, verbose=False)
   np.testing.assert_equal(m.a.weight.numpy(), [1, 2, 3])
   np.testing.assert_equal(m.b.weight.numpy(), [7, 8, 9])
+
+def test_setitem_on_an_axis_of_size_one():
+  """an index tensor, a list or a mask on an axis of size 1 (a batch of one) is a computed pick, not a view: the write went to a buffer of
+  its own and the tensor was unchanged"""
+  for index, value, want in [((Tensor([0]),), 1.0, [[1.0, 1.0, 1.0]]), (([0], 1), 9.0, [[5.0, 9.0, 8.0]]),
+                             ((Tensor([True]),), 7.0, [[7.0, 7.0, 7.0]])]:
+    t = Tensor([[5.0, 6.0, 8.0]]).contiguous().realize()
+    t[index] = value
+    assert t.tolist() == want, index
+  s = Tensor([5.0]).contiguous().realize()
+  s[Tensor(0)] = 7.0
+  assert s.tolist() == [7.0]
+
+def test_setitem_from_itself_through_a_moved_view():
+  """a[::-1] = a writes each element from another one (numpy copies the value first): in place it read elements already overwritten"""
+  for value, want in [(lambda a: a, [5, 4, 3, 2, 1, 0]), (lambda a: a + 1, [6, 5, 4, 3, 2, 1]), (lambda a: a[::-1] * 2, [0, 2, 4, 6, 8, 10])]:
+    a = Tensor.arange(6).contiguous().realize()
+    a[::-1] = value(a)
+    assert a.tolist() == want
+  a = Tensor.arange(6).contiguous().realize()
+  a.flip(0).assign(a)
+  assert a.tolist() == [5, 4, 3, 2, 1, 0]
+
+def test_setitem_with_an_index_out_of_range_writes_nowhere():
+  """an index tensor's value out of range (its pick reads 0) wrote element [0, 0]; it writes nothing (tinygrad's answer; the index is a
+  value on the device, so nothing can raise without reading it back)"""
+  t = Tensor.zeros(3, 4).contiguous().realize()
+  t[Tensor([5])] = Tensor([1.0, 2.0, 3.0, 4.0])
+  t[Tensor([1, 7]), Tensor([2, 2])] = Tensor([10.0, 20.0])
+  np.testing.assert_array_equal(t.numpy(), [[0, 0, 0, 0], [0, 0, 10, 0], [0, 0, 0, 0]])
+  with pytest.raises(IndexError, match="0-d boolean index"): Tensor([1.0, 2.0])[Tensor(True)]

@@ -665,13 +665,24 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place
   would read elements the same kernel already overwrote"""
   buf, moves = target.base, {Ops.REDUCE_AXIS} | GroupOp.Movement
+  # target a view that moves elements (a flip, a slice): value reading the buffer itself, at the written element's own index, reads
+  # another element than the one written (a[::-1] = a gave [0 1 2 2 1 0])
+  moved = not _reshapes_of(target, buf)
+  if moved and value is buf: return True
   reads: set[UOp] = set()  # the nodes that read it; sources come first, so a node reads it when one of its sources is in here
   # the walk stops at target; below a view of the buffer itself (a parameter's) there is only the buffer: no gate call per node
   for u in value.toposort(None if target is buf or target.src[0] is buf else lambda u: u is not target):
     if u is target or u is buf or not reads.isdisjoint(u.src):
-      if u is not target and u.op in moves: return True
+      if u is not target and (u.op in moves or (moved and buf in u.src)): return True
       reads.add(u)
   return False
+
+def _reshapes_of(view:UOp, buf:UOp) -> bool:
+  """view is buf only reshaped: every element keeps its flat position"""
+  while view is not buf:
+    if view.op is not Ops.RESHAPE: return False
+    view = view.src[0]
+  return True
 
 _made = itertools.count()
 def _own_constant(c:UOp) -> UOp:

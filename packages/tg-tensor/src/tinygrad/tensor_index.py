@@ -3,7 +3,7 @@ masked_select. Each tensor index is compared with an arange of its axis (a one-h
 so x[idx] is one lazy graph. A boolean mask becomes the positions of its True elements, which needs its values: it is realized."""
 from __future__ import annotations
 from typing import Any
-from tinygrad.uop import Ops
+from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, all_int
@@ -26,6 +26,14 @@ def _positions(mask:list, shape:tuple) -> list[list[int]]:
 
 _WHOLE = slice(None)
 
+def _plain_view(view:UOp, of:UOp) -> bool:
+  """view is of's elements through movement ops that give each its own place (no pad, no expand): a write through it lands in of.
+  An index tensor's pick on an axis of size 1 is a computed graph that needs neither, whose write went to a buffer of its own"""
+  while view is not of:
+    if view.op not in GroupOp.Movement or view.op in (Ops.PAD, Ops.EXPAND): return False
+    view = view.src[0]
+  return True
+
 class TensorIndexMixin:
   def _index_tensors(self, idx:tuple) -> tuple:
     """idx with lists as tensors, '...' spelled out as slices, and each boolean mask replaced by one int tensor per axis it covers"""
@@ -33,6 +41,8 @@ class TensorIndexMixin:
     idx = tuple(Tensor(i, self.device) if isinstance(i, list) else i for i in idx)
     for i in idx:
       if isinstance(i, Tensor) and (dtypes.is_float(i.dtype) and i.numel()): raise IndexError(f"index tensors must be int or bool, got {i.dtype}")
+      if isinstance(i, Tensor) and i.dtype is dtypes.bool and not i.ndim:
+        raise IndexError("a 0-d boolean index (x[Tensor(True)]) is not supported: x[None] adds the axis it would, x[None][:0] the empty one")
     width = sum(i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1 for i in idx if i is not None and i is not Ellipsis)
     if sum(i is Ellipsis for i in idx) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     if width > self.ndim: raise IndexError(f"too many indices for a tensor of shape {tuple(self.shape)}: {width} given")
@@ -99,12 +109,13 @@ class TensorIndexMixin:
     view = self._getitem(idx)
     try: v = v.expand(view.shape)
     except ValueError: raise ValueError(f"cannot assign a value of shape {tuple(v.shape)} to the indexed shape {tuple(view.shape)}") from None
-    if not lazy and not any(u.op in (Ops.PAD, Ops.EXPAND) for u in view.uop.toposort(lambda u: u is not self.uop)):
+    if not lazy and _plain_view(view.uop, self.uop):
       view.assign(v)
       return
     if not all_int(self.shape): raise ValueError(f"setitem through tensor indices or steps needs a concrete shape, got {self.shape}")
-    # each written element's flat position, one-hot against every position of self
-    pos = self._arange(self.numel()).reshape(self.shape)._getitem(idx).flatten()
+    # each written element's flat position, one-hot against every position of self; counted from 1, so an index tensor's value out of
+    # range (whose pick reads 0) is -1 here and writes nowhere (it wrote element 0)
+    pos = (self._arange(self.numel()) + 1).reshape(self.shape)._getitem(idx).flatten() - 1
     last = self._last_write(pos._one_hot_at(self.numel(), 1), 0)
     written = last.ge(0).reshape(self.shape).where(v.flatten().gather(0, last.maximum(0)).reshape(self.shape), self)
     if lazy: self.replace(written)

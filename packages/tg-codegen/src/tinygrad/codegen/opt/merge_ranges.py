@@ -14,7 +14,9 @@ def _divisions(ast:UOp) -> int:
 
 def _neighbours(ast:UOp) -> list[tuple[UOp, UOp]]:
   """(outer, inner) pairs of output loops next to each other in loop order that every END closes together"""
-  loops = [r for r in ranges(ast) if r.arg[1] is AxisType.LOOP and size(r) is not None]
+  # a loop over 0 elements is never merged: the kernel runs no iteration, and 0 * B == 0 makes the merged loop hash-cons to the outer one,
+  # so merge_range's substitution {a: c // B} would name itself and never end
+  loops = [r for r in ranges(ast) if r.arg[1] is AxisType.LOOP and size(r) not in (None, 0)]
   ends = [u for u in ast.toposort() if u.op is Ops.END]
   return [(a, b) for a, b in zip(loops, loops[1:]) if b.arg[0] == a.arg[0] + 1 and all((a in e.src[1:]) == (b in e.src[1:]) for e in ends)]
 
