@@ -688,3 +688,13 @@ def test_norms():
 def test_window_sizes_below_one_are_named(call, what):
   # a stride, dilation or window of 0 divided by zero deep in the shape arithmetic; a negative one built a wrong view
   with pytest.raises(ValueError, match=what + " must be at least 1"): call(Tensor.ones(1, 3, 16, 16))
+
+def test_interpolate_keeps_the_dtype():
+  """linear interpolate answers in the input's dtype, tinygrad's rule (an int's truncated; it was float), and weighs a half in float32,
+  rounded once (one value was 1 ulp off torch's half bilinear)"""
+  a = np.array([[1, 2, 3, 4], [21, 22, 23, 24], [41, 42, 43, 44]])
+  want = np_interp_axis(np_interp_axis(a.astype(np.float64), 0, 2, "linear", False), 1, 3, "linear", False)
+  got = Tensor(a, dtype=dtypes.int32).interpolate(size=(2, 3), mode="linear")
+  assert got.dtype is dtypes.int32 and got.tolist() == np.trunc(want).astype(np.int32).tolist()
+  h = Tensor(a.astype(np.float16)).interpolate(size=(2, 3), mode="linear")
+  assert h.dtype is dtypes.float16 and h.tolist() == want.astype(np.float16).tolist()

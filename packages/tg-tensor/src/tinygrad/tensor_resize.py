@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools, math
 from fractions import Fraction
 from tinygrad.uop.ops import UOp
+from tinygrad.dtype import dtypes
 
 _LINEAR_AXES = {"linear": None, "bilinear": 2, "trilinear": 3}  # torch's names for linear over 2 and 3 axes
 
@@ -75,7 +76,9 @@ class TensorResizeMixin:
       x = self
       for a, o in axes: x = x[(slice(None),)*a + (Tensor(_nearest(x.shape[a], o, mode == "nearest-exact"), x.device),)]
       return x
-    x = self._float_cast()
+    # weighed in float32 (a half's rounded after each step: 1 ulp off torch) and answered in self's dtype, tinygrad's rule (an int's
+    # truncated)
+    x = self if self.dtype in (dtypes.float32, dtypes.float64) else self.cast(dtypes.float32)
     # an axis of size 1 is its one element everywhere; the rest pad once, into a buffer of their own: the resize then reads the source
     # without a bounds check per load (a gate on each neighbour kept LLVM from vectorizing the loop)
     for a, o in axes:
@@ -85,4 +88,4 @@ class TensorResizeMixin:
       x = x._pad(tuple((plans[d][3], plans[d][4]) if d in plans else (0, 0) for d in range(x.ndim))).contiguous()
     for a, o in axes:
       if a in plans: x = _linear_axis(x, a, o, plans[a])
-    return x
+    return x.cast(self.dtype)
