@@ -179,6 +179,20 @@ def test_double_and_int_to_narrow_floats(device):
   check(Tensor(np.array([3, 2049, 70000]), device=device).cast(dtypes.float16), np.array([3, 2048, np.inf], np.float16))
   assert Tensor(np.array([1.5, 3e38], np.float64), device=device).cast(dtypes.bfloat16).tolist() == [1.5, 3.00405527047391e+38]
 
+def test_float_to_int_out_of_range(device):
+  """a float out of the target's range (or NaN, inf) casts the same on every device and in vector and scalar loops alike: truncated into
+  int32 (int64 for uint32 and 64-bit targets), out of that range or NaN its minimum, then the target's low bits (numpy's answers on x86
+  for these; C leaves them undefined, LLVM made them poison: 3e9 -> uint16 gave 24064 or 0 by the array's length)"""
+  x = np.array([-2.5, 300.7, 3e9, -3e9, np.nan, np.inf, -np.inf, 70000.5, -1e10, 1.5, -0.9], np.float32)
+  got = {dt: Tensor(np.tile(x, 3), device=device).cast(dt).numpy().reshape(3, -1) for dt in (dtypes.uint8, dtypes.int16, dtypes.int32, dtypes.int64)}
+  m32, m64 = -2**31, -2**63
+  want = {dtypes.uint8: [254, 44, 0, 0, 0, 0, 0, 112, 0, 1, 0], dtypes.int16: [-2, 300, 0, 0, 0, 0, 0, 4464, 0, 1, 0],
+          dtypes.int32: [-2, 300, m32, m32, m32, m32, m32, 70000, m32, 1, 0],
+          dtypes.int64: [-2, 300, 3000000000, -3000000000, m64, m64, m64, 70000, -10000000000, 1, 0]}
+  for dt, rows in got.items():
+    for row in rows: assert row.tolist() == want[dt], dt
+  assert Tensor(np.array([-2.5, 3e9, 1e19], np.float32), device=device).cast(dtypes.uint64).tolist() == [2**64 - 2, 3000000000, 9999999980506447872]
+
 def test_bitcast_bytes_to_bool(device):
   """a byte other than 0 and 1 bitcast to bool is True on every device (CL had no as_bool, CPU:C kept the byte: cast gave 2, 255)"""
   t = Tensor(np.array([0, 1, 2, 255], np.uint8), device=device).bitcast(dtypes.bool)

@@ -192,8 +192,10 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.onehot_scatter import scatter_onehot_sums
   from tinygrad.codegen.row_fold import fold_rows
   from tinygrad.codegen.true_division import true_divisions
+  from tinygrad.codegen.float_to_int import define_float_to_int
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
-  sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
+  sink = graph_rewrite(graph_rewrite(define_float_to_int(sink), pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel",
+                       memo="_simplified")
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
   if (merged := merge_disjoint_loads(sink)) is not sink: sink = graph_rewrite(merged, symbolic, name="kernel", memo="_simplified")
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
