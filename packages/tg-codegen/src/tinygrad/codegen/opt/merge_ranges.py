@@ -14,9 +14,9 @@ def _divisions(ast:UOp) -> int:
 
 def _neighbours(ast:UOp) -> list[tuple[UOp, UOp]]:
   """(outer, inner) pairs of output loops next to each other in loop order that every END closes together"""
-  # a loop over 0 elements is never merged: the kernel runs no iteration, and 0 * B == 0 makes the merged loop hash-cons to the outer one,
-  # so merge_range's substitution {a: c // B} would name itself and never end
-  loops = [r for r in ranges(ast) if r.arg[1] is AxisType.LOOP and size(r) not in (None, 0)]
+  # loops of 0 or 1 iterations are never merged: nothing to gain, and an outer one of size 0 (A*B == A) or an inner one of size 1 makes the
+  # merged loop the same UOp as a (hash-consing), so merge_range's substitution {a: c // B} names itself and never ends
+  loops = [r for r in ranges(ast) if r.arg[1] is AxisType.LOOP and size(r) is not None and size(r) > 1]
   ends = [u for u in ast.toposort() if u.op is Ops.END]
   return [(a, b) for a, b in zip(loops, loops[1:]) if b.arg[0] == a.arg[0] + 1 and all((a in e.src[1:]) == (b in e.src[1:]) for e in ends)]
 
