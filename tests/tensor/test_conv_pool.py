@@ -698,3 +698,43 @@ def test_interpolate_keeps_the_dtype():
   assert got.dtype is dtypes.int32 and got.tolist() == np.trunc(want).astype(np.int32).tolist()
   h = Tensor(a.astype(np.float16)).interpolate(size=(2, 3), mode="linear")
   assert h.dtype is dtypes.float16 and h.tolist() == want.astype(np.float16).tolist()
+
+def test_max_pool_indices_at_the_extremes():
+  """the index of a max equal to the padding value (-inf, the int minimum) is a real element's (padding's -1 won the tie), and a NaN
+  window's is its NaN's (it was prod(spatial), past the map); torch's indices, checked by hand"""
+  x = np.full((1, 1, 4, 4), -np.inf, np.float32)
+  x[0, 0, 2, 2] = 1
+  v, i = Tensor(x).max_pool2d((3, 3), stride=2, padding=1, return_indices=True)
+  assert i.flatten().tolist() == [0, 1, 4, 10] and v.flatten().tolist() == [-np.inf, -np.inf, -np.inf, 1.0]
+  _, i = Tensor(np.full((1, 1, 2, 2), -2**31, np.int32)).max_pool2d((2, 2), stride=1, padding=1, return_indices=True)
+  assert i.flatten().tolist() == [0, 0, 1, 0, 0, 1, 2, 2, 3]
+  y = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+  y[0, 0, 1, 1] = np.nan
+  v, i = Tensor(y).max_pool2d((2, 2), return_indices=True)
+  assert i.flatten().tolist() == [5, 7, 13, 15] and np.isnan(v.numpy()[0, 0, 0, 0])
+
+def test_avg_pool_half_sums_wide():
+  x = Tensor(np.full((1, 1, 9, 9), 1000, np.float16))
+  assert x.avg_pool2d(9).item() == 1000.0 and x.avg_pool2d(9).dtype is dtypes.float16  # the half sum of 81 of them overflowed
+
+def test_max_unpool_gradient_with_repeated_indices():
+  """overlapping windows pick the same max: each pooled value's gradient is the output's at its index (torch's), not only the last
+  writer's"""
+  x = Tensor(rnd(1, 1, 7, 5))
+  v, i = x.max_pool2d((3, 3), stride=2, padding=1, return_indices=True)
+  assert len(set(i.flatten().tolist())) < i.numel()  # some repeat
+  w = rnd(1, 1, 7, 5)
+  p = Tensor(v.numpy(), requires_grad=True)
+  (p.max_unpool2d(i, (3, 3), stride=2, padding=1, output_size=(7, 5)) * Tensor(w)).sum().backward()
+  np.testing.assert_array_equal(p.grad.numpy().flatten(), w.flatten()[i.numpy().flatten()])
+
+def test_interpolate_nearest_picks_torch_elements():
+  """torch's nearest source is floor(j * float32(i/o)) in float32 (upstream's too); the exact fraction picked another element for ~2% of
+  sizes. Size 0 gives an empty tensor in every mode (linear divided by 0)"""
+  def torch_nearest(i, o, exact):
+    scale = np.float32(i / o)
+    return np.minimum(np.floor(((np.arange(o, dtype=np.float32) + np.float32(0.5)) if exact else np.arange(o, dtype=np.float32)) * scale), i - 1)
+  for i, o, mode in [(2, 82, "nearest"), (3, 123, "nearest"), (4, 41, "nearest-exact"), (7, 300, "nearest"), (5, 199, "nearest-exact")]:
+    got = Tensor(np.arange(i, dtype=np.float32)).reshape(1, 1, i).interpolate((o,), mode=mode)
+    np.testing.assert_array_equal(got.numpy().flatten(), torch_nearest(i, o, mode == "nearest-exact"))
+  for mode in ("linear", "nearest"): assert Tensor.ones(1, 1, 6).interpolate((0,), mode=mode).shape == (1, 1, 0)

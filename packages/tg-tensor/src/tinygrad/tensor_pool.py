@@ -49,11 +49,16 @@ class TensorPoolMixin:
     if not return_indices: return ret
     sp = tuple(self.shape[-len(ks):])
     pos = self._arange(prod(sp), dtypes.default_int).reshape(sp).pad(pads, value=-1).pad(extra, value=-1)._pooled(ks, strides, dils)
-    return ret, x.eq(ret.unsqueeze(-1)).where(pos, prod(sp)).min(-1)
+    # the first element equal to the max, padding (index -1, equal to a max of -inf or the int minimum) left out; a NaN max is the first
+    # NaN's (torch's), which equals nothing
+    top = ret.unsqueeze(-1)
+    hit = x.eq(top) | (x.isnan() & top.isnan()) if dtypes.is_float(self.dtype) else x.eq(top)
+    return ret, (hit & pos.ge(0)).where(pos, prod(sp)).min(-1)
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, count_include_pad:bool=True):
     """mean over windows; the divisor counts the padding when count_include_pad, never the extra room ceil_mode adds"""
     ks, strides, dils, pads, extra = _pool_geometry(self, "avg_pool2d", kernel_size, stride, dilation, padding, ceil_mode)
-    total = self.pad(pads).pad(extra)._pooled(ks, strides, dils).sum(-1)
+    # summed in sum's accumulator, divided before the result's dtype: a half window of 81 values of 1000 overflowed to inf
+    total = self.pad(pads).pad(extra)._pooled(ks, strides, dils).sum(-1, dtype=dtypes.sum_acc_dtype(self.dtype))
     sp = tuple(self.shape[-len(ks):])
     ones = self.const_like(1, dtypes.int32).reshape((1,)*len(sp)).expand(sp)
     count = ones.pad(pads, value=int(count_include_pad)).pad(extra)._pooled(ks, strides, dils).sum(-1)
@@ -69,4 +74,7 @@ class TensorPoolMixin:
     lead = tuple(self.shape[:-nd])
     x, idx = self.reshape(lead + (prod(sp),)), indices.reshape(lead + (prod(sp),))
     last = self._last_write(idx._one_hot_at(prod(out), len(lead) + 1), len(lead))
-    return last.ge(0).where(x.gather(len(lead), last.maximum(0)), 0).reshape(lead + out)
+    ret = last.ge(0).where(x.detach().gather(len(lead), last.maximum(0)), 0).reshape(lead + out)
+    # each value's gradient is the output's at its index, a repeated one's too (torch's): through the write only the last got one
+    if not self._grad_flows(): return ret
+    return ret._custom_gradient((self,), lambda g: (g.reshape(lead + (prod(out),)).gather(len(lead), idx).reshape(self.shape),))
