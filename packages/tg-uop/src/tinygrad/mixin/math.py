@@ -142,7 +142,7 @@ class MathMixin:
     # log((1 + x) / (1 - x)) / 2, whose quotient rounded near 1 (3e-10 off in float64 at 2e-7): there as log1p(2x / (1 - x)), which near
     # -1 rounds 1 - x where the quotient's 1 + x is exact
     x = self._float_cast()
-    inner = x.abs() < 0.5
+    inner = (x < 0.5) & (x > -0.5)
     return inner.where(log1p(2 * x / (1 - x)), ((1 + x) / (1 - x)).log()) * 0.5
 
   # *** inverse trigonometric: odd functions, approximated on [0, 1] ***
