@@ -447,3 +447,18 @@ def test_gradient_through_chained_realizes():
   (h2 * x).sum().backward()
   np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(v) * (v + 1), rtol=1e-6)
   np.testing.assert_allclose((h3 * x).sum().gradient(x)[0].numpy(), 3 * np.exp(v) * (v + 1), rtol=1e-6)
+
+def test_max_gradient_goes_to_a_nan_max():
+  """a NaN max takes its NaN's gradient (torch's): NaN equals nothing, so no element was a hit and ctx / 0 made the whole row NaN (a
+  max_pool2d window holding a NaN)"""
+  x = Tensor([1.0, math.nan, 3.0], requires_grad=True)
+  x.max().backward()
+  assert x.grad.tolist() == [0.0, 1.0, 0.0]
+  y = Tensor([[1.0, math.nan], [3.0, 2.0]], requires_grad=True)
+  (y.max(1).sum() + y.min(1).sum()).backward()
+  assert y.grad.tolist() == [[0.0, 2.0], [1.0, 1.0]]
+  z = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+  z[0, 0, 1, 1] = np.nan
+  p = Tensor(z, requires_grad=True)
+  p.max_pool2d(2).sum().backward()
+  np.testing.assert_array_equal(p.grad.numpy()[0, 0], [[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]])

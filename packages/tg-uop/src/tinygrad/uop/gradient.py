@@ -19,8 +19,11 @@ def _reduce_grad(ctx:UOp, ret:UOp) -> tuple:
   (x,), (op, axes) = ret.src, ret.arg
   if op is Ops.ADD: return (ctx.expand(x.shape),)
   if op is Ops.MAX:
-    # split evenly among the elements equal to the max (upstream tinygrad's choice; torch's amax does the same)
-    hit = x.eq(ret).cast(ctx.dtype)
+    # split evenly among the elements equal to the max (upstream tinygrad's choice; torch's amax does the same); a NaN max is its NaNs'
+    # (NaN equals nothing: 0 hits, and ctx / 0 made the whole window NaN)
+    hit = x.eq(ret)
+    if dtypes.is_float(x.dtype): hit = hit | (x.ne(x) & ret.ne(ret))
+    hit = hit.cast(ctx.dtype)
     return (hit * (ctx / hit._rop(Ops.ADD, axes)),)
   # MUL: the product of the other elements. ret/x where x != 0; at a zero it is the product of the rest if that zero is the only one
   zero = x.eq(0)
