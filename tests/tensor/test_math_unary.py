@@ -113,6 +113,11 @@ def test_accuracy_in_ulps(name, ref, x, f64_ulps, f32_ulps):
 
 def test_inverse_functions_at_their_edges():
   for dtype in (np.float32, np.float64):
+    z = Tensor(np.array([0.0, -0.0], dtype), requires_grad=True)
+    for name, slope in (("asin", 1.0), ("atan", 1.0), ("erf", 2 / math.sqrt(math.pi))):
+      y = getattr(z, name)()
+      assert list(np.signbit(y.numpy())) == [False, True], (dtype, name)  # f(-0) = -0
+      np.testing.assert_allclose(y.sum().gradient(z)[0].numpy(), [slope, slope], rtol=1e-6)
     x = Tensor(np.array([1.0, -1.0, 1.5, -1.5, np.nan], dtype))
     np.testing.assert_array_equal(x.acos().numpy(), np.array([0.0, np.pi, np.nan, np.nan, np.nan], dtype))
     np.testing.assert_array_equal(x.asin().numpy(), np.array([np.pi / 2, -np.pi / 2, np.nan, np.nan, np.nan], dtype))

@@ -41,6 +41,11 @@ def _odd(x, y, series:tuple):
   0 the product's gradient was 0"""
   return _near_zero(x, (x < 0).where(-y, y), series)
 
+def _signed64(x, y):
+  """the odd function f with f(|x|) = y in float64, whose approximations are accurate down to 0: -y below 0, and x itself at +-0 (the
+  sign of a zero; the slope 1 of asin and atan there, erf's gradient is its own)"""
+  return (x < 0).where(-y, x.eq(0).where(x, y))
+
 def log1p(u):
   """ln(1 + u), accurate for small u: 1 + u rounds to w, and ln(w) * u / (w - 1) cancels that rounding; u itself where w is 1, ln(w)
   where w - 1 is u exactly (no rounding, and u = inf, where the quotient was inf/inf). The denominator is 1 where w is 1, so the branch
@@ -150,7 +155,7 @@ class MathMixin:
   def asin(self):
     x = self._float_cast()
     a = x.abs()
-    if x.dtype is dtypes.float64: return (x < 0).where(-1, 1) * (a / ((1 - a) * (1 + a)).sqrt()).atan()
+    if x.dtype is dtypes.float64: return _signed64(x, (a / ((1 - a) * (1 + a)).sqrt()).atan())
     return _odd(x, math.pi / 2 - (1 - a).sqrt() * _poly(a, _ASIN), _ASIN_0)
   @in_float32
   def acos(self):
@@ -166,7 +171,7 @@ class MathMixin:
     t = big.where(big.where(a, 1).reciprocal(), a)  # 1/a where taken: at 0 the other branch's gradient was 0 * inf
     inner = _atan_unit64(t) if x.dtype is dtypes.float64 else (t / (t.square() + 1).sqrt()).asin()
     y = big.where(math.pi / 2 - inner, inner)
-    return (x < 0).where(-y, y) if x.dtype is dtypes.float64 else _odd(x, y, _ATAN_0)
+    return _signed64(x, y) if x.dtype is dtypes.float64 else _odd(x, y, _ATAN_0)
 
   # *** error function ***
   @in_float32
@@ -176,7 +181,7 @@ class MathMixin:
     flows = self._grad_flows()
     v = x.detach() if flows else x
     a = v.abs()
-    if v.dtype is dtypes.float64: y = (v < 0).where(-1, 1) * _erf64(a)
+    if v.dtype is dtypes.float64: y = _signed64(v, _erf64(a))
     else:
       t = (a * _ERF_P + 1).reciprocal()
       y = _odd(v, 1 - _poly(t, _ERF) * t * (-a.square()).exp(), _ERF_0)
