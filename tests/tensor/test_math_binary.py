@@ -228,6 +228,7 @@ def test_tensor_shifts_past_the_width(device, dt):
   ta, ts = Tensor(a, device=device), Tensor(s, device=device)
   np.testing.assert_array_equal((ta << ts).numpy(), np.left_shift(a, s))
   np.testing.assert_array_equal((ta >> ts).numpy(), np.right_shift(a, s))
+  assert (ta << ts).dtype == (ta >> ts).dtype == (ta << 70).dtype == (2 << ta).dtype == ta.dtype  # the fill keeps the dtype
   assert (2 << Tensor([1, 40, -3], device=device)).tolist() == [4, 0, 0]
 
 @pytest.mark.parametrize("dt", [dtypes.int8, dtypes.int16, dtypes.int64])

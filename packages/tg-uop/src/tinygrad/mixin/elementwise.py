@@ -134,7 +134,8 @@ class ElementwiseMixin:
     # a shift past the width (or negative) is undefined in LLVM and C, so devices disagreed: every bit is shifted out (numpy's and
     # torch's answer): 0, or -1 for a negative value shifted right
     width = 8 * a.dtype.itemsize
-    fill = ((a < 0) if op is Ops.SHR and dtypes.is_int(a.dtype) and not dtypes.is_unsigned(a.dtype) else a.ne(a)).where(-1, 0)
+    negative = (a < 0) if op is Ops.SHR and dtypes.is_int(a.dtype) and not dtypes.is_unsigned(a.dtype) else a.ne(a)
+    fill = negative.where(a.const_like(-1), a.const_like(0))  # a's dtype: python ints made int8's fill int32
     if type(x) is int and not reverse: return a.alu(op, b) if 0 <= x < width else fill
     inside = (b < width) if dtypes.is_unsigned(b.dtype) or b.dtype is dtypes.bool else (b >= 0) & (b < width)
     return inside.where(a.alu(op, inside.where(b, 0)), fill)
