@@ -519,12 +519,30 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
     target = self.uop
-    if any(u.op in (Ops.EXPAND, Ops.PAD) for u in target.toposort()):
-      raise ValueError(f"cannot assign into an expanded or padded view of shape {self.shape}: several elements (or none) share an address")
+    moves = [u.op for u in target.toposort()]
+    if Ops.EXPAND in moves: raise ValueError(f"cannot assign into an expanded view of shape {self.shape}: several elements share an address")
+    if Ops.PAD in moves:
+      if target.base.op is not Ops.BUFFER: raise ValueError(f"cannot assign into a padded view of shape {self.shape} of a multi-device tensor")
+      return self._assign_through_pad(x)
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
     from tinygrad.nn.inplace import take_deferred
     if pending := take_deferred(): Tensor.realize(*pending)  # a loss backward() ran on keeps its value (nn/inplace.py)
     Tensor(target.after(target.store(value))).realize()
+    return self
+  def _assign_through_pad(self, x:Tensor) -> Tensor:
+    """self a view of a buffer built with a pad (a step: a[:, ::2] pads, reshapes and shrinks): the view's elements each name their
+    buffer position (the same view of the positions, counted from 1, so padding reads -1), and the whole buffer is rewritten with x at
+    them, as setitem does through index tensors"""
+    buf = self.uop.base
+    n = buf.shape[0]
+    whole = Tensor(buf)
+    chain, u = [], self.uop
+    while u is not buf: chain, u = chain + [u], u.src[0]
+    pos = (whole._arange(n) + 1).uop
+    for v in reversed(chain): pos = pos._mop(v.op, v.marg)  # the same movement ops, on ints
+    pos = Tensor(pos).flatten() - 1
+    last = whole._last_write(pos._one_hot_at(n, 1), 0)
+    Tensor(buf).assign(last.ge(0).where(x.flatten().gather(0, last.maximum(0)), whole))
     return self
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
