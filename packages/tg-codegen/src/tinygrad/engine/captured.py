@@ -18,8 +18,18 @@ def signature(t) -> tuple[tuple, Any, Any, Any, tuple]:
   that view and a replay only swaps the buffer"""
   shape = tuple(_unbound(s) if isinstance(s, UOp) else s for s in t.shape)
   parts = t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)
-  views = tuple(_unbound(p.substitute({p.base: UOp(Ops.NOOP, p.base.dtype, arg=p.base.shape)})) for p in parts)
-  return shape, t.dtype, t.device, shard_of(t.uop), views
+  return shape, t.dtype, t.device, shard_of(t.uop), tuple(_view(p) for p in parts)
+
+def _plain(arg):
+  """a movement op's argument with each bound Variable as its Variable (nested pairs for SHRINK and PAD)"""
+  if isinstance(arg, tuple): return tuple(_plain(a) for a in arg)
+  return _unbound(arg) if isinstance(arg, UOp) else arg
+
+def _view(u:UOp) -> tuple:
+  """the movement ops from u down to its buffer and the buffer's shape: a walk of the chain (a replay checks every input, every call)"""
+  chain = []
+  while u is not u.base: chain, u = chain + [(u.op, _plain(u.marg))], u.src[0]
+  return u.shape, tuple(chain)
 
 def input_buffers(t) -> list:
   """the device Buffers of a realized tensor argument: one, or one per device of a multi-device tensor. An empty tensor has none (it
