@@ -144,3 +144,42 @@ def test_write_through_a_stepped_view():
   a[::-3][1] = 100
   assert a.tolist() == [0, 1, 2, 3, 4, 5, 100, 7, 8, 9]
   with pytest.raises(ValueError, match="expanded view"): a.reshape(2, 5)[:1].expand(2, 5).assign(Tensor.zeros(2, 5, dtype=a.dtype))
+
+@pytest.mark.parametrize("write", [lambda a: a.assign(Tensor([0., 0., 0.])), lambda a: a.__iadd__(1),
+                                   lambda a: a.__setitem__(0, 10.), lambda a: a.__setitem__(Tensor([2, 0]), Tensor([7., 8.])),
+                                   lambda a: a[::-1].assign(Tensor([4., 5., 6.]))])
+def test_a_value_computed_from_the_old_contents_keeps_them(write):
+  # eager semantics (torch's): b = a * 2 was computed before the write, lazily or not; a view of a sees the write
+  a = Tensor([1., 2., 3.]).realize()
+  b, view, row = a * 2, a[1:], (a + 1).reshape(1, 3)[0, :2]  # row: a view of a lazy value, not of a's buffer
+  write(a)
+  new = a.numpy()
+  np.testing.assert_equal(b.numpy(), [2., 4., 6.])
+  np.testing.assert_equal(row.numpy(), [2., 3.])
+  np.testing.assert_equal(view.numpy(), new[1:])
+
+def test_the_written_value_held_by_the_caller_keeps_its_value():
+  a = Tensor([1., 2., 3.]).realize()
+  c = a + 1
+  a.assign(c)
+  a.assign(Tensor([0., 0., 0.]))  # c read a's old contents and wrote them into a: neither write shows in c
+  np.testing.assert_equal(c.numpy(), [2., 3., 4.])
+  np.testing.assert_equal(a.numpy(), [0., 0., 0.])
+
+def test_the_written_value_on_a_gradient_path_keeps_its_value_and_gradient():
+  a, w = Tensor([1., 2., 3.]).realize(), Tensor([4., 5., 6.], requires_grad=True)
+  c = a + w * w
+  a.assign(c)
+  c.sum().backward()
+  np.testing.assert_equal(c.numpy(), [17., 27., 39.])
+  np.testing.assert_equal(w.grad.numpy(), [8., 10., 12.])  # the path from c back to w survives the write
+  np.testing.assert_equal(a.numpy(), [17., 27., 39.])
+
+def test_in_place_updates_stay_one_kernel():
+  a, w = Tensor.zeros(4).contiguous().realize(), Tensor.ones(4, requires_grad=True).contiguous().realize()
+  w.grad = Tensor.full((4,), 2.).contiguous().realize()
+  GlobalCounters.reset()
+  a += 1
+  w -= 0.5 * w.grad
+  assert GlobalCounters.kernel_count == 2
+  np.testing.assert_equal(w.numpy(), [0., 0., 0., 0.])

@@ -21,7 +21,7 @@ from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
 from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
 from tinygrad.uop.multi import shard_of
-from tinygrad.tensor_live import LiveTensors
+from tinygrad.tensor_live import LiveTensors, computing_from
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -130,7 +130,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       if self._uop is not built: _keep_for_autograd(self, built)
     return self._uop
   @uop.setter
-  def uop(self, u:UOp): self._uop, self._epoch = u, _realized.epoch
+  def uop(self, u:UOp):
+    self._uop, self._epoch = u, _realized.epoch
+    _live.may_be_lazy(self)
 
   # *** the core the op mixins build on: delegate to the UOp, wrap the result ***
   def alu(self, op:Ops, *src:Tensor) -> Tensor:
@@ -302,7 +304,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if (state := Tensor._rng_state.get(dev)) is None:
       state = Tensor._rng_state[dev] = Tensor([Tensor._seed & 0xffffffff, 0], dev, dtypes.uint32)
     key = state.contiguous().realize()
-    state.assign(state + state._arange(2, dtypes.uint32))
+    state._assign(state + state._arange(2, dtypes.uint32), value_private=True)
     half = (n + 1) // 2
     ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
     x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), key[0], key[1])
@@ -510,7 +512,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
     return self
   def assign(self, x:Any) -> Tensor:
-    """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values"""
+    """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values; a value still
+    to be computed from the old contents (b = a + 1 before a.assign(0)) keeps the old ones, as an eager library's would"""
+    return self._assign(x, value_private=False)
+  def _assign(self, x:Any, value_private:bool) -> Tensor:
+    """assign; value_private: x is the caller's own (an in-place operator's result), no handle but this call's reads it after"""
     if not isinstance(x, Tensor): x = Tensor(x, self.device, self.dtype)
     for what, mine, theirs in (("shape", self.shape, x.shape), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
       if not (mine is theirs or mine == theirs):
@@ -524,10 +530,18 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if Ops.PAD in moves:
       if target.base.op is not Ops.BUFFER: raise ValueError(f"cannot assign into a padded view of shape {self.shape} of a multi-device tensor")
       return self._assign_through_pad(x)
-    value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
     from tinygrad.nn.inplace import take_deferred
     if pending := take_deferred(): Tensor.realize(*pending)  # a loss backward() ran on keeps its value (nn/inplace.py)
+    bufs = {b for b in target.base.toposort() if b.op is Ops.BUFFER}
+    readers = _live.computing_from(bufs, skip=x, caught_up=_realized.any_into(bufs))
+    # x itself, when the caller keeps it: on a gradient path it gets a buffer of its own (the path goes on through it); else it reads
+    # a copy of what it wrote, made only if it is read before the next write (see the end)
+    x_reads_target = not value_private and bool(computing_from([x], bufs))
+    if x_reads_target and x._grad_flows(): readers, x_reads_target = readers + [x], False
+    if readers: Tensor.realize(*readers)
+    value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
     Tensor(target.after(target.store(value))).realize()
+    if x_reads_target: x.uop = _own_contiguous(target.contiguous())
     return self
   def _assign_through_pad(self, x:Tensor) -> Tensor:
     """self a view of a buffer built with a pad (a step: a[:, ::2] pads, reshapes and shrinks): the view's elements each name their
@@ -542,7 +556,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     for v in reversed(chain): pos = pos._mop(v.op, v.marg)  # the same movement ops, on ints
     pos = Tensor(pos).flatten() - 1
     last = whole._last_write(pos._one_hot_at(n, 1), 0)
-    Tensor(buf).assign(last.ge(0).where(x.flatten().gather(0, last.maximum(0)), whole))
+    Tensor(buf)._assign(last.ge(0).where(x.flatten().gather(0, last.maximum(0)), whole), value_private=True)
     return self
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
@@ -753,6 +767,9 @@ class _Realized:
         # a buffer holding a value on a gradient path is on it too: a graph built on it is kept over its own realize (h = x.exp(); h
         # realized, then h * 2 realized: without, backward lost the path through h * 2)
         if _on_grad_path(old): new.__dict__[_GRAD_PATH] = True
+  def any_into(self, bufs:set[UOp]) -> bool:
+    """a node still alive was realized into one of bufs (a graph holding it reads that buffer once caught up)"""
+    return any([new.base in bufs for _, new, _ in self.nodes.values()])
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
@@ -837,7 +854,7 @@ _IN_PLACE = {"__iadd__": operator.add, "__isub__": operator.sub, "__imul__": ope
 def _in_place(op:Callable) -> Callable:
   def method(self:Tensor, x) -> Tensor:
     value = op(self, x)
-    if (b := self.uop.base).op is Ops.BUFFER or is_multi_buffer(b): return self.assign(value)
+    if (b := self.uop.base).op is Ops.BUFFER or is_multi_buffer(b): return self._assign(value, value_private=True)
     if value.shape != self.shape or value.dtype != self.dtype:
       raise ValueError(f"in-place {op.__name__} of {self.shape} {self.dtype} gives {value.shape} {value.dtype}: it must keep the shape and dtype")
     return self.replace(value)

@@ -119,7 +119,7 @@ class TensorIndexMixin:
     last = self._last_write(pos._one_hot_at(self.numel(), 1), 0)
     written = last.ge(0).reshape(self.shape).where(v.flatten().gather(0, last.maximum(0)).reshape(self.shape), self)
     if lazy: self.replace(written)
-    else: self.assign(written)
+    else: self._assign(written, value_private=True)
 
   def _compacted(self, size:int|None, what:str):
     """(slot, valid) for the nonzero elements of flat self: slot (n, size) is True where element i is the r-th nonzero one, valid

@@ -108,8 +108,8 @@ def _jacobi_round(u, v, ep, eq):
   keep = 1 - ep.sum(-1) - eq.sum(-1)  # columns in no pair this round (n odd) stay
   # column p becomes c*p - s*q and column q becomes s*p + c*q
   rot = keep.diag() + (ep * c) @ ep.T + (eq * c) @ eq.T + (ep * s) @ eq.T - (eq * s) @ ep.T
-  u.assign(u @ rot)
-  v.assign(v @ rot)
+  u._assign(u @ rot, value_private=True)
+  v._assign(v @ rot, value_private=True)
   return off.realize()
 
 # one compiled round per (shape, dtype, device): a replay launches its kernels without scheduling them again

@@ -220,7 +220,8 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     return UOp(Ops.BUFFER, dtype, arg=ParamArg(slot, _shape_tuple(shape), addrspace, device))
   @staticmethod
   def new_buffer(device:str|tuple, size:int, dtype:DType) -> UOp:
-    return UOp(Ops.BUFFER, dtype, (), ParamArg.global_buffer(next(_buffer_num), size, device))
+    BufferClock.last = n = next(_buffer_num)
+    return UOp(Ops.BUFFER, dtype, (), ParamArg.global_buffer(n, size, device))
   # sink/group work as `UOp.sink(a, b)` and as `a.sink(b)`: the first source is self either way
   def sink(self, *srcs:UOp, arg=None) -> UOp: return UOp(Ops.SINK, dtypes.void, (self,)+srcs, arg)
   def group(self, *srcs:UOp) -> UOp: return self if not srcs else UOp(Ops.GROUP, dtypes.void, (self,)+srcs)
@@ -312,6 +313,9 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
 _JUST_UOP = frozenset([UOp])
 _set_op, _set_dtype, _set_src, _set_arg, _set_tag = (UOp.__dict__[f].__set__ for f in ("op", "dtype", "src", "arg", "tag"))
 _buffer_num = itertools.count(1 << 20)
+class BufferClock:
+  """the number (ParamArg.slot) of the newest device buffer node: a graph built before a buffer was made cannot hold it"""
+  last = (1 << 20) - 1
 
 _SIZED_MOVEMENT = {Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK}
 def _device_node(device:str|tuple) -> UOp:
