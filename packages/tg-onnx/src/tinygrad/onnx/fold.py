@@ -4,6 +4,8 @@ Variable (one compiled model for every batch size) and no shape needs a realize.
 gets its outputs' values here; anything not listed is simply not folded."""
 from __future__ import annotations
 from typing import Any, Callable
+from tinygrad.dtype import DType, truncate
+from tinygrad.onnx.ops.common import onnx_slice
 
 MAX_FOLD = 64  # values per tensor: shapes and axes, never data
 
@@ -22,9 +24,16 @@ def _slice(vals, args, attrs):
   if args[0].ndim != 1: return None
   data, starts, ends = vals[:3]
   steps = vals[4] if len(vals) > 4 and vals[4] is not None else [1]
-  return data[slice(starts[0], ends[0], steps[0])]
+  return data[onnx_slice(starts[0], ends[0], steps[0], len(data))]
 
-def _div(a, b): return a // b if isinstance(a, int) and isinstance(b, int) else a / b if not hasattr(a, "op") else a // b
+def _div(a, b):
+  if hasattr(a, "op"): return a // b  # a symbolic size: never negative, so flooring is truncating
+  return _trunc_div(a, b) if isinstance(a, int) and isinstance(b, int) else a / b
+
+def _trunc_div(a:int, b:int) -> int:
+  # integer Div is C's: it rounds toward zero (python's // floors)
+  q = abs(a) // abs(b)
+  return q if (a < 0) == (b < 0) else -q
 
 def _cast(vals, args, attrs):
   to = attrs.get("to")
@@ -48,13 +57,19 @@ def _where(c:list, x:list, y:list) -> list|None:
   c, x, y = (t * n if len(t) == 1 else t for t in (c, x, y))
   return [a if k else b for k, a, b in zip(c, x, y)]
 
-def fold(op:str, args:list, known:Callable[[Any], list|None], attrs:dict) -> list|None:
-  """python values of op's (first) output when every tensor input's values are known, else None"""
+def fold(op:str, args:list, known:Callable[[Any], list|None], attrs:dict, dtype:DType) -> list|None:
+  """python values of op's (first) output, of type dtype, when every tensor input's values are known, else None"""
   if (fn := FOLD.get(op)) is None: return None
   vals = []
   for a in args:
     if a is None: vals.append(None); continue
     if not hasattr(a, "uop") or (v := known(a)) is None or len(v) > MAX_FOLD: return None
     vals.append(v)
-  try: return fn(vals, args, attrs)
-  except (TypeError, IndexError, ZeroDivisionError): return None
+  try: out = fn(vals, args, attrs)
+  except (TypeError, IndexError, ZeroDivisionError, ValueError, OverflowError): return None
+  return None if out is None else _stored_as(out, dtype)
+
+def _stored_as(vals:list, dtype:DType) -> list:
+  """python values as a tensor of dtype holds them: ints wrap around (int32 65536*65537 is 65536), floats round to its precision"""
+  if (conv := truncate.get(dtype)) is None: return vals
+  return [v if hasattr(v, "op") else conv(v) for v in vals]

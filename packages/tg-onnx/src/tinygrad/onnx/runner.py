@@ -156,7 +156,7 @@ class OnnxRunner:
         raise
       rets = ret if isinstance(ret, tuple) else (ret,)
       if len(rets) == 1 and isinstance(ret, Tensor) and ret.uop not in self._vals and \
-         (vals := fold(node.op, args, lambda t: self._vals.get(t.uop), node.attrs)) is not None:
+         (vals := fold(node.op, args, lambda t: self._vals.get(t.uop), node.attrs, ret.dtype)) is not None:
         self._vals[ret.uop] = vals
       for name, v in zip(node.outputs, rets):
         if name: env[name] = v

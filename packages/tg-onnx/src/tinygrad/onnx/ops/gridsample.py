@@ -34,7 +34,8 @@ def grid_sample(x, grid, align_corners=0, mode="linear", padding_mode="zeros"):
     v = (u + 1) / 2 * (s - 1) if align_corners else ((u + 1) * s - 1) / 2
     lo, hi = (0.0, s - 1.0) if align_corners else (-0.5, s - 0.5)
     if mode == "nearest": v = v.round()
-    if padding_mode == "border": v = v.clip(0, s - 1)
+    # border: nearest and linear clip the coordinate, cubic clips each of its four taps instead (onnxruntime, torch)
+    if padding_mode == "border" and mode != "cubic": v = v.clip(0, s - 1)
     elif padding_mode == "reflection": v = _reflect(v, lo, hi)
     coords.append(v); lows.append(lo); highs.append(hi)
   # per axis: (index, weight) taps

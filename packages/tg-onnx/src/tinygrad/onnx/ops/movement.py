@@ -5,7 +5,7 @@ import math
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
-from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype
+from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype, onnx_slice
 
 def _reshape(x, shape, allowzero=0):
   shape = [x.shape[i] if s == 0 and not allowzero else s for i, s in enumerate(shape)]
@@ -86,12 +86,7 @@ def _slice(x, starts, ends, ax=None, steps=None):
   ax = norm_axes(ax, x.ndim) if ax is not None else list(range(len(starts)))
   steps = steps or [1] * len(starts)
   idx = [slice(None)] * x.ndim
-  for a, s, e, st in zip(ax, starts, ends, steps):
-    n = x.shape[a]
-    if st == 0: raise ValueError("Slice step 0")
-    # clamp like ONNX: starts/ends beyond the axis saturate (python's slice does the same except for huge negatives)
-    s, e = max(min(s, n), -n - 1), max(min(e, n), -n - 1)
-    idx[a] = slice(s, e if e >= -n else (None if st < 0 else 0), st)
+  for a, s, e, st in zip(ax, starts, ends, steps): idx[a] = onnx_slice(s, e, st, x.shape[a])
   return x[tuple(idx)] if x.ndim else x
 
 @op("Slice", since=1)
@@ -162,8 +157,23 @@ def _pad(x, pads, mode, value, ax=None):
   n = len(ax)
   per = [(0, 0)] * x.ndim
   for i, a in enumerate(ax): per[a] = (pads[i], pads[i + n])
+  if mode == "wrap": return _wrap_pad(x, per)
   flat = [p for pr in reversed(per) for p in pr]
-  return x.pad(flat, mode={"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": "circular"}[mode], value=value)
+  return x.pad(flat, mode={"constant": "constant", "reflect": "reflect", "edge": "replicate"}[mode], value=value)
+
+def _wrap_pad(x, per):
+  # negative pads crop first; then each axis is repeated as often as the pads need (they may be wider than the axis, which
+  # Tensor.pad's circular mode refuses) and the window around the original copy is kept
+  x = x.pad(tuple((min(b, 0), min(e, 0)) for b, e in per))
+  for a, (b, e) in enumerate(per):
+    b, e, n = max(b, 0), max(e, 0), x.shape[a]
+    if not b and not e: continue
+    if n == 0: raise ValueError(f"Pad mode wrap of axis {a}: the axis is empty, there is nothing to wrap")
+    copies_before = -(-b // n)
+    tiled = x.repeat(tuple(copies_before + 1 + -(-e // n) if i == a else 1 for i in range(x.ndim)))
+    start = copies_before * n - b
+    x = tiled.shrink(tuple((start, start + b + n + e) if i == a else None for i in range(x.ndim)))
+  return x
 
 @op("Pad", since=1)
 def pad_v1(x, pads=None, mode="constant", value=0.0, paddings=None): return _pad(x, pads if pads is not None else paddings, mode, value)
@@ -194,8 +204,10 @@ def constant(ctx, value=None, value_float=None, value_floats=None, value_int=Non
 def range_(ctx, start, limit, delta):
   s, l, d = ctx.vals(start)[0], ctx.vals(limit)[0], ctx.vals(delta)[0]
   n = max(math.ceil((l - s) / d), 0)
-  return (Tensor.arange(n, dtype=dtypes.int64 if not dtypes.is_float(start.dtype) else dtypes.float32) * d + s).cast(start.dtype) if n else \
-    Tensor.zeros(0, dtype=start.dtype)
+  if not n: return Tensor.zeros(0, dtype=start.dtype)
+  # floats in their own type (a double range needs double steps), ints in int64
+  work = start.dtype if dtypes.is_float(start.dtype) else dtypes.int64
+  return (Tensor.arange(n, dtype=work) * d + s).cast(start.dtype)
 
 @op("Trilu", ctx=True)
 def trilu(ctx, x, k=None, upper=1):
@@ -268,5 +280,11 @@ def cumsum(ctx, x, axis_t, exclusive=0, reverse=0):
   a = a + x.ndim if a < 0 else a
   if reverse: x = x.flip(a)
   y = x.cumsum(a)
-  if exclusive: y = y - x
+  if exclusive: y = _shift_right(y, a)
   return y.flip(a) if reverse else y
+
+def _shift_right(y, a):
+  # the exclusive sum is the inclusive one moved one place along a (a zero first): subtracting x instead gives inf - inf = nan and
+  # cancels the small terms of a large running sum
+  padded = y.pad(tuple((1, 0) if i == a else None for i in range(y.ndim)))
+  return padded.shrink(tuple((0, n) if i == a else None for i, n in enumerate(y.shape)))

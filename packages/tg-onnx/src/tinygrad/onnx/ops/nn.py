@@ -43,13 +43,20 @@ def conv_transpose(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, ker
   if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
     out = output_shape[-nd:] if output_shape is not None else [i * s for i, s in zip(x.shape[2:], strides)]
     total = [s * (i - 1) + op_ + ((k - 1) * d + 1) - o for i, s, op_, k, d, o in zip(x.shape[2:], strides, output_padding, ks, dilations, out)]
-    lo = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total]
+    lo = [_transpose_pad_begin(t, auto_pad) for t in total]
     pads = lo + [t - l for t, l in zip(total, lo)]
   pads = pads or [0] * 2 * nd
   # conv_transpose2d takes symmetric padding: compute with none, then crop begins and ends (and extend by output_padding)
   y = x.conv_transpose2d(w, None, groups=group, stride=strides, dilation=dilations, padding=0, output_padding=output_padding)
   y = y.pad([None, None] + [(-pads[i], -pads[i + nd]) for i in range(nd)])  # positive pads crop; negative ones (a larger output_shape) extend
   return y if b is None else y + b.reshape(1, -1, *[1] * nd)
+
+def _transpose_pad_begin(total:int, auto_pad:str) -> int:
+  """the begin's share of ConvTranspose's total padding (negative: the output grows); SAME_UPPER gives the odd unit to the end"""
+  if auto_pad == "SAME_UPPER": return total // 2
+  if auto_pad == "SAME_LOWER": return total - total // 2
+  # an output_shape alone: an odd crop starts at the begin, but growth all goes to the end (onnxruntime, the reference evaluator)
+  return max(total - total // 2, 0)
 
 def _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads):
   nd = len(kernel_shape)
@@ -85,7 +92,8 @@ def max_pool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=Non
   pos = pos.reshape(1, 1, *sp).expand(x.shape)
   big = _windows_reduce(x, kernel_shape, strides, dilations, p, extra, lowest, lambda w, a: w)
   pw = _windows_reduce(pos, kernel_shape, strides, dilations, p, extra, -1, lambda w, a: w)
-  hit = big.eq(out.reshape(*out.shape, *[1] * nd))
+  # the padding (position -1) holds the lowest value too: a window of only -inf must still point at one of its real elements
+  hit = big.eq(out.reshape(*out.shape, *[1] * nd)) & (pw >= 0)
   n = x.shape[0] * x.shape[1] * math.prod(sp)
   cand = hit.where(pw, n + 1).min(tuple(range(-nd, 0)))
   base = (Tensor.arange(x.shape[0] * x.shape[1], dtype=dtypes.int64) * math.prod(sp)).reshape(x.shape[0], x.shape[1], *[1] * nd)

@@ -74,8 +74,8 @@ def resize_nd(x, out_sizes, scales, axes, mode="nearest", ctm="half_pixel", near
 def resize(ctx, x, roi=None, scales=None, sizes=None, antialias=0, axes=None, coordinate_transformation_mode="half_pixel",
            cubic_coeff_a=-0.75, exclude_outside=0, extrapolation_value=0.0, keep_aspect_ratio_policy="stretch", mode="nearest",
            nearest_mode="round_prefer_floor"):
-  if ctx.opsets.get("", 1) < 11:  # opset 10: (X, scales) and asymmetric coordinates
-    scales, roi, coordinate_transformation_mode = roi, None, "asymmetric"
+  if ctx.opsets.get("", 1) < 11:  # opset 10: (X, scales), Upsample's asymmetric coordinates and flooring nearest
+    scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "floor"
   ax = norm_axes(axes, x.ndim) if axes is not None else list(range(x.ndim))
   roi_v = ctx.vals(roi) if roi is not None and roi.numel() else None
   if roi_v is not None and len(roi_v) == 2 * x.ndim and len(ax) != x.ndim: roi_v = [roi_v[a] for a in ax] + [roi_v[a + x.ndim] for a in ax]
