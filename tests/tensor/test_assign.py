@@ -183,3 +183,20 @@ def test_in_place_updates_stay_one_kernel():
   w -= 0.5 * w.grad
   assert GlobalCounters.kernel_count == 2
   np.testing.assert_equal(w.numpy(), [0., 0., 0., 0.])
+
+@pytest.mark.parametrize("scheduled", [False, True])
+def test_values_computed_from_parameters_before_a_step_keep_them(scheduled):
+  from tinygrad import nn
+  from tinygrad.nn.optim import SGD
+  layer = nn.Linear(3, 2)
+  x = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+  opt = SGD(nn.state.get_parameters(layer), lr=0.5)
+  w_before = layer.weight.numpy()
+  side = layer.weight * 2  # not in the loss: the step's realize does not need it
+  with Tensor.train():
+    layer(x).sum().backward()
+    if scheduled: Tensor.realize(*opt.schedule_step())
+    else: opt.step()
+  after = layer.weight * 2
+  np.testing.assert_allclose(side.numpy(), w_before * 2)
+  np.testing.assert_allclose(after.numpy(), (w_before - 0.5 * x.numpy().sum(0)) * 2, rtol=1e-6)

@@ -495,22 +495,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
   def realize(self, *lst:Tensor, do_update_stats:bool=True) -> Tensor:
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
-    do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way"""
-    if todo := [t for t in (self,) + lst if not t._is_buffer() and 0 not in t.shape]:
-      runs, becomes = _prepare(olds := [t.uop for t in todo])
-      # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
-      # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept
-      realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
-      results = [becomes[o] for o in olds]
-      # the bookkeeping is done (and the schedule dropped) before the kernels run: after a big one the interpreter's caches are cold
-      del becomes
-      for run in runs: run()
-      _realized.record(realized)
-      epoch = _realized.epoch
-      for t, o, n in zip(todo, olds, results):
-        _keep_for_autograd(t, o)
-        t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
+    do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way. Where they write into buffers (an optimizer's
+    step, an assign), the live values still to be computed from the old contents are computed in the same run, before the writes"""
+    _realize((self,) + lst)
     return self
+
   def assign(self, x:Any) -> Tensor:
     """write x's values into self's buffer, now: every view of that buffer, taken before or after, reads the new values; a value still
     to be computed from the old contents (b = a + 1 before a.assign(0)) keeps the old ones, as an eager library's would"""
@@ -532,16 +521,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       return self._assign_through_pad(x)
     from tinygrad.nn.inplace import take_deferred
     if pending := take_deferred(): Tensor.realize(*pending)  # a loss backward() ran on keeps its value (nn/inplace.py)
-    bufs = {b for b in target.base.toposort() if b.op is Ops.BUFFER}
-    readers = _live.computing_from(bufs, skip=x, caught_up=_realized.any_into(bufs))
-    # x itself, when the caller keeps it: on a gradient path it gets a buffer of its own (the path goes on through it); else it reads
-    # a copy of what it wrote, made only if it is read before the next write (see the end)
-    x_reads_target = not value_private and bool(computing_from([x], bufs))
-    if x_reads_target and x._grad_flows(): readers, x_reads_target = readers + [x], False
-    if readers: Tensor.realize(*readers)
+    # x itself, when the caller keeps it and it computes from the old contents: on a gradient path it gets a buffer of its own in the
+    # same run (the path goes on through it); else it reads a copy of what it wrote, made only if read before the next write
+    x_reads_target = not value_private and bool(computing_from([x], {b for b in target.base.toposort() if b.op is Ops.BUFFER}))
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
-    Tensor(target.after(target.store(value))).realize()
-    if x_reads_target: x.uop = _own_contiguous(target.contiguous())
+    _realize([Tensor(target.after(target.store(value)))] + ([x] if x_reads_target and x._grad_flows() else []), skip=(x,))
+    if x_reads_target and not x._grad_flows(): x.uop = _own_contiguous(target.contiguous())
     return self
   def _assign_through_pad(self, x:Tensor) -> Tensor:
     """self a view of a buffer built with a pad (a step: a[:, ::2] pads, reshapes and shrinks): the view's elements each name their
@@ -597,6 +582,35 @@ def _engine():
   global _realize_module
   if _realize_module is None: from tinygrad.engine import realize as _realize_module
   return _realize_module
+
+def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
+  """Tensor.realize; skip: handles left out of the readers of old contents (an assign's value, which the assign deals with)"""
+  if not (todo := [t for t in ts if not t._is_buffer() and 0 not in t.shape]): return
+  if any([_memo_any(t.uop, _WRITES, _WRITE_OPS, None) for t in todo]): todo += _old_value_readers(todo, skip)
+  runs, becomes = _prepare(olds := [t.uop for t in todo])
+  # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
+  # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept
+  realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
+  results = [becomes[o] for o in olds]
+  # the bookkeeping is done (and the schedule dropped) before the kernels run: after a big one the interpreter's caches are cold
+  del becomes
+  for run in runs: run()
+  _realized.record(realized)
+  epoch = _realized.epoch
+  for t, o, n in zip(todo, olds, results):
+    _keep_for_autograd(t, o)
+    t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
+
+_WRITES, _WRITE_OPS = "_holds_write", frozenset({Ops.AFTER})  # AFTER: a buffer's value after a store or a custom kernel
+def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tensor]:
+  """the live tensors, not in todo or skip, whose values are still to be computed from the buffers todo's graphs write into: computed
+  in the same run, whose kernels that read a buffer run before the ones that write it"""
+  bufs: set[UOp] = set()
+  for t in todo:
+    for u in t.uop.toposort(lambda u: u.__dict__.get(_WRITES, True)):
+      if u.op is Ops.AFTER: bufs.update(b for b in u.src[0].base.toposort() if b.op is Ops.BUFFER)
+  readers = _live.computing_from(bufs, {id(t) for t in (*todo, *skip)}, caught_up=_realized.any_into(bufs)) if bufs else []
+  return [t for t in readers if not t._is_buffer() and 0 not in t.shape]
 
 def _memo_any(u:UOp, key:str, ops:frozenset, mark:str|None, tagged:Ops|None=None) -> bool:
   """whether some node of u's graph has an op in `ops`, the attribute `mark`, or is a `tagged` op with a tag, kept on each node under

@@ -30,8 +30,8 @@ class LiveTensors:
     self.limit = max(self.MIN_LIMIT, 2 * len(self.refs))
   def alive(self) -> list:
     return [t for r in list(self.refs.values()) if (t := r()) is not None]
-  def computing_from(self, bufs:set, skip, caught_up:bool) -> list:
-    """the live handles but skip whose values are still to be computed from bufs; a handle found realized is forgotten here until it
+  def computing_from(self, bufs:set, skip:set[int], caught_up:bool) -> list:
+    """the live handles but those whose ids are in skip whose values are still to be computed from bufs; a handle found realized is forgotten here until it
     gets a new graph. caught_up=False looks at each graph as its handle last saw it, and only at handles given their graphs after the
     oldest of bufs was made: right unless a node in a graph was realized into bufs since (the caller knows), as catching up only puts
     buffers in place of nodes, and costs a walk of each graph after every realize"""
@@ -40,7 +40,7 @@ class LiveTensors:
     for k, (r, made) in reversed(self.lazy.items()):
       if made < oldest: break
       if (t := r()) is None or _is_view(t.uop if caught_up else t._uop): done.append(k)
-      elif t is not skip: ret.append(t)
+      elif k not in skip: ret.append(t)
     for k in done: del self.lazy[k]
     return computing_from(ret, bufs, caught_up)
 
