@@ -15,9 +15,16 @@ def _per_axis(x, nd:int, what:str, least:int|None=None) -> tuple:
   if least is not None and any(isinstance(v, int) and v < least for v in ret): raise ValueError(f"{what} {x} must be at least {least}")
   return ret
 
+def _padding_mode(padding:str) -> str:
+  """a padding string in any case, as tinygrad lower-cases it: 'same' or 'valid' (a 4-letter string must not pass as 4 pads)"""
+  if (mode := padding.lower()) not in ("same", "valid"):
+    raise ValueError(f"Invalid padding string {padding!r}, only 'same' or 'valid' is supported")
+  return mode
+
 def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
   """pad()'s flat form (last axis first): from an int, one per axis, torch's flat (left, right, top, bottom, ...), 'same' or 'valid'"""
   nd = len(ks)
+  if isinstance(padding, str): padding = _padding_mode(padding)
   if padding == "valid": return [0]*2*nd
   if padding == "same":
     if any(s != 1 for s in strides): raise ValueError(f"padding='same' needs stride 1, got {strides}")
@@ -27,6 +34,10 @@ def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
   if len(padding) == nd: return [p for p in reversed(tuple(padding)) for _ in range(2)]
   if len(padding) == 2*nd: return list(padding)
   raise ValueError(f"padding {padding} needs an int, one per spatial axis ({nd}), two per axis ({2*nd}), 'same' or 'valid'")
+
+def _pad_pairs(pads:list, nd:int) -> tuple:
+  """_flat_pads' flat form (last axis first) as (before, after) per spatial axis, first axis first"""
+  return tuple((pads[2*(nd-1-a)], pads[2*(nd-1-a)+1]) for a in range(nd))
 
 def _spans(x, spans:dict):
   """x shrunk to spans {axis: (start, end)}, the other axes whole"""
@@ -179,18 +190,12 @@ def _input_gradient(g, weight, spatial:tuple, groups:int, strides:tuple, dils:tu
   """conv2d's gradient with respect to its input: the output gradient conv_transposed with the weight (a conv of the stride-dilated
   gradient with the flipped, transposed weight), cut to the input from the padded input. Autograd of the windows instead writes every
   tap of every input element and sums them (b8 64->64 56x56 3x3: 58 MB, ~40 ms)"""
-  nd = len(spatial)
-  lo, hi = [pads[2*(nd-1-a)] for a in range(nd)], [pads[2*(nd-1-a)+1] for a in range(nd)]
-  # the padded input's rows past the last window (stride > 1) are output_padding, gradient 0; conv_transpose2d's padding is the same
-  # on both sides, so the larger of uneven pads is cut after
-  extra = [i + lo[a] + hi[a] - ((o-1)*s + d*(k-1) + 1)
-           for a, (i, o, s, d, k) in enumerate(zip(spatial, g.shape[2:], strides, dils, weight.shape[2:]))]
-  both = [min(l, h) for l, h in zip(lo, hi)]
+  # the padded input's rows past the last window (stride > 1) are output_padding, gradient 0
+  extra = [i + lo + hi - ((o-1)*s + d*(k-1) + 1)
+           for i, o, s, d, k, (lo, hi) in zip(spatial, g.shape[2:], strides, dils, weight.shape[2:], _pad_pairs(pads, len(spatial)))]
   token = _in_gradient.set(True)
-  try: gx = g.conv_transpose2d(weight, None, groups, strides, dils, both, extra)
+  try: return g.conv_transpose2d(weight, None, groups, strides, dils, pads, extra)
   finally: _in_gradient.reset(token)
-  if lo == hi: return gx
-  return gx.shrink(((0, gx.shape[0]), (0, gx.shape[1])) + tuple((l - b, l - b + i) for l, b, i in zip(lo, both, spatial)))
 
 def _own_input_gradient(x, pads:list) -> bool:
   """whether the direct form's input gradient is _input_gradient's conv: a gradient flows into x, on one device, of concrete sizes"""
@@ -299,7 +304,7 @@ def _weight_grad_per_image(x, weight, out:tuple) -> bool:
   return x.shape[0] > 1 and x.shape[0] * image > L2_BYTES >= image
 
 class _AxisPhases(NamedTuple):
-  """one spatial axis of a conv_transpose split into its stride's phases. Output o sits at u = o + padding = s*v + r of the full
+  """one spatial axis of a conv_transpose split into its stride's phases. Output o sits at u = o + the padding before = s*v + r of the full
   (uncropped) output; phase r holds the taps j = r, r + s, r + 2s, ... (input i = v - m for tap r + m*s). Every phase's taps end at
   offset 0 (m = 0), so one conv with `taps` = ceil(k / s) taps (a shorter phase gets zeros before its own) computes v for all of
   them at the same position: the interleave is a reshape, not a gather"""
@@ -312,18 +317,18 @@ class _AxisPhases(NamedTuple):
   crop: int       # u - s*v0 of output 0
   out: int        # conv_transpose's output size
 
-def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, out_pads:tuple) -> tuple|None:
-  """the per-axis phases of a strided conv_transpose, or None where the zero-stuffed form stays: no stride, a symbolic size or a kernel
-  dilated along a strided axis (its phases' taps end at different offsets). A kernel shorter than the stride leaves phases without
-  taps: their sub-kernel is zeros"""
+def _phase_taps(spatial:tuple, ks:tuple, strides:tuple, dils:tuple, pads:tuple, out_pads:tuple, pads_after:tuple|None=None) -> tuple|None:
+  """the per-axis phases of a strided conv_transpose whose output is cropped by pads before each axis and pads_after after it (pads
+  again where None), or None where the zero-stuffed form stays: no stride, a symbolic size or a kernel dilated along a strided axis
+  (its phases' taps end at different offsets). A kernel shorter than the stride leaves phases without taps: their sub-kernel is zeros"""
   if all(s == 1 for s in strides) or not all(isinstance(v, int) for v in spatial): return None
   if any(s > 1 and d > 1 for s, d in zip(strides, dils)): return None
   ret = []
-  for i, k, s, d, p, op in zip(spatial, ks, strides, dils, pads, out_pads):
-    out = (i-1)*s - 2*p + d*(k-1) + op + 1
-    if out <= 0: raise ValueError(f"conv_transpose2d of an axis of size {i} with kernel {k}, stride {s}, padding {p} has no output")
-    taps, v0, v1 = ceildiv(k, s), p // s, (p + out - 1) // s
-    ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v1 - v0 + 1, p - s*v0, out))
+  for i, k, s, d, lo, hi, op in zip(spatial, ks, strides, dils, pads, pads if pads_after is None else pads_after, out_pads):
+    out = (i-1)*s - lo - hi + d*(k-1) + op + 1
+    if out <= 0: raise ValueError(f"conv_transpose2d of an axis of size {i} with kernel {k}, stride {s}, padding {(lo, hi)} has no output")
+    taps, v0, v1 = ceildiv(k, s), lo // s, (lo + out - 1) // s
+    ret.append(_AxisPhases(s, d, k, taps, (d*(taps-1) - v0, v1 - (i-1)), v1 - v0 + 1, lo - s*v0, out))
   return tuple(ret)
 
 # a kernel no multiple of the stride is split into classes of phases (_tap_classes) where that skips at least this many products with
@@ -458,7 +463,8 @@ class TensorConvMixin:
       ret = ret._custom_gradient((self,), lambda g: (_input_gradient(g, weight, spatial, groups, strides, dils, pads).cast(self.dtype),))
     return ret if bias is None else ret + bias.reshape((1, cout) + (1,)*nd)
   def conv_transpose2d(self, weight, bias=None, groups:int=1, stride=1, dilation=1, padding=0, output_padding=0):
-    """the gradient of conv2d with respect to its input, like torch's conv_transpose2d; weight is (Cin, Cout/groups, *kernel)"""
+    """the gradient of conv2d with respect to its input, like torch's conv_transpose2d; weight is (Cin, Cout/groups, *kernel). padding
+    crops the output: an int, one per spatial axis, or conv2d's flat (left, right, top, bottom, ...), last axis first"""
     cin, cout_g, *ks = weight.shape
     nd = len(ks)
     self._int_axes("conv_transpose2d", range(1, self.ndim)); weight._int_axes("conv_transpose2d's weight", range(weight.ndim))
@@ -466,8 +472,10 @@ class TensorConvMixin:
       raise ValueError(f"conv_transpose2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {cin} channels, divisible by groups")
     strides, dils = _per_axis(stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1)
-    pads, out_pads = _per_axis(padding, nd, "padding"), _per_axis(output_padding, nd, "output_padding")
-    if (phases := _phase_taps(tuple(self.shape[2:]), tuple(ks), strides, dils, pads, out_pads)) is not None:
+    if isinstance(padding, str): raise ValueError(f"conv_transpose2d takes no padding string ({padding!r}): give the amounts to crop")
+    before, after = zip(*_pad_pairs(_flat_pads(padding, tuple(ks), dils, strides), nd))
+    out_pads = _per_axis(output_padding, nd, "output_padding")
+    if (phases := _phase_taps(tuple(self.shape[2:]), tuple(ks), strides, dils, before, out_pads, after)) is not None:
       return _phase_conv_transpose(self, weight, bias, groups, phases)
     x = self
     for a, s in enumerate(strides):  # s-1 zeros between neighbours
@@ -477,5 +485,5 @@ class TensorConvMixin:
       x = x.shrink(tuple((0, (n-1)*s+1) if j == ax else None for j in range(x.ndim)))
     w = weight.reshape((groups, cin//groups, cout_g) + tuple(ks)).transpose(1, 2).reshape((groups*cout_g, cin//groups) + tuple(ks))
     w = w.flip(tuple(range(2, 2+nd)))
-    flat = [p for k, d, pd, op in reversed(list(zip(ks, dils, pads, out_pads))) for p in (d*(k-1)-pd, d*(k-1)-pd+op)]
+    flat = [p for k, d, lo, hi, op in reversed(list(zip(ks, dils, before, after, out_pads))) for p in (d*(k-1)-lo, d*(k-1)-hi+op)]
     return x.conv2d(w, bias, groups, 1, dils, flat)

@@ -3,18 +3,21 @@ from __future__ import annotations
 import math
 from tinygrad.tensor import Tensor
 from tinygrad.helpers import prod
+from tinygrad.tensor_conv import _padding_mode
 
 def _kernel(kernel_size:int|tuple[int, ...]) -> tuple[int, ...]:
   return (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
 
 class Conv2d:
-  """a cross-correlation over as many spatial axes as kernel_size has (an int means two); padding may be 'same' or 'valid'"""
+  """a cross-correlation over as many spatial axes as kernel_size has (an int means two); padding may be 'same' or 'valid', in any case"""
   def __init__(self, in_channels:int, out_channels:int, kernel_size:int|tuple[int, ...], stride=1, padding:int|tuple[int, ...]|str=0,
                dilation=1, groups:int=1, bias:bool=True):
     if in_channels % groups or out_channels % groups:
       raise ValueError(f"Conv2d: in_channels={in_channels} and out_channels={out_channels} must both be divisible by groups={groups}")
     self.kernel_size = _kernel(kernel_size)
-    self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+    # a padding string is checked here, as tinygrad's Conv2d does, rather than at the first call
+    self.padding = _padding_mode(padding) if isinstance(padding, str) else padding
+    self.stride, self.dilation, self.groups = stride, dilation, groups
     bound = 1 / math.sqrt(in_channels * prod(self.kernel_size))
     self.weight = Tensor.uniform(out_channels, in_channels//groups, *self.kernel_size, low=-bound, high=bound)
     self.bias = Tensor.uniform(out_channels, low=-bound, high=bound) if bias else None

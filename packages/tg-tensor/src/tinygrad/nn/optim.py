@@ -10,14 +10,19 @@ from tinygrad.helpers import dedup
 from tinygrad.nn.inplace import buffer_of, defer, pending_write, take_deferred
 
 class Optimizer:
-  """holds params (those with requires_grad None become True; False ones are left out) and lr as a float32 Tensor of shape (1,).
-  device and fused are tinygrad 0.14's: device may only name the parameters' device (tg keeps the state beside the parameters); fused
-  changes how upstream lays out the update (one concatenated buffer), not its values: tg updates each parameter in its own buffer"""
+  """holds params (those with requires_grad None become True) and lr as a float32 Tensor of shape (1,); tensors passed with
+  requires_grad=False are its buffers (a BatchNorm's running statistics among get_parameters), realized by each step, not updated.
+  device, fused and param_dtype are tinygrad 0.14's: device may only name the parameters' device (tg keeps the state beside the
+  parameters). fused=True is upstream's one update of all parameters concatenated: tg still updates each parameter in its own buffer,
+  but a trust ratio (LAMB, LARS) is then one ratio of norms over all the parameters together, as upstream's over the concatenation
+  (other rules are elementwise, the same either way). param_dtype is the state's dtype: float32 (upstream's OPTIM_DTYPE is not read)"""
   def __init__(self, params:list[Tensor], lr:float, device:str|None=None, fused:bool=False):
     if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     for t in params:
       if t.requires_grad is None: t.requires_grad_(True)
     self.params = dedup([t for t in params if t.requires_grad])
+    self.buffers = dedup([t for t in params if not t.requires_grad])
+    self.fused, self.param_dtype = fused, dtypes.float32
     if not self.params:
       raise ValueError(f"the optimizer got no parameters that need gradients (of {len(params)} tensors, none has requires_grad): pass the model's")
     Tensor.realize(*self.params)  # steps write into the parameters' buffers
@@ -25,6 +30,9 @@ class Optimizer:
     if device is not None and Device.canonicalize(device) != self.device:
       raise ValueError(f"optimizer device={device!r}: tg keeps the optimizer's state on its parameters' device, {self.device!r}")
     self.lr = buffer_of(Tensor([lr], device=self.device, dtype=dtypes.float32, requires_grad=False))
+  def _scalar_lr(self) -> Tensor:
+    """lr as a 0-d view of its buffer: times a 0-d parameter's gradient, shape (1,) would broadcast the update to (1,)"""
+    return self.lr.reshape(())
   def zero_grad(self):
     for t in self.params: t.grad = None
   def step(self):
@@ -52,7 +60,7 @@ class Optimizer:
         if not t._is_buffer(): t.uop = _private_buffer(t.uop)
     grads = [t.grad for t in self.params]
     updates, state = self._updates(grads)
-    Tensor.realize(*grads, *state, *take_deferred())
+    Tensor.realize(*grads, *state, *self.buffers, *take_deferred())
     writes = [pending_write(t, (t.detach() - u).cast(t.dtype)) for t, u in zip(self.params, updates)]
     for t, w in zip(self.params, writes): t.replace(w)
     defer(*self.params)  # realized before the next in-place write (an lr schedule's assign): the step reads the values it was made with
@@ -63,6 +71,12 @@ class Optimizer:
 
 # laid out like the parameter: a sharded one's state is sharded too, each device holding its part
 def _zeros_like(t:Tensor) -> Tensor: return buffer_of(t.zeros_like(dtype=dtypes.float32, requires_grad=False))
+
+def _norms(ts:list[Tensor], fused:bool) -> list[Tensor]:
+  """each tensor's L2 norm; fused, the norm of all of them together for each (tinygrad's fused step sees them concatenated)"""
+  squares = [t.square().sum() for t in ts]
+  if not fused: return [sq.sqrt() for sq in squares]
+  return [sum(squares[1:], squares[0]).sqrt()] * len(ts)
 
 class SGD(Optimizer):
   """g = grad + weight_decay * p; with momentum, b = momentum * b + g and the step is lr * (g + momentum * b if nesterov else b);
@@ -75,16 +89,17 @@ class SGD(Optimizer):
     self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
     self.b = [_zeros_like(t) for t in self.params] if momentum else []
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
-    gs = [g + self.wd * t.detach() for t, g in zip(self.params, grads)]
-    if not self.momentum: return [g * self.lr for g in gs], []
-    if self.classic: gs = [g * self.lr for g in gs]
+    gs, lr = [g + self.wd * t.detach() for t, g in zip(self.params, grads)], self._scalar_lr()
+    if not self.momentum: return [g * lr for g in gs], []
+    if self.classic: gs = [g * lr for g in gs]
     bs = [pending_write(b, self.momentum * b + g) for b, g in zip(self.b, gs)]
     steps = [g + self.momentum * b if self.nesterov else b for g, b in zip(gs, bs)]
-    return (steps if self.classic else [s * self.lr for s in steps]), bs
+    return (steps if self.classic else [s * lr for s in steps]), bs
 
 class LARS(Optimizer):
   """Layer-wise Adaptive Rate Scaling (You et al. 2017), in tinygrad's general form that SGD and Muon are cases of. Per parameter p with
-  gradient g: the trust ratio r = tcoef * |p| / (|g| + weight_decay * |p|) (1 where a norm is 0, or with tcoef=0); with pre_wd, g += wd * p
+  gradient g: the trust ratio r = tcoef * |p| / (|g| + weight_decay * |p|) (1 where a norm is 0, or with tcoef=0; with fused, the norms
+  are over all the parameters and gradients together, one ratio for all); with pre_wd, g += wd * p
   first; classic momentum scales by r * lr before the momentum buffer b = momentum * b + g (the step g + momentum * b with nesterov,
   else b), the other kind after it; ns_coefficients orthogonalise the step (newton_schulz on p's shape flattened to (rows, -1)); without
   pre_wd, lr * wd * p is added last (decoupled, Muon's)"""
@@ -93,6 +108,7 @@ class LARS(Optimizer):
                device:str|None=None, fused:bool=False):
     if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
     if nesterov and not momentum: raise ValueError("LARS(nesterov=True) needs momentum > 0")
+    if fused and ns_coefficients: raise ValueError("the Newton-Schulz step orthogonalises each parameter's step apart: fused=True does not apply")
     super().__init__(params, lr, device, fused)
     self.momentum, self.wd, self.ns_steps, self.ns_coefficients = momentum, weight_decay, ns_steps, ns_coefficients
     self.nesterov, self.classic, self.pre_wd, self.tcoef = nesterov, classic, pre_wd, tcoef
@@ -100,22 +116,22 @@ class LARS(Optimizer):
       raise ValueError("the Newton-Schulz step orthogonalises each parameter as a (rows, -1) matrix: a 0-d parameter has no rows; give it "
                        "to another optimizer (OptimizerGroup)")
     self.b = [_zeros_like(t) for t in self.params] if momentum else []
+  def _trust_ratios(self, ps:list[Tensor], gs:list[Tensor]) -> list[Tensor|float]:
+    if not self.tcoef: return [1.0] * len(ps)
+    return [((pn > 0) & (gn > 0)).where(self.tcoef * pn / (gn + self.wd * pn), 1.0)
+            for pn, gn in zip(_norms(ps, self.fused), _norms(gs, self.fused))]
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
-    ret, bs = [], []
-    for i, (t, g) in enumerate(zip(self.params, grads)):
-      p, g = t.detach().float(), g.float()
-      r: Tensor|float = 1.0
-      if self.tcoef:
-        pn, gn = p.square().sum().sqrt(), g.square().sum().sqrt()
-        r = ((pn > 0) & (gn > 0)).where(self.tcoef * pn / (gn + self.wd * pn), 1.0)
+    ret, bs, lr = [], [], self._scalar_lr()
+    ps, gs = [t.detach().float() for t in self.params], [g.float() for g in grads]
+    for i, (p, g, r) in enumerate(zip(ps, gs, self._trust_ratios(ps, gs))):
       if self.pre_wd and self.wd: g = g + self.wd * p
-      if self.classic: g = g * r * self.lr
+      if self.classic: g = g * r * lr
       if self.momentum:
         bs.append(b := pending_write(self.b[i], self.momentum * self.b[i] + g))
         g = g + self.momentum * b if self.nesterov else b
       if self.ns_coefficients: g = g.reshape(g.shape[0], -1).newton_schulz(self.ns_steps, self.ns_coefficients).reshape(g.shape)
-      if not self.classic: g = g * r * self.lr
-      if not self.pre_wd and self.wd: g = g + self.wd * self.lr * p
+      if not self.classic: g = g * r * lr
+      if not self.pre_wd and self.wd: g = g + self.wd * lr * p
       ret.append(g)
     return ret, bs
 
@@ -124,12 +140,13 @@ def Muon(params:list[Tensor], lr:float=0.001, momentum:float=0.95, weight_decay:
   """Muon (Jordan et al. 2024): SGD with nesterov momentum whose step is orthogonalised by a Newton-Schulz iteration, and decoupled
   weight decay after it. A parameter's step is orthogonalised as a (rows, -1) matrix: a conv weight as (out, in*kh*kw), a bias of n as
   (n, 1), which the iteration scales to a unit vector (as tinygrad does)"""
-  if fused: raise ValueError("Muon orthogonalises each parameter's step apart: fused=True does not apply")
-  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device)
+  return LARS(params, lr, momentum, weight_decay, ns_steps, ns_coefficients, nesterov, classic=False, pre_wd=False, tcoef=0.0, device=device,
+              fused=fused)
 
 class LAMB(Optimizer):
   """Adam's moments with bias correction, u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p, scaled per tensor by the trust ratio
-  |p| / |u| (1 where either norm is 0); adam=True drops the ratio. b1_t, b2_t hold b1^t, b2^t"""
+  |p| / |u| (1 where either norm is 0; with fused, one ratio of the norms over all the parameters together); adam=True drops the ratio.
+  b1_t, b2_t hold b1^t, b2^t"""
   def __init__(self, params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-6, weight_decay:float=0.0, adam:bool=False,
                device:str|None=None, fused:bool=False):
     super().__init__(params, lr, device, fused)
@@ -140,14 +157,12 @@ class LAMB(Optimizer):
     b1_t, b2_t = pending_write(self.b1_t, self.b1_t * self.b1), pending_write(self.b2_t, self.b2_t * self.b2)
     ms = [pending_write(m, self.b1 * m + (1 - self.b1) * g.float()) for m, g in zip(self.m, grads)]
     vs = [pending_write(v, self.b2 * v + (1 - self.b2) * g.float().square()) for v, g in zip(self.v, grads)]
-    ret = []
-    for t, m, v in zip(self.params, ms, vs):
-      u = (m / (1 - b1_t)) / ((v / (1 - b2_t)).sqrt() + self.eps) + self.wd * t.detach().float()
-      if not self.adam:
-        pn, un = t.detach().float().square().sum().sqrt(), u.square().sum().sqrt()
-        u = u * ((pn > 0) & (un > 0)).where(pn / un, 1.0)
-      ret.append(self.lr * u)
-    return ret, [b1_t, b2_t, *ms, *vs]
+    # 0-d views of the (1,) counters and lr, so that each update keeps its parameter's shape
+    c1, c2, ps = 1 - b1_t.reshape(()), 1 - b2_t.reshape(()), [t.detach().float() for t in self.params]
+    us = [(m / c1) / ((v / c2).sqrt() + self.eps) + self.wd * p for p, m, v in zip(ps, ms, vs)]
+    if not self.adam:
+      us = [u * ((pn > 0) & (un > 0)).where(pn / un, 1.0) for u, pn, un in zip(us, _norms(ps, self.fused), _norms(us, self.fused))]
+    return [self._scalar_lr() * u for u in us], [b1_t, b2_t, *ms, *vs]
 
 def Adam(params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-8, device:str|None=None, fused:bool=False) -> LAMB:
   """Adam (Kingma & Ba) with bias correction"""
@@ -166,6 +181,7 @@ class OptimizerGroup(Optimizer):
     self.optimizers = list(optimizers)
     self.params = [t for o in self.optimizers for t in o.params]
     if len(dedup(self.params)) != len(self.params): raise ValueError("OptimizerGroup: a parameter is in more than one of the optimizers")
+    self.buffers = dedup([t for o in self.optimizers for t in o.buffers])
     self.device = self.params[0].device
   def __getitem__(self, i:int) -> Optimizer: return self.optimizers[i]
   def zero_grad(self):
