@@ -58,29 +58,40 @@ def read_header(data:bytes, name:str) -> tuple[dict, dict, int]:
     if begin < end: fail(f"tensors {a!r} and {b!r} overlap: {a!r} ends at {end}, {b!r} begins at {begin}")
   return header, meta, c.pos
 
-def safe_load_metadata(src) -> tuple:
+def safe_load_metadata(t) -> tuple:
   """(the raw bytes as a uint8 Tensor, the header's JSON length, the header with its __metadata__), like upstream"""
   from tinygrad.tensor import Tensor
-  data, name = source_bytes(src)
+  data, name = source_bytes(t)
   header, meta, start = read_header(data, name)
   return Tensor(data), start - 8, {**header, "__metadata__": meta} if meta else header
 
-def safe_load(src) -> dict:
+def safe_load(fn) -> dict:
   """{name: Tensor} of a .safetensors path, or of a uint8 Tensor holding one"""
   from tinygrad.tensor import Tensor
-  data, name = source_bytes(src)
+  data, name = source_bytes(fn)
   header, _, start = read_header(data, name)
   return {k: Tensor(data[start+e["data_offsets"][0]:start+e["data_offsets"][1]], dtype=SAFE_DTYPES[e["dtype"]]).reshape(tuple(e["shape"]))
           for k, e in header.items()}
 
-def safe_save(tensors:dict, path, metadata:dict|None=None):
+def _metadata_text(metadata) -> dict[str, str]:
+  """safetensors metadata maps str to str (readers refuse anything else): a value of another type is written as its JSON text (3 as "3")"""
+  if not isinstance(metadata, dict): raise TypeError(f"safe_save: metadata must be a dict of str to str, got a {type(metadata).__name__}")
+  out = {}
+  for k, v in metadata.items():
+    if not isinstance(k, str): raise TypeError(f"safe_save: metadata key {k!r:.50} is a {type(k).__name__}, not a str")
+    try: out[k] = v if isinstance(v, str) else json.dumps(v)
+    except (TypeError, ValueError) as e: raise TypeError(f"safe_save: metadata {k!r} is neither a str nor JSON: {e}") from None
+  return out
+
+def safe_save(tensors:dict, fn, metadata:dict|None=None):
   """write {name: Tensor} as safetensors, in the dict's order; the header is padded with spaces to a multiple of 8 bytes"""
-  header, blobs, off = {}, [], 0
+  if "__metadata__" in tensors: raise ValueError("safe_save: no tensor may be named '__metadata__', the header key of the file's metadata")
+  header: dict = {"__metadata__": _metadata_text(metadata)} if metadata else {}
+  blobs, off = [], 0
   for k, t in tensors.items():
     if t.dtype not in SAFE_NAMES: raise TypeError(f"safetensors has no dtype for {t.dtype} (tensor {k!r})")
     blobs.append(raw := bytes(t._data()))
     header[k], off = {"dtype": SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}, off + len(raw)
-  if metadata: header["__metadata__"] = metadata
   js = json.dumps(header, separators=(",", ":")).encode()
   js += b" " * (-len(js) % 8)
-  with open(path, "wb") as f: f.write(struct.pack("<Q", len(js)) + js + b"".join(blobs))
+  with open(fn, "wb") as f: f.write(struct.pack("<Q", len(js)) + js + b"".join(blobs))

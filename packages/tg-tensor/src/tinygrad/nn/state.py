@@ -3,12 +3,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from tinygrad.nn.binary import FormatError
 from tinygrad.nn.safetensors import safe_load, safe_save, safe_load_metadata
-from tinygrad.nn.torch_load import torch_load
+from tinygrad.nn.torch_load import torch_load, zip_extract
 from tinygrad.nn.gguf import gguf_load
 from tinygrad.nn.tar import tar_extract
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_load", "safe_save", "safe_load_metadata", "torch_load", "gguf_load",
-           "tar_extract", "FormatError"]
+           "tar_extract", "zip_extract", "FormatError"]
 
 def get_state_dict(obj, prefix:str="", tensor_type=None) -> dict:
   """{dotted name: Tensor} of every Tensor reachable through attributes, lists, tuples and dicts ("layers.0.weight"); an object met

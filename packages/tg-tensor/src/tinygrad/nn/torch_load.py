@@ -1,13 +1,20 @@
-"""torch checkpoints: the zip format (<root>/data.pkl and one <root>/data/<key> entry per storage) and the legacy format (pickled magic
-number, protocol, sys info, the object, the storage keys, then each storage as an 8-byte element count and its bytes)."""
+"""torch checkpoints: the zip format (<root>/data.pkl and one <root>/data/<key> entry per storage), the legacy format (pickled magic
+number, protocol, sys info, the object, the storage keys, then each storage as an 8-byte element count and its bytes) and torch's
+oldest, a tar archive (members "storages", "tensors" and "pickle"). zip_extract reads the members of any zip archive."""
 from __future__ import annotations
-import io, struct, zipfile
+import contextlib, io, struct, zipfile, zlib
 from tinygrad.helpers import prod
-from tinygrad.nn.binary import FormatError, Cursor, source_bytes
-from tinygrad.nn.torch_pickle import Storage, TensorRef, unpickle, check_view
+from tinygrad.nn.binary import FormatError, Cursor, source_bytes, MAX_RANK
+from tinygrad.nn.torch_pickle import Storage, StorageType, TensorRef, TorchDType, unpickle, check_view, tensor_ref, tar_key
+from tinygrad.nn.tar import looks_like_tar, tar_members
 
 LEGACY_MAGIC, LEGACY_PROTOCOL = 0x1950a86a20f9469cfc6c, 1001
-ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, struct.error, NotImplementedError)
+# a zip local file header: torch tells its zip format by these first 4 bytes (zipfile.is_zipfile looks for an end record near the
+# end instead, which a legacy file's tensor bytes can hold)
+ZIP_MAGIC = b"PK\x03\x04"
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, struct.error, NotImplementedError,
+              OverflowError, zlib.error)
+TAR_MEMBERS = ("storages", "tensors", "pickle")
 
 def strided(storage, offset:int, size:tuple, stride:tuple):
   """as_strided of a 1-d storage tensor: a shrink and reshape when the strides are row-major (after a permute), else a gather"""
@@ -27,22 +34,29 @@ def _materialize(obj, make, memo:dict):
   """obj with every TensorRef in its dicts, lists and tuples made a Tensor (a shared or cyclic container stays shared)"""
   if id(obj) in memo: return memo[id(obj)]
   if isinstance(obj, TensorRef): ret = memo[id(obj)] = make(obj)
+  elif isinstance(obj, TorchDType): ret = obj.value()
   elif isinstance(obj, dict):
     ret = memo[id(obj)] = type(obj)()
     ret.update((k, _materialize(v, make, memo)) for k, v in obj.items())
   elif isinstance(obj, list):
     ret = memo[id(obj)] = []
     ret.extend(_materialize(v, make, memo) for v in obj)
-  elif isinstance(obj, tuple): ret = memo[id(obj)] = tuple(_materialize(v, make, memo) for v in obj)
+  elif isinstance(obj, (tuple, set, frozenset)): ret = memo[id(obj)] = type(obj)(_materialize(v, make, memo) for v in obj)
   else: ret = obj
   return ret
 
 def _build(obj, raw:dict[str, bytes], storages:dict[str, Storage], name:str):
   from tinygrad.tensor import Tensor
-  tensors = {k: Tensor(raw[k][:st.numel*st.dtype.itemsize], dtype=st.dtype) for k, st in storages.items()}
+  bases: dict = {}
+  def base(st:Storage):
+    # one Tensor per storage and dtype: a _rebuild_tensor_v3 tensor reads its untyped (byte) storage as its own dtype
+    if (k := (st.key, st.dtype)) not in bases:
+      root = storages[st.key]
+      bases[k] = Tensor(raw[st.key][:root.numel*root.dtype.itemsize], dtype=st.dtype)
+    return bases[k]
   def make(r:TensorRef):
     check_view(r.storage, r.offset, r.size, r.stride)  # checked when unpickled too: this is where a bad view would read past the bytes
-    return strided(tensors[r.storage.key], r.storage.offset + r.offset, r.size, r.stride)
+    return strided(base(r.storage), r.storage.offset + r.offset, r.size, r.stride)
   try: return _materialize(obj, make, {})
   except RecursionError: raise FormatError(f"{name}: the pickled object is nested too deeply to walk") from None
   except FormatError as e: raise FormatError(f"{name}: {e}") from None
@@ -98,11 +112,102 @@ def _load_legacy(data:bytes, name:str):
   if missing := storages.keys() - raw.keys(): raise FormatError(f"{name}: storages {sorted(missing)} are used but not in the file")
   return _build(obj, raw, storages, name)
 
-def torch_load(src):
+def _count(x, name:str, what:str) -> int:
+  if type(x) is not int or x < 0: raise FormatError(f"{name}: the pickled {what} must be an int >= 0")
+  return x
+
+def _read_tar_storages(data:bytes, name:str, storages:dict, raw:dict, objects:dict):
+  """torch's tar member "storages": a pickled count, then per storage a pickled (key, location, storage type), an 8-byte element
+  count and the elements; then a pickled list of views (key, root key, element offset, element count)"""
+  f = io.BytesIO(data)
+  for _ in range(_count(unpickle(f, name, {}), name, "storage count")):
+    at, rec = f.tell(), unpickle(f, name, {})
+    if not (type(rec) is tuple and len(rec) == 3 and (key := tar_key(rec[0])) is not None and key not in objects
+            and isinstance(rec[2], StorageType)):
+      raise FormatError(f"{name}: the storage record at byte offset {at} is not a new (key, location, torch.*Storage)")
+    c = Cursor(data, name, f.tell())
+    (numel,) = c.unpack("q", f"element count of storage {key!r}")
+    raw[key] = bytes(c.take(numel * rec[2].dtype.itemsize, f"data of storage {key!r}"))  # a negative count fails here too
+    objects[key] = storages[key] = Storage(key, rec[2].dtype, numel)
+    f.seek(c.pos)
+  if type(views := unpickle(f, name, {})) is not list: raise FormatError(f"{name}: the storage views are a {type(views).__name__}, not a list")
+  for i, v in enumerate(views):
+    if not (type(v) is tuple and len(v) == 4 and (key := tar_key(v[0])) is not None and key not in objects
+            and isinstance(root := objects.get(tar_key(v[1])), Storage) and all(type(x) is int and x >= 0 for x in v[2:])
+            and v[2] + v[3] <= root.numel):
+      raise FormatError(f"{name}: storage view {i} is not a new (key, storage key, element offset, element count) inside its storage")
+    objects[key] = Storage(root.key, root.dtype, v[3], root.offset + v[2])
+
+def _read_tar_tensors(data:bytes, name:str, objects:dict):
+  """torch's tar member "tensors": a pickled count, then per tensor a pickled (key, storage key, tensor type), a 4-byte rank and 4
+  unused bytes (old torch wrote the rank as 8), the rank's 8-byte sizes and strides, and an 8-byte storage offset"""
+  f = io.BytesIO(data)
+  for _ in range(_count(unpickle(f, name, {}), name, "tensor count")):
+    at, rec = f.tell(), unpickle(f, name, {})
+    if not (type(rec) is tuple and len(rec) == 3 and (key := tar_key(rec[0])) is not None and key not in objects
+            and isinstance(storage := objects.get(tar_key(rec[1])), Storage)):
+      raise FormatError(f"{name}: the tensor record at byte offset {at} is not a new (key, storage key, tensor type) of a declared storage")
+    c = Cursor(data, name, f.tell())
+    ndim, _ = c.unpack("ii", f"rank of tensor {key!r}")
+    if not 0 <= ndim <= MAX_RANK: c.fail(f"tensor {key!r} has rank {ndim}; at most {MAX_RANK}", c.pos - 8)
+    size, stride = c.unpack(f"{ndim}q", f"size of tensor {key!r}"), c.unpack(f"{ndim}q", f"stride of tensor {key!r}")
+    (offset,) = c.unpack("q", f"storage offset of tensor {key!r}")
+    try: objects[key] = tensor_ref(storage, offset, size, stride, f"tensor {key!r}")
+    except FormatError as e: raise FormatError(f"{name}: {e}") from None
+    f.seek(c.pos)
+
+def _load_tar(data:bytes, name:str):
+  members = tar_members(data, name)
+  if missing := [m for m in TAR_MEMBERS if m not in members]:
+    raise FormatError(f"{name}: a tar archive, but not a torch tar checkpoint: it lacks the members {missing} (it has {sorted(members)[:10]})")
+  storages: dict[str, Storage] = {}
+  raw: dict[str, bytes] = {}
+  objects: dict = {}  # storages, storage views and tensors by key, as the members declare them
+  _read_tar_storages(members["storages"], f"{name}:storages", storages, raw, objects)
+  _read_tar_tensors(members["tensors"], f"{name}:tensors", objects)
+  return _build(unpickle(io.BytesIO(members["pickle"]), f"{name}:pickle", {}, objects), raw, storages, name)
+
+@contextlib.contextmanager
+def _zip_errors(name:str):
+  """every error zipfile raises for a damaged archive, as a FormatError naming the file"""
+  try: yield
+  except FormatError: raise
+  except ZIP_ERRORS as e: raise FormatError(f"{name}: the zip archive is truncated or corrupt: {type(e).__name__}: {e}") from None
+
+def torch_load(t):
   """the object in a torch .pth/.pt checkpoint (usually a state dict), its tensors as Tensors; a path or a uint8 Tensor of the file"""
-  data, name = source_bytes(src)
-  if not zipfile.is_zipfile(io.BytesIO(data)): return _load_legacy(data, name)
-  try: return _load_zip(data, name)
-  except ZIP_ERRORS as e:
-    if isinstance(e, FormatError): raise
-    raise FormatError(f"{name}: malformed zip archive: {type(e).__name__}: {e}") from None
+  data, name = source_bytes(t)
+  if data[:4] == ZIP_MAGIC:
+    with _zip_errors(name): return _load_zip(data, name)
+  if looks_like_tar(data): return _load_tar(data, name)
+  return _load_legacy(data, name)
+
+LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip local file header's signature, then its name and extra field lengths (30 bytes)
+
+def _inflate(raw:bytes, info:zipfile.ZipInfo, name:str) -> bytes:
+  # at most one byte past the declared size is produced: a member that inflates further (a zip bomb) is refused, not expanded
+  d = zlib.decompressobj(-15)
+  out = d.decompress(raw, info.file_size + 1)
+  if not d.eof or len(out) != info.file_size or zlib.crc32(out) != info.CRC:
+    raise FormatError(f"{name}: member {info.filename!r} does not inflate to its declared {info.file_size} bytes and CRC")
+  return out
+
+def _member_bytes(data:bytes, info:zipfile.ZipInfo, name:str) -> bytes:
+  if info.flag_bits & 1: raise FormatError(f"{name}: member {info.filename!r} is encrypted")
+  if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+    raise FormatError(f"{name}: member {info.filename!r} uses compression method {info.compress_type}; only stored and deflated members are read")
+  sig, name_len, extra_len = LOCAL_HEADER.unpack_from(data, info.header_offset)
+  start = info.header_offset + LOCAL_HEADER.size + name_len + extra_len
+  if sig != ZIP_MAGIC or start + info.compress_size > len(data):
+    raise FormatError(f"{name}: member {info.filename!r} has no local header at byte offset {info.header_offset} or its data runs past the end")
+  raw = data[start:start + info.compress_size]
+  if info.compress_type == zipfile.ZIP_DEFLATED: return _inflate(raw, info, name)
+  if info.file_size != info.compress_size:
+    raise FormatError(f"{name}: stored member {info.filename!r} declares {info.file_size} bytes but holds {info.compress_size}")
+  return raw
+
+def zip_extract(t) -> dict:
+  """{member name: uint8 Tensor of its bytes} of a zip archive: a path, or a 1-d uint8 Tensor holding one; stored and deflated members"""
+  from tinygrad.tensor import Tensor
+  data, name = source_bytes(t)
+  with _zip_errors(name): return {i.filename: Tensor(_member_bytes(data, i, name)) for i in zipfile.ZipFile(io.BytesIO(data)).infolist()}

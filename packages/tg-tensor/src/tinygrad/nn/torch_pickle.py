@@ -1,5 +1,7 @@
 """A pickle reader for torch checkpoints that runs no code: only the globals a tensor archive names are found, each mapped to a
-stand-in that records what to build; any other global is a FormatError naming it."""
+stand-in that records what to build, or to a function that checks its arguments and builds a plain value (bytes, a set, a tuple for
+torch.Size); any other global is a FormatError naming it. The globals are those torch.load(weights_only=True) allows, less the ones
+for tensor subclasses and quantized tensors."""
 from __future__ import annotations
 import collections, io, pickle, pickletools
 from dataclasses import dataclass
@@ -10,6 +12,13 @@ from tinygrad.nn.binary import FormatError, shape_problem
 STORAGE_DTYPES: dict[str, DType] = {"DoubleStorage": dtypes.float64, "FloatStorage": dtypes.float32, "HalfStorage": dtypes.float16,
   "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32, "ShortStorage": dtypes.int16,
   "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool}
+# torch's dtypes by the name pickle gives them (the global torch.float32), with the tinygrad dtype where there is one
+TORCH_DTYPES: dict[str, DType|None] = {"float64": dtypes.float64, "float32": dtypes.float32, "float16": dtypes.float16,
+  "bfloat16": dtypes.bfloat16, "int64": dtypes.int64, "int32": dtypes.int32, "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
+  "bool": dtypes.bool, "uint16": dtypes.uint16, "uint32": dtypes.uint32, "uint64": dtypes.uint64, "float8_e4m3fn": dtypes.fp8e4m3,
+  "float8_e5m2": dtypes.fp8e5m2, **{k: None for k in ("complex32", "complex64", "complex128", "quint8", "qint8", "qint32", "quint4x2",
+  "quint2x4", "float8_e5m2fnuz", "float8_e4m3fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2",
+  *(f"{u}int{n}" for u in ("", "u") for n in range(1, 8)))}}
 
 def _sealed(cls):
   """frozen with slots, and pickle's BUILD opcode (which calls __setstate__) refused: dataclasses gives a frozen slots class a
@@ -22,6 +31,19 @@ def _sealed(cls):
 @_sealed
 class StorageType:
   dtype: DType
+
+@_sealed
+class TensorType:
+  """a torch tensor class (torch.FloatTensor): the tar format names one beside each tensor, and nothing reads it"""
+  dtype: DType
+
+@_sealed
+class TorchDType:
+  """a torch dtype object, loaded as its tinygrad dtype or, where tinygrad has none, its name ("torch.complex64"); a stand-in while
+  unpickling because BUILD on a DType itself would rewrite that dtype for the whole program"""
+  name: str
+  dtype: DType|None
+  def value(self) -> DType|str: return self.dtype if self.dtype is not None else f"torch.{self.name}"
 
 @_sealed
 class Storage:
@@ -52,34 +74,96 @@ def check_view(storage:Storage, offset:int, size:tuple, stride:tuple):
     raise FormatError(f"tensor of size {size}, stride {stride}, offset {offset} reads element {last} of storage {storage.key!r}, "
                       f"which has {storage.numel}")
 
-def _rebuild_tensor(storage, offset, size, stride, *_) -> TensorRef:
-  if not isinstance(storage, Storage): raise FormatError(f"_rebuild_tensor_v2 got {type(storage).__name__} where a storage belongs")
+def tensor_ref(storage, offset, size, stride, rebuild:str="_rebuild_tensor") -> TensorRef:
+  """a TensorRef, once its fields are checked; rebuild names what built it, for the message"""
+  if not isinstance(storage, Storage): raise FormatError(f"{rebuild} got {type(storage).__name__} where a storage belongs")
   if not (type(offset) is int and type(size) is tuple and type(stride) is tuple and len(size) == len(stride)
           and all(type(x) is int and x >= 0 for x in (offset,) + size + stride)):
-    raise FormatError(f"_rebuild_tensor_v2 needs an int offset and equally long size and stride tuples of ints >= 0, "
+    raise FormatError(f"{rebuild} needs an int offset and equally long size and stride tuples of ints >= 0, "
                       f"got {offset!r}, {size!r:.100}, {stride!r:.100}")
-  if problem := shape_problem(size): raise FormatError(f"_rebuild_tensor_v2: the size {problem}")
+  if problem := shape_problem(size): raise FormatError(f"{rebuild}: the size {problem}")
   check_view(storage, offset, size, stride)
   return TensorRef(storage, offset, size, stride)
+
+# torch's rebuild functions: v1 (old checkpoints), v2 (adds requires_grad, hooks, metadata, none of which a Tensor keeps), and v3 for
+# the dtypes torch has no typed storage for (uint16/32/64, float8): their storage is untyped bytes and the dtype comes last
+def _rebuild_tensor(storage, offset, size, stride) -> TensorRef: return tensor_ref(storage, offset, size, stride)
+def _rebuild_tensor_v2(storage, offset, size, stride, *_) -> TensorRef: return tensor_ref(storage, offset, size, stride, "_rebuild_tensor_v2")
+
+def _rebuild_tensor_v3(storage, offset, size, stride, _requires_grad, _hooks, dtype, *_) -> TensorRef:
+  if not isinstance(dtype, TorchDType) or dtype.dtype is None:
+    raise FormatError(f"_rebuild_tensor_v3 got dtype {dtype.value() if isinstance(dtype, TorchDType) else type(dtype).__name__}, "
+                      "which tinygrad has no dtype for")
+  if not isinstance(storage, Storage) or storage.dtype is not dtypes.uint8 or storage.offset or storage.numel % dtype.dtype.itemsize:
+    raise FormatError(f"_rebuild_tensor_v3 needs a whole untyped storage of a multiple of {dtype.dtype.itemsize} bytes for {dtype.dtype}")
+  typed = Storage(storage.key, dtype.dtype, storage.numel // dtype.dtype.itemsize)
+  return tensor_ref(typed, offset, size, stride, "_rebuild_tensor_v3")
 
 def _rebuild_parameter(data, *_):
   if not isinstance(data, TensorRef): raise FormatError(f"_rebuild_parameter got {type(data).__name__} where a tensor belongs")
   return data
 
+def _encode(text, encoding) -> bytes:
+  """_codecs.encode: how pickle protocol 2 writes bytes, as their latin-1 text"""
+  if type(text) is not str or encoding not in ("latin1", "latin-1"):
+    raise FormatError(f"_codecs.encode of a {type(text).__name__} in {encoding!r:.30}: only str text in latin1 makes bytes")
+  return text.encode("latin1")
+
+def _copy_of(kind:type, sources:tuple) -> Global:
+  """kind() or kind(x) for x of one of `sources`: bytes(n) or bytearray(n) would allocate n bytes, so only values already in the
+  pickle are copied"""
+  def make(*args):
+    if len(args) > 1 or any(type(a) not in sources for a in args):
+      raise FormatError(f"{kind.__name__}() of {', '.join(type(a).__name__ for a in args)}: only {kind.__name__}() of "
+                        f"{' or '.join(t.__name__ for t in sources)} is loaded")
+    return kind(*args)
+  return Global(make)
+
+def _complex(real=0.0, imag=0.0) -> complex:
+  if not all(type(x) in (int, float) for x in (real, imag)): raise FormatError("complex() is loaded from two numbers only")
+  return complex(real, imag)
+
+def _size(dims) -> tuple:
+  """torch.Size, loaded as a tuple"""
+  if type(dims) not in (tuple, list) or not all(type(d) is int for d in dims): raise FormatError("torch.Size() is loaded from ints only")
+  return tuple(dims)
+
+def _device(kind, index=None) -> str:
+  """torch.device, loaded as its name ("cuda:0")"""
+  if type(kind) is not str or not (index is None or type(index) is int): raise FormatError("torch.device() is loaded from a str and an int only")
+  return kind if index is None else f"{kind}:{index}"
+
+_CONTAINERS = (list, tuple, set, frozenset)
+# python 2's module name: a protocol 2 pickle names it, and only pickle's own find_class maps it to builtins
+_BUILTINS = {"set": _copy_of(set, _CONTAINERS), "frozenset": _copy_of(frozenset, _CONTAINERS), "bytes": _copy_of(bytes, (bytes,)),
+             "bytearray": _copy_of(bytearray, (bytes, bytearray)), "complex": Global(_complex)}
+
 # OrderedDict is the class itself: BUILD on it fails (a builtin type is immutable); on an instance it sets attributes such as a
 # state dict's _metadata, which is what torch writes
-ALLOWED = {("torch._utils", "_rebuild_tensor_v2"): Global(_rebuild_tensor), ("torch._utils", "_rebuild_parameter"): Global(_rebuild_parameter),
-           ("collections", "OrderedDict"): collections.OrderedDict, **{("torch", k): StorageType(v) for k, v in STORAGE_DTYPES.items()}}
+ALLOWED = {("torch._utils", "_rebuild_tensor"): Global(_rebuild_tensor), ("torch._utils", "_rebuild_tensor_v2"): Global(_rebuild_tensor_v2),
+           ("torch._utils", "_rebuild_tensor_v3"): Global(_rebuild_tensor_v3), ("torch._utils", "_rebuild_parameter"): Global(_rebuild_parameter),
+           ("collections", "OrderedDict"): collections.OrderedDict, ("_codecs", "encode"): Global(_encode),
+           ("torch", "Size"): Global(_size), ("torch", "device"): Global(_device), ("torch.storage", "UntypedStorage"): StorageType(dtypes.uint8),
+           **{("torch", k): StorageType(v) for k, v in STORAGE_DTYPES.items()},
+           **{("torch", k.replace("Storage", "Tensor")): TensorType(v) for k, v in STORAGE_DTYPES.items()},
+           **{("torch", k): TorchDType(k, v) for k, v in TORCH_DTYPES.items()},
+           **{(module, k): v for module in ("builtins", "__builtin__") for k, v in _BUILTINS.items()}}
+
+def tar_key(k) -> str|None:
+  """the tar format keys storages and tensors by an int or a str, and its pickle names them either way ("7" for 7): the key as a
+  str, or None for anything else"""
+  return str(k) if type(k) is str or (type(k) is int and abs(k) < 1 << 63) else None
 
 class _Unpickler(pickle.Unpickler):
-  def __init__(self, f, storages:dict[str, Storage]):
+  def __init__(self, f, storages:dict[str, Storage], objects:dict|None):
     super().__init__(f)
-    self.storages, self.views = storages, {}
+    self.storages, self.views, self.objects = storages, {}, objects
   def find_class(self, module:str, name:str):
     if (hit := ALLOWED.get((module, name))) is None:
       raise FormatError(f"the pickle names the global {module}.{name}, which a tensor archive never needs; refusing to load it")
     return hit
   def persistent_load(self, pid):
+    if self.objects is not None: return self._tar_object(pid)
     # ('storage', storage type, key, location, numel[, legacy view metadata (view key, element offset, numel) or None])
     if not (type(pid) is tuple and len(pid) in (5, 6) and pid[0] == "storage" and isinstance(pid[1], StorageType) and type(pid[2]) is str
             and type(pid[4]) is int and pid[4] >= 0):
@@ -98,6 +182,11 @@ class _Unpickler(pickle.Unpickler):
     view = self.views.setdefault(key, Storage(st.key, st.dtype, numel, offset))
     if view != Storage(st.key, st.dtype, numel, offset): raise FormatError(f"storage view {key!r} is named as two different views")
     return view
+  def _tar_object(self, pid):
+    """the tar format: a persistent id is the key of a storage or tensor its other members declared"""
+    if (obj := self.objects.get(tar_key(pid))) is None:
+      raise FormatError(f"persistent id of type {type(pid).__name__} names no storage or tensor of the archive")
+    return obj
 
 MEMO_OPS = ("PUT", "BINPUT", "LONG_BINPUT")
 
@@ -111,13 +200,14 @@ def _prescan(f:io.BytesIO):
       if op.name in MEMO_OPS and arg > count: raise ValueError(f"{op.name} at offset {pos} stores memo index {arg} after only {count} opcodes")
   except ValueError as e: raise FormatError(f"bad pickle: {e}") from None
 
-def unpickle(f:io.BytesIO, name:str, storages:dict[str, Storage]):
-  """one pickle from f (which is left just after it); any malformation is a FormatError with the offset it was found at"""
+def unpickle(f:io.BytesIO, name:str, storages:dict[str, Storage], objects:dict|None=None):
+  """one pickle from f (which is left just after it); any malformation is a FormatError with the offset it was found at. Its storages
+  are gathered into `storages`, or, given `objects` (the tar format), its persistent ids are keys of `objects`"""
   start = f.tell()
   try:
     _prescan(f)
     f.seek(start)
-    return _Unpickler(f, storages).load()
+    return _Unpickler(f, storages, objects).load()
   except FormatError as e: raise FormatError(f"{name}: {e} (pickle starting at byte offset {start}, stream position {f.tell()})") from None
   except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError) as e:
     raise FormatError(f"{name}: bad pickle starting at byte offset {start}, failed near offset {f.tell()}: {type(e).__name__}: {e}") from None
