@@ -200,3 +200,11 @@ def test_values_computed_from_parameters_before_a_step_keep_them(scheduled):
   after = layer.weight * 2
   np.testing.assert_allclose(side.numpy(), w_before * 2)
   np.testing.assert_allclose(after.numpy(), (w_before - 0.5 * x.numpy().sum(0)) * 2, rtol=1e-6)
+
+def test_assign_into_a_lazy_tensor_does_not_compute_its_old_value():
+  t = Tensor.arange(6).float().reshape(2, 3).exp()  # lazy: a layer's initial weights before load_state_dict
+  src = Tensor(np.ones((2, 3), np.float32)).realize()
+  GlobalCounters.reset()
+  t.assign(src * 2)
+  assert GlobalCounters.kernel_count == 1  # the write alone: the exp is never computed
+  np.testing.assert_equal(t.numpy(), np.full((2, 3), 2))

@@ -512,7 +512,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
     if 0 in self.shape: return self
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
-    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop)  # a lazy target gets a buffer of its own first
+    # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it
+    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop, keep_value=False)
     target = self.uop
     moves = [u.op for u in target.toposort()]
     if Ops.EXPAND in moves: raise ValueError(f"cannot assign into an expanded view of shape {self.shape}: several elements share an address")
@@ -697,14 +698,14 @@ def _on_one_device(what:str, nodes:list[UOp]) -> list[UOp]:
   dev = held[0] if held else next(n.device for n in nodes if n.device is not None)
   return [n if n.device in (None, dev) else n.substitute({d: _device_node(dev) for d in n.toposort() if d.op is Ops.DEVICE}) for n in nodes]
 
-def _private_buffer(u:UOp) -> UOp:
-  """a new buffer holding u's value, for this handle alone (written now): realize() would share one buffer among every tensor whose
-  graph is the same node, and an in-place write into it would show in all of them"""
+def _private_buffer(u:UOp, keep_value:bool=True) -> UOp:
+  """a new buffer holding u's value (or nothing yet, keep_value=False: a write of every element follows), for this handle alone (written
+  now): realize() would share one buffer among every tensor whose graph is the same node, and an in-place write would show in all"""
   if (sh := shard_of(u)) is not None:  # laid out like u: each device's buffer holds its piece
     target = UOp.multi([Tensor.empty(*[n if i == sh[0] else s for i, s in enumerate(u.shape)], device=d, dtype=u.dtype).uop
                         for n, d in zip(sh[1], u.device)], sh[0])
   else: target = Tensor.empty(*u.shape, device=u.device, dtype=u.dtype).uop
-  Tensor(target.after(target.store(u))).realize()
+  if keep_value: Tensor(target.after(target.store(u))).realize()
   return target
 
 def _reads_elsewhere(value:UOp, target:UOp) -> bool:
