@@ -32,8 +32,9 @@ def test_tinyjit_replay_is_one_command_buffer_per_step(name):
     GlobalCounters.reset()
     out = step(xt)
     if i >= 2: assert submissions(dev) - before == 1 and GlobalCounters.kernel_count == 2  # a replay: one submission, two kernels
-    ws = ws * 0.5  # assign writes at once; out reads the written weights
-    np.testing.assert_allclose(out.numpy(), np.maximum(x @ ws, 0).sum(1), rtol=1e-5, atol=1e-6)
+    want = np.maximum(x @ ws, 0).sum(1)  # out was computed before the assign: it keeps the weights it read (eager semantics)
+    ws = ws * 0.5
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w.numpy(), ws, rtol=1e-6)
   assert step.captured.graph is not None
 

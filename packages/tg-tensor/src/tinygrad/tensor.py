@@ -527,7 +527,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     x_reads_target = not value_private and bool(computing_from([x], {b for b in target.base.toposort() if b.op is Ops.BUFFER}))
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
     _realize([Tensor(target.after(target.store(value)))] + ([x] if x_reads_target and x._grad_flows() else []), skip=(x,))
-    if x_reads_target and not x._grad_flows(): x.uop = _own_contiguous(target.contiguous())
+    # (unless the write's run already gave x a buffer: a contiguous() value is computed into one before it is stored)
+    if x_reads_target and not x._grad_flows() and computing_from([x], {b for b in target.base.toposort() if b.op is Ops.BUFFER}):
+      x.uop = _own_contiguous(target.contiguous())
     return self
   def _assign_through_pad(self, x:Tensor) -> Tensor:
     """self a view of a buffer built with a pad (a step: a[:, ::2] pads, reshapes and shrinks): the view's elements each name their
