@@ -524,12 +524,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if pending := take_deferred(): Tensor.realize(*pending)  # a loss backward() ran on keeps its value (nn/inplace.py)
     # x itself, when the caller keeps it and it computes from the old contents: on a gradient path it gets a buffer of its own in the
     # same run (the path goes on through it); else it reads a copy of what it wrote, made only if read before the next write
-    x_reads_target = not value_private and bool(computing_from([x], {b for b in target.base.toposort() if b.op is Ops.BUFFER}))
+    bufs = {b for b in target.base.toposort() if b.op is Ops.BUFFER}
+    x_reads_target = not value_private and bool(computing_from([x], bufs))
+    x_own_buffer = x_reads_target and x._grad_flows()
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
-    _realize([Tensor(target.after(target.store(value)))] + ([x] if x_reads_target and x._grad_flows() else []), skip=(x,))
+    _realize([Tensor(target.after(target.store(value)))] + ([x] if x_own_buffer else []), skip=(x,))
     # (unless the write's run already gave x a buffer: a contiguous() value is computed into one before it is stored)
-    if x_reads_target and not x._grad_flows() and computing_from([x], {b for b in target.base.toposort() if b.op is Ops.BUFFER}):
-      x.uop = _own_contiguous(target.contiguous())
+    if x_reads_target and not x_own_buffer and computing_from([x], bufs): x.uop = _own_contiguous(target.contiguous())
     return self
   def _assign_through_pad(self, x:Tensor) -> Tensor:
     """self a view of a buffer built with a pad (a step: a[:, ::2] pads, reshapes and shrinks): the view's elements each name their

@@ -31,10 +31,10 @@ class LiveTensors:
   def alive(self) -> list:
     return [t for r in list(self.refs.values()) if (t := r()) is not None]
   def computing_from(self, bufs:set, skip:set[int], caught_up:bool) -> list:
-    """the live handles but those whose ids are in skip whose values are still to be computed from bufs; a handle found realized is forgotten here until it
-    gets a new graph. caught_up=False looks at each graph as its handle last saw it, and only at handles given their graphs after the
-    oldest of bufs was made: right unless a node in a graph was realized into bufs since (the caller knows), as catching up only puts
-    buffers in place of nodes, and costs a walk of each graph after every realize"""
+    """the live handles (but those whose ids are in skip) whose values are still to be computed from bufs; a handle found realized is
+    forgotten here until it gets a new graph. caught_up=False looks at each graph as its handle last saw it, and only at handles given
+    their graphs after the oldest of bufs was made: right unless a node in a graph was realized into bufs since (the caller knows), as
+    catching up only puts buffers in place of nodes, and costs a walk of each graph after every realize"""
     oldest = min([b.arg.slot for b in bufs]) if bufs and not caught_up else -1
     ret, done = [], []
     for k, (r, made) in reversed(self.lazy.items()):
