@@ -212,3 +212,16 @@ def test_lane_scan_only_where_it_regroups_and_walks_by_one():
     assert all(64 in trips for trips in _trips(t)), "one element a trip"
   np.testing.assert_array_equal(Tensor(ai, device="CPU").transpose()._triangle(Ops.MAX, dtypes.min(dtypes.int32)).numpy(),
                                 np.maximum.accumulate(ai.T, 1))
+
+@pytest.mark.parametrize("shape,cat_dim,split", [((2, 2, 3), 2, 1), ((2, 6, 17), 2, 16), ((2, 6, 17), 2, 8), ((3, 5, 7), 1, 2)])
+def test_scan_over_a_cat_whose_other_axis_is_split(shape, cat_dim, split):
+  """a cat along the last axis, flattened with the axis before it and scanned along axis 0 (an uneven shard's gather is this): the
+  column axis is split at the cat's boundary, and the part split off got a newer loop id than the scanned loop, so it nested inside it
+  and its columns shared one accumulator, loaded once before that loop (a row of [6, 9, 10, 12, 15, 16] for [6, 8, 10, 12, 14, 16])"""
+  x = R.standard_normal(shape).astype(np.float32)
+  edges = [(0, split), (split, shape[cat_dim])]
+  a, b = [Tensor(x).shrink(tuple(e if i == cat_dim else None for i in range(len(shape)))).contiguous().realize() for e in edges]
+  flat = a.cat(b, dim=cat_dim).reshape(shape[0], -1)
+  for op, want in [("cumsum", np.cumsum), ("cumprod", np.cumprod), ("cummax", np.maximum.accumulate)]:
+    got = getattr(flat, op)(0)
+    np.testing.assert_allclose((got[0] if isinstance(got, tuple) else got).numpy(), want(x.reshape(shape[0], -1), axis=0), rtol=1e-5, atol=1e-6)

@@ -106,7 +106,10 @@ pm_split = PatternMatcher([
 ])
 
 def _renumber(ast:UOp) -> UOp:
-  rs = sorted(ranges(ast), key=lambda r: (_ORDER[r.arg[1]], r.arg[0]))
+  """ids in loop order (loops nest by id); a prefix reduce's loop stays the innermost of its kind: the loops outside it reset its
+  accumulator, so a part split off another axis (a fresh id) must not nest inside it"""
+  carried = {o for o, _ in scans(ast)}
+  rs = sorted(ranges(ast), key=lambda r: (_ORDER[r.arg[1]], r in carried, r.arg[0]))
   return ast.substitute({r: r.replace(arg=(i, r.arg[1])) for i, r in enumerate(rs) if r.arg[0] != i})
 
 def _check(ast:UOp, opt:Opt) -> UOp:
