@@ -263,3 +263,30 @@ def test_dict_return():
     out = f(Tensor([float(i), 1.0]))
     assert list(out) == ["double", "total"] and out["double"].tolist() == [2.0 * i, 2.0] and out["total"].item() == i + 1
   with pytest.raises(TypeError, match="not a tuple holding a int: a replay"): TinyJit(lambda x: (x, 1))(Tensor([1.0]))
+
+def test_replay_keeps_values_computed_before_its_writes(device):
+  """a replay runs no python, yet values built before it from the buffers it writes keep their old contents, as around an eager write:
+  the step's state (assigned inside), an input it writes, and the output buffer the next replay overwrites"""
+  a = Tensor.zeros(4, device=device).contiguous().realize()
+  @TinyJit
+  def add_into_state(x):
+    a.assign(a + x)
+    return (a * 1).realize()
+  @TinyJit
+  def add_into_input(x):
+    x += 1
+    return x.sum().realize()
+  @TinyJit
+  def double(x): return (x * 2).realize()
+  state, before = np.zeros(4, np.float32), None
+  for i in range(1, 6):
+    b = a * 2  # lazy: a's value before this call
+    c = (x := Tensor.full((3,), float(i), device=device).contiguous().realize()) * 10
+    out, s = add_into_state(Tensor.full((4,), float(i), device=device).contiguous().realize()), add_into_input(x)
+    np.testing.assert_equal(b.numpy(), state * 2)
+    state += i
+    np.testing.assert_equal(out.numpy(), state)
+    np.testing.assert_equal(c.numpy(), np.full(3, 10.0 * i))
+    np.testing.assert_equal((s.item(), x.numpy().tolist()), (3.0 * (i + 1), [i + 1.0] * 3))
+    if before is not None: np.testing.assert_equal(before.numpy(), [2.0 * i - 1] * 2)  # the previous call's output plus one
+    before = double(Tensor.full((2,), float(i), device=device).contiguous().realize()) + 1

@@ -584,7 +584,9 @@ _realize_module = None
 def _engine():
   """tinygrad.engine.realize: imported with the first realize, not with tinygrad, then a global read (an import statement costs ~1 us)"""
   global _realize_module
-  if _realize_module is None: from tinygrad.engine import realize as _realize_module
+  if _realize_module is None:
+    from tinygrad.engine import realize as _realize_module
+    _realize_module.before_write = _before_replay_write
   return _realize_module
 
 def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
@@ -615,6 +617,13 @@ def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tenso
       if u.op is Ops.AFTER: bufs.update(b for b in u.src[0].base.toposort() if b.op is Ops.BUFFER)
   readers = _live.computing_from(bufs, {id(t) for t in (*todo, *skip)}, caught_up=_realized.any_into(bufs)) if bufs else []
   return [t for t in readers if not t._is_buffer() and 0 not in t.shape]
+
+def _before_replay_write(nodes:list[UOp]):
+  """a TinyJit replay (which runs no python) is about to write into the buffers `nodes`: the live values still to be computed from their
+  old contents are computed first, as _realize does for the writes it schedules"""
+  if not (bufs := {u for u in nodes if u.op is Ops.BUFFER}): return
+  readers = _live.computing_from(bufs, set(), caught_up=_realized.any_into(bufs))
+  if readers := [t for t in readers if not t._is_buffer() and 0 not in t.shape]: _realize(readers)
 
 def _memo_any(u:UOp, key:str, ops:frozenset, mark:str|None, tagged:Ops|None=None) -> bool:
   """whether some node of u's graph has an op in `ops`, the attribute `mark`, or is a `tagged` op with a tag, kept on each node under

@@ -42,7 +42,7 @@ class LiveTensors:
       if (t := r()) is None or _is_view(t.uop if caught_up else t._uop): done.append(k)
       elif k not in skip: ret.append(t)
     for k in done: del self.lazy[k]
-    return computing_from(ret, bufs, caught_up)
+    return computing_from(ret, bufs, caught_up) if ret else ret
 
 def _is_view(u) -> bool: return (b := u.base).op is Ops.BUFFER or is_multi_buffer(b)
 

@@ -31,11 +31,23 @@ def _view(u:UOp) -> tuple:
   while u is not u.base: chain, u = chain + [(u.op, _plain(u.marg))], u.src[0]
   return u.shape, tuple(chain)
 
-def input_buffers(t) -> list:
-  """the device Buffers of a realized tensor argument: one, or one per device of a multi-device tensor. An empty tensor has none (it
+def input_nodes(t) -> list[UOp]:
+  """the BUFFER nodes of a realized tensor argument: one, or one per device of a multi-device tensor. An empty tensor has none (it
   realizes to a constant): no kernel reads it, and its signature (its shape) is checked on every call all the same"""
   parts = t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)
-  return [realize.buffer_of(p.base) for p in parts if not (p.base.op is Ops.CONST and any(d == 0 for d in p.shape if isinstance(d, int)))]
+  return [p.base for p in parts if not (p.base.op is Ops.CONST and any(d == 0 for d in p.shape if isinstance(d, int)))]
+
+def input_buffers(t) -> list: return [realize.buffer_of(u) for u in input_nodes(t)]
+
+def _stored_slots(ast:UOp) -> set[int]:
+  """the PARAM slots a kernel's stores write"""
+  ret = set()
+  for u in ast.toposort():
+    if u.op is Ops.STORE and u.src[0].op is Ops.INDEX:
+      p = u.src[0].src[0]
+      while p.op is not Ops.PARAM and p.src: p = p.src[0]
+      if p.op is Ops.PARAM: ret.add(p.arg.slot)
+  return ret
 
 def _show(shape:tuple) -> tuple: return tuple(s.render() if isinstance(s, UOp) else s for s in shape)
 
@@ -65,11 +77,17 @@ class CapturedJit:
     planned = plan_memory(steps, plannable)
     slot = {id(b): i for i, b in enumerate(in_bufs)}
     self.items: list[tuple] = []
+    written: list = []
     for (kind, ast, var_vals), bufs in zip(kernels, steps):
       bufs = [slot.get(id(b), planned.get(b, b)) for b in bufs]
+      written += [bufs[0]] if kind == "copy" else [bufs[i] for i in sorted(_stored_slots(ast))]
       fixed = [b for b in bufs if not isinstance(b, int)]
       runner = None if kind == "copy" else realize.prepare_kernel(ast, fixed[0].device if fixed else in_bufs[bufs[0]].device)
       self.items.append((kind, runner, bufs, var_vals))
+    # the buffers a replay writes that outlive it (inputs, state, outputs): the tensor layer computes the values still to be computed
+    # from their old contents first (realize.before_write); a weak reference, as the step holds no graph
+    self.written_inputs = sorted({b for b in written if isinstance(b, int)})
+    self.written_state = [owner[b] for b in dict.fromkeys(b for b in written if not isinstance(b, int)) if b in owner and b not in planned]
     self.graph = self._graph(in_bufs)
     self.variables = {k for *_, vals in self.items for k in vals}
     # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
@@ -112,7 +130,10 @@ class CapturedJit:
     if missing := sorted(self.variables - var_vals.keys()):
       raise ValueError(f"TinyJit: Variable {', '.join(map(repr, missing))} is bound when captured but not by this call's arguments (a closure "
                        f"or a global?); a replay runs no python, so pass its bound Variable as an argument or in an argument's shape")
-    bufs = [b for _, t in inputs for b in input_buffers(t)]
+    nodes = [u for _, t in inputs for u in input_nodes(t)]
+    if realize.before_write is not None:
+      realize.before_write([nodes[s] for s in self.written_inputs] + [u for r in self.written_state if (u := r()) is not None])
+    bufs = [realize.buffer_of(u) for u in nodes]
     if self.graph is not None: self.graph(bufs, var_vals)
     for kind, runner, slots, vals in ([] if self.graph is not None else self.items):
       b = [bufs[s] if isinstance(s, int) else s for s in slots]

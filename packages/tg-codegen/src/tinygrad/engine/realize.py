@@ -1,6 +1,7 @@
 """Run a schedule: allocate buffers, compile kernels (memoised per AST and device, disk-cached by the compiler), launch in order."""
 from __future__ import annotations
 import functools, os, time
+from typing import Callable
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import DEBUG, BEAM, COMPILE_WORKERS, GlobalCounters, colored
@@ -33,6 +34,10 @@ def adopt_buffer(u:UOp, buf) -> UOp:
   if _DEVICE_BUFFER in u.__dict__: raise RuntimeError(f"{u.op} {u.arg.slot} already has a device buffer")
   u.__dict__[_DEVICE_BUFFER] = buf
   return u
+
+# set by the tensor layer (it sits above this package): called with the BUFFER nodes a TinyJit replay is about to write, it computes the
+# live values still to be computed from their old contents, the rule that its realize keeps for the writes it schedules
+before_write: Callable[[list[UOp]], None]|None = None
 
 _runtimes: dict[tuple, object] = {}
 
