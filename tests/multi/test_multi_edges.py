@@ -63,6 +63,13 @@ def test_shard_of_0d_tensor(devs):
   with pytest.raises(ValueError, match="cannot shard a 0-d tensor on axis 0"): Tensor(3.0).shard(devs, 0)
   assert Tensor(3.0).shard(devs).item() == 3.0
 
+def test_shard_onto_one_device_named_by_a_string():
+  """a device name is one device (its letters were taken for devices: "unknown device 'C'"); a repeated device is refused by name"""
+  t = Tensor(X).shard("CPU:1", 0)
+  assert t.device == "CPU:1"
+  np.testing.assert_equal(t.numpy(), X)
+  with pytest.raises(RuntimeError, match=r"distinct devices, got \('CPU:1', 'CPU:1'\)"): Tensor(X).shard(("CPU:1", "CPU:1"), 0)
+
 def test_cat_and_stack_name_themselves():
   a, b = Tensor([1.0], device="CPU:1"), Tensor([2.0], device="CPU:2")
   with pytest.raises(RuntimeError, match="^cat of tensors on different devices"): a.cat(b)

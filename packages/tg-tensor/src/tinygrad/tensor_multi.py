@@ -21,7 +21,7 @@ class TensorMultiMixin:
     """this tensor split over `devices` along `axis` (device i holds the i-th of a balanced split: 7 rows over 3 devices are 3, 2 and 2),
     or replicated on every device when axis is None. A tensor already on several devices is gathered first."""
     from tinygrad.tensor import Tensor
-    devs = Device.canonicalize(tuple(devices))
+    devs = Device.canonicalize(devices if isinstance(devices, str) else tuple(devices))  # a name is one device, not its letters
     if isinstance(self.device, tuple): return self.to(self.device[0]).shard(devs, axis) if self.device != devs or axis != self.uop.axis else self
     if axis is None or isinstance(devs, str): return self.to(devs)
     if not self.shape: raise ValueError(f"cannot shard a 0-d tensor on axis {axis}: it has no axes; shard(devices) replicates it")
