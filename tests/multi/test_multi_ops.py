@@ -188,6 +188,5 @@ def test_conv_gradients_with_written_out_gradients(devs, axis):
     return x.grad.numpy(), w.grad.numpy()
   x1, w1 = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
   ref = grads(x1, w1)
-  x, w = Tensor(xn, requires_grad=True), Tensor(wn, requires_grad=True)
-  got = grads(x.shard(devs, axis), w.shard(devs, None))
+  got = grads(Tensor(xn, requires_grad=True).shard_(devs, axis), Tensor(wn, requires_grad=True).shard_(devs, None))
   for g, r in zip(got, ref): np.testing.assert_allclose(g, r, rtol=1e-4, atol=1e-4)

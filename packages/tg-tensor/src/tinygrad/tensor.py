@@ -397,11 +397,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
     if (dev := Device.canonicalize(device)) == self.device: return self
     if isinstance(dev, tuple) and isinstance(self.device, tuple): return self.to(self.device[0]).to(dev)
-    return Tensor(self.uop.copy_to_device(dev), requires_grad=self.requires_grad)
+    return Tensor(self.uop.copy_to_device(dev), requires_grad=_derived_grad(self))
   def to_(self, device:str|tuple|None) -> Tensor:
-    """move in place: this handle now points at the copy on `device`"""
-    self.uop = self.to(device).uop
-    return self
+    """move in place: this handle now points at the copy on `device` (a leaf that wants a gradient still is one, there)"""
+    return self.replace(self.to(device))
   def custom_kernel(self, *lst:Tensor, fxn:Callable[..., UOp]) -> list[Tensor]:
     """fxn gets one PARAM per tensor and returns a SINK (arg: KernelInfo) that writes them; the results read the written buffers"""
     ts = (self,) + lst
@@ -688,6 +687,11 @@ def _mark_wants_grad(u:UOp):
 def _is_write(u:UOp) -> bool:
   """u reads a buffer after an in-place write into it (assign, nn.inplace.pending_write): AFTER(target, STORE(target, value))"""
   return (b := u.base).op is Ops.AFTER and len(b.src) > 1 and b.src[1].op is Ops.STORE
+
+def _derived_grad(t:Tensor) -> bool|None:
+  """requires_grad of a copy of t (to(), shard()): a gradient reaches t through it, as through any op (torch: not a leaf of its own;
+  one marked as a leaf kept its realized buffer as the end of the graph, and t got no gradient), and no gradient where t wants none"""
+  return None if t.requires_grad else t.requires_grad
 
 def _keep_for_autograd(t:Tensor, built:UOp):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through

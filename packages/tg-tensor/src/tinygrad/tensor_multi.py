@@ -20,7 +20,7 @@ class TensorMultiMixin:
   def shard(self, devices:tuple|list, axis:int|None=None):
     """this tensor split over `devices` along `axis` (device i holds the i-th of a balanced split: 7 rows over 3 devices are 3, 2 and 2),
     or replicated on every device when axis is None. A tensor already on several devices is gathered first."""
-    from tinygrad.tensor import Tensor
+    from tinygrad.tensor import Tensor, _derived_grad
     devs = Device.canonicalize(devices if isinstance(devices, str) else tuple(devices))  # a name is one device, not its letters
     if isinstance(self.device, tuple): return self.to(self.device[0]).shard(devs, axis) if self.device != devs or axis != self.uop.axis else self
     if axis is None or isinstance(devs, str): return self.to(devs)
@@ -30,11 +30,10 @@ class TensorMultiMixin:
     if n < len(devs): raise ValueError(f"cannot shard axis {axis} of size {n} (shape {tuple(self.shape)}) over {len(devs)} devices: each needs one")
     pieces = [self.shrink(tuple(b if i == axis else None for i in range(self.ndim))) for b in bounds(split_sizes(n, len(devs)))]
     return Tensor(UOp.multi([p.uop if p.device == d else p.uop.copy_to_device(d) for p, d in zip(pieces, devs)], axis),
-                  requires_grad=self.requires_grad)
+                  requires_grad=_derived_grad(self))
   def shard_(self, devices:tuple|list, axis:int|None=None):
-    """shard in place: this handle now points at the sharded tensor"""
-    self.uop = self.shard(devices, axis).uop
-    return self
+    """shard in place: this handle now points at the sharded tensor (a leaf that wants a gradient still is one, there)"""
+    return self.replace(self.shard(devices, axis))
   def shard_like(self, y):
     """this tensor laid out like y: on y's devices, split on y's axis (or replicated), or on y's one device"""
     return self.shard(y.device, y.uop.axis) if isinstance(y.device, tuple) else self.to(y.device)
