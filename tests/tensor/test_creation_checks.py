@@ -59,3 +59,17 @@ def test_cast_helpers():
   assert x.short().dtype is dtypes.int16 and x.short().tolist() == [1, -2]
   assert x.bfloat16().dtype is dtypes.bfloat16 and x.bfloat16().tolist() == [1.5, -2.0]
   assert x.is_floating_point() and not x.int().is_floating_point() and not x.bool().is_floating_point()
+
+def test_arange_with_numpy_float_scalars_is_float():
+  for args in [(np.float32(0.5), 3), (0, 2, np.float32(0.5)), (np.float16(2.5),)]:
+    t = Tensor.arange(*args)
+    assert t.dtype == dtypes.default_float
+    np.testing.assert_allclose(t.numpy(), np.arange(*[float(a) for a in args]))
+
+@pytest.mark.parametrize("start,stop,steps,dtype", [(0, 50, 100, dtypes.int32), (0, 7, 100, dtypes.int32), (0, 100, 100, dtypes.float32),
+                                                    (0.1, 0.7, 7, dtypes.float32), (-3, 5, 9, dtypes.float64), (2, -1, 6, dtypes.float32)])
+def test_linspace_ends_at_stop(start, stop, steps, dtype):
+  """both ends exact (torch's rule: the second half counts back from stop); an int dtype's last value was stop - 1"""
+  got, want = Tensor.linspace(start, stop, steps, dtype=dtype).numpy(), np.linspace(start, stop, steps)
+  assert got[0] == want[0].astype(got.dtype) and got[-1] == want[-1].astype(got.dtype)
+  np.testing.assert_allclose(got, want.astype(got.dtype), rtol=1e-6, atol=1 if dtypes.is_int(dtype) else 1e-6)

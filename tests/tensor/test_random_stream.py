@@ -137,3 +137,32 @@ def test_non_contiguous_consumer():
   Tensor.manual_seed(21)
   t = Tensor.rand(40, 30)
   np.testing.assert_array_equal(t.T[::3, 1:].numpy(), uniform01(1200, 21, 0).reshape(40, 30).T[::3, 1:])
+
+def test_randint_float_bounds_refused():
+  for low, high in [(0.5, 3.5), (0, 5.0)]:
+    with pytest.raises(TypeError, match="must be integers"): Tensor.randint(3, low=low, high=high)
+  assert Tensor.randint(3, low=np.int64(1), high=np.int32(4)).numpy().min() >= 1  # numpy ints are ints
+
+def test_uniform_in_its_dtype():
+  """float64 computes in float64 (a span of 1 at 1e8 was one value in float32); an int dtype takes every value of [low, high), low
+  included (the shift happened in float and truncated toward zero: -5 never, 0 twice as often); no dtype ever gives high itself"""
+  Tensor.manual_seed(3)
+  wide = Tensor.uniform(20000, low=1e8, high=1e8 + 1, dtype=dtypes.float64).numpy()
+  assert len(np.unique(wide)) > 19000 and abs(wide.mean() - (1e8 + 0.5)) < 0.02 and wide.max() < 1e8 + 1
+  ints = Tensor.uniform(50000, low=-5, high=5, dtype=dtypes.int32).numpy()
+  counts = np.bincount(ints + 5, minlength=10)
+  assert ints.min() == -5 and ints.max() == 4 and counts.min() > 4500 and counts.max() < 5500, counts
+  for dt, low, high in [(dtypes.half, 0.0, 1.0), (dtypes.half, -1.0, 1.0), (dtypes.bfloat16, -3.0, 3.0), (dtypes.float32, 100.0, 101.0)]:
+    x = Tensor.uniform(1 << 18, low=low, high=high, dtype=dt).float().numpy()
+    assert x.min() >= low and x.max() < high, (dt, low, high, x.max())
+
+def test_uniform_and_normal_errors_and_options():
+  with pytest.raises(ValueError, match=r"low < high, got \[2, 1\)"): Tensor.uniform(3, low=2, high=1)
+  with pytest.raises(ValueError, match="std >= 0"): Tensor.normal(3, std=-1)
+  lazy = Tensor.uniform(4, low=2, high=3, contiguous=False)
+  assert lazy.shape == (4,) and ((v := lazy.numpy()) >= 2).all() and (v < 3).all()
+  Tensor.manual_seed(1.5)  # truncated, as torch's
+  a = Tensor.rand(3).numpy()
+  Tensor.manual_seed(1)
+  np.testing.assert_equal(a, Tensor.rand(3).numpy())
+  with pytest.raises(TypeError, match="manual_seed takes a number"): Tensor.manual_seed("1")

@@ -1,11 +1,11 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, itertools, math, operator, os, pathlib, struct, time, weakref
+import functools, itertools, math, numbers, operator, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo, _device_node
-from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype
+from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, truncate
 from tinygrad.helpers import prod, all_int
 from tinygrad.mixin import OpMixin
 from tinygrad.device import Device
@@ -61,6 +61,14 @@ def _creates(fn):
     (ret := fn(*args, **kwargs)).requires_grad = requires_grad
     return ret
   return wrapper
+
+def _below(high:float, dt:DType, acc:DType) -> float:
+  """the largest value of dt under high (as a value of acc, where it is compared)"""
+  if (h := truncate[dt](high)) < high: return h
+  ebits, mbits = dtypes.finfo(dt)
+  # a step of dt's spacing at h (the smallest subnormal at 0), then half and a quarter of it: the largest that rounds below high
+  step = 2.0 ** (math.frexp(h)[1] - 1 - mbits) if h else 2.0 ** (2 - 2 ** (ebits - 1) - mbits)
+  return truncate[acc](max(c for k in range(3) if (c := truncate[dt](h - step / 2 ** k)) < high))
 
 # threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
 _ROT = (13, 15, 26, 6, 17, 29, 16, 24)
@@ -253,7 +261,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if stop is None: start, stop = 0, start
     if step == 0: raise ValueError("arange step must not be 0")
     if dtype is not None: dt = to_dtype(dtype)
-    elif any(isinstance(v, float) for v in (start, stop, step)): dt = dtypes.default_float
+    # a float of any kind (numpy's float32 is no python float): numbers.Real that is not Integral
+    elif any(isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) for v in (start, stop, step)): dt = dtypes.default_float
     # ints past the default int's range count in int64 (as tinygrad does) rather than wrap
     else: dt = dtypes.int64 if any(isinstance(v, int) and not dtypes.min(dtypes.default_int) <= v <= dtypes.max(dtypes.default_int)
                                    for v in (start, stop, step)) else dtypes.default_int
@@ -271,7 +280,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     dt = to_dtype(dtype or dtypes.default_float)
     if steps == 1: return Tensor([start], device, dt)
     acc = least_upper_dtype(dt, dtypes.float32)  # float64 steps in float64, everything else in float32
-    return (Tensor.arange(steps, device=device, dtype=acc) * ((stop - start) / (steps - 1)) + start).cast(dt)
+    # the first half counts up from start, the second down from stop (torch's rule): both ends are exact, an int stop included
+    i, step = Tensor.arange(steps, device=device, dtype=acc), (stop - start) / (steps - 1)
+    return (i < steps // 2).where(i * step + start, stop - (steps - 1 - i) * step).cast(dt)
   @staticmethod
   @_creates
   def eye(n:int, m:int|None=None, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
@@ -282,7 +293,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** random: threefry2x32 of a counter, keyed by (seed, call number); deterministic after manual_seed ***
   @staticmethod
   def manual_seed(seed:int=0):
-    Tensor._seed, Tensor._rng_state = seed, {}
+    if not isinstance(seed, numbers.Real): raise TypeError(f"manual_seed takes a number, not {type(seed).__name__}")
+    Tensor._seed, Tensor._rng_state = int(seed), {}  # a float seed truncates, as torch's
   @staticmethod
   def _threefry(c0:Tensor, c1:Tensor, k0:Tensor, k1:Tensor) -> tuple[Tensor, Tensor]:
     """20 rounds of threefry2x32 on uint32 tensors; the key schedule is computed from the key words, a key is injected after every 4th round"""
@@ -341,17 +353,27 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def normal(*shape, mean=0.0, std=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
+    if not std >= 0: raise ValueError(f"normal needs std >= 0, got {std}")
     return (std * Tensor._randn(_shape_arg(shape), device).cast(to_dtype(dtype or dtypes.default_float)) + mean).contiguous()
   @staticmethod
   @_creates
-  def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
-    u = Tensor._uniform(_shape_arg(shape), device, dtypes.float32, fused=True)
-    return ((high - low) * u + low).cast(to_dtype(dtype or dtypes.default_float)).contiguous()
+  def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
+    """uniform in [low, high): computed in float32, or float64 for float64; an int dtype takes whole steps up from low (low itself
+    included, as tinygrad's: low + int(span * u)). contiguous=False leaves it lazy, as rand's"""
+    if not low < high: raise ValueError(f"uniform needs low < high, got [{low}, {high})")
+    dt = to_dtype(dtype or dtypes.default_float)
+    u = Tensor._uniform(_shape_arg(shape), device, acc := least_upper_dtype(dt, dtypes.float32) if dtypes.is_float(dt) else dtypes.float32,
+                        fused=contiguous)
+    if not dtypes.is_float(dt): ret = ((high - low) * u).cast(dt) + low
+    # rounding (span * u + low, then to a narrower dtype) can reach high itself: the largest value below it is the top
+    else: ret = ((high - low) * u + low).cast(dt).minimum(_below(high, dt, acc))
+    return ret.contiguous() if contiguous else ret
   @staticmethod
   @_creates
   def randint(*shape, low:int=0, high:int=10, device:str|None=None, dtype:DType|str=dtypes.int32) -> Tensor:
     """integers in [low, high), uniform: random words modulo the span (one 32-bit word for a span up to 2**16, two as a uint64 past it,
     so the bias is at most span / 2**32 or span / 2**64). A float span*u would skip values past 2**24 and overflow int32's whole range"""
+    if not all(isinstance(v, numbers.Integral) for v in (low, high)): raise TypeError(f"randint's low={low!r} and high={high!r} must be integers")
     if high <= low: raise ValueError(f"randint needs low < high, got [{low}, {high})")
     if not dtypes.is_int(dt := to_dtype(dtype)): raise TypeError(f"randint makes integers: dtype={dt} must be an int dtype (cast the result)")
     if low < dt.min or high - 1 > dt.max: raise OverflowError(f"randint's [{low}, {high}) does not fit in {dt} [{dt.min}, {dt.max}]")
