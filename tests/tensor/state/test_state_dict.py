@@ -75,3 +75,17 @@ def test_batchnorm_key_order_is_tinygrads():
   from tinygrad import nn
   assert list(get_state_dict(nn.BatchNorm2d(3))) == ["weight", "bias", "num_batches_tracked", "running_mean", "running_var"]
   assert [t.shape for t in get_parameters(nn.BatchNorm(2))] == [(2,), (2,), (), (2,), (2,)]
+
+def test_model_holding_a_captured_tinyjit_a_class_and_a_module():
+  """a model that keeps its jitted forward (examples like gpt2 do): once captured, the walk went from the kernels' buffers through the
+  device and the compiler into sys.modules and failed on a namedtuple class (_asdict unbound)"""
+  import collections, math
+  from tinygrad import TinyJit
+  class Model:
+    def __init__(self):
+      self.l1, self.kind, self.lib = Lin(4, 4), collections.namedtuple("K", "a"), math
+      self.forward_jit = TinyJit(self.forward)
+    def forward(self, x): return (x @ self.l1.weight.T + self.l1.bias).realize()
+  m = Model()
+  for _ in range(3): m.forward_jit(Tensor.ones(1, 4).contiguous().realize())
+  assert list(get_state_dict(m)) == ["l1.weight", "l1.bias"] and len(get_parameters(m)) == 2

@@ -1,5 +1,6 @@
 """Model state: name every Tensor a model holds, load values into them, and read and write model files (safetensors, torch, gguf, tar)."""
 from __future__ import annotations
+import sys, types
 from collections import OrderedDict
 from tinygrad.nn.binary import FormatError
 from tinygrad.nn.safetensors import safe_load, safe_save, safe_load_metadata
@@ -15,9 +16,13 @@ def get_state_dict(obj, prefix:str="", tensor_type=None) -> dict:
   again on the path to itself (a back-reference) is not walked twice"""
   from tinygrad.tensor import Tensor
   ret: dict = {}
+  # not walked: classes and modules (a namedtuple's class has _asdict too), nor a TinyJit's capture (its kernels' buffers lead to the
+  # device, the compiler and every imported module: the model's tensors are reached through the model)
+  jit = sys.modules.get("tinygrad.engine.jit")
+  opaque = (type, types.ModuleType) + ((jit.TinyJit,) if jit is not None else ())
   def walk(o, name:str, path:set):
     if isinstance(o, tensor_type or Tensor): ret[name.strip(".")] = o
-    elif id(o) in path: return
+    elif id(o) in path or isinstance(o, opaque): return
     elif hasattr(o, "_asdict"): walk(o._asdict(), name, path | {id(o)})  # a namedtuple: by field name
     elif isinstance(o, OrderedDict): walk(dict(o), name, path | {id(o)})
     elif isinstance(o, (list, tuple)):
