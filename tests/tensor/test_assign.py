@@ -208,3 +208,20 @@ def test_assign_into_a_lazy_tensor_does_not_compute_its_old_value():
   t.assign(src * 2)
   assert GlobalCounters.kernel_count == 1  # the write alone: the exp is never computed
   np.testing.assert_equal(t.numpy(), np.full((2, 3), 2))
+
+def test_assign_broadcasts_the_value():
+  """tinygrad's rule: the value broadcasts to the target's shape (a cache reset with assign(0), a (1, T, D) row into (B, T, D)); a value
+  that reads the target and that the caller keeps still holds what it computed before the write"""
+  cache = Tensor.ones(2, 4, 3).contiguous().realize()
+  cache.assign(0.0)
+  cache[:, 1:3].assign(Tensor.full((1, 2, 3), 5.0))
+  cache[:, 3:4].assign(Tensor(7.0))
+  np.testing.assert_equal(cache.numpy()[:, :, 0], [[0, 5, 5, 7], [0, 5, 5, 7]])
+  a = Tensor.arange(6).float().reshape(2, 3).contiguous().realize()
+  row = a[1:2] * 10
+  a.assign(row)
+  np.testing.assert_equal(a.numpy(), [[30, 40, 50]] * 2)
+  np.testing.assert_equal(row.numpy(), [[30, 40, 50]])
+  a.assign(a[0])  # reads the target itself
+  np.testing.assert_equal(a.numpy(), [[30, 40, 50]] * 2)
+  with pytest.raises(ValueError, match=r"same shape: .*value is \(3, 1\).*broadcasts to the target's"): a.assign(Tensor.ones(3, 1))

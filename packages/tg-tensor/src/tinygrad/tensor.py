@@ -6,7 +6,7 @@ from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo, _device_node
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, truncate
-from tinygrad.helpers import prod, all_int
+from tinygrad.helpers import prod, all_int, sint_eq
 from tinygrad.mixin import OpMixin
 from tinygrad.device import Device
 from tinygrad.tensor_index import TensorIndexMixin
@@ -528,9 +528,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def _assign(self, x:Any, value_private:bool) -> Tensor:
     """assign; value_private: x is the caller's own (an in-place operator's result), no handle but this call's reads it after"""
     if not isinstance(x, Tensor): x = Tensor(x, self.device, self.dtype)
+    # the value broadcasts to the target's shape (tinygrad's rule: cache.assign(0), a (1, T, D) row into (B, T, D)); held: the caller's
+    held, x = x, x._broadcast_for_assign(self.shape)
     for what, mine, theirs in (("shape", self.shape, x.shape), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
       if not (mine is theirs or mine == theirs):
-        raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {x.shape} {x.dtype} on {x.device}")
+        raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {held.shape} {x.dtype} "
+                         f"on {x.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
     if 0 in self.shape: return self
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it
@@ -546,13 +549,20 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # x itself, when the caller keeps it and it computes from the old contents: on a gradient path it gets a buffer of its own in the
     # same run (the path goes on through it); else it reads a copy of what it wrote, made only if read before the next write
     bufs = {b for b in target.base.toposort() if b.op is Ops.BUFFER}
-    x_reads_target = not value_private and bool(computing_from([x], bufs))
-    x_own_buffer = x_reads_target and x._grad_flows()
+    x_reads_target = not value_private and bool(computing_from([held], bufs))
+    # a broadcast value is no copy of what was written: the caller's gets a buffer in the same run
+    x_own_buffer = x_reads_target and (held is not x or x._grad_flows())
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
-    _realize([Tensor(target.after(target.store(value)))] + ([x] if x_own_buffer else []), skip=(x,))
+    _realize([Tensor(target.after(target.store(value)))] + ([held] if x_own_buffer else []), skip=(held,))
     # (unless the write's run already gave x a buffer: a contiguous() value is computed into one before it is stored)
     if x_reads_target and not x_own_buffer and computing_from([x], bufs): x.uop = _own_contiguous(target.contiguous())
     return self
+  def _broadcast_for_assign(self, shape:tuple) -> Tensor:
+    """self expanded to `shape` where its shape broadcasts to it (leading axes added, axes of 1 expanded), else self"""
+    if len(self.shape) > len(shape) or all(sint_eq(a, b) for a, b in zip(self.shape, shape)) and len(self.shape) == len(shape): return self
+    mine = (1,) * (len(shape) - len(self.shape)) + tuple(self.shape)
+    if not all(isinstance(a, int) and a == 1 or sint_eq(a, b) for a, b in zip(mine, shape)): return self
+    return self.reshape(mine).expand(shape)
   def _assign_through_pad(self, x:Tensor) -> Tensor:
     """self a view of a buffer built with a pad (a step: a[:, ::2] pads, reshapes and shrinks): the view's elements each name their
     buffer position (the same view of the positions, counted from 1, so padding reads -1), and the whole buffer is rewritten with x at
