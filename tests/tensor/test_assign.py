@@ -225,3 +225,20 @@ def test_assign_broadcasts_the_value():
   a.assign(a[0])  # reads the target itself
   np.testing.assert_equal(a.numpy(), [[30, 40, 50]] * 2)
   with pytest.raises(ValueError, match=r"same shape: .*value is \(3, 1\).*broadcasts to the target's"): a.assign(Tensor.ones(3, 1))
+
+def test_write_through_a_view_of_a_lazy_value_reaches_it():
+  """torch's views: a write through a view of a value not yet computed (out.T[0] *= 10, v = out[1]; v += 1, out.T[0] = ...) shows in
+  the value and its other views (the view got a buffer of its own, and the value was left as it was); values built before keep theirs"""
+  base = Tensor.arange(6).float().reshape(2, 3).contiguous().realize()
+  out = base * 2
+  other_view, before = out[:, 0], out + 0
+  out.T[0] *= 10
+  np.testing.assert_equal(out.numpy(), [[0, 2, 4], [60, 8, 10]])
+  np.testing.assert_equal(other_view.numpy(), [0, 60])
+  np.testing.assert_equal(before.numpy(), [[0, 2, 4], [6, 8, 10]])
+  out2 = base * 3
+  v = out2[1]
+  v += 1
+  out2.T[2] = -1.0
+  np.testing.assert_equal(out2.numpy(), [[0, 3, -1], [10, 13, -1]])
+  np.testing.assert_equal(v.numpy(), [10, 13, -1])

@@ -536,8 +536,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
                          f"on {x.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
     if 0 in self.shape: return self
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
-    # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it
-    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base): self.uop = _private_buffer(self.uop, keep_value=False)
+    # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it. A view of a lazy value
+    # (out.T[0] *= 10) writes into the buffer that value and its other views get
+    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base) and not (_lazy_view(self) and _buffer_for_views(self)):
+      self.uop = _private_buffer(self.uop, keep_value=False)
     target = self.uop
     moves = [u.op for u in target.toposort()]
     if Ops.EXPAND in moves: raise ValueError(f"cannot assign into an expanded view of shape {self.shape}: several elements share an address")
@@ -756,6 +758,23 @@ def _private_buffer(u:UOp, keep_value:bool=True) -> UOp:
   if keep_value: Tensor(target.after(target.store(u))).realize()
   return target
 
+def _lazy_view(t:Tensor) -> bool:
+  """t is movement ops over a value with no buffer yet"""
+  return (b := t.uop.base) is not t.uop and b.op is not Ops.BUFFER and not is_multi_buffer(b)
+
+def _buffer_for_views(view:Tensor) -> bool:
+  """view is movement ops over a lazy value that reads memory: that value's handle and every live view of it now share one new buffer
+  holding it, so a write through view shows in all of them, as in torch. Not where several handles hold the value itself: equal graphs
+  are one node (hash-consing: base * 2 built twice), and each of those tensors is its own. Nor a value of constants alone: equal ones are
+  one node wherever they were built"""
+  base = view.uop.base
+  if not _reads_memory(base): return False
+  holders = _live.viewing(base)
+  if len([t for t in holders if t.uop is base]) > 1: return False
+  buf = _private_buffer(base)
+  for t in holders: t.uop = t.uop.substitute({base: buf})
+  return True
+
 def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place
   would read elements the same kernel already overwrote"""
@@ -916,6 +935,7 @@ _IN_PLACE = {"__iadd__": operator.add, "__isub__": operator.sub, "__imul__": ope
              "__ior__": operator.or_, "__ixor__": operator.xor, "__ilshift__": operator.lshift, "__irshift__": operator.rshift}
 def _in_place(op:Callable) -> Callable:
   def method(self:Tensor, x) -> Tensor:
+    if _lazy_view(self) and not self._grad_flows() and not (isinstance(x, Tensor) and x._grad_flows()): _buffer_for_views(self)
     value = op(self, x)
     if (b := self.uop.base).op is Ops.BUFFER or is_multi_buffer(b): return self._assign(value, value_private=True)
     if value.shape != self.shape or value.dtype != self.dtype:

@@ -44,6 +44,10 @@ class LiveTensors:
     for k in done: del self.lazy[k]
     return computing_from(ret, bufs, caught_up) if ret else ret
 
+  def viewing(self, base) -> list:
+    """the live handles whose graph is base, or movement ops over it (each caught up: a node realized since is its buffer)"""
+    return [t for r, _ in list(self.lazy.values()) if (t := r()) is not None and t.uop.base is base]
+
 def _is_view(u) -> bool: return (b := u.base).op is Ops.BUFFER or is_multi_buffer(b)
 
 def computing_from(tensors:list, bufs:set, caught_up:bool=True) -> list:
