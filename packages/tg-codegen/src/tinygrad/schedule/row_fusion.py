@@ -82,7 +82,7 @@ def row_candidate(r:UOp) -> bool:
 def fused_rows(root:UOp, candidates:list[UOp], stop:dict[UOp, None]) -> set[UOp]:
   """the broadcast reduces among `candidates` (row_candidate, read by root's kernel alone) that stay in root's kernel: all or none"""
   if _body_reduces(candidates, stop) - set(candidates): return set()
-  if _copies(root, stop, region := _region(root, stop)) > FUSE_ROWS_GROWTH * len(region): return set()
+  if _copies(root, stop, region := _region(root, stop), limit := FUSE_ROWS_GROWTH * len(region)) > limit: return set()
   # the kernel as it would be built, with the realized nodes as stand-in buffers
   realized = {u: UOp.new_buffer(root.device, 1, u.dtype) for u in stop if u is not root and u._shape is not None}
   try: ast, _ = build_kernel(root, UOp.new_buffer(root.device, 1, root.dtype), realized)
@@ -96,19 +96,20 @@ def fused_rows(root:UOp, candidates:list[UOp], stop:dict[UOp, None]) -> set[UOp]
 FUSE_ROWS_GROWTH = 8
 _NEW_PLACE = {Ops.REDUCE_AXIS, Ops.EXPAND, Ops.PERMUTE, Ops.SHRINK, Ops.PAD, Ops.FLIP}
 
-def _copies(root:UOp, stop:dict[UOp, None], region:dict[UOp, None]|None=None) -> int:
-  """a lower bound on the nodes root's fused kernel holds, each once per place it is read at: summed over readers that open a new place (a
-  reduce's body, a moved index), the most of the others' (elementwise readers at one place share a copy). One pass over the region"""
-  copies: dict[UOp, int] = {root: 1}
-  moved: dict[UOp, int] = {}
-  for u in reversed(region if region is not None else _region(root, stop)):
-    n = copies.get(u, 0) + moved.get(u, 0)
-    copies[u] = n
+def _copies(root:UOp, stop:dict[UOp, None], region:dict[UOp, None], limit:int) -> int:
+  """the nodes root's fused kernel holds, each once per place it is read at (a reader that moves the index or opens a reduce's body makes
+  a place of its own per place it is at; an elementwise reader reads at its own places), counted up to just past `limit`. Places are
+  tracked by name, not counted: two reduces over one shared node (a GRU step's h @ Rz and h @ Rr) read it at two places, and counting the
+  readers' most (one) let a recurrence's kernel grow 3x per step unseen (a GRU of 6 steps took 30 s to schedule)"""
+  places: dict[UOp, set[int]] = {root: {0}}
+  named: dict[tuple[int, int], int] = {}
+  total = 0
+  for u in reversed(region):  # readers before their sources
+    if (total := total + len(at := places.get(u, ()))) > limit: break
     if u is not root and (u in stop or u.op is Ops.BUFFER): continue
-    for x in set(u.src):
-      if u.op in _NEW_PLACE: moved[x] = moved.get(x, 0) + n
-      else: copies[x] = max(copies.get(x, 0), n)
-  return sum(copies.values())
+    if u.op in _NEW_PLACE: at = {named.setdefault((id(u), p), len(named) + 1) for p in at}
+    for x in set(u.src): places.setdefault(x, set()).update(at)
+  return total
 
 def _region(root:UOp, stop:dict[UOp, None]) -> dict[UOp, None]:
   """root's kernel graph: its nodes down to realized ones (which it loads), sources first"""
