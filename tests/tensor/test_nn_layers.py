@@ -184,3 +184,15 @@ def test_batchnorm_trains_under_tinyjit_and_says_what_a_forward_only_jit_needs()
     with Tensor.train(): return bn(x).realize()
   with pytest.raises(RuntimeError, match="must end with the optimizer step"):
     for x in xs: forward_only(Tensor(x))
+
+def test_view_of_running_stats_taken_before_a_forward_reads_the_update():
+  """the running statistics' write is left pending until a statistic is read (or the next optimizer step); a view of one taken before the
+  forward reads the buffer too, and read the old values; a value computed from them before keeps those"""
+  bn = nn.BatchNorm(3)
+  head, before = bn.running_mean[0:2], bn.running_mean * 1
+  x = np.arange(12, dtype=np.float32).reshape(4, 3)
+  with Tensor.train(): bn(Tensor(x)).realize()
+  want = 0.1 * x.mean(0)
+  np.testing.assert_allclose(head.numpy(), want[:2], rtol=1e-6)
+  np.testing.assert_allclose(bn.running_mean.numpy(), want, rtol=1e-6)
+  np.testing.assert_equal(before.numpy(), np.zeros(3))

@@ -21,7 +21,7 @@ from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
 from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
 from tinygrad.uop.multi import shard_of
-from tinygrad.tensor_live import LiveTensors, computing_from
+from tinygrad.tensor_live import LiveTensors, computing_from, reads_buffer
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -624,7 +624,9 @@ def _engine():
 
 def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
   """Tensor.realize; skip: handles left out of the readers of old contents (an assign's value, which the assign deals with)"""
-  if not (todo := [t for t in ts if not t._is_buffer() and 0 not in t.shape]): return
+  todo = [t for t in ts if not t._is_buffer() and 0 not in t.shape]
+  if _deferred: todo += _deferred_writes_read_by(ts, todo)  # a view of a buffer, realized already, reads a pending write's target too
+  if not todo: return
   if any([_memo_any(t.uop, _WRITES, _WRITE_OPS, None) for t in todo]): todo += _old_value_readers(todo, skip)
   runs, becomes = _prepare(olds := [t.uop for t in todo])
   # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
@@ -650,6 +652,18 @@ def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tenso
       if u.op is Ops.AFTER: bufs.update(b for b in u.src[0].base.toposort() if b.op is Ops.BUFFER)
   readers = _live.computing_from(bufs, {id(t) for t in (*todo, *skip)}, caught_up=_realized.any_into(bufs)) if bufs else []
   return [t for t in readers if not t._is_buffer() and 0 not in t.shape]
+
+# nn/inplace.defer's tensors, left to the next optimizer step: writes a module left pending (BatchNorm's running statistics) and losses
+# backward() ran on
+_deferred: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+def _deferred_writes_read_by(ts:Sequence[Tensor], todo:list[Tensor]) -> list[Tensor]:
+  """the deferred writes into buffers that ts's graphs read (a view of a running statistic taken before the forward reads it too), but
+  those in todo: they land in the same run, before those reads, as reading the module's own handle would land them"""
+  mine = {id(t) for t in todo}
+  writes = [t for t in list(_deferred.values()) if id(t) not in mine and _memo_any(t.uop, _WRITES, _WRITE_OPS, None)]
+  bufs = {b for t in writes for u in t.uop.toposort() if u.op is Ops.AFTER for b in u.src[0].base.toposort() if b.op is Ops.BUFFER}
+  return writes if bufs and any(reads_buffer(t.uop, bufs) for t in ts) else []
 
 def _before_replay_write(nodes:list[UOp]):
   """a TinyJit replay (which runs no python) is about to write into the buffers `nodes`: the live values still to be computed from their

@@ -62,6 +62,12 @@ def computing_from(tensors:list, bufs:set, caught_up:bool=True) -> list:
     return memo[root]
   return [t for t in tensors if _read_bits(u := t.uop if caught_up else t._uop) & want and not _is_view(u) and reads(u)]
 
+def reads_buffer(root, bufs:set) -> bool:
+  """root's graph reads one of bufs (buffer nodes), through a view of it or not"""
+  want = 0
+  for b in bufs: want |= _read_bits(b)
+  return bool(_read_bits(root) & want) and any(u in bufs for u in root.toposort())
+
 _BITS = "_read_bits"
 def _read_bits(root) -> int:
   """a filter kept on each node (a graph never changes): one bit per buffer it reads, of 1021 (the buffer's id modulo 1021). A graph whose

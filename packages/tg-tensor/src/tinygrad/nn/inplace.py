@@ -1,8 +1,7 @@
 """Deferred in-place writes: Tensor.assign writes now, one realize per call; an optimizer step (or a BatchNorm's running statistics)
 writes many buffers, so it builds every write first and realizes them together, one schedule for the lot."""
 from __future__ import annotations
-import weakref
-from tinygrad.tensor import Tensor, _reads_elsewhere, _private_buffer
+from tinygrad.tensor import Tensor, _reads_elsewhere, _private_buffer, _deferred
 
 def buffer_of(t:Tensor) -> Tensor:
   """t in a buffer of its own, realized now (a constant or lazy graph becomes memory a write can land in, shared with no other tensor)"""
@@ -28,8 +27,8 @@ def pending_write(target:Tensor, value:Tensor) -> Tensor:
 # - writes a module leaves pending (BatchNorm's running statistics): realized in the forward pass they would make one realize per layer;
 # - a loss backward() ran on: realized before the parameters change, so reading it after the step gives the forward's value (torch's),
 #   not one that mixes old and new parameters (the step's realize materialises part of the forward; the rest would read new weights).
+# - a write a realize reads the target of (through a view of it) lands with it (tensor._deferred_writes_read_by).
 # Weak: a tensor nobody holds any more needs no realize
-_deferred: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 def defer(*pending:Tensor) -> None:
   """leave these tensors to be realized by the next take_deferred() caller (or any realize of them)"""
