@@ -462,3 +462,47 @@ def test_max_gradient_goes_to_a_nan_max():
   p = Tensor(z, requires_grad=True)
   p.max_pool2d(2).sum().backward()
   np.testing.assert_array_equal(p.grad.numpy()[0, 0], [[0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0], [0, 1, 0, 1]])
+
+# *** a gradient through a value computed before an in-place write ***
+WRITTEN = "written in place .* after this graph's value was computed from it"
+
+def test_loss_built_before_its_weights_are_written_refuses_backward():
+  """torch's "modified by an inplace operation": the loss kept its value (computed before the write), and its gradient read the new w"""
+  w, x = Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, 4.0])
+  loss = (w * w * x).sum()
+  w.assign(Tensor([10.0, 10.0]))
+  with pytest.raises(RuntimeError, match=WRITTEN): loss.backward()
+  assert loss.item() == 19.0
+
+def test_loss_over_an_intermediate_written_in_place_refuses_backward():
+  """the write into h's buffer cut the link back to w * 3: the loss built before it silently gave w no gradient"""
+  w = Tensor([1.0, 2.0], requires_grad=True)
+  h = (w * 3).realize()
+  loss = (h * h).sum()
+  h += 1
+  with pytest.raises(RuntimeError, match=WRITTEN): loss.backward()
+
+def test_optimizer_step_between_a_loss_and_its_backward_refuses_it():
+  from tinygrad import nn
+  w = Tensor([[0.5, -1.0]], requires_grad=True)
+  opt = nn.optim.SGD([w], lr=0.1)
+  with Tensor.train():
+    (w.sum() ** 2).backward()
+    loss = ((w * 2).sum() ** 2)
+    opt.step()
+    with pytest.raises(RuntimeError, match=WRITTEN): loss.backward()
+
+def test_writes_the_gradient_does_not_read_leave_backward_alone():
+  """c = a + w * w, then a.assign(c): d c/d w = 2w never reads a. A loss read (item()) before backward, over a realized intermediate, with
+  no write: the gradient as ever"""
+  a, w = Tensor([1.0, 2.0]).realize(), Tensor([4.0, 5.0], requires_grad=True)
+  c = a + w * w
+  a.assign(c)
+  c.sum().backward()
+  np.testing.assert_equal(w.grad.numpy(), [8.0, 10.0])
+  w2 = Tensor([1.0, 2.0], requires_grad=True)
+  h = (w2 * 3).realize()
+  loss = (h.exp() * 2).sum()
+  np.testing.assert_allclose(loss.item(), 2 * (np.exp(3.0) + np.exp(6.0)), rtol=1e-6)
+  loss.backward()
+  np.testing.assert_allclose(w2.grad.numpy(), 6 * np.exp(3 * np.array([1.0, 2.0])), rtol=1e-6)

@@ -448,18 +448,20 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     of some loss with respect to self, is given. A target no gradient reaches (not in the graph, or only through detach()) raises,
     or gives zeros with materialize_grads=True. requires_grad is not needed on the targets."""
     return self._gradient(targets, self._root_gradient(gradient), materialize_grads)
-  def _gradient(self, targets:tuple[Tensor, ...], gradient:Tensor, materialize_grads:bool, root:UOp|None=None) -> list[Tensor]:
-    """gradient(); root: self's graph as built (see unrealized), where the caller has it already"""
+  def _gradient(self, targets:tuple[Tensor, ...], gradient:Tensor, materialize_grads:bool, root:UOp|None=None,
+                brought:list[UOp]|None=None) -> list[Tensor]:
+    """gradient(); root: self's graph as built (see unrealized), where the caller has it already, with the nodes it brought back"""
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
     from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
     keep = _kept(targets)
-    if root is None: root = _realized.unrealized(self.uop, keep)
+    if root is None: root = _realized.unrealized(self.uop, keep, brought := [])
     grads = compute_gradient(root, gradient.uop.cast(self.dtype), set(keep.values()))
-    if root is not self.uop and grads:  # one walk for all
-      grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort()).src))
+    if root is not self.uop and grads:  # one walk for all; a buffer written since its node was realized no longer holds it
+      grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort(), unwritten=True).src))
+    if brought: _realized.refuse_stale_reads(brought, list(grads.values()))
     ret = []
     for t in targets:
       if (g := grads.get(t.uop)) is None and not materialize_grads:
@@ -485,20 +487,22 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     requires_grad=False, self and the intermediates included"""
     gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
     wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
-    nodes = (root := _realized.unrealized(self.uop, _kept(wanted))).toposort()
-    if not (ts := [t for t in wanted if t.uop in nodes]): ts, root = self._implicit_targets()
-    for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root)): t.grad = g if t.grad is None else t.grad + g
+    nodes = (root := _realized.unrealized(self.uop, _kept(wanted), brought := [])).toposort()
+    if not (ts := [t for t in wanted if t.uop in nodes]):
+      if brought: _realized.refuse_stale_reads(brought, [])  # a write cut the path to them: an error, not a graph with no gradient for them
+      ts, root = self._implicit_targets(brought := [])
+    for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root, brought)): t.grad = g if t.grad is None else t.grad + g
     from tinygrad.nn.inplace import defer
     defer(self)  # realized before the next in-place write (nn/inplace.py): a loss read after the optimizer step is the forward's value
     return self
-  def _implicit_targets(self) -> tuple[list[Tensor], UOp]:
-    """(the tensors backward() fills when none in the graph has requires_grad=True, self's graph as built)"""
+  def _implicit_targets(self, brought:list[UOp]) -> tuple[list[Tensor], UOp]:
+    """(the tensors backward() fills when none in the graph has requires_grad=True, self's graph as built); brought: see unrealized"""
     if (wr := self.uop.__dict__.get(_REALIZED_FROM)) is not None and wr() is None:  # a graph with no requires_grad is not kept
       raise RuntimeError(f"backward: this {self.shape} tensor was realized (item(), numpy(), realize()) before backward(), and with no "
                          f"requires_grad=True tensor in it its graph was not kept: call backward() first, or give the tensors you want "
                          f"gradients for requires_grad=True")
     maybe = [t for t in _live.alive() if t.requires_grad is None and dtypes.is_float(t.dtype)]
-    nodes = (root := _realized.unrealized(self.uop, _kept(maybe))).toposort()
+    nodes = (root := _realized.unrealized(self.uop, _kept(maybe), brought)).toposort()
     ts = [t for t in maybe if t.uop in nodes]
     # hash-consing makes equal constants one node (Tensor(1.0) and the 1.0 broadcast in x * 1.0): a gradient there mixes them all. They get
     # none, as python numbers and arange get none in tinygrad 0.14; Tensor.full's constant is a node of its own (a buffer in 0.14)
@@ -856,8 +860,12 @@ class _Realized:
       else:
         self.nodes[key] = (self.epoch, new, wr := weakref.ref(old, self._on_death))
         self._ids[wr] = key
-      # for autograd (unrealized): the node, while something keeps it; none for a write, and a link from before it is stale
-      if _is_write(old): new.__dict__.pop(_REALIZED_FROM, None)
+      # for autograd (unrealized): the node, while something keeps it; none for a write, and a link from before it is stale. The written
+      # buffers keep the epoch of the write: a graph realized before it (in an earlier run or earlier in this one) read other contents
+      if _is_write(old):
+        cut = (wr := new.__dict__.pop(_REALIZED_FROM, None)) is not None and (was := wr()) is not None and _on_grad_path(was)
+        for b in old.base.src[0].toposort():
+          if b.op is Ops.BUFFER: b.__dict__.update({_WRITTEN: self.epoch, _CUT: cut or b.__dict__.get(_CUT, False)})
       else:
         new.__dict__[_REALIZED_FROM] = self.nodes[key][2]
         # a buffer holding a value on a gradient path is on it too: a graph built on it is kept over its own realize (h = x.exp(); h
@@ -869,7 +877,7 @@ class _Realized:
   def get(self, u:UOp) -> tuple[int, UOp]|None:
     """(epoch, buffer view) of the realize that last recorded u, or None"""
     return None if (r := self.nodes.get(id(u))) is None else r[:2]
-  def unrealized(self, u:UOp, keep:dict[UOp, UOp]) -> UOp:
+  def unrealized(self, u:UOp, keep:dict[UOp, UOp], brought:list[UOp]|None=None) -> UOp:
     """u with each buffer view a realize put in place of a node that is still alive replaced by that node (again inside it, for a node
     built on an earlier realize's buffer): the graph as it was built, which autograd differentiates. Nodes in `keep` (the tensors that
     want gradients, each the value of its own key) stay, and a key that is a node such a tensor had before a realize caught it up
@@ -885,12 +893,38 @@ class _Realized:
       # a kept node stays as it is even where its sources were realized too (a sharded parameter: its MULTI and each device's piece)
       kept = {x: keep[x] for x in topo if x in keep}
       if not undo and all(k is x for x, k in kept.items()): break
+      if brought is not None: brought += undo.values()
       u = u.substitute(kept | undo)
     return u
-  def since(self, u:UOp, epoch:int, pending:dict|None=None) -> UOp:
+  def _overwritten(self, u:UOp) -> list[UOp]:
+    """the nodes of u's graph realized into a buffer written in place since"""
+    return [x for x in u.toposort() if (r := self.nodes.get(id(x))) is not None and r[1].base.__dict__.get(_WRITTEN, -1) >= r[0]]
+  def refuse_stale_reads(self, brought:list[UOp], grads:list[UOp]) -> None:
+    """raise where the gradients read a buffer that a graph brought back (`brought`, from unrealized) read before it was written in place:
+    the gradient would read the new contents where the value was computed from the old (torch: "modified by an inplace operation").
+    Without this it did so silently, or, where the write cut the link to the graph below, gave no gradient at all. The reads under an
+    in-place write are not walked: autograd never goes into one, and it reads as written (a parameter after its optimizer step)"""
+    since: dict[UOp, int] = {}  # node -> the earliest realize of a graph brought back that holds it
+    for o in brought:
+      if (r := self.nodes.get(id(o))) is not None: since[o] = min(since.get(o, r[0]), r[0])
+    stale: set[UOp] = set()
+    for u in reversed(UOp.sink(*since).toposort()) if since else []:
+      if (e := since.get(u)) is None or u.op is Ops.AFTER: continue
+      if u.op is Ops.BUFFER and u.__dict__.get(_WRITTEN, -1) >= e: stale.add(u)
+      for x in u.src: since[x] = min(since.get(x, e), e)
+    if not stale: return
+    # the gradient reads it, or it held a value a gradient flowed through: the write cut that path, and a graph from before it gets none
+    if (hit := next((b for b in stale if b.__dict__.get(_CUT)), None)) is None: hit = next((b for b in UOp.sink(*grads).toposort() if b in stale), None)
+    if hit is not None:
+      raise RuntimeError(f"backward: a {hit.dtype} buffer of {hit.arg.shape[0]} elements was written in place (assign, +=, setitem, an optimizer "
+                         f"step) after this graph's value was computed from it, and its gradient would read the new contents: call "
+                         f"backward() before the write, or compute the value again after it")
+  def since(self, u:UOp, epoch:int, pending:dict|None=None, unwritten:bool=False) -> UOp:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.
-    Nodes in `pending` stay: a caught-up handle's graph, where a realized node is one built again since, work still to do"""
+    Nodes in `pending` stay: a caught-up handle's graph, where a realized node is one built again since, work still to do. unwritten: only
+    nodes whose buffer was not written in place since (autograd's: the buffer no longer holds the node's value, which it recomputes)"""
     nodes = self.nodes
+    if unwritten: pending = {**(pending or {}), **{k: None for k in self._overwritten(u)}}
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
     if not u.src: return u  # a leaf (a buffer: every realized input or weight, after each realize) has nothing below it to replace
@@ -911,6 +945,8 @@ class _Realized:
     return u
 
 _REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced
+_WRITTEN = "_written_epoch"  # on a BUFFER node: the epoch of the realize that last wrote into it in place
+_CUT = "_cut_gradient_path"  # on a BUFFER node: an in-place write replaced a value in it that a gradient could flow through
 _realized = _Realized()
 
 def _handle(u:UOp) -> Tensor:
