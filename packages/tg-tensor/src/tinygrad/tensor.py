@@ -849,6 +849,7 @@ class _Realized:
   # per lookup (WeakKeyDictionary makes one, and its python-level methods run on every realize). The reference's death drops the entry
   def __init__(self):
     self.epoch, self.nodes, self._ids = 0, {}, {}  # _ids: weak reference -> the id it is the entry of
+    self.last_write = -1  # the epoch of the last in-place write
     nodes, ids = self.nodes, self._ids
     # one callback for every reference; it holds the dicts, not self, so it still works while the interpreter tears down
     self._on_death = lambda wr: nodes.pop(ids.pop(wr), None)
@@ -866,6 +867,7 @@ class _Realized:
         cut = (wr := new.__dict__.pop(_REALIZED_FROM, None)) is not None and (was := wr()) is not None and _on_grad_path(was)
         for b in old.base.src[0].toposort():
           if b.op is Ops.BUFFER: b.__dict__.update({_WRITTEN: self.epoch, _CUT: cut or b.__dict__.get(_CUT, False)})
+        self.last_write = self.epoch
       else:
         new.__dict__[_REALIZED_FROM] = self.nodes[key][2]
         # a buffer holding a value on a gradient path is on it too: a graph built on it is kept over its own realize (h = x.exp(); h
@@ -896,9 +898,6 @@ class _Realized:
       if brought is not None: brought += undo.values()
       u = u.substitute(kept | undo)
     return u
-  def _overwritten(self, u:UOp) -> list[UOp]:
-    """the nodes of u's graph realized into a buffer written in place since"""
-    return [x for x in u.toposort() if (r := self.nodes.get(id(x))) is not None and r[1].base.__dict__.get(_WRITTEN, -1) >= r[0]]
   def refuse_stale_reads(self, brought:list[UOp], grads:list[UOp]) -> None:
     """raise where the gradients read a buffer that a graph brought back (`brought`, from unrealized) read before it was written in place:
     the gradient would read the new contents where the value was computed from the old (torch: "modified by an inplace operation").
@@ -907,8 +906,9 @@ class _Realized:
     since: dict[UOp, int] = {}  # node -> the earliest realize of a graph brought back that holds it
     for o in brought:
       if (r := self.nodes.get(id(o))) is not None: since[o] = min(since.get(o, r[0]), r[0])
+    if not since or self.last_write < min(since.values()): return  # no write since the oldest of them (a training step's loss)
     stale: set[UOp] = set()
-    for u in reversed(UOp.sink(*since).toposort()) if since else []:
+    for u in reversed(UOp.sink(*since).toposort()):
       if (e := since.get(u)) is None or u.op is Ops.AFTER: continue
       if u.op is Ops.BUFFER and u.__dict__.get(_WRITTEN, -1) >= e: stale.add(u)
       for x in u.src: since[x] = min(since.get(x, e), e)
@@ -923,10 +923,10 @@ class _Realized:
     """u with each node realized after `epoch` replaced; again on the result, as a node built on a replacement may have been realized later.
     Nodes in `pending` stay: a caught-up handle's graph, where a realized node is one built again since, work still to do. unwritten: only
     nodes whose buffer was not written in place since (autograd's: the buffer no longer holds the node's value, which it recomputes)"""
-    nodes = self.nodes
-    if unwritten: pending = {**(pending or {}), **{k: None for k in self._overwritten(u)}}
+    nodes, last_write = self.nodes, self.last_write if unwritten else -1
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
-    while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending): u = r[1]
+    while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending) and \
+          not (last_write >= r[0] and r[1].base.__dict__.get(_WRITTEN, -1) >= r[0]): u = r[1]
     if not u.src: return u  # a leaf (a buffer: every realized input or weight, after each realize) has nothing below it to replace
     while nodes:
       hits: dict[UOp, UOp] = {}
@@ -934,6 +934,7 @@ class _Realized:
         # a realized node is replaced whole, so the walk stops there: an optimizer's update reads the moments it realized, not the
         # backward graph below them
         if (r := nodes.get(id(x))) is None or r[0] <= epoch or (pending is not None and x in pending): return True
+        if last_write >= r[0] and r[1].base.__dict__.get(_WRITTEN, -1) >= r[0]: return True  # the buffer no longer holds x
         hits[x] = r[1]
         return False
       topo = u.toposort(realized)
