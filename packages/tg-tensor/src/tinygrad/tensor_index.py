@@ -12,7 +12,9 @@ def _broadcast_shape(*shapes:tuple) -> tuple:
   nd = max((len(s) for s in shapes), default=0)
   out = []
   for sizes in zip(*[(1,)*(nd-len(s)) + tuple(s) for s in shapes]):
-    if len(big := {s for s in sizes if s != 1}) > 1: raise IndexError(f"index tensors of shapes {[tuple(s) for s in shapes]} don't broadcast together")
+    # only the int 1 broadcasts: a symbolic size (a bound Variable's, a UOp) compared with != has no truth value
+    if len(big := {s for s in sizes if not (isinstance(s, int) and s == 1)}) > 1:
+      raise IndexError(f"index tensors of shapes {[tuple(s) for s in shapes]} don't broadcast together")
     out.append(big.pop() if big else 1)
   return tuple(out)
 
@@ -25,6 +27,10 @@ def _positions(mask:list, shape:tuple) -> list[list[int]]:
   return coords
 
 _WHOLE = slice(None)
+
+def _has_no_elements(t) -> bool:
+  # a symbolic size (a bound Variable's, at least 1) is a UOp with no truth value: only the int 0 is empty
+  return isinstance(n := t.numel(), int) and n == 0
 
 def _plain_view(view:UOp, of:UOp) -> bool:
   """view is of's elements through movement ops that give each its own place (no pad, no expand): a write through it lands in of.
@@ -40,7 +46,8 @@ class TensorIndexMixin:
     from tinygrad.tensor import Tensor
     idx = tuple(Tensor(i, self.device) if isinstance(i, list) else i for i in idx)
     for i in idx:
-      if isinstance(i, Tensor) and (dtypes.is_float(i.dtype) and i.numel()): raise IndexError(f"index tensors must be int or bool, got {i.dtype}")
+      if isinstance(i, Tensor) and (dtypes.is_float(i.dtype) and not _has_no_elements(i)):
+        raise IndexError(f"index tensors must be int or bool, got {i.dtype}")
       if isinstance(i, Tensor) and i.dtype is dtypes.bool and not i.ndim:
         raise IndexError("a 0-d boolean index (x[Tensor(True)]) is not supported: x[None] adds the axis it would, x[None][:0] the empty one")
     width = sum(i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1 for i in idx if i is not None and i is not Ellipsis)
@@ -54,7 +61,7 @@ class TensorIndexMixin:
         if tuple(i.shape) != tuple(self.shape[dim:dim+i.ndim]):
           raise IndexError(f"boolean mask of shape {tuple(i.shape)} doesn't match axes {dim}..{dim+i.ndim-1} of shape {tuple(self.shape)}")
         out.extend(Tensor(c, self.device, dtypes.int32) for c in _positions(i.flatten().tolist(), tuple(i.shape)))
-      elif isinstance(i, Tensor) and not i.numel(): out.append(i.cast(dtypes.int32))  # Tensor([]) is float
+      elif isinstance(i, Tensor) and _has_no_elements(i): out.append(i.cast(dtypes.int32))  # Tensor([]) is float
       else: out.append(i)
       dim += 0 if i is None else i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1
     return tuple(out)

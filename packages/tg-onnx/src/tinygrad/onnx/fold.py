@@ -24,6 +24,7 @@ def _slice(vals, args, attrs):
   if args[0].ndim != 1: return None
   data, starts, ends = vals[:3]
   steps = vals[4] if len(vals) > 4 and vals[4] is not None else [1]
+  if any(hasattr(v, "op") for v in (starts[0], ends[0], steps[0])): return None  # a symbolic bound can't slice a python list
   return data[onnx_slice(starts[0], ends[0], steps[0], len(data))]
 
 def _div(a, b):

@@ -31,9 +31,12 @@ class RunContext:
       if JIT_CAPTURE and self.runner._reads_inputs(t): raise RuntimeError(self._frozen(t))
       v = self.runner._vals[t.uop] = list(_flat(t.tolist()))
     return v
+  def describe(self) -> str:
+    """the running node as errors name it: its index, op and name"""
+    return f"ONNX node {self.index} {self.node.op} {self.node.name!r}" if self.node is not None else "ONNX node"
   def _frozen(self, t:Tensor) -> str:
     what = next((f"input {n!r}" for n, a in zip(self.node.inputs, self.args) if a is t), "a value computed from its inputs")
-    return (f"ONNX node {self.index} {self.node.op} {self.node.name!r} reads {what} as python numbers to build the graph (a shape, "
+    return (f"{self.describe()} reads {what} as python numbers to build the graph (a shape, "
             "an index, a count), and it comes from the model's inputs: under OnnxRunner.jit() the capture would keep this call's values "
             "for every later call. Run the model without jit(), or make that input a constant (an initializer)")
   def onnx_type_id(self, t:Tensor) -> int:

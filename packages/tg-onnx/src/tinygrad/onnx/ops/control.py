@@ -21,9 +21,16 @@ def loop(ctx, max_trip=None, cond=None, *carried, body):
     keep, state = bool(ctx.vals(outs[0])[0]), list(outs[1:1 + n_carried])
     scans.append(outs[1 + n_carried:])
     i += 1
-  n_scan = len(body.outputs) - 1 - n_carried
-  stacked = [Tensor.stack(*[s[k] for s in scans]) if scans else Tensor.zeros(0) for k in range(n_scan)]
+  scan_types = list(body.outputs.values())[1 + n_carried:]
+  stacked = [Tensor.stack(*[s[k] for s in scans]) if scans else _no_iterations(vt) for k, vt in enumerate(scan_types)]
   return tuple(state + stacked)
+
+def _no_iterations(vt):
+  """a scan output of a Loop that ran no iteration: no element to take the shape from, so the body's declared output type gives it
+  ((0, *declared shape), as onnxruntime does); where the body does not declare a full shape, (0,)"""
+  dtype = vt.elem.dtype if vt is not None and vt.elem is not None and vt.elem.dtype is not None else dtypes.float32
+  shape = vt.shape if vt is not None and vt.shape is not None and all(isinstance(s, int) for s in vt.shape) else ()
+  return Tensor.zeros(0, *shape, dtype=dtype)
 
 @op("Scan", since=8, ctx=True)
 def scan_v8(ctx, sequence_lens, *inputs, body, num_scan_inputs, directions=None):

@@ -1,23 +1,36 @@
 """Shape and movement ops. Sizes, axes, starts and pads that ONNX passes as tensors must be known before the graph is built:
 ctx.ints(t) reads them as python ints (constants and Shape outputs without running anything)."""
 from __future__ import annotations
-import math
+import functools, math
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import UOp, ssimplify
 from tinygrad.onnx.ops.registry import op
-from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype, onnx_slice
+from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype, onnx_slice, at_least, show
 
-def _reshape(x, shape, allowzero=0):
-  shape = [x.shape[i] if s == 0 and not allowzero else s for i, s in enumerate(shape)]
-  if -1 in shape:
-    known = math.prod(s for s in shape if s != -1)
-    shape[shape.index(-1)] = math.prod(x.shape) // known if known else 0
+def _is_int(s, value:int) -> bool: return isinstance(s, int) and s == value  # a symbolic size (a UOp) is never a marker
+
+def _reshape(ctx, x, shape, allowzero=0):
+  _check_reshape_target(ctx, x, shape, allowzero)
+  shape = [x.shape[i] if _is_int(s, 0) and not allowzero else s for i, s in enumerate(shape)]
+  if any(_is_int(s, -1) for s in shape):
+    known = math.prod(s for s in shape if not _is_int(s, -1))
+    shape[next(i for i, s in enumerate(shape) if _is_int(s, -1))] = math.prod(x.shape) // known if known else 0
   return x.reshape(shape)
 
-@op("Reshape", since=1)
-def reshape_v1(x, shape=()): return _reshape(x, list(shape))
+def _check_reshape_target(ctx, x, shape, allowzero):
+  # ONNX allows one inferred size, and a 0 (copy) only where the input has an axis to copy from
+  def target(): return "[" + ", ".join(show(s) for s in shape) + "]"  # only for the errors: rendering a symbolic size costs
+  if sum(_is_int(s, -1) for s in shape) > 1:
+    raise ValueError(f"{ctx.describe()}: target shape {target()} has more than one -1: at most one -1 (inferred size) is allowed")
+  if not allowzero and (past := [i for i, s in enumerate(shape) if _is_int(s, 0) and i >= x.ndim]):
+    raise ValueError(f"{ctx.describe()}: target shape {target()} has a 0 (copy the input's size) at position {past[0]}, past the "
+                     f"input's rank {x.ndim} (shape {tuple(x.shape)}): there is no size to copy")
+
+@op("Reshape", since=1, ctx=True)
+def reshape_v1(ctx, x, shape=()): return _reshape(ctx, x, list(shape))
 @op("Reshape", since=5, ctx=True)
-def reshape(ctx, x, shape, allowzero=0): return _reshape(x, ctx.ints(shape), allowzero)
+def reshape(ctx, x, shape, allowzero=0): return _reshape(ctx, x, ctx.ints(shape), allowzero)
 
 @op("Shape", ctx=True)
 def shape(ctx, x, start=0, end=None):
@@ -56,10 +69,29 @@ def unsqueeze(ctx, x, axes): return _unsqueeze(x, ctx.ints(axes))
 @op("Transpose")
 def transpose(x, perm=None): return x.permute(perm if perm is not None else list(range(x.ndim))[::-1])
 
+def _empty_vector(x) -> bool:
+  # an empty 1-d input (an exporter's empty shape list) is dropped whatever the others' rank; a symbolic size (a bound Variable is
+  # at least 1) is never 0, and has no truth value to test
+  return x.ndim == 1 and _is_int(x.numel(), 0)
+
 @op("Concat")
 def concat(*xs, axis):
-  xs = [x for x in xs if x.numel() or x.ndim > 1] or list(xs[:1])
-  return xs[0].cat(*xs[1:], dim=axis)
+  xs = [x for x in xs if not _empty_vector(x)] or list(xs[:1])
+  a = norm_axis(axis, xs[0].ndim)
+  if len(xs) > 1 and any(isinstance(x.shape[a], UOp) for x in xs): return _symbolic_cat(xs, a)
+  return xs[0].cat(*xs[1:], dim=a)
+
+def _symbolic_cat(xs, a):
+  """cat along an axis with symbolic sizes (dynamic=). Tensor.cat pads each piece to o + s + (total - o - s), which the simplifier
+  can't always fold back to total when a size is a min/max of a Variable (x[:, :2] of a dynamic axis is min(2, T)): the pieces then
+  don't add up. Each padded piece is viewed as exactly total long (the same length, spelled one way) before the sum"""
+  sizes = [x.shape[a] for x in xs]
+  total, offsets = ssimplify(sum(sizes)), [sum(sizes[:k]) for k in range(len(xs))]
+  def placed(x, offset, size):
+    padded = x.pad(tuple((offset, total - offset - size) if i == a else None for i in range(x.ndim)))
+    return padded.shrink(tuple((0, total) if i == a else None for i in range(x.ndim)))
+  parts = [placed(x, o, s) for x, o, s in zip(xs, offsets, sizes)]
+  return functools.reduce(lambda p, q: p | q if p.dtype is dtypes.bool else p + q, parts)
 
 def _split(x, sizes, ax, num_outputs):
   ax = norm_axis(ax, x.ndim)
@@ -82,18 +114,18 @@ def split_v2(ctx, x, axis=0, split=None): return _split(x, split, axis, ctx.n_ou
 def split(ctx, x, split=None, axis=0, num_outputs=None):
   return _split(x, None if split is None else ctx.ints(split), axis, num_outputs or ctx.n_outputs)
 
-def _slice(x, starts, ends, ax=None, steps=None):
+def _slice(ctx, x, starts, ends, ax=None, steps=None):
   ax = norm_axes(ax, x.ndim) if ax is not None else list(range(len(starts)))
   steps = steps or [1] * len(starts)
   idx = [slice(None)] * x.ndim
-  for a, s, e, st in zip(ax, starts, ends, steps): idx[a] = onnx_slice(s, e, st, x.shape[a])
+  for a, s, e, st in zip(ax, starts, ends, steps): idx[a] = onnx_slice(s, e, st, x.shape[a], f"{ctx.describe()} on axis {a}")
   return x[tuple(idx)] if x.ndim else x
 
-@op("Slice", since=1)
-def slice_v1(x, starts, ends, axes=None): return _slice(x, starts, ends, axes)
+@op("Slice", since=1, ctx=True)
+def slice_v1(ctx, x, starts, ends, axes=None): return _slice(ctx, x, starts, ends, axes)
 @op("Slice", since=10, ctx=True)
 def slice_(ctx, x, starts, ends, axes=None, steps=None):
-  return _slice(x, ctx.ints(starts), ctx.ints(ends), None if axes is None else ctx.ints(axes), None if steps is None else ctx.ints(steps))
+  return _slice(ctx, x, ctx.ints(starts), ctx.ints(ends), None if axes is None else ctx.ints(axes), None if steps is None else ctx.ints(steps))
 
 @op("Gather")
 def gather(x, indices, axis=0):
@@ -203,11 +235,20 @@ def constant(ctx, value=None, value_float=None, value_floats=None, value_int=Non
 @op("Range", ctx=True)
 def range_(ctx, start, limit, delta):
   s, l, d = ctx.vals(start)[0], ctx.vals(limit)[0], ctx.vals(delta)[0]
-  n = max(math.ceil((l - s) / d), 0)
-  if not n: return Tensor.zeros(0, dtype=start.dtype)
+  n = _symbolic_range_length(ctx, start, s, l, d) if any(isinstance(v, UOp) for v in (s, l, d)) else max(math.ceil((l - s) / d), 0)
+  if _is_int(n, 0): return Tensor.zeros(0, dtype=start.dtype)
   # floats in their own type (a double range needs double steps), ints in int64
   work = start.dtype if dtypes.is_float(start.dtype) else dtypes.int64
   return (Tensor.arange(n, dtype=work) * d + s).cast(start.dtype)
+
+def _symbolic_range_length(ctx, start, s, l, d):
+  """the length of a Range whose bounds are symbolic (a size read by Shape under dynamic=): a symbolic axis, which tinygrad's arange
+  makes for an int step > 0 only (the count is a ceil division it can express in ints)"""
+  if dtypes.is_float(start.dtype) or not all(isinstance(v, (int, UOp)) for v in (s, l, d)) or isinstance(d, UOp) or d <= 0:
+    raise NotImplementedError(f"{ctx.describe()}: Range({show(s)}, {show(l)}, {show(d)}) of {start.dtype} has a symbolic bound (dynamic=): "
+                              "only an integer range with a constant step > 0 is supported there")
+  span = l - s
+  return at_least(span if d == 1 else (span + (d - 1)) // d, 0)
 
 @op("Trilu", ctx=True)
 def trilu(ctx, x, k=None, upper=1):
