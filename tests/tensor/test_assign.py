@@ -242,3 +242,41 @@ def test_write_through_a_view_of_a_lazy_value_reaches_it():
   out2.T[2] = -1.0
   np.testing.assert_equal(out2.numpy(), [[0, 3, -1], [10, 13, -1]])
   np.testing.assert_equal(v.numpy(), [10, 13, -1])
+
+def test_value_built_before_its_source_had_a_buffer_keeps_the_old_contents():
+  """b was filed by the buffer clock before a had a buffer; once b's graph caught up to a's buffer (when d was built on it) a write into
+  a looked only at handles filed after that buffer, and b read the new contents"""
+  a = Tensor([2.0, 1.75, 1.0]).contiguous()
+  b = a * 3
+  a.realize()
+  d = b * 2
+  a[0] = -1.0
+  np.testing.assert_equal(b.numpy(), [6.0, 5.25, 3.0])
+  np.testing.assert_equal(d.numpy(), [12.0, 10.5, 6.0])
+
+@pytest.mark.parametrize("write", ["add", "mul", "assign"])
+def test_view_of_a_lazy_value_sees_a_write_into_the_value(write):
+  """torch's views: x.T taken of a lazy x sees x += 1, x *= 2, x.assign(...) (x took a new graph, the view kept the old one)"""
+  a = Tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).realize()
+  x = a * 1
+  v, before = x.T, x + 0
+  if write == "add": x += 1
+  elif write == "mul": x *= 2
+  else: x.assign(Tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]))
+  np.testing.assert_equal(v.numpy(), x.numpy().T)
+  np.testing.assert_equal(before.numpy(), [[1, 2, 3], [4, 5, 6]])
+
+def test_assign_of_a_lazy_value_to_itself_keeps_it():
+  """x.assign(x) gave x a new empty buffer first, then read x, that buffer, as the value: zeros or another buffer's stale data"""
+  x = Tensor([1.0, 2.0, 3.0, 4.0]).realize() * 2
+  x.assign(x)
+  np.testing.assert_equal(x.numpy(), [2, 4, 6, 8])
+
+def test_setitem_into_a_view_of_a_lazy_value_on_a_gradient_path_is_refused():
+  """the view took the write as its own graph and the value never saw it (the value and w's gradient silently as before the write)"""
+  w = Tensor([1.0, -2.0, 3.0], requires_grad=True)
+  out = w.reshape(3, 1) * Tensor([[1.0, 2.0]])
+  with pytest.raises(NotImplementedError, match="setitem into a view of a .* value a gradient flows through"): out.T[0] *= 10
+  out[0] = 5.0  # into the value itself: its graph takes the write, and the gradient flows on
+  out.sum().backward()
+  np.testing.assert_equal(w.grad.numpy(), [0.0, 3.0, 3.0])

@@ -135,7 +135,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def uop(self) -> UOp:
     if self._epoch != _realized.epoch:
       built, (self._uop, self._epoch) = self._uop, (_realized.since(self._uop, self._epoch), _realized.epoch)
-      if self._uop is not built: _keep_for_autograd(self, built)
+      if self._uop is not built:
+        _keep_for_autograd(self, built)
+        # its graph now reads buffers newer than it may have been filed under: an in-place write into one looks at it (tensor_live.py)
+        _live.may_be_lazy(self)
     return self._uop
   @uop.setter
   def uop(self, u:UOp):
@@ -457,7 +460,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
     keep = _kept(targets)
-    if root is None: root = _realized.unrealized(self.uop, keep, brought := [])
+    if root is None: _refuse_cut_paths((root := _realized.unrealized(self.uop, keep, brought := [])).toposort())
     grads = compute_gradient(root, gradient.uop.cast(self.dtype), set(keep.values()))
     if root is not self.uop and grads:  # one walk for all; a buffer written since its node was realized no longer holds it
       grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort(), unwritten=True).src))
@@ -488,6 +491,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     gradient = self._root_gradient(gradient)  # a shape error first: it is the likelier mistake
     wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
     nodes = (root := _realized.unrealized(self.uop, _kept(wanted), brought := [])).toposort()
+    _refuse_cut_paths(nodes)
     if not (ts := [t for t in wanted if t.uop in nodes]):
       if brought: _realized.refuse_stale_reads(brought, [])  # a write cut the path to them: an error, not a graph with no gradient for them
       ts, root = self._implicit_targets(brought := [])
@@ -539,10 +543,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {held.shape} {x.dtype} "
                          f"on {x.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
     if 0 in self.shape: return self
+    if held is self: return self  # its own value: nothing changes (a lazy self's new buffer, read as the value, held nothing yet)
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it. A view of a lazy value
     # (out.T[0] *= 10) writes into the buffer that value and its other views get
-    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base) and not (_lazy_view(self) and _buffer_for_views(self)):
+    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base) and not _share_with_views(self):
       self.uop = _private_buffer(self.uop, keep_value=False)
     target = self.uop
     moves = [u.op for u in target.toposort()]
@@ -776,19 +781,24 @@ def _private_buffer(u:UOp, keep_value:bool=True) -> UOp:
   if keep_value: Tensor(target.after(target.store(u))).realize()
   return target
 
-def _lazy_view(t:Tensor) -> bool:
-  """t is movement ops over a value with no buffer yet"""
-  return (b := t.uop.base) is not t.uop and b.op is not Ops.BUFFER and not is_multi_buffer(b)
+def _refuse_cut_paths(nodes) -> None:
+  """autograd's graph reads no buffer in which an in-place write replaced a value a gradient flowed through (h = (w * w).realize(); h += 1):
+  the path through it is cut, and a gradient that should reach w would silently not (torch differentiates the write)"""
+  if _realized.last_write < 0: return
+  if (cut := next((u for u in nodes if u.op is Ops.BUFFER and u.__dict__.get(_CUT)), None)) is not None:
+    raise RuntimeError(f"backward: this graph reads a {cut.dtype} buffer of {cut.arg.shape[0]} elements that held a value a gradient flows "
+                       f"through (realized) and was then written in place (+=, setitem, assign): the path back through that value is cut. "
+                       f"Write before realizing it, or build the new value out of place (h = h + 1)")
 
-def _buffer_for_views(view:Tensor) -> bool:
-  """view is movement ops over a lazy value that reads memory: that value's handle and every live view of it now share one new buffer
-  holding it, so a write through view shows in all of them, as in torch. Not where several handles hold the value itself: equal graphs
-  are one node (hash-consing: base * 2 built twice), and each of those tensors is its own. Nor a value of constants alone: equal ones are
-  one node wherever they were built"""
-  base = view.uop.base
-  if not _reads_memory(base): return False
-  holders = _live.viewing(base)
-  if len([t for t in holders if t.uop is base]) > 1: return False
+def _share_with_views(t:Tensor) -> bool:
+  """a write into t, which has no buffer yet, follows. Where t is movement ops over a lazy value that reads memory, or such a value with
+  live views of it taken since, the value's handle and every live view of it now share one new buffer holding it, so the write shows in
+  all of them, as in torch. Not where several handles hold the value itself: equal graphs are one node (hash-consing: base * 2 built
+  twice), and each of those tensors is its own. Nor a value of constants alone: equal ones are one node wherever they were built"""
+  if (base := t.uop.base).op is Ops.BUFFER or is_multi_buffer(base) or not _reads_memory(base): return False
+  if t.uop is not base: holders = _live.viewing(base)
+  elif len(holders := [h for h in _live.made_after(t) if h.uop.base is base] + [t]) == 1: return False  # no view of it: its own buffer
+  if len([h for h in holders if h.uop is base]) > 1: return False
   buf = _private_buffer(base)
   for t in holders: t.uop = t.uop.substitute({base: buf})
   return True
@@ -864,7 +874,9 @@ class _Realized:
       # for autograd (unrealized): the node, while something keeps it; none for a write, and a link from before it is stale. The written
       # buffers keep the epoch of the write: a graph realized before it (in an earlier run or earlier in this one) read other contents
       if _is_write(old):
-        cut = (wr := new.__dict__.pop(_REALIZED_FROM, None)) is not None and (was := wr()) is not None and _on_grad_path(was)
+        # a value a gradient could flow through, not a leaf that wants one (a parameter's step): a graph over the buffer gets no gradient
+        cut = (wr := new.__dict__.pop(_REALIZED_FROM, None)) is not None and (was := wr()) is not None and _on_grad_path(was) and \
+              _WANTS_GRAD not in was.__dict__ and _WANTS_GRAD not in new.base.__dict__
         for b in old.base.src[0].toposort():
           if b.op is Ops.BUFFER: b.__dict__.update({_WRITTEN: self.epoch, _CUT: cut or b.__dict__.get(_CUT, False)})
         self.last_write = self.epoch
@@ -889,6 +901,7 @@ class _Realized:
     for _ in range(self.epoch + 1):  # each round goes back at least one realize; the last one only renames what it brought back
       topo = u.toposort()
       undo = {x: old for x in topo if x not in keep and (wr := x.__dict__.get(_REALIZED_FROM)) is not None and (old := wr()) is not None}
+      if self.last_write >= 0: self._refuse_overwritten(undo)
       if built is None: built = topo  # round one brings no graph back: the writes u holds are all still to do
       else: undo |= {x: r[1] for x in topo if x.op is Ops.AFTER and x not in built and x not in keep and x not in undo and
                      (r := nodes.get(id(x))) is not None and _is_write(x)}
@@ -898,6 +911,14 @@ class _Realized:
       if brought is not None: brought += undo.values()
       u = u.substitute(kept | undo)
     return u
+  def _refuse_overwritten(self, undo:dict[UOp, UOp]) -> None:
+    """no buffer view in undo (each to be replaced by the node a realize computed into it) was written in place since: it holds other
+    values now, and a gradient through the node would be the old value's (a view realized in its own layout, then written: y[0] = 5)"""
+    for x, old in undo.items():
+      if (r := self.nodes.get(id(old))) is not None and x.base.__dict__.get(_WRITTEN, -1) >= r[0] and _on_grad_path(old):
+        raise RuntimeError(f"backward: this graph reads a {x.dtype} buffer that held a value a gradient flows through (realized) and was "
+                           f"then written in place (+=, setitem, assign): the path back through that value is cut. Write before realizing "
+                           f"it, or build the new value out of place (h = h + 1)")
   def refuse_stale_reads(self, brought:list[UOp], grads:list[UOp]) -> None:
     """raise where the gradients read a buffer that a graph brought back (`brought`, from unrealized) read before it was written in place:
     the gradient would read the new contents where the value was computed from the old (torch: "modified by an inplace operation").
@@ -986,7 +1007,7 @@ _IN_PLACE = {"__iadd__": operator.add, "__isub__": operator.sub, "__imul__": ope
              "__ior__": operator.or_, "__ixor__": operator.xor, "__ilshift__": operator.lshift, "__irshift__": operator.rshift}
 def _in_place(op:Callable) -> Callable:
   def method(self:Tensor, x) -> Tensor:
-    if _lazy_view(self) and not self._grad_flows() and not (isinstance(x, Tensor) and x._grad_flows()): _buffer_for_views(self)
+    if not self._grad_flows() and not (isinstance(x, Tensor) and x._grad_flows()): _share_with_views(self)
     value = op(self, x)
     if (b := self.uop.base).op is Ops.BUFFER or is_multi_buffer(b): return self._assign(value, value_private=True)
     if value.shape != self.shape or value.dtype != self.dtype:

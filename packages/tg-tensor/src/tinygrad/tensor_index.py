@@ -107,13 +107,16 @@ class TensorIndexMixin:
     """self[indices] = v writes into self's buffer (v broadcasts to the indexed shape and takes self's dtype). With tensor or list
     indices (or a step other than 1) the whole tensor is rewritten; where an index repeats a position the last write wins.
     A lazy self a gradient flows through takes the written value as its graph instead (torch's setitem on a non-leaf): the overwritten
-    elements pass no gradient back, v's get it; written into a buffer, the path would be cut"""
-    from tinygrad.tensor import Tensor, _lazy_view, _buffer_for_views
+    elements pass no gradient back, v's get it; written into a buffer, the path would be cut (a backward over it then raises)"""
+    from tinygrad.tensor import Tensor, _share_with_views
     idx = indices if isinstance(indices, tuple) else (indices,)
     v = (v if isinstance(v, Tensor) else Tensor(v, self.device, self.dtype)).cast(self.dtype)
     if lazy := self.uop.base.op is not Ops.BUFFER:
       # writes go into a buffer: a lazy tensor gets its own first; a view of a lazy value, the one it shares with that value's handle
-      if not (lazy := self._grad_flows() or v._grad_flows()) and not (_lazy_view(self) and _buffer_for_views(self)): self.realize()
+      if not (lazy := self._grad_flows() or v._grad_flows()) and not _share_with_views(self): self.realize()
+      elif lazy and self.uop is not self.uop.base:
+        raise NotImplementedError(f"setitem into a view of a {tuple(self.uop.base.shape)} value a gradient flows through: the write would not "
+                                  f"reach the value; index the value itself (x[...] = v), or detach() it")
     view = self._getitem(idx)
     try: v = v.expand(view.shape)
     except ValueError: raise ValueError(f"cannot assign a value of shape {tuple(v.shape)} to the indexed shape {tuple(view.shape)}") from None

@@ -44,6 +44,13 @@ class LiveTensors:
     for k in done: del self.lazy[k]
     return computing_from(ret, bufs, caught_up) if ret else ret
 
+  def made_after(self, t) -> list:
+    """the live handles given their graphs after t was (views taken of t's value since, among others)"""
+    ret = []
+    for k, (r, _) in reversed(self.lazy.items()):
+      if k == id(t): break
+      if (h := r()) is not None: ret.append(h)
+    return ret
   def viewing(self, base) -> list:
     """the live handles whose graph is base, or movement ops over it (each caught up: a node realized since is its buffer)"""
     return [t for r, _ in list(self.lazy.values()) if (t := r()) is not None and t.uop.base is base]
