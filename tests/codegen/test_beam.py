@@ -152,3 +152,24 @@ def test_finalists_are_timed_again_and_the_heuristic_kept_within_the_margin(monk
   script = {"h": iter([1.0] * 5), "o": iter([0.995] * 5)}
   with Context(BEAM_MIN_GAIN=0.01):
     assert search._confirmed(Device["CPU"].renderer, [], {heuristic: ("h", b""), other: ("o", b"")}, heuristic)[0] == heuristic
+
+def test_knobs_min_gain_zero_ends_and_a_bad_cutoff_is_named(tmp_path, monkeypatch):
+  """BEAM_MIN_GAIN=0 (search while a round improves) looped for ever on a beam it had timed; BEAM_CUTOFF=0 made a NaN time limit deep
+  in a worker"""
+  monkeypatch.setenv("CACHEDB", str(tmp_path / "cache.db"))
+  monkeypatch.setenv("BEAM_QUIET", "1")
+  (ast, ins), ref = matmul(3, 4, 3)
+  with Context(BEAM_MIN_GAIN=0.0): opts = search.beam_search(ast, Device["CPU"].renderer, 1)
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, 12), ref(*ins), rtol=1e-5)
+  (ast, ins), _ = matmul(5, 4, 3)
+  for knob, value in [("BEAM_CUTOFF", 0.0), ("BEAM_MIN_GAIN", -0.5)]:
+    with Context(**{knob: value}), pytest.raises(ValueError, match=knob): search.beam_search(ast, Device["CPU"].renderer, 1)
+
+def test_progress_into_a_file_is_the_final_line_alone(monkeypatch):
+  """carriage returns and erase-line escapes went into logs (and an erase before the program's next line)"""
+  import io
+  monkeypatch.setattr(search, "getenv", lambda key, default=0: 0)  # BEAM_QUIET off (getenv is cached per process)
+  monkeypatch.setattr(sys, "stderr", out := io.StringIO())
+  search._progress("BEAM k: 3 timed")
+  search._progress("BEAM k: [] at 1.000 ms", final=True)
+  assert out.getvalue() == "BEAM k: [] at 1.000 ms\n"

@@ -198,3 +198,15 @@ def test_recurrence_reading_its_state_in_several_reduces_schedules_in_linear_tim
     outs.append(h)
     want.append(hn)
   np.testing.assert_allclose(Tensor.stack(*outs).numpy(), np.stack(want), rtol=1e-5, atol=1e-5)
+
+def test_upcast_of_rows_sharing_a_staged_row_is_refused(monkeypatch):
+  """softmax keeps its exp(x - max) row in a scratch array (codegen/row_stage.py); UPCAST of the row axis (a BEAM round-1 candidate) made
+  the lanes share it, lane 1 overwriting lane 0's row (row sums 1.06, 1.12, 0.35). The opt is refused; a winner cached before the rule
+  falls back to the heuristic's opts"""
+  import tinygrad.codegen.opt.search as search
+  from tinygrad.codegen.opt import Opt, OptOps
+  monkeypatch.setattr(search, "beam_search", lambda ast, renderer, width: [Opt(OptOps.UPCAST, 0, 2)])
+  x = np.random.default_rng(0).standard_normal((6, 40)).astype(np.float32)
+  with Context(BEAM=1, CACHELEVEL=0): got = Tensor(x).softmax(1).numpy()
+  want = np.exp(x - x.max(1, keepdims=True))
+  np.testing.assert_allclose(got, want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)

@@ -16,7 +16,8 @@ def optimize(ast:UOp, renderer) -> UOp:
   ast = split_divided_ranges(merge_adjacent_ranges(ast))  # what the heuristic and BEAM choose opts for (and BEAM caches them under)
   if BEAM >= 1:
     from tinygrad.codegen.opt.search import beam_search
-    return apply_opts(ast, beam_search(ast, renderer, BEAM.value), renderer)
+    try: return apply_opts(ast, beam_search(ast, renderer, BEAM.value), renderer)
+    except OptError: pass  # a winner cached under rules that have since refused it: the heuristic's opts instead
   return apply_opts(ast, hand_coded_opts(ast, renderer), renderer)
 
 __all__ = ["Opt", "OptOps", "OptError", "apply_opt", "apply_opts", "axes", "optimize", "hand_coded_opts", "THREADS"]

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops, AxisType
+from tinygrad.dtype import AddrSpace
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, KernelInfo
 from tinygrad.uop.symbolic import symbolic
 from tinygrad.codegen.opt.padding import pad_axis
@@ -133,6 +134,8 @@ def _check(ast:UOp, opt:Opt) -> UOp:
       raise OptError(f"{opt}: padding axis {opt.axis} from {n} to {padded} more than doubles its work")
     return r
   if opt.amt < 2 or opt.amt > n or n % opt.amt: raise OptError(f"{opt}: amount {opt.amt} must be at least 2 and divide the axis size {n}")
+  if opt.op is OptOps.UPCAST and (rows := _staged_rows(ast)) and r not in rows:
+    raise OptError(f"{opt}: the kernel keeps a row in a scratch array (codegen/row_stage.py) that the lanes of axis {opt.axis} would share")
   limit = {OptOps.UPCAST: MAX_UPCAST, OptOps.UNROLL: MAX_UNROLL}.get(opt.op)
   if limit is not None and opt.amt > limit: raise OptError(f"{opt}: at most {limit} lanes per {opt.op.name} axis")
   if limit is not None and (n := lanes(ast, r) * opt.amt) > MAX_LANES: raise OptError(f"{opt}: {n} unrolled lanes, at most {MAX_LANES}")
@@ -149,6 +152,11 @@ def _check(ast:UOp, opt:Opt) -> UOp:
   if opt.op in (OptOps.THREAD, OptOps.GLOBAL) and not encloses:
     raise OptError(f"{opt}: a {opt.op.name} axis must enclose every store of the kernel, axis {opt.axis} does not")
   return r
+
+def _staged_rows(ast:UOp) -> set[UOp]:
+  """the ranges that index the kernel's REG scratch arrays (a staged row); empty where it has none"""
+  return {q for u in ast.toposort() if u.op is Ops.INDEX and u.src[0].op is Ops.BUFFER and u.src[0].arg.addrspace is AddrSpace.REG
+          for q in u.src[1].toposort() if q.op is Ops.RANGE}
 
 def group_items(ast:UOp) -> int:
   """items of one work group: the product of the LOCAL, GROUP_REDUCE and (tensor cores') WARP axes"""

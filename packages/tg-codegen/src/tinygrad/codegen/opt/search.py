@@ -133,8 +133,11 @@ def _in_child(runs, cutoff_s:float) -> float:
     os.waitpid(pid, 0)
   return best if best <= cutoff_s else math.inf
 
-def _progress(msg:str):
-  if getenv("BEAM_QUIET", 0) == 0: print(f"\r{msg}\033[K", end="", file=sys.stderr, flush=True)
+def _progress(msg:str, final:bool=False):
+  """one status line, rewritten in place on a terminal; where stderr is a file or a pipe only the final line, plain"""
+  if getenv("BEAM_QUIET", 0): return
+  if sys.stderr.isatty(): print(f"\r{msg}\033[K", end="\n" if final else "", file=sys.stderr, flush=True)
+  elif final: print(msg, file=sys.stderr, flush=True)
 
 def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
   """the fastest opt list found by a beam of `width`, from the disk cache when this kernel was searched before"""
@@ -143,6 +146,8 @@ def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
          "simd": (getattr(renderer, "vector_bytes", None), getattr(renderer, "vector_registers", None)),
          "device": renderer.device, "width": width, "threads": THREADS.value}
   if (hit := diskcache_get("beam_search", key)) is not None: return list(hit)
+  if not 0 <= BEAM_MIN_GAIN.value < 1: raise ValueError(f"BEAM_MIN_GAIN={BEAM_MIN_GAIN.value}: the share a round must gain, in [0, 1)")
+  if not BEAM_CUTOFF.value >= 1: raise ValueError(f"BEAM_CUTOFF={BEAM_CUTOFF.value}: a candidate stops at this many times the best, at least 1")
   if any(u.op is Ops.DEFINE_VAR for u in ast.toposort()) or any(size(r) is None for r in axes(ast)): return hand_coded_opts(ast, renderer)
   name, bufs, st = ast.arg.name if isinstance(ast.arg, KernelInfo) else "kernel", _scratch(ast, renderer.device), time.perf_counter()
   timed: dict[tuple[Opt, ...], float] = {}
@@ -157,13 +162,14 @@ def beam_search(ast:UOp, renderer, width:int) -> list[Opt]:
   run([heuristic := tuple(hand_coded_opts(ast, renderer)), ()])  # the heuristic's first: it sets the cutoff for the rest
   beam = sorted(timed, key=timed.get)[:width]
   while True:
-    best = timed[beam[0]]
+    best, before = timed[beam[0]], len(timed)
     run([c for opts in beam for c in _extend(ast, opts, renderer)])
     beam = sorted(timed, key=timed.get)[:width]
-    if timed[beam[0]] > best * (1 - BEAM_MIN_GAIN.value): break
+    # no new candidate, or too little gain (with BEAM_MIN_GAIN=0 an unchanged best ends it: it looped on a beam it had timed)
+    if len(timed) == before or timed[beam[0]] >= best * (1 - BEAM_MIN_GAIN.value): break
   finalists = {c: programs[c] for c in [heuristic] + beam if c in programs and math.isfinite(timed[c])}
   winner, ms = _confirmed(renderer, bufs, finalists, heuristic) if finalists else (beam[0], math.inf)
-  _progress(f"BEAM {name}: {list(winner)} at {ms:.3f} ms ({len(timed)} timed in {time.perf_counter()-st:.1f} s)\n")
+  _progress(f"BEAM {name}: {list(winner)} at {ms:.3f} ms ({len(timed)} timed in {time.perf_counter()-st:.1f} s)", final=True)
   return list(diskcache_put("beam_search", key, winner))
 
 def _confirmed(renderer, bufs:list, finalists:dict, heuristic:tuple[Opt, ...]) -> tuple[tuple[Opt, ...], float]:
