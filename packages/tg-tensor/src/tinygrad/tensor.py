@@ -786,9 +786,7 @@ def _refuse_cut_paths(nodes) -> None:
   the path through it is cut, and a gradient that should reach w would silently not (torch differentiates the write)"""
   if _realized.last_write < 0: return
   if (cut := next((u for u in nodes if u.op is Ops.BUFFER and u.__dict__.get(_CUT)), None)) is not None:
-    raise RuntimeError(f"backward: this graph reads a {cut.dtype} buffer of {cut.arg.shape[0]} elements that held a value a gradient flows "
-                       f"through (realized) and was then written in place (+=, setitem, assign): the path back through that value is cut. "
-                       f"Write before realizing it, or build the new value out of place (h = h + 1)")
+    raise RuntimeError(f"backward: this graph reads a {cut.dtype} buffer of {cut.arg.shape[0]} elements {_CUT_PATH}")
 
 def _share_with_views(t:Tensor) -> bool:
   """a write into t, which has no buffer yet, follows. Where t is movement ops over a lazy value that reads memory, or such a value with
@@ -800,7 +798,7 @@ def _share_with_views(t:Tensor) -> bool:
   elif len(holders := [h for h in _live.made_after(t) if h.uop.base is base] + [t]) == 1: return False  # no view of it: its own buffer
   if len([h for h in holders if h.uop is base]) > 1: return False
   buf = _private_buffer(base)
-  for t in holders: t.uop = t.uop.substitute({base: buf})
+  for h in holders: h.uop = h.uop.substitute({base: buf})
   return True
 
 def _reads_elsewhere(value:UOp, target:UOp) -> bool:
@@ -916,9 +914,7 @@ class _Realized:
     values now, and a gradient through the node would be the old value's (a view realized in its own layout, then written: y[0] = 5)"""
     for x, old in undo.items():
       if (r := self.nodes.get(id(old))) is not None and x.base.__dict__.get(_WRITTEN, -1) >= r[0] and _on_grad_path(old):
-        raise RuntimeError(f"backward: this graph reads a {x.dtype} buffer that held a value a gradient flows through (realized) and was "
-                           f"then written in place (+=, setitem, assign): the path back through that value is cut. Write before realizing "
-                           f"it, or build the new value out of place (h = h + 1)")
+        raise RuntimeError(f"backward: this graph reads a {x.dtype} buffer {_CUT_PATH}")
   def refuse_stale_reads(self, brought:list[UOp], grads:list[UOp]) -> None:
     """raise where the gradients read a buffer that a graph brought back (`brought`, from unrealized) read before it was written in place:
     the gradient would read the new contents where the value was computed from the old (torch: "modified by an inplace operation").
@@ -969,6 +965,8 @@ class _Realized:
 _REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced
 _WRITTEN = "_written_epoch"  # on a BUFFER node: the epoch of the realize that last wrote into it in place
 _CUT = "_cut_gradient_path"  # on a BUFFER node: an in-place write replaced a value in it that a gradient could flow through
+_CUT_PATH = ("that held a value a gradient flows through (realized) and was then written in place (+=, setitem, assign): the path back "
+             "through that value is cut. Write before realizing it, or build the new value out of place (h = h + 1)")
 _realized = _Realized()
 
 def _handle(u:UOp) -> Tensor:
