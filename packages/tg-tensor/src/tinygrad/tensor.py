@@ -139,6 +139,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         _keep_for_autograd(self, built)
         # its graph now reads buffers newer than it may have been filed under: an in-place write into one looks at it (tensor_live.py)
         _live.may_be_lazy(self)
+        # its whole graph was realized for another handle: an equal graph (x * 2 built twice is one node), a value of its own, no view
+        if (r := _realized.get(built)) is not None and r[1] is self._uop: _equal_values.setdefault(self._uop.base, []).append(weakref.ref(self))
     return self._uop
   @uop.setter
   def uop(self, u:UOp):
@@ -544,6 +546,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
                          f"on {x.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
     if 0 in self.shape: return self
     if held is self: return self  # its own value: nothing changes (a lazy self's new buffer, read as the value, held nothing yet)
+    _own_if_equal(self)
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it. A view of a lazy value
     # (out.T[0] *= 10) writes into the buffer that value and its other views get
@@ -564,7 +567,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # a broadcast value is no copy of what was written: the caller's gets a buffer in the same run
     x_own_buffer = x_reads_target and (held is not x or x._grad_flows())
     value = x.uop if not _reads_elsewhere(x.uop, target) else x.contiguous().uop
-    _realize([Tensor(target.after(target.store(value)))] + ([held] if x_own_buffer else []), skip=(held,))
+    _realize([Tensor(target.after(target.store(value)))] + ([held] if x_own_buffer else []), skip=(held, self))
     # (unless the write's run already gave x a buffer: a contiguous() value is computed into one before it is stored)
     if x_reads_target and not x_own_buffer and computing_from([x], bufs): x.uop = _own_contiguous(target.contiguous())
     return self
@@ -659,8 +662,10 @@ def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tenso
   for t in todo:
     for u in t.uop.toposort(lambda u: u.__dict__.get(_WRITES, True)):
       if u.op is Ops.AFTER: bufs.update(b for b in u.src[0].base.toposort() if b.op is Ops.BUFFER)
-  readers = _live.computing_from(bufs, {id(t) for t in (*todo, *skip)}, caught_up=_realized.any_into(bufs)) if bufs else []
-  return [t for t in readers if not t._is_buffer() and 0 not in t.shape]
+  mine = {id(t) for t in (*todo, *skip)}
+  readers = _live.computing_from(bufs, mine, caught_up=_realized.any_into(bufs)) if bufs else []
+  # after that search, which caught the handles up: those holding an equal value in a written buffer get copies, read before the write
+  return [t for t in readers + _copy_equal_values(bufs, mine) if not t._is_buffer() and 0 not in t.shape]
 
 # nn/inplace.defer's tensors, left to the next optimizer step: writes a module left pending (BatchNorm's running statistics) and losses
 # backward() ran on
@@ -787,6 +792,28 @@ def _refuse_cut_paths(nodes) -> None:
   if _realized.last_write < 0: return
   if (cut := next((u for u in nodes if u.op is Ops.BUFFER and u.__dict__.get(_CUT)), None)) is not None:
     raise RuntimeError(f"backward: this graph reads a {cut.dtype} buffer of {cut.arg.shape[0]} elements {_CUT_PATH}")
+
+# buffer node -> the handles that caught up to it because another handle's equal graph was realized into it (hash-consing makes two
+# equal graphs one node): values equal to the buffer's when realized, not views of it. Weak both ways: dies with the buffer node
+_equal_values: weakref.WeakKeyDictionary[UOp, list] = weakref.WeakKeyDictionary()
+
+def _copy_equal_values(bufs:set[UOp], mine:set[int]) -> list[Tensor]:
+  """before a write into bufs: the handles (but those whose ids are in mine: the writer's) that share one of them only as an equal value
+  (a = x * 2; b = x * 2; a realized, b caught up to its buffer) each become a copy of the contents, to compute in the write's run
+  before it, so the write shows in the writer's views alone"""
+  ret = []
+  for b in bufs:
+    for r in _equal_values.pop(b, []):
+      if (h := r()) is not None and id(h) not in mine and h.uop.base is b:
+        h.uop = _own_contiguous(h.uop.contiguous())
+        ret.append(h)
+  return ret
+
+def _own_if_equal(t:Tensor) -> None:
+  """t caught up to another handle's buffer as an equal value (_equal_values): a write into t goes into a copy of its own"""
+  if (refs := _equal_values.get(t.uop.base)) and any(r() is t for r in refs):
+    refs[:] = [r for r in refs if r() is not t]
+    t.uop = _private_buffer(t.uop)
 
 def _share_with_views(t:Tensor) -> bool:
   """a write into t, which has no buffer yet, follows. Where t is movement ops over a lazy value that reads memory, or such a value with
