@@ -940,7 +940,7 @@ class _Realized:
     """no buffer view in undo (each to be replaced by the node a realize computed into it) was written in place since: it holds other
     values now, and a gradient through the node would be the old value's (a view realized in its own layout, then written: y[0] = 5)"""
     for x, old in undo.items():
-      if (r := self.nodes.get(id(old))) is not None and x.base.__dict__.get(_WRITTEN, -1) >= r[0] and _on_grad_path(old):
+      if (r := self.nodes.get(id(old))) is not None and _written_since(x, r[0]) and _on_grad_path(old):
         raise RuntimeError(f"backward: this graph reads a {x.dtype} buffer {_CUT_PATH}")
   def refuse_stale_reads(self, brought:list[UOp], grads:list[UOp]) -> None:
     """raise where the gradients read a buffer that a graph brought back (`brought`, from unrealized) read before it was written in place:
@@ -954,11 +954,12 @@ class _Realized:
     stale: set[UOp] = set()
     for u in reversed(UOp.sink(*since).toposort()):
       if (e := since.get(u)) is None or u.op is Ops.AFTER: continue
-      if u.op is Ops.BUFFER and u.__dict__.get(_WRITTEN, -1) >= e: stale.add(u)
+      if u.op is Ops.BUFFER and _written_since(u, e): stale.add(u)
       for x in u.src: since[x] = min(since.get(x, e), e)
     if not stale: return
     # the gradient reads it, or it held a value a gradient flowed through: the write cut that path, and a graph from before it gets none
-    if (hit := next((b for b in stale if b.__dict__.get(_CUT)), None)) is None: hit = next((b for b in UOp.sink(*grads).toposort() if b in stale), None)
+    if (hit := next((b for b in stale if b.__dict__.get(_CUT)), None)) is None:
+      hit = next((b for b in UOp.sink(*grads).toposort() if b in stale), None)
     if hit is not None:
       raise RuntimeError(f"backward: a {hit.dtype} buffer of {hit.arg.shape[0]} elements was written in place (assign, +=, setitem, an optimizer "
                          f"step) after this graph's value was computed from it, and its gradient would read the new contents: call "
@@ -970,7 +971,7 @@ class _Realized:
     nodes, last_write = self.nodes, self.last_write if unwritten else -1
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending) and \
-          not (last_write >= r[0] and r[1].base.__dict__.get(_WRITTEN, -1) >= r[0]): u = r[1]
+          not (last_write >= r[0] and _written_since(r[1], r[0])): u = r[1]
     if not u.src: return u  # a leaf (a buffer: every realized input or weight, after each realize) has nothing below it to replace
     while nodes:
       hits: dict[UOp, UOp] = {}
@@ -978,7 +979,7 @@ class _Realized:
         # a realized node is replaced whole, so the walk stops there: an optimizer's update reads the moments it realized, not the
         # backward graph below them
         if (r := nodes.get(id(x))) is None or r[0] <= epoch or (pending is not None and x in pending): return True
-        if last_write >= r[0] and r[1].base.__dict__.get(_WRITTEN, -1) >= r[0]: return True  # the buffer no longer holds x
+        if last_write >= r[0] and _written_since(r[1], r[0]): return True  # the buffer no longer holds x
         hits[x] = r[1]
         return False
       topo = u.toposort(realized)
@@ -991,6 +992,9 @@ class _Realized:
 
 _REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced
 _WRITTEN = "_written_epoch"  # on a BUFFER node: the epoch of the realize that last wrote into it in place
+def _written_since(view:UOp, epoch:int) -> bool:
+  """the buffer under view was written in place by the realize of `epoch` or a later one"""
+  return view.base.__dict__.get(_WRITTEN, -1) >= epoch
 _CUT = "_cut_gradient_path"  # on a BUFFER node: an in-place write replaced a value in it that a gradient could flow through
 _CUT_PATH = ("that held a value a gradient flows through (realized) and was then written in place (+=, setitem, assign): the path back "
              "through that value is cut. Write before realizing it, or build the new value out of place (h = h + 1)")

@@ -37,11 +37,12 @@ class LiveTensors:
     catching up only puts buffers in place of nodes, and costs a walk of each graph after every realize"""
     oldest = min([b.arg.slot for b in bufs]) if bufs and not caught_up else -1
     ret, done = [], []
-    for k, (r, made) in reversed(self.lazy.items()):
+    # catching a handle up (its uop) refiles it at the end of lazy (Tensor.uop): that walk goes over a copy
+    for k, (r, made) in reversed(list(self.lazy.items()) if caught_up else self.lazy.items()):
       if made < oldest: break
       if (t := r()) is None or _is_view(t.uop if caught_up else t._uop): done.append(k)
       elif k not in skip: ret.append(t)
-    for k in done: del self.lazy[k]
+    for k in done: self.lazy.pop(k, None)
     return computing_from(ret, bufs, caught_up) if ret else ret
 
   def made_after(self, t) -> list:
@@ -60,9 +61,7 @@ def _is_view(u) -> bool: return (b := u.base).op is Ops.BUFFER or is_multi_buffe
 def computing_from(tensors:list, bufs:set, caught_up:bool=True) -> list:
   """the tensors whose values are still to be computed from one of bufs (buffer nodes). A view of a buffer (movement ops over it) is
   not one: it reads the buffer's memory, and an in-place write shows in it, as in a torch view"""
-  want = 0
-  for b in bufs: want |= _read_bits(b)
-  memo: dict = {}
+  want, memo = _bits_of(bufs), {}
   def reads(root) -> bool:  # exact, one walk for all of them: the nodes already answered are not descended into again
     for u in root.toposort(lambda u: u not in memo):
       if u not in memo: memo[u] = u in bufs or any([memo[s] for s in u.src])
@@ -71,9 +70,13 @@ def computing_from(tensors:list, bufs:set, caught_up:bool=True) -> list:
 
 def reads_buffer(root, bufs:set) -> bool:
   """root's graph reads one of bufs (buffer nodes), through a view of it or not"""
+  return bool(_read_bits(root) & _bits_of(bufs)) and any(u in bufs for u in root.toposort())
+
+def _bits_of(bufs:set) -> int:
+  """the filter bits of a set of buffer nodes (_read_bits)"""
   want = 0
   for b in bufs: want |= _read_bits(b)
-  return bool(_read_bits(root) & want) and any(u in bufs for u in root.toposort())
+  return want
 
 _BITS = "_read_bits"
 def _read_bits(root) -> int:
