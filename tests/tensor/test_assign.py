@@ -281,16 +281,18 @@ def test_setitem_into_a_view_of_a_lazy_value_on_a_gradient_path_is_refused():
   out.sum().backward()
   np.testing.assert_equal(w.grad.numpy(), [0.0, 3.0, 3.0])
 
-@pytest.mark.parametrize("writer", ["realized", "caught_up"])
+@pytest.mark.parametrize("writer", ["realized", "caught_up", "together", "together_constants"])
 @pytest.mark.parametrize("write", ["add", "setitem", "assign"])
 def test_equal_graphs_built_twice_are_two_tensors(writer, write):
   """x * 2 built twice is one node (hash-consing): realizing one handle gave the other its buffer when it caught up, and a write through
-  either showed in both (torch: two tensors)"""
-  x = Tensor([1.0, 2.0]).realize()
+  either showed in both (torch: two tensors). Realized together (Tensor.realize(a, b)) they got one buffer directly"""
+  x = Tensor.full((2,), 1.0) if writer == "together_constants" else Tensor([1.0, 2.0]).realize()
   a, b = x * 2, x * 2
-  (a if writer == "realized" else b).realize()
+  if writer.startswith("together"): Tensor.realize(*((b, a) if write == "add" else (a, b)))
+  else: (a if writer == "realized" else b).realize()
   if write == "add": a += 1
   elif write == "setitem": a[0] = 7.0
   else: a.assign(Tensor([0.0, 0.0]))
-  np.testing.assert_equal(a.numpy(), {"add": [3, 5], "setitem": [7, 4], "assign": [0, 0]}[write])
-  np.testing.assert_equal(b.numpy(), [2, 4])
+  two_x = [2, 2] if writer == "together_constants" else [2, 4]
+  np.testing.assert_equal(a.numpy(), {"add": np.add(two_x, 1), "setitem": [7, two_x[1]], "assign": [0, 0]}[write])
+  np.testing.assert_equal(b.numpy(), two_x)

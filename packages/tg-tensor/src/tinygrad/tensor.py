@@ -649,10 +649,12 @@ def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
   del becomes
   for run in runs: run()
   _realized.record(realized)
-  epoch = _realized.epoch
+  epoch, first_holder = _realized.epoch, {}
   for t, o, n in zip(todo, olds, results):
     _keep_for_autograd(t, o)
     t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
+    # equal graphs realized together (Tensor.realize(x * 2, x * 2): one node) got one buffer: the later handles hold equal values
+    if o is not n and first_holder.setdefault(o, t) is not t: _equal_values.setdefault(n.base, []).append(weakref.ref(t))
 
 _WRITES, _WRITE_OPS = "_holds_write", frozenset({Ops.AFTER})  # AFTER: a buffer's value after a store or a custom kernel
 def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tensor]:
