@@ -148,9 +148,17 @@ def test_zip_encrypted_entry_is_refused():
   blob[blob.index(b"PK\x01\x02") + 8] |= 1       # ... and of its central directory entry
   with pytest.raises(FormatError, match="'archive/data.pkl' is encrypted"): torch_load(Tensor(bytes(blob)))
 
-def test_legacy_deep_magic_number_is_named_by_type(tmp_path):
-  (p := tmp_path / "d.pth").write_bytes(b"\x80\x02" + b"]" * 100000 + b"a" * 99999 + b".")  # a list nested 100000 deep
-  with pytest.raises(FormatError, match="legacy magic number is a list"): torch_load(p)
+@pytest.mark.parametrize("depth, match", [(900, "legacy magic number is a list"), (100000, "APPEND at offset 101001 nests objects more than 1000")])
+def test_legacy_deep_magic_number_is_named_by_type(tmp_path, depth, match):
+  (p := tmp_path / "d.pth").write_bytes(b"\x80\x02" + b"]" * depth + b"a" * (depth - 1) + b".")  # a list nested `depth` deep
+  with pytest.raises(FormatError, match=match): torch_load(p)
+
+@pytest.mark.parametrize("container", [b"", b"\x91"])  # a dict key, a frozenset member (FROZENSET over a mark: b"(" ... b"\x91")
+def test_deeply_nested_tuples_are_refused_before_python_hashes_them(tmp_path, container):
+  """CPython hashes a nested tuple recursively in C: 200000 TUPLE1s (400 KB) as a dict key crashed the process (SIGSEGV)"""
+  deep = b")" + b"\x85" * 200000
+  (p := tmp_path / "t.pth").write_bytes(_zip_pickle(b"}" + deep + b"Ns" if not container else b"(" + deep + container))
+  with pytest.raises(FormatError, match="TUPLE1 at offset 1003 nests objects more than 1000 deep"): torch_load(p)
 
 @pytest.mark.parametrize("size, match", [((1 << 40, 1 << 40, 0), "multiply past"), ((1,) * 65, "65 dims")])
 def test_shapes_past_the_limits_are_refused(tmp_path, size, match):

@@ -59,11 +59,12 @@ def read_header(data:bytes, name:str) -> tuple[dict, dict, int]:
   return header, meta, c.pos
 
 def safe_load_metadata(t) -> tuple:
-  """(the raw bytes as a uint8 Tensor, the header's JSON length, the header with its __metadata__), like upstream"""
+  """(the raw bytes as a uint8 Tensor, where the data starts in them (8 + the header's JSON length), the header with its __metadata__),
+  like upstream: raw[start+b:start+e] is a tensor's bytes for its data_offsets [b, e]"""
   from tinygrad.tensor import Tensor
   data, name = source_bytes(t)
   header, meta, start = read_header(data, name)
-  return Tensor(data), start - 8, {**header, "__metadata__": meta} if meta else header
+  return Tensor(data), start, {**header, "__metadata__": meta} if meta else header
 
 def safe_load(fn) -> dict:
   """{name: Tensor} of a .safetensors path, or of a uint8 Tensor holding one"""

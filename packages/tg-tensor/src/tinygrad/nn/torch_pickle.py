@@ -189,15 +189,37 @@ class _Unpickler(pickle.Unpickler):
     return obj
 
 MEMO_OPS = ("PUT", "BINPUT", "LONG_BINPUT")
+GET_OPS = ("GET", "BINGET", "LONG_BINGET")
+# deeper than any checkpoint nests (a module tree is tens deep). Python hashes a nested tuple or frozenset (a dict key, a set member)
+# recursively in C with no limit: 200000 TUPLE1s in a 400 KB file are a crash, not an exception
+MAX_NESTING = 1000
+
+# opcode -> (whether it takes the items down to a mark, how many items it takes below them, what it pushes: True an object, False a mark)
+_STACK_EFFECT = {op.name: (pickletools.markobject in op.stack_before,
+                           op.stack_before.index(pickletools.markobject) if pickletools.markobject in op.stack_before else len(op.stack_before),
+                           tuple(kind is not pickletools.markobject for kind in op.stack_after)) for op in pickletools.opcodes}
 
 def _prescan(f:io.BytesIO):
-  """walk the opcodes without building anything: a length that runs past the end, or a memo index past the number of opcodes so far
-  (the C unpickler sizes its memo to twice the index), fails here before it is allocated"""
-  size = len(f.getbuffer())
+  """walk the opcodes without building anything: a length that runs past the end, a memo index past the number of opcodes so far
+  (the C unpickler sizes its memo to twice the index), or objects nested past MAX_NESTING fail here before any of it is built. The
+  nesting is followed on a model of pickle's stack: each item's depth, a mark as None, what an op builds one deeper than what it takes"""
+  size, stack, memo = len(f.getbuffer()), [], {}
   try:
     for count, (op, arg, pos) in enumerate(pickletools.genops(f)):
       if op.name == "FRAME" and arg > size - f.tell(): raise ValueError(f"FRAME of {arg} bytes at offset {pos} runs past the end")
       if op.name in MEMO_OPS and arg > count: raise ValueError(f"{op.name} at offset {pos} stores memo index {arg} after only {count} opcodes")
+      if op.name in MEMO_OPS or op.name == "MEMOIZE": memo[arg if op.name in MEMO_OPS else len(memo)] = stack[-1]
+      elif op.name in GET_OPS: stack.append(memo[arg])
+      else:
+        to_mark, below, pushes = _STACK_EFFECT[op.name]
+        taken = [0]
+        if to_mark:  # the items above the mark, the mark, then those listed before it (APPENDS' list)
+          while (item := stack.pop()) is not None: taken.append(item)
+        for _ in range(below): taken.append(stack.pop())
+        depth = max(taken) + 1  # a mark taken as an object: None in max, a TypeError
+        if depth > MAX_NESTING: raise ValueError(f"{op.name} at offset {pos} nests objects more than {MAX_NESTING} deep")
+        stack.extend(depth if kind else None for kind in pushes)
+  except (IndexError, KeyError, TypeError) as e: raise FormatError(f"bad pickle: its opcodes do not fit pickle's stack ({type(e).__name__})") from None
   except ValueError as e: raise FormatError(f"bad pickle: {e}") from None
 
 def unpickle(f:io.BytesIO, name:str, storages:dict[str, Storage], objects:dict|None=None):
