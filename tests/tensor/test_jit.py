@@ -1,6 +1,6 @@
 """TinyJit: call 1 runs, call 2 captures, later calls replay the captured kernels into the same buffers; numpy is the oracle."""
 import numpy as np, pytest
-from tinygrad import Tensor, TinyJit, dtypes
+from tinygrad import Tensor, TinyJit, dtypes, nn
 from tinygrad.uop.ops import Variable
 from tinygrad.helpers import Context, GlobalCounters
 from tinygrad.engine import realize
@@ -290,3 +290,32 @@ def test_replay_keeps_values_computed_before_its_writes(device):
     np.testing.assert_equal((s.item(), x.numpy().tolist()), (3.0 * (i + 1), [i + 1.0] * 3))
     if before is not None: np.testing.assert_equal(before.numpy(), [2.0 * i - 1] * 2)  # the previous call's output plus one
     before = double(Tensor.full((2,), float(i), device=device).contiguous().realize()) + 1
+
+def test_state_made_by_tensor_full_before_the_capture_is_read_as_memory():
+  """a LayerNorm's weight is Tensor.ones, a constant the capture folded into its kernels: an optimizer made it memory after the capture
+  and trained it, and the replays kept returning the output for weight 1, bias 0"""
+  ln, x = nn.LayerNorm(3), Tensor([[1.0, 2.0, 4.0]])
+  f = TinyJit(lambda x: ln(x).realize())
+  for _ in range(3): f(x)
+  opt = nn.optim.SGD(nn.state.get_parameters(ln), lr=1.0)
+  with Context(TRAINING=1):
+    opt.zero_grad()
+    (ln(x) * Tensor([[1.0, 2.0, 3.0]])).sum().backward()
+    opt.step()
+  scale = Tensor.ones(3)
+  g = TinyJit(lambda x: (x * scale).realize())
+  for _ in range(3): g(x)
+  scale.assign(Tensor([2.0, 3.0, 4.0]))
+  xn = np.array([[1.0, 2.0, 4.0]])
+  normed = (xn - xn.mean()) / np.sqrt(xn.var() + 1e-5)
+  np.testing.assert_allclose(f(x).numpy(), normed * ln.weight.numpy() + ln.bias.numpy(), rtol=1e-5)
+  assert not np.allclose(ln.weight.numpy(), 1.0)
+  np.testing.assert_equal(g(x).numpy(), [[2.0, 6.0, 16.0]])
+
+def test_a_constant_made_in_the_call_is_made_again_by_each_replay():
+  @TinyJit
+  def f(x):
+    acc = Tensor.zeros(3)
+    acc += x
+    return (acc * 2).realize()
+  for i in range(5): np.testing.assert_equal(f(Tensor([1.0, 2.0, 3.0]) * i).numpy(), np.array([2.0, 4.0, 6.0]) * i)

@@ -631,11 +631,35 @@ def _engine():
   global _realize_module
   if _realize_module is None:
     from tinygrad.engine import realize as _realize_module
-    _realize_module.before_write = _before_replay_write
+    _realize_module.before_write, _realize_module.capture_starts = _before_replay_write, _note_state_constants
   return _realize_module
+
+# a TinyJit capture folds constants into its kernels. The Tensor.full handles made before it (a LayerNorm's weight) are state: one the
+# capture reads becomes memory first, outside the capture, so the replays read its buffer and see what an optimizer or assign later
+# writes there, where they read the folded 1.0 (upstream's Tensor.full is memory from the start). Handles made in the call stay constants
+_state_constants: list[weakref.ref] = []
+def _note_state_constants():
+  """a capture starts: the live handles holding a graph of their own constants become their lazy contiguous() (no memory yet)"""
+  _state_constants.clear()
+  for t in _live.alive():
+    if (u := t.uop).op is not Ops.CONTIGUOUS and not _reads_memory(u) and _holds_own_constant(u):
+      t.uop = _own_contiguous(u.contiguous())
+      _state_constants.append(weakref.ref(t))
+
+def _state_constants_read_by(ts:Sequence[Tensor]) -> None:
+  """realize, outside the capture, the state constants (_note_state_constants) that ts's graphs read"""
+  nodes = set(UOp.sink(*[t.uop for t in ts]).toposort())
+  if not (held := [t for r in _state_constants if (t := r()) is not None and t.uop in nodes]): return
+  mine = {id(t) for t in held}
+  _state_constants[:] = [r for r in _state_constants if (t := r()) is not None and id(t) not in mine]
+  engine, log = _engine(), _engine().capturing
+  engine.capturing = None
+  try: _realize(held)
+  finally: engine.capturing = log
 
 def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
   """Tensor.realize; skip: handles left out of the readers of old contents (an assign's value, which the assign deals with)"""
+  if _state_constants and _engine().capturing is not None: _state_constants_read_by(ts)
   todo = [t for t in ts if not t._is_buffer() and 0 not in t.shape]
   if _deferred: todo += _deferred_writes_read_by(ts, todo)  # a view of a buffer, realized already, reads a pending write's target too
   if not todo: return

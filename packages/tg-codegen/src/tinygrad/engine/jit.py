@@ -95,6 +95,7 @@ class TinyJit:
       return _shaped(self.kind, outs)
     self.cnt += 1
     if self.cnt == 1: return self._run(args, kwargs)[0]
+    if realize.capture_starts is not None: realize.capture_starts()
     realize.capturing = log = []
     try: ret, outs = self._run(args, kwargs)
     finally: realize.capturing = None

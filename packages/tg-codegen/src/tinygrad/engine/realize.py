@@ -38,6 +38,8 @@ def adopt_buffer(u:UOp, buf) -> UOp:
 # set by the tensor layer (it sits above this package): called with the BUFFER nodes a TinyJit replay is about to write, it computes the
 # live values still to be computed from their old contents, the rule that its realize keeps for the writes it schedules
 before_write: Callable[[list[UOp]], None]|None = None
+# set by the tensor layer too: called as a TinyJit capture starts, it notes the state the capture may fold into its kernels as constants
+capture_starts: Callable[[], None]|None = None
 
 _runtimes: dict[tuple, object] = {}
 
