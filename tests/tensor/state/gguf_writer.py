@@ -1,4 +1,5 @@
-"""A small GGUF v3 writer for tests: metadata of every value type, tensors as (ggml type, dims, raw bytes), quantizers for Q8_0/Q4_0."""
+"""A small GGUF v3 writer for tests: metadata of every value type, tensors as (ggml type, dims, raw bytes), quantizers for Q8_0/Q4_0,
+and the parts of a split model."""
 import struct
 
 def _str(s:str) -> bytes: return struct.pack("<Q", len(s.encode())) + s.encode()
@@ -26,3 +27,10 @@ def q8_0(scales:list[float], quants:list[list[int]]) -> bytes: return b"".join(s
 def q4_0(scales:list[float], quants:list[list[int]]) -> bytes:
   """quants: 32 values in 0..15 per block; element j < 16 is the low nibble of byte j, element j+16 its high nibble"""
   return b"".join(struct.pack("<e", d) + bytes(q[j] | (q[j+16] << 4) for j in range(16)) for d, q in zip(scales, quants))
+
+def split_parts(kv:dict, parts:list[dict]) -> list[bytes]:
+  """the files of a model split as gguf-split does it: every part says which it is (split.no from 0), how many there are and how many
+  tensors they hold together; the model's own metadata is in the first part only"""
+  total = sum(len(tensors) for tensors in parts)
+  return [gguf_file({**(kv if i == 0 else {}), "split.no": i, "split.count": len(parts), "split.tensors.count": total}, tensors)
+          for i, tensors in enumerate(parts)]
