@@ -72,6 +72,16 @@ def test_binary_crossentropy_clamps_log():
   """like torch, log is clamped at -100: p of exactly 0 or 1 gives 100, not inf or nan"""
   close(Tensor([0.0, 1.0]).binary_crossentropy(Tensor([1.0, 0.0]), reduction="none"), [100.0, 100.0])
 
+def test_binary_crossentropy_gradient_is_finite_where_a_log_clamps():
+  """a saturated sigmoid (20.0 -> exactly 1.0 in float32) with the right label gave a nan gradient: the clamp's 0 times log's 1/0.
+  The finite-difference oracle: the loss's derivative -y/p + (1-y)/(1-p) where the log it takes is not clamped"""
+  t = Tensor([20.0, -20.0, 0.5], requires_grad=True)
+  t.sigmoid().binary_crossentropy(Tensor([1.0, 0.0, 1.0]), reduction="sum").backward()
+  close(t.grad, [0.0, 0.0, 1 / (1 + np.exp(0.5)) * -1], 1e-6)
+  p = Tensor([1.0, 0.0, 0.25], requires_grad=True)
+  p.binary_crossentropy(Tensor([1.0, 0.0, 1.0]), reduction="sum").backward()
+  close(p.grad, [-1.0, 1.0, -4.0], 1e-6)
+
 @pytest.mark.parametrize("pos_weight", [None, 3.0])
 def test_binary_crossentropy_logits(pos_weight):
   x, y = np.array([-50.0, -2.0, 0.0, 1.5, 80.0], np.float32), np.array([0.0, 1.0, 0.5, 1.0, 0.0], np.float32)

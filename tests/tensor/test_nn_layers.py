@@ -185,6 +185,26 @@ def test_batchnorm_trains_under_tinyjit_and_says_what_a_forward_only_jit_needs()
   with pytest.raises(RuntimeError, match="must end with the optimizer step"):
     for x in xs: forward_only(Tensor(x))
 
+def test_batchnorm_applied_twice_in_a_jitted_step():
+  """one BatchNorm on two inputs in a step that ends with the optimizer step (a shared block): the second call found the first's
+  pending writes and raised as if the step left them to the next call. Its running stats follow torch's rule, one update per call"""
+  from tinygrad import TinyJit
+  bn = nn.BatchNorm(2)
+  opt = nn.optim.SGD(nn.state.get_parameters(bn), lr=0.1)
+  @TinyJit
+  def step(x1, x2):
+    with Tensor.train():
+      opt.zero_grad()
+      (bn(x1) * bn(x2)).mean().backward()
+      opt.step()
+  pairs = [(rnd(4, 2), rnd(4, 2) + 1) for _ in range(4)]
+  want = np.zeros(2, np.float32)
+  for a, b in pairs:
+    step(Tensor(a), Tensor(b))
+    want = 0.9 * (0.9 * want + 0.1 * a.mean(0)) + 0.1 * b.mean(0)
+  close(bn.running_mean.numpy(), want)
+  assert bn.num_batches_tracked.item() == 2 * len(pairs)
+
 def test_view_of_running_stats_taken_before_a_forward_reads_the_update():
   """the running statistics' write is left pending until a statistic is read (or the next optimizer step); a view of one taken before the
   forward reads the buffer too, and read the old values; a value computed from them before keeps those"""

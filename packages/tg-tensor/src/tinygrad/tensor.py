@@ -638,8 +638,13 @@ def _engine():
 # capture reads becomes memory first, outside the capture, so the replays read its buffer and see what an optimizer or assign later
 # writes there, where they read the folded 1.0 (upstream's Tensor.full is memory from the start). Handles made in the call stay constants
 _state_constants: list[weakref.ref] = []
+_captures_started = [0]
+def current_capture() -> int|None:
+  """the number of the TinyJit capture running now, None outside one"""
+  return _captures_started[0] if _engine().capturing is not None else None
 def _note_state_constants():
   """a capture starts: the live handles holding a graph of their own constants become their lazy contiguous() (no memory yet)"""
+  _captures_started[0] += 1
   _state_constants.clear()
   for t in _live.alive():
     if (u := t.uop).op is not Ops.CONTIGUOUS and not _reads_memory(u) and _holds_own_constant(u):

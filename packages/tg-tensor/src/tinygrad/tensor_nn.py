@@ -1,6 +1,7 @@
 """Tensor's neural-network functions: the training flag and dropout, abs with its gradient convention, one_hot, and the losses.
 Mixed into Tensor (tensor.py)."""
 from __future__ import annotations
+import math
 from contextlib import ContextDecorator
 from typing import ClassVar
 from tinygrad.dtype import dtypes
@@ -68,8 +69,12 @@ class TensorNNMixin:
     return axis, (m.permute((0, m.ndim-1) + tuple(range(1, m.ndim-1))) if axis else m)
 
   def binary_crossentropy(self, Y, reduction:str="mean"):
-    """self holds probabilities; each log is clamped at -100 like torch, so a probability of exactly 0 or 1 gives a finite loss"""
-    return -(Y * self.log().maximum(-100) + (1 - Y) * (1 - self).log().maximum(-100))._do_reduction(reduction)
+    """self holds probabilities; each log is clamped at -100 like torch, so a probability of exactly 0 or 1 gives a finite loss, and a
+    finite gradient: where a log clamps it takes the log of 1 instead (log's 1/p at 0 is inf, and the clamp's 0 times it is nan)"""
+    def clamped_log(p):
+      clamps = p < math.exp(-100)  # false for nan, which stays nan
+      return clamps.where(-100.0, clamps.where(1.0, p).log())
+    return -(Y * clamped_log(self) + (1 - Y) * clamped_log(1 - self))._do_reduction(reduction)
   def binary_crossentropy_logits(self, Y, reduction:str="mean", pos_weight=None):
     """self holds logits: computed from logsigmoid, so large logits don't overflow"""
     pos = Y if pos_weight is None else pos_weight * Y

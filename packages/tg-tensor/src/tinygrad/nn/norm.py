@@ -1,6 +1,6 @@
 """Normalisation layers: BatchNorm (train/eval, running statistics), LayerNorm, LayerNorm2d, GroupNorm, InstanceNorm, RMSNorm."""
 from __future__ import annotations
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, current_capture
 from tinygrad.dtype import dtypes
 from tinygrad.nn.inplace import buffer_of, pending_write, defer
 from tinygrad.tensor_nn import is_training
@@ -17,6 +17,7 @@ class BatchNorm:
   updates running_mean/running_var (unbiased variance) in place with weight `momentum`, and counts num_batches_tracked"""
   def __init__(self, sz:int, eps:float=1e-5, affine:bool=True, track_running_stats:bool=True, momentum:float=0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
+    self._written_in: int|None = None  # the TinyJit capture the last training call's pending writes were made in (None: none)
     self.weight = Tensor.ones(sz) if affine else None
     self.bias = Tensor.zeros(sz) if affine else None
     if track_running_stats:  # in tinygrad's order (state-dict keys, parameters): the counter first
@@ -38,9 +39,11 @@ class BatchNorm:
     stats = (self.running_mean, self.running_var, self.num_batches_tracked) if self.track_running_stats else ()
     # the previous training call's update, if nothing realized it yet: a new write needs its target in a buffer
     if any(not t._is_buffer() for t in stats):
-      # inside a TinyJit capture that realize would be recorded reading the last call's intermediates, which the replays overwrite
-      if JIT_CAPTURE: raise RuntimeError("BatchNorm in training mode under TinyJit: the jitted function must end with the optimizer step, "
-                                         "which writes the running statistics (or realize bn.running_mean, running_var, num_batches_tracked)")
+      # inside a TinyJit capture, a write left by an earlier call would be recorded reading that call's intermediates, which the replays
+      # overwrite. One this call made (the module applied twice in a step) is recorded in order, reading this call's
+      if JIT_CAPTURE and self._written_in != current_capture():
+        raise RuntimeError("BatchNorm in training mode under TinyJit: the jitted function must end with the optimizer step, which writes "
+                           "the running statistics (or realize bn.running_mean, running_var, num_batches_tracked)")
       Tensor.realize(*stats)
     mean, var = self.calc_stats(x)
     if self.track_running_stats and is_training():
@@ -51,6 +54,7 @@ class BatchNorm:
       # lazy, like upstream's assign: reading a statistic realizes its write, and so does the next optimizer step (inplace.defer)
       for t, w in zip(stats, writes): t.uop = w.uop
       defer(*stats)
+      self._written_in = current_capture()
     return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
 
 # upstream names: the channel axis is 1 whatever the rank
