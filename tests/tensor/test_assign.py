@@ -296,3 +296,20 @@ def test_equal_graphs_built_twice_are_two_tensors(writer, write):
   two_x = [2, 2] if writer == "together_constants" else [2, 4]
   np.testing.assert_equal(a.numpy(), {"add": np.add(two_x, 1), "setitem": [7, two_x[1]], "assign": [0, 0]}[write])
   np.testing.assert_equal(b.numpy(), two_x)
+
+@pytest.mark.parametrize("make", ["contiguous", "clone", "arange"])
+@pytest.mark.parametrize("write", ["element", "row", "shifted", "tensor_index"])
+def test_setitem_from_a_view_of_the_lazy_target_itself(make, write):
+  """x[0] = x[5] on an unrealized copy: the view shares the buffer x got for the write, and catching x up across that buffer's fill
+  filed x as an equal value of its own buffer, so the write went into a copy of it and x kept its old values"""
+  base = np.arange(6, dtype=np.float32)
+  x = {"contiguous": lambda: Tensor(base).contiguous(), "clone": lambda: Tensor(base).clone(),
+       "arange": lambda: Tensor.arange(6).float().contiguous()}[make]()
+  want = base.copy()
+  if write == "element": x[0] = x[5]; want[0] = want[5]
+  elif write == "row":
+    x = x.reshape(2, 3).contiguous(); want = want.reshape(2, 3)
+    x[0] = x[1]; want[0] = want[1]
+  elif write == "shifted": x[1:] = x[:-1]; want[1:] = want[:-1].copy()
+  else: x[Tensor([0])] = x[5]; want[0] = want[5]
+  np.testing.assert_equal(x.numpy(), want)

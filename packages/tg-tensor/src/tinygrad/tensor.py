@@ -856,7 +856,9 @@ def _share_with_views(t:Tensor) -> bool:
   elif len(holders := [h for h in _live.made_after(t) if h.uop.base is base] + [t]) == 1: return False  # no view of it: its own buffer
   if len([h for h in holders if h.uop is base]) > 1: return False
   buf = _private_buffer(base)
-  for h in holders: h.uop = h.uop.substitute({base: buf})
+  # each graph as found above: catching up across the realize just made would file the value's handle as an equal value of buf, not
+  # its holder, and a write into buf would give it a copy of its own
+  for h in holders: h.uop = h._uop.substitute({base: buf})
   return True
 
 def _reads_elsewhere(value:UOp, target:UOp) -> bool:
