@@ -147,3 +147,13 @@ def test_c_matmul_is_bitwise_the_llvm_one(m, k, n):
   c = (Tensor(a, device=c_device()) @ Tensor(b, device=c_device())).numpy()
   np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
   np.testing.assert_array_equal(c, (Tensor(a, device="CPU:LLVM") @ Tensor(b, device="CPU:LLVM")).numpy())
+
+def test_bool_sum_read_before_a_store_is_an_or():
+  """C adds two _Bool as ints: (a+b) cast, compared or and-ed before any store narrowed it read 2 for True + True"""
+  from tinygrad import Tensor
+  dev = c_device()
+  a, b = np.array([True, True, False, False]), np.array([True, False, True, False])
+  ta, tb, ones = Tensor(a, device=dev), Tensor(b, device=dev), Tensor(np.ones(4, bool), device=dev)
+  np.testing.assert_array_equal((ta + tb).cast(dtypes.float32).numpy(), (a | b).astype(np.float32))
+  np.testing.assert_array_equal(((ta + tb) == ones).numpy(), a | b)
+  np.testing.assert_array_equal(((ta + tb) & ones).numpy(), a | b)

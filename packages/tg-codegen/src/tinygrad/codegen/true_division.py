@@ -8,12 +8,13 @@ from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite
 
 def _loops(memo:dict, x:UOp) -> frozenset:
-  """the RANGEs x is computed inside (memoized; nodes the rewrite rebuilt are filled in as they are met)"""
+  """the RANGEs x is computed inside (memoized; nodes the rewrite rebuilt are filled in as they are met). An END closes its ranges: a
+  reduce's result, read after its loop, is computed in the loops around it alone"""
   if x not in memo:
     for u in x.toposort():
       if u in memo: continue
       inner = frozenset().union(*(memo[s] for s in u.src))
-      memo[u] = inner | {u} if u.op is Ops.RANGE else inner
+      memo[u] = inner | {u} if u.op is Ops.RANGE else inner - set(u.src[1:]) if u.op is Ops.END else inner
   return memo[x]
 
 def _divide(memo:dict, m:UOp, a:UOp, b:UOp, r:UOp) -> UOp|None:

@@ -95,7 +95,8 @@ class CStyleLanguage(Renderer):
   emulated: dict[DType, tuple[str, str, str]] = {}  # dtype held as float -> (load fn from its bits, store fn to its bits, round fn)
   # operands are rendered C expressions; dt is the operands' dtype (the values', for WHERE)
   code_for_op: dict[Ops, Callable[..., str]] = {
-    Ops.ADD: lambda a, b, dt: f"({a}+{b})", Ops.SUB: lambda a, b, dt: f"({a}-{b})", Ops.MUL: lambda a, b, dt: f"({a}*{b})",
+    # C adds two _Bool as ints (1 + 1 is 2, read before a store narrows it back): a bool sum is an or
+    Ops.ADD: lambda a, b, dt: f"({a}|{b})" if dt is dtypes.bool else f"({a}+{b})", Ops.SUB: lambda a, b, dt: f"({a}-{b})", Ops.MUL: lambda a, b, dt: f"({a}*{b})",
     Ops.FDIV: lambda a, b, dt: f"({a}/{b})", Ops.CDIV: lambda a, b, dt: f"({a}/{b})", Ops.CMOD: lambda a, b, dt: f"({a}%{b})",
     Ops.NEG: lambda a, dt: f"(!{a})" if dt is dtypes.bool else f"(-{a})", Ops.MAX: _fmax,
     Ops.CMPLT: lambda a, b, dt: f"({a}<{b})", Ops.CMPNE: lambda a, b, dt: f"({a}!={b})", Ops.CMPEQ: lambda a, b, dt: f"({a}=={b})",
