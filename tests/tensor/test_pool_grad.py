@@ -132,3 +132,35 @@ def test_stacked_pool_grad_is_elementwise(shape, ks, ss, ds):
   t.max_pool2d(ks, ss, dilation=ds).sum().backward()
   items, _ = create_schedule([t.grad.uop])
   assert not [u for u in items[-1].ast.toposort() if u.op is Ops.REDUCE]
+
+def _np_conv(x, w):
+  """valid cross-correlation, (N, C, H, W) by (O, C, kh, kw)"""
+  kh, kw = w.shape[2:]
+  oh, ow = x.shape[2] - kh + 1, x.shape[3] - kw + 1
+  return sum(np.einsum("nchw,oc->nohw", x[:, :, i:i+oh, j:j+ow], w[:, :, i, j]) for i in range(kh) for j in range(kw))
+
+def _np_pool2(x):
+  h, w = x.shape[2] // 2 * 2, x.shape[3] // 2 * 2
+  return x[:, :, :h, :w].reshape(*x.shape[:2], h // 2, 2, w // 2, 2).max((3, 5))
+
+def test_max_of_a_value_two_kernels_recompute():
+  """conv -> pool -> conv -> layernorm -> pool: the pool's gradient compares each normalized value with the window's max, and two
+  kernels computed those values, one with fused multiply-adds (FMA=2 fused whole-vector tiles' elementwise a*b+c too): no element
+  was equal, and the first conv's weight gradient was off by 6. Oracle: central differences of a float64 numpy forward"""
+  rng = np.random.default_rng(1)
+  w1, w2 = rng.standard_normal((1, 1, 3, 3)), rng.standard_normal((16, 1, 3, 3))
+  x = np.random.default_rng(0).standard_normal((2, 1, 12, 12))
+  def loss(w):
+    h = _np_conv(_np_pool2(_np_conv(x, w)), w2)
+    h = (h - h.mean((2, 3), keepdims=True)) / np.sqrt(h.var((2, 3), keepdims=True) + 1e-5)
+    return (_np_pool2(h) ** 2).sum()
+  eps, want = 1e-6, np.zeros_like(w1)
+  for i in np.ndindex(w1.shape):
+    d = np.zeros_like(w1); d[i] = eps
+    want[i] = (loss(w1 + d) - loss(w1 - d)) / (2 * eps)
+  w = Tensor(w1.astype(np.float32), requires_grad=True)
+  h = Tensor(x.astype(np.float32)).conv2d(w).max_pool2d().conv2d(Tensor(w2.astype(np.float32))).layernorm(axis=(2, 3)).max_pool2d()
+  h.square().sum().backward()
+  g = w.grad * 1
+  Tensor.realize(h, g)  # the forward value realized with the gradient: one schedule, the kernels where it went wrong
+  np.testing.assert_allclose(g.numpy(), want, rtol=1e-3, atol=1e-3)

@@ -177,12 +177,23 @@ pm_one_trip = PatternMatcher([
 # raises no peak (matmul 1024/2048 measured equal; bench/RESULTS.md). FMA=2 (the default) fuses only kernels whose tile is whole vectors
 # (heuristic.whole_vector_tile): a packed panel's 16 lanes (schedule/pack.py; matmul 2048 at one thread: 10-15%), or a reduce's 16 lanes
 # along the stride-1 axis of its store and a load (a direct conv of 10 output channels, its vectors along the rows, b8 64->10 56x56
-# 3x3: 4.7 -> 4.2 ms at 2 threads; an unpacked matmul 128x512x128 0.17 -> 0.15 ms)
+# 3x3: 4.7 -> 4.2 ms at 2 threads; an unpacked matmul 128x512x128 0.17 -> 0.15 ms). There only a reduce's accumulation is fused (a*b
+# added to its register), which the tile's order of summation rounds differently anyway: an elementwise a*b+c rounds the same in every
+# kernel. Two kernels recompute one value where a max's gradient compares it with the max (x == x.max()): fused in one of them, no element
+# was equal, and the gradient of a conv net with a norm between two pools was wrong by 6
 FMA = ContextVar("FMA", 2)
-pm_mulacc = PatternMatcher([
-  (UPat(Ops.ADD, (dtypes.float32, dtypes.float64), [UPat(Ops.MUL, name="m"), UPat.var("c")], name="x"),
-   lambda x, m, c: UOp(Ops.MULACC, x.dtype, (*m.src, c))),
-])
+def _reads_accumulator(c:UOp) -> bool:
+  """c loads a reduce's accumulator (a register buffer)"""
+  if c.op is not Ops.LOAD: return False
+  b = c.src[0]
+  while b.op is not Ops.BUFFER and b.src: b = b.src[0]
+  return b.op is Ops.BUFFER and b.arg.addrspace is AddrSpace.REG
+def _mulacc_rules(accumulations_only:bool) -> PatternMatcher:
+  return PatternMatcher([
+    (UPat(Ops.ADD, (dtypes.float32, dtypes.float64), [UPat(Ops.MUL, name="m"), UPat.var("c")], name="x"),
+     lambda x, m, c: UOp(Ops.MULACC, x.dtype, (*m.src, c)) if not accumulations_only or _reads_accumulator(c) else None),
+  ])
+pm_mulacc, pm_mulacc_accumulations = _mulacc_rules(False), _mulacc_rules(True)
 
 def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.uop.symbolic import symbolic
@@ -201,7 +212,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
   if (folded := fold_rows(sink, renderer)) is not sink: sink = graph_rewrite(folded, symbolic, name="kernel", memo="_simplified")
   sink = optimize(prefix_scan.mark_scans(stage_rows(mark_nonpositive_exp(sink), renderer), renderer), renderer)
-  fused = FMA.value == 1 or (FMA.value == 2 and whole_vector_tile(sink))
+  fused = pm_mulacc if FMA.value == 1 else pm_mulacc_accumulations if FMA.value == 2 and whole_vector_tile(sink) else None
   sink = lower_groups(expand(peel_gates(sink)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
   sink = lower_reduces(sink)
@@ -212,4 +223,4 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   sink = lower_transcendental(sink, renderer)
   sink = graph_rewrite(graph_rewrite(sink, symbolic, name="program", memo="_simplified"), pm_true_gates, name="program")
   sink = true_divisions(lower_weak(sink), renderer)
-  return graph_rewrite(sink, pm_mulacc, name="mulacc") if fused and renderer is not None and Ops.MULACC in renderer.code_for_op else sink
+  return graph_rewrite(sink, fused, name="mulacc") if fused is not None and renderer is not None and Ops.MULACC in renderer.code_for_op else sink
