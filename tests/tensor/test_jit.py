@@ -319,3 +319,11 @@ def test_a_constant_made_in_the_call_is_made_again_by_each_replay():
     acc += x
     return (acc * 2).realize()
   for i in range(5): np.testing.assert_equal(f(Tensor([1.0, 2.0, 3.0]) * i).numpy(), np.array([2.0, 4.0, 6.0]) * i)
+
+@pytest.mark.parametrize("read", ["item", "numpy", "tolist"])
+def test_reading_data_in_the_capture_raises(read):
+  """a + (a*2).sum().item(): the capture would keep call 2's sum, and every replay returned a + that number, silently (tinygrad: JitError)"""
+  from tinygrad.engine.jit import JitError
+  f = TinyJit(lambda a: a + float(np.sum(getattr((a * 2).sum(), read)())))
+  assert f(Tensor([1.0])).item() == 3.0  # call 1 runs the function: nothing is captured yet
+  with pytest.raises(JitError, match="cannot read tensor data"): f(Tensor([2.0]))

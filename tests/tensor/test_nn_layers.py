@@ -205,6 +205,27 @@ def test_batchnorm_applied_twice_in_a_jitted_step():
   close(bn.running_mean.numpy(), want)
   assert bn.num_batches_tracked.item() == 2 * len(pairs)
 
+def test_batchnorm_stats_moved_lazily_train_under_tinyjit():
+  """p.to_(device) for every parameter, as upstream's multi-GPU example does, leaves the running stats lazy copies: the first jitted call
+  (which captures nothing) realized them as a pending write from an earlier step would be, and raised"""
+  from tinygrad import TinyJit
+  bn = nn.BatchNorm(3)
+  for p in nn.state.get_parameters(bn): p.to_("CPU:1")
+  opt = nn.optim.SGD(nn.state.get_parameters(bn), lr=0.1)
+  @TinyJit
+  def step(x):
+    with Tensor.train():
+      opt.zero_grad()
+      bn(x).square().sum().backward()
+      opt.step()
+  xs = [rnd(4, 3) + i for i in range(3)]
+  want = np.zeros(3, np.float32)
+  for x in xs:
+    step(Tensor(x, device="CPU:1"))
+    want = 0.9 * want + 0.1 * x.mean(0)
+  close(bn.running_mean.numpy(), want)
+  assert bn.num_batches_tracked.item() == 3
+
 def test_view_of_running_stats_taken_before_a_forward_reads_the_update():
   """the running statistics' write is left pending until a statistic is read (or the next optimizer step); a view of one taken before the
   forward reads the buffer too, and read the old values; a value computed from them before keeps those"""

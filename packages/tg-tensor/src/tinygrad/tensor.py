@@ -1,7 +1,7 @@
 """Tensor: the stateful handle users hold. Every op builds UOps lazily (the math lives in tinygrad.mixin, shared with UOp);
 realize() hands the graph to the engine and retargets the handle to the resulting buffer."""
 from __future__ import annotations
-import functools, itertools, math, numbers, operator, os, pathlib, struct, time, weakref
+import contextlib, functools, itertools, math, numbers, operator, os, pathlib, struct, time, weakref
 from typing import Any, Callable, ClassVar, Sequence
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo, _device_node
@@ -594,6 +594,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return self
   def _data(self) -> memoryview:
     """the raw bytes, row-major"""
+    if _engine().capturing is not None and not _reads_in_capture_allowed:
+      from tinygrad.engine.jit import JitError
+      raise JitError("cannot read tensor data (item, numpy, tolist, data) in a TinyJit capture: the replays would keep this value. "
+                     "Return the tensor from the jitted function and read it outside")
     if not (n := prod(self.concrete_shape)): return memoryview(bytearray(0))
     if isinstance(self.device, tuple): return self.to(self.device[0])._data()  # gathered on the first device
     # a realized tensor may still be a view (permuted, shrunk, ...) of its buffer: then copy it out through a contiguous one
@@ -639,6 +643,15 @@ def _engine():
 # writes there, where they read the folded 1.0 (upstream's Tensor.full is memory from the start). Handles made in the call stay constants
 _state_constants: list[weakref.ref] = []
 _captures_started = [0]
+_reads_in_capture_allowed = False
+@contextlib.contextmanager
+def reads_in_capture_allowed():
+  """tensor data read in a TinyJit capture, for a caller that has checked the values are the same every call (the ONNX runner's
+  shapes and constants); anywhere else a read there raises JitError"""
+  global _reads_in_capture_allowed
+  before, _reads_in_capture_allowed = _reads_in_capture_allowed, True
+  try: yield
+  finally: _reads_in_capture_allowed = before
 def current_capture() -> int|None:
   """the number of the TinyJit capture running now, None outside one"""
   return _captures_started[0] if _engine().capturing is not None else None

@@ -10,6 +10,9 @@ from tinygrad.helpers import JIT, Context
 from tinygrad.engine import realize
 from tinygrad.engine.captured import CapturedJit
 
+class JitError(Exception):
+  """what a TinyJit capture cannot record (tinygrad's name): a read of tensor data in the function, whose value a replay would not change"""
+
 def _is_tensor(x) -> bool: return hasattr(x, "uop") and hasattr(x, "realize")
 
 def _arguments(args:tuple, kwargs:dict) -> list[tuple[str, Any]]:

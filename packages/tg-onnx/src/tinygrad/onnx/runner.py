@@ -4,7 +4,7 @@ constants and Shape outputs without running anything, so wrapping the runner in 
 from __future__ import annotations
 import contextlib, os
 from typing import Any, Callable
-from tinygrad.tensor import Tensor
+from tinygrad.tensor import Tensor, reads_in_capture_allowed
 from tinygrad.device import Device
 from tinygrad.engine.jit import TinyJit
 from tinygrad.helpers import JIT_CAPTURE
@@ -29,7 +29,7 @@ class RunContext:
     capture a value computed from the model's inputs is refused: the replays would build nothing and keep this call's values"""
     if (v := self.runner._vals.get(t.uop)) is None:
       if JIT_CAPTURE and self.runner._reads_inputs(t): raise RuntimeError(self._frozen(t))
-      v = self.runner._vals[t.uop] = list(_flat(t.tolist()))
+      with reads_in_capture_allowed(): v = self.runner._vals[t.uop] = list(_flat(t.tolist()))  # the same every call: read, in a capture too
     return v
   def describe(self) -> str:
     """the running node as errors name it: its index, op and name"""
