@@ -116,3 +116,14 @@ def test_write_through_view_that_interleaves_shards_is_refused(devs):
   with pytest.raises(RuntimeError, match="cannot write through a RESHAPE .* across the shard axis 1"):
     t.reshape(35)[10:20].assign(Tensor(np.full(10, 9.0, np.float32)).to(devs))
   close(t, X)
+
+@pytest.mark.parametrize("n, window", [(2, 0), (2, slice(0, 1)), (4, slice(0, 2)), (6, slice(0, 3)), (4, slice(2, 4)), (7, slice(0, 4))])
+@pytest.mark.parametrize("devs", [("CPU:0", "CPU:1"), ("CPU:0", "CPU:1", "CPU:2")], ids=["2dev", "3dev"])
+def test_setitem_over_a_whole_piece_of_a_1d_tensor(devs, n, window):
+  """a window of a 1-D sharded tensor covering one device's whole piece, sharded from the default device (whose piece is a view of
+  the source buffer): the copy of the written piece read a view of part of a buffer, an internal error ("SHRINK ... was not realized")"""
+  n = max(n, len(devs))  # a piece of one element at least on each device
+  x, ref = Tensor(np.arange(n, dtype=np.float32)).shard(devs, 0).realize(), np.arange(n, dtype=np.float32)
+  x[window] = 9.0; ref[window] = 9.0
+  x[window] += 1; ref[window] += 1
+  close(x, ref)

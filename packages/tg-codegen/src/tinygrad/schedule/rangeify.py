@@ -385,7 +385,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
     out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
     if u.op is Ops.COPY:
-      items.append(ExecItem("copy", None, [out, _as_buffer(u.src[0], realized)]))
+      items.append(ExecItem("copy", None, [out, _copy_source(u.src[0], realized, items, var_vals)]))
     else:
       ast, kctx = build_kernel(u, out, realized)
       items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
@@ -431,12 +431,25 @@ def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) 
   ast, kctx = build_kernel(value, target, realized, assign=True)
   return _kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)
 
-def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
-  # a reshape of a whole buffer is its memory in order (a written device piece of a sharded tensor, read by a copy)
+def _whole_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp|None:
+  """the buffer u is all of, in order, or None: a reshape of a whole buffer is its memory in order (a written device piece of a sharded
+  tensor, read by a copy)"""
   u = realized.get(u, u)
   while u.op in (Ops.AFTER, Ops.RESHAPE): u = u.src[0]
-  if u.op is Ops.BUFFER: return u
+  return u if u.op is Ops.BUFFER else None
+
+def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
+  if (b := _whole_buffer(u, realized)) is not None: return b
   raise RuntimeError(f"internal error: {u.op} of shape {u._shape} was not realized")
+
+def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
+  """a copy's source as a buffer: a view of part of one (the window of a 1-D sharded setitem over a device's whole piece, x[0] of 2 on
+  2 devices) is gathered into a buffer of its own by a kernel first"""
+  if (b := _whole_buffer(u, realized)) is not None: return b
+  out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
+  ast, kctx = build_kernel(u, out, realized)
+  items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
+  return out
 
 def _custom_call(call:UOp, realized:dict[UOp, UOp]) -> ExecItem:
   bufs = [_as_buffer(a, realized) for a in call.src[1:]]
