@@ -111,3 +111,24 @@ def test_sort_of_a_computed_expression_ranks_right(monkeypatch):
   monkeypatch.setattr(SortingMixin, "_computed_once", lambda self: self)
   x = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32) * 3
   np.testing.assert_array_equal(Tensor(x).sin().sort(-1)[1].numpy(), np.argsort(np.sin(x), -1, kind="stable"))
+
+def test_a_widened_vector_mask_is_emitted_without_avx512():
+  """the gradient of a conv sharded along its width: SLP packed its selects into a <2 x i1> mask shuffled to <4 x i1>, and LLVM 22's
+  instruction selection aborted the process on this AVX-512 host (without AVX-512VL too). Run in a child: an abort is a signal there"""
+  import subprocess, sys
+  prog = """
+import numpy as np
+from tinygrad import Tensor
+D3 = ("CPU:0", "CPU:1", "CPU:2")
+X = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+W = np.ones((4, 1, 2, 3), np.float32)
+grads = []
+for devs in (None, D3):
+  x = Tensor(X, requires_grad=True)
+  (x if devs is None else x.shard(devs, 1)).reshape(1, 1, 5, 6).conv2d(Tensor(W) if devs is None else Tensor(W).shard(devs)).relu().sum().backward()
+  grads.append(x.grad.numpy())
+np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+print("same")
+"""
+  r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env={**__import__("os").environ, "CACHELEVEL": "0"}, timeout=120)
+  assert r.returncode == 0 and "same" in r.stdout, (r.returncode, r.stderr[-2000:])

@@ -72,6 +72,7 @@ class CPUProgram:
 # *** LLVM: IR -> object file (cached) -> MCJIT ***
 
 _MASK_TO_SCALARS = re.compile(r"extractelement <\d+ x i1>|bitcast <\d+ x i1>|reduce\.\w+\.v\d+i1")
+_MASK_SHUFFLES = re.compile(r"shufflevector <\d+ x i1>")
 
 class LLVMCompiler(Compiler):
   """LLVM IR -> an object file for this host (or for the CPU model `arch`, as in DEV=CPU:LLVM:x86-64): llvmlite parses, runs the O2
@@ -96,12 +97,16 @@ class LLVMCompiler(Compiler):
     # 128/256-bit AVX-512VL forms only, so a kernel whose optimized IR moves a vector mask to scalars is emitted without AVX-512VL
     # (x < 0 on int lanes feeding selects: a sort of sin(x) ranked elements below themselves). Any x86 target: a named CPU model (arch)
     # implies its features
-    self.mask_safe_tm = None
+    # A shuffle of a narrow vector mask into a wider one (<2 x i1> -> <4 x i1>, SLP-packed selects of a sharded conv's gradient) aborts
+    # LLVM 22's instruction selection on AVX-512 hosts, without AVX-512VL too ("Cannot BITCAST between types of different sizes"), and
+    # the abort takes the process: such a kernel is emitted without AVX-512
+    self.mask_safe_tm = self.mask_shuffle_tm = None
     if llvm.llvm_version_info[0] >= 22 and self.triple.startswith(("x86_64", "i386", "i686")) and "-avx512vl" not in self.features.split(","):
-      self.mask_safe_tm = self.llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features + ",-avx512vl",
-                                                                                         opt=2, codemodel="large")
-    # the key names the mask rule too: objects cached before it may hold the miscompiled fold
-    emits = self.features + ("|masks without avx512vl" if self.mask_safe_tm is not None else "")
+      make = lambda off: self.llvm.Target.from_triple(self.triple).create_target_machine(cpu=self.cpu, features=self.features + off, opt=2,
+                                                                                         codemodel="large")
+      self.mask_safe_tm, self.mask_shuffle_tm = make(",-avx512vl"), make(",-avx512f")
+    # the key names the mask rules too: objects cached before them may hold the miscompiled fold
+    emits = self.features + ("|masks without avx512vl|mask shuffles without avx512" if self.mask_safe_tm is not None else "")
     super().__init__(f"compile_llvm_{'.'.join(map(str, llvm.llvm_version_info))}_{self.triple}_{self.cpu}_"
                      f"{hashlib.sha256(emits.encode()).hexdigest()[:12]}")
   def target_machine(self):
@@ -120,8 +125,11 @@ class LLVMCompiler(Compiler):
     pb.getModulePassManager().run(mod, pb)
     return mod
   def emitter(self, mod):
-    """the target machine that emits mod: the one without AVX-512VL where a vector mask moves to scalars (see __init__)"""
-    return self.mask_safe_tm if self.mask_safe_tm is not None and _MASK_TO_SCALARS.search(str(mod)) else self.tm
+    """the target machine that emits mod: without AVX-512 where a vector mask is shuffled wider, without AVX-512VL where one moves to
+    scalars (see __init__)"""
+    if self.mask_safe_tm is None: return self.tm
+    if _MASK_SHUFFLES.search(ir := str(mod)): return self.mask_shuffle_tm
+    return self.mask_safe_tm if _MASK_TO_SCALARS.search(ir) else self.tm
   def compile(self, src:str) -> bytes: return self.emitter(mod := self.optimized(src)).emit_object(mod)
   def assembly(self, src:str) -> str: return self.emitter(mod := self.optimized(src)).emit_assembly(mod)
   def load(self, name:str, lib:bytes) -> CPUProgram:
