@@ -6,10 +6,16 @@ from tinygrad.mixin.math import log1p
 from tinygrad.mixin.elementwise import in_float32
 
 class ActivationMixin:
-  def relu6(self): return self.relu() - (self - 6).relu()
-  def hardtanh(self, min_val=-1, max_val=1): return self.clip(min_val, max_val)
-  def leaky_relu(self, neg_slope=0.01): return (self < 0).where(self * neg_slope, self)
-  def hardsigmoid(self, alpha:float=1/6, beta:float=0.5): return (self * alpha + beta).clip(0, 1)
+  def _hard_clamp(self, low, high):
+    """self held in [low, high] by selects: NaN stays NaN and inf goes to the bound (relu(x) - relu(x - 6) was inf - inf). A value on a
+    bound gets no gradient, as torch's hardtanh, relu6 and hardsigmoid give (clip keeps it there)"""
+    return (self <= low).where(low, (self >= high).where(high, self))
+  def relu6(self): return self._hard_clamp(0, 6)
+  def hardtanh(self, min_val=-1, max_val=1): return self._hard_clamp(min_val, max_val)
+  # the slope at 0 and NaN is neg_slope's, as torch's gradient has it
+  def leaky_relu(self, neg_slope=0.01): return (self > 0).where(self, self * neg_slope)
+  def hardsigmoid(self, alpha:float=1/6, beta:float=0.5): return (self * alpha + beta)._hard_clamp(0, 1)
+  # torch's form, -inf gives NaN as there; the gradient through relu6 is a select, so at inf no 0 * inf reaches it
   def hardswish(self): return self * (self + 3).relu6() * (1/6)
   def elu(self, alpha=1.0): return self._exp_below_zero(1.0, alpha)
   def celu(self, alpha=1.0): return self._exp_below_zero(1 / alpha, alpha)

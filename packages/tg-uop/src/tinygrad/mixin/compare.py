@@ -1,6 +1,6 @@
 """Closeness, sign transfer and log-sum of two values, and diagonals: small methods shared by UOp and Tensor."""
 from __future__ import annotations
-import math
+from tinygrad.mixin.math import log1p
 
 class CompareMixin:
   def isclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan:bool=False):
@@ -14,11 +14,12 @@ class CompareMixin:
     mag = self.abs()
     return negative.where(-mag, mag)
   def logaddexp(self, other):
-    """log(exp(self) + exp(other)) without overflow: max + log(1 + exp(-|self - other|)); equal values (infinities too) add log(2)"""
+    """log(exp(self) + exp(other)) without overflow: max + log1p(exp(-|self - other|)). Equal values (infinities too, whose difference
+    is NaN) have the difference 0: max splits a tie's gradient in half and |d| as max(d, -d) has none at 0, so each side gets 0.5"""
     a, b = self._broadcasted(other)
     if not a.dtype.name.startswith(("float", "half", "bfloat", "double")): a, b = a.float(), b.float()
-    hi = a.maximum(b)
-    return a.eq(b).where(a + math.log(2), hi + (1 + (-(a - b).abs()).exp()).log())
+    d = a.eq(b).where(0, a - b)
+    return a.maximum(b) + log1p((-d.maximum(-d)).exp())
   def diagonal(self, offset:int=0, dim1:int=0, dim2:int=1):
     """the diagonal of the (dim1, dim2) planes, as a last axis (numpy and torch): entries [i, i+offset]"""
     d1, d2 = self._resolve_dim(dim1), self._resolve_dim(dim2)

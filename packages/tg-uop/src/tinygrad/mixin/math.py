@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
-from tinygrad.mixin.elementwise import in_float32
+from tinygrad.mixin.elementwise import in_float32, _unwrap_numpy
 
 # asin(x) = pi/2 - sqrt(1-x) * poly(x) on [0, 1], |error| <= 2e-8 (Abramowitz & Stegun 4.4.46)
 _ASIN = (1.5707963050, -0.2145988016, 0.0889789874, -0.0501743046, 0.0308918810, -0.0170881256, 0.0066700901, -0.0012624911)
@@ -188,5 +188,10 @@ class MathMixin:
     return y._custom_gradient((x,), lambda g: (g * (-x.square()).exp() * (2 / math.sqrt(math.pi)),)) if flows else y
 
   def lerp(self, end, weight):
-    """self + (end - self) * weight"""
-    return self + (end - self) * weight
+    """self + (end - self) * weight, measured from the nearer end as torch does: weight 1 gives end exactly (1e8 -> 1 gave 0). Ints
+    are computed in default_float (end - self wrapped in uint8)"""
+    a, b = self._broadcasted(end)
+    a, b = a._float_cast(), b._float_cast()
+    diff, weight = b - a, _unwrap_numpy(weight)
+    if type(weight) in (int, float): return a + diff * weight if weight < 0.5 else b - diff * (1 - weight)
+    return (weight < 0.5).where(a + diff * weight, b - diff * (1 - weight))

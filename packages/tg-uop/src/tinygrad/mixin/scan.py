@@ -47,9 +47,11 @@ class ScanMixin:
     nb = -(-n // size)
     x = self.pad(((0, 0),)*len(lead) + ((0, nb*size - n),), value=fill) if nb*size != n else self
     return x.reshape(lead + (nb, size))
-  def _shift_block(self, fill):
-    """the block totals moved one block on, fill first: entry b is the total of block b-1"""
-    return self.pad(((0, 0),)*(len(self.shape)-1) + ((1, 0),), value=fill).shrink(tuple((0, s) for s in self.shape))
+  def _shift_block(self, fill, by:int=1, axis:int=-1):
+    """self moved `by` places on along axis, fill first: block totals moved one block on (entry b is the total of block b-1)"""
+    axis = self._resolve_dim(axis)
+    pads = tuple((by, 0) if d == axis else (0, 0) for d in range(len(self.shape)))
+    return self.pad(pads, value=fill).shrink(tuple((0, s) for s in self.shape))
   def _unblock(self, n:int):
     return self.reshape(tuple(self.shape[:-2]) + (self.shape[-2]*self.shape[-1],)).shrink(tuple((0, s) for s in self.shape[:-2]) + ((0, n),))
   def _scan(self, op:Ops, fill):
@@ -64,6 +66,36 @@ class ScanMixin:
   def _triangle(self, op:Ops, fill):
     """the inclusive running op along the last axis as one reduce over the whole axis (row i: x[j] for j <= i)"""
     return self._lower_tri(self.shape[-1]).where(self.unsqueeze(-2), fill)._reduce(op, -1)
+  def _affine_scan(self, b, axis:int):
+    """s along axis (>= 0) with s[i] = self[i] * s[i-1] + b[i] and s[-1] = 0, by blocks. A run of these steps is one step too:
+    (product of its self's, its s from 0), the later run's after the earlier one's (a2 a1, a2 s1 + s2). Each block composes its runs
+    by doubling (log2 SCAN_BLOCK elementwise steps), the block totals are scanned the same way, and each element takes the s its block
+    starts from through its own run's product. The blocks split axis in place: along axis 0 the axes after it stay the inner, contiguous
+    loop (transposed to the last axis, the strided reads made the scan 6x slower)"""
+    n, size = self.shape[axis], SCAN_BLOCK
+    nb, inner = -(-n // size), axis + 1
+    pads = tuple((0, nb*size - n) if d == axis else (0, 0) for d in range(len(self.shape)))
+    blocked = tuple(self.shape[:axis]) + (nb, size) + tuple(self.shape[inner:])
+    a, s = self.pad(pads, value=1).reshape(blocked), b.pad(pads, value=0).reshape(blocked)
+    step = 1
+    while step < size:  # each element's run grows from `step` elements to twice that, the run `step` before it first
+      a, s = a * a._shift_block(1, step, inner), s + a * s._shift_block(0, step, inner)
+      step *= 2
+    if nb > 1:
+      last = tuple((size-1, size) if d == inner else (0, k) for d, k in enumerate(blocked))
+      block_a, block_s = (t.shrink(last).reshape(blocked[:inner] + blocked[inner+1:]) for t in (a, s))
+      if nb > size: block_a, block_s = block_a.contiguous(), block_s.contiguous()  # read by each level below
+      # stored: with the block's start broadcast along the block, what read it fused (a log, a gradient) ran the block's axis as the
+      # CPU heuristic's inner loop, unvectorized (6x slower along axis 0)
+      s = (s + a * block_a._affine_scan(block_s, axis)._shift_block(0, 1, axis).contiguous().unsqueeze(inner)).contiguous()
+    return s.reshape(tuple(self.shape[:axis]) + (nb*size,) + tuple(self.shape[inner:])).shrink(tuple((0, k) for k in self.shape))
+  def _affine_scan_with_gradient(self, b, axis:int):
+    """_affine_scan whose gradient reaches b (self gets none) as the same scan run backwards: b[j]'s is the sum over i >= j of g[i]
+    self[j+1]...self[i], so u[j] = g[j] + self[j+1] u[j+1]. Autograd through the blocks' doubling steps read each level's gradient at
+    every offset of every level below, unstored: exponential (a 256x256 backward took 157 ms)"""
+    if not b._grad_flows(): return self._affine_scan(b, axis)
+    following = self.flip(axis)._shift_block(1, 1, axis)  # self[j+1] at j, flipped
+    return self._affine_scan(b.detach(), axis)._custom_gradient((b,), lambda g: (following._affine_scan(g.flip(axis), axis).flip(axis),))
   def _serial_max_scan(self, fill):
     """the running MAX along the last axis where the compiler scans serially, its carried chain a step per block: the loop carries the
     max of the blocks before (each block's own max is elementwise, off the chain) and each element takes the max of that and of its
@@ -124,7 +156,9 @@ class ScanMixin:
     return own.where(values, before_v)._unblock(n), own.where(where, before_a)._unblock(n)
   def cummax(self, axis:int=0) -> tuple:
     """(running max along axis, the index of the last element equal to it) like torch; indices are int32 like argmax"""
-    if not self._scannable(axis): return self, self.cast(dtypes.int32)
+    if not self._scannable(axis):  # 0-d (its one element is index 0) or an empty axis
+      zeros = self.const_like(0, dtypes.int32)
+      return self, zeros.reshape((1,)*len(self.shape)).expand(self.shape) if self.shape else zeros
     axis = self._resolve_dim(axis)
     x = self.transpose(axis, -1)
     at = self._arange(x.shape[-1]).reshape((1,)*(len(x.shape)-1) + (x.shape[-1],)).expand(x.shape)
@@ -147,12 +181,22 @@ class ScanMixin:
     values, idx = self._inverse().cummax(axis)
     return values._inverse(), idx
   def logcumsumexp(self, axis:int=0):
-    """log of the running sum of exp along axis, shifted by the axis max so exp never overflows"""
+    """log of the running sum of exp along axis, each prefix shifted by its own running max m: out[i] = m[i] + log(s[i]), s[i] the sum
+    of exp(x[j] - m[i]) over j <= i, which is at least 1 (its max's term), so nothing overflows and no term that counts underflows
+    (one shift by the whole axis's max took [1, 200] to [-inf, 200], and a NaN anywhere to all NaN). Where m grows the sum so far is
+    rescaled: s[i] = exp(m[i-1] - m[i]) s[i-1] + exp(x[i] - m[i]), a scan of two exps per element, not one per pair. m gets no
+    gradient: the value does not depend on it. Narrow floats are computed in float32 and rounded once"""
     x = self._float_cast()
     if not self._scannable(axis): return x.sum(())
-    m = x.max(axis, keepdim=True)
-    m = m.abs().eq(math.inf).where(0, m)
-    # a serial scan's loop runs one element at a time (its carry), so the exp before it and the log after it run in kernels of their own,
-    # which vectorize them: in its loop they took 1024x1024 from 2.4 ms (the blocked form) to 3.6
-    e = (x - m).exp()
-    return (e.contiguous() if self._serial(self._resolve_dim(axis)) else e).cumsum(axis).log() + m
+    if x.dtype in _NARROW_FLOATS: return x.cast(dtypes.float32).logcumsumexp(axis).cast(x.dtype)
+    axis = self._resolve_dim(axis)
+    xt = x.transpose(axis, -1)
+    if _one_square(n := xt.shape[-1]):  # each row's log-sum-exp, shifted by its own max
+      return self._lower_tri(n).where(xt.unsqueeze(-2), -math.inf).logsumexp(-1).transpose(axis, -1)
+    running = x._scan_axis(axis, Ops.MAX, -math.inf).detach().contiguous()  # read by three kernels
+    shift = running.isinf().where(0, running)  # all -inf so far (a sum of 0) or an inf seen (of inf): shifted by 0, as logsumexp is
+    before = running._shift_block(-math.inf, axis=axis)
+    # 1 where m stays (infinities too, whose difference is NaN); 0 where it leaves -inf, whose sum so far is 0
+    rescale = before.eq(running).where(1, (before - running).exp())
+    # both read by the scan at several offsets: each exp once
+    return rescale.contiguous()._affine_scan_with_gradient((x - shift).exp().contiguous(), axis).log() + shift

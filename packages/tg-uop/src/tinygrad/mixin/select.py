@@ -43,10 +43,13 @@ class SelectMixin:
   # Each one-hot reduce below is stored on its own (contiguous): a kernel that is just that reduce is a scatter the compiler loops over
   # the index once for (codegen/onehot_scatter.py); fused with what follows it would compare every index with every position.
   def _scatter_fold(self, mask, x, dim:int, op:str):
-    """x's elements folded by op (sum, prod or amax) into the positions mask names along dim, the fold's identity where none lands"""
+    """x's elements folded by op (sum, prod or amax) into the positions mask names along dim, the fold's identity where none lands. A
+    float sum is in sum_acc_dtype, like sum (3000 ones into one half slot stopped at 2048), and the caller casts back; an int one wraps in
+    x's dtype, as torch's does (its mean divides that)"""
     x = x.unsqueeze(dim+1) if x.shape else x  # a constant broadcasts as it is
     folded = mask.where(x, _IDENTITY[op](x.dtype))
-    return (folded.sum(dim, dtype=x.dtype) if op == "sum" else folded.prod(dim, dtype=x.dtype) if op == "prod" else folded.max(dim)).contiguous()
+    if op == "sum": return folded.sum(dim, dtype=dtypes.sum_acc_dtype(x.dtype) if dtypes.is_float(x.dtype) else x.dtype).contiguous()
+    return (folded.prod(dim, dtype=x.dtype) if op == "prod" else folded.max(dim)).contiguous()
   def _last_write(self, mask, dim:int):
     """the last i along dim that mask (laid out (.., i, k, ..)) sends to each position k, int32's minimum where none does (numpy's rule
     for repeated write positions: the last write wins); the value written is a gather at it"""
@@ -72,11 +75,11 @@ class SelectMixin:
     if include_self: part = {"sum": part + self, "mean": part + self, "prod": part * self, "amax": part.maximum(self), "amin": part.minimum(self)}[reduce]
     # where nothing lands the fold's identity combined with self is self again (x * 1, max(x, lowest)), except +0.0 + -0.0 and where self
     # is left out: only then is the count of what lands needed
-    if include_self and reduce != "mean" and not (reduce == "sum" and dtypes.is_float(self.dtype)): return part
+    if include_self and reduce != "mean" and not (reduce == "sum" and dtypes.is_float(self.dtype)):
+      return part.cast(self.dtype)  # a float sum's part is in sum_acc_dtype
     count = self._padded(self._scatter_fold(mask, src.const_like(1).cast(dtypes.int32), dim, "sum"))
-    if reduce == "mean":
-      part = part.div((count + int(include_self)).maximum(1), rounding_mode=None if dtypes.is_float(self.dtype) else "floor").cast(self.dtype)
-    return count.gt(0).where(part, self)
+    if reduce == "mean": part = part.div((count + int(include_self)).maximum(1), rounding_mode=None if dtypes.is_float(self.dtype) else "floor")
+    return count.gt(0).where(part.cast(self.dtype), self)
   def masked_fill(self, mask, value):
     """value where mask is True, self elsewhere (mask broadcasts); the dtype is where()'s, as tinygrad's: a python float into an int
     tensor gives a float one (torch keeps self's dtype and truncates)"""
