@@ -109,12 +109,14 @@ def _pow(a:UOp, b:UOp) -> UOp:
   # negative base: defined only for integer exponents, with the sign of (-1)^b
   b_int = b.alu(Ops.TRUNC).alu(Ops.CMPNE, b).logical_not()
   odd = (b * 0.5).alu(Ops.TRUNC).alu(Ops.CMPNE, b * 0.5)
-  neg = b_int.where(odd.where(mag.alu(Ops.NEG), mag), mag.const_like(math.nan))
   def equal(x:UOp, v:float) -> UOp: return x.alu(Ops.CMPNE, x.const_like(v)).logical_not()
-  # a zero base keeps its sign for an odd integer exponent (IEEE: (-0.0) ** -1 is -inf, (-0.0) ** 3 is -0.0): 1/a and a carry it
+  # -inf to a power that is no integer is |a| ** b (IEEE: inf for b > 0, 0 for b < 0), a finite negative base's is NaN
+  neg = b_int.where(odd.where(mag.alu(Ops.NEG), mag), equal(a, -math.inf).where(mag, mag.const_like(math.nan)))
+  # a zero base keeps its sign for an odd integer exponent (IEEE: (-0.0) ** -1 is -inf, (-0.0) ** 3 is -0.0): 1/a and a carry it; a NaN
+  # exponent gives NaN
   odd_int = b_int & odd
   at_zero = (b < 0).where(odd_int.where(a.alu(Ops.RECIPROCAL), a.const_like(math.inf)),
-                          equal(b, 0).where(a.const_like(1), odd_int.where(a, a.const_like(0))))
+                          equal(b, 0).where(a.const_like(1), odd_int.where(a, b.alu(Ops.CMPNE, b).where(a.const_like(math.nan), a.const_like(0)))))
   ret = (a < 0).where(neg, equal(a, 0).where(at_zero, mag))
   # IEEE pow (C, numpy, torch): x ** 0 is 1 and 1 ** y is 1 for every x and y, NaN included, and (-1) ** +-inf is 1, where log2 and
   # exp2 would give NaN

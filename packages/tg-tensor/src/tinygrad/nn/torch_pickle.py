@@ -219,7 +219,8 @@ def _prescan(f:io.BytesIO):
         depth = max(taken) + 1  # a mark taken as an object: None in max, a TypeError
         if depth > MAX_NESTING: raise ValueError(f"{op.name} at offset {pos} nests objects more than {MAX_NESTING} deep")
         stack.extend(depth if kind else None for kind in pushes)
-  except (IndexError, KeyError, TypeError) as e: raise FormatError(f"bad pickle: its opcodes do not fit pickle's stack ({type(e).__name__})") from None
+  except (IndexError, KeyError, TypeError) as e:
+    raise FormatError(f"bad pickle: its opcodes do not fit pickle's stack ({type(e).__name__})") from None
   except ValueError as e: raise FormatError(f"bad pickle: {e}") from None
 
 def unpickle(f:io.BytesIO, name:str, storages:dict[str, Storage], objects:dict|None=None):

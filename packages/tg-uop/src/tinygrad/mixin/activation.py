@@ -42,6 +42,6 @@ class ActivationMixin:
     the gradient (relu's is 0 there, and |bx|'s term has none), so the gradient is sigmoid(0) = 0.5 as it should be"""
     bx = self * beta
     return (bx.maximum(0) + log1p((-bx.abs()).exp())) * (1 / beta)
-  def logsigmoid(self): return -(-self).softplus()
+  def logsigmoid(self): return -(-self._float_cast()).softplus()  # float first: -x of an unsigned int or a bool is not -x
   def mish(self): return self * self.softplus().tanh()
   def softsign(self): return self / (1 + self.abs())

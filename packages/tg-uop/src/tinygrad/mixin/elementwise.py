@@ -90,6 +90,8 @@ class ElementwiseMixin:
     """a float operand (or a float python exponent) gives a float result; ints stay ints, wrapping like numpy"""
     # kernels have POW for floats only: an int to a constant power is squarings and products
     if not reverse and isinstance(x, int) and not isinstance(x, bool) and not dtypes.is_float(self.dtype):
+      # bool ** int is an int for every exponent, as bool + 1 is (bool * bool would keep ** 2 a bool, and ** 1 returned self)
+      if self.dtype is dtypes.bool: return self.cast(dtypes.default_int).pow(x)
       if x < 0: raise RuntimeError(f"{self.dtype} to the negative integer power {x} is not an integer: cast to a float dtype first")
       if x <= 1: return self if x == 1 else self * 0 + 1
       half = self.pow(x // 2)
@@ -98,8 +100,9 @@ class ElementwiseMixin:
     if dtypes.is_float(a.dtype) and a.dtype.itemsize < 4:  # in float32, rounded once (see in_float32): half 84.4375**2.5 was inf
       exponent = x if not reverse and type(x) in (int, float) else b.cast(dtypes.float32)
       return a.cast(dtypes.float32).pow(exponent).cast(a.dtype)
-    if not reverse and dtypes.is_float(a.dtype) and type(x) in (int, float) and x == int(x) and 1 <= abs(x) <= MUL_POWER_MAX:
-      # a small whole exponent as products (x*x, x*x*x): exact where the result is; POW's exp2(y*log2|x|) gave 10.0**2 = 99.99999
+    if not reverse and dtypes.is_float(a.dtype) and type(x) in (int, float) and 1 <= abs(x) <= MUL_POWER_MAX and x == int(x):
+      # a small whole exponent as products (x*x, x*x*x): exact where the result is; POW's exp2(y*log2|x|) gave 10.0**2 = 99.99999.
+      # The range test goes first: int(x) of a nan or inf exponent raised
       return a._mul_pow(int(x)) if x > 0 else a._mul_pow(-int(x)).reciprocal()
     return a.alu(Ops.POW, b) if dtypes.is_float(a.dtype) else a._int_pow(b)
   def _mul_pow(self, n:int):
@@ -131,6 +134,8 @@ class ElementwiseMixin:
     if dtypes.is_float(a.dtype):
       raise RuntimeError(f"{op.name} needs int or bool operands, got {self.dtype} and {self.ufix(x).dtype}: cast floats with .int() first")
     if op not in (Ops.SHL, Ops.SHR): return a.alu(op, b)
+    # kernels shift ints only: a bool shift compiled to bad code (LLVM's i1 where i32 was expected)
+    if a.dtype is dtypes.bool: raise RuntimeError(f"shift operands must be int, got {a.dtype} {op.name} {b.dtype}: cast with .int() first")
     # a shift past the width (or negative) is undefined in LLVM and C, so devices disagreed: every bit is shifted out (numpy's and
     # torch's answer): 0, or -1 for a negative value shifted right
     width = 8 * a.dtype.itemsize
@@ -213,8 +218,9 @@ class ElementwiseMixin:
   @in_float32
   def sigmoid(self):
     # from t = e^-|x|, which never overflows: 1/(1+t) at x >= 0, t/(1+t) below. 1/(1+e^-x) put an inf beside a 0 in the gradient for
-    # x below -88 (-10 in half): NaN, in tanh, gelu and silu too
-    t = ((below := self < 0).where(self, -self) * 1.4426950408889634).exp2()
+    # x below -88 (-10 in half): NaN, in tanh, gelu and silu too. Ints and bools in float first: -x wrapped (uint8, -2**31) or was not x
+    x = self._float_cast()
+    t = ((below := x < 0).where(x, -x) * 1.4426950408889634).exp2()
     s = (1 + t).reciprocal()
     return below.where(t * s, s)
   def floor(self): return (self < (t := self.trunc())).where(t - 1, t) if dtypes.is_float(self.dtype) else self
