@@ -76,10 +76,8 @@ def _load_zip(data:bytes, name:str):
     try: info = zf.getinfo(path)
     except KeyError: raise FormatError(f"{name}: entry {path!r} is missing from the archive") from None
     if info.flag_bits & 1: raise FormatError(f"{name}: entry {path!r} is encrypted; torch never encrypts its entries")
-    # torch stores entries uncompressed: refusing compression keeps every read within the file's own size (no zip bombs)
-    if info.compress_type != zipfile.ZIP_STORED or info.file_size != info.compress_size or info.file_size > len(data):
-      raise FormatError(f"{name}: entry {path!r} is compressed or claims {info.file_size} bytes; torch writes stored entries within the file")
-    return zf.read(info)
+    # torch stores entries uncompressed; one re-zipped with deflate (torch.load reads it) inflates to its declared size and CRC, no further
+    return _member_bytes(data, info, name)
   storages: dict[str, Storage] = {}
   obj = unpickle(io.BytesIO(entry(root + "data.pkl")), f"{name}:{root}data.pkl", storages)
   raw = {k: entry(f"{root}data/{k}") for k in storages}
@@ -187,7 +185,8 @@ LOCAL_HEADER = struct.Struct("<4s22xHH")  # a zip local file header's signature,
 def _inflate(raw:bytes, info:zipfile.ZipInfo, name:str) -> bytes:
   # at most one byte past the declared size is produced: a member that inflates further (a zip bomb) is refused, not expanded
   d = zlib.decompressobj(-15)
-  out = d.decompress(raw, info.file_size + 1)
+  try: out = d.decompress(raw, info.file_size + 1)
+  except zlib.error as e: raise FormatError(f"{name}: member {info.filename!r} is not a valid deflate stream ({e})") from None
   if not d.eof or len(out) != info.file_size or zlib.crc32(out) != info.CRC:
     raise FormatError(f"{name}: member {info.filename!r} does not inflate to its declared {info.file_size} bytes and CRC")
   return out
