@@ -54,3 +54,11 @@ def test_numpy_ints_are_ints():
   np.testing.assert_array_equal(t.reshape(3, None).numpy(), X)  # None keeps an axis, as in tinygrad
   # a no-op stays the same tensor
   assert t.reshape(i(3), 4) is t and t.expand(-1, 4) is t and t.permute(0, 1) is t and t.shrink((None, (0, 4))) is t and t.pad((0, 0)) is t
+
+@pytest.mark.parametrize("dim, want", [((0, 2), (3, 2)), ([0, 1], (3, 1, 2)), (-2, (1, 3, 2)), ((-1, -4), (3, 1, 2)), ((), (1, 3, 1, 2))])
+def test_squeeze_takes_several_dims(dim, want):
+  """torch's squeeze(dims): each listed axis of size 1 removed (a tuple was a TypeError deep in _resolve_dim)"""
+  x = np.arange(6, dtype=np.float32).reshape(1, 3, 1, 2)
+  got = Tensor(x).squeeze(dim)
+  assert got.shape == want
+  np.testing.assert_equal(got.numpy(), x.reshape(want))

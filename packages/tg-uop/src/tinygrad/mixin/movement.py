@@ -120,10 +120,12 @@ class MovementMixin:
   def unflatten(self, dim:int, sizes:tuple):
     dim = self._resolve_dim(dim)
     return self.reshape(tuple(self.shape[:dim]) + tuple(sizes) + tuple(self.shape[dim+1:]))
-  def squeeze(self, dim:int|None=None):
+  def squeeze(self, dim:int|tuple[int, ...]|list[int]|None=None):
+    """the axes of size 1 removed: all, or those of dim (an axis or several, as torch takes), where they have size 1"""
     if dim is None: return self.reshape(tuple(s for s in self.shape if not (isinstance(s, int) and s == 1)))
-    dim = self._resolve_dim(dim)
-    return self if not self.shape or not sint_eq(self.shape[dim], 1) else self.reshape(tuple(self.shape[:dim]) + tuple(self.shape[dim+1:]))
+    if not self.shape: return self
+    dims = {self._resolve_dim(d) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+    return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and sint_eq(s, 1))))
   def unsqueeze(self, dim:int):
     dim = self._resolve_dim(dim, extra=True)
     return self.reshape(tuple(self.shape[:dim]) + (1,) + tuple(self.shape[dim:]))
