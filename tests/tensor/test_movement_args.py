@@ -62,3 +62,11 @@ def test_squeeze_takes_several_dims(dim, want):
   got = Tensor(x).squeeze(dim)
   assert got.shape == want
   np.testing.assert_equal(got.numpy(), x.reshape(want))
+
+def test_masked_select_broadcasts_self_to_the_mask():
+  """torch broadcasts self and mask together: a row of 3 under a (2, 3) mask selects from the row broadcast (tg expanded the mask to
+  self's shape only, an error here)"""
+  x, m = np.arange(3, dtype=np.float32), np.array([[True, False, True], [False, True, True]])
+  np.testing.assert_equal(Tensor(x).masked_select(Tensor(m)).numpy(), np.broadcast_to(x, m.shape)[m])
+  np.testing.assert_equal(Tensor(x).masked_select(Tensor(m), size=5, fill_value=-1).numpy(), [0, 2, 1, 2, -1])
+  with pytest.raises(ValueError, match="cannot be broadcast"): Tensor(x).masked_select(Tensor(np.array([True, False])))

@@ -4,7 +4,7 @@ so x[idx] is one lazy graph. A boolean mask becomes the positions of its True el
 from __future__ import annotations
 from typing import Any
 from tinygrad.uop import Ops, GroupOp
-from tinygrad.uop.ops import UOp
+from tinygrad.uop.ops import UOp, broadcast_shape
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, all_int
 
@@ -152,10 +152,12 @@ class TensorIndexMixin:
     coords = [(flat // st) % n for st, n in zip(strides, self.shape)]
     return valid.unsqueeze(1).where(coords[0].stack(*coords[1:], dim=1), fill_value).cast(dtypes.int32)
   def masked_select(self, mask, size:int|None=None, fill_value=0):
-    """the elements where mask (broadcast to self's shape) is True, as a 1-D tensor; without size the mask is realized to count them,
-    with size the result has that many elements (padded with fill_value or cut)"""
+    """the elements where mask is True, self and mask broadcast together (torch's), as a 1-D tensor in row-major order; without size the
+    mask is realized to count them, with size the result has that many elements (padded with fill_value or cut)"""
     from tinygrad.tensor import Tensor
-    mask = (mask if isinstance(mask, Tensor) else Tensor(mask, self.device)).expand(self.shape)
+    mask = mask if isinstance(mask, Tensor) else Tensor(mask, self.device)
     if mask.dtype is not dtypes.bool: raise TypeError(f"masked_select needs a bool mask, got {mask.dtype}")
+    shape = broadcast_shape(tuple(self.shape), tuple(mask.shape))
+    x, mask = self.expand(shape), mask.expand(shape)
     slot, valid = mask._compacted(size, "masked_select")
-    return valid.where(self.flatten().unsqueeze(1)._pick(slot, 0), fill_value).cast(self.dtype)
+    return valid.where(x.flatten().unsqueeze(1)._pick(slot, 0), fill_value).cast(self.dtype)
