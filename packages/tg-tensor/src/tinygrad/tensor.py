@@ -670,8 +670,8 @@ def _state_constants_read_by(ts:Sequence[Tensor]) -> None:
   if not (held := [t for r in _state_constants if (t := r()) is not None and t.uop in nodes]): return
   mine = {id(t) for t in held}
   _state_constants[:] = [r for r in _state_constants if (t := r()) is not None and id(t) not in mine]
-  engine, log = _engine(), _engine().capturing
-  engine.capturing = None
+  engine = _engine()
+  log, engine.capturing = engine.capturing, None
   try: _realize(held)
   finally: engine.capturing = log
 

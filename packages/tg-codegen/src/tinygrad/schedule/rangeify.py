@@ -383,12 +383,10 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     if _is_assign(u): items.append(_assign_kernel(u, realized, var_vals)); continue
     if u not in want: continue
     if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
-    out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
     if u.op is Ops.COPY:
+      out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
       items.append(ExecItem("copy", None, [out, _copy_source(u.src[0], realized, items, var_vals)]))
-    else:
-      ast, kctx = build_kernel(u, out, realized)
-      items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
+    else: out = _computed(u, realized, items, var_vals)
     realized[u] = out
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
   # (a node over a Variable is found in the caller's graph by binding it again: pm_unbind turned the caller's BINDs into Variables).
@@ -442,14 +440,18 @@ def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
   if (b := _whole_buffer(u, realized)) is not None: return b
   raise RuntimeError(f"internal error: {u.op} of shape {u._shape} was not realized")
 
-def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
-  """a copy's source as a buffer: a view of part of one (the window of a 1-D sharded setitem over a device's whole piece, x[0] of 2 on
-  2 devices) is gathered into a buffer of its own by a kernel first"""
-  if (b := _whole_buffer(u, realized)) is not None: return b
+def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
+  """a new buffer, with the kernel that computes u into it added to items"""
   out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
   ast, kctx = build_kernel(u, out, realized)
   items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
   return out
+
+def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
+  """a copy's source as a buffer: a view of part of one (the window of a 1-D sharded setitem over a device's whole piece, x[0] of 2 on
+  2 devices) is gathered into a buffer of its own by a kernel first"""
+  b = _whole_buffer(u, realized)
+  return b if b is not None else _computed(u, realized, items, var_vals)
 
 def _custom_call(call:UOp, realized:dict[UOp, UOp]) -> ExecItem:
   bufs = [_as_buffer(a, realized) for a in call.src[1:]]
