@@ -1,8 +1,8 @@
 """EXP2, LOG2 and SIN as polynomials built from + * and bit ops, for targets that lack them (or everywhere with TRANSCENDENTAL>=2).
 float32 and float64 have their own constants; narrower floats are computed in float32 and rounded back. Max error seen (float32 over
 every input, float64 over 1e7 random ones): exp2 1.23 / 1.22 ulp on every input, log2 0.91 / 0.82 ulp on every positive one, subnormals
-too, sin 0.97 / 1.15 ulp for |x| < 2**24 (float32) / 2**53 (float64). Past that an exact Cody-Waite reduction is out of reach and sin
-returns NaN rather than a wrong number (figures with two roundings per Horner step; the fused steps of a target with MULACC stay within
+too, sin 0.97 / 1.15 ulp for |x| < 2**24 (float32) / 2**53 (float64), by an exact Cody-Waite reduction. Float32 past that reduces by
+Payne-Hanek (0.81 ulp seen); float64 past 2**53 returns NaN rather than a wrong number (figures with two roundings per Horner step; the fused steps of a target with MULACC stay within
 the same bounds, tests/codegen/test_transcendental.py). Polynomial coefficients are minimax fits (Remez exchange, relative error) on the
 intervals named above each table."""
 from __future__ import annotations
@@ -147,27 +147,85 @@ def _sub2(a:UOp, p:UOp, lo) -> tuple[UOp, UOp]:
   hi = a - p
   return hi, ((a - hi) - p) + lo
 
-def _sin(x:UOp, fused:bool) -> UOp:
+def _cody_waite(x:UOp) -> tuple[UOp, UOp, UOp]:
+  """x - q*pi/2 as hi + lo, and q, for |x| < 2**(mant+1)"""
   dt, (a, b, c, d, e) = x.dtype, _PI_2[x.dtype]
-  ok = x.abs() < 2.0 ** (_BITS[dt][1] + 1)  # false for inf, NaN and past the exact reduction
-  xr = ok.where(x, 0.0)
-  q = _rint(xr * float(1 / PI_2))
+  q = _rint(x * float(1 / PI_2))
   hbig = 1.5 * 2.0 ** (_BITS[dt][1] + _HALF[dt])
   qh = (q + hbig) - hbig  # q rounded to a multiple of 2**h
   ql = q - qh
-  r = (xr - qh * a) - ql * a  # exact
+  r = (x - qh * a) - ql * a  # exact
   # once x*(2/pi) is rounded to halves, q can be one off: taking off b as well shows it (-1, 0 or 1)
   fix = _rint((r - q * b) * float(1 / PI_2))
   q, ql = q + fix, ql + fix
   hi, lo = _sub2((r - fix * a) - qh * b, ql * b, 0.0)  # the first subtraction is still exact
   for p in (qh * c, ql * c, qh * d, ql * d, q * e): hi, lo = _sub2(hi, p, lo)
+  return hi, lo, ql.cast(dtypes.int32)  # q mod 4 is ql mod 4
+
+# *** float32 past 2**24: Payne-Hanek. |x| = m * 2**k, m a 24-bit integer, k >= 1; 2/pi's bits before the (k-1)th after the point
+# give x*2/pi multiples of 4, so 96 bits of 2/pi from there times m (32-bit limbs, 64-bit products) hold q mod 4 and a 62-bit
+# fraction. k <= 104: 2/pi's first 224 bits behind a zero word (k = 1 starts a bit before the point), as 64-bit pairs of words ***
+def _atan_inv(n:int, one:int) -> int:
+  """atan(1/n) * one by its series, each term cut to an integer"""
+  total, term, k, sign = 0, one // n, 1, 1
+  while term:
+    total, term, k, sign = total + sign * (term // k), term // (n * n), k + 2, -sign
+  return total
+
+def _two_over_pi_bits(n:int) -> int:
+  """floor(2/pi * 2**n); pi by Machin's formula with 64 guard bits"""
+  one = 1 << (2 * n + 64)
+  return (2 * one << n) // (16 * _atan_inv(5, one) - 4 * _atan_inv(239, one))
+
+_TWO_OVER_PI = _two_over_pi_bits(224)  # 256 bits with the zero word
+_WORD_PAIRS = tuple((_TWO_OVER_PI >> (256 - 64 - 32 * j)) & ((1 << 64) - 1) for j in range(7))
+_PI_2_OVER_2_62 = _split(PI_2 / 2**62, 12, 12, 24)  # 12-bit parts times 12-bit parts of the fraction are exact
+
+def _payne_hanek(x:UOp) -> tuple[UOp, UOp, UOp]:
+  """x - q*pi/2 as hi + lo, and q mod 4, for float32 |x| >= 2**24 (finite)"""
+  u32, u64 = dtypes.uint32, dtypes.uint64
+  bits = x.bitcast(u32)
+  m = ((bits & 0x7fffff) | 0x800000).cast(u64)
+  start = ((bits >> 23) & 0xff).cast(dtypes.int32) - 120  # the window's first bit in the padded bits: k - 2 + 32, 31..134
+  j, shift = start >> 5, (32 - (start & 31)).cast(u64)
+  def pair(i:int) -> UOp:  # the padded words j+i and j+i+1, j in 0..4
+    return functools.reduce(lambda acc, jj: j.eq(jj).where(acc.const_like(_WORD_PAIRS[jj + i]), acc), (3, 2, 1, 0),
+                            m.const_like(_WORD_PAIRS[4 + i]))
+  w2, w1, w0 = ((pair(i) >> shift) & 0xffffffff for i in range(3))
+  low = m * w0
+  mid = m * w1 + (low >> 32)
+  high = m * w2 + (mid >> 32)  # m * window = high * 2**64 + mid's and low's low words; x*2/pi is that times 2**-94
+  frac = ((high & 0x3fffffff) << 32) | (mid & 0xffffffff)  # the top 62 bits of the fraction
+  up = frac >= (1 << 61)  # rounded to the nearest quadrant, the fraction goes negative
+  q = ((high >> 30) + up.cast(u64)).cast(dtypes.int32)
+  f = frac.cast(dtypes.int64) - up.where(1 << 62, 0).cast(dtypes.int64)
+  fhi = f.cast(x.dtype)
+  flo = (f - fhi.cast(dtypes.int64)).cast(x.dtype)
+  fh = (fhi.bitcast(u32) & 0xfffff000).bitcast(x.dtype)  # fhi's top 12 bits
+  fl = fhi - fh
+  c1, c2, c3 = _PI_2_OVER_2_62
+  hi, lo = _sub2(fh * c1, -(fh * c2), 0.0)
+  hi, lo = _sub2(hi, -(fl * c1), lo)
+  lo = lo + (fl * c2 + fhi * c3 + flo * (c1 + c2))
+  neg = x < 0  # computed for |x|: sin is odd, and -x's quadrant is -q
+  return neg.where(-hi, hi), neg.where(-lo, lo), neg.where(-q, q)
+
+def _sin(x:UOp, fused:bool) -> UOp:
+  dt = x.dtype
+  small = x.abs() < 2.0 ** (_BITS[dt][1] + 1)  # false for inf, NaN and past the exact Cody-Waite reduction
+  hi, lo, quadrant = _cody_waite(small.where(x, 0.0))
+  if dt is dtypes.float32:
+    large = (x.abs() < math.inf) & small.logical_not()
+    big = _payne_hanek(large.where(x, 2.0 ** 24))
+    hi, lo, quadrant = (large.where(b, v) for b, v in zip(big, (hi, lo, quadrant)))
+    ok = small | large
+  else: ok = small  # float64 past 2**53 would need 128-bit products: NaN there rather than a wrong number
   hi, lo = _sub2(hi, -lo, 0.0)  # lo gathered a few roundings of hi: renormalise
   z = hi * hi
   hz = 0.5 * z
   w = 1.0 - hz
   sin_r = hi + (hi * z * _poly(z, _SIN_S[dt], fused) + lo)
   cos_r = w + (((1.0 - w) - hz) + (z * z * _poly(z, _COS_C[dt], fused) - hi * lo))
-  quadrant = ql.cast(dtypes.int32)  # q mod 4 is ql mod 4
   ret = (quadrant & 1).ne(0).where(cos_r, sin_r)
   ret = (quadrant & 2).ne(0).where(-ret, ret)
   return ok.where(x.eq(0).where(x, ret), math.nan)  # sin(-0.0) is -0.0
