@@ -19,7 +19,7 @@ from tinygrad.tensor_nn import TensorNNMixin
 from tinygrad.tensor_random import TensorRandomMixin
 from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
-from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer
+from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer, is_symbolic_prefix
 from tinygrad.uop.multi import shard_of
 from tinygrad.tensor_live import LiveTensors, computing_from, reads_buffer
 
@@ -140,7 +140,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         # its graph now reads buffers newer than it may have been filed under: an in-place write into one looks at it (tensor_live.py)
         _live.may_be_lazy(self)
         # its whole graph was realized for another handle: an equal graph (x * 2 built twice is one node), a value of its own, no view
-        if (r := _realized.get(built)) is not None and r[1] is self._uop: _equal_values.setdefault(self._uop.base, []).append(weakref.ref(self))
+        # (not a write's result: every handle of it holds the written buffer itself, an optimizer's parameter and the write it returned)
+        if (r := _realized.get(built)) is not None and r[1] is self._uop and not _is_write(built):
+          _equal_values.setdefault(self._uop.base, []).append(weakref.ref(self))
     return self._uop
   @uop.setter
   def uop(self, u:UOp):
@@ -448,6 +450,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
     return self
+  # tinygrad 0.14's marking of what an optimizer updates: every tensor is a parameter unless marked (BatchNorm's running statistics).
+  # Here that is requires_grad=False: an optimizer given such a tensor realizes it with each step and never updates it
+  @property
+  def is_param(self) -> bool: return self.requires_grad is not False
+  def is_param_(self, is_param:bool=True) -> Tensor:
+    if not is_param: self.requires_grad = False
+    elif self.requires_grad is False: self.requires_grad = None
+    return self
   def gradient(self, *targets:Tensor, gradient:Tensor|None=None, materialize_grads:bool=False) -> list[Tensor]:
     """d(self)/d(target) for each target, as new lazy tensors (.grad is left alone). self must be 0-d unless `gradient`, the gradient
     of some loss with respect to self, is given. A target no gradient reaches (not in the graph, or only through detach()) raises,
@@ -521,8 +531,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     u = self.uop
     if u.op is Ops.MULTI: return is_multi_buffer(u)
     while u.op is Ops.RESHAPE: u = u.src[0]
-    # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
-    if u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0: return True
+    if is_symbolic_prefix(u): return True  # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
     return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
   def realize(self, *lst:Tensor, do_update_stats:bool=True) -> Tensor:
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
@@ -696,7 +705,7 @@ def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
     _keep_for_autograd(t, o)
     t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
     # equal graphs realized together (Tensor.realize(x * 2, x * 2): one node) got one buffer: the later handles hold equal values
-    if o is not n and first_holder.setdefault(o, t) is not t: _equal_values.setdefault(n.base, []).append(weakref.ref(t))
+    if o is not n and first_holder.setdefault(o, t) is not t and not _is_write(o): _equal_values.setdefault(n.base, []).append(weakref.ref(t))
 
 _WRITES, _WRITE_OPS = "_holds_write", frozenset({Ops.AFTER})  # AFTER: a buffer's value after a store or a custom kernel
 def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tensor]:
@@ -823,6 +832,7 @@ def _on_one_device(what:str, nodes:list[UOp]) -> list[UOp]:
 def _private_buffer(u:UOp, keep_value:bool=True) -> UOp:
   """a new buffer holding u's value (or nothing yet, keep_value=False: a write of every element follows), for this handle alone (written
   now): realize() would share one buffer among every tensor whose graph is the same node, and an in-place write would show in all"""
+  if 0 in u.shape: return u  # no elements: no memory to hold, nothing a write could show
   if (sh := shard_of(u)) is not None:  # laid out like u: each device's buffer holds its piece
     target = UOp.multi([Tensor.empty(*[n if i == sh[0] else s for i, s in enumerate(u.shape)], device=d, dtype=u.dtype).uop
                         for n, d in zip(sh[1], u.device)], sh[0])
@@ -863,9 +873,16 @@ def _share_with_views(t:Tensor) -> bool:
   """a write into t, which has no buffer yet, follows. Where t is movement ops over a lazy value that reads memory, or such a value with
   live views of it taken since, the value's handle and every live view of it now share one new buffer holding it, so the write shows in
   all of them, as in torch. Not where several handles hold the value itself: equal graphs are one node (hash-consing: base * 2 built
-  twice), and each of those tensors is its own. Nor a value of constants alone: equal ones are one node wherever they were built"""
-  if (base := t.uop.base).op is Ops.BUFFER or is_multi_buffer(base) or not _reads_memory(base): return False
-  if t.uop is not base: holders = _live.viewing(base)
+  twice), and each of those tensors is its own. Nor a value of constants alone: equal ones are one node wherever they were built; but a
+  Tensor.full's constant is its own (_own_constant), and its broadcast to the full shape is the value its views share (a KV cache made
+  with Tensor.zeros, written through cache[:, a:b].assign)"""
+  if (base := t.uop.base).op is Ops.BUFFER or is_multi_buffer(base): return False
+  if not _reads_memory(base):
+    if base.op is not Ops.CONST or base.tag is None or t.uop is base: return False
+    chain = _view_chain(t.uop, base)
+    base = next((u for u in reversed(chain) if u.op is Ops.EXPAND), chain[-1])
+    holders = [h for h in _live.viewing(chain[-1].base) if base in _view_chain(h.uop, chain[-1].base)]
+  elif t.uop is not base: holders = _live.viewing(base)
   elif len(holders := [h for h in _live.made_after(t) if h.uop.base is base] + [t]) == 1: return False  # no view of it: its own buffer
   if len([h for h in holders if h.uop is base]) > 1: return False
   buf = _private_buffer(base)
@@ -873,6 +890,12 @@ def _share_with_views(t:Tensor) -> bool:
   # its holder, and a write into buf would give it a copy of its own
   for h in holders: h.uop = h._uop.substitute({base: buf})
   return True
+
+def _view_chain(view:UOp, base:UOp) -> list[UOp]:
+  """the movement ops from view down to base, view first"""
+  chain = []
+  while view is not base: chain, view = chain + [view], view.src[0]
+  return chain
 
 def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   """value reads target's buffer at some other index than the one being written (through another view, a reduce): writing in place

@@ -13,8 +13,13 @@ def is_multi_buffer(u:UOp) -> bool:
   if u.op is not Ops.MULTI: return False
   for p in u.src:
     while p.op is Ops.RESHAPE: p = p.src[0]
-    if not (p.op is Ops.BUFFER or p.op is Ops.SHRINK and p.src[0].op is Ops.BUFFER and p.marg[0][0] == 0): return False
+    if not (p.op is Ops.BUFFER or is_symbolic_prefix(p)): return False
   return True
+
+def is_symbolic_prefix(u:UOp) -> bool:
+  """u the part of a buffer that a symbolic size uses (Tensor.empty of one: a buffer for its Variables' maximum, shrunk to the size).
+  A shrink to a fixed size is a view of part of another tensor's buffer (a shard of a realized tensor, x[:2]), not a buffer of its own"""
+  return u.op is Ops.SHRINK and u.src[0].op is Ops.BUFFER and u.marg[0][0] == 0 and not isinstance(u.marg[0][1], int)
 
 class TensorMultiMixin:
   def shard(self, devices:tuple|list, axis:int|None=None):

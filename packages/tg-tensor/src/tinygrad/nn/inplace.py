@@ -14,6 +14,7 @@ def pending_write(target:Tensor, value:Tensor) -> Tensor:
   if target.shape != value.shape or target.dtype is not value.dtype or target.device != value.device:
     raise ValueError(f"in-place write needs the same shape, dtype and device: target is {target.shape} {target.dtype} on {target.device}, "
                      f"value is {value.shape} {value.dtype} on {value.device}")
+  if 0 in target.shape: return target  # nothing to write, and no buffer to write it in (an empty parameter, its optimizer state)
   if not target._is_buffer(): raise RuntimeError(f"in-place write into an unrealized {target.shape} tensor: realize it first")
   # a value that reads the target at other indices (a norm of it, a transpose) is computed whole before the write lands
   v = value.contiguous() if _reads_elsewhere(value.uop, target.uop) else value

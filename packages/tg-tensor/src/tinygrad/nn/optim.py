@@ -53,7 +53,7 @@ class Optimizer:
       raise RuntimeError(f"Optimizer.step(): parameters {missing} have no .grad: call loss.backward() first (each must be in the loss's graph)")
     # the last step's writes, if nobody realized them, land first and alone: they read the state buffers this step writes, and realized
     # together a write is not ordered after another write's value reads of its target (nn/inplace.pending_write)
-    if pending := [t for t in self.params if not t._is_buffer()]:
+    if pending := [t for t in self.params if not t._is_buffer() and 0 not in t.shape]:
       Tensor.realize(*pending)
       # a parameter realized as a view of a buffer (w.T, a conv's channels-last result) gets a buffer of its own: a step writes whole buffers
       for t in pending:
@@ -72,6 +72,11 @@ class Optimizer:
 # laid out like the parameter: a sharded one's state is sharded too, each device holding its part
 def _zeros_like(t:Tensor) -> Tensor: return buffer_of(t.zeros_like(dtype=dtypes.float32, requires_grad=False))
 
+def _check_at_least_zero(**hyper:float) -> None:
+  """negative momentum or weight decay makes the step diverge instead of damping it: refused, as torch and tinygrad do"""
+  for name, v in hyper.items():
+    if v < 0: raise ValueError(f"Invalid {name} value: {v} (must be >= 0)")
+
 def _norms(ts:list[Tensor], fused:bool) -> list[Tensor]:
   """each tensor's L2 norm; fused, the norm of all of them together for each (tinygrad's fused step sees them concatenated)"""
   squares = [t.square().sum() for t in ts]
@@ -84,6 +89,7 @@ class SGD(Optimizer):
   with nesterov): the same steps while lr is constant, different once a schedule changes it"""
   def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.0, weight_decay:float=0.0, nesterov:bool=False, classic:bool=False,
                device:str|None=None, fused:bool=False):
+    _check_at_least_zero(momentum=momentum, weight_decay=weight_decay)
     if nesterov and not momentum: raise ValueError("SGD(nesterov=True) needs momentum > 0")
     super().__init__(params, lr, device, fused)
     self.momentum, self.wd, self.nesterov, self.classic = momentum, weight_decay, nesterov, classic
@@ -106,7 +112,7 @@ class LARS(Optimizer):
   def __init__(self, params:list[Tensor], lr:float=0.001, momentum:float=0.9, weight_decay:float=1e-4, ns_steps:int=0,
                ns_coefficients:tuple|None=None, nesterov:bool=False, classic:bool=True, pre_wd:bool=True, tcoef:float=0.001,
                device:str|None=None, fused:bool=False):
-    if momentum < 0: raise ValueError(f"momentum must be >= 0, got {momentum}")
+    _check_at_least_zero(momentum=momentum, weight_decay=weight_decay)
     if nesterov and not momentum: raise ValueError("LARS(nesterov=True) needs momentum > 0")
     if fused and ns_coefficients: raise ValueError("the Newton-Schulz step orthogonalises each parameter's step apart: fused=True does not apply")
     super().__init__(params, lr, device, fused)
@@ -149,6 +155,9 @@ class LAMB(Optimizer):
   b1_t, b2_t hold b1^t, b2^t"""
   def __init__(self, params:list[Tensor], lr:float=0.001, b1:float=0.9, b2:float=0.999, eps:float=1e-6, weight_decay:float=0.0, adam:bool=False,
                device:str|None=None, fused:bool=False):
+    _check_at_least_zero(eps=eps, weight_decay=weight_decay)
+    for name, b in (("b1", b1), ("b2", b2)):
+      if not 0 <= b < 1: raise ValueError(f"Invalid {name} value: {b} (must be in [0, 1): the moments' decay)")
     super().__init__(params, lr, device, fused)
     self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, weight_decay, adam
     self.b1_t, self.b2_t = (buffer_of(Tensor.ones(1, dtype=dtypes.float32, device=self.device, requires_grad=False)) for _ in range(2))
