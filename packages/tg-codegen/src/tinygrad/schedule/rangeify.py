@@ -330,17 +330,36 @@ def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp,
 # A CUSTOM_GRADIENT is its value (Tensor.realize takes them out first; this is for a graph scheduled directly)
 pm_unbind = PatternMatcher([(UPat(Ops.BIND, name="b"), lambda ctx, b: _unbind(ctx, b)),
                             (UPat(Ops.CUSTOM_GRADIENT, name="c"), lambda ctx, c: c.src[0])])
-def _unbind(var_vals:dict[str, int], b:UOp) -> UOp:
+@dataclass
+class _Binds:
+  """what pm_unbind found: each Variable's value and the Variables (DEFINE_VARs) of each name"""
+  vals: dict[str, int] = field(default_factory=dict)
+  vars: dict[str, dict[UOp, None]] = field(default_factory=dict)
+
+def _unbind(ctx:_Binds, b:UOp) -> UOp:
   var, val = b.unbind()
-  if var_vals.setdefault(var.arg.name, val) != val:
-    raise ValueError(f"Variable {var.arg.name} is bound to both {var_vals[var.arg.name]} and {val} in one realize")
+  if ctx.vals.setdefault(var.arg.name, val) != val:
+    raise ValueError(f"Variable {var.arg.name} is bound to both {ctx.vals[var.arg.name]} and {val} in one realize")
+  ctx.vars.setdefault(var.arg.name, {})[var] = None
   return var
+
+def _one_var_per_name(sink:UOp, binds:_Binds) -> UOp:
+  """Variables of one name and value but different ranges (Variable("i", 1, 10) and Variable("i", 1, 5)) become one Variable over the
+  ranges' overlap, where the value lies: a kernel takes a Variable by name, once"""
+  merged: dict[UOp, UOp] = {}
+  for name, vs in binds.vars.items():
+    if len(vs) < 2: continue
+    if len(dts := {v.dtype for v in vs}) > 1: raise ValueError(f"Variable {name} has several dtypes in one realize: {sorted(map(str, dts))}")
+    one = UOp.variable(name, max(v.arg.vmin for v in vs), min(v.arg.vmax for v in vs), dts.pop())
+    merged |= {v: one for v in vs}
+  return sink.substitute(merged) if merged else sink
 
 @gc_paused()
 def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   """the work that realizes `targets`, in order, and the buffer-based UOp that replaces each target and each other node it materialises"""
-  var_vals: dict[str, int] = {}
-  sink = split_large_reduces(pack_operands(push_multi(graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=var_vals, name="tensor"))))
+  binds = _Binds()
+  sink = _one_var_per_name(graph_rewrite(UOp.sink(*targets), pm_unbind, ctx=binds, name="tensor"), binds)
+  sink, var_vals = split_large_reduces(pack_operands(push_multi(sink))), binds.vals
   # a multi-device target is realized piece by piece: one single-device target per device
   pushed = list(sink.src)
   sink = UOp.sink(*[p for t in pushed for p in (t.src if t.op is Ops.MULTI else (t,))])
@@ -421,6 +440,8 @@ def _writes_last(sink:UOp) -> list[UOp]:
 
 def _kernel_item(ast:UOp, bufs:list[UOp], var_vals:dict[str, int]) -> ExecItem:
   ast = _to_params(ast, bufs)
+  if unbound := [v.arg.name for v in ast.variables() if v.arg.name not in var_vals]:
+    raise RuntimeError(f"unbound Variable {unbound[0]!r} used by a kernel: bind it to a value (Variable(...).bind(n)) before realizing")
   return ExecItem("kernel", ast, bufs, {v.arg.name: var_vals[v.arg.name] for v in ast.variables()})
 
 def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) -> ExecItem:

@@ -34,12 +34,55 @@ def _pairs(arg, op:str, what:str, shape:tuple) -> tuple:
   return tuple((_int_arg(b, op, "amounts", arg), _int_arg(e, op, "amounts", arg)) for b, e in full)
 
 def _show(s) -> str: return s.render() if hasattr(s, "render") else str(s)  # a size in a message: a symbolic one as its expression
+def _show_shape(shape) -> str: return f"({', '.join(_show(s) for s in shape)}{',' if len(shape) == 1 else ''})"
 
 def _value_range(u) -> tuple[int, int]:
   """(lo, hi) of a symbolic int: its value at the current binding when every Variable in it is bound, else its whole range"""
-  binds = {b.src[0].arg.name: b.src[1].arg for b in u.toposort() if b.op is Ops.BIND}
-  if any(v.op is Ops.DEFINE_VAR and v.arg.name not in binds for v in u.toposort()): return u.vmin, u.vmax
+  nodes = u.toposort()
+  binds = {b.src[0].arg.name: b.src[1].arg for b in nodes if b.op is Ops.BIND}
+  if any((v.op is Ops.DEFINE_VAR and v.arg.name not in binds) or v.op in (Ops.RANGE, Ops.SPECIAL) for v in nodes): return u.vmin, u.vmax
   return (u.sym_infer(binds),) * 2
+
+def _exceeds(a, b) -> bool:
+  """a > b for sizes or offsets: at the current binding where every Variable in them is bound, else for every value they can take"""
+  from tinygrad.uop.ops import ssimplify
+  d = ssimplify(a - b)
+  return d > 0 if isinstance(d, int) else _value_range(d)[0] > 0
+
+def _outside(b, e, s) -> bool:
+  """(b, e) is not a window of an axis of size s (0 <= b <= e <= s), checked as _exceeds does"""
+  return _exceeds(0, b) or _exceeds(b, e) or _exceeds(e, s)
+
+def _div_exact(a, b):
+  """a / b for sizes when b divides a (symbolic: as polynomials), else None"""
+  if isinstance(a, int) and isinstance(b, int): return a // b if b and not a % b else None
+  from tinygrad.uop.symbolic import sym_div_exact
+  return sym_div_exact(a, b)
+
+def _same_size(a, b) -> bool:
+  from tinygrad.uop.symbolic import sym_eq
+  return sym_eq(a, b)
+
+def _inferred(cur:tuple, new:tuple):
+  """the size a -1 in reshape(new) stands for: shape cur's size over the others', the sizes both hold cancelled first (v*8 / v*2 is 4)"""
+  rest, known = list(cur), []
+  for s in (s for s in new if not (isinstance(s, int) and s == -1)):
+    if not isinstance(s, int) and (j := next((j for j, c in enumerate(rest) if _same_size(c, s)), None)) is not None: rest.pop(j)
+    else: known.append(s)
+  if (ret := prod(rest) // prod(known) if all_int(rest + known) else _div_exact(prod(rest), prod(known))) is None:
+    raise ValueError(f"cannot reshape shape {_show_shape(cur)} to {_show_shape(new)}: the size {_show(prod(cur))} is no multiple of the others")
+  return ret
+
+def _canonical(s):
+  """a symbolic size in its one form (uop/symbolic.py), so equal sizes built differently are one node; an int as it is"""
+  if isinstance(s, int): return s
+  from tinygrad.uop.symbolic import canonical
+  return canonical(s)
+
+def _from_end(x, size, default):
+  """a slice end on a symbolic axis: a negative int counts back from the end (size + x)"""
+  from tinygrad.uop.ops import ssimplify
+  return default if x is None else ssimplify(size + x) if isinstance(x, int) and x < 0 else x
 
 def _resolve_dim(dim:int, ndim:int, extra:bool=False) -> int:
   if type(dim) is not int:
@@ -75,14 +118,19 @@ class MovementMixin:
       if c:
         if (known := prod(s for s in new if not (isinstance(s, int) and s == -1))) == 0:
           raise ValueError(f"cannot reshape shape {tuple(cur)} to {new}: the -1 is ambiguous next to a size 0")
-        new = tuple(prod(cur) // known if isinstance(s, int) and s == -1 else s for s in new)
+        rest = prod(cur) // known if all_int(cur) and isinstance(known, int) else _inferred(tuple(cur), new)
+        new = tuple(rest if isinstance(s, int) and s == -1 else s for s in new)
       if any(isinstance(s, int) and s < 0 for s in new): raise ValueError(f"negative size in reshape {new}")
-      shape, ints = new, all_int(new)
-    if ints and all_int(cur) and math.prod(cur) != math.prod(shape):  # math.prod: in C, on ints only
-      raise ValueError(f"cannot reshape shape {cur} (size {prod(cur)}) to {shape} (size {prod(shape)})")
+      shape = new if (ints := all_int(new)) else tuple(_canonical(s) for s in new)
+    if ints and all_int(cur):
+      if math.prod(cur) != math.prod(shape):  # math.prod: in C, on ints only
+        raise ValueError(f"cannot reshape shape {cur} (size {prod(cur)}) to {shape} (size {prod(shape)})")
+    elif not _same_size(prod(cur), prod(shape)):  # symbolic: the sizes' canonical forms must agree
+      raise ValueError(f"cannot reshape shape {_show_shape(cur)} (size {_show(prod(cur))}) to {_show_shape(shape)} (size {_show(prod(shape))})")
     return self if shape == tuple(cur) else self._mop(Ops.RESHAPE, shape)
   def expand(self, shape, *args):
     new = _int_args(_argfix(shape, *args), "expand", "sizes")
+    if not all_int(new): new = tuple(_canonical(n) for n in new)  # a symbolic size matches the shape's by its one form (w+v is v+w)
     if len(new) < len(self.shape): raise ValueError(f"cannot expand {self.shape} to fewer dims {new}")
     if any(isinstance(n, int) and (n < -1 or (n == -1 and i < len(new)-len(self.shape))) for i, n in enumerate(new)):
       raise ValueError(f"cannot expand {tuple(self.shape)} to {new}: a size must be >= 0, or -1 to keep an existing axis")
@@ -104,7 +152,10 @@ class MovementMixin:
   def shrink(self, arg:tuple):
     full = _pairs(arg, "shrink", "(start, end)", self.shape)
     for (b, e), s in zip(full, self.shape):
-      if all_int((b, e, s)) and not 0 <= b <= e <= s: raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
+      if all_int((b, e, s)):
+        if not 0 <= b <= e <= s: raise ValueError(f"shrink {arg} is out of bounds for shape {self.shape}")
+      elif _outside(b, e, s):  # a bound Variable's value is checked (k=15 on 10 rows), and an unbound one where no value fits
+        raise ValueError(f"shrink ({_show(b)}, {_show(e)}) is out of bounds for an axis of size {_show(s)} in shape {_show_shape(self.shape)}")
     return self if all(b == 0 and e == s for (b, e), s in zip(full, self.shape)) else self._mop(Ops.SHRINK, full)
   def _pad(self, arg:tuple):
     """pad with zeros; arg is one (before, after) per axis"""
@@ -178,10 +229,13 @@ class MovementMixin:
           raise IndexError(f"symbolic index {i.render()} takes {lo}..{hi}, outside axis {dim} of size {_show(size)} (negative ones are not wrapped)")
         bounds.append((i, i + 1)); flips.append(False); picks.append((1, 1))
       elif not all_int(v for v in (i.start, i.stop, size) if v is not None):
-        # symbolic: a bound Variable as a bound or size. Plain ranges only (nothing to normalise or check at build time)
-        if i.step not in (None, 1) or any(isinstance(v, int) and v < 0 for v in (i.start, i.stop)):
-          raise IndexError(f"a slice with a symbolic bound or axis size needs step 1 and no negative ends, got {i} on axis {dim} of size {_show(size)}")
-        start, stop = 0 if i.start is None else i.start, size if i.stop is None else i.stop
+        # symbolic: a bound Variable as a bound or size. Step 1 only; a negative int end counts back from the end (t[:v][-2:] is v-2..v).
+        # The window is checked at the current binding: no clamping to the axis as python's slices do
+        if i.step not in (None, 1):
+          raise IndexError(f"a slice with a symbolic bound or axis size needs step 1, got {i} on axis {dim} of size {_show(size)}")
+        start, stop = _from_end(i.start, size, 0), _from_end(i.stop, size, size)
+        if _outside(start, stop, size):
+          raise IndexError(f"slice {_show(start)}:{_show(stop)} is outside axis {dim} of size {_show(size)} (symbolic slices are not clamped)")
         bounds.append((start, stop)); flips.append(False); picks.append((1, 1)); out.append(stop if sint_eq(start, 0) else ssimplify(stop - start))
       else:
         start, stop, step = i.indices(size)

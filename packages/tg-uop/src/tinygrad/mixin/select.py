@@ -4,6 +4,7 @@ and fuses like any other; the scatters store each one-hot fold on its own, the k
 A class using it provides the elementwise, movement and reduce mixins."""
 from __future__ import annotations
 from tinygrad.dtype import dtypes
+from tinygrad.mixin.movement import _exceeds, _show_shape
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _IDENTITY = {"sum": lambda dt: 0, "prod": lambda dt: 1, "amax": lambda dt: dt.min}  # x folded with it is x
@@ -24,16 +25,18 @@ class SelectMixin:
     return x.unsqueeze(dim)._pick(index._one_hot_at(self.shape[dim], dim+1), dim+1)
   def _check_index(self, index, dim:int, what:str):
     if dtypes.is_float(index.dtype) or index.dtype is dtypes.bool: raise TypeError(f"{what} needs an int index tensor, got {index.dtype}")
-    if len(index.shape) != len(self.shape) or any(i > s for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
-      raise ValueError(f"{what} index of shape {tuple(index.shape)} needs {len(self.shape)} dims, each at most self's {tuple(self.shape)} off dim {dim}")
+    # a symbolic size (a bound Variable's) is compared at its current binding
+    if len(index.shape) != len(self.shape) or any(_exceeds(i, s) for d, (i, s) in enumerate(zip(index.shape, self.shape)) if d != dim):
+      raise ValueError(f"{what} index of shape {_show_shape(index.shape)} needs {len(self.shape)} dims, each at most self's "
+                       f"{_show_shape(self.shape)} off dim {dim}")
   def _scatter_parts(self, dim:int, index, src, what:str):
     """(dim, mask, src): mask laid out as index's shape with self's axis `dim` added after dim (mask[.., i, k, ..] says element i goes to
     position k), src as index's shape in self's dtype, a constant or a tensor at least index's size off dim"""
     dim = self._resolve_dim(dim)
     self._check_index(index, dim, what)
     if not isinstance(src, type(self)): src = self.const_like(src)
-    elif len(src.shape) == len(self.shape) and any(s < i for s, i in zip(src.shape, index.shape)):
-      raise ValueError(f"{what} src of shape {tuple(src.shape)} is smaller than index's {tuple(index.shape)}")
+    elif len(src.shape) == len(self.shape) and any(_exceeds(i, s) for s, i in zip(src.shape, index.shape)):
+      raise ValueError(f"{what} src of shape {_show_shape(src.shape)} is smaller than index's {_show_shape(index.shape)}")
     src = src.cast(self.dtype)
     if len(src.shape) == len(self.shape): src = src.shrink(tuple((0, s) for s in index.shape))
     return dim, index._one_hot_at(self.shape[dim], dim+1), src.expand(index.shape)

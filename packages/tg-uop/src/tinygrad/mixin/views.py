@@ -1,7 +1,7 @@
 """Movement composites shared by UOp and Tensor: rolling, interleaved repeats, splitting, grids and einops' rearrange. Each is a
 view (reshape, expand, shrink, pad) of its input, so the scheduler fuses it into whatever reads it. A class using it provides the movement mixin."""
 from __future__ import annotations
-from tinygrad.mixin.movement import _int_arg, _int_args
+from tinygrad.mixin.movement import _int_arg, _int_args, _div_exact, _same_size, _show
 
 def _ints(x) -> tuple: return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
@@ -59,9 +59,10 @@ class ViewsMixin:
       have = 1
       for n in grp:
         if n in known: have *= known[n]
-      if len(unknown) > 1 or (not unknown and have != size) or (unknown and (have == 0 or size % have)):
-        raise ValueError(f"rearrange {formula!r}: axis ({' '.join(grp)}) of size {size} can't be split with sizes {sizes}")
-      if unknown: known[unknown[0]] = size // have
+      # a symbolic size (a bound Variable's) splits where its canonical form is a multiple of the sizes given
+      if len(unknown) > 1 or (not unknown and not _same_size(have, size)) or (unknown and (rest := _div_exact(size, have)) is None):
+        raise ValueError(f"rearrange {formula!r}: axis ({' '.join(grp)}) of size {_show(size)} can't be split with sizes {sizes}")
+      if unknown: known[unknown[0]] = rest
       names += grp
     # on the right '...' alone is the unnamed axes each as its own, inside parentheses they merge into that group
     rgroups = [grp for g in rhs for grp in ([[e] for e in ell] if g == ["..."] else [[n for t in g for n in (ell if t == "..." else [t])]])]

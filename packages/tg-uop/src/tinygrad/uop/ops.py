@@ -99,7 +99,13 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
     if kwargs: raise TypeError(f"replace got unknown fields {list(kwargs)}")
     return self if new == (self.op, self.dtype, self.src, self.arg, self.tag) else UOp(*new)
   def __repr__(self): return pretty_print(self)
-  def __bool__(self): raise TypeError(f"a symbolic UOp has no truth value: {self.render()} (use resolve())")
+  def __bool__(self):
+    # a comparison its bounds decide once simplified (v < v, v < 11 for v in [1, 10]) has a value; an int one is true where it can't be 0
+    if self.dtype in _INT_OR_BOOL:
+      lo, hi = self.simplify()._min_max
+      if lo == hi: return bool(lo)
+      if lo > 0 or hi < 0: return True
+    raise TypeError(f"a symbolic UOp has no truth value: {self.render()} (use resolve())")
   def __index__(self):
     if self.op is Ops.CONST and isinstance(self.arg, int): return self.arg
     raise TypeError(f"{self.render()} is not a constant int")
@@ -191,6 +197,10 @@ class UOp(OpMixin, metaclass=UOpMetaClass):
   def variable(name:str, vmin:int, vmax:int, dtype:DType=dtypes.weakint) -> UOp: return UOp(Ops.DEFINE_VAR, dtype, arg=VarArg(name, vmin, vmax))
   def bind(self, val:int) -> UOp:
     if self.op is not Ops.DEFINE_VAR: raise RuntimeError(f"can only bind a Variable, not {self.op}")
+    # a float would be truncated (3.5 -> 3) and a bool is no count: only an int (or anything with __index__, a numpy int)
+    if isinstance(val, (bool, UOp)) or not hasattr(val, "__index__"):
+      raise TypeError(f"Variable {self.arg.name} must be bound to an int, got {val!r} ({type(val).__name__})")
+    val = val.__index__()
     if not self.arg.vmin <= val <= self.arg.vmax: raise ValueError(f"{val} is out of range [{self.arg.vmin}, {self.arg.vmax}] of Variable {self.arg.name}")
     # every runtime passes a variable to its kernels as int32 (whatever its dtype; renderers widen it for 64-bit math): past that it would wrap
     if not dtypes.int32.min <= val <= dtypes.int32.max:
@@ -329,7 +339,7 @@ _device_nodes: dict[str|tuple, UOp] = {}
 def _sint_uop(x) -> UOp:
   if isinstance(x, UOp):
     if not dtypes.is_int(x.dtype): raise TypeError(f"a size or offset must be an int, got {x.dtype}: {x.render()}")
-    return x
+    if isinstance(x := _canonical(x), UOp): return x
   if type(x) is int and (u := _size_consts.get(x)) is not None: return u
   if isinstance(x, bool) or not isinstance(x, int): raise TypeError(f"a size or offset must be an int or int UOp, got {type(x).__name__} {x!r}")
   if len(_size_consts) >= 4096: _size_consts.clear()
@@ -337,6 +347,12 @@ def _sint_uop(x) -> UOp:
   return u
 # the sizes movement ops were given lately, as their CONST nodes: a conv2d's graph names ~130 of them, each otherwise a UOp.const (~1 us)
 _size_consts: dict[int, UOp] = {}
+
+def _canonical(x:UOp|int) -> UOp|int:
+  """a symbolic size in its one form (uop/symbolic.py): equal sizes built differently are then the same node"""
+  if not isinstance(x, UOp): return x
+  from tinygrad.uop.symbolic import canonical
+  return canonical(x)
 
 def _shape_tuple(s) -> tuple: return (s,) if isinstance(s, (int, UOp)) else tuple(s)
 
@@ -437,12 +453,12 @@ def _permute_shape(u:UOp) -> tuple:
 def _pad_shape(u:UOp) -> tuple:
   ss, arg = _known_shape(u.src[0]), u.marg
   if len(arg) != len(ss): raise ValueError(f"pad {arg} does not match the {len(ss)} axes of {ss}")
-  return tuple(ssimplify(s+b+a) for s, (b, a) in zip(ss, arg))
+  return tuple(_canonical(s+b+a) for s, (b, a) in zip(ss, arg))
 
 def _shrink_shape(u:UOp) -> tuple:
   ss, arg = _known_shape(u.src[0]), u.marg
   if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
-  return tuple(ssimplify(e-b) for b, e in arg)
+  return tuple(_canonical(e-b) for b, e in arg)
 
 def _reduce_shape(u:UOp) -> tuple:
   ss, axes = _known_shape(u.src[0]), u.arg[1]

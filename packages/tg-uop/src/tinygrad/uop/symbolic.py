@@ -242,6 +242,10 @@ def _divmod_by_remainders(op:Ops, x:UOp, coefs:dict[UOp, int], k:int, d:int) -> 
     return _build(x, {b: m for b, m in r.items() if m}, k % d - q*d)
   return None
 
+def _exact_quotient(u:UOp, x:UOp, y:UOp) -> UOp|None:
+  if y.op is Ops.CONST or not (y.vmin > 0 or y.vmax < 0) or (q := sym_div_exact(x, y)) is None: return None
+  return _same_shape(u, q if isinstance(q, UOp) else _const(u, q))
+
 def _cdivisor(x:UOp, op:Ops) -> bool: return x.op is op and x.src[1].op is Ops.CONST and x.src[1].arg > 0
 
 def _fold_div(u:UOp, x:UOp, c:UOp) -> UOp|None:
@@ -302,6 +306,8 @@ symbolic = symbolic_simple + PatternMatcher([
   (UPat(Ops.ADD, _INTS, (UPat(Ops.ADD, src=(UPat.var("x"), UPat.cvar("c1"))), UPat.cvar("c2"))),
    lambda x, c1, c2: x.alu(Ops.ADD, x.const_like(c1.arg+c2.arg))),  # (x+c1)+c2 -> x+(c1+c2), also on chains too long to collect
   (UPat(Ops.ADD, _INTS, name="u"), _fold_sum),  # x*a + x*b -> x*(a+b), x+x -> x*2, (x//c)*c + x%c -> x
+  # ** x//y for a y that divides x as polynomials and can't be 0: (v*8)//(v*2) -> 4 **
+  (UPat(Ops.FLOORDIV, _INTS, (UPat.var("x"), UPat.var("y")), name="u"), _exact_quotient),
   # ** floor div and mod by a positive constant **
   (UPat(Ops.FLOORDIV, _INTS, (UPat.var("x"), UPat.cvar("c")), name="u"), _fold_div),
   (UPat(Ops.FLOORMOD, _INTS, (UPat.var("x"), UPat.cvar("c")), name="u"), _fold_mod),
@@ -348,3 +354,85 @@ sym = symbolic + PatternMatcher([
 def simplify_index(x:UOp) -> UOp:
   """an index expression (or any graph) in sym's normal form"""
   return graph_rewrite(x, sym, name="simplify_index")
+
+# *** sizes in one canonical form: equal symbolic sizes built differently (w+v and v+w, (v+1)*2 and v*2+2) become the same node, so
+# shapes compare by identity (broadcast, cat, expand) ***
+
+_POLY_OPS, _POLY_TERMS = frozenset((Ops.ADD, Ops.MUL, Ops.NEG, Ops.SUB, Ops.CONST)), 64  # a product of sums past 64 terms isn't expanded
+Poly = dict[tuple[UOp, ...], int]  # {monomial (its factors, sorted by _factor_key): coefficient}, () the constant's
+
+def _factor_key(u:UOp) -> tuple:
+  """a total order on factors: Variables (bound or not) by name, so w*v and v*w, w+v and v+w agree; anything else by content hash"""
+  return (0, u.src[0].arg.name if u.op is Ops.BIND else u.arg.name, u.key) if u.op in (Ops.DEFINE_VAR, Ops.BIND) else (1, u.key)
+
+def _padd(a:Poly, b:Poly, sign:int=1) -> Poly:
+  out = dict(a)
+  for m, c in b.items(): out[m] = out.get(m, 0) + sign*c
+  return {m: c for m, c in out.items() if c}
+
+def _pmul(a:Poly, b:Poly) -> Poly|None:
+  out: Poly = {}
+  for ma, ca in a.items():
+    for mb, cb in b.items():
+      m = tuple(sorted(ma + mb, key=_factor_key))
+      out[m] = out.get(m, 0) + ca*cb
+  return {m: c for m, c in out.items() if c} if len(out) <= _POLY_TERMS else None
+
+def _poly_step(u:UOp, p:dict[UOp, Poly|None]) -> Poly|None:
+  if u.op is Ops.CONST: return {(): u.arg} if u.arg else {}
+  if u.op not in _POLY_OPS: return {(u,): 1}  # a factor: a Variable, or a node sums and products can't see into (x//c, max)
+  if None in (s := [p[x] for x in u.src]): return None
+  if u.op is Ops.NEG: return {m: -c for m, c in s[0].items()}
+  return _pmul(s[0], s[1]) if u.op is Ops.MUL else _padd(s[0], s[1], -1 if u.op is Ops.SUB else 1)
+
+def _poly(x:UOp|int) -> Poly|None:
+  """an int x as a polynomial in its factors (products of sums expanded); None where x isn't an int of one dtype throughout"""
+  if not isinstance(x, UOp): return {(): x} if x else {}
+  if x.dtype not in _INTS: return None
+  p: dict[UOp, Poly|None] = {}
+  for u in x.toposort(lambda u: u.op in _POLY_OPS):
+    p[u] = None if u.dtype is not x.dtype else _poly_step(u, p)
+  return p[x]
+
+def _from_poly(p:Poly) -> UOp|int:
+  """sum of terms sorted by their factors, each its factors' product times its coefficient, the constant last; an int when constant"""
+  ret: UOp|None = None
+  for m in sorted((m for m in p if m), key=lambda m: [_factor_key(f) for f in m]):
+    t = m[0]
+    for f in m[1:]: t = t.alu(Ops.MUL, f)
+    if p[m] != 1: t = t.alu(Ops.MUL, t.const_like(p[m]))
+    ret = t if ret is None else ret.alu(Ops.ADD, t)
+  if ret is None: return p.get((), 0)
+  return ret.alu(Ops.ADD, ret.const_like(k)) if (k := p.get((), 0)) else ret
+
+def canonical(x:UOp|int) -> UOp|int:
+  """a symbolic int (a size) in its canonical form, an int when that is constant. Kept on the node: every shape goes through it"""
+  if not isinstance(x, UOp): return x
+  if (ret := x.__dict__.get("_canon")) is None:
+    s = x.simplify()
+    ret = x.__dict__["_canon"] = (s.arg if s.op is Ops.CONST else s) if (p := _poly(s)) is None else _from_poly(p)
+  return ret
+
+def sym_eq(a:UOp|int, b:UOp|int) -> bool:
+  """a == b for every value of their Variables, shown by their canonical forms (forms that differ are not shown equal)"""
+  ca, cb = canonical(a), canonical(b)
+  return ca is cb if isinstance(ca, UOp) or isinstance(cb, UOp) else ca == cb
+
+def sym_div_exact(a:UOp|int, b:UOp|int) -> UOp|int|None:
+  """a / b where b divides a as polynomials (b one term: each of a's terms holds b's factors and a multiple of its coefficient; or a is
+  an int multiple of b), else None"""
+  pa, pb = _poly(canonical(a)), _poly(canonical(b))
+  if pa is None or pb is None or not pb: return None
+  (mb, cb), *rest = pb.items()
+  if not rest:
+    out: Poly = {}
+    for m, c in pa.items():
+      left = list(m)
+      for f in mb:
+        if f not in left: return None
+        left.remove(f)
+      if c % cb: return None
+      out[tuple(left)] = c // cb
+    return _from_poly(out)
+  q = pa.get(mb, 0) // cb
+  return q if q and pa == {m: c*q for m, c in pb.items()} else None
