@@ -36,6 +36,17 @@ def _trunc_div(a:int, b:int) -> int:
   q = abs(a) // abs(b)
   return q if (a < 0) == (b < 0) else -q
 
+def _eq(a, b) -> bool:
+  # numbers compare as numbers (NaN != NaN, though a NaN `is` itself). A symbolic size equals itself, and differs from what its
+  # range excludes (a batch size is never -1); anything else is known only once a call binds it
+  if not hasattr(a, "op") and not hasattr(b, "op"): return a == b
+  if a is b: return True
+  (alo, ahi), (blo, bhi) = _range(a), _range(b)
+  if ahi < blo or bhi < alo: return False
+  raise TypeError("a symbolic size compared with a value in its range: unknown until a call binds it")
+
+def _range(v) -> tuple: return (v.vmin, v.vmax) if hasattr(v, "op") else (v, v)
+
 def _cast(vals, args, attrs):
   to = attrs.get("to")
   conv = float if to in (1, 10, 11, 16) else int if to in (2, 3, 4, 5, 6, 7, 12, 13) else bool if to == 9 else None
@@ -48,7 +59,7 @@ FOLD: dict[str, Callable[[list, list, dict], list|None]] = {
   "Gather": _gather, "Slice": _slice, "Cast": _cast,
   "Add": lambda v, a, k: _bcast(lambda x, y: x + y, *v), "Sub": lambda v, a, k: _bcast(lambda x, y: x - y, *v),
   "Mul": lambda v, a, k: _bcast(lambda x, y: x * y, *v), "Div": lambda v, a, k: _bcast(_div, *v),
-  "Equal": lambda v, a, k: _bcast(lambda x, y: x is y or (not hasattr(x, "op") and not hasattr(y, "op") and x == y), *v),
+  "Equal": lambda v, a, k: _bcast(_eq, *v),
   "Where": lambda v, a, k: _where(*v),
 }
 

@@ -7,11 +7,12 @@ from typing import Any, Callable
 from tinygrad.tensor import Tensor, reads_in_capture_allowed
 from tinygrad.device import Device
 from tinygrad.engine.jit import TinyJit
-from tinygrad.helpers import JIT_CAPTURE
-from tinygrad.uop.ops import UOp, Variable
+from tinygrad.helpers import JIT_CAPTURE, getenv
+from tinygrad.uop.ops import UOp, Ops, Variable
 from tinygrad.onnx.model import Model, Graph, load_model, ValueType
 from tinygrad.onnx.tensor_data import TensorData, ONNX_TYPES
 from tinygrad.onnx.ops import resolve, OpImpl
+from tinygrad.onnx.ops.registry import check_node
 from tinygrad.onnx.fold import fold
 
 class RunContext:
@@ -24,6 +25,9 @@ class RunContext:
     """remember the python values of a tensor built from them (Shape, Constant): later ops read them without running anything"""
     self.runner._vals[t.uop] = list(values)
     return t
+  def known_vals(self, t:Tensor) -> list|None:
+    """t's python values where they are known without running anything (small constants, shapes, their folds), else None"""
+    return self.runner._vals.get(t.uop)
   def vals(self, t:Tensor) -> list:
     """t's values as python numbers: known ones (constants, shapes, their folds) as they are, others read (a sync). Under a TinyJit
     capture a value computed from the model's inputs is refused: the replays would build nothing and keep this call's values"""
@@ -36,9 +40,9 @@ class RunContext:
     return f"ONNX node {self.index} {self.node.op} {self.node.name!r}" if self.node is not None else "ONNX node"
   def _frozen(self, t:Tensor) -> str:
     what = next((f"input {n!r}" for n, a in zip(self.node.inputs, self.args) if a is t), "a value computed from its inputs")
-    return (f"{self.describe()} reads {what} as python numbers to build the graph (a shape, "
-            "an index, a count), and it comes from the model's inputs: under OnnxRunner.jit() the capture would keep this call's values "
-            "for every later call. Run the model without jit(), or make that input a constant (an initializer)")
+    return (f"{self.describe()} reads {what} as python numbers to build the graph (a shape, an index, a count), and it comes from the "
+            "model's inputs or a dynamic= size: under OnnxRunner.jit() the capture would keep this call's values for every later call. "
+            "Run the model without jit(), or make that input a constant (an initializer)")
   def onnx_type_id(self, t:Tensor) -> int:
     """the ONNX data type a tensor was declared with (constants and inputs keep theirs; 4-bit ints and float8 compute wider)"""
     if (tid := self.runner._onnx_types.get(t.uop)) is not None: return tid
@@ -57,11 +61,12 @@ def _flat(x):
   else: yield x
 
 class OnnxRunner:
-  """OnnxRunner(path | bytes | Model)(inputs: {name: Tensor | numpy array | list}) -> {output name: Tensor}.
+  """OnnxRunner(path | bytes | Tensor of the file's bytes | Model)(inputs: {name: Tensor | numpy array | list}) -> {output name: Tensor}.
   A graph input with a named dimension ("batch") accepts any size there; dynamic={"batch": 64} makes that dimension a Variable
   bound to each call's size (at most 64), so one compiled model serves every batch size."""
-  def __init__(self, model:Model|str|os.PathLike|bytes, device:str|None=None, dynamic:dict[str, int]|None=None):
-    self.model = model if isinstance(model, Model) else load_model(model)
+  def __init__(self, model:Model|Tensor|str|os.PathLike|bytes, device:str|None=None, dynamic:dict[str, int]|None=None):
+    self.model = model if isinstance(model, Model) else load_model(_file_bytes(model) if isinstance(model, Tensor) else model)
+    self.debug = 0  # DEBUGONNX: 1 prints each node as it runs, 2 its inputs and outputs too
     self.device = device
     self.graph = self.model.graph
     self.variables = {name: Variable(name, 1, mx) for name, mx in (dynamic or {}).items()}
@@ -114,7 +119,8 @@ class OnnxRunner:
     if vt.elem.fmt is None: self._onnx_types[t.uop] = next(k for k, v in ONNX_TYPES.items() if v is vt.elem)
     return t
 
-  def __call__(self, inputs:dict[str, Any]|None=None, **kw) -> dict[str, Any]:
+  def __call__(self, inputs:dict[str, Any]|None=None, debug:int|None=None, **kw) -> dict[str, Any]:
+    self.debug = getenv("DEBUGONNX", 0) if debug is None else debug
     return dict(zip(self.graph.outputs, self._run_model(self.prepare(inputs, **kw))))
 
   def _run_model(self, inputs:dict[str, Any]) -> list:
@@ -142,22 +148,27 @@ class OnnxRunner:
       return dict(zip(self.graph.outputs, core(*[prepared[n] for n in names])))
     return run
 
-  def _reads_inputs(self, t:Tensor) -> bool: return not self._inputs.isdisjoint(t.uop.toposort())
+  def _reads_inputs(self, t:Tensor) -> bool:
+    # a bound Variable (a dynamic size, e.g. through Shape) is per call too: reading it freezes the capture's size
+    return any(u in self._inputs or u.op is Ops.BIND for u in t.uop.toposort())
 
   def _run_graph(self, g:Graph, env:dict[str, Any]) -> list:
     for name, td in g.initializers.items(): env.setdefault(name, self._const(td))
     ctx = RunContext(self)
     for i, node in enumerate(g.nodes):
-      if (impl := self._impls.get(id(node))) is None: impl = self._impls[id(node)] = resolve(node.domain, node.op, self.model.opsets)
+      if (impl := self._impls.get(id(node))) is None:
+        impl = self._impls[id(node)] = _checked(node, i, resolve(node.domain, node.op, self.model.opsets))
       if (missing := next((n for n in node.inputs if n and n not in env), None)) is not None: raise _undefined(g, i, missing)
       args = [env[n] if n else None for n in node.inputs]
       while args and args[-1] is None: args.pop()
       ctx.n_outputs, ctx.scope, ctx.index, ctx.node, ctx.args = len(node.outputs), env, i, node, args
+      if self.debug: print(f"{f'[{g.name}] ' if g is not self.graph else ''}{i}: {node.op} {node.name!r} {_brief(node.attrs)}")
       try: ret = impl.fn(ctx, *args, **node.attrs) if impl.ctx else impl.fn(*args, **node.attrs)
       except Exception as e:
         if hasattr(e, "add_note"): e.add_note(f"in ONNX node {i} {node.op} {node.name!r} (inputs {node.inputs}, outputs {node.outputs})")
         raise
       rets = ret if isinstance(ret, tuple) else (ret,)
+      if self.debug >= 2: print(f"\tinputs  {dict(zip(node.inputs, args))}\n\toutputs {dict(zip(node.outputs, rets))}")
       if len(rets) == 1 and isinstance(ret, Tensor) and ret.uop not in self._vals and \
          (vals := fold(node.op, args, lambda t: self._vals.get(t.uop), node.attrs, ret.dtype)) is not None:
         self._vals[ret.uop] = vals
@@ -166,6 +177,23 @@ class OnnxRunner:
     if (missing := next((n for n in g.outputs if n not in env), None)) is not None:
       raise ValueError(f"graph {g.name!r} output {missing!r} is not a graph input, an initializer or the output of any node")
     return [env[n] for n in g.outputs]
+
+def _file_bytes(t:Tensor) -> bytes:
+  """a model file held in a Tensor (upstream's OnnxRunner(Tensor(pathlib.Path(...)))): its bytes, whatever the device"""
+  if t.dtype.itemsize != 1 or t.ndim != 1:
+    raise TypeError(f"OnnxRunner takes a Tensor of the model file's bytes (1-D uint8), not {t.dtype} of shape {t.shape}")
+  return bytes(t.data())
+
+def _checked(node, i:int, impl:OpImpl) -> OpImpl:
+  """impl, once the node's input count and attributes fit it: a clear error here instead of a python one from inside the op"""
+  n_inputs = len(node.inputs) - next((k for k, n in enumerate(reversed(node.inputs)) if n), len(node.inputs))  # trailing "" are absent
+  if (problem := check_node(impl, node.op, n_inputs, node.attrs)) is not None:
+    raise ValueError(f"ONNX node {i} {node.op} {node.name!r}: {problem}")
+  return impl
+
+def _brief(attrs:dict) -> dict:
+  # constants and subgraphs by name: their contents would flood the trace
+  return {k: f"<{type(v).__name__} {getattr(v, 'name', '')!r}>" if isinstance(v, (TensorData, Graph)) else v for k, v in attrs.items()}
 
 def _undefined(g:Graph, i:int, name:str) -> ValueError:
   """node i reads a name nothing before it defines: a later node's output (the nodes are not in topological order, or form a cycle)

@@ -215,7 +215,8 @@ class SortingMixin:
     """(values, indices) of the k largest (or smallest) elements along dim, in sorted order; ties: the lower index first"""
     dim = self._resolve_dim(dim)
     if self.shape: self._int_axes("topk", (dim,))
-    if not 0 <= k <= (n := self.shape[dim] if self.shape else 1):
+    n = self.shape[dim] if self.shape else 1  # bound before the test: a negative k short-circuits past a walrus in it
+    if not 0 <= k <= n:
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
     if not self.shape or k == 0 or not (x := self.transpose(dim, -1)._computed_once())._packs() or k > SELECT_MAX_K:
       values, indices = self.sort(dim, descending=largest)

@@ -15,7 +15,8 @@ def _reshape(ctx, x, shape, allowzero=0):
   shape = [x.shape[i] if _is_int(s, 0) and not allowzero else s for i, s in enumerate(shape)]
   if any(_is_int(s, -1) for s in shape):
     known = math.prod(s for s in shape if not _is_int(s, -1))
-    shape[next(i for i, s in enumerate(shape) if _is_int(s, -1))] = math.prod(x.shape) // known if known else 0
+    # a symbolic size (dynamic=) has no truth value: only a literal 0 makes the -1 a 0
+    shape[next(i for i, s in enumerate(shape) if _is_int(s, -1))] = 0 if _is_int(known, 0) else math.prod(x.shape) // known
   return x.reshape(shape)
 
 def _check_reshape_target(ctx, x, shape, allowzero):
@@ -34,9 +35,14 @@ def reshape(ctx, x, shape, allowzero=0): return _reshape(ctx, x, ctx.ints(shape)
 
 @op("Shape", ctx=True)
 def shape(ctx, x, start=0, end=None):
-  # a symbolic size is its bound value in the tensor; its python value (what later shape ops read) stays the Variable
-  sl = slice(start, end)
-  return ctx.known(Tensor(list(x.concrete_shape[sl]), dtype=dtypes.int64), list(x.shape)[sl])
+  # python values (what later shape ops read) keep a symbolic size as its Variable
+  dims = list(x.shape)[slice(start, end)]
+  return ctx.known(_sizes_tensor(dims), dims)
+
+def _sizes_tensor(dims:list) -> Tensor:
+  """sizes as an int64 vector; a symbolic one reads its Variable, so a TinyJit replay gives that call's bound size (not the capture's)"""
+  if not any(isinstance(d, UOp) for d in dims): return Tensor(dims, dtype=dtypes.int64)
+  return Tensor.stack(*[Tensor(d, dtype=dtypes.int64) for d in dims])
 
 @op("Size", ctx=True)
 def size(ctx, x): return ctx.known(Tensor(math.prod(x.shape), dtype=dtypes.int64), [math.prod(x.shape)])
@@ -93,26 +99,47 @@ def _symbolic_cat(xs, a):
   parts = [placed(x, o, s) for x, o, s in zip(xs, offsets, sizes)]
   return functools.reduce(lambda p, q: p | q if p.dtype is dtypes.bool else p + q, parts)
 
-def _split(x, sizes, ax, num_outputs):
-  ax = norm_axis(ax, x.ndim)
-  if sizes is None:
-    n = x.shape[ax]
-    step = -(-n // num_outputs)
-    sizes = [min(step, n - i*step) for i in range(num_outputs)]
+def _split(ctx, x, sizes, axis, num_outputs=None):
+  """Split's pieces along axis: `sizes`, or num_outputs chunks of ceil(n / num_outputs) with a smaller last one (opset 18), or
+  without either, as many equal pieces as the node has outputs"""
+  ax = norm_axis(axis, x.ndim)
+  n = x.shape[ax]
+  sizes = _chunks(ctx, n, ax, num_outputs) if not sizes else _checked_sizes(ctx, list(sizes), n, ax)  # an empty split: not given
   out, start = [], 0
   for s in sizes:
     out.append(x.shrink(tuple((start, start + s) if i == ax else None for i in range(x.ndim))))
-    start += s
+    start = ssimplify(start + s)
   return tuple(out)
+
+def _chunks(ctx, n, ax:int, num_outputs:int|None) -> list:
+  # spelled as int arithmetic, so a symbolic size (dynamic=) splits symbolically; its checks wait for the call's size
+  parts = ctx.n_outputs if num_outputs is None else num_outputs
+  if parts != ctx.n_outputs: raise ValueError(f"{ctx.describe()}: num_outputs {num_outputs}, but the node has {ctx.n_outputs} outputs")
+  step = ssimplify((n + parts - 1) // parts)
+  last = ssimplify(n - step * (parts - 1))
+  if isinstance(n, int) and num_outputs is None and n % parts:
+    raise ValueError(f"{ctx.describe()}: axis {ax} of size {n} does not split evenly into {parts} outputs (give split sizes, or "
+                     "num_outputs from opset 18 on)")
+  if isinstance(last, int) and last < 0:
+    raise ValueError(f"{ctx.describe()}: num_outputs {parts} cuts axis {ax} of size {n} into chunks of {step}, leaving {last} for the last")
+  return [step] * (parts - 1) + [last]
+
+def _checked_sizes(ctx, sizes:list, n, ax:int) -> list:
+  what = f"{ctx.describe()}: split [{', '.join(show(s) for s in sizes)}]"
+  if len(sizes) != ctx.n_outputs: raise ValueError(f"{what} has {len(sizes)} sizes, but the node has {ctx.n_outputs} outputs")
+  if any(isinstance(s, int) and s < 0 for s in sizes): raise ValueError(f"{what} has a negative size")
+  if isinstance(total := ssimplify(sum(sizes)), int) and isinstance(n, int) and total != n:
+    raise ValueError(f"{what} adds up to {total}, but axis {ax} has size {n}")
+  return sizes
 
 @op("Split", since=1, ctx=True)
 def split_v1(ctx, x, split_input=None, axis=0, split=None):
-  return _split(x, split if split_input is None else ctx.ints(split_input), axis, ctx.n_outputs)
+  return _split(ctx, x, split if split_input is None else ctx.ints(split_input), axis)
 @op("Split", since=2, ctx=True)
-def split_v2(ctx, x, axis=0, split=None): return _split(x, split, axis, ctx.n_outputs)
+def split_v2(ctx, x, axis=0, split=None): return _split(ctx, x, split, axis)
 @op("Split", since=13, ctx=True)
 def split(ctx, x, split=None, axis=0, num_outputs=None):
-  return _split(x, None if split is None else ctx.ints(split), axis, num_outputs or ctx.n_outputs)
+  return _split(ctx, x, None if split is None else ctx.ints(split), axis, num_outputs)
 
 def _slice(ctx, x, starts, ends, ax=None, steps=None):
   ax = norm_axes(ax, x.ndim) if ax is not None else list(range(len(starts)))
@@ -127,20 +154,32 @@ def slice_v1(ctx, x, starts, ends, axes=None): return _slice(ctx, x, starts, end
 def slice_(ctx, x, starts, ends, axes=None, steps=None):
   return _slice(ctx, x, ctx.ints(starts), ctx.ints(ends), None if axes is None else ctx.ints(axes), None if steps is None else ctx.ints(steps))
 
-@op("Gather")
-def gather(x, indices, axis=0):
+def _check_indices(ctx, indices, shape, axes:list[int]):
+  """constant indices (known when the graph is built) must lie in [-n, n-1], as onnxruntime checks: a gather would read 0 and a
+  scatter drop the update. Value i indexes axes[i % len(axes)]; indices computed at run time are not read (that would be a sync)"""
+  if (vals := ctx.known_vals(indices)) is None: return
+  for i, v in enumerate(vals):
+    a = axes[i % len(axes)]
+    if isinstance(n := shape[a], int) and isinstance(v, int) and not -n <= v < n:  # a symbolic size or index: known only per call
+      raise IndexError(f"{ctx.describe()}: index {v} is out of range for axis {a} of size {n} (valid: {-n} to {n - 1})")
+
+@op("Gather", ctx=True)
+def gather(ctx, x, indices, axis=0):
   a = norm_axis(axis, x.ndim)
+  _check_indices(ctx, indices, x.shape, [a])
   idx = (indices < 0).where(indices + x.shape[a], indices)
   return x[(slice(None),) * a + (idx.cast(dtypes.int32),)]
 
-@op("GatherElements")
-def gather_elements(x, indices, axis=0):
-  a = axis if axis >= 0 else axis + x.ndim
+@op("GatherElements", ctx=True)
+def gather_elements(ctx, x, indices, axis=0):
+  a = norm_axis(axis, x.ndim)
+  _check_indices(ctx, indices, x.shape, [a])
   return x.gather(a, (indices < 0).where(indices + x.shape[a], indices))
 
-@op("GatherND")
-def gather_nd(x, indices, batch_dims=0):
+@op("GatherND", ctx=True)
+def gather_nd(ctx, x, indices, batch_dims=0):
   b, k = batch_dims, indices.shape[-1]
+  _check_indices(ctx, indices, x.shape, list(range(b, b + k)))
   idx = (indices < 0).where(indices + Tensor(list(x.shape[b:b+k]), dtype=indices.dtype), indices)
   if b == 0: return x[tuple(idx[..., i] for i in range(k))]
   bshape = x.shape[:b]
@@ -154,17 +193,19 @@ def _scatter_reduce(x, reduction, idx, upd, ax):
   if reduction == "none": return x.scatter(ax, idx, upd)
   return x.scatter_reduce(ax, idx, upd, {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}[reduction])
 
-@op("ScatterElements", "Scatter")
-def scatter_elements(x, indices, updates, axis=0, reduction="none"):
-  a = axis if axis >= 0 else axis + x.ndim
+@op("ScatterElements", "Scatter", ctx=True)
+def scatter_elements(ctx, x, indices, updates, axis=0, reduction="none"):
+  a = norm_axis(axis, x.ndim)
+  _check_indices(ctx, indices, x.shape, [a])
   idx = (indices < 0).where(indices + x.shape[a], indices)
   return _scatter_reduce(x, reduction, idx, updates, a)
 
-@op("ScatterND")
-def scatter_nd(x, indices, updates, reduction="none"):
+@op("ScatterND", ctx=True)
+def scatter_nd(ctx, x, indices, updates, reduction="none"):
   # each index row names one slice of x: rows become linear positions along x's indexed axes flattened into one, so it is one
   # scatter along that axis (later rows win where they repeat, like onnxruntime; the spec leaves it undefined)
   k = indices.shape[-1]
+  _check_indices(ctx, indices, x.shape, list(range(k)))
   lead, rest = x.shape[:k], x.shape[k:]
   rows, width = math.prod(indices.shape[:-1]), math.prod(rest)
   idx = indices.reshape(rows, k).cast(dtypes.int64)
@@ -184,14 +225,19 @@ def expand(ctx, x, shape):
 @op("Tile", ctx=True)
 def tile(ctx, x, repeats): return x.repeat(ctx.ints(repeats))
 
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate", "wrap": None}
+
 def _pad(x, pads, mode, value, ax=None):
+  if mode not in _PAD_MODES: raise ValueError(f"Pad: mode {mode!r} is not one of {', '.join(_PAD_MODES)}")
   ax = norm_axes(ax, x.ndim) if ax is not None else list(range(x.ndim))
   n = len(ax)
+  if pads is None or len(pads) != 2 * n:
+    raise ValueError(f"Pad: pads {pads} must have a begin and an end for each of the {n} padded axes: {2 * n} values")
   per = [(0, 0)] * x.ndim
   for i, a in enumerate(ax): per[a] = (pads[i], pads[i + n])
   if mode == "wrap": return _wrap_pad(x, per)
   flat = [p for pr in reversed(per) for p in pr]
-  return x.pad(flat, mode={"constant": "constant", "reflect": "reflect", "edge": "replicate"}[mode], value=value)
+  return x.pad(flat, mode=_PAD_MODES[mode], value=value)
 
 def _wrap_pad(x, per):
   # negative pads crop first; then each axis is repeated as often as the pads need (they may be wider than the axis, which
@@ -235,6 +281,7 @@ def constant(ctx, value=None, value_float=None, value_floats=None, value_int=Non
 @op("Range", ctx=True)
 def range_(ctx, start, limit, delta):
   s, l, d = ctx.vals(start)[0], ctx.vals(limit)[0], ctx.vals(delta)[0]
+  if not isinstance(d, UOp) and d == 0: raise ValueError(f"{ctx.describe()}: Range delta is 0: the range would never reach its limit")
   n = _symbolic_range_length(ctx, start, s, l, d) if any(isinstance(v, UOp) for v in (s, l, d)) else max(math.ceil((l - s) / d), 0)
   if _is_int(n, 0): return Tensor.zeros(0, dtype=start.dtype)
   # floats in their own type (a double range needs double steps), ints in int64
@@ -282,6 +329,7 @@ def space_to_depth(x, blocksize, mode="DCR"):
 
 @op("EyeLike")
 def eye_like(x, dtype=None, k=0):
+  if x.ndim != 2: raise ValueError(f"EyeLike: the input must be 2-D, it has shape {tuple(x.shape)}")
   n, m = x.shape
   dt = onnx_dtype(dtype) if dtype is not None else x.dtype
   return (Tensor.arange(n).reshape(n, 1) + k).eq(Tensor.arange(m).reshape(1, m)).cast(dt)
@@ -295,12 +343,12 @@ def compress(ctx, x, condition, axis=None):
 
 @op("NonZero", ctx=True)
 def nonzero(ctx, x):
-  vals = ctx.vals(x)
+  vals, shape = ctx.vals(x), x.concrete_shape  # read values: a symbolic size (dynamic=) is this call's bound one
   flat = [i for i, v in enumerate(vals) if v]
   coords = []
   for d in range(x.ndim):
-    stride = math.prod(x.shape[d+1:])
-    coords.append([(i // stride) % x.shape[d] for i in flat])
+    stride = math.prod(shape[d+1:])
+    coords.append([(i // stride) % shape[d] for i in flat])
   return Tensor(coords, dtype=dtypes.int64).reshape(x.ndim, len(flat))
 
 @op("ReverseSequence", ctx=True)

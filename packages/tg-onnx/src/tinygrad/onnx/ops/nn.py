@@ -7,6 +7,16 @@ from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
 from tinygrad.onnx.ops.common import norm_axis, norm_axes, onnx_dtype
 
+_AUTO_PAD = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+def _check_spatial(op_name:str, nd:int, auto_pad:str, **per_axis):
+  """auto_pad one ONNX names, and each per-axis attribute (pads: a begin and an end) sized for the nd spatial axes: onnxruntime refuses
+  others, and a short list would silently leave axes unpadded"""
+  if auto_pad not in _AUTO_PAD: raise ValueError(f"{op_name}: auto_pad {auto_pad!r} is not one of {', '.join(_AUTO_PAD)}")
+  for name, v in per_axis.items():
+    if v is not None and len(v) != (want := 2 * nd if name == "pads" else nd):
+      raise ValueError(f"{op_name}: attribute {name} {list(v)} has {len(v)} values; {nd} spatial axes need {want}")
+
 def _auto_pads(in_shape, kernel, strides, dilations, auto_pad, pads):
   """ONNX pads (all begins, then all ends) for the spatial axes, auto_pad resolved"""
   nd = len(kernel)
@@ -28,6 +38,9 @@ def _torch_pads(pads):
 @op("Conv")
 def conv(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None):
   nd = w.ndim - 2
+  _check_spatial("Conv", nd, auto_pad, dilations=dilations, kernel_shape=kernel_shape, pads=pads, strides=strides)
+  if kernel_shape is not None and tuple(kernel_shape) != tuple(w.shape[2:]):
+    raise ValueError(f"Conv: kernel_shape {list(kernel_shape)} is not the weight's spatial shape {list(w.shape[2:])}")
   strides, dilations = strides or [1] * nd, dilations or [1] * nd
   p = _auto_pads(x.shape[2:], w.shape[2:], strides, dilations, auto_pad, pads)
   dt = x.dtype
@@ -38,6 +51,7 @@ def conv(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=
 def conv_transpose(x, w, b=None, auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, output_padding=None, output_shape=None,
                    pads=None, strides=None):
   nd = w.ndim - 2
+  _check_spatial("ConvTranspose", nd, auto_pad, dilations=dilations, output_padding=output_padding, pads=pads, strides=strides)
   strides, dilations, output_padding = strides or [1] * nd, dilations or [1] * nd, output_padding or [0] * nd
   ks = w.shape[2:]
   if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
@@ -58,8 +72,11 @@ def _transpose_pad_begin(total:int, auto_pad:str) -> int:
   # an output_shape alone: an odd crop starts at the begin, but growth all goes to the end (onnxruntime, the reference evaluator)
   return max(total - total // 2, 0)
 
-def _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads):
+def _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads, op_name):
+  if kernel_shape is None or len(kernel_shape) != x.ndim - 2:
+    raise ValueError(f"{op_name}: kernel_shape {kernel_shape} must give a size for each of the input's {x.ndim - 2} spatial axes")
   nd = len(kernel_shape)
+  _check_spatial(op_name, nd, auto_pad, dilations=dilations, pads=pads, strides=strides)
   strides, dilations = strides or [1] * nd, dilations or [1] * nd
   return strides, dilations, _auto_pads(x.shape[2:], kernel_shape, strides, dilations, auto_pad, pads)
 
@@ -81,7 +98,7 @@ def _windows_reduce(x, kernel_shape, strides, dilations, p, extra, value, reduce
 
 @op("MaxPool")
 def max_pool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, pads=None, storage_order=0, strides=None):
-  strides, dilations, p = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads)
+  strides, dilations, p = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads, "MaxPool")
   extra = _ceil_extra(x, kernel_shape, strides, dilations, p, ceil_mode)
   lowest = -math.inf if dtypes.is_float(x.dtype) else dtypes.min(x.dtype)
   out = _windows_reduce(x, kernel_shape, strides, dilations, p, extra, lowest, lambda w, a: w.max(a))
@@ -101,7 +118,7 @@ def max_pool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=Non
 
 @op("AveragePool")
 def avg_pool(x, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=None, kernel_shape=None, pads=None, strides=None):
-  strides, dilations, p = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads)
+  strides, dilations, p = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads, "AveragePool")
   extra = _ceil_extra(x, kernel_shape, strides, dilations, p, ceil_mode)
   s = _windows_reduce(x, kernel_shape, strides, dilations, p, extra, 0, lambda w, a: w.sum(a))
   # the divisor: every in-bounds tap (count_include_pad counts the explicit padding too, never ceil_mode's extra)
@@ -114,7 +131,7 @@ def avg_pool(x, auto_pad="NOTSET", ceil_mode=0, count_include_pad=0, dilations=N
 
 @op("LpPool")
 def lp_pool(x, auto_pad="NOTSET", ceil_mode=0, dilations=None, kernel_shape=None, p=2, pads=None, strides=None):
-  strides, dilations, pd = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads)
+  strides, dilations, pd = _pool_pads(x, kernel_shape, strides, dilations, auto_pad, pads, "LpPool")
   extra = _ceil_extra(x, kernel_shape, strides, dilations, pd, ceil_mode)
   return _windows_reduce(x.abs().pow(p), kernel_shape, strides, dilations, pd, extra, 0, lambda w, a: w.sum(a)).pow(1 / p)
 
@@ -140,9 +157,10 @@ def batch_norm(x, scale, b, mean, var, epsilon=1e-5, momentum=0.9, training_mode
   if training_mode:
     ax = tuple(i for i in range(x.ndim) if i != 1)
     bm, bv = x.mean(ax), x.var(ax, correction=0)
-    y = x.batchnorm(scale, b, bm, (bv + epsilon).rsqrt())
+    y = x.batchnorm(scale, b, bm, (bv + epsilon).rsqrt()).cast(x.dtype)
     return y, mean * momentum + bm * (1 - momentum), var * momentum + bv * (1 - momentum)
-  return x.batchnorm(scale, b, mean, (var + epsilon).rsqrt())
+  # Y is X's type (T): float32 parameters (T1, T2) with a float16 X promote the computation, not the result
+  return x.batchnorm(scale, b, mean, (var + epsilon).rsqrt()).cast(x.dtype)
 
 def _stash(x, stash_type:int):
   """the dtype the normalisations' first stage (mean, variance) runs in: stash_type's (float32 by default, so float16 sums of squares

@@ -8,16 +8,27 @@ _ACT = {"Relu": lambda x, a, b: x.relu(), "Tanh": lambda x, a, b: x.tanh(), "Sig
         "ThresholdedRelu": lambda x, a, b: (x > a).where(x, 0), "ScaledTanh": lambda x, a, b: (x * b).tanh() * a,
         "HardSigmoid": lambda x, a, b: (x * a + b).clip(0, 1), "Elu": lambda x, a, b: (x > 0).where(x, (x.exp() - 1) * a),
         "Softsign": lambda x, a, b: x / (1 + x.abs()), "Softplus": lambda x, a, b: (x.exp() + 1).log()}
+# (alpha, beta) of the activations that take them, as the standalone ONNX ops default them (None: that op has no default);
+# activation_alpha / activation_beta are consumed in order by these only, as onnxruntime reads them
+_PARAMS = {"Affine": (1.0, 0.0), "LeakyRelu": (0.01, 0.0), "ThresholdedRelu": (1.0, 0.0), "ScaledTanh": (None, None),
+           "HardSigmoid": (0.2, 0.5), "Elu": (1.0, 0.0)}
+_TAKES_BETA = ("Affine", "ScaledTanh", "HardSigmoid")
 
-def _acts(names, alphas, betas, default, n_dirs):
+def _acts(op_name, names, alphas, betas, default, n_dirs):
   names = names or default * n_dirs
-  alphas, betas = list(alphas or []), list(betas or [])
-  out = []
-  for i, n in enumerate(names):
-    a = alphas[i] if i < len(alphas) else (0.01 if n == "LeakyRelu" else 1.0)
-    b = betas[i] if i < len(betas) else 0.0
-    out.append(lambda x, f=_ACT[n], a=a, b=b: f(x, a, b))
-  return out
+  if len(names) < len(default) * n_dirs:  # extra names are ignored, as onnxruntime does
+    raise ValueError(f"{op_name}: activations {names} has {len(names)} names; {n_dirs} direction(s) need {len(default) * n_dirs}")
+  alphas, betas = iter(alphas or []), iter(betas or [])
+  return [_act(op_name, n, alphas, betas) for n in names]
+
+def _act(op_name, name, alphas, betas):
+  if name not in _ACT: raise NotImplementedError(f"{op_name}: activation {name!r} is not one ONNX defines ({', '.join(_ACT)})")
+  a, b = _PARAMS.get(name, (0.0, 0.0))
+  if name in _PARAMS: a = next(alphas, a)
+  if name in _TAKES_BETA: b = next(betas, b)
+  if a is None or b is None:
+    raise ValueError(f"{op_name}: activation {name} needs its alpha and beta in activation_alpha/activation_beta (ONNX has no default)")
+  return lambda x, f=_ACT[name], a=a, b=b: f(x, a, b)
 
 def _run(cell, x, W, R, B, seq_lens, h0, c0, direction, hidden_size, layout, n_gates, clip=None, **kw):
   if layout: x = x.transpose(0, 1)
@@ -81,7 +92,7 @@ def _lstm_cell(x, h, c, W, R, Wb, Rb, d, clip, acts, P, input_forget):
 def rnn(x, W, R, B=None, sequence_lens=None, initial_h=None, activation_alpha=None, activation_beta=None, activations=None, clip=None,
         direction="forward", hidden_size=None, layout=0):
   n_dirs = 2 if direction == "bidirectional" else 1
-  acts = _acts(activations, activation_alpha, activation_beta, ["Tanh"], n_dirs)
+  acts = _acts("RNN", activations, activation_alpha, activation_beta, ["Tanh"], n_dirs)
   y, yh, _ = _run(_rnn_cell, x, W, R, B, sequence_lens, initial_h, None, direction, hidden_size or W.shape[1], layout, 1, clip, acts=acts)
   return y, yh
 
@@ -89,7 +100,7 @@ def rnn(x, W, R, B=None, sequence_lens=None, initial_h=None, activation_alpha=No
 def gru(x, W, R, B=None, sequence_lens=None, initial_h=None, activation_alpha=None, activation_beta=None, activations=None, clip=None,
         direction="forward", hidden_size=None, layout=0, linear_before_reset=0):
   n_dirs = 2 if direction == "bidirectional" else 1
-  acts = _acts(activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh"], n_dirs)
+  acts = _acts("GRU", activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh"], n_dirs)
   y, yh, _ = _run(_gru_cell, x, W, R, B, sequence_lens, initial_h, None, direction, hidden_size or W.shape[1] // 3, layout, 3, clip,
                   acts=acts, linear_before_reset=linear_before_reset)
   return y, yh
@@ -98,6 +109,6 @@ def gru(x, W, R, B=None, sequence_lens=None, initial_h=None, activation_alpha=No
 def lstm(x, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, activation_alpha=None, activation_beta=None,
          activations=None, clip=None, direction="forward", hidden_size=None, input_forget=0, layout=0):
   n_dirs = 2 if direction == "bidirectional" else 1
-  acts = _acts(activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], n_dirs)
+  acts = _acts("LSTM", activations, activation_alpha, activation_beta, ["Sigmoid", "Tanh", "Tanh"], n_dirs)
   return _run(_lstm_cell, x, W, R, B, sequence_lens, initial_h, initial_c, direction, hidden_size or W.shape[1] // 4, layout, 4, clip,
               acts=acts, P=P, input_forget=input_forget)

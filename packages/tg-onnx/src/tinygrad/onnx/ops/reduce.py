@@ -3,6 +3,7 @@ from __future__ import annotations
 import math
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
+from tinygrad.device import is_dtype_supported
 from tinygrad.onnx.ops.registry import op
 from tinygrad.onnx.ops.common import norm_axes, norm_axis
 
@@ -11,13 +12,35 @@ def _mean(x, a, k):
   # T -> T: an int mean is the sum divided with truncation toward zero, as onnxruntime and the reference (-9 / 6 -> -1)
   return x.sum(a, keepdim=k).div(math.prod(x.shape[i] for i in a), rounding_mode="trunc").cast(x.dtype)
 
+def _work(x):
+  """the float an int reduction computes its sqrt/log in: double for 64-bit ints where the device has it"""
+  return dtypes.float64 if x.dtype.itemsize == 8 and is_dtype_supported(dtypes.float64, x.device) else dtypes.float32
+
+def _to_int(y, dt):
+  # T -> T as onnxruntime casts back: toward zero; NaN and -inf (the log of a sum <= 0) become the type's minimum, as x86 converts them
+  return (y.isnan() | y.isinf()).where(dtypes.min(dt), y.trunc()).cast(dt)
+
+def _l2(x, a, k):
+  if dtypes.is_float(x.dtype): return (x * x).sum(a, keepdim=k).sqrt()
+  return _to_int((x * x).sum(a, keepdim=k).cast(_work(x)).sqrt(), x.dtype)  # the squares summed in T, as onnxruntime
+
+def _log_sum(x, a, k):
+  if dtypes.is_float(x.dtype): return x.sum(a, keepdim=k).log()
+  return _to_int(x.sum(a, keepdim=k).cast(_work(x)).log(), x.dtype)
+
+def _log_sum_exp(x, a, k):
+  if dtypes.is_float(x.dtype): return x.logsumexp(a, keepdim=k)
+  # onnxruntime sums exp(x - max) in T: every term below 1 truncates away, leaving max + log(how many elements are the max)
+  m = x.max(a, keepdim=True)
+  y = _to_int(m.cast(_work(x)) + x.eq(m).sum(a, keepdim=True).cast(_work(x)).log(), x.dtype)
+  return y if k else y.reshape([s for i, s in enumerate(y.shape) if i not in a])
+
 _REDUCE = {
   "ReduceSum": lambda x, a, k: x.sum(a, keepdim=k), "ReduceMean": _mean,
   "ReduceMax": lambda x, a, k: x.max(a, keepdim=k) if x.dtype is not dtypes.bool else x.any(a, keepdim=k),
   "ReduceMin": lambda x, a, k: x.min(a, keepdim=k) if x.dtype is not dtypes.bool else x.all(a, keepdim=k),
   "ReduceProd": lambda x, a, k: x.prod(a, keepdim=k), "ReduceL1": lambda x, a, k: x.abs().sum(a, keepdim=k),
-  "ReduceL2": lambda x, a, k: (x * x).sum(a, keepdim=k).sqrt(), "ReduceLogSum": lambda x, a, k: x.sum(a, keepdim=k).log(),
-  "ReduceLogSumExp": lambda x, a, k: x.logsumexp(a, keepdim=k), "ReduceSumSquare": lambda x, a, k: (x * x).sum(a, keepdim=k),
+  "ReduceL2": _l2, "ReduceLogSum": _log_sum, "ReduceLogSumExp": _log_sum_exp, "ReduceSumSquare": lambda x, a, k: (x * x).sum(a, keepdim=k),
 }
 
 # noop_with_empty_axes skips only the reduction: what each op does to the elements around it still applies

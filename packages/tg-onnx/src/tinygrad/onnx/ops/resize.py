@@ -6,7 +6,13 @@ import math
 from tinygrad.tensor import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.onnx.ops.registry import op
-from tinygrad.onnx.ops.common import norm_axes
+from tinygrad.uop.ops import UOp
+from tinygrad.onnx.ops.common import norm_axes, show
+
+_MODES = ("nearest", "linear", "cubic")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_CTMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize", "tf_half_pixel_for_nn")
+_POLICIES = ("stretch", "not_larger", "not_smaller")
 
 def _source(x:int, scale:float, n_in:int, n_out:int, mode:str, roi:tuple[float, float]) -> float:
   """the source coordinate of output position x; ONNX measures the output by scale * n_in (a float), not by its integer size"""
@@ -18,6 +24,7 @@ def _source(x:int, scale:float, n_in:int, n_out:int, mode:str, roi:tuple[float, 
   if mode == "pytorch_half_pixel": return (x + 0.5) / scale - 0.5 if out_f > 1 else 0.0
   if mode == "align_corners": return 0.0 if out_f == 1 else x * (n_in - 1) / (out_f - 1)
   if mode == "asymmetric": return x / scale
+  if mode == "tf_half_pixel_for_nn": return (x + 0.5) / scale  # opset 11 only
   if mode == "tf_crop_and_resize":
     lo, hi = roi
     return lo * (n_in - 1) + x * (hi - lo) * (n_in - 1) / (out_f - 1) if out_f > 1 else 0.5 * (lo + hi) * (n_in - 1)
@@ -56,6 +63,7 @@ def resize_nd(x, out_sizes, scales, axes, mode="nearest", ctm="half_pixel", near
     n_in, n_out = x.shape[a], out_sizes[k]
     r = (roi[k], roi[k + len(axes)]) if roi else (0.0, 1.0)
     if n_in == n_out and ctm != "tf_crop_and_resize" and scales[k] == 1: continue
+    if isinstance(n_in, UOp) or isinstance(n_out, UOp): raise _symbolic_resize(n_in, n_out)
     src = [_source(i, scales[k], n_in, n_out, ctm, r) for i in range(n_out)]
     if ctm == "tf_crop_and_resize":
       m = Tensor([not 0 <= v <= n_in - 1 for v in src]).reshape([-1 if i == a else 1 for i in range(x.ndim)])
@@ -76,23 +84,47 @@ def resize(ctx, x, roi=None, scales=None, sizes=None, antialias=0, axes=None, co
            nearest_mode="round_prefer_floor"):
   if ctx.opsets.get("", 1) < 11:  # opset 10: (X, scales), Upsample's asymmetric coordinates and flooring nearest
     scales, roi, coordinate_transformation_mode, nearest_mode = roi, None, "asymmetric", "floor"
+  for name, v, allowed in [("mode", mode, _MODES), ("nearest_mode", nearest_mode, _NEAREST_MODES),
+                           ("coordinate_transformation_mode", coordinate_transformation_mode, _CTMS),
+                           ("keep_aspect_ratio_policy", keep_aspect_ratio_policy, _POLICIES)]:
+    if v not in allowed: raise ValueError(f"{ctx.describe()}: {name} {v!r} is not one of {', '.join(allowed)}")
   ax = norm_axes(axes, x.ndim) if axes is not None else list(range(x.ndim))
   roi_v = ctx.vals(roi) if roi is not None and roi.numel() else None
   if roi_v is not None and len(roi_v) == 2 * x.ndim and len(ax) != x.ndim: roi_v = [roi_v[a] for a in ax] + [roi_v[a + x.ndim] for a in ax]
   if sizes is not None and sizes.numel():
-    sz = ctx.ints(sizes)
-    if keep_aspect_ratio_policy == "stretch": sc = [o / x.shape[a] for o, a in zip(sz, ax)]
+    sz = _per_axis(ctx, "sizes", ctx.ints(sizes), x.ndim, ax)
+    if keep_aspect_ratio_policy == "stretch": sc = [_ratio(o, x.shape[a]) for o, a in zip(sz, ax)]
     else:
       pick = min if keep_aspect_ratio_policy == "not_larger" else max
-      s = pick(o / x.shape[a] for o, a in zip(sz, ax))
-      sc, sz = [s] * len(ax), [math.floor(s * x.shape[a] + 0.5) for a in ax]
-  else:
-    sc = [float(v) for v in ctx.vals(scales)]
-    if len(sc) == x.ndim and len(ax) != x.ndim: sc = [sc[a] for a in ax]
-    sz = [math.floor(x.shape[a] * s) for a, s in zip(ax, sc)]
-  m = {"linear": "linear", "cubic": "cubic", "nearest": "nearest"}[mode]
-  return resize_nd(x, sz, sc, ax, m, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value,
+      s = pick(_ratio(o, x.shape[a]) for o, a in zip(sz, ax))
+      sc, sz = [s] * len(ax), [_scaled(x.shape[a], s, 0.5) for a in ax]
+  elif scales is not None and scales.numel():
+    sc = _per_axis(ctx, "scales", [float(v) for v in ctx.vals(scales)], x.ndim, ax)
+    sz = [_scaled(x.shape[a], s) for a, s in zip(ax, sc)]
+  else: raise ValueError(f"{ctx.describe()}: Resize needs scales or sizes")
+  return resize_nd(x, sz, sc, ax, mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside, extrapolation_value,
                    antialias, roi_v)
+
+def _per_axis(ctx, name:str, vals:list, ndim:int, ax:list[int]) -> list:
+  """one value per resized axis: a full-rank list given with axes picks those axes' values"""
+  if len(vals) == ndim and len(ax) != ndim: vals = [vals[a] for a in ax]
+  if len(vals) != len(ax): raise ValueError(f"{ctx.describe()}: {name} has {len(vals)} values {vals}; the {len(ax)} resized axes need {len(ax)}")
+  return vals
+
+def _ratio(out, n) -> float:
+  if out is n: return 1.0  # an axis of symbolic size (dynamic=) can only keep its size
+  if isinstance(out, UOp) or isinstance(n, UOp): raise _symbolic_resize(n, out)
+  return out / n
+
+def _symbolic_resize(n_in, n_out) -> NotImplementedError:
+  return NotImplementedError(f"Resize of an axis of symbolic size {show(n_in)} to {show(n_out)} (dynamic=): the weights are built in python "
+                             "for known sizes, so such an axis can only keep its size (scale 1)")
+
+def _scaled(n, scale:float, rounding:float=0.0):
+  """n * scale, floored (or rounded half up): a symbolic size keeps itself at scale 1"""
+  if scale == 1: return n
+  if isinstance(n, UOp): raise _symbolic_resize(n, f"{scale} times it")
+  return math.floor(n * scale + rounding)
 
 @op("Upsample", since=7)
 def upsample_v7(x, mode="nearest", scales=()): return _upsample(x, list(scales), mode)
@@ -100,6 +132,8 @@ def upsample_v7(x, mode="nearest", scales=()): return _upsample(x, list(scales),
 def upsample(ctx, x, scales, mode="nearest"): return _upsample(x, [float(v) for v in ctx.vals(scales)], mode)
 
 def _upsample(x, sc, mode):
+  if mode not in ("nearest", "linear", "bilinear"): raise ValueError(f"Upsample: mode {mode!r} is not one of nearest, linear, bilinear")
+  if len(sc) != x.ndim: raise ValueError(f"Upsample: scales has {len(sc)} values {sc}; the input's rank {x.ndim} needs {x.ndim}")
   ax = list(range(x.ndim))
-  return resize_nd(x, [math.floor(x.shape[a] * s) for a, s in zip(ax, sc)], sc, ax, "linear" if mode in ("linear", "bilinear") else "nearest",
+  return resize_nd(x, [_scaled(x.shape[a], s) for a, s in zip(ax, sc)], sc, ax, "linear" if mode in ("linear", "bilinear") else "nearest",
                    "asymmetric", "floor")
