@@ -518,3 +518,12 @@ def test_write_into_a_realized_intermediate_cuts_its_path_with_an_error(write):
   elif write == "setitem_mask": y[y > 0] = 0.0
   else: y[0] = 5.0
   with pytest.raises(RuntimeError, match="written in place"): (y * y).sum().backward()
+
+@pytest.mark.parametrize("op", [lambda t: t.pad((1, 1)), lambda t: t @ Tensor.ones(0, 2)], ids=["pad", "matmul"])
+def test_empty_leaf_gets_zeros_after_its_output_was_realized(op):
+  # the output is realized first (printed): its graph over an empty leaf reads no memory, and backward must still reach the leaf
+  t = Tensor(np.ones((3, 0), np.float32), requires_grad=True)
+  y = op(t)
+  y.numpy()
+  y.sum().backward()
+  assert t.grad is not None and t.grad.shape == (3, 0) and t.grad.numpy().shape == (3, 0)

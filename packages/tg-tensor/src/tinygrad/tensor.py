@@ -693,8 +693,9 @@ def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
   if any([_memo_any(t.uop, _WRITES, _WRITE_OPS, None) for t in todo]): todo += _old_value_readers(todo, skip)
   runs, becomes = _prepare(olds := [t.uop for t in todo])
   # constant-only graphs are not kept: two Tensor.arange(4) + 1 are one node (hash-consing), and a write into one must not show in the
-  # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept
-  realized = {o: n for o, n in becomes.items() if o is not n and _reads_memory(o)}
+  # other; recomputing a constant is cheap. A contiguous() of constants is a node of its own (_own_contiguous): it is kept, and so is a
+  # graph a gradient flows through (over an empty leaf, which holds no memory): backward goes back from its buffer to the leaf
+  realized = {o: n for o, n in becomes.items() if o is not n and (_reads_memory(o) or _on_grad_path(o))}
   results = [becomes[o] for o in olds]
   # the bookkeeping is done (and the schedule dropped) before the kernels run: after a big one the interpreter's caches are cold
   del becomes
