@@ -1,19 +1,29 @@
 """Pooling over the last len(kernel_size) axes, like torch's: windows of the (padded) input reduced by max or mean, and max_unpool2d,
 which puts values back at the positions max_pool2d's indices name."""
 from __future__ import annotations
+import operator
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 from tinygrad.tensor_conv import _per_axis, _flat_pads, _windows, _wants_grad
 
 POOL_MAX_RUNS = 4  # 3-wide windows of stride 2 make 2 runs per axis: 1-D and 2-D pools (3x3 s2 gradient 16 -> 7 ms, 1-D k5 s2 18 -> 5 ms CPU)
 
+def _ints(x, what:str):
+  """x, an int or a sequence of ints (numpy's too), as an int or a tuple of them: a float is torch's TypeError, not a failed len()"""
+  try: return operator.index(x) if not isinstance(x, (tuple, list)) else tuple(operator.index(v) for v in x)
+  except TypeError: raise TypeError(f"{what} must be an int or a tuple of ints, got {x!r}") from None
+
+def _kernel(kernel_size) -> tuple:
+  return _per_axis(k := _ints(kernel_size, "kernel_size"), 2 if isinstance(k, int) else len(k), "kernel_size", 1)
+
 def _pool_geometry(x, op:str, kernel_size, stride, dilation, padding, ceil_mode:bool):
   """(kernel, strides, dilations, flat user padding, flat extra padding after each axis for ceil_mode)"""
-  ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size", 1)
+  ks = _kernel(kernel_size)
   nd, shape = len(ks), x.shape
   if len(shape) < nd: raise ValueError(f"pooling with kernel {ks} needs at least {nd} dims, got shape {tuple(shape)}")
   x._int_axes(op, range(len(shape) - nd, len(shape)))  # the windows' count and the padding are worked out from the pooled axes' sizes
-  strides, dils = _per_axis(ks if stride is None else stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1)
+  strides = _per_axis(ks if stride is None else _ints(stride, "stride"), nd, "stride", 1)
+  dils = _per_axis(_ints(dilation, "dilation"), nd, "dilation", 1)
   pads = _flat_pads(padding, ks, dils, strides)
   extra = [0]*2*nd
   if ceil_mode:
@@ -65,7 +75,7 @@ class TensorPoolMixin:
     return total.div(count).cast(self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
   def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):
     """zeros of the pooled-from size with each value at the position its index (from max_pool2d's return_indices) names"""
-    ks = _per_axis(kernel_size, 2 if isinstance(kernel_size, int) else len(kernel_size), "kernel_size", 1)
+    ks = _kernel(kernel_size)
     nd = len(ks)
     strides, dils, pads = _per_axis(ks if stride is None else stride, nd, "stride", 1), _per_axis(dilation, nd, "dilation", 1), _per_axis(padding, nd, "padding")
     if tuple(indices.shape) != tuple(self.shape): raise ValueError(f"max_unpool2d indices of shape {tuple(indices.shape)} need the input's shape {tuple(self.shape)}")

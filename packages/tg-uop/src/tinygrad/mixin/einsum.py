@@ -7,13 +7,15 @@ from tinygrad.helpers import sint_eq
 from tinygrad.mixin.movement import _show
 
 def _parse(formula:str, shapes:list[tuple]) -> tuple[list[str], str]:
-  """the formula's input subscripts and output, '...' replaced by capital letters (numpy's implicit output when there is no '->')"""
+  """the formula's input subscripts and output, '...' replaced by letters the formula lacks (numpy's implicit output when there is no '->')"""
   f = formula.replace(" ", "")
   lhs, arrow, out = f.partition("->")
   ins = lhs.split(",")
   if len(ins) != len(shapes): raise ValueError(f"einsum {formula!r} names {len(ins)} operands, but {len(shapes)} were given")
   n_ell = max((len(s) - len(i.replace("...", "")) for i, s in zip(ins, shapes) if "..." in i), default=0)
-  ell = string.ascii_uppercase[:n_ell]
+  # letters the formula doesn't use: an ellipsis dim named like a user's letter would be merged with it
+  ell = "".join(c for c in string.ascii_uppercase + string.ascii_lowercase if c not in f)[:n_ell]
+  if len(ell) < n_ell: raise ValueError(f"einsum {formula!r}: the ellipsis spans {n_ell} dims, more than the unused letters left")
   ins = [i.replace("...", ell[n_ell - (len(s) - len(i.replace("...", ""))):]) for i, s in zip(ins, shapes)]
   if not arrow: out = ell + "".join(sorted(c for c in set("".join(ins)) if "".join(ins).count(c) == 1 and c not in ell))
   else: out = out.replace("...", ell)

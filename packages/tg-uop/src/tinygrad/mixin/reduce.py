@@ -72,8 +72,16 @@ class ReduceMixin:
   def normalize(self, p:float=2.0, dim:int=1, eps:float=1e-12):
     """self divided by its p-norm along dim (at least eps), like torch.nn.functional.normalize"""
     x = self._float_cast()
-    norm = x.abs().max(dim, keepdim=True) if p == math.inf else (x.abs() ** p).sum(dim, keepdim=True) ** (1 / p)
-    return x / norm.maximum(eps)
+    # a narrow float's norm in float32: half's sum of squares overflows once the norm passes 256, and eps=1e-12 is 0 in half
+    wide = x.cast(dtypes.float32) if x.dtype in _NARROW_FLOATS else x
+    return (wide / wide._p_norm(p, dim).maximum(eps)).cast(x.dtype)
+  def _p_norm(self, p:float, dim:int):
+    """torch.norm's p-norm along dim (keepdim): max |x| for inf, min for -inf, the count of nonzeros for 0"""
+    a = self.abs()
+    if p == math.inf: return a.max(dim, keepdim=True)
+    if p == -math.inf: return a.min(dim, keepdim=True)
+    if p == 0: return a.ne(0).sum(dim, keepdim=True).cast(self.dtype)
+    return (a ** p).sum(dim, keepdim=True) ** (1 / p)
   def log_softmax(self, axis=-1, dtype=None):
     x = self.cast(dtype) if dtype is not None else self._float_cast()
     m = x - x.max(axis, keepdim=True)

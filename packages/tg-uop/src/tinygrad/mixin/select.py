@@ -19,6 +19,9 @@ class SelectMixin:
     return mask.where(self, 0).sum(axis, dtype=self.dtype)  # one term: exact in any dtype
   def gather(self, dim:int, index):
     """out[i][j] = self[index[i][j]][j] for dim=0 (and likewise for other dims); index has self's rank and fits inside self off dim"""
+    if not (self.shape and index.shape) and len(self.shape) + len(index.shape) <= 1:
+      # torch's: a 0-d self or index (the other at most 1-d) is one of a single element; the result has index's shape
+      return self.reshape(self.shape or (1,)).gather(dim, index.reshape(index.shape or (1,))).reshape(index.shape)
     dim = self._resolve_dim(dim)
     self._check_index(index, dim, "gather")
     x = self.shrink(tuple(None if d == dim else (0, s) for d, s in enumerate(index.shape)))

@@ -11,6 +11,7 @@ A value unpacked from a key is bits autograd cannot follow: its gradient goes ba
 scatter of the incoming one). 64-bit dtypes sort (value, index) pairs by the same two schemes with the comparisons spelled out.
 A class using it provides the elementwise, movement, reduce and select mixins."""
 from __future__ import annotations
+import operator
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
@@ -50,7 +51,8 @@ class SortingMixin:
     self._int_axes("sort", (dim,))
     x = self.transpose(dim, -1)._computed_once()
     if x._packs(): values, indices = x._picked(*x._unpack_keys(x.detach()._sort_keys(descending)._sorted_keys(), descending))
-    elif x.shape[-1] > BITONIC_MIN: values, indices = x._bitonic_sort(descending)
+    # the network's values take their gradient as a pick's too: through its ~log2(n)^2/2 where/cat stages, autograd took minutes
+    elif x.shape[-1] > BITONIC_MIN: values, indices = x._picked(*x.detach()._bitonic_sort(descending))
     else: values, indices = x._rank_sort(descending)
     return values.transpose(dim, -1), indices.transpose(dim, -1)
   def _computed_once(self):
@@ -213,6 +215,7 @@ class SortingMixin:
   def argsort(self, dim:int=-1, descending:bool=False): return self.sort(dim, descending)[1]
   def topk(self, k:int, dim:int=-1, largest:bool=True, sorted_:bool=True) -> tuple:
     """(values, indices) of the k largest (or smallest) elements along dim, in sorted order; ties: the lower index first"""
+    k = _int_arg(k, "topk k")
     dim = self._resolve_dim(dim)
     if self.shape: self._int_axes("topk", (dim,))
     n = self.shape[dim] if self.shape else 1  # bound before the test: a negative k short-circuits past a walrus in it
@@ -225,6 +228,11 @@ class SortingMixin:
     keys = (elements := x.detach())._sort_keys(largest)._smallest_keys(k, elements=elements, descending=largest)
     values, indices = x._picked(*x._unpack_keys(keys, largest))
     return values.transpose(dim, -1), indices.transpose(dim, -1)
+
+def _int_arg(x, what:str) -> int:
+  """x as a python int (a numpy int too, as torch takes it); a float or anything else is a TypeError, as in torch"""
+  try: return operator.index(x)
+  except TypeError: raise TypeError(f"{what} must be an int, got {type(x).__name__} {x!r}") from None
 
 def _same_size_int(dt):
   return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32}[dt.itemsize]
