@@ -1,5 +1,6 @@
 """Fixes from an op sweep: einsum's ellipsis beside capital letters, the gradient of a long 64-bit sort, normalize in half and with
-p=0 or -inf, clear TypeErrors for a float topk k or pooling size, and gather of 0-d tensors. Oracles: numpy."""
+p=0 or -inf, clear TypeErrors for a float topk k, pooling size or triu/tril diagonal, gather of 0-d tensors, and const_like in the
+tensor's shape. Oracles: numpy."""
 import contextlib, signal
 import numpy as np
 import pytest
@@ -108,3 +109,13 @@ def test_gather_0d_grad():
   t = Tensor(3.0, requires_grad=True)
   (t.gather(0, Tensor([0, 0])) * Tensor([2.0, 5.0])).sum().backward()
   np.testing.assert_array_equal(t.grad.numpy(), np.float32(7.0))
+
+@pytest.mark.parametrize("fn", ["triu", "tril"])
+def test_tri_diagonal_must_be_an_int(fn):
+  with pytest.raises(TypeError, match="diagonal must be an int"): getattr(Tensor.ones(3, 3), fn)(0.5)
+  np.testing.assert_equal(getattr(Tensor.ones(3, 3), fn)(np.int64(1)).numpy(), getattr(np, fn)(np.ones((3, 3), np.float32), 1))
+
+def test_const_like_is_in_the_tensors_shape():
+  t = Tensor.ones(3, 4).const_like(7)
+  assert t.shape == (3, 4) and t.dtype == Tensor.ones(3, 4).dtype
+  np.testing.assert_equal(t.numpy(), np.full((3, 4), 7, np.float32))

@@ -1,5 +1,6 @@
 """In-place writes that must land in the buffer every view and capture reads: into views of a Tensor.full, into a parameter after an
-optimizer step, and optimizer steps on parameters that are views (a shard of a realized tensor, a prefix) or have no elements."""
+optimizer step, and optimizer steps on parameters that are views (a shard of a realized tensor, a prefix) or have no elements; and which
+movement ops see a write (torch's views) and which keep the old values (what torch copies)."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, TinyJit, Variable, nn
@@ -113,3 +114,21 @@ def test_is_param_marks_what_an_optimizer_updates():
                                          (lambda p: nn.optim.Adam(p, b1=1.0), "b1 value: 1.0")])
 def test_hyperparameters_out_of_range_are_refused(make, match):
   with pytest.raises(ValueError, match=match): make([Tensor([1.0])])
+
+# torch's views see a later in-place write into their memory; what torch copies (flip, pad, repeat, a reshape of a transposed axis)
+# keeps the values it was made from (numpy's views and copies of the same ops as the oracle)
+VIEWS = {"slice": lambda t: t[:, 1:], "steps": lambda t: t[:, ::2, 1::3], "permute": lambda t: t.permute(2, 0, 1),
+         "reshape": lambda t: t.reshape(6, 4), "expand": lambda t: t[:, :1].expand(2, 5, 4), "steps_reshaped": lambda t: t[:, :, ::2].reshape(12)}
+COPIES = {"flip": lambda t: t.flip(0), "pad": lambda t: t.pad(((0, 0), (0, 0), (1, 1))), "repeat": lambda t: t.repeat(2, 1, 1),
+          "permute_reshaped": lambda t: t.permute(2, 0, 1).reshape(-1), "expand_reshaped": lambda t: t[:, :1].expand(2, 5, 4).reshape(40),
+          "roll": lambda t: t.roll(1, 2)}
+
+@pytest.mark.parametrize("name", list(VIEWS) + list(COPIES))
+def test_views_see_a_write_and_copies_do_not(name):
+  start = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  x = Tensor(start).contiguous().realize()
+  op = VIEWS.get(name) or COPIES[name]
+  y = op(x)
+  x += 100
+  want = op(Tensor(start + 100 if name in VIEWS else start)).numpy()
+  np.testing.assert_equal(y.numpy(), want)

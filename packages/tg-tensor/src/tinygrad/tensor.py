@@ -162,7 +162,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     ret = u.alu(op, *srcs)
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
     return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
-  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
+  def const_like(self, b:Any, dtype:DType|None=None) -> Tensor:
+    """b in self's shape, dtype and device, as tinygrad's"""
+    return self._scalar_like(b, dtype).reshape((1,) * len(self.shape)).expand(self.shape)
+  def _scalar_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
   def cast(self, dtype:DType|str) -> Tensor:
     return self if (dt := dtype if type(dtype) is DType else to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
@@ -326,7 +329,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     state._assign(state + state._arange(2, dtypes.uint32), value_private=True)
     half = (n + 1) // 2
     ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
-    x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), key[0], key[1])
+    x0, x1 = Tensor._threefry(ctr, ctr._scalar_like(0), key[0], key[1])
     # materialised unless fused: fused into a consumer that reads a word more than once, the 20 rounds would be recomputed for each read
     bits = x0.stack(x1, dim=1).flatten().shrink(((0, n),))
     return bits if fused else bits.contiguous()
@@ -718,6 +721,7 @@ def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tenso
       if u.op is Ops.AFTER: bufs.update(b for b in u.src[0].base.toposort() if b.op is Ops.BUFFER)
   mine = {id(t) for t in (*todo, *skip)}
   readers = _live.computing_from(bufs, mine, caught_up=_realized.any_into(bufs)) if bufs else []
+  _copy_moved(readers)
   # after that search, which caught the handles up: those holding an equal value in a written buffer get copies, read before the write
   return [t for t in readers + _copy_equal_values(bufs, mine) if not t._is_buffer() and 0 not in t.shape]
 
@@ -737,8 +741,15 @@ def _before_replay_write(nodes:list[UOp]):
   """a TinyJit replay (which runs no python) is about to write into the buffers `nodes`: the live values still to be computed from their
   old contents are computed first, as _realize does for the writes it schedules"""
   if not (bufs := {u for u in nodes if u.op is Ops.BUFFER}): return
-  readers = _live.computing_from(bufs, set(), caught_up=_realized.any_into(bufs))
+  readers = _copy_moved(_live.computing_from(bufs, set(), caught_up=_realized.any_into(bufs)))
   if readers := [t for t in readers if not t._is_buffer() and 0 not in t.shape]: _realize(readers)
+
+def _copy_moved(readers:list[Tensor]) -> list[Tensor]:
+  """readers of a buffer about to be written that are movement ops alone, which torch copies (a flip, a pad: tensor_views.py), become
+  copies to compute: realized as they are, they would be the same view of the buffer"""
+  for t in readers:
+    if (b := t.uop.base).op is Ops.BUFFER or is_multi_buffer(b): t.uop = _own_contiguous(t.uop.contiguous())
+  return readers
 
 def _memo_any(u:UOp, key:str, ops:frozenset, mark:str|None, tagged:Ops|None=None) -> bool:
   """whether some node of u's graph has an op in `ops`, the attribute `mark`, or is a `tagged` op with a tag, kept on each node under

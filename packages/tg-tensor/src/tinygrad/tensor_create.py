@@ -1,22 +1,26 @@
 """Tensors made from an existing one: triangular masks (tril/triu over the last two axes), a diagonal matrix, a padded or shrunk
 copy, and small conveniences (clone, linear, sequential). Mixed into Tensor."""
 from __future__ import annotations
-import functools
+import functools, operator
+from tinygrad.uop.ops import UOp
 
 class TensorCreateMixin:
   def _tri_keep(self, diagonal:int, lower:bool):
     """bool (rows, cols): True where column - row <= diagonal (lower) or >= diagonal (upper)"""
     if self.ndim < 2: raise ValueError(f"{'tril' if lower else 'triu'} needs at least 2 dims, got shape {tuple(self.shape)}")
+    if not isinstance(diagonal, UOp):  # a bound Variable is a diagonal too; a float would silently act as its ceiling or floor
+      try: diagonal = operator.index(diagonal)
+      except TypeError: raise TypeError(f"{'tril' if lower else 'triu'} diagonal must be an int, got {type(diagonal).__name__} {diagonal!r}") from None
     r, c = self.shape[-2], self.shape[-1]
     d = self._arange(c).reshape(1, c) - self._arange(r).reshape(r, 1)
     return (d <= diagonal) if lower else (d >= diagonal)
-  def tril(self, diagonal:int=0): return self._tri_keep(diagonal, True).where(self, self.const_like(0))
-  def triu(self, diagonal:int=0): return self._tri_keep(diagonal, False).where(self, self.const_like(0))
+  def tril(self, diagonal:int=0): return self._tri_keep(diagonal, True).where(self, self._scalar_like(0))
+  def triu(self, diagonal:int=0): return self._tri_keep(diagonal, False).where(self, self._scalar_like(0))
   def diag(self):
     """a 1-D tensor as the diagonal of a square matrix, zeros elsewhere"""
     if self.ndim != 1: raise ValueError(f"diag needs a 1-D tensor, got shape {tuple(self.shape)}")
     n = self.shape[0]
-    return (self._arange(n).reshape(n, 1).eq(self._arange(n).reshape(1, n))).where(self.reshape(1, n), self.const_like(0))
+    return (self._arange(n).reshape(n, 1).eq(self._arange(n).reshape(1, n))).where(self.reshape(1, n), self._scalar_like(0))
   def pad_to(self, shape, *args, value=0):
     """padded with `value` at the end of each axis to shape (None keeps an axis)"""
     new = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,) + args

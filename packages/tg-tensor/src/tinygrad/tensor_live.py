@@ -5,6 +5,7 @@ import weakref
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import BufferClock
 from tinygrad.tensor_multi import is_multi_buffer
+from tinygrad.tensor_views import torch_view
 
 class LiveTensors:
   """id -> weak reference, with no callback: a plain weakref.ref is the cheapest to make, and every op makes a handle. A dead entry stays
@@ -56,7 +57,10 @@ class LiveTensors:
     """the live handles whose graph is base, or movement ops over it (each caught up: a node realized since is its buffer)"""
     return [t for r, _ in list(self.lazy.values()) if (t := r()) is not None and t.uop.base is base]
 
-def _is_view(u) -> bool: return (b := u.base).op is Ops.BUFFER or is_multi_buffer(b)
+def _is_view(u) -> bool:
+  """u reads memory through movement ops that torch makes a view: an in-place write into the memory shows in it, so it is not
+  computed before the write. A flip, a pad, a repeat or a reshape needing a copy is computed first, with the old contents"""
+  return ((b := u.base).op is Ops.BUFFER or is_multi_buffer(b)) and torch_view(u)
 
 def computing_from(tensors:list, bufs:set, caught_up:bool=True) -> list:
   """the tensors whose values are still to be computed from one of bufs (buffer nodes). A view of a buffer (movement ops over it) is

@@ -70,7 +70,7 @@ class TensorPoolMixin:
     # summed in sum's accumulator, divided before the result's dtype: a half window of 81 values of 1000 overflowed to inf
     total = self.pad(pads).pad(extra)._pooled(ks, strides, dils).sum(-1, dtype=dtypes.sum_acc_dtype(self.dtype))
     sp = tuple(self.shape[-len(ks):])
-    ones = self.const_like(1, dtypes.int32).reshape((1,)*len(sp)).expand(sp)
+    ones = self._scalar_like(1, dtypes.int32).reshape((1,)*len(sp)).expand(sp)
     count = ones.pad(pads, value=int(count_include_pad)).pad(extra)._pooled(ks, strides, dils).sum(-1)
     return total.div(count).cast(self.dtype if dtypes.is_float(self.dtype) else dtypes.default_float)
   def max_unpool2d(self, indices, kernel_size=(2, 2), stride=None, dilation=1, padding=0, output_size=None):

@@ -23,17 +23,20 @@ def in_float32(fn):
 
 class ElementwiseMixin:
   # *** python scalars and dtype promotion ***
+  def _scalar_like(self, b:Any, dtype=None):
+    """b as a constant that broadcasts against self (a Tensor's const_like is b in self's whole shape, as tinygrad's)"""
+    return self.const_like(b, dtype)
   def ufix(self, x:Any):
     """x as a node like self: python scalars become weakly typed constants, so int32 + 2 stays int32"""
     if isinstance(x, type(self)): return x
     x = _unwrap_numpy(x)
     # a symbolic scalar (a UOp size, e.g. a count over a Variable axis) keeps its int dtype, weak like a python int
-    return self.const_like(x, x.dtype if hasattr(x, "dtype") else dtypes.from_py(x))
+    return self._scalar_like(x, x.dtype if hasattr(x, "dtype") else dtypes.from_py(x))
   def _broadcasted(self, y:Any, reverse=False, match_dtype=True) -> tuple:
     y = _unwrap_numpy(y)
     if match_dtype and type(y) in (int, float, bool):  # a python scalar is made in the joined dtype at once: the weak constant cast to it
       out = least_upper_dtype(self.dtype, dtypes.from_py(y))
-      return (self.const_like(y, out), self.cast(out)) if reverse else (self.cast(out), self.const_like(y, out))
+      return (self._scalar_like(y, out), self.cast(out)) if reverse else (self.cast(out), self._scalar_like(y, out))
     x, y = self, self.ufix(y)
     if reverse: x, y = y, x
     if match_dtype:
@@ -112,13 +115,13 @@ class ElementwiseMixin:
   def _int_pow(self, e):
     """self ** e for int tensors by squaring, one step per bit of e; a negative e gives the truncated value (1, -1 or 0), like C"""
     if self.dtype is dtypes.bool: self, e = self.cast(dtypes.default_int), e.cast(dtypes.default_int)
-    ret, sq = self.const_like(1), self
+    ret, sq = self._scalar_like(1), self
     for i in range(8 * self.dtype.itemsize - int(not dtypes.is_unsigned(self.dtype))):
       ret = ((e >> i) & 1).ne(0).where(ret * sq, ret)
       sq = sq * sq
     if dtypes.is_unsigned(self.dtype): return ret
     # 1 ** -n is 1, (-1) ** -n is +-1 by parity, anything else truncates to 0; constants of self's dtype (python ints made int32 of int8)
-    one, minus_one, zero = self.const_like(1), self.const_like(-1), self.const_like(0)
+    one, minus_one, zero = self._scalar_like(1), self._scalar_like(-1), self._scalar_like(0)
     return (e < 0).where(self.eq(1).where(one, self.eq(-1).where((e & 1).ne(0).where(minus_one, one), zero)), ret)
   def maximum(self, x): return self._binop(Ops.MAX, x, False)
   def minimum(self, x):
@@ -140,7 +143,7 @@ class ElementwiseMixin:
     # torch's answer): 0, or -1 for a negative value shifted right
     width = 8 * a.dtype.itemsize
     negative = (a < 0) if op is Ops.SHR and dtypes.is_int(a.dtype) and not dtypes.is_unsigned(a.dtype) else a.ne(a)
-    fill = negative.where(a.const_like(-1), a.const_like(0))  # a's dtype: python ints made int8's fill int32
+    fill = negative.where(a._scalar_like(-1), a._scalar_like(0))  # a's dtype: python ints made int8's fill int32
     if type(x) is int and not reverse: return a.alu(op, b) if 0 <= x < width else fill
     inside = (b < width) if dtypes.is_unsigned(b.dtype) or b.dtype is dtypes.bool else (b >= 0) & (b < width)
     return inside.where(a.alu(op, inside.where(b, 0)), fill)
@@ -153,7 +156,7 @@ class ElementwiseMixin:
   def __lshift__(self, x): return self._bitop(Ops.SHL, x, False)
   def __rshift__(self, x): return self._bitop(Ops.SHR, x, False)
   def __invert__(self): return self.logical_not() if self.dtype is dtypes.bool else self ^ -1
-  def logical_not(self): return (b := self.bool()).alu(Ops.CMPNE, b.const_like(True))
+  def logical_not(self): return (b := self.bool()).alu(Ops.CMPNE, b._scalar_like(True))
 
   # *** comparisons: always bool ***
   def _compare(self, op:Ops, y:Any, reverse:bool):
@@ -161,7 +164,7 @@ class ElementwiseMixin:
     would wrap (int32 < 2**31 was all False). Not a weak int (a kernel's index math): its values are not bound to int32's range"""
     if type(y) is int and dtypes.is_int(dt := self.dtype) and not dtypes.is_weak(dt) and not dtypes.min(dt) <= y <= dtypes.max(dt):
       above = y > dtypes.max(dt)
-      ret = self.const_like({Ops.CMPLT: above != reverse, Ops.CMPNE: True, Ops.CMPEQ: False}[op], dtypes.bool)
+      ret = self._scalar_like({Ops.CMPLT: above != reverse, Ops.CMPNE: True, Ops.CMPEQ: False}[op], dtypes.bool)
       return ret.reshape((1,) * len(self.shape)).expand(self.shape) if self.shape else ret  # a kernel's scalar node has no shape
     return self._binop(op, y, reverse)
   def __lt__(self, x): return self._compare(Ops.CMPLT, x, False)
@@ -184,7 +187,7 @@ class ElementwiseMixin:
     else:
       x, y = _unwrap_numpy(x), _unwrap_numpy(y)
       out = least_upper_dtype(dtypes.from_py(x), dtypes.from_py(y))
-      x, y = self.const_like(x, out), self.const_like(y, out)
+      x, y = self._scalar_like(x, out), self._scalar_like(y, out)
     return self.alu(Ops.WHERE, x, y)
 
   # *** unary math ***
@@ -212,9 +215,9 @@ class ElementwiseMixin:
   def square(self): return self * self
   def abs(self): return self if dtypes.is_unsigned(self.dtype) or self.dtype is dtypes.bool else (self < 0).where(-self, self)
   def sign(self):
-    ret = self.ne(0).where((self < 0).where(self.const_like(-1), self.const_like(1)), self.const_like(0))
+    ret = self.ne(0).where((self < 0).where(self._scalar_like(-1), self._scalar_like(1)), self._scalar_like(0))
     return self.isnan().where(self, ret) if dtypes.is_float(self.dtype) else ret  # sign(nan) is nan, like numpy and torch
-  def relu(self): return (self > 0).where(self, self.const_like(0))
+  def relu(self): return (self > 0).where(self, self._scalar_like(0))
   @in_float32
   def sigmoid(self):
     # from t = e^-|x|, which never overflows: 1/(1+t) at x >= 0, t/(1+t) below. 1/(1+e^-x) put an inf beside a 0 in the gradient for

@@ -60,7 +60,7 @@ def _atan_unit64(t):
   - 1) / (t + sqrt3)) brings the argument within it"""
   mid = t > math.tan(math.pi / 12)
   u = mid.where((t * math.sqrt(3) - 1) / (t + math.sqrt(3)), t)
-  return mid.where(u.const_like(math.pi / 6), 0) + u * _poly(u * u, _ATAN_64)  # pi/6 in float64: a python float pair is float32
+  return mid.where(u._scalar_like(math.pi / 6), 0) + u * _poly(u * u, _ATAN_64)  # pi/6 in float64: a python float pair is float32
 
 def _erf64(a):
   """erf of a >= 0 in float64: each branch computed on the values it takes (e^(a^2) of the series stays bounded, and no inf * 0 in a
@@ -83,7 +83,7 @@ def _log_x_plus_hypot(a, sign:int):
 
 def _poly(x, coeffs):
   """coeffs[0] + coeffs[1]*x + ... by Horner's rule"""
-  ret = x.const_like(coeffs[-1])
+  ret = x._scalar_like(coeffs[-1])
   for c in reversed(coeffs[:-1]): ret = ret * x + c
   return ret
 

@@ -271,7 +271,7 @@ class MovementMixin:
     pairs = [(b - crop(b), a - crop(a)) for b, a in pairs]
     if mode == "constant":
       if value == 0: return x._pad(tuple(pairs))
-      inside = x.const_like(True, dtypes.bool).reshape((1,)*nd).expand(x.shape)._pad(tuple(pairs))
+      inside = x._scalar_like(True, dtypes.bool).reshape((1,)*nd).expand(x.shape)._pad(tuple(pairs))
       # value is a weak python scalar: 2.5 makes an int tensor float, 2 makes a bool tensor int, True keeps any dtype
       return inside.where(x._pad(tuple(pairs)), value)
     if mode not in ("reflect", "replicate", "circular"): raise NotImplementedError(f"pad mode {mode!r}: use constant, reflect, replicate or circular")
@@ -314,6 +314,6 @@ class MovementMixin:
     n (a bound Variable's expression: a KV cache's start_pos + T) is the arange of its largest value viewed up to n"""
     dtype = dtype or dtypes.default_int
     k = max((n if isinstance(n, int) else n.vmax) - 1, 0).bit_length()
-    ret = self.const_like(0, dtype).reshape((1,)*k)
-    for j in range(k): ret = ret + self.const_like(1 << (k-1-j), dtype).reshape((1,))._pad(((1, 0),)).reshape((1,)*j + (2,) + (1,)*(k-1-j))
+    ret = self._scalar_like(0, dtype).reshape((1,)*k)
+    for j in range(k): ret = ret + self._scalar_like(1 << (k-1-j), dtype).reshape((1,))._pad(((1, 0),)).reshape((1,)*j + (2,) + (1,)*(k-1-j))
     return ret.reshape((1 << k,)).shrink(((0, n),))

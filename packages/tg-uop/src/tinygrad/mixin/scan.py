@@ -157,7 +157,7 @@ class ScanMixin:
   def cummax(self, axis:int=0) -> tuple:
     """(running max along axis, the index of the last element equal to it) like torch; indices are int32 like argmax"""
     if not self._scannable(axis):  # 0-d (its one element is index 0) or an empty axis
-      zeros = self.const_like(0, dtypes.int32)
+      zeros = self._scalar_like(0, dtypes.int32)
       return self, zeros.reshape((1,)*len(self.shape)).expand(self.shape) if self.shape else zeros
     axis = self._resolve_dim(axis)
     x = self.transpose(axis, -1)

@@ -37,7 +37,7 @@ class SelectMixin:
     position k), src as index's shape in self's dtype, a constant or a tensor at least index's size off dim"""
     dim = self._resolve_dim(dim)
     self._check_index(index, dim, what)
-    if not isinstance(src, type(self)): src = self.const_like(src)
+    if not isinstance(src, type(self)): src = self._scalar_like(src)
     elif len(src.shape) == len(self.shape) and any(_exceeds(i, s) for s, i in zip(src.shape, index.shape)):
       raise ValueError(f"{what} src of shape {_show_shape(src.shape)} is smaller than index's {_show_shape(index.shape)}")
     src = src.cast(self.dtype)
@@ -83,7 +83,7 @@ class SelectMixin:
     # is left out: only then is the count of what lands needed
     if include_self and reduce != "mean" and not (reduce == "sum" and dtypes.is_float(self.dtype)):
       return part.cast(self.dtype)  # a float sum's part is in sum_acc_dtype
-    count = self._padded(self._scatter_fold(mask, src.const_like(1).cast(dtypes.int32), dim, "sum"))
+    count = self._padded(self._scatter_fold(mask, src._scalar_like(1).cast(dtypes.int32), dim, "sum"))
     if reduce == "mean": part = part.div((count + int(include_self)).maximum(1), rounding_mode=None if dtypes.is_float(self.dtype) else "floor")
     return count.gt(0).where(part.cast(self.dtype), self)
   def masked_fill(self, mask, value):

@@ -46,7 +46,7 @@ _I32_MAX, _I32_MIN, _I64_MAX = 2**31 - 1, -2**31, 2**63 - 1
 class SortingMixin:
   def sort(self, dim:int=-1, descending:bool=False) -> tuple:
     """(values, indices) sorted along dim, ascending unless descending; equal elements keep their order (stable). Indices are int32"""
-    if not self.shape: return self, self.const_like(0, dtypes.int32)
+    if not self.shape: return self, self._scalar_like(0, dtypes.int32)
     dim = self._resolve_dim(dim)
     self._int_axes("sort", (dim,))
     x = self.transpose(dim, -1)._computed_once()
@@ -116,7 +116,7 @@ class SortingMixin:
     rank = (blocks.unsqueeze(-2) < blocks.unsqueeze(-1)).sum(-1, dtype=dtypes.int32)  # (..., p/b, b): keys below each in its block
     if b < p: rank = (self._arange(p // b, dtypes.int32) % 2).eq(1).reshape(p // b, 1).where(b - 1 - rank, rank)
     keys = blocks.unsqueeze(-1)._pick(rank.contiguous()._one_hot_at(b, len(lead) + 2), -2).reshape(lead + (p,)).contiguous()
-    second = self.const_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
+    second = self._scalar_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
     pair, block = second.reshape(2, 1), second.reshape(2, 1, 1, 1)  # the partner's axis, and the axis of the block's direction
     stages = [(k, k >> i) for k in (1 << e for e in range(b.bit_length(), p.bit_length())) for i in range(1, k.bit_length())]
     pending = 0
