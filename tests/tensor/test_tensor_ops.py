@@ -192,6 +192,10 @@ def test_float_to_int_out_of_range(device):
   for dt, rows in got.items():
     for row in rows: assert row.tolist() == want[dt], dt
   assert Tensor(np.array([-2.5, 3e9, 1e19], np.float32), device=device).cast(dtypes.uint64).tolist() == [2**64 - 2, 3000000000, 9999999980506447872]
+  # half's infinities too: the range's limits are past half's largest value (as half constants they were inf, and -inf counted as inside)
+  h = Tensor(np.array([-np.inf, np.inf, np.nan, -65504.0, 1.5], np.float16), device=device) + 0
+  assert h.cast(dtypes.int32).tolist() == [m32, m32, m32, -65504, 1] and h.cast(dtypes.uint32).tolist() == [0, 0, 0, 2**32 - 65504, 1]
+  assert h.cast(dtypes.int64).tolist() == [m64, m64, m64, -65504, 1]
 
 def test_bitcast_bytes_to_bool(device):
   """a byte other than 0 and 1 bitcast to bool is True on every device (CL had no as_bool, CPU:C kept the byte: cast gave 2, 255)"""

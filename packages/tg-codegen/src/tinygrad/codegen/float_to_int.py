@@ -4,6 +4,7 @@ different answers. The rule, numpy's on x86 where numpy is consistent: truncate 
 64-bit targets); out of that range, and NaN, give its minimum; the target keeps the low bits (-2.5 -> uint8 is 254, 300.7 -> 44). A
 uint64 takes the values from 2**63 to 2**64 exactly. Applied to the kernel's own casts, before the lowering adds its exact ones."""
 from __future__ import annotations
+import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.uop.ops import UOp
@@ -11,7 +12,9 @@ from tinygrad.uop.ops import UOp
 def _defined_cast(x:UOp, dt) -> UOp:
   wide = dtypes.int64 if dt.itemsize == 8 or dt is dtypes.uint32 else dtypes.int32
   lim = 2.0 ** (8 * wide.itemsize - 1)
-  inside = (x >= -lim) & (x < lim)  # False for NaN
+  # False for NaN. A float with no finite value that far out (half) would hold the limit as inf, and -inf would count as inside
+  narrow = 2.0 ** (2 ** (dtypes.finfo(x.dtype)[0] - 1) + 1) <= lim
+  inside = x.abs() < math.inf if narrow else (x >= -lim) & (x < lim)
   v = inside.where(inside.where(x, 0).cast(wide), wide.min)
   if dt is dtypes.uint64:
     top = (x >= lim) & (x < 2 * lim)
