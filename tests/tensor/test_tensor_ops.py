@@ -422,3 +422,10 @@ def test_errors(device):
   with pytest.raises(ValueError, match="6 elements"): t.item()
   with pytest.raises(IndexError, match="out of bounds"): t[2]
   assert math.isclose(t[1, -1].item(), -1.0)
+
+def test_padded_product_with_flip(device):
+  # gcc 12.2's loop vectorizer (on at -O2) shifted a row's lanes by one in this kernel on CPU:C; the C renderer now runs without it
+  x, m = np.arange(1, 33).reshape(16, 2).astype(np.int32), np.array([[0, 0, 5, 7]], np.int32)
+  t = Tensor(x, device=device)
+  got = ((t * t.flip(1)).pad(((3, 1), (2, 0))) * Tensor(m, device=device)).numpy()
+  np.testing.assert_equal(got, np.pad(x * x[:, ::-1], ((3, 1), (2, 0))) * m)
