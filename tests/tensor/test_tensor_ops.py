@@ -429,3 +429,8 @@ def test_padded_product_with_flip(device):
   t = Tensor(x, device=device)
   got = ((t * t.flip(1)).pad(((3, 1), (2, 0))) * Tensor(m, device=device)).numpy()
   np.testing.assert_equal(got, np.pad(x * x[:, ::-1], ((3, 1), (2, 0))) * m)
+
+def test_float64_to_int64_out_of_range(device):
+  # the narrow-float test of the cast's range must not overflow python's float for float64's exponent range
+  x = Tensor(np.array([-np.inf, np.nan, 1e300, -2.5, 2.0**62], np.float64), device=device)
+  assert x.cast(dtypes.int64).tolist() == [-2**63, -2**63, -2**63, -2, 2**62]

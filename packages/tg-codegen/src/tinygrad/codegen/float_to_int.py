@@ -13,7 +13,8 @@ def _defined_cast(x:UOp, dt) -> UOp:
   wide = dtypes.int64 if dt.itemsize == 8 or dt is dtypes.uint32 else dtypes.int32
   lim = 2.0 ** (8 * wide.itemsize - 1)
   # False for NaN. A float with no finite value that far out (half) would hold the limit as inf, and -inf would count as inside
-  narrow = 2.0 ** (2 ** (dtypes.finfo(x.dtype)[0] - 1) + 1) <= lim
+  # (its values stay below 2**(2**(exponent bits - 1) + 1); compared as exponents: float64's bound is no python float)
+  narrow = 2 ** (dtypes.finfo(x.dtype)[0] - 1) + 1 <= 8 * wide.itemsize - 1
   inside = x.abs() < math.inf if narrow else (x >= -lim) & (x < lim)
   v = inside.where(inside.where(x, 0).cast(wide), wide.min)
   if dt is dtypes.uint64:
