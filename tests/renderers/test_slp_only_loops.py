@@ -1,7 +1,8 @@
 """Loops the LLVM renderer keeps LLVM's loop vectorizer off (`slp_only_loops`, !llvm.loop metadata), so that the SLP vectorizer packs
 a trip's upcast lanes: a loop whose trip reads a run longer than its step (an upsample's neighbours), and a copy through a select on a
 condition fixed for the loop (a gather's out-of-bounds zero), a read whose index is not linear in the loop (a window copy's // and %),
-and a trip that writes one element from reads more than 2 further on (a max pool over its window buffer). A plain copy, a run as long as the step, a
+and a trip that writes one element from reads more than 2 further on (a max pool over its window buffer), and a trip storing several
+1-byte lanes (compile time). A plain copy, a run as long as the step, a
 broadcast and strided reads into a run of lanes keep it on.
 Results are numpy's either way. Oracles: numpy, the metadata counted by hand."""
 import numpy as np
@@ -87,3 +88,22 @@ def test_results_match_numpy():
   w = np.random.default_rng(1).standard_normal((ROWS, WIDTH * 4)).astype(np.float32)
   out, _ = run("LLVM", window_max(ROWS, WIDTH, 4), np.zeros_like(a), w)
   np.testing.assert_array_equal(out, w.reshape(ROWS, WIDTH, 4).max(-1))
+
+def _program_of(t):
+  from tinygrad import Device
+  from tinygrad.codegen import get_program
+  from tinygrad.schedule.rangeify import create_schedule
+  ast = next(it.ast for it in create_schedule([t.uop])[0] if it.kind == "kernel")
+  return get_program(ast, Device["CPU:LLVM"].renderer)
+
+def test_byte_lanes_keep_the_loop_vectorizer_off():
+  # a trip storing several 1-byte lanes: vectorized across trips 64 bytes wide in interleave groups, SLP took 7-12 s to compile these
+  from tinygrad import Tensor
+  rng = np.random.default_rng(0)
+  a, b, c = rng.integers(0, 100, (67, 4, 4)).astype(np.uint8), rng.integers(0, 100, (67, 4, 1)).astype(np.uint8), rng.integers(0, 100, (4, 4))
+  prod = Tensor(a, device="CPU:LLVM") * Tensor(b, device="CPU:LLVM") - Tensor(c.astype(np.int32), device="CPU:LLVM").cast(dtypes.uint8)
+  x, y = rng.integers(0, 100, (64, 4, 8)).astype(np.int8), rng.integers(0, 100, (64, 4, 1)).astype(np.int8)
+  cmp = ((Tensor(x, device="CPU:LLVM") * Tensor(y, device="CPU:LLVM")).permute(0, 2, 1) == 3).flip(1)
+  for t in (prod, cmp): assert "!llvm.loop !" in _program_of(t).src
+  np.testing.assert_equal(prod.numpy(), a * b - c.astype(np.uint8))
+  np.testing.assert_equal(cmp.numpy(), np.flip((x * y).transpose(0, 2, 1) == 3, 1))

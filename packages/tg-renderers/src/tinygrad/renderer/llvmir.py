@@ -180,6 +180,17 @@ def _runs(accesses:list[UOp], rng:UOp) -> list[tuple[int, list[int]]]:
     groups[(v.src[0].src[0], base)].append(off)
   return [(loop_step(base, rng), sorted(set(offs))) for (_, base), offs in groups.items()]
 
+SHORT_LOOP = 8  # trips: a constant loop this short LLVM unrolls whole, and the loop around it becomes the innermost
+
+def _packed_bytes(body:list[UOp]) -> bool:
+  """a loop's trip stores several 1-byte lanes (upcast, or short constant loops inside, which LLVM unrolls whole): its loop vectorizer
+  packs the trips 64 lanes wide (bytes, AVX-512) in interleave groups of those lanes, and its SLP vectorizer then took seconds over the
+  6000-12000 lines that made (a uint8 (67, 4, 4) product: 7-9 s to compile, 0.04 s kept off; a bool compare's 32 lanes: 11 s). Kept
+  off, SLP packs the lanes of a trip instead"""
+  if not all(v.src and v.src[0].op is Ops.CONST and v.src[0].arg <= SHORT_LOOP for v in body if v.op is Ops.RANGE): return False
+  stores = [v for v in body if v.op is Ops.STORE and v.src[1].dtype.scalar().itemsize == 1]
+  return len(stores) > 1 or (bool(stores) and any(v.op is Ops.RANGE for v in body))
+
 def slp_only_loops(uops:list[UOp]) -> list[UOp]:
   """the innermost loops LLVM's loop vectorizer is kept off, so that its SLP vectorizer packs the upcast lanes of a trip instead. It
   vectorizes across trips, and where a trip's lanes are not one run of consecutive elements per access it does so with gathers and
@@ -195,7 +206,8 @@ def slp_only_loops(uops:list[UOp]) -> list[UOp]:
   for n, (u, loops) in enumerate(loop_nest(uops)):
     if u.op is not Ops.RANGE or u.dtype is dtypes.void: continue
     body = list(itertools.takewhile(lambda v: not (v.op is Ops.END and loop_of(v)[0] is u), uops[n+1:]))
-    if any(v.op is Ops.RANGE for v in body): continue
+    if packed := _packed_bytes(body): out.append(u)
+    if packed or any(v.op is Ops.RANGE for v in body): continue
     global_access = lambda op: [v for v in body if v.op is op and v.src[0].op is Ops.INDEX and v.src[0].src[0].op is Ops.PARAM]
     writes = [step for step, offs in _runs(global_access(Ops.STORE), u) if step and step > 0 and offs == list(range(offs[0], offs[0] + step))]
     if not writes: continue
