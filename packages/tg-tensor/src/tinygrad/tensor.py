@@ -596,8 +596,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     buf = self.uop.base
     n = buf.shape[0]
     whole = Tensor(buf)
-    chain, u = [], self.uop
-    while u is not buf: chain, u = chain + [u], u.src[0]
+    chain = _view_chain(self.uop, buf)
     pos = (whole._arange(n) + 1).uop
     for v in reversed(chain): pos = pos._mop(v.op, v.marg)  # the same movement ops, on ints
     pos = Tensor(pos).flatten() - 1
@@ -891,9 +890,9 @@ def _share_with_views(t:Tensor) -> bool:
   if (base := t.uop.base).op is Ops.BUFFER or is_multi_buffer(base): return False
   if not _reads_memory(base):
     if base.op is not Ops.CONST or base.tag is None or t.uop is base: return False
-    chain = _view_chain(t.uop, base)
+    const, chain = base, _view_chain(t.uop, base)
     base = next((u for u in reversed(chain) if u.op is Ops.EXPAND), chain[-1])
-    holders = [h for h in _live.viewing(chain[-1].base) if base in _view_chain(h.uop, chain[-1].base)]
+    holders = [h for h in _live.viewing(const) if base in _view_chain(h.uop, const)]
   elif t.uop is not base: holders = _live.viewing(base)
   elif len(holders := [h for h in _live.made_after(t) if h.uop.base is base] + [t]) == 1: return False  # no view of it: its own buffer
   if len([h for h in holders if h.uop is base]) > 1: return False
