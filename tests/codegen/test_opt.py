@@ -118,6 +118,9 @@ CASES = [
   (row_reduce(3, 13, Ops.MAX), [[Opt(P, 1, 8), Opt(N, 1, 8)], [Opt(P, 0, 2), Opt(T, 0, 2), Opt(P, 1, 4)]]),
   (full_sum(1000), [[Opt(P, 0, 16), Opt(N, 0, 16)]]),
   (matmul(7, 5, 9), [[Opt(P, 0, 4), Opt(P, 1, 4), Opt(U, 0, 4), Opt(U, 1, 4), Opt(P, 2, 4), Opt(N, 2, 4)], [Opt(P, 1, 8), Opt(S, 0, 1)]]),
+  # every loop upcast past its padding: padded lanes' indices fold to constants that collide (j*10 + 12 is 22 of the next j), under a
+  # gate that folds to False (BEAM's search found it: a duplicated IF label)
+  (transpose(10, 7, plus_row=True), [[Opt(P, 1, 16), Opt(U, 1, 16), Opt(P, 0, 8), Opt(U, 0, 8)]]),
 ]
 PARAMS = [(k, opts) for k, lists in CASES for opts in lists]
 def _id(p): return f"{p[0][0][0].arg.name}-{'+'.join(f'{o.op.name}{o.axis}x{o.amt}' for o in p[1]) or 'none'}"
@@ -181,10 +184,16 @@ def test_padded_reduce_sees_its_identity(f, op, ref, run):
 def test_padded_stores_are_gated():
   # out has exactly 5*57 floats: a store past the padding would write out of bounds (the emulator checks every index)
   (ast, ins), ref = elementwise(5, 57)
+  count = lambda spec, op: sum(u.op is op for u in spec.uops)
+  # the row's 4 tiles of 16: the first 3 are peeled off (opt/peel.py) and store ungated; in the last one the 7 padded lanes' gates fold
+  # to False (lane 57 + k is never < 57) and their stores are gone
   spec = get_program(apply_opts(ast, [Opt(P, 1, 16), Opt(U, 1, 16)]), PythonRenderer())
-  # the row's 4 tiles of 16: the first 3 are peeled off (opt/peel.py) and store ungated, the last one gates its 7 padded lanes
-  assert sum(u.op is Ops.IF for u in spec.uops) == 16 - 57 % 16 and sum(u.op is Ops.STORE for u in spec.uops) == 2 * 16
-  np.testing.assert_allclose(run_python(apply_opts(ast, [Opt(P, 1, 16), Opt(U, 1, 16)]), ins, 5 * 57), ref(*ins), rtol=1e-6)
+  assert count(spec, Ops.IF) == 0 and count(spec, Ops.STORE) == 16 + 57 % 16
+  # rows padded 5 -> 8 and looped: the gate is the row's bound, every store of the tail tile's lanes and of the peeled tiles keeps it
+  spec = get_program(apply_opts(ast, [Opt(P, 0, 8), Opt(P, 1, 16), Opt(U, 1, 16)]), PythonRenderer())
+  assert count(spec, Ops.IF) == count(spec, Ops.STORE) == 16 + 57 % 16
+  for opts in ([Opt(P, 1, 16), Opt(U, 1, 16)], [Opt(P, 0, 8), Opt(P, 1, 16), Opt(U, 1, 16)]):
+    np.testing.assert_allclose(run_python(apply_opts(ast, opts), ins, 5 * 57), ref(*ins), rtol=1e-6)
 
 def test_long_chains_are_not_copied_into_lanes():
   out, a = UOp.param(0, dtypes.float, (64,)), UOp.param(1, dtypes.float, (64,))

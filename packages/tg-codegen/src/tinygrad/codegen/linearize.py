@@ -136,13 +136,13 @@ def linearize(sink:UOp) -> list[UOp]:
 
 def _branch_gated_stores(lin:list[UOp]) -> list[UOp]:
   """STORE(idx, val, gate) -> IF(gate, idx) STORE(idx, val) ENDIF: renderers store unconditionally (padding gates its stores). The IF
-  names the address it guards, so two stores under one gate get two IFs"""
+  is numbered by its place: two stores to one address under one gate (padded lanes that fold to the same index) get two IFs"""
   new: dict[UOp, UOp] = {}
   out: list[UOp] = []
   for u in lin:
     src = tuple(new.get(s, s) for s in u.src)
     if u.op is Ops.STORE and len(src) == 3:
-      out += [br := UOp(Ops.IF, dtypes.void, (src[2], src[0])), st := u.replace(src=src[:2]), UOp(Ops.ENDIF, dtypes.void, (br,))]
+      out += [br := UOp(Ops.IF, dtypes.void, (src[2], src[0]), len(out)), st := u.replace(src=src[:2]), UOp(Ops.ENDIF, dtypes.void, (br,))]
       new[u] = st
       continue
     if src != u.src: new[u] = u.replace(src=src)

@@ -134,6 +134,9 @@ pm_decompose = PatternMatcher([
   # a gated load or store whose gate folded to True (padding where the padded part is known not to be reached)
   (UPat(Ops.LOAD, src=(UPat.var("i"), UPat(), UPat.const(dtypes.bool, True))), lambda i: i.load()),
   (UPat(Ops.STORE, src=(UPat.var("i"), UPat.var("v"), UPat.const(dtypes.bool, True))), lambda i, v: i.store(v)),
+  # ... or to False (a padded lane that is never in bounds): the load reads its alternative, the store never happens
+  (UPat(Ops.LOAD, src=(UPat(), UPat.var("alt"), UPat.const(dtypes.bool, False))), lambda alt: alt),
+  (UPat(Ops.STORE, src=(UPat(), UPat(), UPat.const(dtypes.bool, False))), lambda: UOp(Ops.NOOP)),
   # where(g, load gated by g with alt a, a) is that load: a padded reduce whose identity is what the gated load reads
   (UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="ld"), UPat.var("a"))),
    lambda g, ld, a: ld if len(ld.src) == 3 and ld.src[2] is g and ld.src[1] is a else None),
