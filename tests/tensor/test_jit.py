@@ -131,6 +131,43 @@ def test_empty_tensor_argument():
     np.testing.assert_array_equal(f(Tensor(np.full(3, i, np.float32)), Tensor(np.zeros(0, np.float32))).numpy(), np.full(3, i + 1))
   with pytest.raises(ValueError): f(Tensor(np.ones(3, np.float32)), Tensor(np.zeros(2, np.float32)))
 
+@pytest.mark.parametrize("make", [lambda: Tensor.zeros(0, 3), lambda: Tensor.rand(0, 3), lambda: Tensor.zeros(0, 3).contiguous()],
+                         ids=["zeros", "rand", "contiguous"])
+def test_empty_tensor_argument_made_by_a_graph(make):
+  """an empty tensor made by zeros/rand stays its (empty) graph after realize: the capture raised "CONTIGUOUS is not a buffer", and
+  the replay saw another view of it"""
+  f = TinyJit(lambda x, y: (x.sum(0) + y).realize())
+  for i in range(4): np.testing.assert_array_equal(f(make(), Tensor([1.0, 2.0, float(i)])).numpy(), [1.0, 2.0, i])
+
+@pytest.mark.parametrize("step, ref", [(lambda h: h.flip(0) + 1, lambda h: h[::-1] + 1),
+                                       (lambda h: h[::-1].cumsum(0), lambda h: h[::-1].cumsum(0)),
+                                       (lambda h: h.reshape(4, 6).T.reshape(24) * 0.5 + 1, lambda h: h.reshape(4, 6).T.reshape(24) * 0.5 + 1)],
+                         ids=["flip", "scan", "transpose"])
+def test_output_passed_back_in(step, ref):
+  """h = step(h): from the first replay on, the input's buffer is the captured output the replay writes while it reads the input"""
+  f = TinyJit(lambda h: step(h).realize())
+  h, want = Tensor(np.arange(24, dtype=np.float32) / 24).realize(), np.arange(24, dtype=np.float32) / 24
+  for _ in range(5):
+    h, want = f(h), ref(want)
+    np.testing.assert_allclose(h.numpy(), want, rtol=1e-6)
+
+def test_two_outputs_passed_back_in_swapped():
+  f = TinyJit(lambda a, b: ((a + b).realize(), (a - b).realize()))
+  a, b, na, nb = Tensor([1.0, 2.0]).realize(), Tensor([3.0, 5.0]).realize(), np.array([1.0, 2.0]), np.array([3.0, 5.0])
+  for _ in range(5):
+    (a, b), (na, nb) = f(b, a), (nb + na, nb - na)
+    np.testing.assert_allclose(a.numpy(), na)
+    np.testing.assert_allclose(b.numpy(), nb)
+
+def test_nested_return():
+  """tuples, lists and dicts of tensors, nested, with None in places (tinygrad's rule): rebuilt around each replay's outputs"""
+  f = TinyJit(lambda x: ((x * 2).realize(), [(x + 1).realize(), {"aux": (x - 1).realize(), "off": None}], None))
+  for i in range(4):
+    two, (plus, d), none = f(Tensor([float(i), 1.0]))
+    assert none is None and d["off"] is None and list(d) == ["aux", "off"]
+    assert two.tolist() == [2.0 * i, 2.0] and plus.tolist() == [i + 1.0, 2.0] and d["aux"].tolist() == [i - 1.0, 0.0]
+  with pytest.raises(TypeError, match="not a list holding a str: a replay"): TinyJit(lambda x: (x, [x, "s"]))(Tensor([1.0]))
+
 def test_non_tensor_return_raises():
   f = TinyJit(lambda x: x.sum().item())
   with pytest.raises(TypeError, match="not float"): f(Tensor.ones(2))

@@ -7,6 +7,7 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import sint_eq
 from tinygrad.engine import realize
+from tinygrad.device import Buffer
 from tinygrad.engine.memory import plan_memory
 from tinygrad.uop.multi import shard_of
 
@@ -18,7 +19,9 @@ def signature(t) -> tuple[tuple, Any, Any, Any, tuple]:
   that view and a replay only swaps the buffer"""
   shape = tuple(_unbound(s) if isinstance(s, UOp) else s for s in t.shape)
   parts = t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)
-  return shape, t.dtype, t.device, shard_of(t.uop), tuple(_view(p) for p in parts)
+  return shape, t.dtype, t.device, shard_of(t.uop), tuple(None if _empty(p) else _view(p) for p in parts)
+
+def _empty(u:UOp) -> bool: return any(d == 0 for d in u.shape if isinstance(d, int))
 
 def _plain(arg):
   """a movement op's argument with each bound Variable as its Variable (nested pairs for SHRINK and PAD)"""
@@ -33,9 +36,10 @@ def _view(u:UOp) -> tuple:
 
 def input_nodes(t) -> list[UOp]:
   """the BUFFER nodes of a realized tensor argument: one, or one per device of a multi-device tensor. An empty tensor has none (it
-  realizes to a constant): no kernel reads it, and its signature (its shape) is checked on every call all the same"""
+  realizes to a constant, or stays the empty graph it was made as): no kernel reads it, and its signature (its shape) is checked on
+  every call all the same"""
   parts = t.uop.src if t.uop.op is Ops.MULTI else (t.uop,)
-  return [p.base for p in parts if not (p.base.op is Ops.CONST and any(d == 0 for d in p.shape if isinstance(d, int)))]
+  return [p.base for p in parts if not _empty(p)]
 
 def input_buffers(t) -> list: return [realize.buffer_of(u) for u in input_nodes(t)]
 
@@ -48,6 +52,12 @@ def _stored_slots(ast:UOp) -> set[int]:
       while p.op is not Ops.PARAM and p.src: p = p.src[0]
       if p.op is Ops.PARAM: ret.add(p.arg.slot)
   return ret
+
+def _unaliased(b):
+  """a copy of an input whose memory the replay writes (the last call's output passed back in: h = step(h)): the kernels would read
+  values they have already overwritten"""
+  realize.run_copy(copy := Buffer(b.device, b.size, b.dtype).allocate(), b)
+  return copy
 
 def _show(shape:tuple) -> tuple: return tuple(s.render() if isinstance(s, UOp) else s for s in shape)
 
@@ -88,6 +98,7 @@ class CapturedJit:
     # from their old contents first (realize.before_write); a weak reference, as the step holds no graph
     self.written_inputs = sorted({b for b in written if isinstance(b, int)})
     self.written_state = [owner[b] for b in dict.fromkeys(b for b in written if not isinstance(b, int)) if b in owner and b not in planned]
+    self.written_memory = {id(b.base) for b in written if not isinstance(b, int)}
     self.graph = self._graph(in_bufs)
     self.variables = {k for *_, vals in self.items for k in vals}
     # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
@@ -134,6 +145,7 @@ class CapturedJit:
     if realize.before_write is not None:
       realize.before_write([nodes[s] for s in self.written_inputs] + [u for r in self.written_state if (u := r()) is not None])
     bufs = [realize.buffer_of(u) for u in nodes]
+    if any(id(b.base) in self.written_memory for b in bufs): bufs = [_unaliased(b) if id(b.base) in self.written_memory else b for b in bufs]
     if self.graph is not None: self.graph(bufs, var_vals)
     for kind, runner, slots, vals in ([] if self.graph is not None else self.items):
       b = [bufs[s] if isinstance(s, int) else s for s in slots]

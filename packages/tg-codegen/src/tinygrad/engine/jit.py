@@ -45,26 +45,34 @@ def _var_vals(args:tuple, kwargs:dict, tensors:list[tuple[str, Any]]) -> dict[st
       if vals.setdefault(var.arg.name, val) != val: raise ValueError(f"TinyJit: Variable {var.arg.name} is bound to both {vals[var.arg.name]} and {val}")
   return vals
 
-def _outputs(ret:Any) -> list:
-  if ret is None: return []
-  if _is_tensor(ret): return [ret]
-  items = list(ret.values()) if isinstance(ret, dict) else list(ret) if isinstance(ret, (tuple, list)) else None
-  if items is None or not all(_is_tensor(r) for r in items):
-    what = type(ret).__name__ if items is None else f"a {type(ret).__name__} holding a {type(next(r for r in items if not _is_tensor(r))).__name__}"
-    raise TypeError(f"TinyJit functions return a tensor, a tuple, list or dict of tensors, or None, not {what}: a replay runs no python")
-  return items
-
-def _container(ret:Any) -> Any:
-  """how to rebuild the captured call's result around a replay's outputs"""
-  if ret is None: return None
-  if _is_tensor(ret): return "tensor"
-  return ("dict", tuple(ret)) if isinstance(ret, dict) else type(ret)
+def _structure(ret:Any) -> tuple[list, Any]:
+  """the tensors of a result, in order, and how to rebuild the result around a replay's outputs: a tensor, None, or a tuple, list or
+  dict of those, nested (tinygrad's rule)"""
+  if ret is None: return [], None
+  if _is_tensor(ret): return [ret], "tensor"
+  if not isinstance(ret, (tuple, list, dict)):
+    raise TypeError(f"TinyJit functions return tensors, in tuples, lists or dicts (nested), or None, not {type(ret).__name__}: a replay "
+                    f"runs no python")
+  outs, parts = [], []
+  for item in (ret.values() if isinstance(ret, dict) else ret):
+    if item is not None and not _is_tensor(item) and not isinstance(item, (tuple, list, dict)):
+      raise TypeError(f"TinyJit functions return tensors, in tuples, lists or dicts (nested), or None, not a {type(ret).__name__} holding "
+                      f"a {type(item).__name__}: a replay runs no python")
+    got, part = _structure(item)
+    outs += got
+    parts.append((part, len(got)))
+  return outs, (("dict", tuple(ret)) if isinstance(ret, dict) else type(ret), parts)
 
 def _shaped(kind:Any, outs:list) -> Any:
-  """the outputs in the container the captured call returned them in"""
+  """the outputs in the structure the captured call returned them in"""
   if kind is None: return None
   if kind == "tensor": return outs[0]
-  return dict(zip(kind[1], outs)) if isinstance(kind, tuple) else kind(outs)
+  container, parts, items, at = *kind, [], 0
+  for part, n in parts:
+    items.append(_shaped(part, outs[at:at+n]))
+    at += n
+  if isinstance(container, tuple): return dict(zip(container[1], items))
+  return container._make(items) if hasattr(container, "_make") else container(items)  # a namedtuple takes its fields one by one
 
 class TinyJit:
   def __new__(cls, fxn:Callable|None=None, prune:bool=False):
@@ -85,7 +93,7 @@ class TinyJit:
     finds call 1's schedules in the cache"""
     with Context(JIT_CAPTURE=1):
       ret = self.fxn(*args, **kwargs)
-      if outs := _outputs(ret): outs[0].realize(*outs[1:])
+      if outs := _structure(ret)[0]: outs[0].realize(*outs[1:])
     return ret, outs
 
   def __call__(self, *args, **kwargs) -> Any:
@@ -102,5 +110,5 @@ class TinyJit:
     realize.capturing = log = []
     try: ret, outs = self._run(args, kwargs)
     finally: realize.capturing = None
-    self.captured, self.kind = CapturedJit(log, tensors, outs), _container(ret)
+    self.captured, self.kind = CapturedJit(log, tensors, outs), _structure(ret)[1]
     return ret
