@@ -17,6 +17,14 @@ def test_uniform_initialisers(name, shape, bound):
   assert np.abs(x).max() <= bound and np.abs(x).max() > 0.9 * bound
   assert abs(x.std() - bound / math.sqrt(3)) < 0.06 * bound  # a uniform on [-b, b] has std b/sqrt(3)
 
+def test_uniform_int_dtype_with_a_float_low_stays_int():
+  Tensor.manual_seed(0)
+  t = Tensor.uniform(2000, low=-2.5, high=2.5, dtype=dtypes.int32)
+  x = t.numpy()
+  assert t.dtype is dtypes.int32 and x.dtype == np.int32 and sorted(set(x.tolist())) == [-2, -1, 0, 1, 2]
+  assert np.bincount(x + 2).min() > 300  # each of the 5 about 400 times
+  with pytest.raises(ValueError, match="needs a whole number in"): Tensor.uniform(3, low=0.2, high=0.8, dtype=dtypes.int32)
+
 def test_kaiming_normal():
   Tensor.manual_seed(4)
   x = Tensor.kaiming_normal(128, 64, a=0.5).numpy()

@@ -189,6 +189,15 @@ def test_int_list_overflow_is_an_error():
   with pytest.raises(OverflowError, match="256 does not fit in dtypes.uchar"): Tensor.full((2,), 256, dtype=dtypes.uint8)
   assert Tensor.full((2,), 2**40, dtype=dtypes.int64).tolist() == [2**40] * 2 and Tensor.full((1,), 2**40, dtype=dtypes.float32).tolist() == [2.0**40]
 
+def test_float_list_for_an_int_dtype_truncates_first():
+  """as the cast and torch.tensor do: 255.5 is 255 in uint8, not an overflow; past the range after truncation it still is one"""
+  import pytest
+  from tinygrad import Tensor, dtypes
+  assert Tensor([255.5, -0.5, 3.9], dtype=dtypes.uint8).tolist() == [255, 0, 3]
+  assert Tensor([127.9, -128.7], dtype=dtypes.int8).tolist() == [127, -128]
+  with pytest.raises(OverflowError, match="256.5 does not fit in dtypes.uchar"): Tensor([256.5], dtype=dtypes.uint8)
+  with pytest.raises(OverflowError, match="nan does not fit"): Tensor([float("nan")], dtype=dtypes.int32)
+
 def test_realize_retargets_other_tensors():
   # b was built on a before a was realized: afterwards b reads a's buffer instead of recomputing a
   from tinygrad.helpers import GlobalCounters

@@ -368,13 +368,16 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
-    """uniform in [low, high): computed in float32, or float64 for float64; an int dtype takes whole steps up from low (low itself
-    included, as tinygrad's: low + int(span * u)). contiguous=False leaves it lazy, as rand's"""
+    """uniform in [low, high): computed in float32, or float64 for float64; an int dtype takes the whole numbers in it. contiguous=False
+    leaves it lazy, as rand's"""
     if not low < high: raise ValueError(f"uniform needs low < high, got [{low}, {high})")
     dt = to_dtype(dtype or dtypes.default_float)
     u = Tensor._uniform(_shape_arg(shape), device, acc := least_upper_dtype(dt, dtypes.float32) if dtypes.is_float(dt) else dtypes.float32,
                         fused=contiguous)
-    if not dtypes.is_float(dt): ret = ((high - low) * u).cast(dt) + low
+    if not dtypes.is_float(dt):
+      # the whole numbers in [low, high), each as likely (low itself for a whole low, as tinygrad's: low + int(span * u))
+      if (lo := math.ceil(low)) >= (hi := math.ceil(high)): raise ValueError(f"uniform of {dt} needs a whole number in [{low}, {high})")
+      ret = ((hi - lo) * u).cast(dt) + lo
     # rounding (span * u + low, then to a narrower dtype) can reach high itself: the largest value below it is the top
     else: ret = ((high - low) * u + low).cast(dt).minimum(_below(high, dt, acc))
     return ret.contiguous() if contiguous else ret
@@ -1131,8 +1134,10 @@ _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDiction
 _live = LiveTensors()  # every handle: backward() with no requires_grad=True tensor in the graph works as tinygrad 0.14's
 
 def _check_fits(values:Sequence, dtype:DType):
-  """like numpy and torch: a python int that doesn't fit an int dtype is an error, never a silent wraparound"""
-  if (bad := next((v for v in values if not dtype.min <= v <= dtype.max), None)) is not None:
+  """like numpy and torch: a python int that doesn't fit an int dtype is an error, never a silent wraparound; a float is truncated
+  toward zero first, as the cast does (255.5 is 255 in uint8)"""
+  def whole(v): return math.trunc(v) if isinstance(v, float) and math.isfinite(v) else v
+  if (bad := next((v for v in values if not dtype.min <= whole(v) <= dtype.max), None)) is not None:
     raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
