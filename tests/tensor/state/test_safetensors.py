@@ -63,3 +63,17 @@ def _file(header:dict, data:bytes=b"") -> bytes: return _raw(json.dumps(header).
 def test_malformed_files_name_the_problem(tmp_path, blob, match, load):
   (p := tmp_path / "bad.safetensors").write_bytes(blob)
   with pytest.raises(FormatError, match=match): load(p)
+
+def test_safe_save_names_a_value_that_is_not_a_tensor(tmp_path):
+  import numpy as np
+  with pytest.raises(TypeError, match="safe_save: value of 'w' is a numpy.ndarray, not a Tensor"):
+    safe_save({"w": np.ones(3, dtype=np.float32)}, tmp_path / "n.safetensors")
+  with pytest.raises(TypeError, match="value of 'b' is a list, not a Tensor"): safe_save({"a": Tensor([1.0]), "b": [1.0]}, tmp_path / "l.safetensors")
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+@pytest.mark.parametrize("load", [safe_load, safe_load_metadata])
+def test_file_contents_passed_as_bytes_are_a_type_error(tmp_path, kind, load):
+  # open() takes bytes for a path: the contents gave "ValueError: embedded null byte"
+  safe_save({"a": Tensor([1.0])}, p := tmp_path / "a.safetensors")
+  with pytest.raises(TypeError, match=f"{load.__name__} expects a path or a uint8 Tensor of the file, got a {kind.__name__}"):
+    load(kind(p.read_bytes()))

@@ -177,3 +177,74 @@ def test_deeply_nested_tuples_are_refused_before_python_hashes_them(tmp_path, co
 def test_shapes_past_the_limits_are_refused(tmp_path, size, match):
   (p := tmp_path / "s.pth").write_bytes(zip_checkpoint({"x": FakeTensor(FakeStorage("FloatStorage", "f", [0.0]), 0, size, (1,) * len(size))}))
   with pytest.raises(FormatError, match=match): torch_load(p)
+
+# --- untrusted sizes: declared zip entry sizes and shared references in the pickle
+
+def _float_checkpoint(n:int, **kw) -> bytes:
+  return zip_checkpoint({"x": FakeTensor(FakeStorage("FloatStorage", "f", [0.0] * n), 0, (n,), (1,))}, **kw)
+
+@pytest.mark.parametrize("entry, data, compress, match", [
+  pytest.param("archive/data/0", bytes(16 << 20), zipfile.ZIP_DEFLATED, "'archive/data/0' has 16777216 bytes but 4 dtypes.float need exactly 16",
+               id="deflated-storage-too-long"),
+  pytest.param("archive/data/0", bytes(20), zipfile.ZIP_STORED, "'archive/data/0' has 20 bytes but 4 dtypes.float need exactly 16",
+               id="stored-storage-too-long"),
+  pytest.param("archive/byteorder", bytes(16 << 20), zipfile.ZIP_DEFLATED, "byteorder declares 16777216 bytes", id="deflated-byteorder"),
+])
+def test_entry_sizes_are_checked_before_inflating(entry, data, compress, match):
+  """a 16 KiB deflated entry that inflates to 16 MiB: refused by its declared size, too long as well as too short, never inflated"""
+  blob = _rewrite(_float_checkpoint(4, byteorder="little"), entry, data, compress)
+  tracemalloc.start()
+  try:
+    with pytest.raises(FormatError, match=match): torch_load(Tensor(blob))
+  finally:
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+  assert peak < 1 << 20
+
+def _shared_chain(levels:int) -> bytes:
+  """ops that leave the stack as they found it and memo slot i holding T_i: T_0 = (), T_i = (T_i-1, T_i-1), the same object twice,
+  so T_i is 2**(i+1) - 1 tuples when expanded (as repr and hash walk it)"""
+  ops = b")q\x000"  # EMPTY_TUPLE, BINPUT 0, POP
+  for i in range(levels): ops += b"h" + bytes([i]) + b"h" + bytes([i]) + b"\x86q" + bytes([i + 1]) + b"0"  # BINGET twice, TUPLE2, BINPUT, POP
+  return ops
+
+def test_error_messages_show_a_bounded_part_of_shared_tuples():
+  # repr(T_20) is 6 MB built before any truncation: a message is built from a bounded walk instead
+  tracemalloc.start()
+  try:
+    with pytest.raises(FormatError, match=r"persistent id \(\(\(\(.* is not \('storage'"):
+      torch_load(Tensor(_zip_pickle(_shared_chain(20) + b"h\x14Q")))  # BINGET T_20, BINPERSID
+  finally:
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+  assert peak < 1 << 20
+  from tinygrad.nn.torch_pickle import bounded_repr
+  chain = ()
+  for _ in range(200): chain = (chain, chain)
+  assert len(bounded_repr(chain)) <= 203 and bounded_repr(1 << 100000) == "<100001-bit int>" and bounded_repr((1,)) == "(1,)"
+
+@pytest.mark.parametrize("ops, op", [
+  (b"}" + _shared_chain(20) + b"h\x14K\x01s", "SETITEM"),                                  # a dict key
+  (_shared_chain(20) + b"(h\x14\x91", "FROZENSET"),                                        # a frozenset member
+  (b"\x8f" + _shared_chain(20) + b"(h\x14\x90", "ADDITEMS"),                               # a set member
+  (b"c__builtin__\nset\n" + _shared_chain(20) + b"h\x14\x85R", "REDUCE"),                  # set(T_20)
+  # frozenset([T_20]) of a list memoized while empty, then filled: the memo sees what APPEND put in it
+  (b"c__builtin__\nfrozenset\n" + _shared_chain(20) + b"]q\x1eh\x14a0h\x1e\x85R", "REDUCE"),
+])
+def test_hashing_shared_tuples_is_bounded(ops, op):
+  """T_20 as a dict key or set member: python hashes 2**21 tuples (2**40 for a 300-byte file at T_40); the prescan counts that first"""
+  with pytest.raises(FormatError, match=f"{op} at offset \\d+ hashes objects that expand, through shared references, to 2097"):
+    torch_load(Tensor(_zip_pickle(ops)))
+
+def test_many_tensors_sharing_a_storage_are_within_the_hash_budget():
+  flat = FakeStorage("FloatStorage", "f", [float(i) for i in range(4000)])
+  sd = OrderedDict((f"layer{i}.weight", FakeTensor(flat, i, (2, 2), (2, 1))) for i in range(3000))
+  state = {i: {"step": 1, "exp_avg": t, "exp_avg_sq": t} for i, t in enumerate(sd.values())}
+  out = torch_load(Tensor(zip_checkpoint({"model": sd, "tied": sd, "optimizer": {"state": state, "param_groups": [{"params": list(state)}]}})))
+  assert out["model"]["layer2999.weight"].tolist() == [[2999.0, 3000.0], [3001.0, 3002.0]] and out["tied"] is out["model"]
+  assert out["optimizer"]["state"][7]["exp_avg"].tolist() == [[7.0, 8.0], [9.0, 10.0]]
+
+def test_complex_storages_are_named_as_unsupported():
+  ops = TENSOR.replace(b"FloatStorage", b"ComplexFloatStorage")
+  with pytest.raises(FormatError, match="torch.ComplexFloatStorage, the storage of a complex64 tensor: tinygrad does not support complex"):
+    torch_load(Tensor(_zip_pickle(ops)))

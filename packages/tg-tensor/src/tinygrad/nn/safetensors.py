@@ -58,18 +58,24 @@ def read_header(data:bytes, name:str) -> tuple[dict, dict, int]:
     if begin < end: fail(f"tensors {a!r} and {b!r} overlap: {a!r} ends at {end}, {b!r} begins at {begin}")
   return header, meta, c.pos
 
+def _file_bytes(src, caller:str) -> tuple[bytes, str]:
+  """source_bytes, with a clear error for a file's contents passed as they are: open() would take them for a path"""
+  if isinstance(src, (bytes, bytearray, memoryview)):
+    raise TypeError(f"{caller} expects a path or a uint8 Tensor of the file, got a {type(src).__name__}: pass Tensor(contents) instead")
+  return source_bytes(src)
+
 def safe_load_metadata(t) -> tuple:
   """(the raw bytes as a uint8 Tensor, where the data starts in them (8 + the header's JSON length), the header with its __metadata__),
   like upstream: raw[start+b:start+e] is a tensor's bytes for its data_offsets [b, e]"""
   from tinygrad.tensor import Tensor
-  data, name = source_bytes(t)
+  data, name = _file_bytes(t, "safe_load_metadata")
   header, meta, start = read_header(data, name)
   return Tensor(data), start, {**header, "__metadata__": meta} if meta else header
 
 def safe_load(fn) -> dict:
   """{name: Tensor} of a .safetensors path, or of a uint8 Tensor holding one"""
   from tinygrad.tensor import Tensor
-  data, name = source_bytes(fn)
+  data, name = _file_bytes(fn, "safe_load")
   header, _, start = read_header(data, name)
   return {k: Tensor(data[start+e["data_offsets"][0]:start+e["data_offsets"][1]], dtype=SAFE_DTYPES[e["dtype"]]).reshape(tuple(e["shape"]))
           for k, e in header.items()}
@@ -84,12 +90,16 @@ def _metadata_text(metadata) -> dict[str, str]:
     except (TypeError, ValueError) as e: raise TypeError(f"safe_save: metadata {k!r} is neither a str nor JSON: {e}") from None
   return out
 
+def _type_name(x) -> str: return type(x).__qualname__ if type(x).__module__ == "builtins" else f"{type(x).__module__}.{type(x).__qualname__}"
+
 def safe_save(tensors:dict, fn, metadata:dict|None=None):
   """write {name: Tensor} as safetensors, in the dict's order; the header is padded with spaces to a multiple of 8 bytes"""
+  from tinygrad.tensor import Tensor
   if "__metadata__" in tensors: raise ValueError("safe_save: no tensor may be named '__metadata__', the header key of the file's metadata")
   header: dict = {"__metadata__": _metadata_text(metadata)} if metadata else {}
   blobs, off = [], 0
   for k, t in tensors.items():
+    if not isinstance(t, Tensor): raise TypeError(f"safe_save: value of {k!r} is a {_type_name(t)}, not a Tensor")
     if t.dtype not in SAFE_NAMES: raise TypeError(f"safetensors has no dtype for {t.dtype} (tensor {k!r})")
     blobs.append(raw := bytes(t._data()))
     header[k], off = {"dtype": SAFE_NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}, off + len(raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib, io, struct, zipfile, zlib
 from tinygrad.helpers import prod
 from tinygrad.nn.binary import FormatError, Cursor, source_bytes, MAX_RANK
-from tinygrad.nn.torch_pickle import Storage, StorageType, TensorRef, TorchDType, unpickle, check_view, tensor_ref, tar_key
+from tinygrad.nn.torch_pickle import Storage, StorageType, TensorRef, TorchDType, unpickle, check_view, tensor_ref, tar_key, bounded_repr
 from tinygrad.nn.tar import looks_like_tar, tar_members
 
 LEGACY_MAGIC, LEGACY_PROTOCOL = 0x1950a86a20f9469cfc6c, 1001
@@ -72,22 +72,29 @@ def _load_zip(data:bytes, name:str):
   if not (pkl := [i for i in zf.infolist() if i.filename.endswith("data.pkl") and i.filename.count("/") <= 1]):
     raise FormatError(f"{name}: a torch zip checkpoint needs <root>/data.pkl; the archive holds {[i.filename for i in zf.infolist()][:10]}")
   root = pkl[0].filename[:-len("data.pkl")]
-  def entry(path:str) -> bytes:
+  def entry(path:str) -> zipfile.ZipInfo:
     try: info = zf.getinfo(path)
-    except KeyError: raise FormatError(f"{name}: entry {path!r} is missing from the archive") from None
-    if info.flag_bits & 1: raise FormatError(f"{name}: entry {path!r} is encrypted; torch never encrypts its entries")
-    # torch stores entries uncompressed; one re-zipped with deflate (torch.load reads it) inflates to its declared size and CRC, no further
+    except KeyError: raise FormatError(f"{name}: entry {bounded_repr(path)} is missing from the archive") from None
+    if info.flag_bits & 1: raise FormatError(f"{name}: entry {bounded_repr(path)} is encrypted; torch never encrypts its entries")
+    return info
+  # torch stores entries uncompressed; one re-zipped with deflate (torch.load reads it) inflates to its declared size and CRC, no
+  # further. So each entry's declared size is checked before it is read: a small entry can declare, and inflate to, gigabytes
+  def storage_bytes(key:str, st:Storage) -> bytes:
+    if (info := entry(path := f"{root}data/{key}")).file_size != (need := st.numel * st.dtype.itemsize):
+      raise FormatError(f"{name}: storage entry {bounded_repr(path)} has {info.file_size} bytes but {st.numel} {st.dtype} need exactly {need}")
     return _member_bytes(data, info, name)
+  def byteorder() -> bytes:
+    """the saving machine's byte order (no entry: little), which torch swaps from on load when it differs"""
+    if root + "byteorder" not in zf.namelist(): return b"little"
+    if (info := entry(root + "byteorder")).file_size > len(b"little"):
+      raise FormatError(f"{name}: {root}byteorder declares {info.file_size} bytes; torch writes 'little' or 'big'")
+    if (order := _member_bytes(data, info, name)) not in (b"little", b"big"):
+      raise FormatError(f"{name}: {root}byteorder is {order!r}; torch writes 'little' or 'big'")
+    return order
   storages: dict[str, Storage] = {}
-  obj = unpickle(io.BytesIO(entry(root + "data.pkl")), f"{name}:{root}data.pkl", storages)
-  raw = {k: entry(f"{root}data/{k}") for k in storages}
-  for k, st in storages.items():
-    if len(raw[k]) < st.numel * st.dtype.itemsize:
-      raise FormatError(f"{name}: storage entry {root}data/{k} has {len(raw[k])} bytes but {st.numel} {st.dtype} need {st.numel*st.dtype.itemsize}")
-  # torch writes the saving machine's byte order (no entry: little) and swaps on load when it differs
-  if (order := entry(root + "byteorder") if root + "byteorder" in zf.namelist() else b"little") not in (b"little", b"big"):
-    raise FormatError(f"{name}: {root}byteorder is {bytes(order[:20])!r}; torch writes 'little' or 'big'")
-  if order == b"big": raw = {k: _byteswapped(raw[k][:st.numel*st.dtype.itemsize], st.dtype.itemsize) for k, st in storages.items()}
+  obj = unpickle(io.BytesIO(_member_bytes(data, entry(root + "data.pkl"), name)), f"{name}:{root}data.pkl", storages)
+  raw = {k: storage_bytes(k, st) for k, st in storages.items()}
+  if byteorder() == b"big": raw = {k: _byteswapped(raw[k], st.dtype.itemsize) for k, st in storages.items()}
   return _build(obj, raw, storages, name)
 
 def _brief(x) -> str: return repr(x) if type(x) is int and abs(x) < 1 << 64 else f"a {type(x).__name__}"
@@ -103,10 +110,10 @@ def _load_legacy(data:bytes, name:str):
     raise FormatError(f"{name}: the storage key list before offset {f.tell()} is not a list of strings")
   c, raw = Cursor(data, name, f.tell()), {}
   for k in keys:
-    if (st := storages.get(k)) is None: c.fail(f"storage {k!r} follows the pickle but no tensor uses it")
-    (n,) = c.unpack("q", f"element count of storage {k!r}")
-    if n != st.numel: c.fail(f"storage {k!r} holds {n} elements but the pickle declared {st.numel}", c.pos - 8)
-    raw[k] = bytes(c.take(n * st.dtype.itemsize, f"data of storage {k!r}"))
+    if (st := storages.get(k)) is None: c.fail(f"storage {bounded_repr(k)} follows the pickle but no tensor uses it")
+    (n,) = c.unpack("q", f"element count of storage {bounded_repr(k)}")
+    if n != st.numel: c.fail(f"storage {bounded_repr(k)} holds {n} elements but the pickle declared {st.numel}", c.pos - 8)
+    raw[k] = bytes(c.take(n * st.dtype.itemsize, f"data of storage {bounded_repr(k)}"))
   if missing := storages.keys() - raw.keys(): raise FormatError(f"{name}: storages {sorted(missing)} are used but not in the file")
   return _build(obj, raw, storages, name)
 
@@ -124,8 +131,8 @@ def _read_tar_storages(data:bytes, name:str, storages:dict, raw:dict, objects:di
             and isinstance(rec[2], StorageType)):
       raise FormatError(f"{name}: the storage record at byte offset {at} is not a new (key, location, torch.*Storage)")
     c = Cursor(data, name, f.tell())
-    (numel,) = c.unpack("q", f"element count of storage {key!r}")
-    raw[key] = bytes(c.take(numel * rec[2].dtype.itemsize, f"data of storage {key!r}"))  # a negative count fails here too
+    (numel,) = c.unpack("q", f"element count of storage {bounded_repr(key)}")
+    raw[key] = bytes(c.take(numel * rec[2].dtype.itemsize, f"data of storage {bounded_repr(key)}"))  # a negative count fails here too
     objects[key] = storages[key] = Storage(key, rec[2].dtype, numel)
     f.seek(c.pos)
   if type(views := unpickle(f, name, {})) is not list: raise FormatError(f"{name}: the storage views are a {type(views).__name__}, not a list")
@@ -146,11 +153,11 @@ def _read_tar_tensors(data:bytes, name:str, objects:dict):
             and isinstance(storage := objects.get(tar_key(rec[1])), Storage)):
       raise FormatError(f"{name}: the tensor record at byte offset {at} is not a new (key, storage key, tensor type) of a declared storage")
     c = Cursor(data, name, f.tell())
-    ndim, _ = c.unpack("ii", f"rank of tensor {key!r}")
-    if not 0 <= ndim <= MAX_RANK: c.fail(f"tensor {key!r} has rank {ndim}; at most {MAX_RANK}", c.pos - 8)
-    size, stride = c.unpack(f"{ndim}q", f"size of tensor {key!r}"), c.unpack(f"{ndim}q", f"stride of tensor {key!r}")
-    (offset,) = c.unpack("q", f"storage offset of tensor {key!r}")
-    try: objects[key] = tensor_ref(storage, offset, size, stride, f"tensor {key!r}")
+    ndim, _ = c.unpack("ii", f"rank of tensor {bounded_repr(key)}")
+    if not 0 <= ndim <= MAX_RANK: c.fail(f"tensor {bounded_repr(key)} has rank {ndim}; at most {MAX_RANK}", c.pos - 8)
+    size, stride = c.unpack(f"{ndim}q", f"size of tensor {bounded_repr(key)}"), c.unpack(f"{ndim}q", f"stride of tensor {bounded_repr(key)}")
+    (offset,) = c.unpack("q", f"storage offset of tensor {bounded_repr(key)}")
+    try: objects[key] = tensor_ref(storage, offset, size, stride, f"tensor {bounded_repr(key)}")
     except FormatError as e: raise FormatError(f"{name}: {e}") from None
     f.seek(c.pos)
 

@@ -3,7 +3,7 @@ stand-in that records what to build, or to a function that checks its arguments 
 torch.Size); any other global is a FormatError naming it. The globals are those torch.load(weights_only=True) allows, less the ones
 for tensor subclasses and quantized tensors."""
 from __future__ import annotations
-import collections, io, pickle, pickletools
+import collections, dataclasses, io, pickle, pickletools
 from dataclasses import dataclass
 from typing import Callable
 from tinygrad.dtype import DType, dtypes
@@ -12,6 +12,8 @@ from tinygrad.nn.binary import FormatError, shape_problem
 STORAGE_DTYPES: dict[str, DType] = {"DoubleStorage": dtypes.float64, "FloatStorage": dtypes.float32, "HalfStorage": dtypes.float16,
   "BFloat16Storage": dtypes.bfloat16, "LongStorage": dtypes.int64, "IntStorage": dtypes.int32, "ShortStorage": dtypes.int16,
   "CharStorage": dtypes.int8, "ByteStorage": dtypes.uint8, "BoolStorage": dtypes.bool}
+# torch's storages of complex tensors, by the dtype they hold: a checkpoint may well need one, but tinygrad has no complex dtype
+COMPLEX_STORAGES = {"ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128"}
 # torch's dtypes by the name pickle gives them (the global torch.float32), with the tinygrad dtype where there is one
 TORCH_DTYPES: dict[str, DType|None] = {"float64": dtypes.float64, "float32": dtypes.float32, "float16": dtypes.float16,
   "bfloat16": dtypes.bfloat16, "int64": dtypes.int64, "int32": dtypes.int32, "int16": dtypes.int16, "int8": dtypes.int8, "uint8": dtypes.uint8,
@@ -68,10 +70,56 @@ class Global:
   fn: Callable
   def __call__(self, *args): return self.fn(*args)
 
+_STAND_INS = (StorageType, TensorType, TorchDType, Storage, TensorRef, Global)
+_BRACKETS = {tuple: ("(", ")"), list: ("[", "]"), set: ("{", "}"), frozenset: ("frozenset({", "})"), dict: ("{", "}"),
+             collections.OrderedDict: ("OrderedDict({", "})")}
+REPR_LIMIT = 200
+
+def _scalar_repr(x, limit:int) -> str:
+  """the repr of what bounded_repr does not walk into; an object of another type is named by its type"""
+  # str() of a huge int takes time quadratic in its digits, and fails past 4300 of them
+  if type(x) is int: return repr(x) if x.bit_length() <= 64 else f"<{x.bit_length()}-bit int>"
+  if type(x) in (str, bytes, bytearray): return repr(x[:limit])
+  if x is None or type(x) in (bool, float, complex) or isinstance(x, DType): return repr(x)
+  return f"<{type(x).__name__}>"
+
+def bounded_repr(obj, limit:int=REPR_LIMIT) -> str:
+  """obj's repr for an error message, built only as far as `limit` characters: a pickle's objects are untrusted, and the full repr
+  of a chain of shared tuples (each holding the one below twice) takes time exponential in the chain's length"""
+  parts: list[str] = []
+  size = 0
+  def put(text:str):
+    nonlocal size
+    parts.append(text)
+    size += len(text)
+  def put_items(items, pairs:bool):
+    for i, item in enumerate(items):
+      if size > limit: return
+      if i: put(", ")
+      if pairs:
+        walk(item[0])
+        put(": ")
+      walk(item[1] if pairs else item)
+  def walk(x):
+    if size > limit: return  # each level puts at least one character first, so this also bounds the recursion
+    if type(x) in _BRACKETS:
+      opening, closing = _BRACKETS[type(x)]
+      put(opening)
+      put_items(x.items() if isinstance(x, dict) else x, isinstance(x, dict))
+      put(("," if type(x) is tuple and len(x) == 1 else "") + closing)
+    elif type(x) in _STAND_INS:
+      put(type(x).__name__ + "(")
+      put_items((getattr(x, f.name) for f in dataclasses.fields(x)), False)
+      put(")")
+    else: put(_scalar_repr(x, limit))
+  walk(obj)
+  text = "".join(parts)
+  return text if len(text) <= limit else text[:limit] + "..."
+
 def check_view(storage:Storage, offset:int, size:tuple, stride:tuple):
   """every element the view reads lies inside its storage"""
   if 0 not in size and (last := offset + sum((s - 1) * st for s, st in zip(size, stride))) >= storage.numel:
-    raise FormatError(f"tensor of size {size}, stride {stride}, offset {offset} reads element {last} of storage {storage.key!r}, "
+    raise FormatError(f"tensor of size {size}, stride {stride}, offset {offset} reads element {last} of storage {bounded_repr(storage.key)}, "
                       f"which has {storage.numel}")
 
 def tensor_ref(storage, offset, size, stride, rebuild:str="_rebuild_tensor") -> TensorRef:
@@ -80,7 +128,7 @@ def tensor_ref(storage, offset, size, stride, rebuild:str="_rebuild_tensor") -> 
   if not (type(offset) is int and type(size) is tuple and type(stride) is tuple and len(size) == len(stride)
           and all(type(x) is int and x >= 0 for x in (offset,) + size + stride)):
     raise FormatError(f"{rebuild} needs an int offset and equally long size and stride tuples of ints >= 0, "
-                      f"got {offset!r}, {size!r:.100}, {stride!r:.100}")
+                      f"got {bounded_repr(offset)}, {bounded_repr(size)}, {bounded_repr(stride)}")
   if problem := shape_problem(size): raise FormatError(f"{rebuild}: the size {problem}")
   check_view(storage, offset, size, stride)
   return TensorRef(storage, offset, size, stride)
@@ -106,7 +154,7 @@ def _rebuild_parameter(data, *_):
 def _encode(text, encoding) -> bytes:
   """_codecs.encode: how pickle protocol 2 writes bytes, as their latin-1 text"""
   if type(text) is not str or encoding not in ("latin1", "latin-1"):
-    raise FormatError(f"_codecs.encode of a {type(text).__name__} in {encoding!r:.30}: only str text in latin1 makes bytes")
+    raise FormatError(f"_codecs.encode of a {type(text).__name__} in {bounded_repr(encoding, 30)}: only str text in latin1 makes bytes")
   return text.encode("latin1")
 
 def _copy_of(kind:type, sources:tuple) -> Global:
@@ -159,6 +207,9 @@ class _Unpickler(pickle.Unpickler):
     super().__init__(f)
     self.storages, self.views, self.objects = storages, {}, objects
   def find_class(self, module:str, name:str):
+    if module == "torch" and name in COMPLEX_STORAGES:
+      raise FormatError(f"the pickle names torch.{name}, the storage of a {COMPLEX_STORAGES[name]} tensor: tinygrad does not support "
+                        "complex dtypes")
     if (hit := ALLOWED.get((module, name))) is None:
       raise FormatError(f"the pickle names the global {module}.{name}, which a tensor archive never needs; refusing to load it")
     return hit
@@ -167,20 +218,21 @@ class _Unpickler(pickle.Unpickler):
     # ('storage', storage type, key, location, numel[, legacy view metadata (view key, element offset, numel) or None])
     if not (type(pid) is tuple and len(pid) in (5, 6) and pid[0] == "storage" and isinstance(pid[1], StorageType) and type(pid[2]) is str
             and type(pid[4]) is int and pid[4] >= 0):
-      raise FormatError(f"persistent id {pid!r:.200} is not ('storage', <torch.*Storage>, key, location, numel[, view])")
+      raise FormatError(f"persistent id {bounded_repr(pid)} is not ('storage', <torch.*Storage>, key, location, numel[, view])")
     st = self.storages.setdefault(pid[2], Storage(pid[2], pid[1].dtype, pid[4]))
     if (st.dtype, st.numel) != (pid[1].dtype, pid[4]):
-      raise FormatError(f"storage {pid[2]!r} is named as {st.numel} {st.dtype} and as {pid[4]} {pid[1].dtype}")
+      raise FormatError(f"storage {bounded_repr(pid[2])} is named as {st.numel} {st.dtype} and as {pid[4]} {pid[1].dtype}")
     return st if len(pid) == 5 or pid[5] is None else self._view(st, pid[5])
   def _view(self, st:Storage, meta) -> Storage:
     """torch's legacy loader: a view is elements [offset, offset+numel) of its root storage, the same every time its key is named"""
     if not (type(meta) is tuple and len(meta) == 3 and type(meta[0]) is str and all(type(x) is int and x >= 0 for x in meta[1:])):
-      raise FormatError(f"storage {st.key!r} has view metadata {meta!r:.100}, not (view key, element offset, element count)")
+      raise FormatError(f"storage {bounded_repr(st.key)} has view metadata {bounded_repr(meta, 100)}, not (view key, element offset, element count)")
     key, offset, numel = meta
     if offset + numel > st.numel:
-      raise FormatError(f"storage view {key!r} spans elements [{offset}, {offset+numel}) of storage {st.key!r}, which has {st.numel}")
+      raise FormatError(f"storage view {bounded_repr(key)} spans elements [{offset}, {offset+numel}) of storage {bounded_repr(st.key)}, "
+                        f"which has {st.numel}")
     view = self.views.setdefault(key, Storage(st.key, st.dtype, numel, offset))
-    if view != Storage(st.key, st.dtype, numel, offset): raise FormatError(f"storage view {key!r} is named as two different views")
+    if view != Storage(st.key, st.dtype, numel, offset): raise FormatError(f"storage view {bounded_repr(key)} is named as two different views")
     return view
   def _tar_object(self, pid):
     """the tar format: a persistent id is the key of a storage or tensor its other members declared"""
@@ -193,17 +245,54 @@ GET_OPS = ("GET", "BINGET", "LONG_BINGET")
 # deeper than any checkpoint nests (a module tree is tens deep). Python hashes a nested tuple or frozenset (a dict key, a set member)
 # recursively in C with no limit: 200000 TUPLE1s in a 400 KB file are a crash, not an exception
 MAX_NESTING = 1000
+# how many objects hashing may visit over the whole pickle: a floor, plus an allowance per opcode. Hashing a tuple visits all of it,
+# each shared reference again, so a chain of tuples that each hold the one below twice costs 2**length visits; a checkpoint's keys
+# and arguments (state dicts, optimizer state, parameters) come to about one visit per opcode
+MAX_HASHED, HASHED_PER_OPCODE = 1 << 20, 16
+# ops that change the object below their operands in place and push it back: a memo entry for that object sees the change
+MUTATING_OPS = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}
+# a list appended to itself doubles its modeled size each time: capped, so that the count stays a small int
+SIZE_CAP = 1 << 62
 
 # opcode -> (whether it takes the items down to a mark, how many items it takes below them, what it pushes: True an object, False a mark)
 _STACK_EFFECT = {op.name: (pickletools.markobject in op.stack_before,
                            op.stack_before.index(pickletools.markobject) if pickletools.markobject in op.stack_before else len(op.stack_before),
                            tuple(kind is not pickletools.markobject for kind in op.stack_after)) for op in pickletools.opcodes}
 
+@dataclass(slots=True)
+class _Node:
+  """the prescan's model of one object: how deeply it nests, and how many objects it holds with every shared reference expanded"""
+  depth: int
+  size: int
+
+def _pop_to_mark(stack:list) -> list:
+  """the items above the topmost mark, in stack order; the mark is popped too"""
+  above = []
+  while (item := stack.pop()) is not None: above.append(item)
+  return above[::-1]
+
+def _hashed(name:str, above:list, below:list) -> list:
+  """what an op hashes, of the items it takes (those above a mark in stack order, then those below it, top first): dict keys, set
+  members, and what it hands a loaded global or BUILD, which may hash it (set(), frozenset(), OrderedDict(), a state dict's keys)"""
+  if name in ("SETITEMS", "DICT"): return above[::2]
+  if name in ("ADDITEMS", "FROZENSET", "OBJ", "INST"): return above
+  if name == "SETITEM": return below[1:2]
+  if name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX", "BUILD"): return below[:-1]
+  return []
+
+def _result(name:str, operands:list) -> _Node:
+  """what an op pushes, given all it takes (the object below the mark last): that object grown in place, or a new one holding it all"""
+  target, parts = (operands[-1], operands[:-1]) if name in MUTATING_OPS else (_Node(1, 1), operands)
+  for n in parts: target.depth, target.size = max(target.depth, n.depth + 1), target.size + n.size  # a mark taken as an object: None.depth
+  target.size = min(target.size, SIZE_CAP)
+  return target
+
 def _prescan(f:io.BytesIO):
   """walk the opcodes without building anything: a length that runs past the end, a memo index past the number of opcodes so far
-  (the C unpickler sizes its memo to twice the index), or objects nested past MAX_NESTING fail here before any of it is built. The
-  nesting is followed on a model of pickle's stack: each item's depth, a mark as None, what an op builds one deeper than what it takes"""
-  size, stack, memo = len(f.getbuffer()), [], {}
+  (the C unpickler sizes its memo to twice the index), objects nested past MAX_NESTING, or hashing that would visit more objects than
+  MAX_HASHED and HASHED_PER_OPCODE allow fail here before any of it is built. They are followed on a model of pickle's stack: a
+  _Node per object, the same one in the memo, and a mark as None"""
+  size, stack, memo, hashed = len(f.getbuffer()), [], {}, 0
   try:
     for count, (op, arg, pos) in enumerate(pickletools.genops(f)):
       if op.name == "FRAME" and arg > size - f.tell(): raise ValueError(f"FRAME of {arg} bytes at offset {pos} runs past the end")
@@ -211,15 +300,21 @@ def _prescan(f:io.BytesIO):
       if op.name in MEMO_OPS or op.name == "MEMOIZE": memo[arg if op.name in MEMO_OPS else len(memo)] = stack[-1]
       elif op.name in GET_OPS: stack.append(memo[arg])
       else:
-        to_mark, below, pushes = _STACK_EFFECT[op.name]
-        taken = [0]
-        if to_mark:  # the items above the mark, the mark, then those listed before it (APPENDS' list)
-          while (item := stack.pop()) is not None: taken.append(item)
-        for _ in range(below): taken.append(stack.pop())
-        depth = max(taken) + 1  # a mark taken as an object: None in max, a TypeError
-        if depth > MAX_NESTING: raise ValueError(f"{op.name} at offset {pos} nests objects more than {MAX_NESTING} deep")
-        stack.extend(depth if kind else None for kind in pushes)
-  except (IndexError, KeyError, TypeError) as e:
+        to_mark, below_count, pushes = _STACK_EFFECT[op.name]
+        if not (to_mark or below_count):  # most ops push a constant, a global, an empty container or a mark: a leaf
+          stack.extend(_Node(1, 1) if kind else None for kind in pushes)
+          continue
+        above = _pop_to_mark(stack) if to_mark else []
+        below = [stack.pop() for _ in range(below_count)]
+        if hashes := _hashed(op.name, above, below):
+          hashed += sum(n.size for n in hashes)
+          if hashed > (budget := MAX_HASHED + HASHED_PER_OPCODE * count):
+            raise ValueError(f"{op.name} at offset {pos} hashes objects that expand, through shared references, to {hashed} in all, "
+                             f"past the {budget} allowed after {count} opcodes")
+        if (node := _result(op.name, above + below)).depth > MAX_NESTING:
+          raise ValueError(f"{op.name} at offset {pos} nests objects more than {MAX_NESTING} deep")
+        stack.extend(node if kind else None for kind in pushes)
+  except (IndexError, KeyError, AttributeError) as e:
     raise FormatError(f"bad pickle: its opcodes do not fit pickle's stack ({type(e).__name__})") from None
   except ValueError as e: raise FormatError(f"bad pickle: {e}") from None
 
