@@ -4,7 +4,7 @@ import math, sys
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from tinygrad import Tensor, dtypes
+from tinygrad import Tensor, dtypes, nn
 from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.uop.gradient import compute_gradient
@@ -527,3 +527,21 @@ def test_empty_leaf_gets_zeros_after_its_output_was_realized(op):
   y.numpy()
   y.sum().backward()
   assert t.grad is not None and t.grad.shape == (3, 0) and t.grad.numpy().shape == (3, 0)
+
+def test_requires_grad_set_after_the_graph_on_a_filled_leaf():
+  """an optimizer made after the loss (it sets requires_grad): a Tensor.ones/zeros leaf (LayerNorm's weight and bias) kept its constant
+  in the loss graph but was moved to a buffer, and got no gradient. Two equal fills are still apart: each its own gradient"""
+  x = np.arange(6, dtype=np.float32).reshape(2, 3)
+  w, v = Tensor.ones(3, 2), Tensor.ones(3, 2)
+  loss = (Tensor(x) @ w).sum() + 2 * (Tensor(x) @ v).sum()
+  w.requires_grad = v.requires_grad = True
+  loss.backward()
+  np.testing.assert_allclose(w.grad.numpy(), np.repeat(x.sum(0)[:, None], 2, 1))
+  np.testing.assert_allclose(v.grad.numpy(), 2 * np.repeat(x.sum(0)[:, None], 2, 1))
+  ln = nn.LayerNorm(3)
+  out = ln(Tensor(x)).square().sum()
+  opt = nn.optim.SGD(nn.state.get_parameters(ln), lr=0.1)
+  out.backward()
+  with Tensor.train(): opt.step()
+  assert ln.weight.grad is not None and ln.bias.grad is not None
+  np.testing.assert_allclose(ln.bias.numpy(), -0.1 * ln.bias.grad.numpy(), atol=1e-6)

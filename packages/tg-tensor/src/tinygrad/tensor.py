@@ -450,8 +450,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     self._requires_grad = v
     if not v: return
     _needs_grad[id(self)] = self
-    # equal constant graphs are one node (hash-consing): two Tensor.zeros(3) would share one gradient. A constant leaf gets a buffer of its own
-    if not any(u.op is Ops.BUFFER for u in self.uop.toposort()): self.uop = _private_buffer(self.uop)
+    # equal constant graphs are one node (hash-consing): two Tensor(1.0) would share one gradient. A constant leaf gets a buffer of its own,
+    # unless its constant is its own already (Tensor.full, ones, zeros): graphs built from it before this (a loss built before the
+    # optimizer that sets requires_grad) still reach it
+    if not any(u.op is Ops.BUFFER for u in self.uop.toposort()) and not _holds_own_constant(self.uop): self.uop = _private_buffer(self.uop)
     _mark_wants_grad(self.uop)
   def requires_grad_(self, requires_grad:bool=True) -> Tensor:
     self.requires_grad = requires_grad
