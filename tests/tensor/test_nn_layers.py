@@ -3,7 +3,7 @@ running statistics and train/eval behaviour, gradients reaching every parameter.
 import itertools, math
 import numpy as np
 import pytest
-from tinygrad import Tensor, nn
+from tinygrad import Tensor, nn, dtypes
 
 R = np.random.default_rng(3)
 def rnd(*shape): return R.standard_normal(shape).astype(np.float32)
@@ -237,3 +237,16 @@ def test_view_of_running_stats_taken_before_a_forward_reads_the_update():
   np.testing.assert_allclose(head.numpy(), want[:2], rtol=1e-6)
   np.testing.assert_allclose(bn.running_mean.numpy(), want, rtol=1e-6)
   np.testing.assert_equal(before.numpy(), np.zeros(3))
+
+def test_norms_of_half_past_256_are_computed_in_float32():
+  """(x - mean)**2 overflowed half past 256: every normalised value was 0. torch normalises half in float32 too"""
+  from tinygrad.helpers import Context
+  x = np.array([[300., -300., 100., -100.]], np.float16)
+  xf = x.astype(np.float32)
+  ref = ((xf - xf.mean(-1, keepdims=True)) / np.sqrt(xf.var(-1, keepdims=True) + 1e-5)).ravel()
+  out = Tensor(x).layernorm()
+  assert out.dtype is dtypes.half
+  np.testing.assert_allclose(out.numpy().ravel(), ref, rtol=2e-3)
+  np.testing.assert_allclose(nn.LayerNorm(4)(Tensor(x)).numpy().ravel(), ref, rtol=2e-3)
+  np.testing.assert_allclose(nn.GroupNorm(1, 4)(Tensor(x.reshape(1, 4, 1))).numpy().ravel(), ref, rtol=2e-3)
+  with Context(TRAINING=1): np.testing.assert_allclose(nn.BatchNorm(1)(Tensor(x.reshape(4, 1))).numpy().ravel(), ref, rtol=2e-3)

@@ -23,7 +23,9 @@ class TensorAttentionMixin:
     w = qk.softmax(-1)
     return (w.dropout(dropout_p) if dropout_p else w) @ value
   def layernorm(self, axis=-1, eps:float=1e-5):
-    """(x - mean) / sqrt(var + eps) over axis (no affine parameters: nn.LayerNorm has them)"""
+    """(x - mean) / sqrt(var + eps) over axis (no affine parameters: nn.LayerNorm has them). A half or bfloat16 x is normalised in
+    float32, as torch does, and returned in its dtype: (x - mean)**2 overflows half past 256"""
+    if self.dtype in (dtypes.half, dtypes.bfloat16): return self.float().layernorm(axis, eps).cast(self.dtype)
     y = self - self.mean(axis, keepdim=True)
     return y * ((y * y).mean(axis, keepdim=True) + eps).rsqrt()
   def batchnorm(self, weight, bias, mean, invstd, axis=1):

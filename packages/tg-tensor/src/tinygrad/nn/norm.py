@@ -29,6 +29,7 @@ class BatchNorm:
     """(mean, biased variance) per channel: the running ones in eval mode, the batch's otherwise"""
     if self.track_running_stats and not is_training(): return self.running_mean, self.running_var
     axes = tuple(i for i in range(x.ndim) if i != 1)
+    if x.dtype in (dtypes.half, dtypes.bfloat16): x = x.float()  # as torch: y*y overflows half past 256
     mean = x.mean(axes)
     y = x - mean.detach().reshape((1, -1) + (1,)*(x.ndim-2))  # the mean's gradient through the variance is zero: skip it
     return mean, (y*y).mean(axes)
