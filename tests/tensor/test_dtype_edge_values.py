@@ -58,3 +58,17 @@ def test_pow_special_cases_follow_ieee():
   got = (Tensor(a) ** Tensor(b)).numpy()
   np.testing.assert_allclose(got, want, rtol=1e-6)
   np.testing.assert_equal(np.signbit(got[got == 0]), np.signbit(want[want == 0]))  # (-0.) ** 3 is -0.
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:C"])
+def test_uint64_to_float32_rounds_once_and_keeps_wrapped_negatives(device):
+  """LLVM vectorized `uitofp (sext i8/i16 to i64) to float` on AVX2 into lanes giving 2**32 for -1 (4+ elements); the whole uint64
+  range, the halfway cases past 2**63 included, rounds as numpy's one conversion does"""
+  rng = np.random.default_rng(0)
+  for n in (4, 8, 16, 33):
+    v = rng.integers(-1000, 1000, n)
+    for dt, ndt in ((dtypes.int8, np.int8), (dtypes.int16, np.int16), (dtypes.int32, np.int32)):
+      got = Tensor(v.astype(ndt), dtype=dt, device=device).cast(dtypes.uint64).cast(dtypes.float32).numpy()
+      np.testing.assert_array_equal(got, v.astype(ndt).astype(np.uint64).astype(np.float32))
+  edges = [2**63, 2**63 - 1, 2**64 - 1, 2**63 + 2**39, 2**63 + 2**39 + 1, 2**63 + 3 * 2**39, 2**63 + 2**40 - 1, 0, 1, 2**24 + 1, 2**53 + 1]
+  u = np.concatenate([rng.integers(0, 2**64 - 1, 3000, dtype=np.uint64, endpoint=True), np.array(edges, np.uint64)])
+  np.testing.assert_array_equal(Tensor(u, device=device).cast(dtypes.float32).numpy(), u.astype(np.float32))

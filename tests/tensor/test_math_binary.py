@@ -240,3 +240,21 @@ def test_int_pow_keeps_the_dtype(dt):
   got = Tensor(a, dtype=dt) ** Tensor(e, dtype=dt)
   assert got.dtype is dt and got.tolist() == want.tolist()
   assert (2 ** Tensor([1, 2, 3], dtype=dt)).dtype is dt and (2 ** Tensor([1, 2, 6], dtype=dt)).tolist() == [2, 4, 64]
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:C", "PYTHON"])
+def test_matmul_dtype_is_the_products_and_the_sums(device):
+  """numpy's matmul(dtype=) and tinygrad's: int8 100*2 wrapped to -56 before an int32 sum, half 300*300 overflowed before a float32 one"""
+  a8, b8 = np.array([[100, 100]], np.int8), np.array([[2], [2]], np.int8)
+  got = Tensor(a8, device=device).matmul(Tensor(b8, device=device), dtype=dtypes.int32)
+  assert got.dtype is dtypes.int32 and got.tolist() == np.matmul(a8, b8, dtype=np.int32).tolist() == [[400]]
+  u8 = np.array([[200, 200]], np.uint8)
+  assert Tensor(u8, device=device).dot(Tensor(u8.T.copy(), device=device), dtype=dtypes.uint32).tolist() == [[80000]]
+  h = np.array([[300, 300]], np.float16)
+  np.testing.assert_allclose(Tensor(h, device=device).matmul(Tensor(h.T.copy(), device=device), dtype=dtypes.float32).numpy(), [[180000.0]])
+
+@pytest.mark.parametrize("device", ["CPU", "CPU:C", "PYTHON"])
+def test_bool_division_by_false_is_false_everywhere(device):
+  """as an int's x // 0 and x % 0 (0): the bool divisor had no zero guard, C and LLVM divided by zero (undefined), PYTHON differed"""
+  a, b = Tensor([True, False], device=device), Tensor([False, False], device=device)
+  assert (a // b).tolist() == [False, False] and (a % b).tolist() == [False, False]
+  assert (a // Tensor([True, True], device=device)).tolist() == [True, False]

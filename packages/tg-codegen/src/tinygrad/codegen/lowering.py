@@ -91,7 +91,7 @@ def _floormod(a:UOp, b:UOp) -> UOp:
 def _safe_divisor(d:UOp, a:UOp, b:UOp) -> UOp|None:
   """x86 traps on x/0 and on INT_MIN/-1, and a kernel's padding divides what its gated loads read (0) before a WHERE throws the
   quotient away: such a divisor is 1 instead (INT_MIN/1 is the wrapped INT_MIN/-1, and x%1 == 0 == INT_MIN%-1). x/0 is 0, as in numpy."""
-  if not dtypes.is_int(b.dtype) or b.tag == "safe divisor": return None
+  if not (dtypes.is_int(b.dtype) or b.dtype is dtypes.bool) or b.tag == "safe divisor": return None
   zero = b.vmin <= 0 <= b.vmax
   wrap = not dtypes.is_unsigned(b.dtype) and b.vmin <= -1 <= b.vmax and a.vmin <= dtypes.min(a.dtype)
   if not (zero or wrap): return None

@@ -298,6 +298,13 @@ base_rewrite = PatternMatcher([
   (UPat(GroupOp.ALU, name="x"), _alu),
 ])
 
+def _u64_to_float(d:str, x:str) -> list[str]:
+  """uint64 -> float32 from the signed conversion: past 2**63, half the value with its lost bit kept as a sticky bit (one correct
+  rounding), doubled. LLVM 22 vectorizes `uitofp (sext i8/i16 to i64) to float` on AVX2 into lanes that give 2**32 for negative values"""
+  return [f"{d}.neg = icmp slt i64 {x}, 0", f"{d}.half = lshr i64 {x}, 1", f"{d}.bit = and i64 {x}, 1", f"{d}.odd = or i64 {d}.half, {d}.bit",
+          f"{d}.src = select i1 {d}.neg, i64 {d}.odd, i64 {x}", f"{d}.f = sitofp i64 {d}.src to float", f"{d}.f2 = fadd float {d}.f, {d}.f",
+          f"{d} = select i1 {d}.neg, float {d}.f2, float {d}.f"]
+
 class LLVMRenderer(Renderer):
   device = "CPU"
   has_threads = True
@@ -349,6 +356,7 @@ class LLVMRenderer(Renderer):
         lines.append(f"{d}.o = call float @__tg_d2fo(double {x})"); x = f"{d}.o"
       return lines + self.narrow[dst].round(d, x)
     if st == dt: return x
+    if src is dtypes.uint64 and dst is dtypes.float32: return _u64_to_float(d, x)
     signed = src in dtypes.sints
     if dtypes.is_float(src) and dtypes.is_float(dst): ins = "fpext" if dt == "double" else "fptrunc"
     elif dtypes.is_float(src): ins = "fptoui" if dtypes.is_unsigned(dst) else "fptosi"

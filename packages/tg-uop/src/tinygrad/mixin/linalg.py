@@ -11,8 +11,10 @@ class LinalgMixin:
     if not sint_eq(self.shape[-1], w.shape[-min(n2, 2)]):
       raise RuntimeError(f"matmul shapes {tuple(self.shape)} and {tuple(w.shape)} don't fit: {self.shape[-1]} != {w.shape[-min(n2, 2)]}")
     out = dtype or least_upper_dtype(self.dtype, w.dtype)
+    # dtype is the accumulation's: the products too (int8 100*2 wrapped before the sum, half 300*300 overflowed), as numpy's and tinygrad's
+    x, w = (self.cast(dtype), w.cast(dtype)) if dtype is not None else (self, w)
     # (..., n, k) x (..., k, m) -> (..., n, 1, k) * (..., 1, m, k), summed over k
-    x = self.unsqueeze(-2) if n1 > 1 and n2 > 1 else self
+    x = x.unsqueeze(-2) if n1 > 1 and n2 > 1 else x
     if n2 > 1: w = w.transpose(-1, -2).unsqueeze(-3) if n1 > 1 else w.transpose(-1, -2)
     return (x * w).sum(-1, dtype=dtype).cast(out)
   def matmul(self, x, reverse=False, dtype=None): return x.dot(self, dtype) if reverse else self.dot(x, dtype)
