@@ -364,3 +364,19 @@ def test_reading_data_in_the_capture_raises(read):
   f = TinyJit(lambda a: a + float(np.sum(getattr((a * 2).sum(), read)())))
   assert f(Tensor([1.0])).item() == 3.0  # call 1 runs the function: nothing is captured yet
   with pytest.raises(JitError, match="cannot read tensor data"): f(Tensor([2.0]))
+
+def test_weights_first_realized_inside_a_call_take_later_writes():
+  """a layer's lazy weights are realized inside the first call (as part of its output's schedule): the weight then held that buffer as
+  an "equal value" of another handle's, so load_state_dict wrote into a copy and the replays kept reading the old weights"""
+  l = nn.Linear(3, 2)
+  f = TinyJit(lambda t: l(t).realize())
+  x = np.ones((1, 3), np.float32)
+  for _ in range(3): f(Tensor(x))
+  nn.state.load_state_dict(l, {"weight": Tensor.zeros(2, 3), "bias": Tensor([1.0, 2.0])}, verbose=False)
+  assert f(Tensor(x)).tolist() == [[1.0, 2.0]] and l(Tensor(x)).tolist() == [[1.0, 2.0]]
+  # equal graphs realized inside another stay apart: a write into one leaves the other
+  base = Tensor([1.0, 2.0]).realize()
+  a, b = base * 2, base * 2
+  (a + 1).realize()
+  a.assign(a + 10).realize()
+  assert a.tolist() == [12.0, 14.0] and b.tolist() == [2.0, 4.0]

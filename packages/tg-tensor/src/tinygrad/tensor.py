@@ -140,8 +140,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         # its graph now reads buffers newer than it may have been filed under: an in-place write into one looks at it (tensor_live.py)
         _live.may_be_lazy(self)
         # its whole graph was realized for another handle: an equal graph (x * 2 built twice is one node), a value of its own, no view
-        # (not a write's result: every handle of it holds the written buffer itself, an optimizer's parameter and the write it returned)
-        if (r := _realized.get(built)) is not None and r[1] is self._uop and not _is_write(built):
+        # (not a write's result: every handle of it holds the written buffer itself, an optimizer's parameter and the write it returned).
+        # A graph realized inside another's (a layer's lazy weight, made by the first forward) is the first handle's to catch up to it
+        if (r := _realized.get(built)) is not None and r[1] is self._uop and not _is_write(built) and not _claim(built, self):
           _equal_values.setdefault(self._uop.base, []).append(weakref.ref(self))
     return self._uop
   @uop.setter
@@ -714,6 +715,7 @@ def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
     t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
     # equal graphs realized together (Tensor.realize(x * 2, x * 2): one node) got one buffer: the later handles hold equal values
     if o is not n and first_holder.setdefault(o, t) is not t and not _is_write(o): _equal_values.setdefault(n.base, []).append(weakref.ref(t))
+  for o, t in first_holder.items(): _claim(o, t)
 
 _WRITES, _WRITE_OPS = "_holds_write", frozenset({Ops.AFTER})  # AFTER: a buffer's value after a store or a custom kernel
 def _old_value_readers(todo:list[Tensor], skip:tuple[Tensor, ...]) -> list[Tensor]:
@@ -866,6 +868,14 @@ def _refuse_cut_paths(nodes) -> None:
 # buffer node -> the handles that caught up to it because another handle's equal graph was realized into it (hash-consing makes two
 # equal graphs one node): values equal to the buffer's when realized, not views of it. Weak both ways: dies with the buffer node
 _equal_values: weakref.WeakKeyDictionary[UOp, list] = weakref.WeakKeyDictionary()
+# realized graph -> the handle that holds it as its own value (the one realized, or the first to catch up to it), weakly: a graph that
+# outlives its handle is claimed again by the next one
+_claimed: weakref.WeakKeyDictionary[UOp, weakref.ref] = weakref.WeakKeyDictionary()
+def _claim(u:UOp, t:Tensor) -> bool:
+  """whether t holds the realized graph u as its own value: it is the first live handle to"""
+  if (r := _claimed.get(u)) is not None and (h := r()) is not None: return h is t
+  _claimed[u] = weakref.ref(t)
+  return True
 
 def _copy_equal_values(bufs:set[UOp], mine:set[int]) -> list[Tensor]:
   """before a write into bufs: the handles (but those whose ids are in mine: the writer's) that share one of them only as an equal value
