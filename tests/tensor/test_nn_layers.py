@@ -250,3 +250,13 @@ def test_norms_of_half_past_256_are_computed_in_float32():
   np.testing.assert_allclose(nn.LayerNorm(4)(Tensor(x)).numpy().ravel(), ref, rtol=2e-3)
   np.testing.assert_allclose(nn.GroupNorm(1, 4)(Tensor(x.reshape(1, 4, 1))).numpy().ravel(), ref, rtol=2e-3)
   with Context(TRAINING=1): np.testing.assert_allclose(nn.BatchNorm(1)(Tensor(x.reshape(4, 1))).numpy().ravel(), ref, rtol=2e-3)
+
+def test_batchnorm_with_half_running_statistics_trains():
+  """half parameters and running statistics (a model cast to half): the float32 batch statistics are written back as half"""
+  from tinygrad.helpers import Context
+  bn = nn.BatchNorm(4)
+  for k in ("weight", "bias", "running_mean", "running_var"): setattr(bn, k, getattr(bn, k).half().realize())
+  x = np.random.default_rng(0).standard_normal((8, 4, 3, 3)).astype(np.float16)
+  with Context(TRAINING=1): bn(Tensor(x)).realize()
+  assert bn.running_mean.dtype is dtypes.half
+  np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.astype(np.float32).mean((0, 2, 3)), atol=1e-3)

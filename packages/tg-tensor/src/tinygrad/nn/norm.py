@@ -49,8 +49,9 @@ class BatchNorm:
     mean, var = self.calc_stats(x)
     if self.track_running_stats and is_training():
       n, m = x.numel() // x.shape[1], self.momentum
-      writes = (pending_write(self.running_mean, (1-m)*self.running_mean + m*mean.detach()),
-                pending_write(self.running_var, (1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()),
+      # the batch's statistics are float32 for a half x: the running ones keep their own dtype
+      writes = (pending_write(self.running_mean, ((1-m)*self.running_mean + m*mean.detach()).cast(self.running_mean.dtype)),
+                pending_write(self.running_var, ((1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()).cast(self.running_var.dtype)),
                 pending_write(self.num_batches_tracked, self.num_batches_tracked + 1))
       # lazy, like upstream's assign: reading a statistic realizes its write, and so does the next optimizer step (inplace.defer)
       for t, w in zip(stats, writes): t.uop = w.uop
