@@ -18,6 +18,8 @@ class BatchNorm:
   def __init__(self, sz:int, eps:float=1e-5, affine:bool=True, track_running_stats:bool=True, momentum:float=0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self._written_in: int|None = None  # the TinyJit capture the last training call's pending writes were made in (None: none)
+    # the last training call's statistics handles, whether a gradient flowed through its batch statistics, and the buffers it wrote into
+    self._pending: tuple[tuple[Tensor, ...], bool, tuple[Tensor, ...]]|None = None
     self.weight = Tensor.ones(sz) if affine else None
     self.bias = Tensor.zeros(sz) if affine else None
     if track_running_stats:  # in tinygrad's order (state-dict keys, parameters): the counter first
@@ -38,8 +40,14 @@ class BatchNorm:
     if x.ndim < 2 or x.shape[1] != (sz := self.running_mean.shape[0] if self.track_running_stats else x.shape[1]):
       raise ValueError(f"BatchNorm({sz}) got input of shape {tuple(x.shape)}: axis 1 must hold the {sz} channels")
     stats = (self.running_mean, self.running_var, self.num_batches_tracked) if self.track_running_stats else ()
-    # the previous training call's update, if nothing realized it yet: a new write needs its target in a buffer
-    if any(not t._is_buffer() for t in stats):
+    # the module applied again in one forward (a siamese net) while a gradient flows through the earlier call's batch statistics: this
+    # update goes on top of that call's pending one, still lazy. Realizing it here would put buffers in place of those statistics in the
+    # loss's graph and silently cut their gradient path
+    if stack := (is_training() and self._pending is not None and self._pending[1] and self._written_in == current_capture() and
+                 all(t is p and not t._is_buffer() for t, p in zip(stats, self._pending[0]))):
+      targets = self._pending[2]
+    # else the previous training call's update, if nothing realized it yet: a new write needs its target in a buffer
+    elif any(not t._is_buffer() for t in stats):
       # inside a TinyJit capture, a write left by an earlier call would be recorded reading that call's intermediates, which the replays
       # overwrite. One this call made (the module applied twice in a step) is recorded in order, reading this call's
       if JIT_CAPTURE and self._written_in != current_capture():
@@ -48,15 +56,16 @@ class BatchNorm:
       Tensor.realize(*stats)
     mean, var = self.calc_stats(x)
     if self.track_running_stats and is_training():
+      if not stack: targets = tuple(Tensor(t.uop, requires_grad=False) for t in stats)  # the buffers, which the handles read as written
       n, m = x.numel() // x.shape[1], self.momentum
       # the batch's statistics are float32 for a half x: the running ones keep their own dtype
-      writes = (pending_write(self.running_mean, ((1-m)*self.running_mean + m*mean.detach()).cast(self.running_mean.dtype)),
-                pending_write(self.running_var, ((1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()).cast(self.running_var.dtype)),
-                pending_write(self.num_batches_tracked, self.num_batches_tracked + 1))
+      writes = (pending_write(targets[0], ((1-m)*self.running_mean + m*mean.detach()).cast(self.running_mean.dtype)),
+                pending_write(targets[1], ((1-m)*self.running_var + m*n/max(n-1, 1)*var.detach()).cast(self.running_var.dtype)),
+                pending_write(targets[2], self.num_batches_tracked + 1))
       # lazy, like upstream's assign: reading a statistic realizes its write, and so does the next optimizer step (inplace.defer)
       for t, w in zip(stats, writes): t.uop = w.uop
       defer(*stats)
-      self._written_in = current_capture()
+      self._written_in, self._pending = current_capture(), (stats, x._grad_flows(), targets)
     return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
 
 # upstream names: the channel axis is 1 whatever the rank

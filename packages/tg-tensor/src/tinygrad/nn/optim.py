@@ -2,6 +2,7 @@
 Adam/AdamW as LAMB without the trust ratio. step() writes the new parameters and optimizer state into their own buffers (parameter
 handles and their buffers stay the same); lr is a Tensor, so a schedule can assign to it."""
 from __future__ import annotations
+import numbers
 from tinygrad.tensor import Tensor, _private_buffer
 from tinygrad.tensor_nn import is_training
 from tinygrad.dtype import dtypes
@@ -10,26 +11,43 @@ from tinygrad.helpers import dedup
 from tinygrad.nn.inplace import buffer_of, defer, pending_write, take_deferred
 
 class Optimizer:
-  """holds params (those with requires_grad None become True) and lr as a float32 Tensor of shape (1,); tensors passed with
-  requires_grad=False are its buffers (a BatchNorm's running statistics among get_parameters), realized by each step, not updated.
+  """holds params (float ones with requires_grad None become True) and lr as a float32 Tensor of shape (1,); tensors passed with
+  requires_grad=False are its buffers (a BatchNorm's running statistics among get_parameters), realized by each step, not updated, and
+  so are those of other dtypes left at requires_grad None (a model's Tensor.arange among get_parameters): only floats have gradients.
   device, fused and param_dtype are tinygrad 0.14's: device may only name the parameters' device (tg keeps the state beside the
   parameters). fused=True is upstream's one update of all parameters concatenated: tg still updates each parameter in its own buffer,
   but a trust ratio (LAMB, LARS) is then one ratio of norms over all the parameters together, as upstream's over the concatenation
   (other rules are elementwise, the same either way). param_dtype is the state's dtype: float32 (upstream's OPTIM_DTYPE is not read)"""
   def __init__(self, params:list[Tensor], lr:float, device:str|None=None, fused:bool=False):
     if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
-    for t in params:
-      if t.requires_grad is None: t.requires_grad_(True)
+    for i, t in enumerate(params):
+      if t.requires_grad and not dtypes.is_float(t.dtype):
+        raise ValueError(f"optimizer parameter {i} of shape {t.shape} is {t.dtype} with requires_grad=True: only float tensors have gradients")
+      if t.requires_grad is None and dtypes.is_float(t.dtype): t.requires_grad_(True)
     self.params = dedup([t for t in params if t.requires_grad])
     self.buffers = dedup([t for t in params if not t.requires_grad])
     self.fused, self.param_dtype = fused, dtypes.float32
     if not self.params:
-      raise ValueError(f"the optimizer got no parameters that need gradients (of {len(params)} tensors, none has requires_grad): pass the model's")
+      raise ValueError(f"the optimizer got no parameters that need gradients (of {len(params)} tensors, none is a float one with requires_grad): "
+                       "pass the model's")
     Tensor.realize(*self.params)  # steps write into the parameters' buffers
     self.device = self.params[0].device
     if device is not None and Device.canonicalize(device) != self.device:
       raise ValueError(f"optimizer device={device!r}: tg keeps the optimizer's state on its parameters' device, {self.device!r}")
     self.lr = buffer_of(Tensor([lr], device=self.device, dtype=dtypes.float32, requires_grad=False))
+  @property
+  def lr(self) -> Tensor: return self._lr
+  @lr.setter
+  def lr(self, lr:Tensor|float):
+    """a number (opt.lr = 0.05, as a schedule sets upstream's) is written into lr's buffer, which the steps, and TinyJit's replays of
+    them, read; a Tensor of one element becomes lr: the steps read its memory (a float32 copy on the parameters' device if it has none)"""
+    if isinstance(lr, Tensor):
+      if lr.numel() != 1: raise ValueError(f"lr must be a number or a Tensor of one element, got a Tensor of shape {lr.shape}")
+      self._lr = lr if lr._is_buffer() and dtypes.is_float(lr.dtype) and lr.device == self.device else buffer_of(lr.float().to(self.device))
+    elif isinstance(lr, numbers.Real):
+      if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
+      self._lr.assign(Tensor([lr], device=self._lr.device, dtype=self._lr.dtype).reshape(self._lr.shape))
+    else: raise TypeError(f"lr must be a number or a Tensor of one element, got {type(lr).__name__}")
   def _scalar_lr(self) -> Tensor:
     """lr as a 0-d view of its buffer: times a 0-d parameter's gradient, shape (1,) would broadcast the update to (1,)"""
     return self.lr.reshape(())
@@ -193,6 +211,12 @@ class OptimizerGroup(Optimizer):
     self.buffers = dedup([t for o in self.optimizers for t in o.buffers])
     self.device = self.params[0].device
   def __getitem__(self, i:int) -> Optimizer: return self.optimizers[i]
+  @property
+  def lr(self) -> Tensor: raise AttributeError("an OptimizerGroup has no lr of its own: read each optimizer's (group[i].lr)")
+  @lr.setter
+  def lr(self, lr:Tensor|float):
+    """the same lr for every optimizer of the group"""
+    for o in self.optimizers: o.lr = lr
   def zero_grad(self):
     for o in self.optimizers: o.zero_grad()
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:

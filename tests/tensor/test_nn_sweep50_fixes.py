@@ -1,0 +1,169 @@
+"""nn fixes (sweep 50): a BatchNorm applied twice in one training forward, a number assigned to an optimizer's lr, and int tensors
+among the tensors an optimizer is given. References: torch's BatchNorm and optimizers, numpy."""
+import numpy as np
+import pytest
+import torch
+from tinygrad import Tensor, TinyJit, nn, dtypes
+
+R = np.random.default_rng(50)
+# gradients through batch statistics reach ~1e3 with cancellations: float32 error is relative to the largest entry, not each one
+def close(a, b, tol=1e-4): np.testing.assert_allclose(a, b, rtol=tol, atol=tol * max(1.0, float(np.abs(b).max())))
+
+# *** BatchNorm used more than once in a step ***
+
+def _bn_models(w:np.ndarray):
+  conv, bn = nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4, momentum=0.2)
+  conv.weight = Tensor(w.copy())
+  tconv, tbn = torch.nn.Conv2d(3, 4, 3, bias=False), torch.nn.BatchNorm2d(4, momentum=0.2)
+  with torch.no_grad(): tconv.weight.copy_(torch.tensor(w))
+  return (conv, bn), (tconv, tbn)
+
+def _f(t): return (t.relu() * t).sum()  # a loss whose gradient reaches the conv through the batch statistics
+
+@pytest.mark.parametrize("uses", [1, 2, 3])
+def test_batchnorm_applied_several_times_in_a_forward_matches_torch(uses):
+  """a siamese net (one BatchNorm2d on two or three inputs, one loss): the second call realized the first call's pending running-stat
+  writes, which put buffers in place of its batch mean and variance in the loss's graph: the conv's gradient silently lost their path"""
+  w, xs = R.standard_normal((4, 3, 3, 3)).astype(np.float32), [R.standard_normal((5, 3, 6, 6)).astype(np.float32) for _ in range(uses)]
+  (conv, bn), (tconv, tbn) = _bn_models(w)
+  opt = nn.optim.SGD([conv.weight, bn.weight, bn.bias], lr=0.1)
+  topt = torch.optim.SGD([tconv.weight, tbn.weight, tbn.bias], lr=0.1)
+  with Tensor.train():
+    for step in range(2):
+      opt.zero_grad(); topt.zero_grad()
+      loss = sum(_f(bn(conv(Tensor(x + step)))) for x in xs)
+      loss.backward()
+      (tl := sum(_f(tbn(tconv(torch.tensor(x + step)))) for x in xs)).backward()
+      close(loss.item(), tl.item(), 1e-3)
+      for t, tt in ((conv.weight, tconv.weight), (bn.weight, tbn.weight), (bn.bias, tbn.bias)): close(t.grad.numpy(), tt.grad.numpy(), 1e-3)
+      opt.step(); topt.step()
+  close(conv.weight.numpy(), tconv.weight.detach().numpy(), 1e-3)
+  close(bn.running_mean.numpy(), tbn.running_mean.numpy())
+  close(bn.running_var.numpy(), tbn.running_var.numpy())  # both unbiased
+  assert bn.num_batches_tracked.item() == tbn.num_batches_tracked.item() == 2 * uses
+
+def test_batchnorm_applied_twice_in_a_jitted_step_with_a_gradient_through_it():
+  """the same, the step (forward, backward, optimizer step) under TinyJit: the second call's update stacks on the first's inside the
+  capture, and each replay updates the weights and running statistics as torch does"""
+  w, pairs = R.standard_normal((4, 3, 3, 3)).astype(np.float32), [R.standard_normal((2, 5, 3, 6, 6)).astype(np.float32) for _ in range(4)]
+  (conv, bn), (tconv, tbn) = _bn_models(w)
+  opt = nn.optim.SGD([conv.weight, bn.weight, bn.bias], lr=0.05)
+  topt = torch.optim.SGD([tconv.weight, tbn.weight, tbn.bias], lr=0.05)
+  @TinyJit
+  def step(a, b):
+    with Tensor.train():
+      opt.zero_grad()
+      (_f(bn(conv(a))) + _f(bn(conv(b)))).backward()
+      opt.step()
+  for a, b in pairs:
+    step(Tensor(a), Tensor(b))
+    topt.zero_grad()
+    (_f(tbn(tconv(torch.tensor(a)))) + _f(tbn(tconv(torch.tensor(b))))).backward()
+    topt.step()
+  close(conv.weight.numpy(), tconv.weight.detach().numpy(), 1e-3)
+  close(bn.weight.numpy(), tbn.weight.detach().numpy(), 1e-3)
+  close(bn.running_mean.numpy(), tbn.running_mean.numpy())
+  close(bn.running_var.numpy(), tbn.running_var.numpy())
+  assert bn.num_batches_tracked.item() == 8
+
+def test_batchnorm1d_single_use_matches_torch():
+  w, x = R.standard_normal((6, 4)).astype(np.float32), R.standard_normal((8, 4)).astype(np.float32)
+  lin, bn = nn.Linear(4, 6, bias=False), nn.BatchNorm1d(6)
+  lin.weight = Tensor(w.copy())
+  tlin, tbn = torch.nn.Linear(4, 6, bias=False), torch.nn.BatchNorm1d(6)
+  with torch.no_grad(): tlin.weight.copy_(torch.tensor(w))
+  opt = nn.optim.SGD([lin.weight, bn.weight, bn.bias], lr=0.1)
+  with Tensor.train():
+    _f(bn(lin(Tensor(x)))).backward()
+    _f(tbn(tlin(torch.tensor(x)))).backward()
+    for t, tt in ((lin.weight, tlin.weight), (bn.weight, tbn.weight), (bn.bias, tbn.bias)): close(t.grad.numpy(), tt.grad.numpy(), 1e-3)
+    opt.step()
+  close(bn.running_mean.numpy(), tbn.running_mean.numpy())
+  close(bn.running_var.numpy(), tbn.running_var.numpy())
+
+# *** a number (or a Tensor) assigned to lr ***
+
+LRS = [0.05, 1, np.float32(0.25), Tensor([0.5]), Tensor(0.125)]
+
+@pytest.mark.parametrize("make,tmake", [
+  (lambda p: nn.optim.SGD(p, lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
+  (lambda p: nn.optim.SGD(p, lr=0.1, momentum=0.9), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+  (lambda p: nn.optim.Adam(p, lr=0.1), lambda p: torch.optim.Adam(p, lr=0.1)),
+], ids=["sgd", "sgd_momentum", "adam"])
+def test_lr_assigned_a_number_or_tensor_takes_effect(make, tmake):
+  """opt.lr = 0.05 (an lr schedule written for upstream, whose lr takes a float) crashed in the next step: _scalar_lr reshaped the float"""
+  w0, c = R.standard_normal(5).astype(np.float32), R.standard_normal(5).astype(np.float32)
+  w, tw = Tensor(w0.copy()), torch.tensor(w0.copy(), requires_grad=True)
+  opt, topt = make([w]), tmake([tw])
+  with Tensor.train():
+    for lr in LRS:
+      opt.lr = lr
+      for g in topt.param_groups: g["lr"] = float(lr.item()) if isinstance(lr, Tensor) else float(lr)
+      opt.zero_grad(); topt.zero_grad()
+      (w * w * Tensor(c)).sum().backward(); (tw * tw * torch.tensor(c)).sum().backward()
+      opt.step(); topt.step()
+      close(w.numpy(), tw.detach().numpy())
+
+def test_lr_numbers_reach_the_steps_of_a_jitted_step():
+  """a number is written into lr's buffer, which the replays read: a schedule changing it each step is followed (numpy's SGD)"""
+  w0 = np.array([1.0, -2.0, 3.0], np.float32)
+  w = Tensor(w0.copy())
+  opt, want = nn.optim.SGD([w], lr=0.1), w0.astype(np.float64)
+  @TinyJit
+  def step():
+    with Tensor.train():
+      opt.zero_grad()
+      (w * w).sum().backward()
+      opt.step()
+  for lr in [0.1, 0.05, 0.2, 0.01, 0.3]:
+    opt.lr = lr
+    step()
+    want = want - lr * 2 * want
+  close(w.numpy(), want, 1e-5)
+
+def test_lr_assignment_refuses_what_is_no_learning_rate():
+  opt = nn.optim.SGD([Tensor([1.0])], lr=0.1)
+  with pytest.raises(ValueError, match="learning rate must be >= 0, got -1"): opt.lr = -1.0
+  with pytest.raises(TypeError, match="lr must be a number or a Tensor of one element, got str"): opt.lr = "0.1"
+  with pytest.raises(ValueError, match=r"got a Tensor of shape \(2,\)"): opt.lr = Tensor([0.1, 0.2])
+  assert opt.lr.tolist() == [pytest.approx(0.1)]
+
+def test_lr_assigned_to_an_optimizer_group_sets_each():
+  a, b = Tensor([1.0, 2.0]), Tensor([3.0])
+  group = nn.optim.OptimizerGroup(nn.optim.SGD([a], lr=0.1), nn.optim.SGD([b], lr=0.2))
+  group.lr = 0.5
+  with Tensor.train():
+    (a.sum() + b.sum()).backward()
+    group.step()
+  close(a.numpy(), [0.5, 1.5]); close(b.numpy(), [2.5])
+  with pytest.raises(AttributeError, match=r"group\[i\].lr"): group.lr
+
+# *** int tensors among the optimizer's tensors ***
+
+class _WithIndex:
+  def __init__(self):
+    self.l = nn.Linear(3, 2)
+    self.idx = Tensor.arange(2)  # a model's int buffer: get_parameters returns it
+  def __call__(self, x:Tensor) -> Tensor: return self.l(x) + self.idx.float()
+
+def test_optimizer_leaves_int_tensors_of_a_model_as_buffers():
+  """an int tensor among get_parameters was marked requires_grad: backward then failed with "only float tensors have gradients" naming
+  no tensor. Upstream 0.14 takes it as a parameter too and fails in the step (an assert on its missing .grad); torch's int tensors have
+  no gradient and its optimizers skip them: tg keeps them as buffers (realized by each step, not updated)"""
+  m, x = _WithIndex(), R.standard_normal((4, 3)).astype(np.float32)
+  w0, b0 = m.l.weight.numpy(), m.l.bias.numpy()
+  opt = nn.optim.SGD(nn.state.get_parameters(m), lr=0.1)
+  assert [t.shape for t in opt.params] == [(2, 3), (2,)] and opt.buffers == [m.idx] and not m.idx.requires_grad
+  with Tensor.train():
+    opt.zero_grad()
+    m(Tensor(x)).square().sum().backward()
+    opt.step()
+  y = x @ w0.T + b0 + np.arange(2)  # d/dy of sum(y^2) is 2y
+  close(m.l.weight.numpy(), w0 - 0.1 * (2 * y).T @ x)
+  close(m.l.bias.numpy(), b0 - 0.1 * (2 * y).sum(0))
+  assert m.idx.tolist() == [0, 1] and m.idx.dtype is dtypes.int32
+
+def test_optimizer_refuses_an_int_tensor_that_asks_for_a_gradient():
+  with pytest.raises(ValueError, match=r"parameter 1 of shape \(3,\) is dtypes.int with requires_grad=True: only float tensors have gradients"):
+    nn.optim.Adam([Tensor([1.0]), Tensor([1, 2, 3], requires_grad=True)])
+  with pytest.raises(ValueError, match="none is a float one with requires_grad"): nn.optim.SGD([Tensor.arange(3)])
