@@ -38,12 +38,12 @@ def fake_module(tmp_path, monkeypatch):
 
 # *** plugin API versions ***
 
-@pytest.mark.parametrize("api, fix", [((2, 0), "pip install -U tg-codegen"), ((1, 2), "pip install -U tg-codegen"),
+@pytest.mark.parametrize("api, fix", [((2, 0), "pip install -U tg-codegen"), ((1, 3), "pip install -U tg-codegen"),
                                       ((0, 9), "pip install -U tg-other")])
 def test_version_refused(plugins, api, fix):
   assert plugins.register(make_plugin(api, [dev("OTHER")]), name="other", distribution="tg-other") is None
   (f,) = plugins.registry().failures
-  assert f.name == "other" and f"{api[0]}.{api[1]}" in str(f.error) and "1.1" in str(f.error) and fix in str(f.error)
+  assert f.name == "other" and f"{api[0]}.{api[1]}" in str(f.error) and "1.2" in str(f.error) and fix in str(f.error)
   assert "OTHER" not in plugins.registry().devices and not plugins.registry().pm.get_plugins()
 
 def test_older_minor_accepted(plugins, monkeypatch):
@@ -326,7 +326,7 @@ def test_canonicalize(plugins):
 
 def test_host_plugin(plugins):
   plugins.register("tinygrad.runtime.hooks_host", distribution="tg-renderers")
-  assert [d.name for d in Device.installed()] == ["CPU", "PYTHON", "NULL"]
+  assert [d.name for d in Device.installed()] == ["CPU", "PYTHON", "DISK", "NULL"]
   assert Device.DEFAULT == "CPU" and Device.renderer("CPU").name == "LLVM"
 
 @pytest.mark.parametrize("mod, name, attr", [("tinygrad.runtime.hooks_amd", "AMD", "KFD"), ("tinygrad.runtime.hooks_nv", "NV", "VERSION")])

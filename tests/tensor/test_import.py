@@ -58,7 +58,7 @@ def test_doctor_help_version_and_bad_arguments():
   r = doctor("--help")
   assert r.returncode == 0 and "usage: python -m tinygrad" in r.stdout and "--json" in r.stdout and "devices (" not in r.stdout
   r = doctor("--version")
-  assert r.returncode == 0 and r.stdout.splitlines()[0] == "plugin API 1.1" and "tg-codegen 0.1.0" in r.stdout.splitlines()
+  assert r.returncode == 0 and r.stdout.splitlines()[0] == "plugin API 1.2" and "tg-codegen 0.1.0" in r.stdout.splitlines()
   r = doctor("bogus")
   assert r.returncode == 2 and "unrecognized arguments: bogus" in r.stderr and r.stdout == ""
 

@@ -10,12 +10,16 @@ from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, LRUAlloca
 
 @dataclass(frozen=True)
 class DeviceName:
-  """A parsed device string NAME[:INDEX][:RENDERER[:ARCH]]; str() is the canonical form ("cpu:0:c" -> "CPU:C")."""
+  """A parsed device string NAME[:INDEX][:RENDERER[:ARCH]], or NAME:PATH for a device of files (DISK:/tmp/x.bin); str() is the canonical
+  form ("cpu:0:c" -> "CPU:C", "disk:w.bin" -> "DISK:w.bin")."""
   base: str
   index: int = 0
   renderer: str|None = None
   arch: str|None = None
-  def __str__(self): return ":".join([self.base] + [str(self.index)]*(self.index != 0) + [x for x in (self.renderer, self.arch) if x])
+  path: str|None = None
+  def __str__(self):
+    if self.path is not None: return f"{self.base}:{self.path}"
+    return ":".join([self.base] + [str(self.index)]*(self.index != 0) + [x for x in (self.renderer, self.arch) if x])
 
 def _load(module:str, name:str, what:str) -> Any:
   try: return getattr(importlib.import_module(module), name)
@@ -34,6 +38,10 @@ class _Device:
     reg = self._registry()
     if (ret := self._parsed.get(spec)) is not None: return ret
     parts = spec.split(":")
+    if (base := parts[0].upper()) in reg.devices and reg.devices[base].path:
+      if len(parts) < 2 or not (path := spec.split(":", 1)[1]): raise DeviceError(f"{spec!r}: device {base} needs a file path, e.g. {base}:/tmp/data.bin")
+      self._parsed[spec] = ret = DeviceName(base, path=path)
+      return ret
     index = int(parts.pop(1)) if len(parts) > 1 and parts[1].isdigit() else 0
     if not parts[0] or len(parts) > 3 or "" in parts:
       raise DeviceError(f"{spec!r} is not a device string: write NAME[:INDEX][:RENDERER[:ARCH]], e.g. CPU, CPU:1, CPU:C or NV:PTX:sm_89")

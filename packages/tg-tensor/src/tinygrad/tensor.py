@@ -110,9 +110,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         shape, flat = _nested([] if data is None else data)
         dt = dtype or dtypes.strong(dtypes.from_py(flat))
         uop = _buffer_from(dev, dt, shape, flat)
+    elif isinstance(data, os.PathLike) and (size := pathlib.Path(data).stat().st_size):
+      # a file's bytes on its DISK device, read when something copies them (mapped, not loaded); moved to `device` when one is given
+      dt = dtype or dtypes.uint8
+      if size % dt.itemsize: raise ValueError(f"{data}: {size} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
+      uop = UOp.new_buffer(f"DISK:{pathlib.Path(data).resolve()}", size // dt.itemsize, dt)
+      if device is not None: uop = uop.copy_to_device(Device.canonicalize(device))
     elif isinstance(data, (bytes, bytearray, os.PathLike)):
-      # a file's bytes (tinygrad maps a path lazily on its DISK device; here the file is read now, once)
-      if isinstance(data, os.PathLike): data = pathlib.Path(data).read_bytes()
+      if isinstance(data, os.PathLike): data = b""  # an empty file: no bytes to map
       dt = dtype or dtypes.uint8
       if len(data) % dt.itemsize: raise ValueError(f"{len(data)} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
       uop = _buffer_from(Device.canonicalize(device), dt, (len(data)//dt.itemsize,), bytes(data))
@@ -170,7 +175,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def cast(self, dtype:DType|str) -> Tensor:
     return self if (dt := dtype if type(dtype) is DType else to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
-    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize: return bitcast_resized(self, dt)
+    if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
+      # on a device that runs no kernels (DISK) the bytes are read again as dt, a view (its last axis rescaled); elsewhere computed
+      if isinstance(self.device, str) and Device[self.device].renderer is None: return _handle(self.uop.bitcast(dt))
+      return bitcast_resized(self, dt)
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's
   def cat(self, *args, dim:int=0) -> Tensor:
@@ -541,7 +549,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if u.op is Ops.MULTI: return is_multi_buffer(u)
     while u.op is Ops.RESHAPE: u = u.src[0]
     if is_symbolic_prefix(u): return True  # a symbolic size lives in a buffer sized for its Variables' maximum: a prefix of it
-    return u.op is Ops.BUFFER and u.arg.shape == (self.numel(),)
+    # a size of Variables whose bounds pin it (Variable("toks", 1, 1) * 8) is that number, as the scheduler sized the buffer
+    return u.op is Ops.BUFFER and u.arg.shape == ((n if isinstance(n := self.numel(), int) else ssimplify(n)),)
   def realize(self, *lst:Tensor, do_update_stats:bool=True) -> Tensor:
     """run everything self (and lst) need, together; each tensor then points at its buffer (one without elements has none).
     do_update_stats is tinygrad's: accepted, and GlobalCounters are updated either way. Where they write into buffers (an optimizer's
@@ -558,7 +567,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not isinstance(x, Tensor): x = Tensor(x, self.device, self.dtype)
     # the value broadcasts to the target's shape (tinygrad's rule: cache.assign(0), a (1, T, D) row into (B, T, D)); held: the caller's
     held, x = x, x._broadcast_for_assign(self.shape)
-    for what, mine, theirs in (("shape", self.shape, x.shape), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
+    # a device that runs no kernels (DISK) is written by a copy: the value comes from wherever it is (tinygrad's disk_t.assign(cpu_t))
+    if x.device != self.device and isinstance(self.device, str) and Device[self.device].renderer is None: x = x.to(self.device)
+    for what, mine, theirs in (("shape", _pinned(self.shape), _pinned(x.shape)), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {held.shape} {x.dtype} "
                          f"on {x.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
@@ -635,15 +646,18 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if self.dtype.fmt is None or self.dtype.fmt == "e": raise TypeError(f"memoryview cannot hold {self.dtype}: use .numpy() or .tolist()")
     return self._data().cast(self.dtype.fmt, self.concrete_shape) if prod(self.concrete_shape) else self._data().cast(self.dtype.fmt)
   def tolist(self) -> Any:
-    if self.dtype.fmt is None: return self.float().tolist()
+    if self.dtype.fmt is None: return self._computable().float().tolist()
     return _unflatten(list(struct.unpack(f"{prod(self.concrete_shape)}{self.dtype.fmt}", self._data())), self.concrete_shape)
+  def _computable(self) -> Tensor:
+    """self, or its copy on the default device where its own runs no kernels (DISK): a bfloat16 read back is converted by a kernel"""
+    return self.to(Device.DEFAULT) if isinstance(self.device, str) and Device[self.device].renderer is None else self
   def item(self) -> Any:
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
     return self.realize().reshape(()).tolist()
   def numpy(self):
     try: import numpy as np
     except ImportError: raise ImportError("Tensor.numpy() needs numpy: pip install numpy, or use .tolist()") from None
-    if self.dtype.fmt is None: return self.float().numpy()  # numpy has no bfloat16/fp8
+    if self.dtype.fmt is None: return self._computable().float().numpy()  # numpy has no bfloat16/fp8
     return np.frombuffer(self._data(), dtype=np.dtype(self.dtype.fmt)).reshape(self.concrete_shape)
 
 _realize_module = None
@@ -1151,6 +1165,11 @@ def _check_fits(values:Sequence, dtype:DType):
   def whole(v): return math.trunc(v) if isinstance(v, float) and math.isfinite(v) else v
   if (bad := next((v for v in values if not dtype.min <= whole(v) <= dtype.max), None)) is not None:
     raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
+
+def _pinned(shape:tuple) -> tuple:
+  """shape with each size whose Variables' bounds pin it to one number (Variable("toks", 1, 1)) as that number: a slice buf[:, 1:1+v]
+  folds to it, while v itself stays a Variable"""
+  return shape if all_int(shape) else tuple(s.vmin if isinstance(s, UOp) and s.vmin == s.vmax else s for s in shape)
 
 def _buffer_from(device:str, dtype:DType, shape:tuple, data:Sequence|bytes) -> UOp:
   """a BUFFER filled now from python values (converted like dtype holds them) or raw bytes, viewed as shape"""

@@ -70,7 +70,7 @@ def _digest(log:list) -> tuple[list, list, dict, dict]:
     for u, b, f in zip(it.bufs, bufs, fresh):
       owner.setdefault(b, weakref.ref(u))
       first_fresh.setdefault(b, f)
-  ret = [bufs for _, bufs, _ in log], [(it.kind, it.ast, dict(it.var_vals)) for it, _, _ in log], owner, first_fresh
+  ret = [bufs for _, bufs, _ in log], [(it.kind, it.ast, dict(it.var_vals), it.offset) for it, _, _ in log], owner, first_fresh
   log.clear()
   return ret
 
@@ -83,13 +83,18 @@ class CapturedJit:
     out_bufs = {realize.buffer_of(o.uop.base) for o in outputs if o.uop.base.op is Ops.BUFFER}
     steps, kernels, owner, first_fresh = _digest(log)
     gc.collect()  # drop the step's dead graphs: a BUFFER UOp still alive is a buffer someone reads after the call
-    plannable = [b for b, f in first_fresh.items() if f and b not in out_bufs and b not in in_bufs and owner[b]() is None]
+    # a view (a run of bytes a copy reads) and its buffer keep their memory: the view was made of that memory
+    viewed = {b for (kind, *_), bufs in zip(kernels, steps) if kind == "view" for b in bufs}
+    plannable = [b for b, f in first_fresh.items() if f and b not in out_bufs and b not in in_bufs and b not in viewed and owner[b]() is None]
     planned = plan_memory(steps, plannable)
     slot = {id(b): i for i, b in enumerate(in_bufs)}
     self.items: list[tuple] = []
     written: list = []
-    for (kind, ast, var_vals), bufs in zip(kernels, steps):
+    for (kind, ast, var_vals, offset), bufs in zip(kernels, steps):
       bufs = [slot.get(id(b), planned.get(b, b)) for b in bufs]
+      if kind == "view":  # of an input: made again on each call's buffer; else the one made stays right
+        if isinstance(bufs[1], int): self.items.append((kind, offset, bufs, {}))
+        continue
       written += [bufs[0]] if kind == "copy" else [bufs[i] for i in sorted(_stored_slots(ast))]
       fixed = [b for b in bufs if not isinstance(b, int)]
       runner = None if kind == "copy" else realize.prepare_kernel(ast, fixed[0].device if fixed else in_bufs[bufs[0]].device)
@@ -147,9 +152,11 @@ class CapturedJit:
     bufs = [realize.buffer_of(u) for u in nodes]
     if any(id(b.base) in self.written_memory for b in bufs): bufs = [_unaliased(b) if id(b.base) in self.written_memory else b for b in bufs]
     if self.graph is not None: self.graph(bufs, var_vals)
+    views: dict[int, Buffer] = {}  # a captured view of an input -> the same view of this call's
     for kind, runner, slots, vals in ([] if self.graph is not None else self.items):
-      b = [bufs[s] if isinstance(s, int) else s for s in slots]
+      b = [bufs[s] if isinstance(s, int) else views.get(id(s), s) for s in slots] if views else [bufs[s] if isinstance(s, int) else s for s in slots]
       if kind == "copy": realize.run_copy(*b)
+      elif kind == "view": views[id(slots[0])] = b[1].view(slots[0].size, slots[0].dtype, runner).ensure_allocated()
       else: realize.launch(*runner, b, {k: var_vals[k] for k in vals}, b[0].device)
     ret = []
     for cls, u, inp in self.outputs:

@@ -149,12 +149,24 @@ capturing: list|None = None
 
 def _prepared(it:ExecItem):
   """what running `it` needs, made now: its buffers allocated and its program compiled; returns the call that runs it"""
+  if it.kind == "view": return _made_view(it)
   fresh = [existing_buffer(u) is None for u in it.bufs] if capturing is not None else None
   bufs = [buffer_of(b) for b in it.bufs]
   if capturing is not None: capturing.append((it, bufs, fresh))
   if it.kind == "copy": return functools.partial(run_copy, *bufs)
   device = kernel_device(it, bufs)
   return functools.partial(launch, *prepare_kernel(it.ast, device), bufs, it.var_vals, device)
+
+def _made_view(it:ExecItem):
+  """a view item's buffer made a view of its base's memory, now: the items after it use it, and there is nothing to run (a TinyJit
+  replay makes it again where its base is an input)"""
+  view, base = it.bufs[0], buffer_of(it.bufs[1])
+  if (made := view.__dict__.get(_DEVICE_BUFFER)) is None:
+    made = view.__dict__[_DEVICE_BUFFER] = base.view(view.arg.shape[0], view.dtype, it.offset).ensure_allocated()
+  if capturing is not None: capturing.append((it, [made, base], [False, False]))
+  return _nothing
+
+def _nothing(): pass
 
 MIN_WORKER_KERNELS = 4  # fewer new kernels are lowered here: a worker's fork costs ~10-50 ms, a kernel's lowering and compile ~100
 

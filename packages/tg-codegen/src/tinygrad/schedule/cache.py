@@ -149,7 +149,7 @@ def _abstract(items:list[ExecItem], becomes:dict[UOp, UOp], new:dict[UOp, UOp], 
   if ast_bufs or left: return None
   index = {u: i for i, u in enumerate(_walk_order(new, statics))}
   moving = [(n, r, u) for (n, r), u in zip(abstract, becomes) if not _is_static(u)]
-  return _Entry([ExecItem(it.kind, it.ast, [holes[b] for b in it.bufs], {k: 0 for k in it.var_vals}) for it in items],
+  return _Entry([ExecItem(it.kind, it.ast, [holes[b] for b in it.bufs], {k: 0 for k in it.var_vals}, it.offset) for it in items],
                 [(n, r) for n, r, _ in moving], fresh, _above(set(order), [r for _, r in abstract]), order,
                 [tuple([-1 - holes[b].arg.slot for b in it.bufs]) for it in items], [(index[u], r) for _, r, u in moving],
                 [(u, r) for (_, r), u in zip(abstract, becomes) if _is_static(u)])
@@ -168,7 +168,7 @@ def _binds_in(u:UOp) -> dict[UOp, UOp]:
 
 def _replay(entry:_Entry, new:dict[UOp, UOp], bufs:list[UOp], vals:dict[str, int], statics:bool) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   slots = bufs + [UOp.new_buffer(h.arg.device, h.arg.shape[0], h.dtype) for h in entry.fresh]
-  items = [ExecItem(it.kind, it.ast, [slots[i] for i in idx], {k: vals[k] for k in it.var_vals} if it.var_vals else {})
+  items = [ExecItem(it.kind, it.ast, [slots[i] for i in idx], {k: vals[k] for k in it.var_vals} if it.var_vals else {}, it.offset)
            for it, idx in zip(entry.items, entry.slots)]
   fill = dict(zip(entry.holes, slots))
   if vals: fill |= {u.src[0]: u for u in new if u.op is Ops.BIND}

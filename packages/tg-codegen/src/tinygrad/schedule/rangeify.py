@@ -14,13 +14,15 @@ from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
 from tinygrad.schedule.pack import pack_operands, LAYOUT
 from tinygrad.schedule.row_fusion import row_candidate, fused_rows, chain_outputs, inner_reduces
+from tinygrad.schedule.byte_views import byte_range
 
 @dataclass
 class ExecItem:
-  kind: str                      # "kernel" (ast is a SINK over PARAMs), "copy" (bufs = [dst, src])
+  kind: str                      # "kernel" (ast is a SINK over PARAMs), "copy" (bufs = [dst, src]), "view" (bufs = [view, its buffer])
   ast: UOp|None
   bufs: list[UOp]                # BUFFER UOps in PARAM slot order
   var_vals: dict[str, int] = field(default_factory=dict)
+  offset: int = 0                # a view's first byte in its buffer
 
 def _numel(u:UOp) -> int|None:
   """elements of u; a symbolic size counts its Variables' maximum (what a buffer for it holds)"""
@@ -40,17 +42,29 @@ def _written(u:UOp) -> bool:
   """an AFTER whose buffer a write in this graph fills (an assign or a custom kernel)"""
   return any(s.op is Ops.CALL or _is_assign(s) for s in u.src[1:])
 
+def runs_kernels(device) -> bool:
+  """False for a device that only holds bytes (DISK): what lives there is a buffer or a view of one, never a kernel's output"""
+  from tinygrad.device import Device
+  return not isinstance(device, str) or Device[device].renderer is not None
+
+def _assign_on_bytes(u:UOp) -> bool:
+  """an assign into a device that runs no kernels: a copy of the value's bytes into the target's (_assign_copy)"""
+  return _is_assign(u) and not runs_kernels(u.src[0].device)
+
 def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   want: dict[UOp, None] = {}
+  # the value moved to such a device for an assign is copied straight into the target: a buffer of its own there would be the file's
+  # first bytes (every DISK buffer maps the file from its start)
+  into_bytes = {u.src[1] for u in sink.toposort() if _assign_on_bytes(u)}
   for t in targets:
     # a reshape of a written buffer (an optimizer's write, reshaped back from the flat buffer it stores through) is that buffer: no copy
     if t.base.op is not Ops.BUFFER and not ((x := _under_reshapes(t)).op is Ops.AFTER and _written(x) and _is_plain_buffer(x)) and \
        _layout_under(t) is None: want[t] = None
   for u in sink.toposort():
     if u.op is Ops.CONTIGUOUS: want[u] = None
-    if u.op is Ops.COPY:
+    if u.op is Ops.COPY and u not in into_bytes:
       want[u] = None
-      if not _is_plain_buffer(u.src[0]): want[u.src[0]] = None
+      if not _is_plain_buffer(u.src[0]) and byte_range(u.src[0], {}) is None: want[u.src[0]] = None
     if u.op is Ops.CALL:
       for a in u.src[1:]:
         if not _is_plain_buffer(a): want[a] = None
@@ -399,12 +413,18 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       realized[u] = realized.get(u.src[0], u.src[0])  # read after the write: the written buffer (or view of it)
       continue
     if u.op is Ops.CALL: items.append(_custom_call(u, realized)); continue
+    if _assign_on_bytes(u): items.append(_assign_copy(u, realized, items, var_vals)); continue
     if _is_assign(u): items.append(_assign_kernel(u, realized, var_vals)); continue
     if u not in want: continue
     if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
     if u.op is Ops.COPY:
       out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
       items.append(ExecItem("copy", None, [out, _copy_source(u.src[0], realized, items, var_vals)]))
+    elif not runs_kernels(u.device):
+      if (r := byte_range(u, realized)) is None:
+        raise RuntimeError(f"{u.device} runs no kernels, and {u.op} of shape {u.shape} is no run of a buffer's bytes: move the tensor to a "
+                           f"device that computes first, e.g. .to('CPU')")
+      out = _view(u, *r, items)
     else: out = _computed(u, realized, items, var_vals)
     realized[u] = out
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
@@ -469,10 +489,29 @@ def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dic
   return out
 
 def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
-  """a copy's source as a buffer: a view of part of one (the window of a 1-D sharded setitem over a device's whole piece, x[0] of 2 on
-  2 devices) is gathered into a buffer of its own by a kernel first"""
-  b = _whole_buffer(u, realized)
-  return b if b is not None else _computed(u, realized, items, var_vals)
+  """a copy's source as a buffer: a run of one's bytes is a view of it; any other view of part of one (the window of a 1-D sharded
+  setitem over a device's whole piece, x[0] of 2 on 2 devices) is gathered into a buffer of its own by a kernel first"""
+  if (b := _whole_buffer(u, realized)) is not None: return b
+  if (r := byte_range(u, realized)) is not None: return _view(u, *r, items)
+  return _computed(u, realized, items, var_vals)
+
+def _view(u:UOp, buf:UOp, offset:int, items:list[ExecItem]) -> UOp:
+  """u's elements, which lie in buf from byte `offset` on, as a buffer: buf itself where they are all of it"""
+  if offset == 0 and u.dtype is buf.dtype and _numel(u) == buf.arg.shape[0]: return buf
+  view = UOp.new_buffer(buf.arg.device, _numel(u) or 1, u.dtype)
+  items.append(ExecItem("view", None, [view, buf], offset=offset))
+  return view
+
+def _assign_copy(store:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> ExecItem:
+  """an assign into a device that runs no kernels: the value's bytes copied into the target's, which must be one run of its buffer"""
+  target, value = store.src[0], store.src[1]
+  if (r := byte_range(target, realized)) is None:
+    raise RuntimeError(f"{target.device} runs no kernels: an assign into it writes one run of its bytes (whole rows), not a {target.op} "
+                       f"of shape {target.shape}")
+  if value.op is Ops.COPY: source = _copy_source(value.src[0], realized, items, var_vals)
+  elif (v := byte_range(value, realized)) is not None: source = _view(value, *v, items)
+  else: raise RuntimeError(f"{value.device} runs no kernels: the value assigned is computed there ({value.op}); compute it elsewhere")
+  return ExecItem("copy", None, [_view(target, *r, items), source])
 
 def _custom_call(call:UOp, realized:dict[UOp, UOp]) -> ExecItem:
   bufs = [_as_buffer(a, realized) for a in call.src[1:]]

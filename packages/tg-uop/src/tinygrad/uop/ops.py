@@ -384,7 +384,7 @@ _NO_SHAPE = {Ops.SINK, Ops.GROUP, Ops.STORE, Ops.END, Ops.BARRIER, Ops.IF, Ops.E
              Ops.SOURCE, Ops.BINARY, Ops.INS, Ops.DEVICE, Ops.CUSTOM, Ops.FUNCTION, Ops.CUSTOM_FUNCTION, Ops.UNIQUE}
 _SCALAR = {Ops.CONST, Ops.DEFINE_VAR, Ops.BIND, Ops.SPECIAL, Ops.GETADDR, Ops.CUSTOMI, Ops.AT, Ops.WMMA}
 
-_SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.BITCAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.CUSTOM_GRADIENT, Ops.DETACH, Ops.COPY, Ops.LOAD,
+_SAME_SHAPE = {Ops.AFTER, Ops.CAST, Ops.CONTIGUOUS, Ops.CONTIGUOUS_BACKWARD, Ops.CUSTOM_GRADIENT, Ops.DETACH, Ops.COPY, Ops.LOAD,
                Ops.REDUCE}
 
 _UNKNOWN = object()  # a node whose shape or device is not worked out yet (None is a node without one)
@@ -460,6 +460,14 @@ def _shrink_shape(u:UOp) -> tuple:
   if len(arg) != len(ss): raise ValueError(f"shrink {arg} does not match the {len(ss)} axes of {ss}")
   return tuple(_canonical(e-b) for b, e in arg)
 
+def _bitcast_shape(u:UOp) -> tuple|None:
+  """a bitcast between item sizes (a tensor's bytes on a device that runs no kernels, read as another dtype) rescales the last axis"""
+  ss, old, new = u.src[0].__dict__["_shape_c"], u.src[0].dtype.itemsize, u.dtype.itemsize
+  if old == new or not ss: return ss
+  if not isinstance(last := ss[-1], int) or (last * old) % new: raise ValueError(f"bitcast of shape {ss} from {u.src[0].dtype} to {u.dtype}: "
+                                                                                 f"the last axis's {ss[-1]} items are no whole number of {u.dtype}")
+  return ss[:-1] + (last * old // new,)
+
 def _reduce_shape(u:UOp) -> tuple:
   ss, axes = _known_shape(u.src[0]), u.arg[1]
   if not all([0 <= a < len(ss) for a in axes]): raise ValueError(f"reduce axes {axes} out of range for shape {ss}")
@@ -473,7 +481,7 @@ _SHAPE_RULES: dict[Ops, Callable[[UOp], tuple|None]] = {
   Ops.RANGE: lambda u: None if u.dtype is dtypes.void else (), Ops.PARAM: lambda u: u.arg.shape, Ops.BUFFER: lambda u: u.arg.shape,
   Ops.INDEX: _index_shape, Ops.STACK: lambda u: (len(u.src),) + (broadcast_shape(*[s.shape for s in u.src]) if u.src else ()),
   Ops.RESHAPE: _reshape_shape, Ops.EXPAND: _expand_shape, Ops.PERMUTE: _permute_shape, Ops.PAD: _pad_shape, Ops.SHRINK: _shrink_shape,
-  Ops.FLIP: lambda u: _known_shape(u.src[0]), Ops.REDUCE_AXIS: _reduce_shape}
+  Ops.FLIP: lambda u: _known_shape(u.src[0]), Ops.REDUCE_AXIS: _reduce_shape, Ops.BITCAST: _bitcast_shape}
 
 def _infer_shape(u:UOp) -> tuple|None:
   """u's shape from its sources' (worked out already)"""

@@ -1,0 +1,117 @@
+"""The DISK device (tinygrad's `disk:PATH`): a file's bytes as a tensor, read and written through copies and views, never kernels. The
+oracle is the file itself, written and read back with numpy."""
+import pathlib
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device, GlobalCounters, dtypes
+from tinygrad.device import DeviceError
+
+@pytest.fixture
+def f32_file(tmp_path) -> pathlib.Path:
+  (p := tmp_path / "w.bin").write_bytes(np.arange(16, dtype=np.float32).tobytes())
+  return p
+
+def on_file(p:pathlib.Path, dtype=np.float32) -> np.ndarray: return np.frombuffer(p.read_bytes(), dtype)
+
+def test_device_name_keeps_the_path(f32_file):
+  t = Tensor.empty(16, dtype=dtypes.float32, device=f"disk:{f32_file}")
+  assert t.device == f"DISK:{f32_file}" and Device.canonicalize(f"disk:{f32_file}") == f"DISK:{f32_file}"
+  with pytest.raises(DeviceError, match="needs a file path"): Device.canonicalize("disk")
+
+def test_reads_whole_rows_and_reinterpretations(f32_file):
+  t = Tensor.empty(16, dtype=dtypes.float32, device=f"disk:{f32_file}")
+  ref = np.arange(16, dtype=np.float32)
+  np.testing.assert_array_equal(t.to("CPU").numpy(), ref)
+  np.testing.assert_array_equal(t[4:8].to("CPU").numpy(), ref[4:8])
+  np.testing.assert_array_equal(t.reshape(4, 4)[2].to("CPU").numpy(), ref.reshape(4, 4)[2])
+  np.testing.assert_array_equal(t.reshape(4, 4)[1:3, :].numpy(), ref.reshape(4, 4)[1:3])
+  np.testing.assert_array_equal(t.reshape(2, 2, 4)[1, 0:1, 1:3].numpy(), ref.reshape(2, 2, 4)[1, 0:1, 1:3])
+  np.testing.assert_array_equal(t.bitcast(dtypes.int32)[2:5].numpy(), ref.view(np.int32)[2:5])
+  np.testing.assert_array_equal(t[2:6].bitcast(dtypes.uint8).numpy(), ref[2:6].view(np.uint8))
+  np.testing.assert_array_equal(t[2:6].bitcast(dtypes.float64).numpy(), ref[2:6].view(np.float64))
+
+def test_a_path_is_a_tensor_on_its_file(f32_file):
+  u = Tensor(f32_file)
+  assert u.device == f"DISK:{f32_file.resolve()}" and u.dtype is dtypes.uint8 and u.shape == (64,)
+  ref = np.arange(16, dtype=np.float32)
+  np.testing.assert_array_equal(u[8:16].bitcast(dtypes.float32).numpy(), ref[2:4])
+  assert u[0:8].bitcast(dtypes.int64).item() == int(ref[:2].view(np.int64)[0])
+  assert Tensor(f32_file, dtype=dtypes.float32).tolist() == ref.tolist()
+  moved = Tensor(f32_file, device="CPU", dtype=dtypes.float32)
+  assert moved.device == "CPU"
+  np.testing.assert_array_equal((moved + 1).numpy(), ref + 1)
+  (empty := f32_file.parent / "empty.bin").write_bytes(b"")
+  assert Tensor(empty).shape == (0,) and Tensor(empty).tolist() == []
+
+def test_writes_land_in_the_file(f32_file, tmp_path):
+  new = Tensor.empty(4, dtype=dtypes.float32, device=f"disk:{tmp_path / 'new.bin'}")
+  new.assign(Tensor([1.0, 2.0, 3.0, 4.0])).realize()  # the value comes from the CPU: moved by a copy
+  np.testing.assert_array_equal(on_file(tmp_path / "new.bin"), [1, 2, 3, 4])
+  t = Tensor.empty(4, 4, dtype=dtypes.float32, device=f"disk:{f32_file}")
+  t[1:3].assign(Tensor.full((2, 4), -1.0) * 2).realize()  # computed on the CPU, written into rows 1 and 2 only
+  np.testing.assert_array_equal(on_file(f32_file), np.concatenate([np.arange(4), [-2.0] * 8, np.arange(12, 16)]))
+  Tensor([7.0, 8.0]).to(f"disk:{f32_file}").realize()  # a new buffer on the file: its first bytes, as tinygrad's
+  assert on_file(f32_file)[:3].tolist() == [7.0, 8.0, 2.0]
+
+def test_compute_is_refused_by_name(f32_file):
+  t = Tensor.empty(4, 4, dtype=dtypes.float32, device=f"disk:{f32_file}")
+  with pytest.raises(RuntimeError, match=r"DISK:.*runs no kernels.*\.to\('CPU'\)"): (t + 1).numpy()
+  with pytest.raises(RuntimeError, match="no run of a buffer's bytes"): t[:, 1].numpy()  # a column is strided
+  with pytest.raises(RuntimeError, match="writes one run of its bytes"): t[:, 1].assign(Tensor.zeros(4)).realize()
+  np.testing.assert_array_equal(on_file(f32_file), np.arange(16))  # nothing written
+
+def test_read_only_file(f32_file, monkeypatch):
+  import os
+  import tinygrad.runtime.ops_disk as ops_disk
+  real_open = os.open
+  def no_write(path, flags, *args):  # as a user without write permission sees it (root may write any file)
+    if flags & os.O_RDWR: raise PermissionError(13, "Permission denied", path)
+    return real_open(path, flags, *args)
+  monkeypatch.setattr(ops_disk.os, "open", no_write)
+  t = Tensor(f32_file, dtype=dtypes.float32)
+  assert t[0:2].tolist() == [0.0, 1.0]
+  with pytest.raises(PermissionError, match="read-only"): t[0:2].assign(Tensor([5.0, 5.0])).realize()
+  with pytest.raises(PermissionError, match="read-only"): Tensor.empty(32, device=f"disk:{f32_file}").to("CPU").realize()  # longer
+  np.testing.assert_array_equal(on_file(f32_file), np.arange(16))
+
+def test_copy_of_whole_rows_needs_no_kernel():
+  """a copy reads a run of a buffer's bytes as a view of it, with no gather kernel first (CPU:1 is another device)"""
+  t = Tensor.arange(24, dtype=dtypes.float32).reshape(6, 4).realize()
+  before = GlobalCounters.kernel_count
+  got = [t[i:i + 2].to("CPU:1").numpy() for i in range(0, 6, 2)]
+  assert GlobalCounters.kernel_count == before
+  for i, g in zip(range(0, 6, 2), got): np.testing.assert_array_equal(g, np.arange(24, dtype=np.float32).reshape(6, 4)[i:i + 2])
+  np.testing.assert_array_equal(t[:, 1:3].to("CPU:1").numpy(), np.arange(24, dtype=np.float32).reshape(6, 4)[:, 1:3])  # strided: gathered
+
+def test_same_slice_of_other_files_replays(tmp_path):
+  """the schedule cache replays a slice of one file on another's buffer, each view of its own file"""
+  got = []
+  for k in range(3):
+    (p := tmp_path / f"{k}.bin").write_bytes((np.arange(8, dtype=np.float32) * (k + 1)).tobytes())
+    got.append(Tensor.empty(8, dtype=dtypes.float32, device=f"disk:{p}")[2:6].to("CPU").numpy())
+  for k, g in enumerate(got): np.testing.assert_array_equal(g, np.arange(2, 6, dtype=np.float32) * (k + 1))
+
+def test_jitted_copy_of_rows_reads_each_calls_input():
+  """a TinyJit replay makes the view again on the new input's buffer (and on a computed one, never shared by memory planning)"""
+  from tinygrad import TinyJit
+  step = TinyJit(lambda x: ((x[1:3].to("CPU:1") * 2).realize(), ((x + 1)[2:4].to("CPU:1")).realize()))
+  for k in range(4):
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) * (k + 1)
+    a, b = step(Tensor(x).realize())
+    np.testing.assert_array_equal(a.numpy(), x[1:3] * 2)
+    np.testing.assert_array_equal(b.numpy(), (x + 1)[2:4])
+
+def test_safe_load_of_a_path_maps_the_file(tmp_path):
+  """safe_load(path) gives views of the file on its DISK device (tinygrad's: nothing read until copied); load_state_dict moves them"""
+  from tinygrad import nn
+  from tinygrad.nn.state import safe_save, safe_load, load_state_dict, get_state_dict
+  model = nn.Linear(3, 2)
+  w, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([-1.0, 1.0], np.float32)
+  safe_save({"weight": Tensor(w).cast(dtypes.bfloat16), "bias": Tensor(b)}, p := tmp_path / "m.safetensors")
+  loaded = safe_load(p)
+  assert all(t.device == f"DISK:{p.resolve()}" for t in loaded.values()) and loaded["weight"].dtype is dtypes.bfloat16
+  load_state_dict(model, loaded, verbose=False)
+  assert all(t.device == "CPU" for t in get_state_dict(model).values())
+  np.testing.assert_array_equal(model.weight.numpy(), w)
+  np.testing.assert_array_equal(model(Tensor([[1.0, 0.0, 2.0]])).numpy(), [[0 + 4 - 1, 3 + 10 + 1]])
+  assert safe_load(Tensor(p))["bias"].tolist() == [-1.0, 1.0]  # a Tensor of the path: the same views
