@@ -10,7 +10,7 @@ from tinygrad.helpers import ContextVar
 from tinygrad.codegen.gpudims import add_gpudims, add_threads
 from tinygrad.codegen.opt import optimize
 from tinygrad.codegen.opt.heuristic import whole_vector_tile
-from tinygrad.codegen.opt.padding import reduce_identity
+from tinygrad.codegen.opt.padding import reduce_identity, pad_axis
 from tinygrad.codegen.opt.tc import accumulate_in_wmma
 from tinygrad.codegen.expander import expand
 from tinygrad.codegen.opt.peel import peel_gates
@@ -160,7 +160,7 @@ def lower_weak(sink:UOp) -> UOp:
     else: done[u] = u if dt is udt and src == u.src else UOp(u.op, dt, src, u.arg, u.tag)
   return done[sink]
 
-def _one_trip(r:UOp) -> bool: return r.op is Ops.RANGE and bool(r.src) and r.src[0].op is Ops.CONST and r.src[0].arg == 1
+def _one_trip(r:UOp) -> bool: return r.op is Ops.RANGE and bool(r.src) and r.src[0].vmin == r.src[0].vmax == 1
 
 def _drop_one_trip(x:UOp) -> UOp|None:
   if not any(_one_trip(r) for r in x.src[1:]): return None
@@ -168,11 +168,19 @@ def _drop_one_trip(x:UOp) -> UOp|None:
   return x.replace(src=(x.src[0],) + rest) if rest else x.src[0]
 
 # a loop of one trip is no loop: its range is 0 (symbolic folds it by bounds), and END/REDUCE drop it. Left in, an END would close a range
-# that nothing in its body uses any more. A REDUCE over one element is that element.
+# that nothing in its body uses any more. A REDUCE over one element is that element. One trip: a size of 1, or a Variable's size that its
+# bounds pin to 1 (a KV cache written one token at a time: Variable("toks", 1, 1))
 pm_one_trip = PatternMatcher([
   (UPat((Ops.END, Ops.REDUCE), name="x"), _drop_one_trip),
   (UPat(Ops.RANGE, name="r"), lambda r: r.const_like(0) if _one_trip(r) else None),
 ])
+
+def pad_short_loops(sink:UOp) -> UOp:
+  """a loop over a Variable's size that is at most 1 but may be 0 (Variable("toks", 0, 1)) -> one trip with its body gated by 0 < size.
+  Its range is 0 wherever it runs, so symbolic folds it away by bounds as for one trip, but its body must not run when the size is 0"""
+  short = [u for u in sink.toposort() if u.op is Ops.RANGE and u.src and u.src[0].op is not Ops.CONST and u.src[0].vmax <= 1 and not _one_trip(u)]
+  for r in short: sink = pad_axis(sink, r, 1)
+  return sink
 
 # a*b+c -> MULACC(a, b, c), rounded once (a fused multiply-add), with FMA=1 on targets that declare it: half the instructions of a
 # matmul's inner loop. Only for float32/float64, which those targets compute natively; the result differs from two roundings, so it is
@@ -210,8 +218,8 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.true_division import true_divisions
   from tinygrad.codegen.float_to_int import define_float_to_int
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
-  sink = graph_rewrite(graph_rewrite(define_float_to_int(sink), pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel",
-                       memo="_simplified")
+  sink = pad_short_loops(define_float_to_int(sink))
+  sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
   if (merged := merge_disjoint_loads(sink)) is not sink: sink = graph_rewrite(merged, symbolic, name="kernel", memo="_simplified")
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")

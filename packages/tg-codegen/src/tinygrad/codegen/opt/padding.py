@@ -43,7 +43,7 @@ def _clamped(load:UOp, rng:UOp, n:int) -> UOp|None:
 def _gate(valid:UOp, old:UOp|None) -> UOp: return valid if old is None else old & valid
 
 def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
-  n = rng.src[0].arg
+  n = rng.src[0].arg if rng.src[0].op is Ops.CONST else rng.src[0]  # a Variable's size too (lowering.pad_short_loops)
   new = rng.replace(src=(rng.src[0].const_like(padded),))
   ast, valid = ast.substitute({rng: new}), new < n
   opened = _open_users(ast, new)
@@ -52,7 +52,7 @@ def pad_axis(ast:UOp, rng:UOp, padded:int) -> UOp:
   for u in ast.toposort():
     nu = u if all(done[s] is s for s in u.src) else u.replace(src=tuple(done[s] for s in u.src))
     if u.op is Ops.LOAD and u in opened and not _in_bounds(nu):
-      if (clamped := _clamped(nu, new, n)) is not None: nu = clamped
+      if isinstance(n, int) and (clamped := _clamped(nu, new, n)) is not None: nu = clamped  # a Variable's n-1 may be -1
       else:
         alt, gate = nu.src[1] if len(nu.src) > 1 else nu.const_like(0), _gate(valid, nu.src[2] if len(nu.src) > 2 else None)
         nu = UOp(Ops.LOAD, nu.dtype, (nu.src[0], alt, gate))
