@@ -278,6 +278,9 @@ class LoopTrips:
 OPERAND_REUSE = 64
 OPERAND_OPS = 4  # fewer (a one-hot gather's compare, a ReLU) cost less than the pass a buffer takes; codegen reads a gather directly
 STORE_COST = 2  # a written element costs about two reads (the cache line is read before it is written)
+# ALU ops per element that a kernel streaming its inputs hides behind the loads; a node of more that several kernels read is computed once
+# into a buffer even where each reads it once per element: each reader would carry, and compile, the whole chain again
+CHAIN_OPS = 32
 
 def _fused_costs(u:UOp, stop:dict[UOp, None]) -> tuple[dict, tuple[int, int, bool]]:
   """inputs, and loads and ALU ops, of evaluating one element of u inside a kernel (its fused subgraph, down to realized nodes), and
@@ -302,13 +305,19 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
   kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
   element stays fused: both ways stream the same inputs, and recomputing only adds ALU work next to the memory traffic. So does a node
   of one input: it costs the one load its buffer would, and its ALU ops are invariant along the axes it is broadcast over (hoisted).
+  Not a node of CHAIN_OPS ops or more, read once per element or not: a top-k loop's steps each mask the previous step's vector, read by
+  the max and the index pass of every later step, so fused, each of its 2k kernels is a longer chain of its own (k=40: 80 different
+  kernels, 178 s to compile; upstream realizes each step's vector, its kernels the same AST each step).
   One kernel counts too (one input too) where the node is a matmul's operand, broadcast into a product OPERAND_REUSE times its size
   (`body`), of at least OPERAND_OPS ops: computed in the matmul's kernel (a layernorm's (x - mean) * rstd * w + b before a Linear), it
   is recomputed for every tile of output columns, and the register tile loads a computed value, not a packed panel (a small GPT's qkv
   projection: 21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8)"""
   ret: dict[UOp, None] = {}
   for u, per_root in evals.items():
-    if (n := _numel(u)) is None or not any(e > n for e in per_root.values()): continue
+    if (n := _numel(u)) is None: continue
+    if not any(e > n for e in per_root.values()):
+      if len(per_root) > 1 and memo.get(("costs", u), lambda: _fused_costs(u, stop))[1] >= CHAIN_OPS: ret[u] = None
+      continue
     operand = body.get(u, 0) >= n * OPERAND_REUSE
     if len(per_root) == 1 and not operand: continue
     loads, ops, not_an_operand = memo.get(("costs", u), lambda: _fused_costs(u, stop))

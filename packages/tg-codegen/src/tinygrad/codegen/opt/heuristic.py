@@ -104,12 +104,15 @@ def _long_body(ast:UOp, r:UOp) -> bool:
 
 def _evaluates_polynomial(ast:UOp) -> bool: return any(u.op in POLYNOMIAL for u in ast.toposort())
 
-def _counts_in_ints(ast:UOp, r:UOp) -> bool:
-  """an int reduce over r whose value depends on r itself, not only through addresses (argmax's index pass: max of where(hit, n-i, 0)):
-  LLVM's loop vectorizer packs such a loop with a vector of the induction variable, which its SLP vectorizer does not build from unrolled
-  lanes (per-lane inserts). Argmax's index pass over 16M at 2 threads: unrolled 32 3.5-3.8 ms, 8 3.1-3.7, not unrolled 2.5-2.8"""
-  return any(u.op is Ops.REDUCE and r in u.src[1:] and dtypes.is_int(u.dtype) and r in u.src[0].toposort(lambda w: w.op is not Ops.INDEX)
-             for u in ast.toposort())
+def _counts_in_ints(ast:UOp, r:UOp, renderer) -> bool:
+  """an int reduce over r that LLVM's loop vectorizer packs better than unrolled lanes. One whose value depends on r itself, not only
+  through addresses (argmax's index pass: max of where(hit, n-i, 0)): it packs such a loop with a vector of the induction variable, which
+  its SLP vectorizer does not build from unrolled lanes (per-lane inserts). Argmax's index pass over 16M at 2 threads: unrolled 32
+  3.5-3.8 ms, 8 3.1-3.7, not unrolled 2.5-2.8. On a renderer that loop-vectorizes, any: an int add, max or min is a reduction it may
+  reorder, and unrolled lanes are separate ones, which it vectorized across the loop's trips with a gather per lane (a top-k step's index
+  pass, max of (t == t.max()) * ids over a 32000-long vector under a 16-step mask chain: 1.7k lines of IR grew to 19k, 3.6 s of LLVM)"""
+  ints = [u for u in ast.toposort() if u.op is Ops.REDUCE and r in u.src[1:] and dtypes.is_int(u.dtype)]
+  return bool(ints) and (getattr(renderer, "loop_vectorizes", False) or any(r in u.src[0].toposort(lambda w: w.op is not Ops.INDEX) for u in ints))
 
 def _streams_vectors(ast:UOp, r:UOp) -> bool:
   """every load that moves with the reduce axis r reads it with stride 1: its lanes become vector loads"""
@@ -645,7 +648,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # Reduces whose loops run one after another (logsumexp's max, then its sum of exps: a serial max chain took 28 ms of 4096x4096) each
   # get their own partial accumulators, on the innermost axis of each
   for i in reversed(red) if chain else reversed(_innermost_reduce_axes(ast, red)) if red and (not upcast or scalar_tile) else []:
-    if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i]): continue
+    if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i], renderer): continue
     r, streams = axes(ast)[i], _streams_vectors(ast, axes(ast)[i])
     amts = ((2 * simd.vector, 8, 4, 2) if _long_body(ast, r) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)) if streams else (8, 4, 2)
     # a few rows upcast (gemv_upcasts): a vector accumulator per row, two per row where they are fewer than four (x @ w.T of 4 rows at
