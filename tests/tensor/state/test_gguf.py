@@ -127,3 +127,15 @@ def test_malformed_split_models(tmp_path, edit, match):
 def test_split_first_part_name(tmp_path, name, match):
   (p := tmp_path / name).write_bytes(split_parts(SPLIT_KV, SPLIT)[0])
   with pytest.raises(FormatError, match=match): gguf_load(p)
+
+def test_a_path_is_mapped_not_read(tmp_path):
+  """from a path (or Tensor(path)) the file is mapped on its DISK device: each tensor is a copy of its bytes to the default device,
+  read when realized, never the whole file into memory"""
+  from tinygrad import Device
+  q8 = [[(i * 5) % 256 - 128 for i in range(32)]]
+  (p := tmp_path / "m.gguf").write_bytes(gguf_file({}, {"w": (0, (2, 2), struct.pack("<4f", 1, 2, 3, 4)), "q": (8, (32, 1), q8_0([0.5], q8))}))
+  for src in (p, Tensor(p)):
+    _, ts = gguf_load(src)
+    assert all(t.device == Device.DEFAULT for t in ts.values())
+    assert any(u.op.name == "BUFFER" and str(u.arg.device).startswith("DISK:") for u in ts["w"].uop.toposort())
+    assert ts["w"].tolist() == [[1.0, 2.0], [3.0, 4.0]] and ts["q"].tolist() == [[q * 0.5 for q in q8[0]]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib, re
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
-from tinygrad.nn.binary import FormatError, Cursor, source_bytes, shape_problem
+from tinygrad.nn.binary import FormatError, Cursor, source_bytes, shape_problem, mapped_file
 from tinygrad.nn.gguf_quants import QUANTIZED
 
 # metadata value types: struct format (or a name for the variable-length ones) and the smallest size a value takes
@@ -72,15 +72,19 @@ def _tensor_infos(c:Cursor, n_tensors:int, in_other_parts:dict[str, str]) -> lis
     infos.append((tname, dims, ttype, off))
   return infos
 
-def _tensor(raw:bytes, dims:tuple, ttype:int):
+def _tensor(raw, dims:tuple, ttype:int):
+  """raw: the tensor's bytes, or its bytes as a view of the mapped file, copied to the default device here (lazily: a tensor is read
+  from the file when it is realized)"""
   from tinygrad.tensor import Tensor
+  from tinygrad.device import Device
   shape = tuple(reversed(dims))
+  if isinstance(raw, Tensor) and ttype in PLAIN: return raw.bitcast(PLAIN[ttype][1]).to(Device.DEFAULT).reshape(shape)
   if ttype in PLAIN: return Tensor(raw, dtype=PLAIN[ttype][1]).reshape(shape)
-  if not raw: return Tensor.zeros(shape)
+  if not (raw.numel() if isinstance(raw, Tensor) else raw): return Tensor.zeros(shape)
   _, _, block_bytes, decode = QUANTIZED[ttype]
-  return decode(Tensor(raw).reshape(-1, block_bytes)).reshape(shape)
+  return decode((raw.to(Device.DEFAULT) if isinstance(raw, Tensor) else Tensor(raw)).reshape(-1, block_bytes)).reshape(shape)
 
-def _tensors(c:Cursor, infos:list, kv:dict) -> dict:
+def _tensors(c:Cursor, infos:list, kv:dict, disk=None) -> dict:
   """{name: Tensor} from the data section after the infos, each tensor's bytes checked to lie in the file and overlap no other's"""
   align = kv.get("general.alignment", 32)
   if type(align) is not int or not 0 < align <= 1 << 16 or align & (align - 1): c.fail(f"general.alignment {align!r} is not a power of two <= 65536")
@@ -95,16 +99,19 @@ def _tensors(c:Cursor, infos:list, kv:dict) -> dict:
       c.fail(f"tensor {tname!r} ({kind}, dims {list(dims)}, {nbytes} bytes) at data offset {off} is misaligned or runs past the file's end "
              f"({len(data)} bytes, data starts at {start})", start)
     spans.append((off, off + nbytes, tname))
-    out[tname] = _tensor(bytes(data[start+off:start+off+nbytes]), dims, ttype)
+    out[tname] = _tensor(disk[start+off:start+off+nbytes] if disk is not None else bytes(data[start+off:start+off+nbytes]), dims, ttype)
   for (_, end, a), (begin, _, b) in zip(spans := sorted(spans), spans[1:]):
     if begin < end: raise FormatError(f"{c.name}: tensors {a!r} and {b!r} overlap in the data section (starting at byte offset {start})")
   return out
 
-def _read(data:bytes, name:str, in_other_parts:dict[str, str]) -> tuple[Cursor, dict, dict, dict]:
-  """(a cursor on the file, metadata, metadata value offsets, tensors) of one GGUF file"""
+def _read(src, in_other_parts:dict[str, str]) -> tuple[Cursor, dict, dict, dict]:
+  """(a cursor on the file, metadata, metadata value offsets, tensors) of one GGUF file: a path is mapped (its DISK device), its tensors
+  copied to the default device as they are realized, never the whole file read"""
+  if (mapped := mapped_file(src)) is not None: (disk, data), name = mapped, getattr(src, "device", None) or str(src)
+  else: (data, name), disk = source_bytes(src), None
   c = Cursor(data, name)
   n_tensors, kv, value_at = _metadata(c)
-  return c, kv, value_at, _tensors(c, _tensor_infos(c, n_tensors, in_other_parts), kv)
+  return c, kv, value_at, _tensors(c, _tensor_infos(c, n_tensors, in_other_parts), kv, disk)
 
 def _split_key(c:Cursor, kv:dict, value_at:dict, key:str, low:int) -> int:
   if key not in kv: c.fail(f"metadata {key!r} is missing; a split GGUF part needs it", 24)  # 24: where the metadata starts
@@ -122,7 +129,7 @@ def _other_parts(c:Cursor, first:pathlib.Path, count:int, count_at:int, first_te
   where, out = dict.fromkeys(first_tensors, f"part 1 ({first.name})"), {}
   for i, path in enumerate(_part_paths(c, first, count, count_at), start=2):
     if not path.is_file(): c.fail(f"split part {i} of {count} is missing: {path} is not a file", count_at)
-    part, kv, value_at, tensors = _read(*source_bytes(path), where)
+    part, kv, value_at, tensors = _read(path, where)
     if _split_key(part, kv, value_at, "split.count", 1) != count:
       part.fail(f"split.count is {kv['split.count']} but part 1 ({first.name}) says {count}", value_at["split.count"])
     if (no := _split_key(part, kv, value_at, "split.no", 0)) != i - 1:
@@ -135,7 +142,7 @@ def gguf_load(src) -> tuple[dict, dict]:
   """(metadata {key: value}, {name: Tensor}) of a .gguf path or a uint8 Tensor holding one; shapes are ggml's dims reversed (row-major).
   Given the path of a split model's first part, the metadata is the first part's and the tensors are every part's."""
   from tinygrad.tensor import Tensor
-  c, kv, value_at, tensors = _read(*source_bytes(src), {})
+  c, kv, value_at, tensors = _read(src, {})
   if kv.get("split.count", 1) == 1: return kv, tensors
   count = _split_key(c, kv, value_at, "split.count", 1)
   if (no := _split_key(c, kv, value_at, "split.no", 0)) != 0:

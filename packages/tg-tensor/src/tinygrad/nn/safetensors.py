@@ -4,7 +4,7 @@ from __future__ import annotations
 import json, struct
 from tinygrad.dtype import DType, dtypes
 from tinygrad.helpers import prod
-from tinygrad.nn.binary import FormatError, Cursor, source_bytes, shape_problem
+from tinygrad.nn.binary import FormatError, Cursor, source_bytes, shape_problem, mapped_file
 
 SAFE_DTYPES: dict[str, DType] = {"F64": dtypes.float64, "F32": dtypes.float32, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
   "F8_E4M3": dtypes.fp8e4m3, "F8_E5M2": dtypes.fp8e5m2, "I64": dtypes.int64, "I32": dtypes.int32, "I16": dtypes.int16, "I8": dtypes.int8,
@@ -64,22 +64,11 @@ def _file_bytes(src, caller:str) -> tuple[bytes, str]:
     raise TypeError(f"{caller} expects a path or a uint8 Tensor of the file, got a {type(src).__name__}: pass Tensor(contents) instead")
   return source_bytes(src)
 
-def _on_disk(src):
-  """(the file as a uint8 Tensor on its DISK device, its mapped bytes) for a path or such a Tensor, else None: the header is read from
-  the map (only its pages are touched) and each tensor is a view of the file, read when something copies it"""
-  import os, pathlib
-  from tinygrad.tensor import Tensor
-  from tinygrad.engine.realize import buffer_of
-  if isinstance(src, (str, os.PathLike)) and pathlib.Path(src).is_file(): src = Tensor(pathlib.Path(src))
-  if not isinstance(src, Tensor) or not isinstance(src.device, str) or not src.device.startswith("DISK:") or not src._is_buffer(): return None
-  if src.dtype is not dtypes.uint8 or src.ndim != 1: raise TypeError(f"a model file as a Tensor must be 1-d uint8, got {src.shape} {src.dtype}")
-  return src, buffer_of(src.uop.base).as_buffer(allow_zero_copy=True)
-
 def safe_load_metadata(t) -> tuple:
   """(the raw bytes as a uint8 Tensor, where the data starts in them (8 + the header's JSON length), the header with its __metadata__),
   like upstream: raw[start+b:start+e] is a tensor's bytes for its data_offsets [b, e]. A path's raw Tensor is on its DISK device"""
   from tinygrad.tensor import Tensor
-  if (disk := _on_disk(t)) is not None: (raw, data), name = disk, str(t) if not isinstance(t, Tensor) else t.device
+  if (disk := mapped_file(t)) is not None: (raw, data), name = disk, str(t) if not isinstance(t, Tensor) else t.device
   else:
     data, name = _file_bytes(t, "safe_load_metadata")
     raw = Tensor(data)
@@ -91,7 +80,7 @@ def safe_load(fn) -> dict:
   is a view of the file, as upstream's: nothing is read until it is copied (load_state_dict moves each to its model tensor's device;
   .to("CPU") to compute with it)"""
   from tinygrad.tensor import Tensor
-  if (disk := _on_disk(fn)) is not None:
+  if (disk := mapped_file(fn)) is not None:
     (raw, data), name = disk, str(fn) if not isinstance(fn, Tensor) else fn.device
     header, _, start = read_header(data, name)
     return {k: raw[start+e["data_offsets"][0]:start+e["data_offsets"][1]].bitcast(SAFE_DTYPES[e["dtype"]]).reshape(tuple(e["shape"]))
