@@ -28,6 +28,15 @@ def test_views_dtypes_and_nesting(tmp_path, write):
   assert m["ints"].dtype is dtypes.int64 and m["ints"].tolist() == [1, -2, 3] and m["flags"].tolist() == [True, False]
   assert m["half"].dtype is dtypes.float16 and m["half"].tolist() == [0.5, -1.0]
 
+def test_zip_path_is_mapped_not_read(tmp_path):
+  """a zip checkpoint's path is mapped (DISK): its stored storages are views of the file, copied to the default device when realized"""
+  from tinygrad import Device
+  (p := tmp_path / "m.pth").write_bytes(zip_checkpoint({"model": _state()}))
+  for src in (p, Tensor(p)):
+    m = torch_load(src)["model"]
+    assert m["w"].device == Device.DEFAULT and any(u.op.name == "BUFFER" and str(u.arg.device).startswith("DISK:") for u in m["w"].uop.toposort())
+    assert m["col"].tolist() == [1.0, 5.0, 9.0] and m["half"].tolist() == [0.5, -1.0] and m["flags"].tolist() == [True, False]
+
 def test_zip_from_a_tensor_with_another_root():
   assert torch_load(Tensor(zip_checkpoint({"x": _state()["row"]}, root="model")))["x"].tolist() == [4.0, 5.0, 6.0, 7.0]
 

@@ -4,7 +4,7 @@ oldest, a tar archive (members "storages", "tensors" and "pickle"). zip_extract 
 from __future__ import annotations
 import contextlib, io, struct, zipfile, zlib
 from tinygrad.helpers import prod
-from tinygrad.nn.binary import FormatError, Cursor, source_bytes, MAX_RANK
+from tinygrad.nn.binary import FormatError, Cursor, source_bytes, mapped_file, MAX_RANK
 from tinygrad.nn.torch_pickle import Storage, StorageType, TensorRef, TorchDType, unpickle, check_view, tensor_ref, tar_key, bounded_repr
 from tinygrad.nn.tar import looks_like_tar, tar_members
 
@@ -45,14 +45,19 @@ def _materialize(obj, make, memo:dict):
   else: ret = obj
   return ret
 
-def _build(obj, raw:dict[str, bytes], storages:dict[str, Storage], name:str):
+def _build(obj, raw:dict, storages:dict[str, Storage], name:str):
+  """raw: each storage's bytes, or a view of them in the mapped file (a uint8 Tensor on its DISK device), copied to the default device"""
   from tinygrad.tensor import Tensor
+  from tinygrad.device import Device
   bases: dict = {}
   def base(st:Storage):
     # one Tensor per storage and dtype: a _rebuild_tensor_v3 tensor reads its untyped (byte) storage as its own dtype
     if (k := (st.key, st.dtype)) not in bases:
-      root = storages[st.key]
-      bases[k] = Tensor(raw[st.key][:root.numel*root.dtype.itemsize], dtype=st.dtype)
+      root, data = storages[st.key], raw[st.key]
+      data = data[:root.numel*root.dtype.itemsize]
+      if not isinstance(data, Tensor): bases[k] = Tensor(data, dtype=st.dtype)
+      elif len(data) % st.dtype.itemsize: raise FormatError(f"storage {st.key!r} of {len(data)} bytes is no whole number of {st.dtype}")
+      else: bases[k] = data.bitcast(st.dtype).to(Device.DEFAULT)
     return bases[k]
   def make(r:TensorRef):
     check_view(r.storage, r.offset, r.size, r.stride)  # checked when unpickled too: this is where a bad view would read past the bytes
@@ -67,8 +72,24 @@ def _byteswapped(raw:bytes, itemsize:int) -> bytes:
   for j in range(itemsize): out[j::itemsize] = raw[itemsize-1-j::itemsize]
   return bytes(out)
 
-def _load_zip(data:bytes, name:str):
-  zf = zipfile.ZipFile(io.BytesIO(data))
+class _ViewFile(io.RawIOBase):
+  """a read-only file over bytes in memory (a mapped file), for zipfile: io.BytesIO would copy them all"""
+  def __init__(self, data:memoryview): self.data, self.pos = memoryview(data).cast("B"), 0
+  def readable(self) -> bool: return True
+  def seekable(self) -> bool: return True
+  def tell(self) -> int: return self.pos
+  def seek(self, pos:int, whence:int=0) -> int:
+    self.pos = max(0, pos + (0, self.pos, len(self.data))[whence])
+    return self.pos
+  def readinto(self, b) -> int:
+    n = len(chunk := self.data[self.pos:self.pos + len(b)])
+    b[:n], self.pos = chunk, self.pos + n
+    return n
+
+def _load_zip(data:bytes|memoryview, name:str, disk=None):
+  """disk: the file mapped on its DISK device, whose stored (uncompressed) storage entries become views of it, copied to the default
+  device when realized"""
+  zf = zipfile.ZipFile(_ViewFile(data))
   if not (pkl := [i for i in zf.infolist() if i.filename.endswith("data.pkl") and i.filename.count("/") <= 1]):
     raise FormatError(f"{name}: a torch zip checkpoint needs <root>/data.pkl; the archive holds {[i.filename for i in zf.infolist()][:10]}")
   root = pkl[0].filename[:-len("data.pkl")]
@@ -79,10 +100,12 @@ def _load_zip(data:bytes, name:str):
     return info
   # torch stores entries uncompressed; one re-zipped with deflate (torch.load reads it) inflates to its declared size and CRC, no
   # further. So each entry's declared size is checked before it is read: a small entry can declare, and inflate to, gigabytes
-  def storage_bytes(key:str, st:Storage) -> bytes:
+  def storage_bytes(key:str, st:Storage, disk):
     if (info := entry(path := f"{root}data/{key}")).file_size != (need := st.numel * st.dtype.itemsize):
       raise FormatError(f"{name}: storage entry {bounded_repr(path)} has {info.file_size} bytes but {st.numel} {st.dtype} need exactly {need}")
-    return _member_bytes(data, info, name)
+    if disk is None or info.compress_type != zipfile.ZIP_STORED: return _member_bytes(data, info, name)
+    start, end = _member_span(data, info, name)
+    return disk[start:end]
   def byteorder() -> bytes:
     """the saving machine's byte order (no entry: little), which torch swaps from on load when it differs"""
     if root + "byteorder" not in zf.namelist(): return b"little"
@@ -93,8 +116,9 @@ def _load_zip(data:bytes, name:str):
     return order
   storages: dict[str, Storage] = {}
   obj = unpickle(io.BytesIO(_member_bytes(data, entry(root + "data.pkl"), name)), f"{name}:{root}data.pkl", storages)
-  raw = {k: storage_bytes(k, st) for k, st in storages.items()}
-  if byteorder() == b"big": raw = {k: _byteswapped(raw[k], st.dtype.itemsize) for k, st in storages.items()}
+  if big := byteorder() == b"big": disk = None  # swapped here, in python
+  raw = {k: storage_bytes(k, st, disk) for k, st in storages.items()}
+  if big: raw = {k: _byteswapped(raw[k], st.dtype.itemsize) for k, st in storages.items()}
   return _build(obj, raw, storages, name)
 
 def _brief(x) -> str: return repr(x) if type(x) is int and abs(x) < 1 << 64 else f"a {type(x).__name__}"
@@ -180,8 +204,14 @@ def _zip_errors(name:str):
   except ZIP_ERRORS as e: raise FormatError(f"{name}: the zip archive is truncated or corrupt: {type(e).__name__}: {e}") from None
 
 def torch_load(t):
-  """the object in a torch .pth/.pt checkpoint (usually a state dict), its tensors as Tensors; a path or a uint8 Tensor of the file"""
-  data, name = source_bytes(t)
+  """the object in a torch .pth/.pt checkpoint (usually a state dict), its tensors as Tensors; a path or a uint8 Tensor of the file. A
+  zip checkpoint's path is mapped (its DISK device): each stored tensor is read from the file when realized, on the default device"""
+  if (mapped := mapped_file(t)) is not None:
+    (disk, view), name = mapped, getattr(t, "device", None) or str(t)
+    if bytes(view[:4]) == ZIP_MAGIC:
+      with _zip_errors(name): return _load_zip(view, name, disk)
+    data = bytes(view)
+  else: data, name = source_bytes(t)
   if data[:4] == ZIP_MAGIC:
     with _zip_errors(name): return _load_zip(data, name)
   if looks_like_tar(data): return _load_tar(data, name)
@@ -199,6 +229,13 @@ def _inflate(raw:bytes, info:zipfile.ZipInfo, name:str) -> bytes:
   return out
 
 def _member_bytes(data:bytes, info:zipfile.ZipInfo, name:str) -> bytes:
+  start, end = _member_span(data, info, name)
+  raw = bytes(data[start:end])
+  if info.compress_type == zipfile.ZIP_DEFLATED: return _inflate(raw, info, name)
+  return raw
+
+def _member_span(data:bytes, info:zipfile.ZipInfo, name:str) -> tuple[int, int]:
+  """where a member's (stored or deflated) bytes lie in the archive, checked"""
   if info.flag_bits & 1: raise FormatError(f"{name}: member {info.filename!r} is encrypted")
   if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
     raise FormatError(f"{name}: member {info.filename!r} uses compression method {info.compress_type}; only stored and deflated members are read")
@@ -206,11 +243,9 @@ def _member_bytes(data:bytes, info:zipfile.ZipInfo, name:str) -> bytes:
   start = info.header_offset + LOCAL_HEADER.size + name_len + extra_len
   if sig != ZIP_MAGIC or start + info.compress_size > len(data):
     raise FormatError(f"{name}: member {info.filename!r} has no local header at byte offset {info.header_offset} or its data runs past the end")
-  raw = data[start:start + info.compress_size]
-  if info.compress_type == zipfile.ZIP_DEFLATED: return _inflate(raw, info, name)
-  if info.file_size != info.compress_size:
+  if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
     raise FormatError(f"{name}: stored member {info.filename!r} declares {info.file_size} bytes but holds {info.compress_size}")
-  return raw
+  return start, start + info.compress_size
 
 def zip_extract(t) -> dict:
   """{member name: uint8 Tensor of its bytes} of a zip archive: a path, or a 1-d uint8 Tensor holding one; stored and deflated members"""
