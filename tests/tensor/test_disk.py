@@ -17,6 +17,8 @@ def test_device_name_keeps_the_path(f32_file):
   t = Tensor.empty(16, dtype=dtypes.float32, device=f"disk:{f32_file}")
   assert t.device == f"DISK:{f32_file}" and Device.canonicalize(f"disk:{f32_file}") == f"DISK:{f32_file}"
   with pytest.raises(DeviceError, match="needs a file path"): Device.canonicalize("disk")
+  from tinygrad.device import is_dtype_supported
+  assert is_dtype_supported(dtypes.bfloat16, f"disk:{f32_file}")  # no kernels: any dtype's bytes
 
 def test_reads_whole_rows_and_reinterpretations(f32_file):
   t = Tensor.empty(16, dtype=dtypes.float32, device=f"disk:{f32_file}")

@@ -152,5 +152,6 @@ class _Device:
 Device = _Device()
 
 def is_dtype_supported(dtype:DType, device:str|None=None) -> bool:
-  """Whether kernels on `device` (default: Device.DEFAULT) can hold `dtype`: asked of the renderer that device uses."""
-  return dtype in Device[device or Device.DEFAULT].renderer.supported_dtypes()
+  """Whether kernels on `device` (default: Device.DEFAULT) can hold `dtype`: asked of the renderer that device uses. A device without
+  one (DISK) runs no kernels and holds any dtype's bytes"""
+  return (r := Device[device or Device.DEFAULT].renderer) is None or dtype in r.supported_dtypes()
