@@ -117,3 +117,49 @@ def test_safe_load_of_a_path_maps_the_file(tmp_path):
   np.testing.assert_array_equal(model.weight.numpy(), w)
   np.testing.assert_array_equal(model(Tensor([[1.0, 0.0, 2.0]])).numpy(), [[0 + 4 - 1, 3 + 10 + 1]])
   assert safe_load(Tensor(p))["bias"].tolist() == [-1.0, 1.0]  # a Tensor of the path: the same views
+
+def test_writes_of_numbers_and_through_views(f32_file, tmp_path):
+  """(sweep) a number assigned or set into a slice; a safe_load tensor (a slice bitcast) written at its own bytes, not the file's first"""
+  from tinygrad.nn.state import safe_save, safe_load
+  t = Tensor.empty(16, dtype=dtypes.float32, device=f"disk:{f32_file}")
+  t[4:8].assign(5.0).realize()
+  t[8:10] = 9.0
+  np.testing.assert_array_equal(on_file(f32_file), [0, 1, 2, 3, 5, 5, 5, 5, 9, 9, 10, 11, 12, 13, 14, 15])
+  safe_save({"a": Tensor([1.0, 2.0]), "b": Tensor([4.0, 5.0, 6.0])}, p := tmp_path / "m.safetensors")
+  header = p.read_bytes()[:-20]
+  safe_load(p)["b"].assign(Tensor([9.0, 9.0, 9.0])).realize()
+  assert p.read_bytes()[:-20] == header and safe_load(p)["b"].tolist() == [9.0, 9.0, 9.0] and safe_load(p)["a"].tolist() == [1.0, 2.0]
+  with pytest.raises(ValueError, match=r"value is \(2,\) dtypes.int on CPU"): t[0:2].assign(Tensor([1, 2]))
+
+def test_assign_through_a_bitcast_writes_the_buffer():
+  """(sweep) on the CPU too: a same-size bitcast of a buffer (or of a slice of it) is a view that an assign writes through"""
+  ref = np.arange(8, dtype=np.float32)
+  for view in (lambda y: y[2:4].bitcast(dtypes.int32), lambda y: y.bitcast(dtypes.int32)[2:4], lambda y: y.bitcast(dtypes.int32).reshape(2, 4)[0, 2:4]):
+    y = Tensor(ref).contiguous().realize()
+    v = view(y)
+    v.assign(Tensor([1, 1], dtype=dtypes.int32)).realize()
+    want = ref.view(np.int32).copy()
+    want[2:4] = 1
+    np.testing.assert_array_equal(y.numpy().view(np.int32), want)
+    assert v.tolist() == [1, 1]
+
+def test_moves_a_copy_makes_on_the_other_device(f32_file, tmp_path):
+  """(sweep) a transpose, flip or strided slice of a DISK tensor: its bytes copied, then moved on the device that computes; into
+  another DISK tensor such a view is refused and nothing is written"""
+  from tinygrad import nn
+  from tinygrad.nn.state import load_state_dict
+  t, ref = Tensor.empty(4, 4, dtype=dtypes.float32, device=f"disk:{f32_file}"), np.arange(16, dtype=np.float32).reshape(4, 4)
+  np.testing.assert_array_equal(t.T.to("CPU").numpy(), ref.T)
+  np.testing.assert_array_equal(t[:, 1].to("CPU").numpy(), ref[:, 1])
+  np.testing.assert_array_equal(t.flip(1)[1:3].to("CPU").numpy(), ref[:, ::-1][1:3])
+  load_state_dict(lin := nn.Linear(4, 4, bias=False), {"weight": t.T}, verbose=False)
+  np.testing.assert_array_equal(lin.weight.numpy(), ref.T)
+  (other := tmp_path / "o.bin").write_bytes(bytes(16))
+  with pytest.raises(RuntimeError, match="runs no kernels"): Tensor.empty(4, device=f"disk:{other}")[0:4].assign(t[:, 1]).realize()
+  assert other.read_bytes() == bytes(16)
+
+def test_empty_file_and_bad_bitcast(tmp_path):
+  (empty := tmp_path / "e.bin").write_bytes(b"")
+  assert Tensor(empty).device == f"DISK:{empty.resolve()}" and Tensor(empty).shape == (0,) and Tensor(empty).to("CPU").tolist() == []
+  (p := tmp_path / "f.bin").write_bytes(bytes(8))
+  with pytest.raises(ValueError, match="0-d"): Tensor.empty(2, dtype=dtypes.float32, device=f"disk:{p}")[0].bitcast(dtypes.float16)

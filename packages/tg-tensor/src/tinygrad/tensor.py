@@ -110,14 +110,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         shape, flat = _nested([] if data is None else data)
         dt = dtype or dtypes.strong(dtypes.from_py(flat))
         uop = _buffer_from(dev, dt, shape, flat)
-    elif isinstance(data, os.PathLike) and (size := pathlib.Path(data).stat().st_size):
+    elif isinstance(data, os.PathLike):
       # a file's bytes on its DISK device, read when something copies them (mapped, not loaded); moved to `device` when one is given
-      dt = dtype or dtypes.uint8
+      dt, size, disk = dtype or dtypes.uint8, pathlib.Path(data).stat().st_size, Device.canonicalize(f"DISK:{pathlib.Path(data).resolve()}")
       if size % dt.itemsize: raise ValueError(f"{data}: {size} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
-      uop = UOp.new_buffer(f"DISK:{pathlib.Path(data).resolve()}", size // dt.itemsize, dt)
+      uop = UOp.new_buffer(disk, size // dt.itemsize, dt) if size else _no_elements(disk, dt, (0,))
       if device is not None: uop = uop.copy_to_device(Device.canonicalize(device))
-    elif isinstance(data, (bytes, bytearray, os.PathLike)):
-      if isinstance(data, os.PathLike): data = b""  # an empty file: no bytes to map
+    elif isinstance(data, (bytes, bytearray)):
       dt = dtype or dtypes.uint8
       if len(data) % dt.itemsize: raise ValueError(f"{len(data)} bytes are not a whole number of {dt} elements ({dt.itemsize} bytes each)")
       uop = _buffer_from(Device.canonicalize(device), dt, (len(data)//dt.itemsize,), bytes(data))
@@ -177,7 +176,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def bitcast(self, dtype:DType|str) -> Tensor:
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
       # on a device that runs no kernels (DISK) the bytes are read again as dt, a view (its last axis rescaled); elsewhere computed
-      if isinstance(self.device, str) and Device[self.device].renderer is None: return _handle(self.uop.bitcast(dt))
+      if _holds_bytes_only(self.device):
+        if not self.shape: raise ValueError(f"bitcast of a 0-d {self.dtype} to {dt}: item sizes differ, so it needs a last axis to rescale")
+        return _handle(self.uop.bitcast(dt))
       return bitcast_resized(self, dt)
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's
@@ -441,6 +442,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
     if (dev := Device.canonicalize(device)) == self.device: return self
     if isinstance(dev, tuple) and isinstance(self.device, tuple): return self.to(self.device[0]).to(dev)
+    if _holds_bytes_only(self.device) and not _holds_bytes_only(dev) and (split := _split_off_moves(self.uop)) is not None and split[1]:
+      u = split[0].copy_to_device(dev)  # its bytes, then the moves on the device that computes (tinygrad's disk_t.T.to("CPU"))
+      for op, arg in split[1]: u = u._mop(op, arg)
+      return Tensor(u, requires_grad=_derived_grad(self))
     return Tensor(self.uop.copy_to_device(dev), requires_grad=_derived_grad(self))
   def to_(self, device:str|tuple|None) -> Tensor:
     """move in place: this handle now points at the copy on `device` (a leaf that wants a gradient still is one, there)"""
@@ -564,24 +569,28 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return self._assign(x, value_private=False)
   def _assign(self, x:Any, value_private:bool) -> Tensor:
     """assign; value_private: x is the caller's own (an in-place operator's result), no handle but this call's reads it after"""
-    if not isinstance(x, Tensor): x = Tensor(x, self.device, self.dtype)
+    if not isinstance(x, Tensor): x = Tensor(x, _compute_device(self.device), self.dtype)
     # the value broadcasts to the target's shape (tinygrad's rule: cache.assign(0), a (1, T, D) row into (B, T, D)); held: the caller's
     held, x = x, x._broadcast_for_assign(self.shape)
     # a device that runs no kernels (DISK) is written by a copy: the value comes from wherever it is (tinygrad's disk_t.assign(cpu_t))
-    if x.device != self.device and isinstance(self.device, str) and Device[self.device].renderer is None: x = x.to(self.device)
+    if bytes_only := _holds_bytes_only(self.device): x = x.to(self.device)
     for what, mine, theirs in (("shape", _pinned(self.shape), _pinned(x.shape)), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {held.shape} {x.dtype} "
-                         f"on {x.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
+                         f"on {held.device}" + (" (or a shape that broadcasts to the target's)" if what == "shape" else ""))
     if 0 in self.shape: return self
     if held is self: return self  # its own value: nothing changes (a lazy self's new buffer, read as the value, held nothing yet)
     _own_if_equal(self)
     if _is_write(self.uop): self.realize()  # a write left pending (Optimizer.schedule_step) lands first, in the buffer it writes
     # a lazy target gets a buffer of its own first, its old value not computed: the write below fills all of it. A view of a lazy value
     # (out.T[0] *= 10) writes into the buffer that value and its other views get
-    if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base) and not _share_with_views(self):
-      self.uop = _private_buffer(self.uop, keep_value=False)
-    target = self.uop
+    # a bitcast view of a buffer is written through: the value goes in as the buffer's dtype. On a device that runs no kernels the target
+    # is a run of bytes whatever it is (the scheduler says where it is not)
+    if not bytes_only and (plain := _bitcasts_outside(self.uop)) is not None: target, x = plain, x.bitcast(plain.dtype)
+    else:
+      if self.uop.base.op is not Ops.BUFFER and not is_multi_buffer(self.uop.base) and not _share_with_views(self) and not bytes_only:
+        self.uop = _private_buffer(self.uop, keep_value=False)
+      target = self.uop
     moves = [u.op for u in target.toposort()]
     if Ops.EXPAND in moves: raise ValueError(f"cannot assign into an expanded view of shape {self.shape}: several elements share an address")
     if Ops.PAD in moves:
@@ -650,7 +659,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return _unflatten(list(struct.unpack(f"{prod(self.concrete_shape)}{self.dtype.fmt}", self._data())), self.concrete_shape)
   def _computable(self) -> Tensor:
     """self, or its copy on the default device where its own runs no kernels (DISK): a bfloat16 read back is converted by a kernel"""
-    return self.to(Device.DEFAULT) if isinstance(self.device, str) and Device[self.device].renderer is None else self
+    return self.to(Device.DEFAULT) if _holds_bytes_only(self.device) else self
   def item(self) -> Any:
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
     return self.realize().reshape(()).tolist()
@@ -1165,6 +1174,37 @@ def _check_fits(values:Sequence, dtype:DType):
   def whole(v): return math.trunc(v) if isinstance(v, float) and math.isfinite(v) else v
   if (bad := next((v for v in values if not dtype.min <= whole(v) <= dtype.max), None)) is not None:
     raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
+
+def _holds_bytes_only(device) -> bool:
+  """a device that runs no kernels (DISK): what lives there is a buffer or a view of its bytes"""
+  return isinstance(device, str) and Device[device].renderer is None
+
+def _compute_device(device):
+  """where a value for `device` is computed: the device itself, or the default one for a device that runs no kernels"""
+  return Device.DEFAULT if _holds_bytes_only(device) else device
+
+def _bitcasts_outside(u:UOp) -> UOp|None:
+  """u, a chain of movement ops and same-size bitcasts down to a buffer, with its bitcasts left out (they commute with movement: each
+  element keeps its bytes' place), where it has any; else None. An assign through it writes the value bitcast to the buffer's dtype"""
+  ops, x, seen = [], u, False
+  while x.op is not Ops.BUFFER:
+    if x.op is Ops.BITCAST and x.dtype.itemsize == x.src[0].dtype.itemsize: seen = True
+    elif x.op in GroupOp.Movement: ops.append((x.op, x.marg))
+    else: return None
+    x = x.src[0]
+  for op, arg in reversed(ops): x = x._mop(op, arg)
+  return x if seen else None
+
+def _split_off_moves(u:UOp) -> tuple[UOp, list]|None:
+  """u (on a device that runs no kernels) as (a run of its buffer's bytes, the movement ops on top of it), or None where no such split
+  exists: the run is copied to another device, and the moves (a transpose, a flip, a strided slice) made there"""
+  from tinygrad.schedule.byte_views import byte_range
+  ops = []
+  while byte_range(u, {}) is None:
+    if u.op not in GroupOp.Movement: return None
+    ops.append((u.op, u.marg))
+    u = u.src[0]
+  return u, ops[::-1]
 
 def _pinned(shape:tuple) -> tuple:
   """shape with each size whose Variables' bounds pin it to one number (Variable("toks", 1, 1)) as that number: a slice buf[:, 1:1+v]

@@ -108,10 +108,10 @@ class TensorIndexMixin:
     indices (or a step other than 1) the whole tensor is rewritten; where an index repeats a position the last write wins.
     A lazy self a gradient flows through takes the written value as its graph instead (torch's setitem on a non-leaf): the overwritten
     elements pass no gradient back, v's get it; written into a buffer, the path would be cut (a backward over it then raises)"""
-    from tinygrad.tensor import Tensor, _share_with_views, _own_if_equal
+    from tinygrad.tensor import Tensor, _share_with_views, _own_if_equal, _compute_device
     _own_if_equal(self)  # a value equal to another handle's, in its buffer: written in a copy of its own
     idx = indices if isinstance(indices, tuple) else (indices,)
-    v = (v if isinstance(v, Tensor) else Tensor(v, self.device, self.dtype)).cast(self.dtype)
+    v = (v if isinstance(v, Tensor) else Tensor(v, _compute_device(self.device), self.dtype)).cast(self.dtype)
     if lazy := self.uop.base.op is not Ops.BUFFER:
       # writes go into a buffer: a lazy tensor gets its own first; a view of a lazy value, the one it shares with that value's handle
       if not (lazy := self._grad_flows() or v._grad_flows()) and not _share_with_views(self): self.realize()

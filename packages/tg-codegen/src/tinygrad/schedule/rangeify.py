@@ -430,9 +430,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
       items.append(ExecItem("copy", None, [out, _copy_source(u.src[0], realized, items, var_vals)]))
     elif not runs_kernels(u.device):
-      if (r := byte_range(u, realized)) is None:
-        raise RuntimeError(f"{u.device} runs no kernels, and {u.op} of shape {u.shape} is no run of a buffer's bytes: move the tensor to a "
-                           f"device that computes first, e.g. .to('CPU')")
+      if (r := byte_range(u, realized)) is None: raise _no_kernels(u)
       out = _view(u, *r, items)
     else: out = _computed(u, realized, items, var_vals)
     realized[u] = out
@@ -502,7 +500,12 @@ def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:
   setitem over a device's whole piece, x[0] of 2 on 2 devices) is gathered into a buffer of its own by a kernel first"""
   if (b := _whole_buffer(u, realized)) is not None: return b
   if (r := byte_range(u, realized)) is not None: return _view(u, *r, items)
+  if not runs_kernels(u.device): raise _no_kernels(u)
   return _computed(u, realized, items, var_vals)
+
+def _no_kernels(u:UOp) -> RuntimeError:
+  return RuntimeError(f"{u.device} runs no kernels, and {u.op} of shape {u.shape} is no run of a buffer's bytes: move the tensor to a "
+                      f"device that computes first, e.g. .to('CPU')")
 
 def _view(u:UOp, buf:UOp, offset:int, items:list[ExecItem]) -> UOp:
   """u's elements, which lie in buf from byte `offset` on, as a buffer: buf itself where they are all of it"""
