@@ -163,3 +163,11 @@ def test_empty_file_and_bad_bitcast(tmp_path):
   assert Tensor(empty).device == f"DISK:{empty.resolve()}" and Tensor(empty).shape == (0,) and Tensor(empty).to("CPU").tolist() == []
   (p := tmp_path / "f.bin").write_bytes(bytes(8))
   with pytest.raises(ValueError, match="0-d"): Tensor.empty(2, dtype=dtypes.float32, device=f"disk:{p}")[0].bitcast(dtypes.float16)
+
+def test_shard_of_a_disk_tensor(f32_file):
+  """(sweep) a DISK tensor sharded along an axis its rows cross: each piece is copied as rows, then cut on its device"""
+  t, ref = Tensor.empty(4, 4, dtype=dtypes.float32, device=f"disk:{f32_file}"), np.arange(16, dtype=np.float32).reshape(4, 4)
+  for axis in (0, 1):
+    s = t.shard(("CPU:0", "CPU:1"), axis=axis)
+    np.testing.assert_array_equal(s.numpy(), ref)
+    np.testing.assert_array_equal((s * 2).to("CPU").numpy(), ref * 2)

@@ -34,7 +34,8 @@ class TensorMultiMixin:
     if not isinstance(n := self.shape[axis], int): raise ValueError(f"cannot shard axis {axis} of symbolic size {n.render()}: shard a concrete axis")
     if n < len(devs): raise ValueError(f"cannot shard axis {axis} of size {n} (shape {tuple(self.shape)}) over {len(devs)} devices: each needs one")
     pieces = [self.shrink(tuple(b if i == axis else None for i in range(self.ndim))) for b in bounds(split_sizes(n, len(devs)))]
-    return Tensor(UOp.multi([p.uop if p.device == d else p.uop.copy_to_device(d) for p, d in zip(pieces, devs)], axis),
+    # Tensor.to: a piece of a DISK tensor that is no run of its bytes (a column block) is copied as its rows, then cut
+    return Tensor(UOp.multi([p.uop if p.device == d else p.to(d).uop for p, d in zip(pieces, devs)], axis),
                   requires_grad=_derived_grad(self))
   def shard_(self, devices:tuple|list, axis:int|None=None):
     """shard in place: this handle now points at the sharded tensor (a leaf that wants a gradient still is one, there)"""
