@@ -171,3 +171,12 @@ def test_shard_of_a_disk_tensor(f32_file):
     s = t.shard(("CPU:0", "CPU:1"), axis=axis)
     np.testing.assert_array_equal(s.numpy(), ref)
     np.testing.assert_array_equal((s * 2).to("CPU").numpy(), ref * 2)
+
+def test_jit_on_another_file_says_so(tmp_path):
+  """(sweep) a TinyJit captured on one file's tensor, called with another's: no advice to move it there (that overwrites the file)"""
+  from tinygrad import TinyJit
+  step = TinyJit(lambda x: (x.to("CPU") * 2).realize())
+  paths = [tmp_path / f"{k}.bin" for k in range(2)]
+  for p in paths: p.write_bytes(np.arange(2, dtype=np.float32).tobytes())
+  for _ in range(3): assert step(Tensor.empty(2, dtype=dtypes.float32, device=f"disk:{paths[0]}")).tolist() == [0.0, 2.0]
+  with pytest.raises(ValueError, match="another TinyJit for another file"): step(Tensor.empty(2, dtype=dtypes.float32, device=f"disk:{paths[1]}"))

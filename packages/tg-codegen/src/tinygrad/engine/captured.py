@@ -10,6 +10,7 @@ from tinygrad.engine import realize
 from tinygrad.device import Buffer
 from tinygrad.engine.memory import plan_memory
 from tinygrad.uop.multi import shard_of
+from tinygrad.schedule.rangeify import runs_kernels
 
 def _unbound(u:UOp) -> UOp: return u.substitute({b: b.src[0] for b in u.toposort() if b.op is Ops.BIND})
 
@@ -133,7 +134,9 @@ class CapturedJit:
         raise ValueError(f"TinyJit {name}: shape {_show(shape)} now, {_show(old_shape)} when captured; only the value of a bound Variable "
                          f"in a shape may change between calls (use another TinyJit, or reset() this one, for other shapes)")
       if dt != old_dt: raise TypeError(f"TinyJit {name}: dtype {dt} now, {old_dt} when captured; cast it, or use another TinyJit")
-      if dev != old_dev: raise ValueError(f"TinyJit {name}: device {dev} now, {old_dev} when captured; move it with .to({old_dev!r})")
+      if dev != old_dev:  # a DISK device is a file: moving the tensor there would overwrite it
+        raise ValueError(f"TinyJit {name}: device {dev} now, {old_dev} when captured; " +
+                         (f"move it with .to({old_dev!r})" if runs_kernels(old_dev) else "use another TinyJit for another file"))
       if split != old_split:
         raise ValueError(f"TinyJit {name}: split over its devices as (axis, sizes) {split} now, {old_split} when captured; shard it the same way")
       if views != old_views:
