@@ -167,3 +167,32 @@ def test_optimizer_refuses_an_int_tensor_that_asks_for_a_gradient():
   with pytest.raises(ValueError, match=r"parameter 1 of shape \(3,\) is dtypes.int with requires_grad=True: only float tensors have gradients"):
     nn.optim.Adam([Tensor([1.0]), Tensor([1, 2, 3], requires_grad=True)])
   with pytest.raises(ValueError, match="none is a float one with requires_grad"): nn.optim.SGD([Tensor.arange(3)])
+
+def test_optimizer_state_dict_names_lr_as_tinygrad():
+  """(sweep) lr is the state dict's "lr" (a property kept it as "_lr": a 0.14 checkpoint's optimizer state failed to load)"""
+  from tinygrad.nn.state import get_state_dict, load_state_dict
+  opt = nn.optim.Adam([Tensor([1.0, 2.0], requires_grad=True)], lr=0.01)
+  assert "lr" in get_state_dict(opt) and "_lr" not in get_state_dict(opt)
+  opt.lr = 0.5
+  assert get_state_dict(opt)["lr"].tolist() == [0.5]
+  other = nn.optim.Adam([Tensor([1.0, 2.0], requires_grad=True)], lr=0.01)
+  load_state_dict(other, get_state_dict(opt), verbose=False)
+  assert other.lr.tolist() == [0.5]
+
+def test_batchnorm_state_after_training_and_half_output():
+  """(sweep) a training call's pending-write bookkeeping is no state of the module (get_state_dict grew 7 -> 13 keys and a clean
+  checkpoint no longer loaded), and a half BatchNorm's training output is half, as torch's (it became float32)"""
+  from tinygrad.nn.state import get_state_dict, get_parameters, load_state_dict
+  conv, bn = nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)
+  model = [conv, bn]
+  keys, n_params = set(get_state_dict(model)), len(get_parameters(model))
+  with Tensor.train(): bn(conv(Tensor(R.standard_normal((2, 3, 5, 5)).astype(np.float32)))).sum().backward()
+  assert set(get_state_dict(model)) == keys and len(get_parameters(model)) == n_params
+  load_state_dict(model, {k: v.detach() for k, v in get_state_dict([nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)]).items()}, verbose=False)
+  hb = nn.BatchNorm2d(4)
+  for t in (hb.weight, hb.bias, hb.running_mean, hb.running_var): t.replace(t.half().realize())
+  x = R.standard_normal((2, 4, 3, 3)).astype(np.float16)
+  with Tensor.train(): out = hb(Tensor(x))
+  tb = torch.nn.BatchNorm2d(4).half().train()
+  assert out.dtype is dtypes.half
+  close(out.float().numpy(), tb(torch.tensor(x)).float().detach().numpy(), 2e-3)

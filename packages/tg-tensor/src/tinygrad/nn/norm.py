@@ -12,14 +12,19 @@ def _affine(x:Tensor, weight:Tensor|None, bias:Tensor|None) -> Tensor:
   shape = (1, -1) + (1,)*(x.ndim-2)
   return x * weight.reshape(shape) + bias.reshape(shape)
 
+class _Pending:
+  """the last training call's statistics handles, whether a gradient flowed through its batch statistics, and the buffers it wrote into:
+  slots, no __dict__, so get_state_dict and get_parameters do not walk into it (its tensors are no state of the module)"""
+  __slots__ = ("stats", "grad", "targets")
+  def __init__(self, stats:tuple, grad:bool, targets:tuple): self.stats, self.grad, self.targets = stats, grad, targets
+
 class BatchNorm:
   """normalise each channel (axis 1) by the batch's statistics while Tensor.training, by the running ones otherwise; a training call
   updates running_mean/running_var (unbiased variance) in place with weight `momentum`, and counts num_batches_tracked"""
   def __init__(self, sz:int, eps:float=1e-5, affine:bool=True, track_running_stats:bool=True, momentum:float=0.1):
     self.eps, self.track_running_stats, self.momentum = eps, track_running_stats, momentum
     self._written_in: int|None = None  # the TinyJit capture the last training call's pending writes were made in (None: none)
-    # the last training call's statistics handles, whether a gradient flowed through its batch statistics, and the buffers it wrote into
-    self._pending: tuple[tuple[Tensor, ...], bool, tuple[Tensor, ...]]|None = None
+    self._pending: _Pending|None = None
     self.weight = Tensor.ones(sz) if affine else None
     self.bias = Tensor.zeros(sz) if affine else None
     if track_running_stats:  # in tinygrad's order (state-dict keys, parameters): the counter first
@@ -43,9 +48,9 @@ class BatchNorm:
     # the module applied again in one forward (a siamese net) while a gradient flows through the earlier call's batch statistics: this
     # update goes on top of that call's pending one, still lazy. Realizing it here would put buffers in place of those statistics in the
     # loss's graph and silently cut their gradient path
-    if stack := (is_training() and self._pending is not None and self._pending[1] and self._written_in == current_capture() and
-                 all(t is p and not t._is_buffer() for t, p in zip(stats, self._pending[0]))):
-      targets = self._pending[2]
+    if stack := (is_training() and self._pending is not None and self._pending.grad and self._written_in == current_capture() and
+                 all(t is p and not t._is_buffer() for t, p in zip(stats, self._pending.stats))):
+      targets = self._pending.targets
     # else the previous training call's update, if nothing realized it yet: a new write needs its target in a buffer
     elif any(not t._is_buffer() for t in stats):
       # inside a TinyJit capture, a write left by an earlier call would be recorded reading that call's intermediates, which the replays
@@ -65,8 +70,9 @@ class BatchNorm:
       # lazy, like upstream's assign: reading a statistic realizes its write, and so does the next optimizer step (inplace.defer)
       for t, w in zip(stats, writes): t.uop = w.uop
       defer(*stats)
-      self._written_in, self._pending = current_capture(), (stats, x._grad_flows(), targets)
-    return x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
+      self._written_in, self._pending = current_capture(), _Pending(stats, x._grad_flows(), targets)
+    out = x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
+    return out.cast(x.dtype) if x.dtype in (dtypes.half, dtypes.bfloat16) else out  # float32 statistics: the output keeps x's dtype
 
 # upstream names: the channel axis is 1 whatever the rank
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm

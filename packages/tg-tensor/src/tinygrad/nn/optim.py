@@ -35,19 +35,18 @@ class Optimizer:
     if device is not None and Device.canonicalize(device) != self.device:
       raise ValueError(f"optimizer device={device!r}: tg keeps the optimizer's state on its parameters' device, {self.device!r}")
     self.lr = buffer_of(Tensor([lr], device=self.device, dtype=dtypes.float32, requires_grad=False))
-  @property
-  def lr(self) -> Tensor: return self._lr
-  @lr.setter
-  def lr(self, lr:Tensor|float):
+  def __setattr__(self, name:str, value):
+    # lr stays a plain attribute (get_state_dict names it "lr", as tinygrad's), but a later assignment goes through _new_lr
+    object.__setattr__(self, name, self._new_lr(value) if name == "lr" and "lr" in self.__dict__ else value)
+  def _new_lr(self, lr:Tensor|float) -> Tensor:
     """a number (opt.lr = 0.05, as a schedule sets upstream's) is written into lr's buffer, which the steps, and TinyJit's replays of
     them, read; a Tensor of one element becomes lr: the steps read its memory (a float32 copy on the parameters' device if it has none)"""
     if isinstance(lr, Tensor):
       if lr.numel() != 1: raise ValueError(f"lr must be a number or a Tensor of one element, got a Tensor of shape {lr.shape}")
-      self._lr = lr if lr._is_buffer() and dtypes.is_float(lr.dtype) and lr.device == self.device else buffer_of(lr.float().to(self.device))
-    elif isinstance(lr, numbers.Real):
-      if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
-      self._lr.assign(Tensor([lr], device=self._lr.device, dtype=self._lr.dtype).reshape(self._lr.shape))
-    else: raise TypeError(f"lr must be a number or a Tensor of one element, got {type(lr).__name__}")
+      return lr if lr._is_buffer() and dtypes.is_float(lr.dtype) and lr.device == self.device else buffer_of(lr.float().to(self.device))
+    if not isinstance(lr, numbers.Real): raise TypeError(f"lr must be a number or a Tensor of one element, got {type(lr).__name__}")
+    if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
+    return self.lr.assign(Tensor([lr], device=self.lr.device, dtype=self.lr.dtype).reshape(self.lr.shape))
   def _scalar_lr(self) -> Tensor:
     """lr as a 0-d view of its buffer: times a 0-d parameter's gradient, shape (1,) would broadcast the update to (1,)"""
     return self.lr.reshape(())
@@ -211,12 +210,12 @@ class OptimizerGroup(Optimizer):
     self.buffers = dedup([t for o in self.optimizers for t in o.buffers])
     self.device = self.params[0].device
   def __getitem__(self, i:int) -> Optimizer: return self.optimizers[i]
-  @property
-  def lr(self) -> Tensor: raise AttributeError("an OptimizerGroup has no lr of its own: read each optimizer's (group[i].lr)")
-  @lr.setter
-  def lr(self, lr:Tensor|float):
-    """the same lr for every optimizer of the group"""
-    for o in self.optimizers: o.lr = lr
+  def __setattr__(self, name:str, value):
+    if name != "lr": return object.__setattr__(self, name, value)
+    for o in self.optimizers: o.lr = value  # the same lr for every optimizer of the group; the group has none of its own
+  def __getattr__(self, name:str):
+    if name == "lr": raise AttributeError("an OptimizerGroup has no lr of its own: read each optimizer's (group[i].lr)")
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
   def zero_grad(self):
     for o in self.optimizers: o.zero_grad()
   def _updates(self, grads:list[Tensor]) -> tuple[list[Tensor], list[Tensor]]:
