@@ -196,3 +196,21 @@ def test_batchnorm_state_after_training_and_half_output():
   tb = torch.nn.BatchNorm2d(4).half().train()
   assert out.dtype is dtypes.half
   close(out.float().numpy(), tb(torch.tensor(x)).float().detach().numpy(), 2e-3)
+
+def test_a_dropped_graph_behind_a_realized_value_is_an_error_not_missing_gradients():
+  """(sweep) logits realized by an accuracy read inside a loss function that returned: the handle that kept their graph died, and
+  backward() left most parameters without a gradient, silently. It now says so (tg keeps such a graph only with its handle)"""
+  l1, l2 = nn.Linear(6, 16), nn.Linear(16, 3)
+  opt = nn.optim.SGD([l1.weight, l1.bias, l2.weight, l2.bias], lr=0.1)
+  x, y = Tensor(R.standard_normal((5, 6)).astype(np.float32)), Tensor([0, 1, 2, 0, 1])
+  def loss_fn():
+    out = l2(l1(x).relu())
+    (out.argmax(1) == y).mean().item()
+    return out.sparse_categorical_crossentropy(y)
+  with Tensor.train():
+    opt.zero_grad()
+    with pytest.raises(RuntimeError, match="whose graph is gone with the tensor that held it"): loss_fn().backward()
+    out = l2(l1(x).relu())  # kept alive: the gradients are all there
+    (out.argmax(1) == y).mean().item()
+    out.sparse_categorical_crossentropy(y).backward()
+  assert all(p.grad is not None for p in opt.params)
