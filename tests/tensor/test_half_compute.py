@@ -48,7 +48,7 @@ def test_matmul_non_contiguous(pack):
   _close(got_e, *_mm_ref(np.broadcast_to(v, (30, 80)), a))
 
 def test_matmul_big_packed():
-  # past pack.MIN_WORK_WIDE at PACK=1: the panel copy and the tiled kernel the survey's matmul fp16 1024 runs
+  # past pack.MIN_WORK at PACK=1: the panel copy and the tiled kernel the survey's matmul fp16 1024 runs
   a, b = _h(256, 520), _h(520, 272, seed=1)
   got = (Tensor(a) @ Tensor(b)).numpy()
   _close(got, *_mm_ref(a, b))

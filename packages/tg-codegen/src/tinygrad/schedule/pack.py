@@ -27,13 +27,11 @@ from tinygrad.schedule.indexing import KernelCtx, at, pm_index
 PACK = ContextVar("PACK", 1)  # 0: never; 1: on devices without work items (CPU-style caches); 2: on every device and at any size (tests)
 WIDE = 16           # panel width: the register tile's vector axis (two AVX2 vectors of float32)
 MIN_REUSE = 16      # at least this many outputs along the broadcast axes re-read the operand, or one copy costs more than it saves
-MIN_WORK = 1 << 28  # multiply-adds (twice 512^3) below which the copy's kernel and the schedule-time work (~2.5 ms of Python per realize
-                    # outside a JIT: this analysis and a second kernel to build) cost as much as the cache misses they save (512: even at one
-                    # thread, slower at two)
-# on a target with 64-byte vectors (AVX-512) the packed panels also give the register tile a second vector of columns (8 rows x 2 panels:
-# 16 accumulators, where B's own j axis takes one upcast of at most 16 lanes): matmul at 2 threads, unpacked -> packed, 384: 155 -> 205,
-# 512: 165 -> 240 GFLOP/s; level at 256
-MIN_WORK_WIDE = 1 << 25
+# multiply-adds below which the copy's kernel (a pass over the operand and a launch per call, outside a JIT) costs as much as the cache
+# misses it saves. Square matmuls at 2 threads, default vs packed, GFLOP/s: AVX2 (znver3) 256: 57 / 52, 320: 100 / 81, 384: 78 / 103,
+# 512: 92 / 151; AVX-512, where the panels also give the tile a second vector of columns (8 rows x 2 panels: 16 accumulators, where B's
+# own j axis takes one upcast of at most 16 lanes), 384: 155 -> 205, 512: 165 -> 240, level at 256
+MIN_WORK = 1 << 25
 MIN_WORK_JIT = 1 << 20  # the same under a TinyJit capture (JIT_CAPTURE), whose schedule is built once and replayed: what is left is
                         # the copy kernel's launch and pass over the operand (jitted x @ w.T at one thread: 64x512x256 0.85 -> 0.42 ms,
                         # 64x1600x128 1.2-1.4 -> 0.47; at 64x128x128, 2^20, both ~0.2 ms)
@@ -47,11 +45,6 @@ def _on_cpu(device) -> bool:
   if PACK.value <= 0 or not isinstance(device, str): return False
   from tinygrad.device import Device
   return not getattr(Device[device].renderer, "has_local", False)
-
-def _min_work(device:str) -> int:
-  """multiply-adds below which the copy does not pay, outside a JIT capture"""
-  from tinygrad.device import Device
-  return MIN_WORK_WIDE if getattr(Device[device].renderer, "vector_bytes", 0) >= 64 else MIN_WORK
 
 # a weight packed along an output axis other than the innermost one (a direct conv's, along its output channels) is re-read by at least
 # this many outputs along the others (its pixels), or the copy, a pass over the whole weight on every call, costs more than the panels
@@ -67,7 +60,7 @@ def packs_along(device, channels:int, macs:int, grid:tuple[int, ...]|None=None) 
   along its output channels, gives its `grid` (the batch and the output's spatial sizes: the outputs that re-read the weight): then
   its register tile's vectors run along the output channels, whatever the output's width or stride (tensor_conv chooses its form by it)"""
   if not _on_cpu(device) or channels < WIDE or (grid is not None and not _reused_across(prod(grid), grid[-1])): return False
-  return PACK.value >= 2 or macs >= (MIN_WORK_JIT if JIT_CAPTURE else _min_work(device))
+  return PACK.value >= 2 or macs >= (MIN_WORK_JIT if JIT_CAPTURE else MIN_WORK)
 
 _BOUNDARY = (Ops.CONTIGUOUS, Ops.REDUCE_AXIS)
 class StridesCtx:
@@ -175,7 +168,7 @@ def pack_operand(ctx:PackCtx, r:UOp) -> UOp|None:
   if cast is not None: x = x.src[0]
   def summed(y:UOp) -> UOp: return cast.replace(src=(y,)) if cast is not None else y
   if op is not Ops.ADD or x.op is not Ops.MUL or x._shape is None or not all_int(x.shape) or not _on_cpu(x.device): return None
-  if PACK.value < 2 and prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else _min_work(x.device)): return None
+  if PACK.value < 2 and prod(x.shape) < (MIN_WORK_JIT if JIT_CAPTURE else MIN_WORK): return None
   red = tuple(sorted(red))
   if not (out := [i for i in range(len(x.shape)) if i not in red and x.shape[i] > 1]): return None
   operands = list(_operands(x))
