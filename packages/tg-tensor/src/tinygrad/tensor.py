@@ -526,7 +526,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     wanted = [t for t in list(_needs_grad.values()) if t.requires_grad]
     nodes = (root := _realized.unrealized(self.uop, keep := _kept(wanted), brought := [])).toposort()
     _refuse_cut_paths(nodes)
-    _refuse_dropped_graphs(root, keep)
+    _refuse_dropped_graphs(nodes, root, keep)
     if not (ts := [t for t in wanted if t.uop in nodes]):
       if brought: _realized.refuse_stale_reads(brought, [])  # a write cut the path to them: an error, not a graph with no gradient for them
       ts, root = self._implicit_targets(brought := [])
@@ -889,15 +889,19 @@ def _refuse_cut_paths(nodes) -> None:
   if (cut := next((u for u in nodes if u.op is Ops.BUFFER and u.__dict__.get(_CUT)), None)) is not None:
     raise RuntimeError(f"backward: this graph reads a {cut.dtype} buffer of {cut.arg.shape[0]} elements {_CUT_PATH}")
 
-def _refuse_dropped_graphs(root:UOp, keep:dict[UOp, UOp]) -> None:
+def _refuse_dropped_graphs(nodes:list[UOp], root:UOp, keep:dict[UOp, UOp]) -> None:
   """autograd's graph reads no buffer a realize put in place of a value a gradient flows through whose graph is gone: its handle, which
   kept it, died (logits realized by an accuracy read inside a loss function that returned): the gradients behind it would silently be
   missing. The graph is kept by the handle that was realized or caught up to the buffer (_keep_for_autograd), and only by it. A tensor
   that wants a gradient (in keep: a parameter realized from its initializer) ends the path there, and so does an in-place write (an
   optimizer step's: the values behind it, its gradients and moments, pass no gradient on): neither's own graph is needed"""
+  # one pass over root's nodes; only a candidate found (rare) pays for the walk that stops at writes and kept targets
+  if not (dead := [u for u in nodes if u.__dict__.get(_GRAD_PATH) and (wr := u.__dict__.get(_REALIZED_FROM)) is not None and wr() is None]):
+    return
   kept = set(keep.values())
-  for u in root.toposort(lambda x: x not in kept and not _is_write(x)):
-    if u not in kept and u.__dict__.get(_GRAD_PATH) and (wr := u.__dict__.get(_REALIZED_FROM)) is not None and wr() is None:
+  reached = set(root.toposort(lambda x: x not in kept and not _is_write(x)))
+  for u in dead:
+    if u not in kept and u in reached:
       raise RuntimeError(f"backward: this graph reads a {u.dtype} value of shape {u.shape} that was realized (item(), numpy(), realize() of it "
                          f"or of something computed from it) and whose graph is gone with the tensor that held it: gradients behind it "
                          f"cannot be computed. Keep that tensor alive until backward(), or realize after backward()")
