@@ -246,3 +246,21 @@ def test_a_dropped_graph_behind_a_realized_value_is_an_error_not_missing_gradien
     (out.argmax(1) == y).mean().item()
     out.sparse_categorical_crossentropy(y).backward()
   assert all(p.grad is not None for p in opt.params)
+
+def test_the_innermost_training_switch_wins():
+  """(sweep) Tensor.train() and tinygrad 0.14's Context(TRAINING=) were OR-ed: an eval helper's Context(TRAINING=0) called from a loop
+  under Tensor.train() still applied dropout and updated BatchNorm's running statistics"""
+  from tinygrad.helpers import Context
+  bn, x = nn.BatchNorm1d(2), Tensor([[1.0, 2.0], [3.0, 6.0]])
+  with Tensor.train():
+    with Context(TRAINING=0):
+      assert x.dropout(0.5).tolist() == [[1.0, 2.0], [3.0, 6.0]]
+      close(bn(x).numpy(), x.numpy() / np.sqrt(1 + 1e-5))
+    assert bn.num_batches_tracked.item() == 0 and x.dropout(1.0).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+  with Context(TRAINING=1):
+    with Tensor.train(False): assert x.dropout(0.5).tolist() == [[1.0, 2.0], [3.0, 6.0]]
+    assert x.dropout(1.0).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+  Tensor.training = True  # assigned directly (older tinygrad): training until set back
+  try: assert x.dropout(1.0).tolist() == [[0.0, 0.0], [0.0, 0.0]]
+  finally: Tensor.training = False
+  assert x.dropout(1.0).tolist() == [[1.0, 2.0], [3.0, 6.0]]

@@ -9,20 +9,25 @@ from tinygrad.helpers import TRAINING
 
 _REDUCTIONS = ("none", "sum", "mean")
 
+_entered = [False]  # Tensor.training as the innermost `with Tensor.train(...)` set it
+
 class train(ContextDecorator):
-  """`with Tensor.train():` (or `@Tensor.train()`) sets Tensor.training for the block and restores it after"""
-  def __init__(self, mode:bool=True): self.mode = mode
+  """`with Tensor.train():` (or `@Tensor.train()`) sets Tensor.training, and tinygrad 0.14's TRAINING with it, for the block and restores
+  both after"""
+  def __init__(self, mode:bool=True): self.mode, self.prev = mode, []
   def __enter__(self):
     from tinygrad.tensor import Tensor
-    self.prev, Tensor.training = Tensor.training, self.mode
+    self.prev.append((Tensor.training, TRAINING.value, _entered[0]))  # a stack: a decorated function may recurse
+    Tensor.training, TRAINING.value, _entered[0] = self.mode, int(self.mode), self.mode
   def __exit__(self, *exc):
     from tinygrad.tensor import Tensor
-    Tensor.training = self.prev
+    Tensor.training, TRAINING.value, _entered[0] = self.prev.pop()
 
 def is_training() -> bool:
-  """training mode: `Tensor.training` (set by `with Tensor.train():`) or tinygrad 0.14's `Context(TRAINING=1)`"""
+  """training mode, the innermost switch winning: inside `with Tensor.train(m)` (Tensor.training still as it set it) TRAINING says, so a
+  `Context(TRAINING=0)` in an eval helper called from a training loop is eval; a Tensor.training assigned directly is OR-ed with it"""
   from tinygrad.tensor import Tensor
-  return bool(Tensor.training or TRAINING)
+  return bool(TRAINING) if Tensor.training == _entered[0] else bool(Tensor.training or TRAINING)
 
 def _check_smoothing(label_smoothing:float):
   if not 0.0 <= label_smoothing <= 1.0: raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
@@ -40,7 +45,7 @@ class TensorNNMixin:
   def dropout(self, p:float=0.5):
     """while Tensor.training: zero each element with probability p and scale the rest by 1/(1-p); otherwise the identity"""
     if not 0 <= p <= 1: raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-    if not (type(self).training or TRAINING) or p == 0: return self
+    if not is_training() or p == 0: return self
     # the mask materialised (a byte an element, which backward reads again), drawn in the kernel that writes it
     keep = (type(self)._uniform(self.shape, self.device, dtypes.float32, fused=True) >= p).contiguous()
     return keep.where(self, 0) * (1 / (1 - p) if p < 1 else 0)
