@@ -30,7 +30,7 @@ def source_bytes(src) -> tuple[bytes, str]:
   with open(src, "rb") as f: return f.read(), str(src)
 
 def mapped_file(src):
-  """(the file as a uint8 Tensor on its DISK device, its bytes mapped) for a path or such a Tensor, else None: a loader reads its header
+  """(the file as a uint8 Tensor on its DISK device, its bytes mapped, a name for messages) for a path or such a Tensor, else None: a loader reads its header
   from the map (only those pages are touched) and makes each tensor a view of the file, read when something copies it"""
   import os, pathlib
   from tinygrad.tensor import Tensor
@@ -38,7 +38,7 @@ def mapped_file(src):
   if isinstance(src, (str, os.PathLike)) and pathlib.Path(src).is_file(): src = Tensor(pathlib.Path(src))
   if not isinstance(src, Tensor) or not isinstance(src.device, str) or not src.device.startswith("DISK:") or not src._is_buffer(): return None
   if src.dtype is not dtypes.uint8 or src.ndim != 1: raise TypeError(f"a model file as a Tensor must be 1-d uint8, got {src.shape} {src.dtype}")
-  return src, buffer_of(src.uop.base).as_buffer(allow_zero_copy=True)
+  return src, buffer_of(src.uop.base).as_buffer(allow_zero_copy=True), src.device
 
 class Cursor:
   """reads little-endian fields from a byte buffer; a field that runs past the end is a FormatError naming it and its offset"""

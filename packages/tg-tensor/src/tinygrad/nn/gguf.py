@@ -107,7 +107,7 @@ def _tensors(c:Cursor, infos:list, kv:dict, disk=None) -> dict:
 def _read(src, in_other_parts:dict[str, str]) -> tuple[Cursor, dict, dict, dict]:
   """(a cursor on the file, metadata, metadata value offsets, tensors) of one GGUF file: a path is mapped (its DISK device), its tensors
   copied to the default device as they are realized, never the whole file read"""
-  if (mapped := mapped_file(src)) is not None: (disk, data), name = mapped, getattr(src, "device", None) or str(src)
+  if (mapped := mapped_file(src)) is not None: disk, data, name = mapped
   else: (data, name), disk = source_bytes(src), None
   c = Cursor(data, name)
   n_tensors, kv, value_at = _metadata(c)

@@ -68,7 +68,7 @@ def safe_load_metadata(t) -> tuple:
   """(the raw bytes as a uint8 Tensor, where the data starts in them (8 + the header's JSON length), the header with its __metadata__),
   like upstream: raw[start+b:start+e] is a tensor's bytes for its data_offsets [b, e]. A path's raw Tensor is on its DISK device"""
   from tinygrad.tensor import Tensor
-  if (disk := mapped_file(t)) is not None: (raw, data), name = disk, str(t) if not isinstance(t, Tensor) else t.device
+  if (disk := mapped_file(t)) is not None: raw, data, name = disk
   else:
     data, name = _file_bytes(t, "safe_load_metadata")
     raw = Tensor(data)
@@ -81,7 +81,7 @@ def safe_load(fn) -> dict:
   .to("CPU") to compute with it)"""
   from tinygrad.tensor import Tensor
   if (disk := mapped_file(fn)) is not None:
-    (raw, data), name = disk, str(fn) if not isinstance(fn, Tensor) else fn.device
+    raw, data, name = disk
     header, _, start = read_header(data, name)
     return {k: raw[start+e["data_offsets"][0]:start+e["data_offsets"][1]].bitcast(SAFE_DTYPES[e["dtype"]]).reshape(tuple(e["shape"]))
             for k, e in header.items()}

@@ -207,7 +207,7 @@ def torch_load(t):
   """the object in a torch .pth/.pt checkpoint (usually a state dict), its tensors as Tensors; a path or a uint8 Tensor of the file. A
   zip checkpoint's path is mapped (its DISK device): each stored tensor is read from the file when realized, on the default device"""
   if (mapped := mapped_file(t)) is not None:
-    (disk, view), name = mapped, getattr(t, "device", None) or str(t)
+    disk, view, name = mapped
     if bytes(view[:4]) == ZIP_MAGIC:
       with _zip_errors(name): return _load_zip(view, name, disk)
     data = bytes(view)
