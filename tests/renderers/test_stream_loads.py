@@ -44,7 +44,7 @@ def build(lanes:int=8, step:int=8, outer:tuple[int, int]|None=None, thread:tuple
 
 def render(prog:Prog, above:int|None=1) -> str:
   r = LLVMRenderer()
-  r.nontemporal_bytes = above
+  r.nontemporal_bytes, r.stream_loads = above, True  # whatever this host's CPU is (host_cpu.streams_loads)
   return r.render("k", prog.uops)
 
 def streamed_loads(ir:str) -> int: return sum(" = load " in l and "!nontemporal" in l for l in ir.splitlines())
@@ -94,6 +94,7 @@ def test_tensor_reductions_and_chains_with_streamed_loads(monkeypatch):
   # through the whole pipeline on a threshold small enough that these inputs stream: the results are numpy's
   from tinygrad import Tensor
   monkeypatch.setattr(Device["CPU:LLVM"].renderer, "nontemporal_bytes", 1024)
+  monkeypatch.setattr(Device["CPU:LLVM"].renderer, "stream_loads", True)
   rng = np.random.default_rng(3)
   a, b = (rng.standard_normal((64, 1000), dtype=np.float32) for _ in range(2))
   ta, tb = Tensor(a, device="CPU:LLVM"), Tensor(b, device="CPU:LLVM")
@@ -102,3 +103,22 @@ def test_tensor_reductions_and_chains_with_streamed_loads(monkeypatch):
   np.testing.assert_allclose(ta.sum(1).numpy(), a.sum(1), rtol=1e-4, atol=1e-4)
   np.testing.assert_allclose((ta * tb + 1).relu().numpy(), np.maximum(a * b + 1, 0), rtol=1e-6)
   np.testing.assert_allclose(ta[3:].flatten().sum().numpy(), a[3:].sum(dtype=np.float64), rtol=1e-4)  # a view at an offset
+
+ZEN3 = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nflags\t\t: fpu sse2 avx avx2 fma\n"
+ZEN4 = "vendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nflags\t\t: fpu sse2 avx avx2 fma avx512f\n"
+ZEN2 = "vendor_id\t: AuthenticAMD\ncpu family\t: 23\nmodel\t\t: 49\nflags\t\t: fpu sse2 avx avx2 fma\n"
+ZEN5 = "vendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nflags\t\t: fpu sse2 avx avx2 fma avx512f\n"
+XEON = "vendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 106\nflags\t\t: fpu sse2 avx avx2 fma\n"
+
+def test_which_cpus_stream_their_loads():
+  # AMD Zen 1-3 read a stream slower with vmovntdqa (bench/RESULTS.md, stop 51); Zen 4/5, Intel and other machines keep them
+  from tinygrad.renderer.host_cpu import streams_loads
+  assert not streams_loads("x86_64", ZEN3) and not streams_loads("x86_64", ZEN2)
+  assert streams_loads("x86_64", ZEN4) and streams_loads("x86_64", ZEN5) and streams_loads("x86_64", XEON)
+  assert streams_loads("aarch64", "") and streams_loads("x86_64", "")
+
+def test_a_renderer_that_does_not_stream_loads_still_streams_stores():
+  r = LLVMRenderer()
+  r.nontemporal_bytes, r.stream_loads = 1, False
+  ir = r.render("k", build().uops)
+  assert streamed_loads(ir) == 0 and any(" store " in l and "!nontemporal" in l for l in ir.splitlines())

@@ -31,6 +31,17 @@ def simd_registers(machine:str, cpuinfo:str) -> tuple[int, int]|None:
   if not flags: return None
   return (64, 32) if "avx512f" in flags else (32, 16) if "avx" in flags else (16, 16)
 
+def streams_loads(machine:str, cpuinfo:str) -> bool:
+  """whether non-temporal loads (vmovntdqa) pay on a CPU for an input streamed past the cache: not on AMD's Zen 1-3 (family 17h, and 19h
+  without AVX-512), where a 64 MB sum on 2 threads ran 25-35% slower (median) with them than with ordinary loads and the python after it
+  was no faster (bench/RESULTS.md, stop 51); on Zen 4/5 they kept the interpreter's cache under load, elsewhere they are ordinary loads"""
+  if machine.lower() not in ("x86_64", "amd64"): return True
+  fields = dict(line.partition(":")[::2] for line in cpuinfo.splitlines()[:40] if ":" in line)
+  fields = {k.strip(): v.strip() for k, v in fields.items()}
+  if fields.get("vendor_id") != "AuthenticAMD": return True
+  family = fields.get("cpu family", "")
+  return not (family == "23" or (family == "25" and "avx512f" not in _x86_flags(cpuinfo)))
+
 def _cpuinfo() -> str:
   try:
     with open("/proc/cpuinfo") as f: return f.read()
@@ -41,6 +52,9 @@ def host_has_fma() -> bool: return has_fma(platform.machine(), _cpuinfo())
 
 @functools.cache
 def host_has_f16c() -> bool: return has_f16c(platform.machine(), _cpuinfo())
+
+@functools.cache
+def host_streams_loads() -> bool: return streams_loads(platform.machine(), _cpuinfo())
 
 @functools.cache
 def host_simd_registers() -> tuple[int, int]|None: return simd_registers(platform.machine(), _cpuinfo())

@@ -17,7 +17,7 @@ from tinygrad.renderer.llvm_emulation import HELPERS
 from tinygrad.renderer.fp8_formats import FP8
 from tinygrad.renderer.llvm_masked_loads import buffer_elements, gated_runs
 from tinygrad.renderer.llvm_streaming import address_align, loop_nest, loop_step, streamed_loads, streamed_stores
-from tinygrad.renderer.host_cpu import host_has_f16c, host_has_fma, host_stream_bytes, host_simd_registers, BUFFER_ALIGN
+from tinygrad.renderer.host_cpu import host_has_f16c, host_has_fma, host_stream_bytes, host_streams_loads, host_simd_registers, BUFFER_ALIGN
 
 # value types; float16/bfloat16/fp8 are held as float (rounded after every op) and stored as i16/i8, bool is stored as i8
 _LTYPE = {dtypes.bool: "i1", dtypes.int8: "i8", dtypes.uint8: "i8", dtypes.int16: "i16", dtypes.uint16: "i16", dtypes.int32: "i32",
@@ -344,6 +344,7 @@ class LLVMRenderer(Renderer):
     # a named CPU model (or a GPU dialect) keeps the integer helpers: its hardware conversions are not known here
     self.narrow = {dt: Narrow(dt, dt is dtypes.float16 and arch is None and not self.has_local and host_has_f16c()) for dt in _EMULATED}
     self.nontemporal_bytes: int|None = host_stream_bytes()  # an output bigger than this is stored past the cache (None: never)
+    self.stream_loads = host_streams_loads()  # whether an input bigger than that is also read past it
 
   def render_cast(self, d:str, x:str, src:DType, dst:DType) -> list[str]|str:
     """instructions computing d, or the operand itself when the value types agree"""
@@ -379,7 +380,7 @@ class LLVMRenderer(Renderer):
     self.label = "entry"
     self.multiples: dict = {}  # known_multiple's memo for this kernel
     self.streamed = streamed_stores(uops, self.param_align, self.nontemporal_bytes)
-    self.streamed_loads = streamed_loads(uops, self.param_align, self.nontemporal_bytes)
+    self.streamed_loads = streamed_loads(uops, self.param_align, self.nontemporal_bytes if self.stream_loads else None)
     self.prefetch = {} if self.has_local else next_trip_prefetches(uops, self.streamed)  # a GPU's work items read each their own part
     self.reassoc = set() if self.has_local or NOOPT else lone_accumulator_adds(uops)  # NOOPT: the adds in the order written
     self.runs = {} if self.has_local else gated_runs(uops)  # the CPU's SLP vectorizer packs them; a GPU dialect keeps a select per lane
