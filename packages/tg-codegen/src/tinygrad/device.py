@@ -74,6 +74,11 @@ class _Device:
     self._opened[full] = dev = cls(full)
     return dev
 
+  def runs_kernels(self, device:str|tuple) -> bool:
+    """False for a device that only holds bytes (DISK: it has no renderer): what lives there is a buffer or a view of one, never a
+    kernel's output, and values for it are computed on the default device. Several devices (a sharded tensor) run kernels"""
+    return not isinstance(device, str) or self[device].renderer is not None
+
   def renderer_for(self, name:str) -> tuple[Any, Compiler|None]:
     """The (renderer, compiler) a device opened under `name` uses, built from the RendererSpecs plugins registered: the renderer
     in the name, else the one DEV= asked for, else the device's default. ARCH goes to both constructors. Called by device classes."""

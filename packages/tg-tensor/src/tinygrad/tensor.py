@@ -176,7 +176,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def bitcast(self, dtype:DType|str) -> Tensor:
     if (dt := to_dtype(dtype)).itemsize != self.dtype.itemsize:
       # on a device that runs no kernels (DISK) the bytes are read again as dt, a view (its last axis rescaled); elsewhere computed
-      if _holds_bytes_only(self.device):
+      if not Device.runs_kernels(self.device):
         if not self.shape: raise ValueError(f"bitcast of a 0-d {self.dtype} to {dt}: item sizes differ, so it needs a last axis to rescale")
         return _handle(self.uop.bitcast(dt))
       return bitcast_resized(self, dt)
@@ -442,7 +442,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """a copy on `device`; a tuple of devices replicates it on each, and a multi-device tensor moved to one device is gathered there"""
     if (dev := Device.canonicalize(device)) == self.device: return self
     if isinstance(dev, tuple) and isinstance(self.device, tuple): return self.to(self.device[0]).to(dev)
-    if _holds_bytes_only(self.device) and not _holds_bytes_only(dev) and (split := _split_off_moves(self.uop)) is not None and split[1]:
+    if not Device.runs_kernels(self.device) and Device.runs_kernels(dev) and (split := _split_off_moves(self.uop)) is not None and split[1]:
       u = split[0].copy_to_device(dev)  # its bytes, then the moves on the device that computes (tinygrad's disk_t.T.to("CPU"))
       for op, arg in split[1]: u = u._mop(op, arg)
       return Tensor(u, requires_grad=_derived_grad(self))
@@ -574,7 +574,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # the value broadcasts to the target's shape (tinygrad's rule: cache.assign(0), a (1, T, D) row into (B, T, D)); held: the caller's
     held, x = x, x._broadcast_for_assign(self.shape)
     # a device that runs no kernels (DISK) is written by a copy: the value comes from wherever it is (tinygrad's disk_t.assign(cpu_t))
-    if bytes_only := _holds_bytes_only(self.device): x = x.to(self.device)
+    if bytes_only := not Device.runs_kernels(self.device): x = x.to(self.device)
     for what, mine, theirs in (("shape", _pinned(self.shape), _pinned(x.shape)), ("dtype", self.dtype, x.dtype), ("device", self.device, x.device)):
       if not (mine is theirs or mine == theirs):
         raise ValueError(f"assign needs the same {what}: target is {self.shape} {self.dtype} on {self.device}, value is {held.shape} {x.dtype} "
@@ -660,7 +660,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return _unflatten(list(struct.unpack(f"{prod(self.concrete_shape)}{self.dtype.fmt}", self._data())), self.concrete_shape)
   def _computable(self) -> Tensor:
     """self, or its copy on the default device where its own runs no kernels (DISK): a bfloat16 read back is converted by a kernel"""
-    return self.to(Device.DEFAULT) if _holds_bytes_only(self.device) else self
+    return self if Device.runs_kernels(self.device) else self.to(Device.DEFAULT)
   def item(self) -> Any:
     if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
     return self.realize().reshape(()).tolist()
@@ -1193,13 +1193,9 @@ def _check_fits(values:Sequence, dtype:DType):
   if (bad := next((v for v in values if not dtype.min <= whole(v) <= dtype.max), None)) is not None:
     raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
 
-def _holds_bytes_only(device) -> bool:
-  """a device that runs no kernels (DISK): what lives there is a buffer or a view of its bytes"""
-  return isinstance(device, str) and Device[device].renderer is None
-
 def _compute_device(device):
   """where a value for `device` is computed: the device itself, or the default one for a device that runs no kernels"""
-  return Device.DEFAULT if _holds_bytes_only(device) else device
+  return device if Device.runs_kernels(device) else Device.DEFAULT
 
 def _bitcasts_outside(u:UOp) -> UOp|None:
   """u, a chain of movement ops and same-size bitcasts down to a buffer, with its bitcasts left out (they commute with movement: each

@@ -7,10 +7,9 @@ from tinygrad.uop import Ops
 from tinygrad.uop.ops import UOp
 from tinygrad.helpers import sint_eq
 from tinygrad.engine import realize
-from tinygrad.device import Buffer
+from tinygrad.device import Buffer, Device
 from tinygrad.engine.memory import plan_memory
 from tinygrad.uop.multi import shard_of
-from tinygrad.schedule.rangeify import runs_kernels
 
 def _unbound(u:UOp) -> UOp: return u.substitute({b: b.src[0] for b in u.toposort() if b.op is Ops.BIND})
 
@@ -113,7 +112,6 @@ class CapturedJit:
   def _graph(self, in_bufs:list):
     """the device's graph of the step, when every item is a kernel and their devices share one graph (several devices only where the
     graph says it spans them: multi_device)"""
-    from tinygrad.device import Device
     if not self.items or any(kind != "kernel" for kind, *_ in self.items): return None
     devices = list(dict.fromkeys(b.device if not isinstance(b, int) else in_bufs[b].device for _, _, bufs, _ in self.items for b in bufs))
     graphs = {getattr(Device[d], "graph", None) for d in devices}
@@ -136,7 +134,7 @@ class CapturedJit:
       if dt != old_dt: raise TypeError(f"TinyJit {name}: dtype {dt} now, {old_dt} when captured; cast it, or use another TinyJit")
       if dev != old_dev:  # a DISK device is a file: moving the tensor there would overwrite it
         raise ValueError(f"TinyJit {name}: device {dev} now, {old_dev} when captured; " +
-                         (f"move it with .to({old_dev!r})" if runs_kernels(old_dev) else "use another TinyJit for another file"))
+                         (f"move it with .to({old_dev!r})" if Device.runs_kernels(old_dev) else "use another TinyJit for another file"))
       if split != old_split:
         raise ValueError(f"TinyJit {name}: split over its devices as (axis, sizes) {split} now, {old_split} when captured; shard it the same way")
       if views != old_views:

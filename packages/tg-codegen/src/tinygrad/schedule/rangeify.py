@@ -9,6 +9,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
 from tinygrad.helpers import prod, gc_paused
 from tinygrad.dtype import dtypes
+from tinygrad.device import Device
 from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
@@ -42,14 +43,9 @@ def _written(u:UOp) -> bool:
   """an AFTER whose buffer a write in this graph fills (an assign or a custom kernel)"""
   return any(s.op is Ops.CALL or _is_assign(s) for s in u.src[1:])
 
-def runs_kernels(device) -> bool:
-  """False for a device that only holds bytes (DISK): what lives there is a buffer or a view of one, never a kernel's output"""
-  from tinygrad.device import Device
-  return not isinstance(device, str) or Device[device].renderer is not None
-
 def _assign_on_bytes(u:UOp) -> bool:
   """an assign into a device that runs no kernels: a copy of the value's bytes into the target's (_assign_copy)"""
-  return _is_assign(u) and not runs_kernels(u.src[0].device)
+  return _is_assign(u) and not Device.runs_kernels(u.src[0].device)
 
 def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
   want: dict[UOp, None] = {}
@@ -429,7 +425,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     if u.op is Ops.COPY:
       out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
       items.append(ExecItem("copy", None, [out, _copy_source(u.src[0], realized, items, var_vals)]))
-    elif not runs_kernels(u.device):
+    elif not Device.runs_kernels(u.device):
       if (r := byte_range(u, realized)) is None: raise _no_kernels(u)
       out = _view(u, *r, items)
     else: out = _computed(u, realized, items, var_vals)
@@ -500,7 +496,7 @@ def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:
   setitem over a device's whole piece, x[0] of 2 on 2 devices) is gathered into a buffer of its own by a kernel first"""
   if (b := _whole_buffer(u, realized)) is not None: return b
   if (r := byte_range(u, realized)) is not None: return _view(u, *r, items)
-  if not runs_kernels(u.device): raise _no_kernels(u)
+  if not Device.runs_kernels(u.device): raise _no_kernels(u)
   return _computed(u, realized, items, var_vals)
 
 def _no_kernels(u:UOp) -> RuntimeError:
