@@ -5,51 +5,10 @@ import numpy as np
 import pytest
 from tinygrad import Tensor, getenv
 from tinygrad.llm.model import Transformer, precompute_freqs_cis
-sys.path.insert(0, str(pathlib.Path(__file__).parent / "state"))  # importlib mode: the GGUF writer of the loader tests
-from gguf_writer import gguf_file, q8_0
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: the tiny GGUF files shared with test_llm_cli
+from llm_gguf_helpers import DIM, LAYERS, HEADS, KV_HEADS, VOCAB, CTX, EPS, THETA, HD, gguf_file, tiny_weights, tiny_metadata, write_tiny_gguf
 
-DIM, LAYERS, HEADS, KV_HEADS, VOCAB, CTX, HIDDEN, EPS, THETA = 32, 2, 4, 2, 50, 64, 64, 1e-5, 10000.0
-HD = DIM // HEADS
 PROMPT = [3, 17, 5, 42, 8, 1, 29]
-
-def _weights(arch:str, seed:int=0) -> dict:
-  rng = np.random.default_rng(seed)
-  def w(*shape, scale=0.3): return (rng.standard_normal(shape) * scale).astype(np.float32)
-  W = {"token_embd.weight": w(VOCAB, DIM, scale=1.0), "output_norm.weight": 1 + w(DIM, scale=0.1)}
-  if arch == "llama": W["output.weight"] = w(VOCAB, DIM)  # qwen3 here ties the output to the embedding
-  for i in range(LAYERS):
-    b = f"blk.{i}."
-    W |= {b+"attn_norm.weight": 1 + w(DIM, scale=0.1), b+"ffn_norm.weight": 1 + w(DIM, scale=0.1), b+"attn_q.weight": w(HEADS*HD, DIM),
-          b+"attn_k.weight": w(KV_HEADS*HD, DIM), b+"attn_v.weight": w(KV_HEADS*HD, DIM), b+"attn_output.weight": w(DIM, HEADS*HD),
-          b+"ffn_gate.weight": w(HIDDEN, DIM), b+"ffn_up.weight": w(HIDDEN, DIM), b+"ffn_down.weight": w(DIM, HIDDEN)}
-    if arch == "qwen2": W |= {b+"attn_q.bias": w(HEADS*HD), b+"attn_k.bias": w(KV_HEADS*HD), b+"attn_v.bias": w(KV_HEADS*HD)}
-    if arch == "qwen3": W |= {b+"attn_q_norm.weight": 1 + w(HD, scale=0.1), b+"attn_k_norm.weight": 1 + w(HD, scale=0.1)}
-  return W
-
-def _metadata(arch:str, **extra) -> dict:
-  return {"general.architecture": arch, f"{arch}.block_count": LAYERS, f"{arch}.embedding_length": DIM, f"{arch}.feed_forward_length": HIDDEN,
-          f"{arch}.attention.head_count": HEADS, f"{arch}.attention.head_count_kv": KV_HEADS, f"{arch}.context_length": CTX,
-          f"{arch}.attention.layer_norm_rms_epsilon": EPS, f"{arch}.rope.freq_base": THETA, "tokenizer.ggml.tokens": [f"t{i}" for i in range(VOCAB)],
-          **{f"{arch}.{k}": v for k, v in extra.items()}}
-
-def _q8_0(a:np.ndarray) -> tuple[bytes, np.ndarray]:
-  """a quantized to Q8_0 (blocks of 32 along rows: an fp16 scale and 32 int8) and the values it dequantizes to"""
-  blocks = a.reshape(-1, 32)
-  scales = (np.abs(blocks).max(-1) / 127).astype(np.float16)
-  quants = np.round(blocks / scales.astype(np.float32)[:, None]).astype(np.int8)
-  return q8_0(scales.tolist(), quants.tolist()), (quants * scales.astype(np.float32)[:, None]).reshape(a.shape)
-
-def _gguf(path:pathlib.Path, arch:str, W:dict, quantize:bool=False) -> dict:
-  """write W to path (F32, or Q8_0 for the 2-D block weights and F16 for the rest) and return the values the file holds"""
-  tensors, held = {}, {}
-  for k, v in W.items():
-    dims = tuple(reversed(v.shape))
-    if quantize and k.startswith("blk.") and v.ndim == 2: (raw, held[k]), ttype = _q8_0(v), 8
-    elif quantize: raw, held[k], ttype = v.astype(np.float16).tobytes(), v.astype(np.float16).astype(np.float32), 1
-    else: raw, held[k], ttype = v.tobytes(), v, 0
-    tensors[k] = (ttype, dims, raw)
-  path.write_bytes(gguf_file(_metadata(arch), tensors))
-  return held
 
 def _rms(x, g): return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * g
 
@@ -105,8 +64,8 @@ def full_precision(monkeypatch):
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
 def test_forward_matches_numpy(tmp_path, full_precision, arch):
-  W = _weights(arch)
-  _gguf(path := tmp_path / "m.gguf", arch, W)
+  W = tiny_weights(arch)
+  write_tiny_gguf(path := tmp_path / "m.gguf", arch, W)
   model, kv = Transformer.from_gguf(path)
   assert kv["general.architecture"] == arch and model.max_context == CTX and model.blk[0].attn_q.weight.dtype.name == "float"
   ref = ref_logits(W, arch, PROMPT)
@@ -121,8 +80,8 @@ def test_precompute_freqs_cis():
 def test_generate_greedy_matches_numpy(tmp_path, full_precision):
   """a 7-token prompt in chunks of 4 and 3 (the prefill TinyJit: its second call captures, Variable chunk length), then one token at a
   time (the rollout TinyJit replays at each start_pos); a longer prompt then reuses the cached prefix"""
-  W = _weights("llama")
-  _gguf(path := tmp_path / "m.gguf", "llama", W)
+  W = tiny_weights("llama")
+  write_tiny_gguf(path := tmp_path / "m.gguf", "llama", W)
   model, _ = Transformer.from_gguf(Tensor(path), max_context=32)  # upstream's CLI passes a Tensor of the file
   assert model.max_context == 32
   toks = list(PROMPT)
@@ -134,8 +93,8 @@ def test_generate_greedy_matches_numpy(tmp_path, full_precision):
 
 def test_quantized_half_weights(tmp_path):
   """Q8_0 block weights and F16 norms and embedding, loaded as upstream does by default (float16 weights and KV cache)"""
-  W = _weights("llama", seed=1)
-  held = _gguf(path := tmp_path / "m.gguf", "llama", W, quantize=True)
+  W = tiny_weights("llama", seed=1)
+  held = write_tiny_gguf(path := tmp_path / "m.gguf", "llama", W, quantize=True)
   model, _ = Transformer.from_gguf(path, realize=True)
   assert model.blk[0].attn_q.weight.dtype.name == "half"
   np.testing.assert_allclose(model_logits(model, PROMPT), ref_logits(held, "llama", PROMPT), atol=0.05, rtol=0.02)
@@ -144,8 +103,8 @@ def test_quantized_half_weights(tmp_path):
 def test_sampling(tmp_path):
   """temperature > 0 samples softmax(logits / temperature): 500 draws of the token after [3] (rollout TinyJit replays, each with new
   noise) against numpy's probabilities; generate's sampled tokens are token ids"""
-  W = _weights("llama")
-  _gguf(path := tmp_path / "m.gguf", "llama", W)
+  W = tiny_weights("llama")
+  write_tiny_gguf(path := tmp_path / "m.gguf", "llama", W)
   model, _ = Transformer.from_gguf(path, max_context=16)
   Tensor.manual_seed(0)
   got = list(model.generate([3, 17], temperature=1.0))
@@ -162,16 +121,16 @@ def test_sampling(tmp_path):
   ("qwen35", {"ssm.conv_kernel": 4}, "state-space"),
   ("gpt2", {}, "blocks this dense transformer does not have")])
 def test_unsupported_architecture(tmp_path, arch, extra, needs):
-  (path := tmp_path / "m.gguf").write_bytes(gguf_file(_metadata(arch, **extra), {}))
+  (path := tmp_path / "m.gguf").write_bytes(gguf_file(tiny_metadata(arch, **extra), {}))
   with pytest.raises(NotImplementedError, match=rf"architecture '{arch}' needs {needs}.*dense architectures llama, qwen2, qwen3"):
     Transformer.from_gguf(path)
 
 def test_bad_file_names_what_is_wrong(tmp_path):
-  kv = _metadata("llama")
+  kv = tiny_metadata("llama")
   del kv["llama.block_count"]
   (path := tmp_path / "m.gguf").write_bytes(gguf_file(kv, {}))
   with pytest.raises(ValueError, match="the llama GGUF's metadata lacks 'llama.block_count'"): Transformer.from_gguf(path)
-  W = _weights("llama")
+  W = tiny_weights("llama")
   del W["blk.1.ffn_down.weight"]
-  _gguf(path, "llama", W)
+  write_tiny_gguf(path, "llama", W)
   with pytest.raises(ValueError, match=r"the llama GGUF lacks tensors \['blk.1.ffn_down.weight'\]"): Transformer.from_gguf(path)
