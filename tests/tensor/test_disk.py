@@ -85,6 +85,32 @@ def test_copy_of_whole_rows_needs_no_kernel():
   for i, g in zip(range(0, 6, 2), got): np.testing.assert_array_equal(g, np.arange(24, dtype=np.float32).reshape(6, 4)[i:i + 2])
   np.testing.assert_array_equal(t[:, 1:3].to("CPU:1").numpy(), np.arange(24, dtype=np.float32).reshape(6, 4)[:, 1:3])  # strided: gathered
 
+def test_copy_of_rows_at_an_offset_the_device_cannot_view_is_gathered(monkeypatch):
+  """a device whose views start only at aligned bytes (an OpenCL sub-buffer: CL_DEVICE_MEM_BASE_ADDR_ALIGN) gets a gather kernel for a
+  row at another offset, as before copies read views (simulated on CPU:2: its views at unaligned bytes raise like CL's)"""
+  alloc = Device["CPU:2"].allocator
+  real_offset = alloc._offset
+  def aligned_only(buf, size:int, offset:int):
+    if offset % 64: raise RuntimeError(f"a view at byte {offset} is not aligned to 64 bytes")
+    return real_offset(buf, size, offset)
+  monkeypatch.setattr(alloc, "_offset", aligned_only)
+  monkeypatch.setattr(alloc, "view_align", 64, raising=False)
+  a = np.arange(96, dtype=np.float32).reshape(16, 6)
+  t = Tensor(a, device="CPU:2").realize()
+  np.testing.assert_array_equal(t[1].to("CPU").numpy(), a[1])  # byte 24: gathered
+  np.testing.assert_array_equal(t[8:10].to("CPU").numpy(), a[8:10])  # byte 192: a view
+  np.testing.assert_array_equal(t[1:3].shard(("CPU:2", "CPU:3")).numpy(), a[1:3])
+
+def test_copy_of_a_cl_row_at_an_unaligned_offset(cl):
+  a = np.arange(24, dtype=np.float32).reshape(4, 6)
+  t = Tensor(a, device="CL").realize()
+  np.testing.assert_array_equal(t[1].to("CPU").numpy(), a[1])
+  s = Tensor(a).shard(("CL", "CPU:1"), axis=0).realize()
+  s[1:3, 2:4] = 5
+  want = a.copy()
+  want[1:3, 2:4] = 5
+  np.testing.assert_array_equal(s.numpy(), want)
+
 def test_same_slice_of_other_files_replays(tmp_path):
   """the schedule cache replays a slice of one file on another's buffer, each view of its own file"""
   got = []

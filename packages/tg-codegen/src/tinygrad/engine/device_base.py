@@ -40,6 +40,10 @@ class Allocator:
   def _copyin(self, dest, src:memoryview): raise NotImplementedError(f"{type(self).__name__} does not implement _copyin")
   def _copyout(self, dest:memoryview, src): raise NotImplementedError(f"{type(self).__name__} does not implement _copyout")
   def free_cache(self): pass
+  view_align = 1  # a view (_offset) starts at a multiple of this many bytes (an OpenCL sub-buffer at the device's base address alignment)
+  def views_at(self, offset:int) -> bool:
+    """whether a view of a buffer can start at byte `offset`"""
+    return hasattr(self, "_offset") and offset % self.view_align == 0
 
 class LRUAllocator(Allocator):
   """keeps freed memory for the next allocation of the same size and options: fresh memory pays a page fault per page on first touch (and

@@ -60,7 +60,7 @@ def _must_realize(sink:UOp, targets:list[UOp]) -> dict[UOp, None]:
     if u.op is Ops.CONTIGUOUS: want[u] = None
     if u.op is Ops.COPY and u not in into_bytes:
       want[u] = None
-      if not _is_plain_buffer(u.src[0]) and byte_range(u.src[0], {}) is None: want[u.src[0]] = None
+      if not _is_plain_buffer(u.src[0]) and _viewable_range(u.src[0], {}) is None: want[u.src[0]] = None
     if u.op is Ops.CALL:
       for a in u.src[1:]:
         if not _is_plain_buffer(a): want[a] = None
@@ -495,9 +495,14 @@ def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:
   """a copy's source as a buffer: a run of one's bytes is a view of it; any other view of part of one (the window of a 1-D sharded
   setitem over a device's whole piece, x[0] of 2 on 2 devices) is gathered into a buffer of its own by a kernel first"""
   if (b := _whole_buffer(u, realized)) is not None: return b
-  if (r := byte_range(u, realized)) is not None: return _view(u, *r, items)
+  if (r := _viewable_range(u, realized)) is not None: return _view(u, *r, items)
   if not Device.runs_kernels(u.device): raise _no_kernels(u)
   return _computed(u, realized, items, var_vals)
+
+def _viewable_range(u:UOp, realized:dict[UOp, UOp]) -> tuple[UOp, int]|None:
+  """byte_range, where the buffer's device can view its memory from that byte (an OpenCL sub-buffer starts at an aligned address)"""
+  if (r := byte_range(u, realized)) is not None and Device[r[0].arg.device].allocator.views_at(r[1]): return r
+  return None
 
 def _no_kernels(u:UOp) -> RuntimeError:
   return RuntimeError(f"{u.device} runs no kernels, and {u.op} of shape {u.shape} is no run of a buffer's bytes: move the tensor to a "

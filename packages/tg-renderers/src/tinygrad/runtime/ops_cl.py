@@ -28,6 +28,8 @@ class CLAllocator(Allocator):
   def _copyout(self, dest:memoryview, src:CLMem):
     host = (ctypes.c_char * dest.nbytes).from_buffer(dest)
     cl.check(cl.lib().clEnqueueReadBuffer(self.dev.queue, src.ptr, True, 0, dest.nbytes, host, 0, None, None), "clEnqueueReadBuffer")
+  @property
+  def view_align(self) -> int: return self.dev.addr_align
   def _offset(self, buf:CLMem, size:int, offset:int) -> CLMem:
     if offset % self.dev.addr_align:
       raise DeviceError(f"{self.dev.device}: a view at byte {offset} is not aligned to the device's {self.dev.addr_align} bytes "
