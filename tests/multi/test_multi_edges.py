@@ -76,3 +76,14 @@ def test_cat_and_stack_name_themselves():
   with pytest.raises(RuntimeError, match="^cat of tensors on different devices"): Tensor.cat(a, b)
   with pytest.raises(RuntimeError, match="^stack of tensors on different devices"): Tensor.stack(a, b)
   with pytest.raises(RuntimeError, match="^cat of tensors on different devices"): Tensor(X).shard(DEVS[2], 0).cat(Tensor(X))
+
+def test_index_tensor_on_other_devices_is_named(devs):
+  # tinygrad 0.14 asks for index and tensor on the same devices; a one-device index into a sharded tensor failed in the where() of the
+  # one-hot gather, and a CPU index into a CPU:1 tensor only when its kernel ran
+  t = Tensor(X).shard(devs, axis=0)
+  with pytest.raises(RuntimeError, match=r"index tensor on CPU for a tensor on \('CPU:1'.*\.to\("):
+    t[Tensor([0, 3])]
+  with pytest.raises(RuntimeError, match=r"index tensor on CPU for a tensor on CPU:1.*\.to\('CPU:1'\)"):
+    Tensor(X, device="CPU:1")[Tensor([0, 3])]
+  np.testing.assert_array_equal(t[Tensor([0, 3]).to(devs)].numpy(), X[[0, 3]])
+  np.testing.assert_array_equal(t[[0, 3]].numpy(), X[[0, 3]])  # a list is made where the tensor is

@@ -48,6 +48,9 @@ class TensorIndexMixin:
     for i in idx:
       if isinstance(i, Tensor) and (dtypes.is_float(i.dtype) and not _has_no_elements(i)):
         raise IndexError(f"index tensors must be int or bool, got {i.dtype}")
+      if isinstance(i, Tensor) and i.device != self.device:
+        raise RuntimeError(f"an index tensor on {i.device} for a tensor on {self.device}: index and tensor must be on the same devices; "
+                           f"move the index with .to({self.device!r}) (several devices: a copy on each)")
       if isinstance(i, Tensor) and i.dtype is dtypes.bool and not i.ndim:
         raise IndexError("a 0-d boolean index (x[Tensor(True)]) is not supported: x[None] adds the axis it would, x[None][:0] the empty one")
     width = sum(i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1 for i in idx if i is not None and i is not Ellipsis)
