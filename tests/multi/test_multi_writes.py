@@ -117,6 +117,24 @@ def test_write_through_view_that_interleaves_shards_is_refused(devs):
     t.reshape(35)[10:20].assign(Tensor(np.full(10, 9.0, np.float32)).to(devs))
   close(t, X)
 
+@pytest.mark.parametrize("shard_axis", [None, 0, 1])
+def test_setitem_through_a_view_handle_writes_the_tensor(devs, shard_axis):
+  # x.T[2] = v: setitem on a view's handle of a realized sharded tensor wrote a copy of its own (the view was realized first), silently
+  t, a = Tensor(X).shard(devs, shard_axis).realize(), X.copy()
+  t.T[2] = 1.0
+  a.T[2] = 1.0
+  close(t, a)
+  if shard_axis == 1: return  # a flat view interleaves the pieces: refused (below)
+  t.reshape(35)[3:5] = 7.0
+  a.reshape(35)[3:5] = 7.0
+  close(t, a)
+
+def test_setitem_through_a_view_that_interleaves_shards_is_refused(devs):
+  t = Tensor(X).shard(devs, 1).realize()
+  with pytest.raises(RuntimeError, match="cannot write through a RESHAPE .* across the shard axis 1"):
+    t.reshape(35)[10:20] = 9.0
+  close(t, X)
+
 @pytest.mark.parametrize("n, window", [(2, 0), (2, slice(0, 1)), (4, slice(0, 2)), (6, slice(0, 3)), (4, slice(2, 4)), (7, slice(0, 4))])
 @pytest.mark.parametrize("devs", [("CPU:0", "CPU:1"), ("CPU:0", "CPU:1", "CPU:2")], ids=["2dev", "3dev"])
 def test_setitem_over_a_whole_piece_of_a_1d_tensor(devs, n, window):

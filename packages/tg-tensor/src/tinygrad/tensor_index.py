@@ -7,6 +7,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, broadcast_shape
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod, all_int
+from tinygrad.tensor_multi import is_multi_buffer
 
 def _broadcast_shape(*shapes:tuple) -> tuple:
   nd = max((len(s) for s in shapes), default=0)
@@ -115,7 +116,7 @@ class TensorIndexMixin:
     _own_if_equal(self)  # a value equal to another handle's, in its buffer: written in a copy of its own
     idx = indices if isinstance(indices, tuple) else (indices,)
     v = (v if isinstance(v, Tensor) else Tensor(v, _compute_device(self.device), self.dtype)).cast(self.dtype)
-    if lazy := self.uop.base.op is not Ops.BUFFER:
+    if lazy := not (self.uop.base.op is Ops.BUFFER or is_multi_buffer(self.uop.base)):  # a view of a realized sharded tensor writes it too
       # writes go into a buffer: a lazy tensor gets its own first; a view of a lazy value, the one it shares with that value's handle
       if not (lazy := self._grad_flows() or v._grad_flows()) and not _share_with_views(self): self.realize()
       elif lazy and self.uop is not self.uop.base:
