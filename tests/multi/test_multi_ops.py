@@ -177,6 +177,16 @@ def test_tinyjit_with_sharded_arguments(devs):
   with pytest.raises(ValueError, match="split over its devices"): f(Tensor(X).shard(devs, 1), w)
 
 @pytest.mark.parametrize("axis", [0, None], ids=["batch", "replicated"])
+def test_tinyjit_returning_its_input_on_several_devices(devs, axis):
+  # the input's own device among the devices: that piece of the output is the input's buffer (or a view of it), which a replay returned
+  # as the captured call's (stale rows, or the whole output stale for to(devs))
+  from tinygrad import TinyJit
+  devs = ("CPU",) + devs
+  @TinyJit
+  def f(x:Tensor) -> Tensor: return x.shard(devs, axis).realize()
+  for i in range(5): close(f(Tensor(X + i)), X + i)
+
+@pytest.mark.parametrize("axis", [0, None], ids=["batch", "replicated"])
 def test_conv_gradients_with_written_out_gradients(devs, axis):
   # the im2col conv (a 7-wide output row) makes its windows' and its input's gradients buffers (CONTIGUOUS_BACKWARD): each device
   # writes its own piece, and the gradients equal the one-device ones

@@ -106,8 +106,10 @@ class CapturedJit:
     self.written_memory = {id(b.base) for b in written if not isinstance(b, int)}
     self.graph = self._graph(in_bufs)
     self.variables = {k for *_, vals in self.items for k in vals}
-    # outputs: a tensor class and its UOp (a view of a captured buffer, or of an input's buffer) rebuilt with each call's values
-    self.outputs = [(type(o), o.uop, slot.get(id(realize.buffer_of(o.uop.base))) if o.uop.base.op is Ops.BUFFER else None) for o in outputs]
+    # outputs: a tensor class, its UOp (views of captured buffers, or of inputs' buffers: the function returned an input, or a multi-device
+    # tensor whose piece on an input's device is that input) and its input buffers' slots, rebuilt with each call's values
+    self.outputs = [(type(o), o.uop, {b: slot[id(realize.buffer_of(b))] for b in o.uop.toposort()
+                                      if b.op is Ops.BUFFER and id(realize.buffer_of(b)) in slot}) for o in outputs]
 
   def _graph(self, in_bufs:list):
     """the device's graph of the step, when every item is a kernel and their devices share one graph (several devices only where the
@@ -162,6 +164,6 @@ class CapturedJit:
     ret = []
     for cls, u, inp in self.outputs:
       sub = {b: b.src[0].bind(var_vals[b.src[0].arg.name]) for b in u.toposort() if b.op is Ops.BIND and b.src[0].arg.name in var_vals}
-      if inp is not None: sub[u.base] = inputs[inp][1].uop.base  # the function returned (a view of) an input
+      sub |= {b: nodes[s] for b, s in inp.items()}
       ret.append(cls(u.substitute(sub) if sub else u))
     return ret
