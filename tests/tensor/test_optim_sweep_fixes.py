@@ -125,3 +125,11 @@ def test_optimizer_attributes_are_tinygrads():
 
 def test_fused_newton_schulz_is_refused():
   with pytest.raises(ValueError, match="fused=True"): nn.optim.LARS([Tensor([[1.0, 2.0]])], ns_steps=2, ns_coefficients=(1.5, -0.5), fused=True)
+
+@pytest.mark.parametrize("opt", ["SGD", "Adam"])
+def test_parameters_on_different_devices_are_named(opt):
+  # a replicated parameter beside a one-device one: step() failed in a MUL of tensors on different devices
+  a = Tensor.ones(3).to(("CPU:1", "CPU:2")).realize()
+  b = Tensor.ones(3, device="CPU:1").realize()
+  with pytest.raises(ValueError, match=r"parameters on different devices \[\('CPU:1', 'CPU:2'\), 'CPU:1'\].*OptimizerGroup"):
+    getattr(nn.optim, opt)([a, b], lr=0.1)

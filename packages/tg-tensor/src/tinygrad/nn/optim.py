@@ -32,6 +32,9 @@ class Optimizer:
                        "pass the model's")
     Tensor.realize(*self.params)  # steps write into the parameters' buffers
     self.device = self.params[0].device
+    if len(devices := list(dict.fromkeys(t.device for t in self.params))) > 1:
+      raise ValueError(f"optimizer parameters on different devices {devices}: its lr and steps live on one (a sharded model's parameters all "
+                       f"on its devices: shard or .to() them alike), or make one optimizer per device and join them with OptimizerGroup")
     if device is not None and Device.canonicalize(device) != self.device:
       raise ValueError(f"optimizer device={device!r}: tg keeps the optimizer's state on its parameters' device, {self.device!r}")
     self.lr = buffer_of(Tensor([lr], device=self.device, dtype=dtypes.float32, requires_grad=False))
