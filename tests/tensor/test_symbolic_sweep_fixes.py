@@ -90,3 +90,35 @@ def test_unbound_variable_is_named_when_realized():
   t = Tensor(B).realize()
   for f in (lambda: t[:I].sum().item(), lambda: (t[:I] + 1).realize(), lambda: TinyJit(lambda v: t[:v].sum(0).realize())(I)):
     with pytest.raises(RuntimeError, match="unbound Variable 'i'"): f()
+
+# *** second sweep (stop 51) ***
+
+def test_item_of_one_element_with_a_bound_variable_in_its_shape():
+  t = Tensor(A)[:I.bind(1), :1]
+  assert t.item() == A[0, 0]
+  with pytest.raises(ValueError, match="exactly one element.*3 elements"): Tensor(A)[:I.bind(3), :1].item()
+
+def test_batchnorm_training_over_a_symbolic_batch():
+  from tinygrad import nn
+  a = np.random.default_rng(4).standard_normal((10, 4)).astype(np.float32)
+  bn = nn.BatchNorm(4)
+  with Tensor.train():
+    out = bn(Tensor(a)[:I.bind(6)].reshape(I.bind(6), 4, 1, 1)).numpy()[..., 0, 0]
+  x = a[:6].astype(np.float64)
+  np.testing.assert_allclose(out, (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-5), atol=1e-5)
+  np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-5)  # the unbiased variance: n / (n-1)
+  np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-7)
+
+def test_minimum_keeps_a_variables_bounds():
+  m = I.minimum(5)
+  assert (m.vmin, m.vmax) == (1, 5) and ((~I).vmin, (~I).vmax) == (-11, -2)
+  np.testing.assert_array_equal(Tensor(A)[:I.bind(7).minimum(5)].numpy(), A[:5])  # sized at vmax: int64's was an OverflowError
+  np.testing.assert_array_equal(Tensor.zeros(I.bind(3).minimum(5)).numpy(), np.zeros(3))
+
+def test_slice_bounds_that_are_no_ints():
+  x = Tensor(A[0])
+  with pytest.raises(TypeError, match="slice bound .* of type Tensor is not supported"): x[:Tensor(3)]
+  with pytest.raises(TypeError, match="slice bound 2.5 of type float"): x[:2.5]
+  # numpy's integers are indices (__index__), as in torch
+  np.testing.assert_array_equal(x[np.int64(2):np.int32(5)].numpy(), A[0, 2:5])
+  assert x[np.uint8(3)].item() == A[0, 3]

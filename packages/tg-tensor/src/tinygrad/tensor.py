@@ -8,6 +8,7 @@ from tinygrad.uop.ops import UOp, sym_infer, ssimplify, fill_memo, _device_node
 from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, truncate
 from tinygrad.helpers import prod, all_int, sint_eq
 from tinygrad.mixin import OpMixin
+from tinygrad.mixin.movement import _show_shape
 from tinygrad.device import Device
 from tinygrad.tensor_index import TensorIndexMixin
 from tinygrad.tensor_conv import TensorConvMixin
@@ -662,8 +663,15 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """self, or its copy on the default device where its own runs no kernels (DISK): a bfloat16 read back is converted by a kernel"""
     return self if Device.runs_kernels(self.device) else self.to(Device.DEFAULT)
   def item(self) -> Any:
-    if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
-    return self.realize().reshape(()).tolist()
+    if all_int(self.shape):
+      if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
+      return self.realize().reshape(()).tolist()
+    # a shape of bound Variables counts with their values (an unbound one raises in concrete_shape)
+    if (n := prod(self.concrete_shape)) != 1:
+      raise ValueError(f"item() needs a tensor with exactly one element, not shape {_show_shape(self.shape)} ({n} elements)")
+    v = self.tolist()
+    while isinstance(v, list): v = v[0]
+    return v
   def numpy(self):
     try: import numpy as np
     except ImportError: raise ImportError("Tensor.numpy() needs numpy: pip install numpy, or use .tolist()") from None

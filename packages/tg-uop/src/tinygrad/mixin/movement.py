@@ -2,7 +2,7 @@
 so the IR only ever sees full-rank tuples; no-op movements return self. The composites at the end (padding with a value, cat, _arange)
 also use the elementwise core: dtype, cast, const_like and alu through the operators."""
 from __future__ import annotations
-import functools, itertools, math
+import functools, itertools, math, operator
 from typing import Any
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes, least_upper_dtype
@@ -35,6 +35,10 @@ def _pairs(arg, op:str, what:str, shape:tuple) -> tuple:
 
 def _show(s) -> str: return s.render() if hasattr(s, "render") else str(s)  # a size in a message: a symbolic one as its expression
 def _show_shape(shape) -> str: return f"({', '.join(_show(s) for s in shape)}{',' if len(shape) == 1 else ''})"
+
+def _as_int(i, keep:tuple):
+  """a python int for an index that is one (numpy's integers: __index__), anything else (an instance of keep, a bool, ...) as it is"""
+  return i if i is None or isinstance(i, keep) or type(i) is bool or not hasattr(type(i), "__index__") else operator.index(i)
 
 def _value_range(u) -> tuple[int, int]:
   """(lo, hi) of a symbolic int: its value at the current binding when every Variable in it is bound, else its whole range"""
@@ -200,11 +204,17 @@ class MovementMixin:
   # *** basic indexing: ints, slices (any step), None, one Ellipsis ***
   def _getitem(self, idx:tuple):
     from tinygrad.uop.ops import UOp, ssimplify  # the UOp class is built from these mixins
+    keep = (int, UOp)
+    idx = tuple(slice(*(_as_int(v, keep) for v in (i.start, i.stop, i.step))) if isinstance(i, slice) else _as_int(i, keep) for i in idx)
     for i in idx:
       if isinstance(i, UOp) and not (dtypes.is_int(i.dtype) and i.device is None):
         raise TypeError(f"a UOp index must be an int Variable (bound) or an expression of them, got {i.op} of {i.dtype}")
       if isinstance(i, bool) or not (i is None or i is Ellipsis or isinstance(i, (int, slice, UOp))):
         raise TypeError(f"index {i!r} of type {type(i).__name__} is not supported: use ints, slices, None or ...")
+      if isinstance(i, slice) and (bad := next((v for v in (i.start, i.stop, i.step) if v is not None and not isinstance(v, (int, UOp))),
+                                               None)) is not None:
+        raise TypeError(f"slice bound {bad!r} of type {type(bad).__name__} is not supported: use ints or bound Variables (x[:t.item()] for a "
+                        f"tensor's value)")
     if (n_ell := sum(i is Ellipsis for i in idx)) > 1: raise IndexError("an index can only have a single ellipsis ('...')")
     if (n_real := sum(isinstance(i, (int, slice, UOp)) for i in idx)) > len(self.shape):
       raise IndexError(f"too many indices for a tensor of shape {tuple(self.shape)}: {n_real} given")
