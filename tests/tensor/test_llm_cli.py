@@ -201,3 +201,13 @@ def test_server_bad_requests(server_url, body, match):
 def test_server_unknown_path(server_url):
   with pytest.raises(urllib.error.HTTPError) as e: urllib.request.urlopen(urllib.request.Request(server_url + "/v1/embeddings", b"{}", method="POST"))
   assert e.value.code == 404 and "no POST /v1/embeddings" in json.loads(e.value.read())["error"]["message"]
+
+def test_server_refuses_a_huge_body_unread(server_url):
+  # a Content-Length of 1 TB is answered at once (nothing allocated, nothing waited for)
+  import socket
+  host, port = server_url[len("http://"):].split(":")
+  with socket.create_connection((host, int(port)), timeout=30) as s:
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\n{")
+    reply = s.recv(65536).decode()
+  assert reply.startswith("HTTP/1.0 400") or reply.startswith("HTTP/1.1 400")
+  assert "more than the 16777216 this server reads" in reply

@@ -10,6 +10,8 @@ if TYPE_CHECKING:
   from tinygrad.llm.model import Transformer
   from tinygrad.llm.tokenizer import SimpleTokenizer
 
+MAX_BODY = 16 << 20  # bytes of a request body read at most: a chat's text is far less, and a bigger Content-Length is not allocated
+
 class BadRequest(ValueError):
   def __init__(self, message:str, param:str|None=None, code:str|None=None):
     super().__init__(message)
@@ -47,6 +49,7 @@ class Handler(BaseHTTPRequestHandler):
     try:
       try: length = max(0, int(self.headers.get("Content-Length") or 0))
       except ValueError: raise BadRequest(f"Content-Length {self.headers['Content-Length']!r} is not a number") from None
+      if length > MAX_BODY: raise BadRequest(f"the request body is {length} bytes, more than the {MAX_BODY} this server reads", code="too_large")
       try: body = json.loads(self.rfile.read(length))
       except ValueError as e: raise BadRequest(f"the request body is not JSON: {e}") from None  # bad UTF-8 or JSON
       if not isinstance(body, dict): raise BadRequest("the request body must be a JSON object")
