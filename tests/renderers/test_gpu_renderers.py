@@ -52,7 +52,7 @@ GOLDEN_CUDA = {
       reg0[0] = 0;
       for (;;) {
         int val0 = reg0[0];
-        int alu0 = val0+1;
+        int alu0 = (int)(((unsigned int)val0)+((unsigned int)1));
         reg0[0] = alu0;
         if (!(alu0<10)) break;
       }

@@ -65,6 +65,34 @@ def test_golden_elementwise():
     }
     """)
 
+def test_signed_values_wrap_and_addresses_stay_plain():
+  # signed overflow is undefined in OpenCL C (pocl folded (x+1) > x to true at INT_MAX): a value's int add/mul is computed as uint, while
+  # index math (a buffer's size fits an int) keeps signed ops the compiler can widen to addresses
+  p = Prog()
+  out, a = p.param(0, dtypes.int32, 8), p.param(1, dtypes.int32, 16)
+  r = p.range(8, 0)
+  p.store(out, r, p.alu(Ops.MUL, p.alu(Ops.ADD, p.load(a, p.alu(Ops.ADD, p.alu(Ops.MUL, r, 2), 1)), 1), 3))
+  p.end(r)
+  assert OpenCLRenderer().render("k", p.uops) == golden("""
+    #pragma OPENCL FP_CONTRACT OFF
+    __kernel void k(__global int* data0, __global int* data1) {
+      for (int ridx0 = 0; ridx0 < 8; ridx0++) {
+        int val0 = data1[(ridx0*2)+1];
+        data0[ridx0] = (int)(((uint)((int)(((uint)val0)+((uint)1))))*((uint)3));
+      }
+    }
+    """)
+
+def test_int_overflow_wraps_on_cl(cl):
+  x = np.array([2**31-1, -2**31, 2**30, -2**30-1, 5], np.int32)
+  t = Tensor(x, device="CL")
+  with np.errstate(over="ignore"):
+    np.testing.assert_array_equal(((t + 1) > t).numpy(), (x + np.int32(1)) > x)
+    np.testing.assert_array_equal((t * 4 // 4).numpy(), x * np.int32(4) // np.int32(4))
+    np.testing.assert_array_equal((-t < 0).numpy(), -x < 0)
+  y = np.array([2**63-1, -2**63, 5], np.int64)
+  np.testing.assert_array_equal(((Tensor(y, device="CL") + 1) > Tensor(y, device="CL")).numpy(), [False, True, True])
+
 def test_golden_native_half_and_double():
   # with cl_khr_fp16 half is a type of its own (constants too, so the arithmetic stays half); double needs cl_khr_fp64
   assert OpenCLRenderer("fp16+fp64").render("k", sqrt_kernel(dtypes.float16)) == golden("""
@@ -129,7 +157,7 @@ def test_golden_do_while(renderer):
         int val0 = reg0[0];
         int val1 = data1[0];
         int val2 = (val1<5)?data1[1]:0;
-        int alu0 = val0+val2;
+        int alu0 = (int)(((uint)val0)+((uint)val2));
         reg0[0] = alu0;
         data0[0] = alu0;
         if (!(alu0<10)) break;

@@ -78,6 +78,17 @@ def _scopes(name:str, uops:list[UOp]) -> tuple[dict[UOp, UOp|None], dict[UOp, li
 
 _BITS = {1: dtypes.uint8, 2: dtypes.uint16}  # an emulated dtype's memory form: the unsigned int of its width
 
+_WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG})
+def _address_math(uops:list[UOp], users:dict[UOp, list[UOp]]) -> set[UOp]:
+  """the int values that only index buffers (a buffer's size fits an int, so they never overflow): their ops keep C's signed arithmetic,
+  which lets the compiler widen them to addresses; ops on values (stored, compared) wrap explicitly where signed overflow is undefined"""
+  ret: set[UOp] = set()
+  for u in reversed(uops):
+    if dtypes.is_int(u.dtype) and users[u] and all((x.op is Ops.INDEX and x.src[0] is not u) or x in ret for x in users[u]): ret.add(u)
+  return ret
+
+_WIDE_SIGNED = {dtypes.int32: dtypes.uint32, dtypes.int64: dtypes.uint64}  # narrower ints are computed as int and wrapped back already
+
 class CStyleLanguage(Renderer):
   kernel_prefix: str = ""       # before `void name(`, e.g. "__kernel " (OpenCL), 'extern "C" __global__ ' (CUDA)
   buffer_prefix: str = ""       # before a global buffer's element type, e.g. "__global "
@@ -87,6 +98,9 @@ class CStyleLanguage(Renderer):
   code_for_workitem: dict[str, Callable[[int], str]] = {}  # work-item kind (gidx, lidx, idx: codegen.gpudims.workitem) -> C of dim d
   string_rewrite: PatternMatcher = base_rewrite
   vector_lanes = False          # write a register tile's lanes as GCC/clang vectors (renderer/c_vectors.py)
+  # the compiler is told that signed ints wrap (-fwrapv); elsewhere (OpenCL C, CUDA C) signed overflow is undefined and the compiler folds
+  # (x+1) > x to true, so a 32/64-bit signed add, subtract, multiply or negate is computed on the unsigned type and converted back
+  signed_wraps = False
   infinity, nan = "INFINITY", "NAN"
   type_map: dict[DType, str] = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
     dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long", dtypes.uint64: "unsigned long",
@@ -146,6 +160,9 @@ class CStyleLanguage(Renderer):
   def render_alu(self, op:Ops, srcs:list[str], u:UOp) -> str:
     if (fn := self.code_for_op.get(op)) is None or (op in self.int_ops and dtypes.is_float(u.src[0].dtype)):
       raise RuntimeError(f"{type(self).__name__} cannot render {op} on {u.src[0].dtype} operands: lower it first")
+    if op in _WRAPPING and (dt := u.dtype) in _WIDE_SIGNED and not self.signed_wraps and u not in self.addresses:
+      unsigned = self.ctype(_WIDE_SIGNED[dt])
+      return f"(({self.ctype(dt)}){fn(*[f'(({unsigned}){x})' for x in srcs], dt=_WIDE_SIGNED[dt])})"
     ret = fn(*srcs, dt=u.src[-1].dtype)
     if u.dtype in self.emulated and op not in self.exact_ops: return f"{self.emulated[u.dtype][2]}({strip_parens(ret)})"
     # C computes narrow ints as int: wrap back to the dtype so later comparisons and shifts see the same bits as other targets
@@ -172,6 +189,7 @@ class CStyleLanguage(Renderer):
 
   def render(self, name:str, uops:list[UOp]) -> str:
     scope, users = _scopes(name, uops)
+    self.addresses = set() if self.signed_wraps else _address_math(uops, users)
     self.r: dict[UOp, str] = {}
     names: dict[str, int] = defaultdict(int)
     def fresh(prefix:str, numbered=True) -> str:
@@ -264,6 +282,7 @@ class ClangRenderer(CStyleLanguage):
   device = "CPU"
   string_rewrite = clang_rewrite
   vector_lanes = True
+  signed_wraps = True  # runtime/ops_cpu.py compiles with -fwrapv
   buffer_suffix = " restrict"
   # the thread id is the kernel's last argument (runtime/ops_cpu.py calls it once per thread)
   has_threads, code_for_workitem = True, {"gidx": lambda d: "core_id" if d == 0 else None}
