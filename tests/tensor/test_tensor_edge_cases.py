@@ -127,3 +127,18 @@ def test_int_division_never_traps(device):
   with np.errstate(divide="ignore", over="ignore"):
     assert (a // b).tolist() == (na // nb).tolist()
     assert (a % b).tolist() == (na % nb).tolist()
+
+@pytest.mark.parametrize("pads", [(-1, 4), (4, -1), (-2, 3), (3, -2), (-1, 3)])
+def test_reflect_pad_that_crops_one_side_mirrors_the_whole_axis(pads):
+  # as torch's: the reflection is of the axis before the crop (5 rows padded (-1, 4) mirror rows 3..0, row 0 included); it raised
+  # "needs axis longer than 4" (hand-checked: np.pad on the whole axis, then the crop)
+  x = np.arange(30, dtype=np.float32).reshape(5, 6)
+  b, a = pads
+  full = np.pad(x, ((max(b, 0), max(a, 0)), (0, 0)), mode="reflect")
+  check(Tensor(x).pad((0, 0, b, a), mode="reflect"), full[-min(b, 0):full.shape[0] + min(a, 0)])
+
+def test_interpolate_from_an_empty_axis_is_named():
+  with pytest.raises(ValueError, match=r"axis 2 is empty, there is nothing to sample"):
+    Tensor.empty(1, 2, 0, 7).interpolate((3, 4), mode="bilinear")
+  with pytest.raises(ValueError, match=r"axis 2 is empty"): Tensor.empty(1, 2, 0, 7).interpolate((3, 4), mode="nearest")
+  assert Tensor.empty(1, 2, 0, 7).interpolate((0, 4)).shape == (1, 2, 0, 4)  # to an empty size: nothing to sample, nothing wanted

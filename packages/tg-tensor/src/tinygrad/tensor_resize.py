@@ -78,6 +78,8 @@ class TensorResizeMixin:
     self._int_axes("interpolate", last)
     if any(not isinstance(o, int) or o < 0 for o in size): raise ValueError(f"interpolate size must be ints >= 0, got {size}")
     if 0 in size: return Tensor.zeros(*self.shape[:self.ndim - len(size)], *size, dtype=self.dtype, device=self.device)  # nothing to weigh
+    if (empty := next((a for a in last if self.shape[a] == 0), None)) is not None:
+      raise ValueError(f"interpolate of shape {tuple(self.shape)} to size {size}: axis {empty} is empty, there is nothing to sample")
     axes = [(a, o) for a, o in zip(last, size) if self.shape[a] != o]
     if mode.startswith("nearest"):
       x = self

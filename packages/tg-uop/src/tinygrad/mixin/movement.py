@@ -275,10 +275,15 @@ class MovementMixin:
     else: pairs = list(_pairs(padding, "pad", "(before, after)", self.shape))
     if mode == "constant" and value == 0 and all([type(b) is int and type(a) is int and b >= 0 and a >= 0 for b, a in pairs]):
       return self if not any([b or a for b, a in pairs]) else self._mop(Ops.PAD, tuple(pairs))  # the usual call: nothing to crop or check
-    # a symbolic amount (a bound Variable) pads: only an int can be negative, and crop
+    # a symbolic amount (a bound Variable) pads: only an int can be negative, and crop. As torch's, a reflection is of the whole axis
+    # (x.pad((-1, 4), mode="reflect") of 5 rows mirrors row 0 too): it pads first and crops after; the other modes crop first
     def crop(p): return min(p, 0) if isinstance(p, int) else 0
-    x = self.shrink(tuple((-crop(b), s + crop(a)) for (b, a), s in zip(pairs, self.shape)))
+    crops = tuple((-crop(b), crop(a)) for b, a in pairs)
     pairs = [(b - crop(b), a - crop(a)) for b, a in pairs]
+    if mode == "reflect" and any(b or a for b, a in crops):
+      x = self.pad(tuple(pairs), mode)
+      return x.shrink(tuple((b, n + a) for (b, a), n in zip(crops, x.shape)))
+    x = self.shrink(tuple((b, n + a) for (b, a), n in zip(crops, self.shape)))
     if mode == "constant":
       if value == 0: return x._pad(tuple(pairs))
       inside = x._scalar_like(True, dtypes.bool).reshape((1,)*nd).expand(x.shape)._pad(tuple(pairs))
