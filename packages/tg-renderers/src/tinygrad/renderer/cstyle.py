@@ -101,6 +101,7 @@ class CStyleLanguage(Renderer):
   # the compiler is told that signed ints wrap (-fwrapv); elsewhere (OpenCL C, CUDA C) signed overflow is undefined and the compiler folds
   # (x+1) > x to true, so a 32/64-bit signed add, subtract, multiply or negate is computed on the unsigned type and converted back
   signed_wraps = False
+  addresses: frozenset|set = frozenset()  # this kernel's index math (render: _address_math)
   infinity, nan = "INFINITY", "NAN"
   type_map: dict[DType, str] = {dtypes.bool: "bool", dtypes.int8: "char", dtypes.uint8: "unsigned char", dtypes.int16: "short",
     dtypes.uint16: "unsigned short", dtypes.int32: "int", dtypes.uint32: "unsigned int", dtypes.int64: "long", dtypes.uint64: "unsigned long",
