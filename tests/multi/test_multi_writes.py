@@ -129,6 +129,14 @@ def test_setitem_through_a_view_handle_writes_the_tensor(devs, shard_axis):
   a.reshape(35)[3:5] = 7.0
   close(t, a)
 
+@pytest.mark.parametrize("shard_axis", [None, 0, 1])
+def test_setitem_of_a_one_device_value(devs, shard_axis):
+  # tinygrad's t[1:4] = Tensor.ones(3, 4) on a sharded t: the value is copied to t's devices (it raised "assign needs the same device")
+  t, a = Tensor(X).shard(devs, shard_axis).realize(), X.copy()
+  t[1:4, 2:5] = Tensor(B[:3, :3])
+  a[1:4, 2:5] = B[:3, :3]
+  close(t, a)
+
 def test_setitem_through_a_view_that_interleaves_shards_is_refused(devs):
   t = Tensor(X).shard(devs, 1).realize()
   with pytest.raises(RuntimeError, match="cannot write through a RESHAPE .* across the shard axis 1"):

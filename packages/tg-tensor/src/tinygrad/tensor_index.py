@@ -116,6 +116,8 @@ class TensorIndexMixin:
     _own_if_equal(self)  # a value equal to another handle's, in its buffer: written in a copy of its own
     idx = indices if isinstance(indices, tuple) else (indices,)
     v = (v if isinstance(v, Tensor) else Tensor(v, _compute_device(self.device), self.dtype)).cast(self.dtype)
+    # a one-device value written into a sharded tensor is copied to its devices first (tinygrad's t[1:4] = Tensor.ones(3, 4))
+    if isinstance(self.device, tuple) and isinstance(v.device, str): v = v.to(self.device)
     if lazy := not (self.uop.base.op is Ops.BUFFER or is_multi_buffer(self.uop.base)):  # a view of a realized sharded tensor writes it too
       # writes go into a buffer: a lazy tensor gets its own first; a view of a lazy value, the one it shares with that value's handle
       if not (lazy := self._grad_flows() or v._grad_flows()) and not _share_with_views(self): self.realize()
