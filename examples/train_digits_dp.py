@@ -32,7 +32,8 @@ def train(devices:tuple, steps:int, bs:int, lr:float, seed:int) -> tuple[Model, 
 
 if __name__ == "__main__":
   base, ndev, seed = getenv("DEV_BASE", "CPU"), getenv("NDEV", 2), getenv("SEED", 42)
-  devices = tuple(f"{base}:{i}" for i in range(ndev))
+  name, _, renderer = base.partition(":")  # DEV_BASE=CPU:C: devices CPU:0:C, CPU:1:C (the index comes right after the name)
+  devices = tuple(f"{name}:{i}" + (f":{renderer}" if renderer else "") for i in range(ndev))
   steps, bs = getenv("STEPS", 200), getenv("BS", 128)
   model, losses, times = train(devices, steps, bs, getenv("LR", 1e-2), seed)
   _, _, X_test, Y_test = (Tensor(a, device=devices[0]) for a in load_digits_split(seed))
