@@ -66,3 +66,14 @@ def test_work_item_dispatch_is_not_by_first_letter():
   p = Prog()
   p.store(p.param(0, dtypes.int32, 4), 0, p.add(UOp(Ops.SPECIAL, dtypes.int32, (p.const(4),), "lane0")))
   with pytest.raises(ValueError, match="is no work item"): AMDLike().render("k", p.uops)
+
+def test_an_unknown_cpu_model_is_a_python_error():
+  # LLVM "ignores" a CPU model it does not know, then aborted the whole process in code generation ("64-bit code requested on a
+  # subtarget that doesn't support it"): now a DeviceError naming it, and the process goes on; a known model compiles
+  import subprocess, sys
+  code = ("from tinygrad import Tensor\nfrom tinygrad.device import DeviceError\n"
+          "try: Tensor([1., 2.], device='CPU:LLVM:bogus').sum().item()\nexcept DeviceError as e: print('refused:', e)\n"
+          "print(Tensor([1., 2.], device='CPU:LLVM:x86-64').sum().item() if 'x86' in __import__('platform').machine() else 3.0)")
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+  assert r.returncode == 0, r.stderr[-2000:]
+  assert "refused: 'bogus' is not a CPU model LLVM can compile for" in r.stdout and r.stdout.strip().endswith("3.0")

@@ -1,7 +1,7 @@
 """CPU: host memory, kernels compiled in process by LLVM through llvmlite (the default) or by a system C compiler (DEV=CPU:C),
 called through ctypes. llvmlite is imported on first use, never at import."""
 from __future__ import annotations
-import ctypes, hashlib, mmap, os, pathlib, re, time
+import ctypes, functools, hashlib, mmap, os, pathlib, re, time
 from tinygrad.device import BufferSpec, LRUAllocator, Compiler, Compiled, CompileError, Device, DeviceError
 from tinygrad.runtime import host_toolchain
 from tinygrad.renderer.host_cpu import BUFFER_ALIGN, host_simd_registers
@@ -74,6 +74,21 @@ class CPUProgram:
 _MASK_TO_SCALARS = re.compile(r"extractelement <\d+ x i1>|bitcast <\d+ x i1>|reduce\.\w+\.v\d+i1")
 _MASK_SHUFFLES = re.compile(r"shufflevector <\d+ x i1>")
 
+_PROBE = r"""import sys, llvmlite.binding as llvm
+llvm.initialize_native_target(); llvm.initialize_native_asmprinter()
+tm = llvm.Target.from_triple(sys.argv[1]).create_target_machine(cpu=sys.argv[2], opt=0)
+tm.emit_object(llvm.parse_assembly("define void @f() {\n  ret void\n}"))"""
+
+@functools.cache
+def _check_cpu_model(triple:str, cpu:str):
+  """a CPU model LLVM does not know for this triple is 'ignored' with a warning, then aborts the process in code generation (no python
+  error to catch): a named one is tried once in a child process first"""
+  import subprocess, sys
+  r = subprocess.run([sys.executable, "-c", _PROBE, triple, cpu], capture_output=True, text=True, timeout=120)
+  if r.returncode or "not a recognized processor" in r.stderr:
+    raise DeviceError(f"{cpu!r} is not a CPU model LLVM can compile for ({triple}): name one such as x86-64, haswell, znver3 or "
+                      f"neoverse-n1, as in DEV=CPU:LLVM:haswell (LLVM said: {r.stderr.strip().splitlines()[0] if r.stderr.strip() else r.returncode})")
+
 class LLVMCompiler(Compiler):
   """LLVM IR -> an object file for this host (or for the CPU model `arch`, as in DEV=CPU:LLVM:x86-64): llvmlite parses, runs the O2
   pipeline of the new pass manager and emits"""
@@ -83,6 +98,7 @@ class LLVMCompiler(Compiler):
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     self.llvm, self.triple, self.cpu = llvm, llvm.get_process_triple(), arch or llvm.get_host_cpu_name()
+    if arch: _check_cpu_model(self.triple, arch)
     self.features = "" if arch else llvm.get_host_cpu_features().flatten()
     # LLVM tunes Intel's AVX-512 cores to prefer 256-bit vectors (and splits wider ones): the renderer sizes register tiles in the host's
     # whole registers (renderer/host_cpu.py), so the 512-bit ones are used (matmul 1024 at 2 threads: 181 -> 204 GFLOP/s, same tiles)
