@@ -203,3 +203,12 @@ def test_polynomial_steps_fuse_where_the_target_has_mulacc():
   ast = next(it.ast for it in create_schedule([t.exp2().uop])[0] if it.kind == "kernel")
   def fused(r) -> int: return sum(u.op is Ops.MULACC for u in rewrite_to_program(ast, r).toposort())
   with Context(FMA=0): assert fused(_FusingNoExp2()) == 6 and fused(_NoExp2()) == 0
+
+def test_float64_sin_of_huge_values_keeps_the_targets_sin():
+  # under the LLVM renderer's polynomial budget a float64 sin was the polynomial, NaN past 2**53 (128-bit products would be needed), while
+  # C, CL and the emulator call libm: a target's own float64 sin is kept; float32 still gets the polynomial
+  x = np.array([1e15, 2.0**54, 1e17, 1e20, 1e300, -1e25])
+  np.testing.assert_allclose(Tensor(x, device="CPU:LLVM").sin().numpy(), np.sin(x), rtol=1e-12, atol=1e-12)
+  np.testing.assert_allclose(Tensor(x, device="CPU:LLVM").cos().numpy(), np.cos(x), rtol=1e-12, atol=1e-12)
+  src = get_program(create_schedule([Tensor([1.0, 2.0], device="CPU:LLVM").sin().uop])[0][-1].ast, Device["CPU:LLVM"].renderer).src
+  assert "llvm.sin.f32" not in src  # float32: the polynomial (vectorizes)

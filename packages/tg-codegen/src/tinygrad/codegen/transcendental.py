@@ -234,16 +234,18 @@ def _in_f32(fn, fused:bool):
   """narrow floats are computed in float32 and rounded back"""
   return lambda x: fn(x, fused) if x.dtype in _BITS else fn(x.cast(dtypes.float32), fused).cast(x.dtype)
 
-def _rules(fused:bool) -> list:
+def _rules(fused:bool, f64_sin:bool=True) -> list:
   return [
     (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),), name="e"),
      lambda e, x: _in_f32(_exp2_nonpositive if e.arg == NONPOSITIVE else _exp2, fused)(x)),
     (UPat(Ops.LOG2, dtypes.floats, (UPat.var("x"),)), _in_f32(_log2, fused)),
-    (UPat(Ops.SIN, dtypes.floats, (UPat.var("x"),)), _in_f32(_sin, fused)),
+    (UPat(Ops.SIN, dtypes.floats if f64_sin else tuple(dt for dt in dtypes.floats if dt is not dtypes.float64), (UPat.var("x"),)),
+     _in_f32(_sin, fused)),
   ]
 
 @functools.cache
-def _matcher(ops:frozenset[Ops], fused:bool) -> PatternMatcher: return PatternMatcher([(p, f) for p, f in _rules(fused) if p.op & ops])
+def _matcher(ops:frozenset[Ops], fused:bool, f64_sin:bool=True) -> PatternMatcher:
+  return PatternMatcher([(p, f) for p, f in _rules(fused, f64_sin) if p.op & ops])
 
 _TRANSCENDENTAL = (Ops.EXP2, Ops.LOG2, Ops.SIN)
 
@@ -252,7 +254,9 @@ def lower_transcendental(sink:UOp, renderer) -> UOp:
   of them in a kernel that has no more of the others than the renderer's polynomial_budget. Without a renderer there is nothing to go by: only
   TRANSCENDENTAL>=2 replaces them"""
   ops = frozenset(op for op in _TRANSCENDENTAL if TRANSCENDENTAL.value >= 2 or (renderer is not None and op not in renderer.code_for_op))
+  # a float64 sin the target has keeps it under the budget: past 2**53 the polynomial gives NaN where libm gives the value
+  f64_sin = Ops.SIN in ops
   if len(ops) < len(_TRANSCENDENTAL) and (budget := getattr(renderer, "polynomial_budget", 0)) and \
      sum(1 for u in sink.toposort() if u.op in _TRANSCENDENTAL and u.op not in ops) <= budget: ops = frozenset(_TRANSCENDENTAL)
   fused = renderer is not None and Ops.MULACC in renderer.code_for_op
-  return graph_rewrite(sink, _matcher(ops, fused), name="transcendental") if ops else sink
+  return graph_rewrite(sink, _matcher(ops, fused, f64_sin), name="transcendental") if ops else sink
