@@ -122,3 +122,11 @@ def test_slice_bounds_that_are_no_ints():
   # numpy's integers are indices (__index__), as in torch
   np.testing.assert_array_equal(x[np.int64(2):np.int32(5)].numpy(), A[0, 2:5])
   assert x[np.uint8(3)].item() == A[0, 3]
+
+def test_argmax_over_a_symbolic_axis_bound_to_zero():
+  # as over a concrete empty axis: no index to return (it gave INT_MIN); at other values the first extreme's index
+  z = Variable("z", 0, 10)
+  x = Tensor(A[0])
+  with pytest.raises(ValueError, match=r"argmax over the empty axis 0 of shape \(z=0,\)"): x[:z.bind(0)].argmax()
+  with pytest.raises(ValueError, match="empty axis"): x[:z.bind(0)].argmin()
+  assert x[:z.bind(3)].argmax().item() == 2 and x[:z.bind(3)].argmin().item() == 0

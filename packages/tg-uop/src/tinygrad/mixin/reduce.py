@@ -5,6 +5,7 @@ import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
+from tinygrad.mixin.movement import _show_shape, _value_range
 
 # summed in sum_acc_dtype (float32) but answered in their own dtype, like numpy and upstream tinygrad
 _NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
@@ -55,7 +56,9 @@ class ReduceMixin:
   def argmax(self, axis=None, keepdim=False):
     if axis is None or not self.shape: return self.flatten().argmax(0).reshape((1,)*len(self.shape) if keepdim else ())
     axis = self._resolve_dim(axis)
-    if (n := self.shape[axis]) == 0: raise ValueError(f"argmax over the empty axis {axis} of shape {tuple(self.shape)}: there is no index to return")
+    # a symbolic axis is checked at its current binding (x[:n.bind(0)]), as a slice is
+    if (n := self.shape[axis]) == 0 or (not isinstance(n, int) and _value_range(n)[1] == 0):
+      raise ValueError(f"argmax over the empty axis {axis} of shape {_show_shape(self.shape)}: there is no index to return")
     # n - i is largest for the first hit, so a max over it finds the first index
     rev = (self._arange(n) * -1 + n).reshape((n,) + (1,)*(len(self.shape)-axis-1))
     hit = self.eq(self.max(axis, keepdim=True))
