@@ -186,3 +186,10 @@ def test_clang_packs_the_matmul_tile_into_vectors():
   # AVX2's tile (16 registers) keeps 8 vector accumulators, AVX-512's 24
   assert len(re.findall(r"vfmadd\d+ps", asm)) >= 8 and not re.findall(r"vfmadd\d+ss", asm), asm
   assert "Spill" not in asm and "Reload" not in asm, asm
+
+def test_an_unknown_cpu_model_for_the_c_compiler_is_named():
+  # DEV=CPU:C:ARCH passes ARCH to -march: an unknown one failed every kernel's compile with the kernel's source; now the device says so
+  from tinygrad import Tensor
+  from tinygrad.device import DeviceError
+  with pytest.raises(DeviceError, match=r"'bogus' is not a CPU model .* can compile for \(-march=bogus\)"):
+    Tensor([1.0, 2.0], device="CPU:C:bogus").sum().item()

@@ -184,6 +184,10 @@ class ClangCompiler(Compiler):
     # the renderer packs its own vectors (renderer/c_vectors.py) and counts on no loop vectorizer (Renderer.loop_vectorizes); gcc 12.2's,
     # on at -O2, also miscompiled a padded int32 kernel (a row's lanes shifted by one: x * x.flip(1) padded, times a row)
     self.flags += host_toolchain.CLANG_VECTORIZING if host_toolchain.cc_is_clang(self.cc) else ("-fno-tree-loop-vectorize",)
+    if arch is not None and (p := subprocess.run([self.cc, f"-march={arch}", "-x", "c", "-c", "-", "-o", os.devnull], input="",
+                                                 capture_output=True, text=True)).returncode:
+      raise DeviceError(f"{arch!r} is not a CPU model {self.cc} can compile for (-march={arch}): name one such as x86-64, haswell or "
+                        f"znver3, as in DEV=CPU:C:haswell ({self.cc} said: {(p.stderr.strip().splitlines() or ['nothing'])[0]})")
     version = subprocess.run([self.cc, "--version"], capture_output=True, text=True).stdout.partition("\n")[0]
     super().__init__(f"compile_c_{hashlib.sha256(f'{version} {self.flags} {_host_cpu()}'.encode()).hexdigest()[:16]}")
   def compile(self, src:str) -> bytes:
