@@ -2,6 +2,7 @@
 from __future__ import annotations
 from tinygrad.tensor import Tensor, current_capture
 from tinygrad.dtype import dtypes
+from tinygrad.uop.ops import smax  # max of ints or of a symbolic batch size (a Variable)
 from tinygrad.nn.inplace import buffer_of, pending_write, defer
 from tinygrad.tensor_nn import is_training
 from tinygrad.helpers import JIT_CAPTURE
@@ -65,7 +66,7 @@ class BatchNorm:
       n, m = x.numel() // x.shape[1], self.momentum
       # the batch's statistics are float32 for a half x: the running ones keep their own dtype
       writes = (pending_write(targets[0], ((1-m)*self.running_mean + m*mean.detach()).cast(self.running_mean.dtype)),
-                pending_write(targets[1], ((1-m)*self.running_var + var.detach()*m*n/_at_least_1(n-1)).cast(self.running_var.dtype)),
+                pending_write(targets[1], ((1-m)*self.running_var + var.detach()*m*n/smax(n-1, 1)).cast(self.running_var.dtype)),
                 pending_write(targets[2], self.num_batches_tracked + 1))
       # lazy, like upstream's assign: reading a statistic realizes its write, and so does the next optimizer step (inplace.defer)
       for t, w in zip(stats, writes): t.uop = w.uop
@@ -73,10 +74,6 @@ class BatchNorm:
       self._written_in, self._pending = current_capture(), _Pending(stats, x._grad_flows(), targets)
     out = x.batchnorm(self.weight, self.bias, mean, (var + self.eps).rsqrt())
     return out.cast(x.dtype) if x.dtype in (dtypes.half, dtypes.bfloat16) else out  # float32 statistics: the output keeps x's dtype
-
-def _at_least_1(n):
-  """max(n, 1) of an int or of a symbolic count (a batch of Variable size: a kernel argument)"""
-  return max(n, 1) if isinstance(n, int) else n.maximum(1)
 
 # upstream names: the channel axis is 1 whatever the rank
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm

@@ -205,7 +205,10 @@ class MovementMixin:
   def _getitem(self, idx:tuple):
     from tinygrad.uop.ops import UOp, ssimplify  # the UOp class is built from these mixins
     keep = (int, UOp)
-    idx = tuple(slice(*(_as_int(v, keep) for v in (i.start, i.stop, i.step))) if isinstance(i, slice) else _as_int(i, keep) for i in idx)
+    # numpy's integers made ints; the usual index (ints, slices of ints, None) is looked at once and kept as it is
+    if any([not (type(i) is int or i is None or (type(i) is slice and (type(i.start) is int or i.start is None) and
+                                                 (type(i.stop) is int or i.stop is None) and i.step is None)) for i in idx]):
+      idx = tuple(slice(*(_as_int(v, keep) for v in (i.start, i.stop, i.step))) if isinstance(i, slice) else _as_int(i, keep) for i in idx)
     for i in idx:
       if isinstance(i, UOp) and not (dtypes.is_int(i.dtype) and i.device is None):
         raise TypeError(f"a UOp index must be an int Variable (bound) or an expression of them, got {i.op} of {i.dtype}")
