@@ -48,27 +48,55 @@ def test_gradients_accumulate():
   (x * 3).sum().backward()
   assert x.grad.tolist() == [2.0 + 3.0, -4.0 + 3.0]
 
-def test_a_loss_read_before_backward_says_how_to_keep_its_graph():
+def test_a_loss_read_before_backward_keeps_its_graph_as_in_tinygrad():
+  """tinygrad 0.14 leaves a tensor lazy when its values are read (item, numpy, tolist), so backward() after a read goes through; here the
+  read realizes it in place and the handle keeps the graph. An explicit realize() drops a graph with no requires_grad in it, as there"""
   x = Tensor([1.0, 2.0])
   loss = (x * x).sum()
   assert loss.item() == 5.0
-  with pytest.raises(RuntimeError, match=r"realized .* before backward\(\).*requires_grad=True"): loss.backward()
-  y = Tensor([1.0, 2.0], requires_grad=True)  # the fix: a graph with a requires_grad tensor in it is kept over a realize
-  loss = (y * y).sum()
-  assert loss.item() == 5.0
   loss.backward()
-  assert y.grad.tolist() == [2.0, 4.0]
+  assert x.grad.tolist() == [2.0, 4.0]
+  z = Tensor([1.0, 2.0])
+  loss = (z * z).sum().realize()
+  with pytest.raises(RuntimeError, match=r"realized \(realize\(\)\) before backward\(\).*requires_grad=True"): loss.backward()
+
+def test_a_value_read_mid_forward_passes_gradients_on():
+  """h read back in the middle of the forward (a debug print): backward() with no requires_grad anywhere reaches w and x behind it, and
+  every float tensor of the graph gets its gradient (values worked out by hand: loss = sum(2 relu(x @ w)))"""
+  w, x = Tensor([[1.0, 2.0], [3.0, 4.0]]), Tensor([[1.0, -0.5]])
+  h = x @ w
+  assert h.tolist() == [[-0.5, 0.0]]
+  r = h.relu()
+  assert r.argmax(1).item() == 0  # an int read of the graph above h changes nothing
+  (r * 2).sum().backward()
+  # relu'(h) = [0, 0] (h <= 0): nothing reaches w or x, but each gets its zero gradient through h
+  assert r.grad.tolist() == [[2.0, 2.0]] and h.grad.tolist() == [[0.0, 0.0]] and w.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+  w2, x2 = Tensor([[1.0, 2.0], [3.0, 4.0]]), Tensor([[1.0, 1.0]])
+  h2 = x2 @ w2
+  assert h2.numpy().tolist() == [[4.0, 6.0]]
+  (h2.relu() * 2).sum().backward()
+  assert w2.grad.tolist() == [[2.0, 2.0], [2.0, 2.0]] and x2.grad.tolist() == [[6.0, 14.0]] and h2.grad.tolist() == [[2.0, 2.0]]
+  assert (h2 * h2).sum().gradient(w2)[0].tolist() == [[8.0, 12.0], [8.0, 12.0]]  # d sum(h^2)/dw = x^T 2h
+
+def test_a_value_read_inside_a_function_that_returned_says_what_is_lost():
+  w, x = Tensor([[1.0, 2.0], [3.0, 4.0]]), Tensor([[1.0, 1.0]])
+  def forward():
+    h = (x @ w).relu()
+    assert h.tolist() == [[4.0, 6.0]]
+    return (h * 2).sum()
+  with pytest.raises(RuntimeError, match=r"read back .*went with the tensor that held it.*keep that tensor alive"): forward().backward()
 
 def test_gradient_through_a_realized_part_says_why_none_reaches():
   x = Tensor([1.0, 2.0])
-  v = x * 2
-  assert v.tolist() == [2.0, 4.0]  # realized: with no requires_grad=True tensor in it, v's graph is not kept
+  v = (x * 2).realize()  # with no requires_grad=True tensor in it, v's graph is not kept
   with pytest.raises(RuntimeError, match=r"part of its graph was realized .*take the gradient first.*requires_grad=True"): (v * 3).sum().gradient(x)
   with pytest.raises(RuntimeError, match=r"not in its graph, or only through detach\(\)"): (Tensor([3.0]) * 2).sum().gradient(x)
   y = Tensor([1.0, 2.0], requires_grad=True)
-  w = y * 2
-  assert w.tolist() == [2.0, 4.0]
+  w = (y * 2).realize()
   assert (w * 3).sum().gradient(y)[0].tolist() == [6.0, 6.0]  # the fix it names: a graph with a requires_grad tensor in it is kept
+  u = x * 2
+  assert u.tolist() == [2.0, 4.0]  # read back, not realize(): the graph is kept, as the lazy tensor is in tinygrad 0.14
+  assert (u * 3).sum().gradient(x)[0].tolist() == [6.0, 6.0]
 
 def test_a_realized_intermediate_cuts_the_graph_as_in_tinygrad():
   x = Tensor([1.0, 2.0])

@@ -1,7 +1,8 @@
 import importlib, os, warnings
 from dataclasses import dataclass
 from typing import Any
-from tinygrad.dtype import DType
+from tinygrad.dtype import DType, dtypes
+from tinygrad.mixin.elementwise import _type_name
 from tinygrad.plugins import discovery
 from tinygrad.plugins.spec import DeviceError, DeviceSpec, RendererSpec
 from tinygrad.engine.device_base import Buffer, BufferSpec, Allocator, LRUAllocator, Compiler, Compiled, CompileError  # noqa: F401  (re-exported)
@@ -35,6 +36,9 @@ class _Device:
   def parse(self, spec:str) -> DeviceName:
     """The one parser of device strings, for DEV=, device= and Device[...]: NAME[:INDEX][:RENDERER[:ARCH]], checked against the
     installed devices and their renderers (no availability probe)."""
+    if not isinstance(spec, str):  # torch's habit x.to(dtypes.int) lands here: a dtype is changed with cast
+      hint = f": to change the dtype use .cast({spec})" if isinstance(spec, DType) else ""
+      raise TypeError(f"device must be a string such as 'CPU' or 'CPU:1', got {_type_name(spec)} {spec!r}{hint}")
     reg = self._registry()
     if (ret := self._parsed.get(spec)) is not None: return ret
     parts = spec.split(":")
@@ -45,7 +49,11 @@ class _Device:
     index = int(parts.pop(1)) if len(parts) > 1 and parts[1].isdigit() else 0
     if not parts[0] or len(parts) > 3 or "" in parts:
       raise DeviceError(f"{spec!r} is not a device string: write NAME[:INDEX][:RENDERER[:ARCH]], e.g. CPU, CPU:1, CPU:C or NV:PTX:sm_89")
-    reg.device(base := parts[0].upper())  # unknown: lists installed devices and the distribution to install
+    try: reg.device(base := parts[0].upper())  # unknown: lists installed devices and the distribution to install
+    except DeviceError as e:
+      if isinstance(getattr(dtypes, name := parts[0].lower(), None), DType):
+        raise DeviceError(f"{e}. {name!r} is a dtype: to change the dtype use .cast(dtypes.{name})") from e.__cause__
+      raise
     if (ren := parts[1].upper() if len(parts) > 1 else None) is not None:
       try: reg.renderer(base, ren)
       except DeviceError as e: raise DeviceError(f"{spec!r}: {e}") from None

@@ -138,10 +138,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   # *** the graph, caught up lazily with what realize() turned into buffers since this handle last looked ***
   @property
   def uop(self) -> UOp:
-    if self._epoch != _realized.epoch:
-      built, (self._uop, self._epoch) = self._uop, (_realized.since(self._uop, self._epoch), _realized.epoch)
+    if (looked := self._epoch) != _realized.epoch:
+      built, (self._uop, self._epoch) = self._uop, (_realized.since(self._uop, looked), _realized.epoch)
       if self._uop is not built:
-        _keep_for_autograd(self, built)
+        _keep_for_autograd(self, built, read=_realized.last_read > looked)
         # its graph now reads buffers newer than it may have been filed under: an in-place write into one looks at it (tensor_live.py)
         _live.may_be_lazy(self)
         # its whole graph was realized for another handle: an equal graph (x * 2 built twice is one node), a value of its own, no view
@@ -184,10 +184,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
   # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's
   def cat(self, *args, dim:int=0) -> Tensor:
-    _on_one_device("cat", [t.uop for t in ([*self, *args] if isinstance(self, (list, tuple)) else [self, *args])])
+    _on_one_device("cat", _joined_nodes("cat", self, args))
     return OpMixin.cat(self, *args, dim=dim)
   def stack(self, *args, dim:int=0) -> Tensor:
-    _on_one_device("stack", [t.uop for t in ([*self, *args] if isinstance(self, (list, tuple)) else [self, *args])])
+    _on_one_device("stack", _joined_nodes("stack", self, args))
     return OpMixin.stack(self, *args, dim=dim)
   def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
   def _arange(self, n:int, dtype:DType|None=None) -> Tensor: return _handle(self.uop._arange(n, dtype))  # the UOp's, built once
@@ -244,6 +244,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     buffer=False (tinygrad's switch) the plain broadcast constant, one node with every equal constant"""
     shape = _shape_arg((shape,))
     if isinstance(fill_value, UOp): return Tensor(fill_value, device, dtype).reshape((1,)*len(shape)).expand(shape)  # a bound Variable
+    if hasattr(fill_value, "item") and getattr(fill_value, "ndim", None) == 0: fill_value = fill_value.item()  # a numpy scalar: its python value
     dt = to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
     if type(fill_value) is int and dtypes.is_int(dt): _check_fits((fill_value,), dt)
     const = UOp.const(dt, fill_value, Device.canonicalize(device))
@@ -297,6 +298,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   @_creates
   def linspace(start, stop, steps:int, dtype:DType|str|None=None, device:str|None=None) -> Tensor:
+    if not isinstance(steps, numbers.Integral): raise TypeError(f"linspace's steps must be an int, got {steps!r}")
     if steps < 0: raise ValueError(f"linspace needs steps >= 0, got {steps}")
     dt = to_dtype(dtype or dtypes.default_float)
     if steps == 1: return Tensor([start], device, dt)
@@ -348,8 +350,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @_creates
   def rand(*shape, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
     """uniform in [0, 1). contiguous=False leaves the last step (bits to floats) lazy, to fuse into the consumer"""
-    shape, dt = _shape_arg(shape), to_dtype(dtype or dtypes.default_float)
-    if not dtypes.is_float(dt): raise TypeError(f"rand makes floats, not {dt}: use randint for ints")
+    shape, dt = _shape_arg(shape), _float_dtype("rand", dtype)
     # materialised here, the words need no buffer of their own: one kernel draws and converts them
     return Tensor._uniform(shape, device, dt, fused=True).contiguous() if contiguous else Tensor._uniform(shape, device, dt, fused=False)
   @staticmethod
@@ -370,12 +371,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @_creates
   def randn(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     """standard normal by Box-Muller"""
-    return Tensor._randn(_shape_arg(shape), device).cast(to_dtype(dtype or dtypes.default_float)).contiguous()
+    return Tensor._randn(_shape_arg(shape), device).cast(_float_dtype("randn", dtype)).contiguous()
   @staticmethod
   @_creates
   def normal(*shape, mean=0.0, std=1.0, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
     if not std >= 0: raise ValueError(f"normal needs std >= 0, got {std}")
-    return (std * Tensor._randn(_shape_arg(shape), device).cast(to_dtype(dtype or dtypes.default_float)) + mean).contiguous()
+    return (std * Tensor._randn(_shape_arg(shape), device).cast(_float_dtype("normal", dtype)) + mean).contiguous()
   @staticmethod
   @_creates
   def uniform(*shape, low=0.0, high=1.0, device:str|None=None, dtype:DType|str|None=None, contiguous:bool=True) -> Tensor:
@@ -487,8 +488,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     or gives zeros with materialize_grads=True. requires_grad is not needed on the targets."""
     return self._gradient(targets, self._root_gradient(gradient), materialize_grads)
   def _gradient(self, targets:tuple[Tensor, ...], gradient:Tensor, materialize_grads:bool, root:UOp|None=None,
-                brought:list[UOp]|None=None) -> list[Tensor]:
-    """gradient(); root: self's graph as built (see unrealized), where the caller has it already, with the nodes it brought back"""
+                brought:list[UOp]|None=None, at:list[UOp]|None=None) -> list[Tensor]:
+    """gradient(); root: self's graph as built (see unrealized), where the caller has it already, with the nodes it brought back; at:
+    each target's node in root, where it is not the target's own (_implicit_targets)"""
     if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
       raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
     from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
@@ -496,13 +498,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them
     keep = _kept(targets)
     if root is None: _refuse_cut_paths((root := _realized.unrealized(self.uop, keep, brought := [])).toposort())
-    grads = compute_gradient(root, gradient.uop.cast(self.dtype), set(keep.values()))
+    grads = compute_gradient(root, gradient.uop.cast(self.dtype), set(keep.values()) if at is None else set(at))
     if root is not self.uop and grads:  # one walk for all; a buffer written since its node was realized no longer holds it
       grads = dict(zip(grads, _realized.since(UOp.sink(*grads.values()), 0, self.uop.toposort(), unwritten=True).src))
     if brought: _realized.refuse_stale_reads(brought, list(grads.values()))
     ret = []
-    for t in targets:
-      if (g := grads.get(t.uop)) is None and not materialize_grads:
+    for t, node in zip(targets, [t.uop for t in targets] if at is None else at):
+      if (g := grads.get(node)) is None and not materialize_grads:
         if any((wr := u.__dict__.get(_REALIZED_FROM)) is not None and wr() is None for u in root.toposort()):
           raise RuntimeError(f"no gradient reaches the {t.shape} {t.dtype} target from this {self.shape} tensor: part of its graph was realized "
                              f"(item(), numpy(), realize()) with no requires_grad=True tensor in it, and such a graph is not kept: take the "
@@ -528,26 +530,35 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     nodes = (root := _realized.unrealized(self.uop, keep := _kept(wanted), brought := [])).toposort()
     _refuse_cut_paths(nodes)
     _refuse_dropped_graphs(nodes, root, keep)
+    at = None
     if not (ts := [t for t in wanted if t.uop in nodes]):
       if brought: _realized.refuse_stale_reads(brought, [])  # a write cut the path to them: an error, not a graph with no gradient for them
-      ts, root = self._implicit_targets(brought := [])
-    for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root, brought)): t.grad = g if t.grad is None else t.grad + g
+      ts, at, root = self._implicit_targets(brought := [])
+    for t, g in zip(ts, self._gradient(tuple(ts), gradient, True, root, brought, at)): t.grad = g if t.grad is None else t.grad + g
     from tinygrad.nn.inplace import defer
     defer(self)  # realized before the next in-place write (nn/inplace.py): a loss read after the optimizer step is the forward's value
     return self
-  def _implicit_targets(self, brought:list[UOp]) -> tuple[list[Tensor], UOp]:
-    """(the tensors backward() fills when none in the graph has requires_grad=True, self's graph as built); brought: see unrealized"""
+  def _implicit_targets(self, brought:list[UOp]) -> tuple[list[Tensor], list[UOp], UOp]:
+    """(the tensors backward() fills when none in the graph has requires_grad=True, their nodes in self's graph as built, that graph);
+    brought: see unrealized. Every graph a tensor kept (_keep_for_autograd) is brought back, and none ends the path: the gradient goes
+    through a value read back mid-forward to the tensors below, as through the lazy value tinygrad 0.14 leaves"""
     if (wr := self.uop.__dict__.get(_REALIZED_FROM)) is not None and wr() is None:  # a graph with no requires_grad is not kept
-      raise RuntimeError(f"backward: this {self.shape} tensor was realized (item(), numpy(), realize()) before backward(), and with no "
-                         f"requires_grad=True tensor in it its graph was not kept: call backward() first, or give the tensors you want "
-                         f"gradients for requires_grad=True")
+      raise RuntimeError(f"backward: this {self.shape} tensor was realized (realize()) before backward(), and with no requires_grad=True "
+                         f"tensor in it its graph was not kept: call backward() first, or give the tensors you want gradients for "
+                         f"requires_grad=True")
     maybe = [t for t in _live.alive() if t.requires_grad is None and dtypes.is_float(t.dtype)]
-    nodes = (root := _realized.unrealized(self.uop, _kept(maybe), brought)).toposort()
-    ts = [t for t in maybe if t.uop in nodes]
+    nodes = set((root := _realized.unrealized(self.uop, {}, brought)).toposort())
+    # a value read back whose handle died (read inside a function that returned): the tensors behind it would silently get no gradient
+    if any(u.__dict__.get(_READ_BACK) and (wr := u.__dict__.get(_REALIZED_FROM)) is not None and wr() is None for u in nodes):
+      raise RuntimeError(f"backward: this {self.shape} tensor's graph reads a value that was read back (item(), numpy(), tolist()) and whose "
+                         f"graph went with the tensor that held it, so the tensors behind it would get no gradient: keep that tensor alive "
+                         f"until backward(), or give the tensors you want gradients for requires_grad=True and keep it alive")
+    # a handle's node as built: the graph it kept, or its own with the kept graphs brought back (a leaf, the usual case, is itself)
+    ts = [(t, n) for t in maybe if (n := _grad_node(t)) in nodes or n.src and (n := _realized.unrealized(n, {})) in nodes]
     # hash-consing makes equal constants one node (Tensor(1.0) and the 1.0 broadcast in x * 1.0): a gradient there mixes them all. They get
     # none, as python numbers and arange get none in tinygrad 0.14; Tensor.full's constant is a node of its own (a buffer in 0.14)
-    consts = {id(t) for t in ts if t.uop is not root and not _reads_memory(t.uop) and not _holds_own_constant(t.uop)}
-    return [t for t in ts if id(t) not in consts], root  # self among them: its own graph holds it
+    ts = [(t, n) for t, n in ts if n is root or _reads_memory(n) or _holds_own_constant(n)]  # self among them: its own graph holds it
+    return [t for t, _ in ts], [n for _, n in ts], root
 
   # *** realization and reading back ***
   def _is_buffer(self) -> bool:
@@ -640,7 +651,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not (n := prod(self.concrete_shape)): return memoryview(bytearray(0))
     if isinstance(self.device, tuple): return self.to(self.device[0])._data()  # gathered on the first device
     # a realized tensor may still be a view (permuted, shrunk, ...) of its buffer: then copy it out through a contiguous one
-    if not (t := self.realize())._is_buffer(): t = t.contiguous().realize()
+    _realize((t := self,), read=True)
+    if not t._is_buffer(): t = t.contiguous().realize()
     if not t._is_buffer(): raise RuntimeError(f"the engine returned {t.uop.op} instead of a buffer for {t.shape} {t.dtype}")
     from tinygrad.engine.realize import buffer_of
     buf = buffer_of(t.uop.base)
@@ -665,7 +677,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def item(self) -> Any:
     if all_int(self.shape):
       if self.numel() != 1: raise ValueError(f"item() needs a tensor with exactly one element, not shape {self.shape} ({self.numel()} elements)")
-      return self.realize().reshape(()).tolist()
+      _realize((self,), read=True)
+      return self.reshape(()).tolist()
     # a shape of bound Variables counts with their values (an unbound one raises in concrete_shape)
     if (n := prod(self.concrete_shape)) != 1:
       raise ValueError(f"item() needs a tensor with exactly one element, not shape {_show_shape(self.shape)} ({n} elements)")
@@ -724,8 +737,14 @@ def _state_constants_read_by(ts:Sequence[Tensor]) -> None:
   try: _realize(held)
   finally: engine.capturing = log
 
-def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
-  """Tensor.realize; skip: handles left out of the readers of old contents (an assign's value, which the assign deals with)"""
+def _float_dtype(what:str, dtype:DType|str|None) -> DType:
+  """the dtype a sampler of real numbers makes: a float one (an int one would truncate every sample, mostly to 0 and -1)"""
+  if not dtypes.is_float(dt := to_dtype(dtype or dtypes.default_float)): raise TypeError(f"{what} makes floats, not {dt}: use randint for ints")
+  return dt
+
+def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=(), read:bool=False):
+  """Tensor.realize; skip: handles left out of the readers of old contents (an assign's value, which the assign deals with); read: to
+  read the values back (_keep_for_autograd)"""
   if _state_constants and _engine().capturing is not None: _state_constants_read_by(ts)
   todo = [t for t in ts if not t._is_buffer() and 0 not in t.shape]
   if _deferred: todo += _deferred_writes_read_by(ts, todo)  # a view of a buffer, realized already, reads a pending write's target too
@@ -741,9 +760,13 @@ def _realize(ts:Sequence[Tensor], skip:tuple[Tensor, ...]=()):
   del becomes
   for run in runs: run()
   _realized.record(realized)
+  if read:
+    _realized.last_read = _realized.epoch
+    for o, n in realized.items():
+      if dtypes.is_float(o.dtype): n.__dict__[_READ_BACK] = True  # autograd may want its graph (_implicit_targets)
   epoch, first_holder = _realized.epoch, {}
   for t, o, n in zip(todo, olds, results):
-    _keep_for_autograd(t, o)
+    _keep_for_autograd(t, o, read)
     t._uop, t._epoch = n, epoch  # the uop setter's work, without its call
     # equal graphs realized together (Tensor.realize(x * 2, x * 2): one node) got one buffer: the later handles hold equal values
     if o is not n and first_holder.setdefault(o, t) is not t and not _is_write(o): _equal_values.setdefault(n.base, []).append(weakref.ref(t))
@@ -858,17 +881,32 @@ def _derived_grad(t:Tensor) -> bool|None:
   one marked as a leaf kept its realized buffer as the end of the graph, and t got no gradient), and no gradient where t wants none"""
   return None if t.requires_grad else t.requires_grad
 
-def _keep_for_autograd(t:Tensor, built:UOp):
+def _keep_for_autograd(t:Tensor, built:UOp, read:bool=False):
   """a handle whose graph a realize replaced by buffers keeps the graph it had (the first one), when a gradient may be wanted through
   it: backward() goes back through the nodes the buffers replaced (_Realized.unrealized), and they live as long as this handle does,
-  as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized)"""
-  if "_built" not in t.__dict__ and _on_grad_path(built) and not _is_write(built): t._built = built
+  as torch keeps a loss's graph. Graphs no gradient needs are not kept, nor a write: autograd never goes back into one (_Realized).
+  read: the realize read values back (item(), numpy(), tolist()), which in tinygrad 0.14 leaves the tensor lazy, so a later backward()
+  with no requires_grad anywhere goes through it to every tensor below: a float graph over memory is kept for that"""
+  if "_built" in t.__dict__ or _is_write(built): return
+  if _on_grad_path(built) or read and dtypes.is_float(built.dtype) and _reads_memory(built): t._built = built
+
+def _grad_node(t:Tensor) -> UOp:
+  """t's node in the graph autograd differentiates when no tensor has requires_grad=True (_implicit_targets): the graph it kept, if any"""
+  u = t.uop  # caught up first: that is when it keeps the graph it had
+  return t.__dict__.get("_built", u)
 
 def _kept(ts:Sequence[Tensor]) -> dict[UOp, UOp]:
   """the nodes autograd keeps for tensors that want gradients (_Realized.unrealized), each also under the node its handle had before a
   realize caught it up (a lazy sharded tensor given requires_grad, realized with its user's graph: a graph brought back holds that one)"""
   ret = {t.uop: t.uop for t in ts}  # each handle caught up first: that is when it keeps the node it had (_keep_for_autograd)
   return ret | {b: t.uop for t in ts if (b := t.__dict__.get("_built")) is not None and b not in ret}
+
+def _joined_nodes(what:str, first, rest:tuple) -> list[UOp]:
+  """the nodes of the tensors cat or stack joins (called on one, or on a list of them as Tensor.cat(ts)), each checked to be a Tensor"""
+  ts = [*first, *rest] if isinstance(first, (list, tuple)) else [first, *rest]
+  if (bad := next((i for i, t in enumerate(ts) if not isinstance(t, Tensor)), None)) is not None:
+    raise TypeError(f"{what} joins Tensors, but operand {bad} is of type {type(ts[bad]).__name__}: wrap it with Tensor(...)")
+  return [t.uop for t in ts]
 
 def _on_one_device(what:str, nodes:list[UOp]) -> list[UOp]:
   """nodes on one device: a graph of constants alone (Tensor(2.0), an arange: no memory of its own) is made on the device of the
@@ -1029,6 +1067,7 @@ class _Realized:
   def __init__(self):
     self.epoch, self.nodes, self._ids = 0, {}, {}  # _ids: weak reference -> the id it is the entry of
     self.last_write = -1  # the epoch of the last in-place write
+    self.last_read = -1  # the epoch of the last realize that read values back (_keep_for_autograd)
     nodes, ids = self.nodes, self._ids
     # one callback for every reference; it holds the dicts, not self, so it still works while the interpreter tears down
     self._on_death = lambda wr: nodes.pop(ids.pop(wr), None)
@@ -1135,6 +1174,7 @@ class _Realized:
     return u
 
 _REALIZED_FROM = "_realized_from"  # on a buffer view a realize substituted: a weak reference to the node it replaced
+_READ_BACK = "_read_back"  # on such a view of a float value, when the realize read values back (item(), numpy(), tolist())
 _WRITTEN = "_written_epoch"  # on a BUFFER node: the epoch of the realize that last wrote into it in place
 def _written_since(view:UOp, epoch:int) -> bool:
   """the buffer under view was written in place by the realize of `epoch` or a later one"""

@@ -4,15 +4,27 @@ summed, one fused kernel; where that form has no vector axis, the windows are wr
 (_im2col_conv). conv_transpose2d is a convolution of the input with the flipped, transposed weight: strided, one conv over the stride's
 phases (_phase_conv_transpose), else of the stride-dilated input."""
 from __future__ import annotations
-import contextvars, itertools
+import contextvars, itertools, operator
 from typing import NamedTuple
 from tinygrad.helpers import prod, ceildiv
 from tinygrad.tensor_template import shape_template
 
+def _ints(x, what:str) -> int|tuple[int, ...]:
+  """x, an int or a sequence of ints (numpy's too), as an int or a tuple of them: a float (padding=k/2) is torch's TypeError, not a
+  failed len() deep inside"""
+  try: return tuple(operator.index(v) for v in x) if hasattr(x, "__iter__") else operator.index(x)
+  except TypeError: raise TypeError(f"{what} must be an int or a tuple of ints, got {x!r}") from None
+
+def _groups(groups) -> int:
+  try: groups = operator.index(groups)
+  except TypeError: raise TypeError(f"groups must be an int, got {groups!r}") from None
+  if groups < 1: raise ValueError(f"groups must be a positive int, got {groups}")
+  return groups
+
 def _per_axis(x, nd:int, what:str, least:int|None=None) -> tuple:
-  ret = (x,)*nd if isinstance(x, int) else tuple(x)
+  ret = (xs,)*nd if isinstance(xs := _ints(x, what), int) else xs
   if len(ret) != nd: raise ValueError(f"{what} {x} needs one value per spatial axis ({nd})")
-  if least is not None and any(isinstance(v, int) and v < least for v in ret): raise ValueError(f"{what} {x} must be at least {least}")
+  if least is not None and any(v < least for v in ret): raise ValueError(f"{what} {x} must be at least {least}")
   return ret
 
 def _padding_mode(padding:str) -> str:
@@ -30,8 +42,8 @@ def _flat_pads(padding, ks:tuple, dils:tuple, strides:tuple) -> list:
     if any(s != 1 for s in strides): raise ValueError(f"padding='same' needs stride 1, got {strides}")
     tot = [d*(k-1) for k, d in zip(ks, dils)]
     return [p for t in reversed(tot) for p in (t//2, t - t//2)]  # the odd one out goes after, like torch
-  if isinstance(padding, int): return [padding]*2*nd
-  if len(padding) == nd: return [p for p in reversed(tuple(padding)) for _ in range(2)]
+  if isinstance(padding := _ints(padding, "padding"), int): return [padding]*2*nd
+  if len(padding) == nd: return [p for p in reversed(padding) for _ in range(2)]
   if len(padding) == 2*nd: return list(padding)
   raise ValueError(f"padding {padding} needs an int, one per spatial axis ({nd}), two per axis ({2*nd}), 'same' or 'valid'")
 
@@ -431,6 +443,7 @@ class TensorConvMixin:
     nd, ks = len(ks), tuple(ks)
     # a symbolic batch runs; the windows and the channel check need concrete sizes
     self._int_axes("conv2d", range(1, self.ndim)); weight._int_axes("conv2d's weight", range(weight.ndim))
+    groups = _groups(groups)
     if self.ndim != nd + 2 or self.shape[1] != groups*cin_g or cout % groups:
       raise ValueError(f"conv2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {groups}*{cin_g} channels, and {cout} output channels must split into {groups} groups")
@@ -468,6 +481,7 @@ class TensorConvMixin:
     cin, cout_g, *ks = weight.shape
     nd = len(ks)
     self._int_axes("conv_transpose2d", range(1, self.ndim)); weight._int_axes("conv_transpose2d's weight", range(weight.ndim))
+    groups = _groups(groups)
     if self.ndim != nd + 2 or self.shape[1] != cin or cin % groups:
       raise ValueError(f"conv_transpose2d of input {tuple(self.shape)} with weight {tuple(weight.shape)} and groups={groups}: "
                        f"the input needs {nd+2} dims and {cin} channels, divisible by groups")

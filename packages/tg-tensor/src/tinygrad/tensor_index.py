@@ -41,11 +41,15 @@ def _plain_view(view:UOp, of:UOp) -> bool:
     view = view.src[0]
   return True
 
+def _is_array(i) -> bool:
+  """a numpy array with axes: an index tensor, as in torch (a 0-d one is an int, numpy's __index__)"""
+  return type(i).__name__ == "ndarray" and i.ndim > 0
+
 class TensorIndexMixin:
   def _index_tensors(self, idx:tuple) -> tuple:
     """idx with lists as tensors, '...' spelled out as slices, and each boolean mask replaced by one int tensor per axis it covers"""
     from tinygrad.tensor import Tensor
-    idx = tuple(Tensor(i, self.device) if isinstance(i, list) else i for i in idx)
+    idx = tuple(Tensor(i, self.device) if isinstance(i, list) or _is_array(i) else i for i in idx)
     for i in idx:
       if isinstance(i, Tensor) and (dtypes.is_float(i.dtype) and not _has_no_elements(i)):
         raise IndexError(f"index tensors must be int or bool, got {i.dtype}")
@@ -72,7 +76,7 @@ class TensorIndexMixin:
 
   def _getitem(self, idx:tuple):
     from tinygrad.tensor import Tensor, _handle
-    if not any(isinstance(i, (Tensor, list)) for i in idx): return super()._getitem(idx)
+    if not any(isinstance(i, (Tensor, list)) or _is_array(i) for i in idx): return super()._getitem(idx)
     idx = self._index_tensors(idx)
     # the basic part first (tensor axes kept whole), noting where each tensor's axis lands in its result. The graph is built on the
     # nodes, wrapped in one handle at the end: a handle per step costs as much again as the step (x[ids] is ~15 of them)

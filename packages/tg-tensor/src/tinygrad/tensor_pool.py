@@ -1,17 +1,11 @@
 """Pooling over the last len(kernel_size) axes, like torch's: windows of the (padded) input reduced by max or mean, and max_unpool2d,
 which puts values back at the positions max_pool2d's indices name."""
 from __future__ import annotations
-import operator
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
-from tinygrad.tensor_conv import _per_axis, _flat_pads, _windows, _wants_grad
+from tinygrad.tensor_conv import _ints, _per_axis, _flat_pads, _windows, _wants_grad
 
 POOL_MAX_RUNS = 4  # 3-wide windows of stride 2 make 2 runs per axis: 1-D and 2-D pools (3x3 s2 gradient 16 -> 7 ms, 1-D k5 s2 18 -> 5 ms CPU)
-
-def _ints(x, what:str):
-  """x, an int or a sequence of ints (numpy's too), as an int or a tuple of them: a float is torch's TypeError, not a failed len()"""
-  try: return operator.index(x) if not isinstance(x, (tuple, list)) else tuple(operator.index(v) for v in x)
-  except TypeError: raise TypeError(f"{what} must be an int or a tuple of ints, got {x!r}") from None
 
 def _kernel(kernel_size) -> tuple:
   return _per_axis(k := _ints(kernel_size, "kernel_size"), 2 if isinstance(k, int) else len(k), "kernel_size", 1)

@@ -1,17 +1,29 @@
 """nn.Linear and nn.Embedding: the layers that map features (or token ids) through one weight matrix."""
 from __future__ import annotations
-import math
+import math, operator
 from tinygrad.tensor import Tensor
+
+def _size(n, what:str) -> int:
+  """a layer's feature or channel count: an int >= 0 (torch allows 0, an empty weight)"""
+  try: n = operator.index(n)
+  except TypeError: raise TypeError(f"{what} must be an int, got {n!r}") from None
+  if n < 0: raise ValueError(f"{what} must be >= 0, got {n}")
+  return n
+
+def _uniform(*shape:int, fan_in:int) -> Tensor:
+  """uniform in +-1/sqrt(fan_in); with no inputs (fan_in 0) zeros, as torch's bound of 0: the weight is empty and the bias 0"""
+  return Tensor.uniform(*shape, low=-(bound := 1 / math.sqrt(fan_in)), high=bound) if fan_in else Tensor.zeros(*shape)
 
 class Linear:
   """y = x @ weight.T + bias; weight (out_features, in_features) and bias uniform in +-1/sqrt(in_features), as torch and upstream"""
   def __init__(self, in_features:int, out_features:int, bias:bool=True):
-    bound = 1 / math.sqrt(in_features)
-    self.weight = Tensor.uniform(out_features, in_features, low=-bound, high=bound)
-    self.bias = Tensor.uniform(out_features, low=-bound, high=bound) if bias else None
+    in_features, out_features = _size(in_features, "in_features"), _size(out_features, "out_features")
+    self.weight = _uniform(out_features, in_features, fan_in=in_features)
+    self.bias = _uniform(out_features, fan_in=in_features) if bias else None
   def __call__(self, x:Tensor) -> Tensor:
-    if x.shape[-1] != self.weight.shape[1]:
-      raise ValueError(f"Linear({self.weight.shape[1]}, {self.weight.shape[0]}) got input of shape {tuple(x.shape)}: its last axis must be {self.weight.shape[1]}")
+    if x.ndim == 0 or x.shape[-1] != self.weight.shape[1]:
+      raise ValueError(f"Linear({self.weight.shape[1]}, {self.weight.shape[0]}) got input of shape {tuple(x.shape)}: "
+                       f"it needs at least 1 dimension, the last of size {self.weight.shape[1]}")
     return x.linear(self.weight.T, self.bias)
 
 class Embedding:

@@ -20,7 +20,14 @@ class Optimizer:
   (other rules are elementwise, the same either way). param_dtype is the state's dtype: float32 (upstream's OPTIM_DTYPE is not read)"""
   def __init__(self, params:list[Tensor], lr:float, device:str|None=None, fused:bool=False):
     if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
-    for i, t in enumerate(params):
+    # a Tensor iterates over its rows and a state_dict over its names: neither is the list of parameters meant
+    if isinstance(params, (Tensor, dict)) or not hasattr(params, "__iter__"):
+      raise TypeError(f"optimizer params must be an iterable of Tensors, got {type(params).__name__}: pass nn.state.get_parameters(model)")
+    for i, t in enumerate(params := list(params)):
+      if not isinstance(t, Tensor):
+        groups = " (torch's param groups are not supported: one optimizer per group, joined by OptimizerGroup)" if isinstance(t, dict) else ""
+        raise TypeError(f"optimizer params must be Tensors, but params[{i}] is of type {type(t).__name__}{groups}: "
+                        "pass nn.state.get_parameters(model)")
       if t.requires_grad and not dtypes.is_float(t.dtype):
         raise ValueError(f"optimizer parameter {i} of shape {t.shape} is {t.dtype} with requires_grad=True: only float tensors have gradients")
       if t.requires_grad is None and dtypes.is_float(t.dtype): t.requires_grad_(True)

@@ -43,7 +43,16 @@ def load_state_dict(model, state_dict:dict, strict:bool=True, verbose:bool=True,
   a checkpoint may carry more, e.g. optimizer state). Shapes must match, except that () and (1,) load into each other (torch stores
   counters 0-d). A value of another dtype is cast to the model tensor's (torch's rule; e.g. a float16 checkpoint into a float32 model),
   so the model's buffers stay its own. realize is tinygrad 0.14's: tg's assign writes at once either way"""
+  from tinygrad.tensor import Tensor
+  if not isinstance(state_dict, dict):
+    raise TypeError(f"load_state_dict: state_dict must be a dict of {{name: Tensor}}, got a {type(state_dict).__name__}")
   model_state = get_state_dict(model)
+  # only the values loaded must be Tensors: a checkpoint's extras (a step count) are skipped like any unused key
+  if bad := [k for k in model_state if k in state_dict and not isinstance(state_dict[k], Tensor)]:
+    t = type(state_dict[bad[0]])
+    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    raise TypeError(f"load_state_dict: state_dict[{bad[0]!r}] is a {name}, not a Tensor: wrap it with Tensor(...)" +
+                    (f" (and {len(bad)-1} more)" if len(bad) > 1 else ""))
   missing, unexpected = [k for k in model_state if k not in state_dict], [k for k in state_dict if k not in model_state]
   mismatched = [f"{k}: model has shape {v.shape}, state_dict has {state_dict[k].shape}" for k, v in model_state.items()
                 if k in state_dict and v.shape != state_dict[k].shape and {tuple(v.shape), tuple(state_dict[k].shape)} != {(), (1,)}]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import functools, math
 from typing import Any
 from tinygrad.uop import Ops
-from tinygrad.dtype import dtypes, least_upper_dtype
+from tinygrad.dtype import DType, dtypes, least_upper_dtype
 
 _ROUNDING = {"trunc": Ops.CDIV, "floor": Ops.FLOORDIV}  # div's rounding_mode -> the int op
 MUL_POWER_MAX = 8  # a float to a whole python exponent up to this is multiplied out: at most 3 roundings, fewer ops than POW's
@@ -11,6 +11,11 @@ MUL_POWER_MAX = 8  # a float to a whole python exponent up to this is multiplied
 def _unwrap_numpy(x:Any) -> Any:
   """a numpy scalar (np.float64(0.25), np.int64(3)) as the python number it holds: an operand like a python scalar, as torch takes it"""
   return x.item() if type(x).__module__ == "numpy" and getattr(x, "ndim", None) == 0 else x
+
+def _type_name(x:Any) -> str:
+  """x's type for an error: a foreign library's type with its module (numpy.ndarray, torch.device), python's and ours as they are"""
+  t = type(x)
+  return t.__name__ if t.__module__.split(".")[0] in ("builtins", "tinygrad") else f"{t.__module__}.{t.__qualname__}"
 
 def in_float32(fn):
   """a narrow float (half, bfloat16, fp8) computed in float32 and rounded once at the end, as torch does: each intermediate rounding
@@ -30,6 +35,9 @@ class ElementwiseMixin:
     """x as a node like self: python scalars become weakly typed constants, so int32 + 2 stays int32"""
     if isinstance(x, type(self)): return x
     x = _unwrap_numpy(x)
+    # a list or an array is no scalar: it would reach as_const as a KeyError on a numpy dtype, or float([1.0, 2.0])
+    if not isinstance(x, (int, float)) and not isinstance(getattr(x, "dtype", None), DType):
+      raise TypeError(f"cannot combine a {type(self).__name__} with a {_type_name(x)} operand: wrap it with {type(self).__name__}(...)")
     # a symbolic scalar (a UOp size, e.g. a count over a Variable axis) keeps its int dtype, weak like a python int
     return self._scalar_like(x, x.dtype if hasattr(x, "dtype") else dtypes.from_py(x))
   def _broadcasted(self, y:Any, reverse=False, match_dtype=True) -> tuple:

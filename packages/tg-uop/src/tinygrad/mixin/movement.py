@@ -97,6 +97,10 @@ def _resolve_dim(dim:int, ndim:int, extra:bool=False) -> int:
   if not -max(1, total) <= dim < max(1, total): raise IndexError(f"dim {dim} is out of range for a tensor with {ndim} dims")
   return dim + total if dim < 0 else dim
 
+def _repeated_axis(op:str, given, axes:tuple[int, ...]):
+  rep = next(a for i, a in enumerate(axes) if a in axes[:i])
+  raise ValueError(f"{op}: axis {rep} is repeated in {tuple(given)}" + (f" (as {axes})" if tuple(given) != axes else "") + ": name each axis once")
+
 def _first_of(xs:list|tuple, op:str):
   """Tensor.cat([a, b]) / Tensor.stack((a, b)) call the method with the sequence as self: its first tensor joins the rest"""
   if not xs: raise ValueError(f"{op} of an empty sequence: it needs at least one tensor")
@@ -171,6 +175,8 @@ class MovementMixin:
   def view(self, shape, *args): return self.reshape(shape, *args)
   def flatten(self, start_dim=0, end_dim=-1):
     s, e = self._resolve_dim(start_dim), self._resolve_dim(end_dim)
+    if s > e and self.shape:
+      raise ValueError(f"flatten() has invalid args: start_dim cannot come after end_dim, got {start_dim} and {end_dim} (axes {s} > {e})")
     return self.reshape(tuple(self.shape[:s]) + (prod(self.shape[s:e+1]),) + tuple(self.shape[e+1:]))
   def unflatten(self, dim:int, sizes:tuple):
     dim = self._resolve_dim(dim)
@@ -179,7 +185,8 @@ class MovementMixin:
     """the axes of size 1 removed: all, or those of dim (an axis or several, as torch takes), where they have size 1"""
     if dim is None: return self.reshape(tuple(s for s in self.shape if not (isinstance(s, int) and s == 1)))
     if not self.shape: return self
-    dims = {self._resolve_dim(d) for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
+    dims = tuple(self._resolve_dim(d) for d in (dim if isinstance(dim, (tuple, list)) else (dim,)))
+    if len(set(dims)) != len(dims): _repeated_axis("squeeze", dim, dims)
     return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and sint_eq(s, 1))))
   def unsqueeze(self, dim:int):
     dim = self._resolve_dim(dim, extra=True)

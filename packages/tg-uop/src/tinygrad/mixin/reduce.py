@@ -5,7 +5,7 @@ import math
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
-from tinygrad.mixin.movement import _show_shape, _value_range
+from tinygrad.mixin.movement import _show_shape, _value_range, _repeated_axis
 
 # summed in sum_acc_dtype (float32) but answered in their own dtype, like numpy and upstream tinygrad
 _NARROW_FLOATS = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
@@ -14,14 +14,15 @@ class ReduceMixin:
   def _axes(self, axis) -> tuple[int, ...]:
     if axis is None: return tuple(range(len(self.shape)))
     axes = tuple(self._resolve_dim(a) for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+    if len(set(axes)) != len(axes): _repeated_axis("reduce", axis, axes)  # as torch and numpy: (0, -2) of a 2-D tensor is no double sum
     return axes if self.shape else ()  # a 0-d tensor takes axis 0 or -1, like torch, and has nothing to reduce
-  def _count(self, axis) -> int: return prod(self.shape[a] for a in set(self._axes(axis)))
+  def _count(self, axis) -> int: return prod(self.shape[a] for a in self._axes(axis))
   def _reduce(self, op:Ops, axis=None, keepdim=False):
     if axis is None:  # every axis (the usual sum() or max()): sorted already, and nothing is left but a scalar
       ret = self._rop(op, tuple(range(len(self.shape))))
       return ret if keepdim else ret.reshape(())
     axes, shape = self._axes(axis), self.shape
-    ret = self._rop(op, tuple(sorted(set(axes))))
+    ret = self._rop(op, tuple(sorted(axes)))
     return ret if keepdim else ret.reshape(tuple([s for i, s in enumerate(shape) if i not in axes]))
   def sum(self, axis=None, keepdim=False, dtype=None):
     dt = self.dtype
