@@ -153,6 +153,24 @@ def test_lr_numbers_reach_the_steps_of_a_jitted_step():
     want = want - lr * 2 * want
   close(w.numpy(), want, 1e-5)
 
+def test_lr_tensors_reach_the_steps_of_a_jitted_step():
+  """a Tensor assigned to lr after TinyJit captured the step is written into the buffer the replays read (it became lr itself, a buffer
+  no replay reads: the steps kept the old rate, and a number assigned after it went into that new buffer too)"""
+  w0 = np.array([1.0, -2.0, 3.0], np.float32)
+  w = Tensor(w0.copy())
+  opt, want = nn.optim.SGD([w], lr=0.1), w0.astype(np.float64)
+  @TinyJit
+  def step():
+    with Tensor.train():
+      opt.zero_grad()
+      (w * w).sum().backward()
+      opt.step()
+  for lr in [0.1, 0.1, 0.1, Tensor([0.0]), Tensor(0.2) * 1, 0.05, Tensor([0.25], dtype=dtypes.float16)]:
+    opt.lr = lr
+    step()
+    want = want - (lr.item() if isinstance(lr, Tensor) else lr) * 2 * want
+    close(w.numpy(), want, 1e-5)
+
 def test_lr_assignment_refuses_what_is_no_learning_rate():
   opt = nn.optim.SGD([Tensor([1.0])], lr=0.1)
   with pytest.raises(ValueError, match="learning rate must be >= 0, got -1"): opt.lr = -1.0

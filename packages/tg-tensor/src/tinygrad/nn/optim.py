@@ -49,11 +49,11 @@ class Optimizer:
     # lr stays a plain attribute (get_state_dict names it "lr", as tinygrad's), but a later assignment goes through _new_lr
     object.__setattr__(self, name, self._new_lr(value) if name == "lr" and "lr" in self.__dict__ else value)
   def _new_lr(self, lr:Tensor|float) -> Tensor:
-    """a number (opt.lr = 0.05, as a schedule sets upstream's) is written into lr's buffer, which the steps, and TinyJit's replays of
-    them, read; a Tensor of one element becomes lr: the steps read its memory (a float32 copy on the parameters' device if it has none)"""
+    """a number (opt.lr = 0.05, as a schedule sets upstream's) or a Tensor of one element is written into lr's buffer, which the steps,
+    and TinyJit's replays of them, read (a Tensor made lr itself was a buffer no captured step reads: the replays kept the old rate)"""
     if isinstance(lr, Tensor):
       if lr.numel() != 1: raise ValueError(f"lr must be a number or a Tensor of one element, got a Tensor of shape {lr.shape}")
-      return lr if lr._is_buffer() and dtypes.is_float(lr.dtype) and lr.device == self.device else buffer_of(lr.float().to(self.device))
+      return self.lr.assign(lr.cast(self.lr.dtype).to(self.lr.device).reshape(self.lr.shape))
     if not isinstance(lr, numbers.Real): raise TypeError(f"lr must be a number or a Tensor of one element, got {type(lr).__name__}")
     if lr < 0: raise ValueError(f"learning rate must be >= 0, got {lr}")
     return self.lr.assign(Tensor([lr], device=self.lr.device, dtype=self.lr.dtype).reshape(self.lr.shape))
