@@ -19,14 +19,6 @@ def _broadcast_shape(*shapes:tuple) -> tuple:
     out.append(big.pop() if big else 1)
   return tuple(out)
 
-def _positions(mask:list, shape:tuple) -> list[list[int]]:
-  """one list of coordinates per axis of the True elements of a flat row-major mask of `shape`"""
-  coords: list[list[int]] = [[] for _ in shape]
-  for flat, m in enumerate(mask):
-    if not m: continue
-    for d in reversed(range(len(shape))): coords[d].append(flat % shape[d]); flat //= shape[d]
-  return coords
-
 _WHOLE = slice(None)
 
 def _has_no_elements(t) -> bool:
@@ -68,7 +60,7 @@ class TensorIndexMixin:
       if isinstance(i, Tensor) and i.dtype is dtypes.bool:
         if tuple(i.shape) != tuple(self.shape[dim:dim+i.ndim]):
           raise IndexError(f"boolean mask of shape {tuple(i.shape)} doesn't match axes {dim}..{dim+i.ndim-1} of shape {tuple(self.shape)}")
-        out.extend(Tensor(c, self.device, dtypes.int32) for c in _positions(i.flatten().tolist(), tuple(i.shape)))
+        out.extend(i.nonzero().contiguous().realize().T)  # the True elements' coordinates, one index tensor per axis it covers
       elif isinstance(i, Tensor) and _has_no_elements(i): out.append(i.cast(dtypes.int32))  # Tensor([]) is float
       else: out.append(i)
       dim += 0 if i is None else i.ndim if isinstance(i, Tensor) and i.dtype is dtypes.bool else 1
@@ -128,6 +120,13 @@ class TensorIndexMixin:
       elif lazy and self.uop is not self.uop.base:
         raise NotImplementedError(f"setitem into a view of a {tuple(self.uop.base.shape)} value a gradient flows through: the write would not "
                                   f"reach the value; index the value itself (x[...] = v), or detach() it")
+    if len(idx) == 1 and isinstance(m := idx[0], Tensor) and m.dtype is dtypes.bool and m.device == self.device and \
+       tuple(m.shape) == tuple(self.shape) and v.numel() == 1 and all_int(self.shape):
+      # x[x > 0] = 0, the usual mask write: one where over x, no positions to find
+      written = m.where(v.reshape(()), self)
+      if lazy: self.replace(written)
+      else: self._assign(written, value_private=True)
+      return
     view = self._getitem(idx)
     try: v = v.expand(view.shape)
     except ValueError: raise ValueError(f"cannot assign a value of shape {tuple(v.shape)} to the indexed shape {tuple(view.shape)}") from None
@@ -144,23 +143,22 @@ class TensorIndexMixin:
     else: self._assign(written, value_private=True)
 
   def _compacted(self, size:int|None, what:str):
-    """(slot, valid) for the nonzero elements of flat self: slot (n, size) is True where element i is the r-th nonzero one, valid
-    (size,) where slot r got one. size=None counts them (a realize), so the result's shape is the count."""
+    """the flat positions of the nonzero elements of self in row-major order, (size,) int32, -1 past the last one. size=None counts them
+    (a realize), so the result's shape is the count. Each element's rank among them (a cumsum) is where a scatter puts its position: one
+    pass over the elements (codegen/onehot_scatter.py), where picking the r-th one for every r compared each element with every slot"""
     nz = (self != 0).flatten()
     if size is None: size = int(nz.sum().item())
     elif not isinstance(size, int) or size < 0: raise ValueError(f"{what} size must be an int >= 0, got {size!r}")
-    rank = nz.cast(dtypes.int32).cumsum() - 1
-    slot = rank._one_hot_at(size, 1) & nz.unsqueeze(1)
-    return slot, slot.any(0)
+    rank = nz.where(nz.cast(dtypes.int32).cumsum() - 1, -1)  # -1 (no slot) for a zero, and a rank past size names none either
+    return rank._scalar_like(-1).reshape((1,)).expand((size,)).scatter(0, rank, self._arange(nz.shape[0], dtypes.int32))
   def nonzero(self, size:int|None=None, fill_value=0):
     """(count, ndim) int32 coordinates of the nonzero elements in row-major order; size fixes the count (padded with fill_value
     or cut), which needs no realize"""
-    slot, valid = self._compacted(size, "nonzero")
-    flat = self._arange(self.numel(), dtypes.int32).unsqueeze(1)._pick(slot, 0)  # (size,)
+    flat = self._compacted(size, "nonzero")
     strides = [prod(self.shape[d+1:]) for d in range(self.ndim)]
     if not self.ndim: return flat.unsqueeze(1).shrink((None, (0, 0)))  # a scalar has no coordinates: (count, 0)
     coords = [(flat // st) % n for st, n in zip(strides, self.shape)]
-    return valid.unsqueeze(1).where(coords[0].stack(*coords[1:], dim=1), fill_value).cast(dtypes.int32)
+    return flat.ge(0).unsqueeze(1).where(coords[0].stack(*coords[1:], dim=1), fill_value).cast(dtypes.int32)
   def masked_select(self, mask, size:int|None=None, fill_value=0):
     """the elements where mask is True, self and mask broadcast together (torch's), as a 1-D tensor in row-major order; without size the
     mask is realized to count them, with size the result has that many elements (padded with fill_value or cut)"""
@@ -169,5 +167,5 @@ class TensorIndexMixin:
     if mask.dtype is not dtypes.bool: raise TypeError(f"masked_select needs a bool mask, got {mask.dtype}")
     shape = broadcast_shape(tuple(self.shape), tuple(mask.shape))
     x, mask = self.expand(shape), mask.expand(shape)
-    slot, valid = mask._compacted(size, "masked_select")
-    return valid.where(x.flatten().unsqueeze(1)._pick(slot, 0), fill_value).cast(self.dtype)
+    flat = mask._compacted(size, "masked_select")
+    return flat.ge(0).where(x.flatten().gather(0, flat.maximum(0)), fill_value).cast(self.dtype)
