@@ -41,14 +41,18 @@ def test_deterministic_after_manual_seed():
   Tensor.manual_seed(7)
   assert [Tensor.rand(5).tolist(), Tensor.randperm(6).tolist(), Tensor.kaiming_normal(2, 3).tolist()] == a
 
+@pytest.mark.parametrize("rank_max", [1 << 20, 2], ids=["ranked", "sorted"])  # both ways of ordering the random words
 @pytest.mark.parametrize("n", [0, 1, 2, 17, 300])
-def test_randperm(n):
+def test_randperm(n, rank_max, monkeypatch):
+  monkeypatch.setattr("tinygrad.tensor_random.RANDPERM_RANK_MAX", rank_max)
   t = Tensor.randperm(n)
   assert t.dtype is dtypes.int32 and t.shape == (n,)
   assert sorted(t.tolist()) == list(range(n))
   assert Tensor.randperm(n, dtype=dtypes.int64).dtype is dtypes.int64
 
-def test_randperm_is_uniform():
+@pytest.mark.parametrize("rank_max", [1 << 20, 2], ids=["ranked", "sorted"])
+def test_randperm_is_uniform(rank_max, monkeypatch):
+  monkeypatch.setattr("tinygrad.tensor_random.RANDPERM_RANK_MAX", rank_max)
   Tensor.manual_seed(0)
   firsts = np.array([Tensor.randperm(3).tolist() for _ in range(300)])
   counts = np.array([(firsts[:, 0] == k).sum() for k in range(3)])
