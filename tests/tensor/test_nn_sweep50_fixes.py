@@ -136,8 +136,12 @@ def test_lr_assigned_a_number_or_tensor_takes_effect(make, tmake):
       opt.step(); topt.step()
       close(w.numpy(), tw.detach().numpy())
 
-def test_lr_numbers_reach_the_steps_of_a_jitted_step():
-  """a number is written into lr's buffer, which the replays read: a schedule changing it each step is followed (numpy's SGD)"""
+@pytest.mark.parametrize("lrs", [[0.1, 0.05, 0.2, 0.01, 0.3],
+                                 [0.1, 0.1, 0.1, Tensor([0.0]), Tensor(0.2) * 1, 0.05, Tensor([0.25], dtype=dtypes.float16)]],
+                         ids=["numbers", "tensors"])
+def test_lr_changes_reach_the_steps_of_a_jitted_step(lrs):
+  """a number or a Tensor is written into lr's buffer, which the replays read: a schedule changing it each step is followed (numpy's
+  SGD). A Tensor became lr itself, a buffer no replay reads: the steps kept the old rate, and numbers assigned after it went there too"""
   w0 = np.array([1.0, -2.0, 3.0], np.float32)
   w = Tensor(w0.copy())
   opt, want = nn.optim.SGD([w], lr=0.1), w0.astype(np.float64)
@@ -147,25 +151,7 @@ def test_lr_numbers_reach_the_steps_of_a_jitted_step():
       opt.zero_grad()
       (w * w).sum().backward()
       opt.step()
-  for lr in [0.1, 0.05, 0.2, 0.01, 0.3]:
-    opt.lr = lr
-    step()
-    want = want - lr * 2 * want
-  close(w.numpy(), want, 1e-5)
-
-def test_lr_tensors_reach_the_steps_of_a_jitted_step():
-  """a Tensor assigned to lr after TinyJit captured the step is written into the buffer the replays read (it became lr itself, a buffer
-  no replay reads: the steps kept the old rate, and a number assigned after it went into that new buffer too)"""
-  w0 = np.array([1.0, -2.0, 3.0], np.float32)
-  w = Tensor(w0.copy())
-  opt, want = nn.optim.SGD([w], lr=0.1), w0.astype(np.float64)
-  @TinyJit
-  def step():
-    with Tensor.train():
-      opt.zero_grad()
-      (w * w).sum().backward()
-      opt.step()
-  for lr in [0.1, 0.1, 0.1, Tensor([0.0]), Tensor(0.2) * 1, 0.05, Tensor([0.25], dtype=dtypes.float16)]:
+  for lr in lrs:
     opt.lr = lr
     step()
     want = want - (lr.item() if isinstance(lr, Tensor) else lr) * 2 * want
