@@ -553,8 +553,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       raise RuntimeError(f"backward: this {self.shape} tensor's graph reads a value that was read back (item(), numpy(), tolist()) and whose "
                          f"graph went with the tensor that held it, so the tensors behind it would get no gradient: keep that tensor alive "
                          f"until backward(), or give the tensors you want gradients for requires_grad=True and keep it alive")
-    # a handle's node as built: the graph it kept, or its own with the kept graphs brought back (a leaf, the usual case, is itself)
-    ts = [(t, n) for t in maybe if (n := _grad_node(t)) in nodes or n.src and (n := _realized.unrealized(n, {})) in nodes]
+    # a handle's node as built: its own with the kept graphs brought back (a leaf, the usual case, is itself; a value read back is the
+    # graph it kept, but not after a write into its buffer: an updated parameter is the buffer again)
+    ts = [(t, n) for t in maybe if (n := t.uop) in nodes or (n := _realized.unrealized(n, {})) in nodes]
     # hash-consing makes equal constants one node (Tensor(1.0) and the 1.0 broadcast in x * 1.0): a gradient there mixes them all. They get
     # none, as python numbers and arange get none in tinygrad 0.14; Tensor.full's constant is a node of its own (a buffer in 0.14)
     ts = [(t, n) for t, n in ts if n is root or _reads_memory(n) or _holds_own_constant(n)]  # self among them: its own graph holds it
@@ -890,11 +891,6 @@ def _keep_for_autograd(t:Tensor, built:UOp, read:bool=False):
   if "_built" in t.__dict__ or _is_write(built): return
   if _on_grad_path(built) or read and dtypes.is_float(built.dtype) and _reads_memory(built): t._built = built
 
-def _grad_node(t:Tensor) -> UOp:
-  """t's node in the graph autograd differentiates when no tensor has requires_grad=True (_implicit_targets): the graph it kept, if any"""
-  u = t.uop  # caught up first: that is when it keeps the graph it had
-  return t.__dict__.get("_built", u)
-
 def _kept(ts:Sequence[Tensor]) -> dict[UOp, UOp]:
   """the nodes autograd keeps for tensors that want gradients (_Realized.unrealized), each also under the node its handle had before a
   realize caught it up (a lazy sharded tensor given requires_grad, realized with its user's graph: a graph brought back holds that one)"""
@@ -1154,7 +1150,7 @@ class _Realized:
     nodes, last_write = self.nodes, self.last_write if unwritten else -1
     # a node realized itself (a parameter reading its optimizer write, realized with the loss) is its buffer view, with no walk
     while (r := nodes.get(id(u))) is not None and r[0] > epoch and (pending is None or u not in pending) and \
-          not (last_write >= r[0] and _written_since(r[1], r[0])): u = r[1]
+          not (last_write >= r[0] and _outdated(u, r)): u = r[1]
     if not u.src: return u  # a leaf (a buffer: every realized input or weight, after each realize) has nothing below it to replace
     while nodes:
       hits: dict[UOp, UOp] = {}
@@ -1162,7 +1158,7 @@ class _Realized:
         # a realized node is replaced whole, so the walk stops there: an optimizer's update reads the moments it realized, not the
         # backward graph below them
         if (r := nodes.get(id(x))) is None or r[0] <= epoch or (pending is not None and x in pending): return True
-        if last_write >= r[0] and _written_since(r[1], r[0]): return True  # the buffer no longer holds x
+        if last_write >= r[0] and _outdated(x, r): return True  # the buffer no longer holds x's value
         hits[x] = r[1]
         return False
       topo = u.toposort(realized)
@@ -1179,6 +1175,10 @@ _WRITTEN = "_written_epoch"  # on a BUFFER node: the epoch of the realize that l
 def _written_since(view:UOp, epoch:int) -> bool:
   """the buffer under view was written in place by the realize of `epoch` or a later one"""
   return view.base.__dict__.get(_WRITTEN, -1) >= epoch
+def _outdated(x:UOp, r:tuple) -> bool:
+  """the buffer a realize of epoch r[0] computed x into (r[1]) holds another value than x's now: it was written in place since, or a
+  buffer x reads was (a parameter's optimizer step: the matmul over it realized by the last step's backward is not this step's)"""
+  return _written_since(r[1], r[0]) or any(_written_since(b, r[0]) for b in x.toposort() if b.op is Ops.BUFFER)
 _CUT = "_cut_gradient_path"  # on a BUFFER node: an in-place write replaced a value in it that a gradient could flow through
 _CUT_PATH = ("that held a value a gradient flows through (realized) and was then written in place (+=, setitem, assign): the path back "
              "through that value is cut. Write before realizing it, or build the new value out of place (h = h + 1)")
