@@ -9,6 +9,7 @@ from tinygrad.dtype import DType, dtypes, to_dtype, least_upper_dtype, truncate
 from tinygrad.helpers import prod, all_int, sint_eq
 from tinygrad.mixin import OpMixin
 from tinygrad.mixin.movement import _show_shape
+from tinygrad.mixin.elementwise import _unwrap_numpy
 from tinygrad.device import Device
 from tinygrad.tensor_index import TensorIndexMixin
 from tinygrad.tensor_conv import TensorConvMixin
@@ -244,7 +245,7 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     buffer=False (tinygrad's switch) the plain broadcast constant, one node with every equal constant"""
     shape = _shape_arg((shape,))
     if isinstance(fill_value, UOp): return Tensor(fill_value, device, dtype).reshape((1,)*len(shape)).expand(shape)  # a bound Variable
-    if hasattr(fill_value, "item") and getattr(fill_value, "ndim", None) == 0: fill_value = fill_value.item()  # a numpy scalar: its python value
+    fill_value = _unwrap_numpy(fill_value)  # a numpy scalar: its python value
     dt = to_dtype(dtype or dtypes.strong(dtypes.from_py(fill_value)))
     if type(fill_value) is int and dtypes.is_int(dt): _check_fits((fill_value,), dt)
     const = UOp.const(dt, fill_value, Device.canonicalize(device))

@@ -7,6 +7,7 @@ from tinygrad.nn.safetensors import safe_load, safe_save, safe_load_metadata
 from tinygrad.nn.torch_load import torch_load, zip_extract
 from tinygrad.nn.gguf import gguf_load
 from tinygrad.nn.tar import tar_extract
+from tinygrad.mixin.elementwise import _type_name
 
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_load", "safe_save", "safe_load_metadata", "torch_load", "gguf_load",
            "tar_extract", "zip_extract", "FormatError"]
@@ -49,9 +50,7 @@ def load_state_dict(model, state_dict:dict, strict:bool=True, verbose:bool=True,
   model_state = get_state_dict(model)
   # only the values loaded must be Tensors: a checkpoint's extras (a step count) are skipped like any unused key
   if bad := [k for k in model_state if k in state_dict and not isinstance(state_dict[k], Tensor)]:
-    t = type(state_dict[bad[0]])
-    name = t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-    raise TypeError(f"load_state_dict: state_dict[{bad[0]!r}] is a {name}, not a Tensor: wrap it with Tensor(...)" +
+    raise TypeError(f"load_state_dict: state_dict[{bad[0]!r}] is a {_type_name(state_dict[bad[0]])}, not a Tensor: wrap it with Tensor(...)" +
                     (f" (and {len(bad)-1} more)" if len(bad) > 1 else ""))
   missing, unexpected = [k for k in model_state if k not in state_dict], [k for k in state_dict if k not in model_state]
   mismatched = [f"{k}: model has shape {v.shape}, state_dict has {state_dict[k].shape}" for k, v in model_state.items()
