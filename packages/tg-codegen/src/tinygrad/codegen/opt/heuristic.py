@@ -129,11 +129,15 @@ def _elementwise_tile_axes(ast:UOp, out:list[int]) -> list[int]:
   axis that a load with no stride-1 axis of its own reads a cache line or more apart per step: its lanes can never share a vector load,
   each is a load and an insert (conv-1's pool backward written channels-last, its NCHW pool gradient read across 8 channels: 3-3.8 ms,
   untiled 1.8-2.0, 1 thread)"""
-  ax, loads = axes(ast), [u.src[0].src[1] for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
+  ax = axes(ast)
+  loads = [u for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2]
   strided = {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
              for r in _Access(u.src[0].src[1], False).strided}
-  acc = [_Access(idx, False) for idx in loads]
-  def shared(r:UOp) -> int: return sum(1 for a in acc if r not in a.deps)
+  acc = [_Access(u.src[0].src[1], False) for u in loads]
+  # a load whose gate moves along r is not shared by r's lanes: each lane picks it or not (a stack's inputs, each read where its gate
+  # holds along the new axis: tiled 3 wide there, every lane did all 33 gated loads of a stack of 33)
+  gates = [{g for g in u.src[2].toposort() if g.op is Ops.RANGE} if len(u.src) == 3 else set() for u in loads]
+  def shared(r:UOp) -> int: return sum(1 for a, g in zip(acc, gates) if r not in a.deps and r not in g)
   def transposed(r:UOp) -> bool: return any(r in a.unit for a in acc) and all(r in a.unit for a in acc if r in a.deps)
   def gathered(r:UOp) -> bool: return any(a.stride.get(r, 0) >= LINE_FLOATS and not a.unit for a in acc)
   return [i for i in out if not gathered(ax[i]) and (ax[i] not in strided or 2 * shared(ax[i]) >= len(loads) or transposed(ax[i]))]

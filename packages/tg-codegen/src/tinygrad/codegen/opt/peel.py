@@ -24,6 +24,8 @@ from tinygrad.codegen.opt.kernel import simplified, size
 _COPIED = (AxisType.LOOP, AxisType.UPCAST, AxisType.UNROLL, AxisType.REDUCE)
 # the kinds of loop the copies may share: a loop outside the cut one
 _SHARED = (AxisType.LOOP, AxisType.THREAD)
+# a loop cut into more pieces than this shares only the THREAD axis (see _peeled)
+SHARED_PIECES_MAX = 8
 
 def _conjuncts(g:UOp) -> list[UOp]: return _conjuncts(g.src[0]) + _conjuncts(g.src[1]) if g.op is Ops.AND else [g]
 
@@ -36,6 +38,17 @@ def _stride_one(idx:UOp) -> tuple[set[UOp], set[UOp]]:
   lanes = {b for b in ones if b.arg[1] is AxisType.UPCAST}
   return lanes, set() if lanes else {b for b in ones if b.arg[1] is AxisType.LOOP}
 
+def _bounds(c:UOp) -> tuple[dict[UOp, int], int, float, float]|None:
+  """(coefficients, constant, lo, hi) of a conjunct `expr < n` or `k < expr` read as `lo <= expr < hi`, expr affine in output ranges of
+  known sizes with every coefficient positive; None for any other"""
+  if c.op is not Ops.CMPLT: return None
+  if c.src[1].op is Ops.CONST: side, bound = c.src[0], (-math.inf, c.src[1].arg)
+  elif c.src[0].op is Ops.CONST: side, bound = c.src[1], (c.src[0].arg + 1, math.inf)
+  else: return None
+  if (e := _linear(side)) is None: return None
+  if not all(b.op is Ops.RANGE and size(b) is not None and m > 0 and b.arg[1] is not AxisType.REDUCE for b, m in e[0].items()): return None
+  return (e[0], e[1]) + bound
+
 def _splitting(gate:UOp, idx:UOp, load:bool=False) -> list[tuple[dict[UOp, int], int, float, float]]:
   """(coefficients, constant, lo, hi) of each conjunct `lo <= expr < hi` of the gate (`expr < n` or `k < expr`) that varies along the
   vector lanes of the address idx (or along the loop a scalar access walks with stride 1), or of a load's any conjunct where the address
@@ -44,13 +57,7 @@ def _splitting(gate:UOp, idx:UOp, load:bool=False) -> list[tuple[dict[UOp, int],
   (unit, loops), ret = _stride_one(idx), []
   walk = unit or loops
   for c in _conjuncts(simplified(gate)) if walk else []:
-    if c.op is not Ops.CMPLT: continue
-    if c.src[1].op is Ops.CONST: side, bound = c.src[0], (-math.inf, c.src[1].arg)
-    elif c.src[0].op is Ops.CONST: side, bound = c.src[1], (c.src[0].arg + 1, math.inf)
-    else: continue
-    if (e := _linear(side)) is None or not ((load and unit) or walk & e[0].keys()): continue
-    if all(b.op is Ops.RANGE and size(b) is not None and m > 0 and b.arg[1] is not AxisType.REDUCE for b, m in e[0].items()):
-      ret.append((e[0], e[1]) + bound)
+    if (b := _bounds(c)) is not None and ((load and unit) or walk & b[0].keys()): ret.append(b)
   return ret
 
 def _gated(ast:UOp) -> list[tuple[UOp, UOp, bool]]:
@@ -122,16 +129,21 @@ def _peeled(end:UOp, next_id:list[int], leaves:list[tuple[UOp, bool]]) -> UOp:
     leaves.append((end, True))
     return end
   r = max(cands, key=lambda x: sum(e - s for s, e, d in cands[x] if d) / size(x))
-  outer = tuple(x for x in end.ended_ranges if x.arg[1] in _SHARED and x.arg[0] < r.arg[0])
+  # many pieces (a cat's inputs, each read from a buffer of its own) share the THREAD axis alone: inside a shared loop their copies are
+  # one loop body of thousands of accesses, whose dependences LLVM 22's loop passes check pairwise (a cat of 30 inputs along the last
+  # axis, all inside the row loop: 20 s to compile, 0.2 s without unrolling)
+  shared = _SHARED if len(cands[r]) <= SHARED_PIECES_MAX else (AxisType.THREAD,)
+  outer = tuple(x for x in end.ended_ranges if x.arg[1] in shared and x.arg[0] < r.arg[0])
   inner = end.src[0].end(*[x for x in end.src[1:] if x not in outer])
   # renewed in each copy: the loops this nest ends and the ranges closed inside it (reduces); the loops around it are shared
   rngs, pieces = [u for u in inner.toposort() if u.op is Ops.RANGE and (u in inner.ended_ranges or u.arg[1] not in _SHARED)], []
+  failing, order = _failing_trips(inner.src[0], r), inner.src[0].toposort()
   for n, (lo, hi, decided) in enumerate(cands[r]):
     fresh: dict[UOp, UOp] = {}
     if n:
       off, next_id[0] = next_id[0], next_id[0] + max(x.arg[0] for x in rngs) + 1
       fresh = {x: x.replace(arg=(x.arg[0] + off,) + tuple(x.arg[1:])) for x in rngs if x.arg[1] in _COPIED}
-    part = _part(inner, r, fresh.pop(r, r), lo, hi, fresh)
+    part = _part(inner, r, fresh.pop(r, r), lo, hi, fresh, order, failing)
     if decided: pieces.append(_peeled(part, next_id, leaves))
     else:
       leaves.append((part, False))
@@ -159,8 +171,35 @@ def _decided_gates_folded(x:UOp) -> UOp:
     new[u] = nu
   return new[x]
 
-def _part(end:UOp, r:UOp, new:UOp, lo:int, hi:int, fresh:dict[UOp, UOp]) -> UOp:
-  """the loop nest `end` with r running over [lo, hi) as the range new, the other ranges renamed by fresh; one trip is no loop"""
+def _failing_trips(x:UOp, r:UOp) -> dict[UOp, list[tuple[int, int]]]:
+  """{gated load or where of x: for each conjunct of its gate (condition) affine along r, the trips [below, above) of r outside which it
+  fails for every value of the other ranges}"""
+  ret: dict[UOp, list[tuple[int, int]]] = {}
+  for u in x.toposort():
+    if (u.op is Ops.LOAD and len(u.src) == 3) or u.op is Ops.WHERE:
+      bs = [b for c in _conjuncts(simplified(u.src[2 if u.op is Ops.LOAD else 0])) if (b := _bounds(c)) is not None and r in b[0]]
+      if bs: ret[u] = [_decided(*b, r)[1:] for b in bs]
+  return ret
+
+def _failing_loads_dropped(x:UOp, order:dict[UOp, None], failing:dict[UOp, list[tuple[int, int]]], lo:int, hi:int) -> UOp:
+  """x (its nodes in `order`) with each gated load (and where) whose gate fails in every trip of [lo, hi) as its alternative value, and
+  a sum with that value's 0 as its other term (x+0 -> x, as the symbolic rules fold it): a cat's other inputs and the adds joining them.
+  Folding the whole body per piece (every load's gate simplified after the substitution, the chain rebuilt) made the peel of a cat of
+  n inputs n^2 gate rewrites and node builds: 1.7 s of the first call of a stack of 100"""
+  new: dict[UOp, UOp] = {}
+  for u in order:
+    if all(new[s] is s for s in u.src): nu = u
+    elif u.op is Ops.ADD and any((z := new[s]).op is Ops.CONST and z.arg == 0 and z is not s for s in u.src):
+      nu = new[u.src[1]] if new[u.src[0]].op is Ops.CONST and new[u.src[0]].arg == 0 else new[u.src[0]]
+    else: nu = u.replace(src=tuple(new[s] for s in u.src))
+    if any(hi <= below or lo >= above for below, above in failing.get(u, ())): nu = nu.src[1 if u.op is Ops.LOAD else 2]
+    new[u] = nu
+  return new[x]
+
+def _part(end:UOp, r:UOp, new:UOp, lo:int, hi:int, fresh:dict[UOp, UOp], order:dict[UOp, None], failing:dict[UOp, list[tuple[int, int]]]) -> UOp:
+  """the loop nest `end` with r running over [lo, hi) as the range new, the other ranges renamed by fresh, the loads failing there
+  (`failing`, _failing_trips) dropped; order: the nodes of its body; one trip is no loop"""
   n = new.replace(src=(new.src[0].const_like(hi - lo),)) if hi - lo > 1 else None
-  body = _decided_gates_folded(end.src[0].substitute(fresh | {r: r.const_like(lo) if n is None else n + lo if lo else n}))
+  body = _failing_loads_dropped(end.src[0], order, failing, lo, hi)
+  body = _decided_gates_folded(body.substitute(fresh | {r: r.const_like(lo) if n is None else n + lo if lo else n}))
   return body.end(*[n if x is r else fresh.get(x, x) for x in end.src[1:] if x is not r or n is not None])
