@@ -1,7 +1,8 @@
 """Gradients of max and average pooling (1-D, 2-D, 3-D; overlapping, disjoint, dilated, padded and ceil_mode windows) against a numpy
 oracle that loops over the windows. tinygrad's max splits a window's gradient equally among the elements tied for its max (torch's
-picks one): random inputs have no ties, and one case with ties checks the split. Also what the gradient costs: the schedule does not
-recompute each window's max once per element of the window (schedule/row_fusion.py)."""
+picks one; upstream tinygrad 0.14 splits too): random inputs have no ties, integer ones tie in most windows. Also what the gradient
+costs: the schedule does not recompute each window's max once per element of the window (schedule/row_fusion.py), nor write a mask per
+window tap (tensor_pool._max_pool_grad)."""
 import itertools
 import numpy as np
 import pytest
@@ -26,7 +27,9 @@ def np_pool_grad(x, up, ks, ss, ds, ps, ceil_mode, reduce, count_include_pad=Tru
     g = up[(...,) + o]
     if reduce == "max":
       vals = np.stack([x[(...,) + pos] for pos in inside], -1)
-      mask = vals == vals.max(-1, keepdims=True)
+      # a window holding a NaN has a NaN max, whose gradient its NaNs share
+      nan = np.isnan(vals)
+      mask = np.where(nan.any(-1, keepdims=True), nan, vals == vals.max(-1, keepdims=True))
       share = mask / mask.sum(-1, keepdims=True)
       for t, pos in enumerate(inside): grad[(...,) + pos] += g * share[..., t]
     else:
@@ -42,7 +45,8 @@ def _pool(t, reduce, ks, ss, ds, ps, ceil_mode, cip=True):
 
 # (shape, kernel, stride, dilation, padding, ceil_mode): ResNet's stem pool, disjoint 2x2, stride 1, dilated, ceil_mode, odd sizes,
 # a size-1 axis, 1-D and 3-D; windows stacked from disjoint runs (tensor_conv._stacked_window: stride 2 and up, at most 4 runs) and
-# folded through copies (stride 1, 3x3x3), dilated runs of one tap, runs of two dilated taps, a 3-D pool that overlaps on one axis
+# folded through copies (stride 1, 3x3x3), dilated runs of one tap, runs of two dilated taps, a 3-D pool that overlaps on one axis,
+# a negative padding (a crop, as tinygrad's pad takes it)
 CASES = [((2, 3, 12, 12), (3, 3), (2, 2), (1, 1), (1, 1), False),
          ((2, 3, 8, 10), (2, 2), (2, 2), (1, 1), (0, 0), False),
          ((1, 2, 7, 9), (3, 3), (1, 1), (1, 1), (1, 1), False),
@@ -54,7 +58,8 @@ CASES = [((2, 3, 12, 12), (3, 3), (2, 2), (1, 1), (1, 1), False),
          ((2, 2, 9, 10), (2, 2), (2, 2), (2, 2), (0, 1), False),
          ((2, 3, 23), (5,), (2,), (1,), (2,), True),
          ((1, 2, 13, 11), (3, 3), (3, 3), (2, 2), (1, 0), False),
-         ((1, 2, 6, 7, 9), (1, 1, 3), (1, 1, 2), (1, 1, 1), (0, 0, 1), False)]
+         ((1, 2, 6, 7, 9), (1, 1, 3), (1, 1, 2), (1, 1, 1), (0, 0, 1), False),
+         ((1, 2, 7, 8), (3, 3), (1, 2), (1, 1), (-1, 1), False)]
 
 @pytest.mark.parametrize("reduce", ["max", "avg"])
 @pytest.mark.parametrize("shape, ks, ss, ds, ps, ceil_mode", CASES)
@@ -66,7 +71,7 @@ def test_pool_grad_matches_numpy(reduce, shape, ks, ss, ds, ps, ceil_mode):
   up = rng.standard_normal(out.shape).astype(np.float32)
   (out * Tensor(up)).sum().backward()
   np.testing.assert_allclose(t.grad.numpy(), np_pool_grad(x, up, ks, ss, ds, ps, ceil_mode, reduce), rtol=1e-5, atol=1e-6)
-  # with a gradient the windows may be stacked from runs (tensor_pool._pooled), without one they are not: the same values
+  # with a gradient an avg pool's windows may be stacked from runs (tensor_pool._pooled), a max pool has its own gradient: the same values
   np.testing.assert_allclose(out.numpy(), _pool(Tensor(x), reduce, ks, ss, ds, ps, ceil_mode).numpy(), rtol=1e-6, atol=1e-7)
 
 def test_avg_pool_grad_without_padding_in_the_count():
@@ -88,7 +93,7 @@ def test_pool_grad_of_a_permuted_input():
   np.testing.assert_allclose(t.grad.numpy(), want, rtol=1e-5, atol=1e-6)
 
 def test_indices_of_a_pool_with_a_gradient():
-  # the values' windows stacked from runs, the positions' windows (no gradient) folded: the taps must come in the same order
+  # with a gradient, the values come through a custom gradient (tensor_pool._max_pool_grad): the same values and indices as without
   x = np.random.default_rng(8).standard_normal((2, 3, 9, 11)).astype(np.float32)
   v, idx = Tensor(x, requires_grad=True).max_pool2d(3, 2, padding=1, return_indices=True)
   want_v, want_idx = Tensor(x).max_pool2d(3, 2, padding=1, return_indices=True)
@@ -108,6 +113,46 @@ def test_max_pool_grad_splits_ties():
   t = Tensor.ones(1, 1, 2, 2, requires_grad=True)
   t.max_pool2d(2).sum().backward()
   np.testing.assert_array_equal(t.grad.numpy(), np.full((1, 1, 2, 2), 0.25, np.float32))
+
+@pytest.mark.parametrize("shape, ks, ss, ds, ps, ceil_mode", CASES)
+def test_max_pool_grad_with_ties_and_nans_matches_numpy(shape, ks, ss, ds, ps, ceil_mode):
+  # values in {0, 1, 2}: most windows tie, overlapping ones at the same elements, next to padding; a few NaNs take their windows' gradient
+  rng = np.random.default_rng(len(shape) * 11 + ks[-1])
+  x = rng.integers(0, 3, shape).astype(np.float32)
+  x.reshape(-1)[rng.choice(x.size, max(1, x.size // 40), replace=False)] = np.nan
+  t = Tensor(x, requires_grad=True)
+  out = _pool(t, "max", ks, ss, ds, ps, ceil_mode)
+  up = rng.standard_normal(out.shape).astype(np.float32)
+  (out * Tensor(up)).sum().backward()
+  np.testing.assert_allclose(t.grad.numpy(), np_pool_grad(x, up, ks, ss, ds, ps, ceil_mode, "max"), rtol=1e-5, atol=1e-6)
+
+def test_max_pool_grad_of_its_grad():
+  # the input's gradient is linear in the output's: differentiated by the output's gradient, each window gets v's share-weighted sum over
+  # its hits (the oracle's gradient for each window alone, dotted with v)
+  rng = np.random.default_rng(9)
+  x = rng.integers(0, 3, (1, 2, 7, 8)).astype(np.float32)
+  w = Tensor(rng.standard_normal((1, 2, 4, 4)).astype(np.float32), requires_grad=True)
+  v = rng.standard_normal(x.shape).astype(np.float32)
+  t = Tensor(x, requires_grad=True)
+  gx = (t.max_pool2d(3, 2, padding=1) * w).sum().gradient(t)[0]
+  gw = (gx * Tensor(v)).sum().gradient(w)[0]
+  want = np.zeros(w.shape)
+  for i in np.ndindex(w.shape):
+    e = np.zeros(w.shape); e[i] = 1
+    want[i] = (np_pool_grad(x, e, (3, 3), (2, 2), (1, 1), (1, 1), False, "max") * v).sum()
+  np.testing.assert_allclose(gw.numpy(), want, rtol=1e-5, atol=1e-6)
+
+@pytest.mark.parametrize("ks, ss, ds, ps", [((3, 3), (2, 2), (1, 1), (1, 1)), ((3, 3), (1, 1), (1, 1), (1, 1)),
+                                            ((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1)), ((2, 2), (2, 2), (2, 2), (0, 0))])
+def test_max_pool_grad_writes_no_mask_per_tap(ks, ss, ds, ps):
+  # autograd through the windows wrote each window's hit mask out, prod(ks) bytes a window (2.25x the input's elements for 3x3 stride 2,
+  # 9x at stride 1), and the kernel scattering it back gathered those bytes with SSE4a insertq, 0.2 us each beside AVX code on this CPU
+  # (ResNet's stem pool 16x64x112x112: 0.8 s): no kernel of the gradient writes more elements than the input holds
+  t = Tensor.empty(2, 4, *([12] * len(ks)), requires_grad=True)
+  out = t.max_pool2d(ks, ss, dilation=ds, padding=ps)
+  (out * Tensor.empty(*out.shape)).sum().backward()
+  items, _ = create_schedule([out.uop, t.grad.uop])
+  assert max(int(np.prod(b.arg.shape)) for it in items if it.kind == "kernel" for b in it.bufs) <= t.numel()
 
 def _reduce_steps(ast) -> int:
   """REDUCE steps a kernel takes: runs of each (the loops around it) times its own range"""
