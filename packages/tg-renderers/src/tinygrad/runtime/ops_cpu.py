@@ -106,6 +106,9 @@ class LLVMCompiler(Compiler):
     # nor to vectorize a loop with gathers and scatters, as it already is on Intel's cores since their gather mitigation: on AMD's (znver5)
     # it vectorized the row loop outside a short upcast one, each lane a row apart ((x+1) on 8x256x56x56 at 2 threads: 9.8 -> 0.7 ms)
     if "+avx2" in self.features.split(","): self.features += ",+prefer-no-gather,+prefer-no-scatter"
+    # nor to use AMD's SSE4a insertq, which it picks to gather bytes into a vector: it has no VEX form, and after AVX code each took
+    # ~0.17 us on a Zen 3 guest (the byte masks of max_pool2d's old gradient, 16x64x112x112: 0.9-1.0 s, 0.09-0.16 s without SSE4a)
+    if "+sse4a" in self.features.split(",") and "+avx" in self.features.split(","): self.features += ",-sse4a"
     self.tm = self.target_machine()
     self.data_layout = str(self.tm.target_data)
     # LLVM 22's x86-compress-evex folds vpmovd2m + kmov (a vector mask moved into a general register) into vmovmskps, whose VEX form
