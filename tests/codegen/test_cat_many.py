@@ -73,3 +73,8 @@ def test_cat_of_many_on_the_emulator():
   ts = [Tensor(x, device="PYTHON") for x in xs]
   np.testing.assert_array_equal(Tensor.cat(*ts, dim=1).numpy(), np.concatenate(xs, 1))
   np.testing.assert_array_equal(Tensor.stack(*ts).numpy(), np.stack(xs))
+
+def test_stack_names_unequal_shapes():
+  # it was cat's message, about the shapes with the new axis added: "cat needs equal shapes outside dim 0, got (1, 2) and (1, 3)"
+  with pytest.raises(ValueError, match=r"stack needs tensors of equal shape, got \(2,\) and \(3,\)"): Tensor.stack(Tensor([1, 2]), Tensor([1, 2, 3]))
+  with pytest.raises(ValueError, match=r"equal shape, got \(2,\) and \(1, 2\)"): Tensor.stack(Tensor([1, 2]), Tensor([[1, 2]]))

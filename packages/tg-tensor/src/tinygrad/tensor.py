@@ -183,13 +183,14 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
         return _handle(self.uop.bitcast(dt))
       return bitcast_resized(self, dt)
     return self if dt is self.dtype else _handle(self.uop.bitcast(dt))
-  # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's
+  # joined by pads and adds: a device mismatch is reported as the call the user made, before the add's. Built on the nodes, one handle
+  # for the result (as _ON_NODE's ops): a handle per pad and add cost as much again as the node (a stack of 100: 3000 handles)
   def cat(self, *args, dim:int=0) -> Tensor:
-    _on_one_device("cat", _joined_nodes("cat", self, args))
-    return OpMixin.cat(self, *args, dim=dim)
+    if not (nodes := _on_one_device("cat", _joined_nodes("cat", self, args))): return OpMixin.cat(self, *args, dim=dim)  # its error
+    return _handle(OpMixin.cat(nodes[0], *nodes[1:], dim=dim))
   def stack(self, *args, dim:int=0) -> Tensor:
-    _on_one_device("stack", _joined_nodes("stack", self, args))
-    return OpMixin.stack(self, *args, dim=dim)
+    if not (nodes := _on_one_device("stack", _joined_nodes("stack", self, args))): return OpMixin.stack(self, *args, dim=dim)
+    return _handle(OpMixin.stack(nodes[0], *nodes[1:], dim=dim))
   def _mop(self, op:Ops, arg:Any) -> Tensor: return _handle(self.uop._mop(op, arg))
   def _arange(self, n:int, dtype:DType|None=None) -> Tensor: return _handle(self.uop._arange(n, dtype))  # the UOp's, built once
   def _rop(self, op:Ops, axis:tuple[int, ...]) -> Tensor: return _handle(self.uop._rop(op, axis))

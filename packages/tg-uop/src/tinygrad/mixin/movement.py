@@ -331,6 +331,8 @@ class MovementMixin:
   def stack(self, *args, dim:int=0):
     if isinstance(self, (list, tuple)): return _first_of(self, "stack").stack(*self[1:], *args, dim=dim)  # Tensor.stack([a, b])
     dim = self._resolve_dim(dim, extra=True)
+    if (other := next((t for t in args if len(t.shape) != len(self.shape) or not all(map(sint_eq, t.shape, self.shape))), None)) is not None:
+      raise ValueError(f"stack needs tensors of equal shape, got {tuple(self.shape)} and {tuple(other.shape)}")
     return self.unsqueeze(dim).cat(*[t.unsqueeze(dim) for t in args], dim=dim)
 
   # *** 0, 1, ..., n-1 along a new axis, on self's device ***
