@@ -56,6 +56,15 @@ def test_llvm_leaves_out_sse4a_beside_avx(monkeypatch):
   monkeypatch.setattr(llvm, "get_host_cpu_features", lambda: Features({"avx": False, "sse4a": True}))  # no AVX code to follow
   assert "-sse4a" not in LLVMCompiler().features.split(",")
 
+def test_c_compiler_leaves_out_sse4a_beside_avx(monkeypatch):
+  from tinygrad.runtime import ops_cpu, host_toolchain
+  if host_toolchain.find_cc() is None or not ops_cpu._host_cpu().startswith("flags"): pytest.skip("no C compiler or no x86 cpuinfo here")
+  monkeypatch.setattr(ops_cpu, "_host_cpu", lambda: "flags\t\t: fpu sse2 avx avx2 sse4a")
+  assert "-mno-sse4a" in (cc := ops_cpu.ClangCompiler()).flags
+  if "sse4a" in open("/proc/cpuinfo").read(): assert cc.compile("void k(float *restrict a) { a[0] += 1.0f; }")  # the compiler takes it
+  monkeypatch.setattr(ops_cpu, "_host_cpu", lambda: "flags\t\t: fpu sse2 sse4a")
+  assert "-mno-sse4a" not in ops_cpu.ClangCompiler().flags
+
 def test_c_compiler_asks_for_whole_avx512_registers(monkeypatch):
   from tinygrad.runtime import ops_cpu, host_toolchain
   if host_toolchain.find_cc() is None: pytest.skip("no C compiler on this machine")

@@ -184,6 +184,8 @@ class ClangCompiler(Compiler):
     self.cc, self.flags = find_cc(), ("-O2", "-shared", "-fPIC", "-ffp-contract=off", "-fwrapv", "-fno-math-errno", f"-march={arch or 'native'}")
     # as in LLVMCompiler: the host's whole AVX-512 registers, which the renderer's tiles are sized in (gcc and clang prefer 256 bits)
     if arch is None and host_simd_registers() == (64, 32): self.flags += ("-mprefer-vector-width=512",)
+    # and as there, no SSE4a (insertq) beside AVX code
+    if arch is None and {"sse4a", "avx"} <= set(_host_cpu().split()): self.flags += ("-mno-sse4a",)
     # the renderer packs its own vectors (renderer/c_vectors.py) and counts on no loop vectorizer (Renderer.loop_vectorizes); gcc 12.2's,
     # on at -O2, also miscompiled a padded int32 kernel (a row's lanes shifted by one: x * x.flip(1) padded, times a row)
     self.flags += host_toolchain.CLANG_VECTORIZING if host_toolchain.cc_is_clang(self.cc) else ("-fno-tree-loop-vectorize",)
