@@ -6,12 +6,14 @@ Short rows, or few rows in all: each key's rank is how many keys are below it, a
 compares, two kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages
 a rank sort of blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
 topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
-k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter).
+k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter). A larger k, a small share
+of a long row, finds the k-th key's value a digit at a time (a radix select: a counting pass over the row per digit), and the k keys at
+most it are gathered into a row of k by a running count and sorted.
 A value unpacked from a key is bits autograd cannot follow: its gradient goes back to the element its index names (a custom gradient, a
 scatter of the incoming one). 64-bit dtypes sort (value, index) pairs by the same two schemes with the comparisons spelled out.
-A class using it provides the elementwise, movement, reduce and select mixins."""
+A class using it provides the elementwise, movement, reduce, scan and select mixins."""
 from __future__ import annotations
-import operator
+import math, operator
 from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
@@ -39,8 +41,17 @@ RANK_BLOCK = 32
 # 2) comes without going over. Each level's groups shrink the row g times for a rank of (k*g)^2 compares per row; 1024x4096 k=16, one
 # thread: 128 candidates (g=8) 6.3-6.6 ms, 64 (g=4) 5.6-5.9, 256 (g=16) 8.3-8.6
 SELECT_CANDIDATES = 64
-# topk with a larger k sorts the row: ranks of 2k candidates and more cost more than the network
+# topk with a larger k selects by digits or sorts the row (_digits_win): ranks of 2k candidates and more cost more than either
 SELECT_MAX_K = 64
+# bits of the order found per pass of topk's radix select (_smallest_by_digits)
+DIGIT_BITS, DIGIT_BITS_LONG, DIGIT_BITS_LONG_MIN = 8, 11, 1 << 15
+# parts of topk's scatters (_row_scatter), each a serial loop the cores share out
+SCATTER_PARTS = 16
+# topk's k past SELECT_MAX_K is selected by digits up to this share of the row, and up to the second share where the rows hold at least
+# DIGITS_MANY elements in all; past it the row is sorted (the k kept are sorted too, by the network past a few thousand). Best ms digits /
+# sort: 1x65536 k=4096 32/43, k=8192 62/52; 64x4096 k=256 15/38, k=512 32/31; 1024x4096 k=1024 103/409, k=2048 274/239; 1x1M k=262144
+# 106/338, 16x65536 k=16384 68/184
+DIGITS_MAX_SHARE, DIGITS_MAX_SHARE_MANY, DIGITS_MANY = 1 / 16, 1 / 4, 1 << 20
 _I32_MAX, _I32_MIN, _I64_MAX = 2**31 - 1, -2**31, 2**63 - 1
 
 class SortingMixin:
@@ -73,21 +84,27 @@ class SortingMixin:
     return self.dtype.itemsize <= 4 and isinstance(n := self.shape[-1], int) and n + (1 << (n - 1).bit_length()) <= 2**32
 
   # *** packed keys: (order-preserving int32 of the value) << 32 | index << 1 | (value is -0.0) ***
-  def _sort_keys(self, descending:bool, at=None):
+  def _sort_keys(self, descending:bool, at=None, order=None):
     """the int64 key of each element of the last axis; keys ascending is the stable sort, descending if asked. at: each element's index
-    in its row (int64), where it is not its place on the axis"""
-    n, dt = self.shape[-1], self.dtype
+    in its row (int64), where it is not its place on the axis; order: self._order(descending), where it is made already"""
+    n = self.shape[-1]
     at = (self._arange(n, dtypes.int64).reshape((1,)*(len(self.shape)-1) + (n,)) if at is None else at) * 2
+    o, neg_zero = order or self._order(descending)
+    if neg_zero is not None: at = at + neg_zero.cast(dtypes.int64)  # -0.0 sorts as 0.0 (stable among zeros) and is told apart below the index
+    return (o.cast(dtypes.int64) << 32) | at
+  def _order(self, descending:bool) -> tuple:
+    """(o, neg_zero): the int32 of each element whose order is the sort's (a key's high half), and where a float element is -0.0 (None
+    for other dtypes)"""
+    dt, neg_zero = self.dtype, None
     if dtypes.is_float(dt):
       x = self.cast(dtypes.float32)
       bits, zero = x.bitcast(dtypes.int32), x.eq(0)
-      at = at + (zero & (bits < 0)).cast(dtypes.int64)  # -0.0 sorts as 0.0 (stable among zeros) and is told apart below the index
+      neg_zero = zero & (bits < 0)
       o = x.isnan().where(_I32_MAX, zero.where(0, bits))  # every NaN above +inf
       o = (o < 0).where(o ^ _I32_MAX, o)  # negative floats' bits run backwards: flip all but the sign
     elif dt is dtypes.uint32: o = self.bitcast(dtypes.int32) ^ _I32_MIN
     else: o = self.cast(dtypes.int32)
-    if descending: o = ~o  # reverses the value order, the index order stays ascending: ties keep their order
-    return (o.cast(dtypes.int64) << 32) | at
+    return (~o if descending else o), neg_zero  # ~ reverses the value order, the index order stays ascending: ties keep their order
   def _unpack_keys(self, keys, descending:bool) -> tuple:
     """(values in self's dtype, int32 indices) of keys made by self._sort_keys"""
     o = (keys >> 32).cast(dtypes.int32)
@@ -100,10 +117,19 @@ class SortingMixin:
     return o.cast(self.dtype), indices
   def _sorted_keys(self):
     """unique int64 keys sorted ascending along the last axis"""
-    n, rows = self.shape[-1], prod(self.shape[:-1])
-    if n > PACKED_BITONIC_MIN and not (isinstance(rows, int) and rows * n * n <= PACKED_RANK_MAX_COMPARES): return self._bitonic_keys()
+    if self._sorts_by_network(): return self._bitonic_keys()
     rank = (self.unsqueeze(-2) < self.unsqueeze(-1)).sum(-1).contiguous()  # (..., n): keys below key i, its place
-    return self.unsqueeze(-1)._pick(rank._one_hot_at(n, len(rank.shape)), -2)
+    return self.unsqueeze(-1)._pick(rank._one_hot_at(self.shape[-1], len(rank.shape)), -2)
+  def _sorts_by_network(self) -> bool:
+    """whether _sorted_keys takes the bitonic network (else the two-kernel rank sort)"""
+    n, rows = self.shape[-1], prod(self.shape[:-1])
+    return n > PACKED_BITONIC_MIN and not (isinstance(rows, int) and rows * n * n <= PACKED_RANK_MAX_COMPARES)
+  def _digits_win(self, k:int) -> bool:
+    """whether topk's k past SELECT_MAX_K is selected by digits (_smallest_by_digits) rather than cut from the sorted row: where the row
+    takes the network (the rank sort is two kernels) and k is a small enough share of it"""
+    n, rows = self.shape[-1], prod(self.shape[:-1])
+    if not isinstance(rows, int) or not self._sorts_by_network(): return False
+    return k <= n * (DIGITS_MAX_SHARE_MANY if rows * n >= DIGITS_MANY else DIGITS_MAX_SHARE)
   def _bitonic_keys(self):
     """a bitonic network over unique int64 keys padded to a power of two (padding: distinct keys above every real one, last). Its first
     stages, which sort blocks of RANK_BLOCK keys, are a rank sort of each block instead (odd blocks descending, as the network leaves
@@ -165,6 +191,74 @@ class SortingMixin:
     # sort, all n ranks picked, stays a sum: the MAX was 3% slower there)
     return rank._one_hot_at(k, len(rank.shape)).where(self.unsqueeze(-1), dtypes.min(self.dtype)).max(-2)
 
+  def _smallest_by_digits(self, k:int, descending:bool):
+    """the k smallest keys (self._sort_keys(descending)) of the last axis, ascending, without sorting the row (a radix select). The k-th
+    smallest order value (a key's high half, as 0 .. 2**32-1) is found a digit at a time, high digits first: a pass counts the elements
+    whose order starts with the digits found so far by their next digit (a one-hot sum the compiler runs as a scatter: one pass over the
+    row), and the digit at which the count running over the digits reaches the rank still sought is the k-th's. The k smallest keys are
+    the elements below it and the first ones (by index) equal to it: a running count of each kind (one scan) gives each its place in a row
+    of k, a scatter stores the keys there, and that row is sorted"""
+    lead, n = tuple(self.shape[:-1]), self.shape[-1]
+    x = self.reshape(rows := prod(lead), n)
+    def col(t, i:int): return t.shrink(((0, rows), (i, i + 1)))
+    # stored: each pass reads it (4 bytes, no math), and a digit the compiler can prove constant (a narrow dtype's high ones) is never one
+    # it sees: a scatter to one place whose value is also the same every step ran its add once (codegen/onehot_scatter.py)
+    o, neg_zero = x._order(descending)
+    u = (o := o.contiguous()).cast(dtypes.int64) - _I32_MIN
+    # (rows, 2): the k-th's order so far (its digits found, zeros after) and its rank among the elements that share them (1 for the least)
+    state = u._scalar_like(0).expand(rows, 1).cat(u._scalar_like(k).expand(rows, 1), dim=-1)
+    bits = DIGIT_BITS_LONG if n >= DIGIT_BITS_LONG_MIN else DIGIT_BITS
+    hi = 32
+    while hi > 0:
+      lo = max(0, hi - bits)
+      digit = ((u >> lo) & ((1 << (hi - lo)) - 1)).cast(dtypes.int32)
+      # every element adds to its digit's count, 0 where its higher digits are not the k-th's: a step's add waits on the last one to the same
+      # count, and sending those elsewhere (out of range) made them all one chain (1M elements: 3.8 -> 1.6 ms a pass)
+      ours = digit._scalar_like(1, dtypes.int32) if hi == 32 else (u >> hi).eq(col(state, 0) >> hi).cast(dtypes.int32)
+      count = x._row_scatter(digit, ours.expand(digit.shape), 1 << (hi - lo), "sum")
+      below = count._triangle(Ops.ADD, 0).contiguous() < col(state, 1)  # (rows, 2**bits): digits whose elements all rank before the k-th
+      step = count._scalar_like(1 << lo, dtypes.int64).expand(count.shape).unsqueeze(1).cat(-count.cast(dtypes.int64).unsqueeze(1), dim=1)
+      state = (state + below.unsqueeze(1).where(step, 0).sum(-1)).contiguous()  # the digit (a count of digits) and the rank past them
+      hi = lo
+    kth, rank = col(state, 0), col(state, 1).cast(dtypes.int32)
+    less, same = u < kth, u.eq(kth)
+    runs = less.unsqueeze(1).cat(same.unsqueeze(1), dim=1).cast(dtypes.int32)._running_sum()  # (rows, 2, n): one scan for both counts
+    less_before, same_before = (runs.shrink(((0, rows), (i, i + 1), (0, n))).reshape(rows, n) for i in (0, 1))
+    kept = less | (same & (same_before <= rank))
+    # the keys left out fold their identity into a place of their own, for the same reason as the counts' elements. Stored: worked out
+    # in the scatter's serial loop it took a core ~60 ops an element (1024x4096 k=100: 54 -> 49 ms, 64x50000 k=128: 41 -> 36)
+    place = less.where(less_before - 1, kept.where(k - rank + same_before - 1, x._arange(n) % k)).contiguous()
+    keys = kept.where(x._sort_keys(descending, order=(o, neg_zero)), dtypes.min(dtypes.int64))
+    return x._row_scatter(place, keys, k, "amax")._sorted_keys().reshape(lead + (k,))
+  def _row_scatter(self, at, x, size:int, op:str):
+    """(rows, size): x (rows, n) folded by op ("sum" or "amax") into position `at` (rows, n; 0 <= at < size) of its row. The compiler's
+    scatter (codegen/onehot_scatter.py) loops over the one-hot's axis serially, outermost, and shares the other axes out over the cores,
+    so the elements are cut into SCATTER_PARTS parts, each such an axis walking memory in order: whole rows (a row's positions `size`
+    past the last row's), or segments of a row, folded apart and combined after. With the rows as the other axis each step read an element
+    of every row, a row apart (1024x4096, 256 positions: 33 ms, in parts 6); a row was one core's; and a reduce of fewer than 256 outputs
+    over a long axis is cut in chunks (schedule/split_reduce.py), a scatter no more where they did not fill the row (k=65: 280 ms)"""
+    rows, n = at.shape
+    whole = math.gcd(rows, SCATTER_PARTS)
+    segs, r = SCATTER_PARTS // whole, rows // whole  # segments of a row, rows of a part
+    m = -(-n // segs)
+    def cut(t, fill): return t.pad(((0, 0), (0, segs*m - n)), value=fill).reshape(whole, r, segs, m).permute(0, 2, 1, 3).reshape(whole*segs, r*m)
+    at = at + (self._arange(rows, at.dtype) % r).reshape(rows, 1) * size
+    parts = self._scatter_fold(cut(at, 0)._one_hot_at(r*size, 2), cut(x, 0 if op == "sum" else dtypes.min(x.dtype)), 1, op)
+    parts = parts.reshape(whole, segs, r*size)
+    return (parts.sum(1, dtype=x.dtype) if op == "sum" else parts.max(1)).reshape(rows, size)
+  def _running_sum(self):
+    """the inclusive running sum of the last axis as two plain triangles (mixin/scan.py), each stored: the axis cut into rows of about
+    sqrt(n), each row's own running sum, and the totals of the rows before each. The compiler runs a stored triangle as one pass where it
+    scans serially (a UOp graph's cumsum cannot ask and takes blocks of 8: ~2 kernels a level, 14 for a million), elsewhere in
+    O(n*sqrt(n)) adds"""
+    n, lead = self.shape[-1], tuple(self.shape[:-1])
+    c = 1 << ((n - 1).bit_length() + 1) // 2
+    keep = tuple((0, s) for s in lead)
+    rows = self.pad(tuple((0, 0) for _ in lead) + ((0, -n % c),)).reshape(lead + (-(-n // c), c))._triangle(Ops.ADD, 0).contiguous()
+    totals = rows.shrink(keep + ((0, rows.shape[-2]), (c - 1, c))).reshape(rows.shape[:-1])
+    before = (totals._triangle(Ops.ADD, 0) - totals).contiguous()
+    return (rows + before.unsqueeze(-1)).reshape(lead + (rows.shape[-2] * c,)).shrink(keep + ((0, n),))
+
   # *** (value, index) pairs compared in full: 64-bit dtypes ***
   def _rank_sort(self, descending:bool) -> tuple:
     """(values, int32 indices) of the last axis: element i goes to its rank, the count of elements before it in the sort"""
@@ -221,11 +315,13 @@ class SortingMixin:
     n = self.shape[dim] if self.shape else 1  # bound before the test: a negative k short-circuits past a walrus in it
     if not 0 <= k <= n:
       raise ValueError(f"topk k={k} is out of range for axis {dim} of shape {tuple(self.shape)} (0 <= k <= {n})")
-    if not self.shape or k == 0 or not (x := self.transpose(dim, -1)._computed_once())._packs() or k > SELECT_MAX_K:
+    if not self.shape or k == 0 or not (x := self.transpose(dim, -1)._computed_once())._packs() or (k > SELECT_MAX_K and not x._digits_win(k)):
       values, indices = self.sort(dim, descending=largest)
       keep = tuple((0, k) if d == dim else None for d in range(len(self.shape)))
       return values.shrink(keep), indices.shrink(keep)
-    keys = (elements := x.detach())._sort_keys(largest)._smallest_keys(k, elements=elements, descending=largest)
+    elements = x.detach()
+    if k > SELECT_MAX_K: keys = elements._smallest_by_digits(k, largest)
+    else: keys = elements._sort_keys(largest)._smallest_keys(k, elements=elements, descending=largest)
     values, indices = x._picked(*x._unpack_keys(keys, largest))
     return values.transpose(dim, -1), indices.transpose(dim, -1)
 
