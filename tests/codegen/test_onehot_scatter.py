@@ -129,6 +129,14 @@ def test_an_int_sum_scatters_too():
   np.add.at(want, ids, np.arange(18, dtype=np.int32).reshape(6, 3))
   np.testing.assert_array_equal(got, want)
 
+def test_ids_and_values_the_compiler_proves_constant():
+  # uint8 ids >> 10 are all 0, and the value is a 1: the scatter's add depended on no step of its loop and ran once (a count of 1, not 12)
+  a = np.array([[0, 255, 0, 255, 0, 1, 7, 200, 255, 3, 9, 9]], np.uint8)
+  ids = Tensor(a).cast(dtypes.int32) >> 10
+  onehot = ids.unsqueeze(2) == Tensor.arange(16).reshape(1, 1, 16)
+  got = onehot.where(Tensor.ones(1, 12, 1, dtype=dtypes.int32), 0).sum(1).numpy()
+  np.testing.assert_array_equal(got, np.eye(16, dtype=np.int32)[:1] * 12)
+
 @pytest.mark.parametrize("op", ["prod", "max"])
 def test_products_and_maxima_fold_in_place(device, op):
   # scatter_reduce's folds: the rows start at the op's identity (1, the lowest value) and each id folds its value in, as np.ufunc.at

@@ -105,6 +105,9 @@ def scatter_onehot_sums(ast:UOp, renderer=None) -> UOp:
   idx = scattered(st.src[0])
   cur = idx.replace(src=(idx.src[0].after(zero_end),) + idx.src[1:])
   add = cur.store(cur.load().alu(red.arg, scattered(gate).where(scattered(x), ident)))
+  # only memory carries the fold from trip to trip: a serial loop its add does not depend on (a row and a value the compiler proved
+  # constant, ids >> 10 of uint8s) had the add moved out of it and run once. The dense form's reduce multiplies such a term instead
+  if not set(serial.values()) <= set(add.toposort()): return ast
   scatter_end = add.end(*serial.values(), *[q for c in copies.values() for q in _loops_of(c, AxisType.LOOP, AxisType.UPCAST)], *shared)
   return ast.replace(src=(zero_end, scatter_end), arg=KernelInfo(info.name, (), info.dont_use_locals, info.applied_opts))
 
