@@ -201,8 +201,8 @@ class SortingMixin:
     lead, n = tuple(self.shape[:-1]), self.shape[-1]
     x = self.reshape(rows := prod(lead), n)
     def col(t, i:int): return t.shrink(((0, rows), (i, i + 1)))
-    # stored: each pass reads it (4 bytes, no math), and a digit the compiler can prove constant (a narrow dtype's high ones) is never one
-    # it sees: a scatter to one place whose value is also the same every step ran its add once (codegen/onehot_scatter.py)
+    # stored: each pass reads it (4 bytes, no math); a narrow dtype's high digits, which the compiler would prove constant, are then not
+    # ones it sees, and its counting passes stay scatters (one with a constant row and value keeps the dense sum: codegen/onehot_scatter.py)
     o, neg_zero = x._order(descending)
     u = (o := o.contiguous()).cast(dtypes.int64) - _I32_MIN
     # (rows, 2): the k-th's order so far (its digits found, zeros after) and its rank among the elements that share them (1 for the least)
