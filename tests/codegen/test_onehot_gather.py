@@ -96,3 +96,30 @@ def test_an_axis_arange_is_built_once():
   assert x._arange(32000).uop is Tensor.zeros(2)._arange(32000).uop
   np.testing.assert_array_equal(x._arange(13).numpy(), np.arange(13))
   assert x._arange(13, dtypes.int16).dtype is dtypes.int16
+
+def test_gather_from_a_long_row_reads_only_the_picked_elements():
+  # a row of 1M splits into chunks (schedule/split_reduce.py) before codegen sees the one-hot sum: each chunk compares chunk * p + r, not
+  # r, with the index, and must still collapse to a load instead of 100 x 1M compares and adds (0.9 GB moved)
+  rng = np.random.default_rng(6)
+  x = rng.standard_normal(1 << 20).astype(np.float32)
+  idx = np.concatenate([[0, (1 << 19) - 1, 1 << 19, (1 << 20) - 1], rng.integers(0, 1 << 20, 96)]).astype(np.int32)
+  X, I = Tensor(x).realize(), Tensor(idx).realize()
+  for fn in (lambda: X[I].numpy(), lambda: X.gather(0, I).numpy()):
+    out, moved = bytes_moved(fn)
+    np.testing.assert_array_equal(out, x[idx])
+    assert moved < 64 * 1024, f"{moved} bytes moved to pick 100 elements: the sum over the 1M row is still there"
+  # negative ids count from the end, like numpy
+  neg = np.array([-1, -(1 << 20), -5, 3, -(1 << 19)], dtype=np.int32)
+  out, moved = bytes_moved(lambda: X[Tensor(neg)].numpy())
+  np.testing.assert_array_equal(out, x[neg])
+  assert moved < 64 * 1024, moved
+
+def test_gather_along_a_long_second_axis():
+  # 4 rows of 300000: 20 outputs, each row split in 12 chunks of 25000
+  rng = np.random.default_rng(7)
+  x = rng.standard_normal((4, 300_000)).astype(np.float32)
+  idx = np.array([[0, 299_999, 24_999, 25_000, 150_000]] * 2 + [rng.integers(0, 300_000, 5)] * 2).astype(np.int32)
+  X, I = Tensor(x).realize(), Tensor(idx).realize()
+  out, moved = bytes_moved(lambda: X.gather(1, I).numpy())
+  np.testing.assert_array_equal(out, np.take_along_axis(x, idx, 1))
+  assert moved < 64 * 1024, f"{moved} bytes moved: the 20 x 300000 one-hot sum is still there"

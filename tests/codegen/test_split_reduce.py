@@ -107,3 +107,27 @@ def test_argmax_over_a_split_reduce_shares_threads():
       opts = hand_coded_opts(split_divided_ranges(graph_rewrite(index_pass.ast, symbolic)), Device["CPU"].renderer)
       assert [o.op for o in opts] == [OptOps.THREAD], opts
       assert Tensor(x).argmax().item() == 70_000 == Tensor(x).argmax(0).item()
+
+def _reduces_left(k) -> list:
+  """the REDUCEs of a scheduled kernel once codegen has collapsed its one-hot sums into loads (codegen/onehot_gather.py)"""
+  from tinygrad.codegen.onehot_gather import collapse_onehot_reduces
+  from tinygrad.uop.ops import graph_rewrite
+  from tinygrad.uop.symbolic import symbolic
+  from tinygrad.uop import Ops
+  return [u for u in collapse_onehot_reduces(graph_rewrite(k.ast, symbolic)).toposort() if u.op is Ops.REDUCE]
+
+def test_a_gather_is_not_split_and_a_masked_sum_is():
+  # x[idx] over a 1M row is a one-hot sum that codegen makes one load per output: split, its chunks compared p * chunk + c with the index
+  # and could stay sums (100 x 1M compares and adds). Masked sums that pick no single element keep their reduce and their 256 partials
+  rng = np.random.default_rng(9)
+  x = rng.integers(-5, 6, 1 << 20).astype(np.float32)
+  idx = rng.integers(0, 1 << 20, 100).astype(np.int32)
+  X, I = Tensor(x).realize(), Tensor(idx).realize()
+  for picked in (X[I], X.gather(0, I), X.reshape(4, -1).gather(1, I.reshape(4, 25) % (1 << 18))):
+    (k,) = _kernels(picked)
+    assert _reduces_left(k) == [], "the gather still sums its row"
+  np.testing.assert_array_equal(X[I].numpy(), x[idx])
+  for masked, want in (((X == 3).where(X, 0), np.where(x == 3, x, 0)), ((X > 0).where(X, 0), np.where(x > 0, x, 0))):
+    first, second = _kernels(masked.sum())
+    assert first.bufs[0].arg.shape == (256,) and second.bufs[0].arg.shape == (1,) and len(_reduces_left(first)) == 1
+    assert masked.sum().item() == want.sum()
