@@ -9,12 +9,14 @@ from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.codegen import get_program
 import tinygrad.codegen.lowering as lowering
 from tinygrad.codegen.opt.peel import SHARED_PIECES_MAX
+from tinygrad.schedule import cat_pieces
 
 rng = np.random.default_rng(3)
 
 def _peeled(t:Tensor, monkeypatch) -> tuple:
-  """(the kernel as the peel left it, its program) of t's one kernel"""
+  """(the kernel as the peel left it, its program) of t's one kernel (a cat the scheduler would cut into a kernel per piece too)"""
   seen, peel = [], lowering.peel_gates
+  monkeypatch.setattr(cat_pieces, "PIECES_MIN", 1 << 30)
   monkeypatch.setattr(lowering, "peel_gates", lambda sink: seen.append(peel(sink)) or seen[-1])
   items, _ = create_schedule([t.uop])
   (ast,) = [it.ast for it in items if it.kind == "kernel"]

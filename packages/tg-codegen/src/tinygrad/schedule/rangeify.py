@@ -16,6 +16,7 @@ from tinygrad.schedule.split_reduce import split_large_reduces
 from tinygrad.schedule.pack import pack_operands, LAYOUT
 from tinygrad.schedule.row_fusion import row_candidate, fused_rows, chain_outputs, inner_reduces
 from tinygrad.schedule.byte_views import byte_range
+from tinygrad.schedule.cat_pieces import cat_pieces, VIEW_ALIGN
 
 @dataclass
 class ExecItem:
@@ -419,7 +420,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       continue
     if u.op is Ops.CALL: items.append(_custom_call(u, realized)); continue
     if _assign_on_bytes(u): items.append(_assign_copy(u, realized, items, var_vals)); continue
-    if _is_assign(u): items.append(_assign_kernel(u, realized, var_vals)); continue
+    if _is_assign(u): items.extend(_assign_kernel(u, realized, var_vals)); continue
     if u not in want: continue
     if u.base.op is Ops.BUFFER and u.op not in GroupOp.Movement: realized[u] = u.base; continue
     if u.op is Ops.COPY:
@@ -428,6 +429,8 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     elif not Device.runs_kernels(u.device):
       if (r := byte_range(u, realized)) is None: raise _no_kernels(u)
       out = _view(u, *r, items)
+    elif (pieces := cat_pieces(u)) is not None and all(Device[u.device].allocator.views_at(at * u.dtype.itemsize) for _, at in pieces):
+      out = _computed_by_pieces(u, pieces, realized, items, var_vals)
     else: out = _computed(u, realized, items, var_vals)
     realized[u] = out
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
@@ -467,11 +470,19 @@ def _kernel_item(ast:UOp, bufs:list[UOp], var_vals:dict[str, int]) -> ExecItem:
     raise RuntimeError(f"unbound Variable {unbound[0]!r} used by a kernel: bind it to a value (Variable(...).bind(n)) before realizing")
   return ExecItem("kernel", ast, bufs, {v.arg.name: var_vals[v.arg.name] for v in ast.variables()})
 
-def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) -> ExecItem:
-  """STORE(target, value) at tensor level: a kernel that writes value into the buffer the target views"""
+def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) -> list[ExecItem]:
+  """STORE(target, value) at tensor level: a kernel that writes value into the buffer the target views. A target that is one aligned run
+  of its buffer (out[i] of a stack filled in a loop) is written as a view of its own, so the kernel holds no offset and the assigns into
+  each run share one program, unless the value reads that buffer: the view and the buffer would be two noalias arguments of one kernel"""
   target, value = store.src[0], store.src[1]
+  if (r := byte_range(target, realized)) is not None and r[1] % VIEW_ALIGN == 0 and Device[r[0].arg.device].allocator.views_at(r[1]) and \
+     (r[1] or _numel(target) != r[0].arg.shape[0] or target.dtype is not r[0].dtype):  # a whole buffer is written as it is
+    view = UOp.new_buffer(r[0].arg.device, _numel(target) or 1, target.dtype)
+    ast, kctx = build_kernel(value, view, realized, assign=True)
+    if r[0] not in kctx.inputs:
+      return [ExecItem("view", None, [view, r[0]], offset=r[1]), _kernel_item(ast, [view] + [b for b in kctx.inputs if b is not view], var_vals)]
   ast, kctx = build_kernel(value, target, realized, assign=True)
-  return _kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)
+  return [_kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)]
 
 def _whole_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp|None:
   """the buffer u is all of, in order, or None: a reshape of a whole buffer is its memory in order (a written device piece of a sharded
@@ -489,6 +500,17 @@ def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dic
   out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
   ast, kctx = build_kernel(u, out, realized)
   items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
+  return out
+
+def _computed_by_pieces(u:UOp, pieces:list[tuple[UOp, int]], realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
+  """a new buffer for the cat u, with a kernel per piece that computes it into a view of the buffer (schedule/cat_pieces.py)"""
+  out = UOp.new_buffer(u.device, _numel(u), u.dtype)
+  for piece, start in pieces:
+    view = UOp.new_buffer(u.device, prod(piece.shape), u.dtype)
+    items.append(ExecItem("view", None, [view, out], offset=start * u.dtype.itemsize))
+    # as an assign's value: a piece realized on its own is read from its buffer
+    ast, kctx = build_kernel(piece, view, realized, assign=True)
+    items.append(_kernel_item(ast, [view] + [b for b in kctx.inputs if b is not view], var_vals))
   return out
 
 def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
