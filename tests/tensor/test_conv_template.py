@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 from tinygrad import Tensor
-from tinygrad.tensor_conv import _windows, _window_products, _phase_windows, _phase_weight, _tap_windows, _phased
+from tinygrad.tensor_conv import _windows, _window_products, _phase_windows, _phase_weight, _tap_fold, _phased
 
 R = np.random.default_rng(7)
 def rnd(*shape): return R.standard_normal(shape).astype(np.float32)
@@ -67,9 +67,11 @@ def test_replay_is_the_fresh_graph():
     assert _windows(b, *args).uop is _windows.__wrapped__(b, *args).uop
     _windows(a, *args, max_runs=4)
     assert _windows(b, *args, max_runs=4).uop is _windows.__wrapped__(b, *args, max_runs=4).uop
-  for fn, args in ((_phase_windows, ((3, 3), (2, 2), (4, 4))), (_tap_windows, ((3, 3), (1, 2), (1, 1), (7, 4)))):
-    fn(a, *args)
-    assert fn(b, *args).uop is fn.__wrapped__(b, *args).uop
+  _phase_windows(a, (3, 3), (2, 2), (4, 4))
+  assert _phase_windows(b, (3, 3), (2, 2), (4, 4)).uop is _phase_windows.__wrapped__(b, (3, 3), (2, 2), (4, 4)).uop
+  g1, g2, args = Tensor(rnd(2, 3, 7, 4, 9)), Tensor(rnd(2, 3, 7, 4, 9)), ((9, 10), (3, 3), (1, 2), (1, 1))  # the windows' gradient of a
+  _tap_fold(g1, *args)
+  assert _tap_fold(g2, *args).uop is _tap_fold.__wrapped__(g2, *args).uop
   _phase_weight(w, (2, 2))
   w2 = Tensor(rnd(6, 1, 3, 3))
   assert _phase_weight(w2, (2, 2)).uop is _phase_weight.__wrapped__(w2, (2, 2)).uop

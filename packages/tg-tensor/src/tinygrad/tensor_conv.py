@@ -4,7 +4,7 @@ summed, one fused kernel; where that form has no vector axis, the windows are wr
 (_im2col_conv). conv_transpose2d is a convolution of the input with the flipped, transposed weight: strided, one conv over the stride's
 phases (_phase_conv_transpose), else of the stride-dilated input."""
 from __future__ import annotations
-import contextvars, itertools, operator
+import contextvars, functools, itertools, operator
 from typing import NamedTuple
 from tinygrad.helpers import prod, ceildiv
 from tinygrad.tensor_template import shape_template
@@ -119,20 +119,23 @@ def _strided_take(x, ax:int, start:int, o:int, s:int):
   pre, post = tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
   return _cut(_pad_after(x, ax, s-1).reshape(pre + (o, s) + post), ax+1, 1).reshape(pre + (o,) + post)
 
+def _strided_put(x, ax:int, start:int, i:int, s:int):
+  """_strided_take's adjoint: the o rows of axis ax put at rows start, start + s, ... of an axis of i rows, zeros between"""
+  o, pre, post = x.shape[ax], tuple(x.shape[:ax]), tuple(x.shape[ax+1:])
+  if s > 1: x = _cut(_pad_after(x.reshape(pre + (o, 1) + post), ax+1, s-1).reshape(pre + (o*s,) + post), ax, (o-1)*s + 1)
+  return x.pad(tuple((start, i - start - x.shape[ax]) if j == ax else (0, 0) for j in range(x.ndim)))
+
 @shape_template(1)
-def _tap_windows(x, ks:tuple, strides:tuple, dils:tuple, out:tuple):
-  """(N, C, *spatial) -> (N, C, *out, prod(ks)): the windows as one shifted slice of x per tap, stacked last. Same values as _windows,
-  but its gradient is a sum of prod(ks) shifted views of the windows' gradient, one elementwise kernel, where _windows' gradient
-  folds one axis at a time through a reduce over k copies (a kernel per axis, each with gated loads and no vector axis). Its copy, a sum
-  of prod(ks) gated loads whose gates pin the tap, is lowered as one load per element (codegen/disjoint_gather.py; b8 128x28x28 3x3
-  panel-major: 7.7 -> 2.6 ms)"""
-  nl = x.ndim - len(ks)
-  taps = []
-  for tap in itertools.product(*[range(k) for k in ks]):
-    t = x
-    for a, (j, s, d, o) in enumerate(zip(tap, strides, dils, out)): t = _strided_take(t, nl + a, j*d, o, s)
-    taps.append(t)
-  return taps[0].stack(*taps[1:], dim=-1)
+def _tap_fold(g, spatial:tuple, ks:tuple, strides:tuple, dils:tuple):
+  """the windows' gradient (N, C, *out, prod(ks)) -> (N, C, *spatial): each tap's slice put back on the rows it was read from and
+  summed, one elementwise kernel, an axis at a time from the last (a sum over its k taps, then the next axis's k puts of that sum: a
+  tap of the first axis gates the sum of a row of taps once). Autograd of the windows' view (_windows) folds through a reduce over k
+  copies per axis instead (a kernel per axis, each with gated loads and no vector axis)"""
+  v = g.reshape(tuple(g.shape[:-1]) + tuple(ks))  # (N, C, *out, *ks)
+  for a in reversed(range(len(ks))):
+    last, (i, k, s, d) = v.ndim - 1, (spatial[a], ks[a], strides[a], dils[a])
+    v = functools.reduce(operator.add, [_strided_put(_spans(v, {last: (j, j+1)}).reshape(v.shape[:-1]), 2 + a, j*d, i, s) for j in range(k)])
+  return v
 
 @shape_template(1)
 def _phase_windows(x, ks:tuple, strides:tuple, out:tuple):
@@ -234,12 +237,18 @@ def _panel_major(cols):
 def _im2col_conv(x, weight, bias, groups:int, ks:tuple, strides:tuple, dils:tuple, dtype):
   """conv2d as a matmul over a buffer of its windows, (N, *out, Cin, *ks): forward sums over that buffer's stride-1 row, the weight's
   gradient reads it row by row into a (Cout, Cin*prod(ks)) result, the windows' gradient is a matmul with the weight whose stride-1 axis
-  is that row too (then folded back onto the input by the windows' view)"""
+  is that row too (then folded back onto the input, _tap_fold)"""
   from tinygrad.schedule.pack import packs_along
   nd, n, cout = len(ks), x.shape[0], weight.shape[0]
   kk = weight.shape[1] * prod(ks)
   out = tuple(_out_size(i, k, s, d, 0, 0) for i, k, s, d in zip(x.shape[2:], ks, strides, dils))
-  win = _tap_windows(x, ks, strides, dils, out)  # (N, Cin, *out, prod(ks))
+  # the copy reads the windows' view, whose address is affine in the pixel and the tap, and takes _tap_fold's gradient. As a stack of one
+  # slice per tap, its gradient as is, the copy was a sum of prod(ks) gated loads, merged into one load whose tap is picked by a compare
+  # and select per tap (codegen/disjoint_gather.py), in the innermost loop (b8 3x224x224 7x7 stride 2, 49 taps: 600-800 -> 7 ms)
+  flows = _wants_grad(x)
+  win = _windows(x.detach() if flows else x, ks, strides, dils)
+  win = win.reshape(tuple(win.shape[:2+nd]) + (prod(ks),))  # (N, Cin, *out, prod(ks))
+  if flows: win = win._custom_gradient((x,), lambda g: (_tap_fold(g, tuple(x.shape[2:]), ks, strides, dils),))
   # its gradient (a matmul) is written out too: the fold reads each element once, where a view would redo the matmul per tap
   cols = win.permute((0,) + tuple(range(2, 2+nd)) + (1, 2+nd))
   cols = _panel_major(cols) if _cols_in_panels(weight, groups, n * prod(out), kk) else cols.contiguous()
@@ -273,7 +282,7 @@ def _direct_forward(x, weight, groups:int, out:tuple) -> bool:
   per window, and its direct form's gradients are a depthwise conv (_input_gradient) and a reduce per tap (b8 256x28x28 3x3, forward
   and both gradients: 108 -> ~6 ms on a loaded host). Without a gradient it is always the direct form: where im2col was kept for one
   (a conv too small for packed panels, with no vector axis along its rows) its window copy cost more than the direct form's missing
-  vectors, more so with more taps (each element of the copy picks its tap among all of them): kernels alone, batch 1, im2col -> direct:
+  vectors, more so with more taps (each element of that copy picked its tap among all of them): kernels alone, batch 1, im2col -> direct:
   64->64 28x28 3x3 6.75 -> 0.33 ms, 64->64 32x32 3x3 stride 2 0.38 -> 0.27, a 7x7 stride-2 stem on 3x64x64 2.42 -> 0.25, 16->32
   32x32 5x5 stride 2 1.55 -> 0.11 (torch 0.14-0.31); the graph build of 49 taps took 1.2 ms of python more. Bigger convs took the direct
   form already: fewer output channels per group than a panel (a depthwise conv, ResNeXt's groups of 4), or a direct form that
