@@ -1,8 +1,8 @@
 """A sum of gated loads from one buffer whose gates pin one integer e into disjoint intervals, `where(e in I_0 & s_0, x[i_0], 0) + ...`,
 is at most one of its terms: a single load at the address picked by e, gated by the picked term's gate. A stack or cat of shifted views of
 one buffer builds exactly this (a conv's windows as one slice per tap, as tensor_conv once built them: summed as written, every element
-of the b8 128x28x28 3x3 window copy ran all 9 gated loads where the tap per lane is known). The picks compare e with constants only: in a loop where e does not
-change they hoist out of it. Exact: the dropped terms are the constant 0 (a -0.0 stays -0.0, where the sum gave +0.0).
+of the b8 128x28x28 3x3 window copy ran all 9 gated loads where the tap per lane is known). The picks compare e with constants only: in
+a loop where e does not change they hoist out of it. Exact: the dropped terms are the constant 0 (a -0.0 stays -0.0, where the sum gave +0.0).
 Checked on the kernel AST after its first simplification, before ranges are split or unrolled."""
 from __future__ import annotations
 from tinygrad.uop import Ops
