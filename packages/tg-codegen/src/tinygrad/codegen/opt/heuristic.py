@@ -104,6 +104,24 @@ def _long_body(ast:UOp, r:UOp) -> bool:
 
 def _evaluates_polynomial(ast:UOp) -> bool: return any(u.op in POLYNOMIAL for u in ast.toposort())
 
+def _scalar_polynomial_axes(ast:UOp, out:list[int]) -> set[int]:
+  """the output axes a reduce's tile leaves alone when the reduce evaluates a polynomial per element that depends on every output axis
+  (no lane shares it): those that no load under it walks with stride 1, along which each lane evaluates its own as scalar code. The loads
+  such lanes share are a small part of the work beside it; they add a stream each and a copy of the polynomial's code (masked attention's
+  backward, the sum over keys of dP * exp(s - max): tiled 4 batches x 8 heads to share the mask, then unrolled 8 along the keys into
+  vectors, 256 accumulators and 13k ops of code, 8 s to compile and twice the time of the untiled kernel, whose loads stream the keys as
+  vectors). Lanes along a load's stride-1 axis evaluate it as vectors (the column sum of exp(x))"""
+  ax = axes(ast)
+  if not (outs := {ax[i] for i in out if size(ax[i]) > 1}): return set()
+  for u in ast.toposort():
+    if u.op is not Ops.REDUCE: continue
+    for w in u.src[0].toposort(lambda w: w.op is not Ops.REDUCE):
+      if w.op not in POLYNOMIAL or not outs <= {r for r in w.toposort() if r.op is Ops.RANGE}: continue
+      vector = {r for x in w.toposort() if x.op is Ops.LOAD and x.src[0].op is Ops.INDEX and len(x.src[0].src) == 2
+                for r in _Access(x.src[0].src[1], len(x.src) == 3 and not _always(x.src[2])).unit}
+      return {i for i in out if ax[i] not in vector}
+  return set()
+
 def _counts_in_ints(ast:UOp, r:UOp, renderer) -> bool:
   """an int reduce over r that LLVM's loop vectorizer packs better than unrolled lanes. One whose value depends on r itself, not only
   through addresses (argmax's index pass: max of where(hit, n-i, 0)): it packs such a loop with a vector of the induction variable, which
@@ -608,7 +626,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # an elementwise kernel evaluating a polynomial per element (exp, tanh, gelu) is left to LLVM's loop vectorizer too: upcast, its lanes
   # were packed across trips with a shuffle per lane and op (exp of 16M floats at 2 threads: 8.5 -> 3.9 ms, gelu 10.7 -> 5.4, log 12.2 -> 7.3)
   untiled = chain or (not red and getattr(renderer, "loop_vectorizes", False) and _evaluates_polynomial(ast))
-  tile_axes = [] if untiled else out if red else _elementwise_tile_axes(ast, out)
+  tile_axes = [] if untiled else [i for i in out if i not in _scalar_polynomial_axes(ast, out)] if red else _elementwise_tile_axes(ast, out)
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   # a small product (the loss's sum over 10 classes) stays in cache: the register tile's shared loads are what count there
   gemv = gemv_upcasts(ast, out, simd, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
