@@ -279,24 +279,63 @@ STORE_COST = 2  # a written element costs about two reads (the cache line is rea
 # into a buffer even where each reads it once per element: each reader would carry, and compile, the whole chain again
 CHAIN_OPS = 32
 
-def _fused_costs(u:UOp, stop:dict[UOp, None]) -> tuple[dict, tuple[int, int, bool]]:
-  """inputs, and loads and ALU ops, of evaluating one element of u inside a kernel (its fused subgraph, down to realized nodes), and
-  whether it is no matmul operand: a node over a reduce is a row chain's (softmax's exp(x - max), a variance's mean), which row_fusion
-  decides; one that reads no float data is index math (a one-hot gather's mask over its ids), which codegen turns into an address,
-  and as a buffer it is a real matmul"""
-  count: dict[UOp, int] = {}
-  inputs, floats, over_reduce = 0, False, False
-  region = u.toposort(_region_gate(u, stop))
-  for v in region:
-    if v is not u and (v in stop or v.op is Ops.BUFFER):
-      count[v], inputs, floats = 1, inputs + 1, floats or dtypes.is_float(v.dtype)
-    elif v.op in GroupOp.ALU: count[v] = 1 + sum(count.get(s, 0) for s in v.src)
-    elif v.op is Ops.REDUCE_AXIS:
-      count[v], over_reduce = sum(count.get(s, 0) for s in v.src) * ((_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1)), True
-    else: count[v] = sum(count.get(s, 0) for s in v.src)
-  return region, (inputs, count[u], over_reduce or not floats)
+class FusedCosts:
+  """what evaluating one element of a node inside a kernel (its fused subgraph, down to realized nodes) costs: whether it reads several
+  inputs, its ALU ops, and whether it is no matmul operand: a node over a reduce is a row chain's (softmax's exp(x - max), a variance's
+  mean), which row_fusion decides; one that reads no float data is index math (a one-hot gather's mask over its ids), which codegen turns
+  into an address, and as a buffer it is a real matmul. Each node's costs come from its sources' (a walk per node down its whole subgraph
+  was quadratic in depth: an unrolled LSTM's gradient asks for every node of its chains, T=32 walked 10M nodes, 57 s). Kept across the
+  rounds of create_schedule's loop: a new stop changes the costs of the nodes above it, up to the stops, and only those are forgotten"""
+  def __init__(self, sink:UOp):
+    # every node's users, for the walks up from a node
+    self.users: dict[UOp, list[UOp]] = {}
+    for u in sink.toposort():
+      for s in dict.fromkeys(u.src): self.users.setdefault(s, []).append(u)
+    self.stops: set[UOp] = set()  # the realized nodes, as of the last advance
+    self.got: dict[UOp, tuple[tuple[UOp, ...], int, bool, bool]] = {}  # up to two of its inputs, ops, over a reduce, reads floats
 
-def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None], memo:RegionMemo) -> dict[UOp, None]:
+  def advance(self, stop:dict[UOp, None]):
+    """a new round: forget the costs that its new stops change"""
+    if not (new := stop.keys() - self.stops): return
+    self.stops |= new
+    todo = list(new)
+    while todo:
+      for w in self.users.get(todo.pop(), ()):
+        # a stop's users read its buffer, not what is below it; a user already forgotten had its users forgotten with it
+        if self.got.pop(w, None) is not None and w not in self.stops: todo.append(w)
+
+  def get(self, u:UOp) -> tuple[bool, int, bool]:
+    got, leaf = self.got, lambda w: w is not u and (w in self.stops or w.op is Ops.BUFFER)
+    if u not in got:
+      for v in u.toposort(lambda w: w is u or not (leaf(w) or w in got)):
+        if v in got or leaf(v): continue
+        ins, ops, over_reduce, floats = (), 0, v.op is Ops.REDUCE_AXIS, False
+        for s in v.src:  # a source read twice (x * x) counts twice: the kernel evaluates it twice
+          s_ins, s_ops, s_reduce, s_floats = ((s,), 1, False, dtypes.is_float(s.dtype)) if leaf(s) else got[s]
+          ins, ops, over_reduce, floats = tuple(dict.fromkeys(ins + s_ins))[:2], ops + s_ops, over_reduce or s_reduce, floats or s_floats
+        if v.op in GroupOp.ALU: ops += 1
+        elif v.op is Ops.REDUCE_AXIS: ops *= (_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1)
+        got[v] = (ins, ops, over_reduce, floats)
+    ins, ops, over_reduce, floats = got[u]
+    return len(ins) > 1, ops, over_reduce or not floats
+
+  def nested(self, nodes:dict[UOp, None]) -> set[UOp]:
+    """the nodes inside another one's fused subgraph: a walk up from each through its users, to the stops (a round's nodes lie just
+    below what earlier rounds realized, and a walk down from them went through the rest of a deep chain every round)"""
+    ret: set[UOp] = set()
+    for u in nodes:
+      todo, seen = [u], set()
+      while todo and u not in ret:
+        for w in self.users.get(todo.pop(), ()):
+          if w in seen: continue
+          seen.add(w)
+          if w in nodes:
+            ret.add(u)
+            break
+          if w not in self.stops and w.op is not Ops.BUFFER: todo.append(w)
+    return ret
+
+def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None], costs:FusedCosts) -> dict[UOp, None]:
   """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
   of a convolution's gradient read by the weight- and the input-gradient kernels once per weight tap), where recomputing in every
   kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
@@ -309,22 +348,23 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
   (`body`), of at least OPERAND_OPS ops: computed in the matmul's kernel (a layernorm's (x - mean) * rstd * w + b before a Linear), it
   is recomputed for every tile of output columns, and the register tile loads a computed value, not a packed panel (a small GPT's qkv
   projection: 21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8)"""
+  costs.advance(stop)
   ret: dict[UOp, None] = {}
   for u, per_root in evals.items():
     if (n := _numel(u)) is None: continue
     if not any(e > n for e in per_root.values()):
-      if len(per_root) > 1 and memo.get(("costs", u), lambda: _fused_costs(u, stop))[1] >= CHAIN_OPS: ret[u] = None
+      if len(per_root) > 1 and costs.get(u)[1] >= CHAIN_OPS: ret[u] = None
       continue
     operand = body.get(u, 0) >= n * OPERAND_REUSE
     if len(per_root) == 1 and not operand: continue
-    loads, ops, not_an_operand = memo.get(("costs", u), lambda: _fused_costs(u, stop))
+    several, ops, not_an_operand = costs.get(u)
     reads = sum(per_root.values())
     # a matmul's operand is recomputed even with one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a
     # Linear, read by the forward's matmul alone, or also by the backward's GELU')
     operand = operand and ops >= OPERAND_OPS and not not_an_operand
-    if (operand or (len(per_root) > 1 and loads > 1)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
+    if (operand or (len(per_root) > 1 and several)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
-  inner = set().union(*[memo.region(("costs", u)).keys() - {u} for u in ret])
+  inner = costs.nested(ret)
   return {u: None for u in ret if u not in inner}
 
 def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp, None]:
@@ -388,7 +428,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # reduces: realize the ones shared by several kernels and the ones broadcast back (recomputing them would be O(n^2)), except a chain of
   # row reductions its one reader keeps in its kernel (row_fusion.py), decided once the rest is settled; then elementwise nodes that
   # several kernels would recompute at a higher cost than a buffer's
-  memo, reach = RegionMemo(), ReduceReach()
+  memo, reach, costs = RegionMemo(), ReduceReach(), FusedCosts(sink)
   trips = LoopTrips(memo)
   while True:
     bcast, reached = reach.update(want | stored, want)
@@ -408,7 +448,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
         if not (outs := chain_outputs(root, mine, evals, want)) and fused_rows(root, mine, want): continue
         extra |= outs or inner_reduces(mine, want) or dict.fromkeys(mine)
     if not (extra.keys() - want.keys()): extra = _sibling_products(reached, want)
-    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want, memo)
+    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want, costs)
     if not (extra.keys() - want.keys()): break
     want |= extra
   items: list[ExecItem] = []
