@@ -101,6 +101,21 @@ def test_a_changed_contextvar_misses():
   run()
   assert cache.stats == {"hits": 3, "misses": 2}
 
+def test_a_new_contextvar_at_its_initial_value_still_hits():
+  # a module imported on a program's first realize makes ContextVars of its own: with them in the key, the second realize of every graph
+  # scheduled again (an LSTM's gradient: seconds), where nothing that steers scheduling had changed
+  from tinygrad.helpers import ContextVar
+  x = rand(8, 4)
+  run = lambda: np.testing.assert_allclose((Tensor(x) * 3).sum(0).numpy(), (x * 3).sum(0), rtol=1e-5)
+  run()
+  knob = ContextVar(f"_TEST_KNOB_{id(x)}", 0)
+  run()
+  assert cache.stats == {"hits": 1, "misses": 1}
+  with Context(**{knob.key: 1}): run()  # set, it is part of the key
+  assert cache.stats == {"hits": 1, "misses": 2}
+  run()
+  assert cache.stats == {"hits": 2, "misses": 2}
+
 def test_buffers_that_swap_places_between_hits():
   # a buffer keeps the hole it last became: the same two buffers in the other order (one structure: holes go by position) must still
   # read each its own data

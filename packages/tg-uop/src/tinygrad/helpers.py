@@ -27,15 +27,18 @@ class ContextVar:
   def __init__(self, key:str, default:Any):
     if key in ContextVar._cache: raise RuntimeError(f"ContextVar {key} already exists")
     self.key, self.value = key, getenv(key, default)
+    self.initial = self.value
     ContextVar._cache[key] = self
   def __setattr__(self, k:str, v:Any):
     object.__setattr__(self, k, v)
     ContextVar._version += 1
   @staticmethod
   def snapshot() -> tuple:
-    """every ContextVar's (key, value), as one hashable tuple: the part of a cache key that says which knobs were set"""
+    """the (key, value) of every ContextVar set to other than its initial value, as one hashable tuple: the part of a cache key that says
+    which knobs were set. Those at their initial value are left out: a module imported on a program's first realize makes new ones
+    (_SWITCH_MODULES), and with them in, the second realize of every graph missed the schedule cache (an LSTM's gradient: seconds)"""
     if ContextVar._snapshot[0] != ContextVar._version:
-      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items()), None)
+      ContextVar._snapshot = (ContextVar._version, tuple((k, v.value) for k, v in ContextVar._cache.items() if v.value != v.initial), None)
     return ContextVar._snapshot[1]
   @staticmethod
   def snapshot_id() -> int:
