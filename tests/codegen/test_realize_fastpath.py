@@ -23,7 +23,7 @@ def test_an_unhashable_knob_schedules_without_the_cache():
   x = rand(8)
   try:
     knob.value = [1, 2]  # a list: no hash, so no key
-    assert len(ContextVar.snapshot()) == len(ContextVar._cache)  # the snapshot itself still works
+    assert (knob.key, [1, 2]) in ContextVar.snapshot()  # the snapshot itself still works
     with pytest.raises(TypeError): ContextVar.snapshot_id()
     for _ in range(2): np.testing.assert_allclose((Tensor(x) * 2).sum().numpy(), (x * 2).sum(), rtol=1e-6)
     assert cache.stats == {"hits": 0, "misses": 0}
