@@ -99,6 +99,19 @@ def test_bitonic_network_matches_stable_argsort(monkeypatch):
   np.testing.assert_array_equal(v.numpy(), ints[want])
   assert v.dtype is dtypes.int64 and i.dtype is dtypes.int32
 
+@pytest.mark.parametrize("bitonic_min", [2048, 4], ids=["rank", "network"])
+def test_float64_sort_keeps_negative_zero(monkeypatch, bitonic_min):
+  """a 64-bit row's -0.0 came back as 0.0: the rank sort picks values by a one-hot sum (-0.0 + 0.0), and the network lost it past 32
+  elements too; both now carry a float's bits"""
+  import tinygrad.mixin.sorting as sorting
+  monkeypatch.setattr(sorting, "BITONIC_MIN", bitonic_min)
+  a = np.tile([[1.0, -0.0, 0.0, -0.0, -1.0, np.nan, -0.0], [-0.0, 2.0, -0.0, 0.0, 0.0, -0.0, -3.0]], 6)  # 42: past 32, a padded row
+  for desc in (False, True):
+    want = np.argsort(np.where(np.isnan(a), -np.inf, -a) if desc else a, axis=1, kind="stable")
+    v, i = Tensor(a).sort(dim=1, descending=desc)
+    np.testing.assert_array_equal(i.numpy(), want)
+    np.testing.assert_array_equal(np.signbit(v.numpy()), np.signbit(np.take_along_axis(a, want, 1)))
+
 # *** long axes: scans in blocks, sorts by packed keys (a bitonic network past PACKED_BITONIC_MIN), topk by group minimums ***
 
 def _stable_order(a:np.ndarray, descending:bool) -> np.ndarray:
@@ -330,10 +343,11 @@ def test_sort_gradient_float64_pairs():
   np.testing.assert_array_equal(got, _pick_gradient(indices.numpy(), w, 1, 30))
 
 @pytest.mark.parametrize("knob, value", [("RANK_BLOCK", 2), ("RANK_BLOCK", 8), ("RANK_BLOCK", 64), ("MERGE_TAIL", 1), ("MERGE_TAIL", 4),
-                                          ("MERGE_TAIL", 64)], ids=str)
+                                          ("MERGE_TAIL", 64), ("STAGES_PER_KERNEL", 1), ("STAGES_PER_KERNEL", 3)], ids=str)
 def test_network_kernels(monkeypatch, knob, value):
-  """the network's first stages as a rank sort of blocks (any block size), a merge's last stages in one kernel (any tail: none, the whole
-  merge); a padded row, ties and NaN in every kernel's part of it"""
+  """the network's first stages as a rank sort of blocks (any block size), a merge's stages within a row in one kernel (any row: 2 keys,
+  one stage, up to the block), the others any number to a kernel (a merge's last kernel runs short); a padded row, ties and NaN in every
+  kernel's part of it"""
   import tinygrad.mixin.sorting as sorting
   monkeypatch.setattr(sorting, knob, value)
   monkeypatch.setattr(sorting, "PACKED_RANK_MAX_COMPARES", 0)

@@ -4,13 +4,16 @@ everything, -0.0 equal to 0.0 but marked), in the high half of an int64 whose lo
 one compare of two int64 settles value, NaN, padding and stability at once, and the key gives back both the value and its index.
 Short rows, or few rows in all: each key's rank is how many keys are below it, and output position r picks the key of rank r (O(n^2)
 compares, two kernels). Long rows: a bitonic network over the keys padded to a power of two (O(n log^2 n) compares), its first stages
-a rank sort of blocks of RANK_BLOCK keys, then two stages per kernel, the last ones fused into the kernels that unpack the keys.
+a rank sort of blocks of RANK_BLOCK keys. The row is rows of 2*MERGE_TAIL keys: a merge's stages across rows go two to a kernel, each
+reading its partners' rows by a gather, and its stages within a row are one kernel. How far apart a stage's partners are is data (a
+one-element buffer), so every merge runs the same few compiled programs.
 topk with a small k selects instead: the least key of each group of g, the k groups with the least of those (found the same way) hold the
 k smallest keys, and ranking their k*g keys picks them (a pass over the row, then work on rows g times shorter). A larger k, a small share
 of a long row, finds the k-th key's value a digit at a time (a radix select: a counting pass over the row per digit), and the k keys at
 most it are gathered into a row of k by a running count and sorted.
 A value unpacked from a key is bits autograd cannot follow: its gradient goes back to the element its index names (a custom gradient, a
-scatter of the incoming one). 64-bit dtypes sort (value, index) pairs by the same two schemes with the comparisons spelled out.
+scatter of the incoming one). 64-bit dtypes rank (value, index) pairs with the comparisons spelled out, or sort (order, index) pairs by
+the same network, the order an int64 whose order is the sort's.
 A class using it provides the elementwise, movement, reduce, scan and select mixins."""
 from __future__ import annotations
 import math, operator
@@ -18,21 +21,23 @@ from tinygrad.uop import Ops
 from tinygrad.dtype import dtypes
 from tinygrad.helpers import prod
 
-# (value, index) pairs: rows longer than this use the bitonic network. Each of its stages is a kernel of its own to compile, so below
-# this the single O(n^2) kernel costs less in all
+# 64-bit dtypes: rows longer than this use the bitonic network, shorter ones the O(n^2) rank sort (one kernel to rank, one to pick) where
+# the network is ~log2(n)^2/4 kernels, a few programs but each kernel ~0.1 s to schedule on a first sort. float64, best warm ms network /
+# rank (a busy 2-core machine): 1x2048 82 / 5 (first sort 6.7 / 0.9 s), 1x4096 70 / 26, 16x4096 183 / 196, 1x16384 134 / 179
 BITONIC_MIN = 2048
 # the same for packed keys: rank over the row (n compares per element, two kernels) against the network's ~log2(n)^2/4 kernels, each
-# a pass over 8-byte keys. The network won from n=64 up (kernel time, 16384x64: 16 against 30 ms; 4096x256: 30 against 139 ms)
+# a pass over 8-byte keys. The network won from n=64 up (kernel time, 16384x64: 16 against 34 ms; 4096x256: 17 against 79 ms)
 PACKED_BITONIC_MIN = 32
-# ... unless the whole rank sort is this few compares: the network's graph is ~log2(n)^2/2 stages of python to build. Eager sorts, best
-# ms network / rank: 16x128 2.7 / 0.9, 64x256 4.0 / 1.5, 16x512 5.1 / 1.5 (4M compares), 64x512 5.5 / 3.2 and 4096x64 4.6 / 5.3 (16M)
+# ... unless the whole rank sort is this few compares: the network's graph is ~log2(n)^2/4 kernels of python to build and schedule.
+# Eager sorts, best ms network / rank (a busy 2-core machine): 16x128 5.0 / 1.7, 64x256 7.7 / 3.4, 16x512 11.1 / 4.7 (4M compares),
+# 64x512 11.3 / 7.8 and 4096x64 8.1 / 10.8 (16M)
 PACKED_RANK_MAX_COMPARES = 1 << 23
-# network stages per kernel: a fused stage doubles the keys each output reads. Two: 41 kernels and 47-57 ms at 256x4096, one: 80 and
-# 99 ms, three: 28 and 80 ms (the compares outgrow the saved passes)
+# the network's stages across rows per kernel: a fused stage doubles the rows each output reads (a gather each). Kernel time, 256x4096:
+# two 39-52 ms, one 53-57, three 45-66; 1x1M: two 165, one 245, three 200 (the compares and loads outgrow the saved passes)
 STAGES_PER_KERNEL = 2
-# a merge's last stages, partners at most this far apart, share one kernel (the stage before them ends one): each block of 2*MERGE_TAIL
-# keys merges from its own loads, which the block's outputs share. 256x4096: 35 kernels -> 29, CPU time 42 -> 38 ms (a tail of 4: 37 -> 35,
-# of 16: 40 -> 37)
+# a merge's last stages, partners at most this far apart (within a row of 2*MERGE_TAIL keys), are one kernel: each row merges from its
+# own loads, which its outputs share, with no gather. Kernel time 1x1M: 8 90-100 ms, 16 104, 4 118; 256x4096: 8 39-52, 16 36, 4 39, 1
+# (one stage) 73
 MERGE_TAIL = 8
 # the network's first stages (blocks of this many keys) as a rank sort per block: b compares per key in one pass and a pick of b in a
 # second, against log2(b)*(log2(b)+1)/2 stages
@@ -52,7 +57,7 @@ SCATTER_PARTS = 16
 # sort: 1x65536 k=4096 32/43, k=8192 62/52; 64x4096 k=256 15/38, k=512 32/31; 1024x4096 k=1024 103/409, k=2048 274/239; 1x1M k=262144
 # 106/338, 16x65536 k=16384 68/184
 DIGITS_MAX_SHARE, DIGITS_MAX_SHARE_MANY, DIGITS_MANY = 1 / 16, 1 / 4, 1 << 20
-_I32_MAX, _I32_MIN, _I64_MAX = 2**31 - 1, -2**31, 2**63 - 1
+_I32_MAX, _I32_MIN, _I64_MAX, _I64_MIN = 2**31 - 1, -2**31, 2**63 - 1, -2**63
 
 class SortingMixin:
   def sort(self, dim:int=-1, descending:bool=False) -> tuple:
@@ -62,9 +67,8 @@ class SortingMixin:
     self._int_axes("sort", (dim,))
     x = self.transpose(dim, -1)._computed_once()
     if x._packs(): values, indices = x._picked(*x._unpack_keys(x.detach()._sort_keys(descending)._sorted_keys(), descending))
-    # the network's values take their gradient as a pick's too: through its ~log2(n)^2/2 where/cat stages, autograd took minutes
-    elif x.shape[-1] > BITONIC_MIN: values, indices = x._picked(*x.detach()._bitonic_sort(descending))
-    else: values, indices = x._rank_sort(descending)
+    # the 64-bit sorts' values take their gradient as a pick's too: they come back as bits (-0.0 is kept so)
+    else: values, indices = x._picked(*(x.detach()._bitonic_sort if x.shape[-1] > BITONIC_MIN else x.detach()._rank_sort)(descending))
     return values.transpose(dim, -1), indices.transpose(dim, -1)
   def _computed_once(self):
     """self stored before it is compared: every kernel of a sort reads an element several times (a rank compares each with all of its
@@ -131,35 +135,66 @@ class SortingMixin:
     if not isinstance(rows, int) or not self._sorts_by_network(): return False
     return k <= n * (DIGITS_MAX_SHARE_MANY if rows * n >= DIGITS_MANY else DIGITS_MAX_SHARE)
   def _bitonic_keys(self):
-    """a bitonic network over unique int64 keys padded to a power of two (padding: distinct keys above every real one, last). Its first
-    stages, which sort blocks of RANK_BLOCK keys, are a rank sort of each block instead (odd blocks descending, as the network leaves
-    them): two passes over the row where the network's stages take one per STAGES_PER_KERNEL"""
+    """unique int64 keys sorted ascending along the last axis by the bitonic network (_network), padded to a power of two with distinct
+    keys above every real one (last). Its first stages, which sort blocks of RANK_BLOCK keys, are a rank sort of each block instead: two
+    passes over the row where the network's take log2(b)*(log2(b)+1)/2 stages"""
     n, lead = self.shape[-1], tuple(self.shape[:-1])
     p = 1 << (n - 1).bit_length()
     keys = self.cat((self._arange(p - n, dtypes.int64) + (_I64_MAX - (p - n) + 1)).expand(lead + (p - n,)), dim=-1) if p != n else self
     b = min(p, RANK_BLOCK)
     blocks = keys.contiguous().reshape(lead + (p // b, b))  # stored: each key is compared with all of its block
     rank = (blocks.unsqueeze(-2) < blocks.unsqueeze(-1)).sum(-1, dtype=dtypes.int32)  # (..., p/b, b): keys below each in its block
-    if b < p: rank = (self._arange(p // b, dtypes.int32) % 2).eq(1).reshape(p // b, 1).where(b - 1 - rank, rank)
     keys = blocks.unsqueeze(-1)._pick(rank.contiguous()._one_hot_at(b, len(lead) + 2), -2).reshape(lead + (p,)).contiguous()
-    second = self._scalar_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),))  # [False, True] along a size-2 axis
-    pair, block = second.reshape(2, 1), second.reshape(2, 1, 1, 1)  # the partner's axis, and the axis of the block's direction
-    stages = [(k, k >> i) for k in (1 << e for e in range(b.bit_length(), p.bit_length())) for i in range(1, k.bit_length())]
-    pending = 0
-    for done, (k, j) in enumerate(stages, 1):
-      # partners i and i^j on a size-2 axis (..., 2, j); a block of k sorts down when bit k of i is set: the size-2 axis before them
-      shape = lead + ((p // (2*k), 2, k // (2*j), 2, j) if k < p else (k // (2*j), 2, j))
-      v, keep = keys.reshape(shape), tuple((0, s) for s in shape[:-2])
-      lo, hi = v.shrink(keep + ((0, 1), (0, j))), v.shrink(keep + ((1, 2), (0, j)))
-      swap = lo > hi
-      if k < p: swap = swap != block
-      keys = (swap != pair).where(hi, lo)
-      # stored in the stage's own shape: the kernel walks (groups, 2, j) and reads both partners without index arithmetic
-      pending += 1
-      if done != len(stages) and (j == 1 or j == 2 * MERGE_TAIL or (j > MERGE_TAIL and pending == STAGES_PER_KERNEL)):
-        keys, pending = keys.contiguous(), 0
-      keys = keys.reshape(lead + (p,))
+    keys = self._network(keys, b, lambda x, y: x < y)
     return keys.shrink(tuple((0, s) for s in lead) + ((0, n),))
+  def _network(self, x, run:int, before):
+    """x (..., p), p a power of two, sorted along the last axis by a bitonic network from runs of `run` elements sorted already, where
+    before(a, b) says element a goes first (never both ways). A merge of two runs of k/2 is log2(k) stages of compare-exchanges: the first
+    pairs element i with i ^ (k-1), its mirror image in the other run, the next ones i with i ^ j for j = k/4 .. 1, and the lower position
+    takes the element that goes first (every run ascends, so no stage has a direction). The row is rows of t = 2*MERGE_TAIL elements (at
+    most `run`): a merge's stages within a row (j < t) are one kernel (the tail), partners on a size-2 axis of a reshape; the others are
+    STAGES_PER_KERNEL to a kernel, which reads for row h the rows h ^ (j/t) by a gather (an indexed load, codegen/onehot_gather.py). How
+    many rows apart is data: a one-element buffer that kernel reads and the next one's is made from, so every merge is the same few
+    programs, compiled once (a bound Variable would do, but it takes one value per realize and a sort is one graph). One distinct program
+    per stage made a first sort of a million floats compile ~90 kernels, 18 s"""
+    lead, p = tuple(x.shape[:-1]), x.shape[-1]
+    if run >= p: return x
+    t = min(2 * MERGE_TAIL, run)
+    rows = p // t
+    h = self._arange(rows, dtypes.int64).reshape(rows, 1)
+    out, read = h.reshape(rows, 1, 1), h.reshape(1, rows, 1)  # a gather's one-hot (h, r, 1): the row h written, the row r read
+    def stages(x, q, mirror:bool):
+      """STAGES_PER_KERNEL stages, the first q rows apart (its partner the mirror image if asked), each next one half as far (0: none)"""
+      qs = [q] + [q // (1 << s) for s in range(1, STAGES_PER_KERNEL)]
+      view = x.reshape(lead + (1, rows, t))
+      # row h ends with elements of rows h ^ (the distances of some of the stages): c's bit s says whether stage s's is one of them
+      at = {0: out}
+      for s, m in enumerate([q * 2 - 1 if mirror else q] + qs[1:]): at |= {c | 1 << s: r ^ m for c, r in at.items()}
+      vals = {c: (r % rows).eq(read).where(view, 0).sum(-2, dtype=x.dtype) for c, r in at.items() if c}  # % rows: in bounds, no guard
+      vals[0] = x.reshape(lead + (rows, t))
+      if mirror and t > 1: vals = {c: v.flip(-1) if c & 1 else v for c, v in vals.items()}
+      for s in range(STAGES_PER_KERNEL):
+        later = (h & qs[s]).ne(0)  # the upper of the two positions takes the element that goes last
+        vals = {c: _compare_exchange(vals[c], vals[c | 1 << s], before, later) for c in vals if not c >> s & 1}
+      return vals[0].reshape(lead + (p,)).contiguous()
+    pair = self._scalar_like(True, dtypes.bool).reshape((1,))._pad(((1, 0),)).reshape(2, 1)  # [False, True] on the partners' axis
+    def tail(x):
+      for j in (t >> i for i in range(1, t.bit_length())):
+        shape = lead + (p // (2*j), 2, j)  # partners i and i ^ j on a size-2 axis
+        keep = tuple((0, s) for s in shape[:-2])
+        lo, hi = (x.reshape(shape).shrink(keep + ((i, i + 1), (0, j))) for i in (0, 1))
+        x = _compare_exchange(lo, hi, before, pair)
+      return x.reshape(lead + (p,)).contiguous()
+    first = self._scalar_like(run // t, dtypes.int64).reshape((1,)).contiguous()  # the first merge's mirror: run elements, run/t rows
+    k = 2 * run // t
+    while k <= rows:  # a merge into runs of k rows
+      q = first
+      for s in range(0, across := k.bit_length() - 1, STAGES_PER_KERNEL):
+        x = stages(x, q, s == 0)
+        if s + STAGES_PER_KERNEL < across: q = (q // (1 << STAGES_PER_KERNEL)).contiguous()
+      if t > 1: x = tail(x)
+      if (k := k * 2) <= rows: first = (first * 2).contiguous()
+    return x
   def _smallest_keys(self, k:int, stride:int=1, elements=None, descending:bool=False):
     """the k smallest unique int64 keys of the last axis, ascending. Cut into groups of g keys, a row's k smallest keys lie in the k groups
     whose minimums are the k smallest minimums: those k minimums are k keys at most the k-th of them, and a group whose minimum is above
@@ -272,40 +307,33 @@ class SortingMixin:
       less, tie = less | ((nb & na.logical_not()) if descending else (na & nb.logical_not())), tie | (na & nb)
     rank = (less | (tie & earlier)).sum(-1)  # (..., n): where element i goes
     onehot = rank._one_hot_at(n, len(rank.shape))  # (..., i, r)
-    return self.unsqueeze(-1)._pick(onehot, -2), pos.reshape(n, 1)._pick(onehot, -2).cast(dtypes.int32)
-  def _before(self, idx, other, other_idx, n:int, descending:bool):
-    """whether (self, idx) sorts before (other, other_idx): real elements before padding (index >= n), then NaN last (first when
-    descending), then by value, then by original index (stability)"""
-    pad, other_pad = idx >= n, other_idx >= n
-    by_value = (self > other) if descending else (self < other)
-    same = self.eq(other)
-    if dtypes.is_float(self.dtype):
-      nan, other_nan = self.isnan(), other.isnan()
-      same = same | (nan & other_nan)
-      by_value = (nan != other_nan).where(nan if descending else other_nan, by_value)
-    return (pad != other_pad).where(other_pad, same.where(idx < other_idx, by_value))
+    # a float is picked as its bits: the pick is a sum, which made -0.0 0.0
+    bits = self.bitcast(_same_size_int(self.dtype)) if dtypes.is_float(self.dtype) else self
+    values = bits.unsqueeze(-1)._pick(onehot, -2)
+    return values.bitcast(self.dtype) if bits is not self else values, pos.reshape(n, 1)._pick(onehot, -2).cast(dtypes.int32)
   def _bitonic_sort(self, descending:bool) -> tuple:
-    """(values, int32 indices) of the last axis sorted by a bitonic network"""
-    n = self.shape[-1]
-    p, lead = 1 << (n - 1).bit_length(), tuple(self.shape[:-1])
-    vals = self.pad(((0, 0),)*len(lead) + ((0, p - n),))
-    idx = self._arange(p, dtypes.int32).reshape((1,)*len(lead) + (p,)).expand(lead + (p,))
-    k = 2
-    while k <= p:
-      j = k // 2
-      while j >= 1:
-        # partners i and i^j sit on a size-2 axis: (..., p/2j, 2, j); a block of k sorts up when bit k of i is clear
-        shape = lead + (p // (2*j), 2, j)
-        v, ix = vals.reshape(shape), idx.reshape(shape)
-        lo, hi, ilo, ihi = v[..., 0:1, :], v[..., 1:2, :], ix[..., 0:1, :], ix[..., 1:2, :]
-        up = (self._arange(p // (2*j), dtypes.int32) // (k // (2*j)) % 2).eq(0).reshape((p // (2*j), 1, 1))
-        swap = lo._before(ilo, hi, ihi, n, descending) != up
-        vals = swap.where(hi, lo).cat(swap.where(lo, hi), dim=-2).reshape(lead + (p,)).contiguous()
-        idx = swap.where(ihi, ilo).cat(swap.where(ilo, ihi), dim=-2).reshape(lead + (p,)).contiguous()
-        j //= 2
-      k *= 2
-    keep = (None,)*len(lead) + ((0, n),)
-    return vals.shrink(keep), idx.shrink(keep)
+    """(values, int32 indices) of the last axis sorted by the bitonic network (_network) on (order, index) pairs, order an int64 whose
+    order is the sort's (as _order's, in 64 bits), padded to a power of two with pairs above every real one. A pair is one tensor, order
+    and index on a leading axis of 2: as two, each kernel wrote one from the same compare, which the scheduler stored as a third"""
+    n, lead, dt = self.shape[-1], tuple(self.shape[:-1]), self.dtype
+    p = 1 << (n - 1).bit_length()
+    bits = self if dt is dtypes.int64 else self.bitcast(dtypes.int64)
+    if dtypes.is_float(dt):
+      o = self.isnan().where(_I64_MAX, self.eq(0).where(0, bits))  # every NaN above +inf, -0.0 with 0.0
+      o = (o < 0).where(o ^ _I64_MAX, o)  # negative floats' bits run backwards: flip all but the sign
+    else: o = bits ^ _I64_MIN if dt is dtypes.uint64 else bits
+    o = (~o if descending else o).pad(((0, 0),)*len(lead) + ((0, p - n),), value=_I64_MAX)
+    idx = self._arange(p, dtypes.int64).reshape((1,)*len(lead) + (p,)).expand(lead + (p,))
+    def parts(x): return tuple(x.shrink(((i, i + 1),) + tuple((0, s) for s in x.shape[1:])) for i in (0, 1))
+    def before(x, y):
+      (xo, xi), (yo, yi) = parts(x), parts(y)
+      return (xo < yo) | (xo.eq(yo) & (xi < yi))
+    # stored first: the network's first kernel then is the program all its others are
+    pairs = self._network(o.unsqueeze(0).cat(idx.unsqueeze(0), dim=0).contiguous(), 1, before)
+    idx = parts(pairs)[1].reshape(lead + (p,)).shrink((None,)*len(lead) + ((0, n),)).cast(dtypes.int32)
+    # the values gathered as bits: a gather is a one-hot sum, which could make -0.0 0.0
+    values = bits.unsqueeze(-2)._pick(idx._one_hot_at(n, len(lead) + 1), -1)
+    return (values if dt is dtypes.int64 else values.bitcast(dt)), idx
   def argsort(self, dim:int=-1, descending:bool=False): return self.sort(dim, descending)[1]
   def topk(self, k:int, dim:int=-1, largest:bool=True, sorted_:bool=True) -> tuple:
     """(values, indices) of the k largest (or smallest) elements along dim, in sorted order; ties: the lower index first"""
@@ -325,13 +353,17 @@ class SortingMixin:
     values, indices = x._picked(*x._unpack_keys(keys, largest))
     return values.transpose(dim, -1), indices.transpose(dim, -1)
 
+def _compare_exchange(x, y, before, later):
+  """x, or y where y goes first and `later` is False or x goes first and it is True (before: the network's)"""
+  return (before(y, x) != later).where(y, x)
+
 def _int_arg(x, what:str) -> int:
   """x as a python int (a numpy int too, as torch takes it); a float or anything else is a TypeError, as in torch"""
   try: return operator.index(x)
   except TypeError: raise TypeError(f"{what} must be an int, got {type(x).__name__} {x!r}") from None
 
 def _same_size_int(dt):
-  return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32}[dt.itemsize]
+  return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[dt.itemsize]
 
 def _group_size(k:int) -> int:
   """keys per group of topk's selection: the k*g candidates are ranked in (k*g)^2 compares per row, k*g at most SELECT_CANDIDATES where
