@@ -1,7 +1,7 @@
 """The scheduler's cost of recomputing a node (rangeify.FusedCosts) takes time linear in the graph: every node of a deep elementwise
 chain read by several kernels (an unrolled LSTM's cell state, forward and backward) asks for its costs, and a walk per node down to the
 realized nodes went through the rest of the chain each time (T=32: 10M nodes walked, a minute to schedule)."""
-import collections, numpy as np, torch
+import collections, numpy as np, pytest
 from tinygrad import Tensor
 from tinygrad.dtype import dtypes
 from tinygrad.uop import Ops, GroupOp
@@ -98,6 +98,7 @@ def test_unrolled_lstm_gradient():
   T, B, H = 3, 3, 4
   xs, wx, wh = (rng.standard_normal(s, dtype=np.float32) * 0.5 for s in ((T, B, H), (H, 4 * H), (H, 4 * H)))
   got = [g.numpy() for g in _lstm(T, B, H, xs, wx, wh)]
+  torch = pytest.importorskip("torch")  # the oracle; the scaling tests above need none
   pwx, pwh = torch.tensor(wx, requires_grad=True), torch.tensor(wh, requires_grad=True)
   h = c = torch.zeros(B, H)
   for t in range(T):
