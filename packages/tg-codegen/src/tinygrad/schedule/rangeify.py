@@ -517,10 +517,8 @@ def _assign_kernel(store:UOp, realized:dict[UOp, UOp], var_vals:dict[str, int]) 
   target, value = store.src[0], store.src[1]
   if (r := byte_range(target, realized)) is not None and r[1] % VIEW_ALIGN == 0 and Device[r[0].arg.device].allocator.views_at(r[1]) and \
      (r[1] or _numel(target) != r[0].arg.shape[0] or target.dtype is not r[0].dtype):  # a whole buffer is written as it is
-    view = UOp.new_buffer(r[0].arg.device, _numel(target) or 1, target.dtype)
-    ast, kctx = build_kernel(value, view, realized, assign=True)
-    if r[0] not in kctx.inputs:
-      return [ExecItem("view", None, [view, r[0]], offset=r[1]), _kernel_item(ast, [view] + [b for b in kctx.inputs if b is not view], var_vals)]
+    view_item, kernel, reads = _into_view(value, r[0], r[1], target.dtype, _numel(target) or 1, realized, var_vals)
+    if r[0] not in reads: return [view_item, kernel]
   ast, kctx = build_kernel(value, target, realized, assign=True)
   return [_kernel_item(ast, [target.base] + [b for b in kctx.inputs if b is not target.base], var_vals)]
 
@@ -545,13 +543,16 @@ def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dic
 def _computed_by_pieces(u:UOp, pieces:list[tuple[UOp, int]], realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
   """a new buffer for the cat u, with a kernel per piece that computes it into a view of the buffer (schedule/cat_pieces.py)"""
   out = UOp.new_buffer(u.device, _numel(u), u.dtype)
-  for piece, start in pieces:
-    view = UOp.new_buffer(u.device, prod(piece.shape), u.dtype)
-    items.append(ExecItem("view", None, [view, out], offset=start * u.dtype.itemsize))
-    # as an assign's value: a piece realized on its own is read from its buffer
-    ast, kctx = build_kernel(piece, view, realized, assign=True)
-    items.append(_kernel_item(ast, [view] + [b for b in kctx.inputs if b is not view], var_vals))
+  for piece, start in pieces: items.extend(_into_view(piece, out, start * u.dtype.itemsize, u.dtype, prod(piece.shape), realized, var_vals)[:2])
   return out
+
+def _into_view(value:UOp, buf:UOp, offset:int, dtype, numel:int, realized:dict[UOp, UOp], var_vals:dict[str, int]) -> tuple:
+  """(the view item of `numel` elements of buf from byte `offset`, the kernel computing value into that view, the buffers it reads).
+  value is computed as an assign's: one realized on its own is read from its buffer"""
+  view = UOp.new_buffer(buf.arg.device, numel, dtype)
+  ast, kctx = build_kernel(value, view, realized, assign=True)
+  reads = [b for b in kctx.inputs if b is not view]
+  return ExecItem("view", None, [view, buf], offset=offset), _kernel_item(ast, [view] + reads, var_vals), reads
 
 def _copy_source(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
   """a copy's source as a buffer: a run of one's bytes is a view of it; any other view of part of one (the window of a 1-D sharded
