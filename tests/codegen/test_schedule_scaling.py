@@ -93,18 +93,48 @@ def test_cost_walk_grows_linearly_with_depth(monkeypatch):
   assert k8 == {"E_2_4": 299, "r_2_16": 16, "E_2_16": 8, "r_2_4": 7, "r_4_16": 2}
   assert w8 < 2.5 * w4, (w4, w8)
 
+def _np_lstm_grads(xs, wx, wh):
+  """numpy oracle for _lstm: the forward, then the backward through time by hand (gates in chunk order i, f, g, o)"""
+  def sig(z): return 1 / (1 + np.exp(-z))
+  T, B, H = xs.shape
+  h, c, steps = np.zeros((B, H)), np.zeros((B, H)), []
+  for t in range(T):
+    i, f, g, o = np.split(xs[t] @ wx + h @ wh, 4, axis=1)
+    si, sf, tg, so = sig(i), sig(f), np.tanh(g), sig(o)
+    steps.append((h, c, si, sf, tg, so))
+    c = sf * c + si * tg
+    h = so * np.tanh(c)
+  dwx, dwh, dh, dc = np.zeros_like(wx), np.zeros_like(wh), np.ones((B, H)), np.zeros((B, H))  # d sum(h_T) / d h_T is ones
+  for t in reversed(range(T)):
+    hp, cp, si, sf, tg, so = steps[t]
+    tc = np.tanh(sf * cp + si * tg)
+    dc = dc + dh * so * (1 - tc ** 2)
+    dz = np.concatenate([dc * tg * si * (1 - si), dc * cp * sf * (1 - sf), dc * si * (1 - tg ** 2), dh * tc * so * (1 - so)], axis=1)
+    dwx, dwh = dwx + xs[t].T @ dz, dwh + hp.T @ dz
+    dh, dc = dz @ wh.T, dc * sf
+  return dwx, dwh
+
+def _np_lstm_loss(xs, wx, wh):
+  """sum(h_T), written apart from the oracle's forward, for its finite differences"""
+  h = c = np.zeros(xs.shape[1:])
+  for x in xs:
+    i, f, g, o = np.split(x @ wx + h @ wh, 4, axis=1)
+    c = c / (1 + np.exp(-f)) + np.tanh(g) / (1 + np.exp(-i))
+    h = np.tanh(c) / (1 + np.exp(-o))
+  return h.sum()
+
 def test_unrolled_lstm_gradient():
   rng = np.random.default_rng(0)
   T, B, H = 3, 3, 4
   xs, wx, wh = (rng.standard_normal(s, dtype=np.float32) * 0.5 for s in ((T, B, H), (H, 4 * H), (H, 4 * H)))
   got = [g.numpy() for g in _lstm(T, B, H, xs, wx, wh)]
-  torch = pytest.importorskip("torch")  # the oracle; the scaling tests above need none
-  pwx, pwh = torch.tensor(wx, requires_grad=True), torch.tensor(wh, requires_grad=True)
-  h = c = torch.zeros(B, H)
-  for t in range(T):
-    i, f, g, o = (torch.tensor(xs[t]) @ pwx + h @ pwh).chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-  h.sum().backward()
-  np.testing.assert_allclose(got[0], pwx.grad.numpy(), rtol=1e-4, atol=1e-5)
-  np.testing.assert_allclose(got[1], pwh.grad.numpy(), rtol=1e-4, atol=1e-5)
+  want = _np_lstm_grads(*(a.astype(np.float64) for a in (xs, wx, wh)))
+  np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(got[1], want[1], rtol=1e-4, atol=1e-5)
+  # the oracle's backward against central differences of its loss, on the smallest sizes with every path (2 steps, 2 rows, H=2)
+  sxs, sw = np.random.default_rng(1).standard_normal((2, 2, 2)), np.random.default_rng(2).standard_normal((2, 2, 8))
+  fd, eps = np.zeros_like(sw), 1e-6
+  for idx in np.ndindex(sw.shape):
+    sw[idx] += eps; hi = _np_lstm_loss(sxs, *sw); sw[idx] -= 2 * eps; lo = _np_lstm_loss(sxs, *sw); sw[idx] += eps
+    fd[idx] = (hi - lo) / (2 * eps)
+  np.testing.assert_allclose(np.stack(_np_lstm_grads(sxs, *sw)), fd, rtol=1e-6, atol=1e-8)
