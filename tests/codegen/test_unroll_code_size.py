@@ -1,0 +1,53 @@
+"""A reduce whose loads all stream its innermost axis with stride 1 reads them as whole vectors once unrolled. A register tile of scalar
+lanes on top (lanes along an axis no load walks with stride 1: a layernorm gradient's batch rows, tiled to share the positional table
+they all read) adds a stream and a copy of the unrolled body per lane for a few shared loads: a small GPT's first training step spent
+~2 s per such kernel in lowering and LLVM, for a slower kernel (codegen/opt/heuristic.py, _scalar_tile_pays). Such a tile is kept only
+where it cuts the loads per lane by SCALAR_TILE_GAIN (a product of two row-major operands shares every load).
+Likewise a reduce whose loop runs around other loops (a loss's mean over the rows of a logsumexp) is not unrolled: each lane would be a
+copy of the inner loops (_encloses_loops). Values against numpy."""
+import numpy as np
+import pytest
+from tinygrad import Tensor, Device
+from tinygrad.schedule.rangeify import create_schedule
+from tinygrad.codegen import get_program
+import tinygrad.codegen.lowering as lowering
+
+rng = np.random.default_rng(3)
+
+def _opts_and_size(t:Tensor, monkeypatch) -> tuple[list[str], int]:
+  seen, opt = [], lowering.optimize
+  monkeypatch.setattr(lowering, "optimize", lambda ast, r: seen.append(opt(ast, r)) or seen[-1])
+  (ast,) = [it.ast for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
+  size = len(get_program(ast, Device["CPU"].renderer).uops)
+  return [f"{o.op.name},{o.axis},{o.amt}" for o in seen[0].arg.applied_opts], size
+
+@pytest.mark.parametrize("streams", [1, 3, 6])
+def test_row_streams_sharing_a_table_stay_untiled(monkeypatch, streams):
+  xs = [rng.standard_normal((4, 32, 256)).astype(np.float32) for _ in range(streams)]
+  table = rng.standard_normal((32, 256)).astype(np.float32)  # read by every batch row, as a GPT's positional embedding
+  t = Tensor(table).realize()
+  for x in xs: t = t * Tensor(x).realize()
+  opts, size = _opts_and_size(t.sum(-1), monkeypatch)
+  assert not any(o.startswith("UPCAST") for o in opts), opts
+  assert size < 1500, (opts, size)
+  want = np.prod([x.astype(np.float64) for x in xs], axis=0) * table
+  np.testing.assert_allclose(t.sum(-1).numpy(), want.sum(-1), rtol=1e-4, atol=1e-4)
+
+def test_product_of_row_major_operands_keeps_its_tile(monkeypatch):
+  # a @ b.T with both rows walked with stride 1: each lane of a 2-D tile shares its loads with the rest of its row and column
+  a, b = rng.standard_normal((64, 1, 256)).astype(np.float32), rng.standard_normal((1, 64, 256)).astype(np.float32)
+  t = (Tensor(a).realize() * Tensor(b).realize()).sum(-1)
+  opts, _ = _opts_and_size(t, monkeypatch)
+  assert sum(o.startswith("UPCAST") for o in opts) >= 2, opts
+  np.testing.assert_allclose(t.numpy(), (a.astype(np.float64) * b).sum(-1), rtol=1e-4, atol=1e-4)
+
+def test_mean_over_rows_of_a_logsumexp_unrolls_the_inner_loops_only(monkeypatch):
+  logits, labels = rng.standard_normal((256, 1000)).astype(np.float32), rng.integers(0, 1000, 256)
+  t = Tensor(logits).realize().sparse_categorical_crossentropy(Tensor(labels).realize())
+  seen, opt = [], lowering.optimize
+  monkeypatch.setattr(lowering, "optimize", lambda ast, r: seen.append(opt(ast, r)) or seen[-1])
+  sizes = [len(get_program(it.ast, Device["CPU"].renderer).uops) for it in create_schedule([t.uop])[0] if it.kind == "kernel"]
+  assert max(sizes) < 1500, (sizes, [k.arg.applied_opts for k in seen])
+  x = logits.astype(np.float64)
+  lse = np.log(np.exp(x - x.max(1, keepdims=True)).sum(1)) + x.max(1)
+  np.testing.assert_allclose(t.item(), (lse - x[np.arange(256), labels]).mean(), rtol=1e-5)
