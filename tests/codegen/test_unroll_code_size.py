@@ -2,7 +2,8 @@
 lanes on top (lanes along an axis no load walks with stride 1: a layernorm gradient's batch rows, tiled to share the positional table
 they all read) adds a stream and a copy of the unrolled body per lane for a few shared loads: a small GPT's first training step spent
 ~2 s per such kernel in lowering and LLVM, for a slower kernel (codegen/opt/heuristic.py, _scalar_tile_pays). Such a tile is kept only
-where it cuts the loads per lane by SCALAR_TILE_GAIN (a product of two row-major operands shares every load).
+where it cuts the loads per lane by SCALAR_TILE_GAIN (a product of two row-major operands shares every load) along a row shorter than
+LONG_ROW.
 Likewise a reduce whose loop runs around other loops (a loss's mean over the rows of a logsumexp) is not unrolled: each lane would be a
 copy of the inner loops (_encloses_loops). Values against numpy."""
 import numpy as np
@@ -21,24 +22,31 @@ def _opts_and_size(t:Tensor, monkeypatch) -> tuple[list[str], int]:
   size = len(get_program(ast, Device["CPU"].renderer).uops)
   return [f"{o.op.name},{o.axis},{o.amt}" for o in seen[0].arg.applied_opts], size
 
-@pytest.mark.parametrize("streams", [1, 3, 6])
-def test_row_streams_sharing_a_table_stay_untiled(monkeypatch, streams):
+@pytest.mark.parametrize("streams,row_scale", [(1, False), (3, False), (6, False), (3, True), (6, True)])
+def test_row_streams_sharing_a_table_stay_untiled(monkeypatch, streams, row_scale):
   xs = [rng.standard_normal((4, 32, 256)).astype(np.float32) for _ in range(streams)]
   table = rng.standard_normal((32, 256)).astype(np.float32)  # read by every batch row, as a GPT's positional embedding
+  # a layernorm's weight, which every lane reads, and its 1/std per row, loaded outside the reduce's loop with stride 1 along the rows:
+  # no vector lanes inside that loop
+  scale = rng.standard_normal((4, 32, 1)).astype(np.float32) if row_scale else np.ones((4, 32, 1), np.float32)
+  weight = rng.standard_normal(256).astype(np.float32) if row_scale else np.ones(256, np.float32)
   t = Tensor(table).realize()
   for x in xs: t = t * Tensor(x).realize()
+  if row_scale: t = t * Tensor(weight).realize() * Tensor(scale).realize()
   opts, size = _opts_and_size(t.sum(-1), monkeypatch)
   assert not any(o.startswith("UPCAST") for o in opts), opts
   assert size < 1500, (opts, size)
-  want = np.prod([x.astype(np.float64) for x in xs], axis=0) * table
+  want = np.prod([x.astype(np.float64) for x in xs], axis=0) * table * weight * scale
   np.testing.assert_allclose(t.sum(-1).numpy(), want.sum(-1), rtol=1e-4, atol=1e-4)
 
-def test_product_of_row_major_operands_keeps_its_tile(monkeypatch):
-  # a @ b.T with both rows walked with stride 1: each lane of a 2-D tile shares its loads with the rest of its row and column
-  a, b = rng.standard_normal((64, 1, 256)).astype(np.float32), rng.standard_normal((1, 64, 256)).astype(np.float32)
+@pytest.mark.parametrize("k,tiled", [(64, True), (256, True), (512, False), (4096, False)])
+def test_product_of_row_major_operands_tiled_along_short_rows(monkeypatch, k, tiled):
+  # a @ b.T with both rows walked with stride 1: each lane of a 2-D tile shares its loads with the rest of its row and column, which pays
+  # in rows shorter than LONG_ROW; along longer ones the unroll's vectors do
+  a, b = rng.standard_normal((16, 1, k)).astype(np.float32), rng.standard_normal((1, 64, k)).astype(np.float32)
   t = (Tensor(a).realize() * Tensor(b).realize()).sum(-1)
   opts, _ = _opts_and_size(t, monkeypatch)
-  assert sum(o.startswith("UPCAST") for o in opts) >= 2, opts
+  assert (sum(o.startswith("UPCAST") for o in opts) >= 2) == tiled, opts
   np.testing.assert_allclose(t.numpy(), (a.astype(np.float64) * b).sum(-1), rtol=1e-4, atol=1e-4)
 
 def test_mean_over_rows_of_a_logsumexp_unrolls_the_inner_loops_only(monkeypatch):

@@ -122,19 +122,22 @@ def _scalar_polynomial_axes(ast:UOp, out:list[int]) -> set[int]:
       return {i for i in out if ax[i] not in vector}
   return set()
 
-# a tile of scalar lanes over a reduce whose loads all stream its innermost axis as vectors keeps them only where it loads this many times
-# fewer per lane: each lane is another stream and another copy of the unrolled body, where untiled the unroll reads every load as whole
-# vectors. A layernorm's gradient in a GPT (B x T rows of 512, six row streams and the positional table that the 4 batches' lanes share)
-# tiled 4 batches x 32 unrolled: 4k ops, 1 s of lowering and 1 s of LLVM, 0.22 ms; untiled, 32 unrolled, 0.17 ms and 0.14 s
-SCALAR_TILE_GAIN = 2
+# a tile of scalar lanes (no load of the innermost loop walks a tile axis with stride 1) over a reduce whose loads all stream its innermost
+# axis with stride 1 is kept only where it loads SCALAR_TILE_GAIN times fewer per lane than untiled, and the reduce is shorter than
+# LONG_ROW: untiled, the reduce's unroll reads every load as whole vectors, and a long row pays for the vectors' horizontal sum at its end
+# (a @ b.T of 64x64 by K, the kernel at 2 threads, 4 x 16 lanes against untiled: K=64 0.024 / 0.059 ms, 256 0.069 / 0.113, 512 level;
+# 16x64 by 4096: 1.5 / 0.4). A tile that shares little adds a stream and a copy of the body per lane: a GPT's layernorm gradient (B x T
+# rows of 512: six row streams, a weight and the positional table shared) as 4 rows x 16 positions 1.5-2.8 ms, untiled 0.08-0.15
+SCALAR_TILE_GAIN, LONG_ROW = 2, 512
 
 def _scalar_tile_pays(ast:UOp, tile:dict[int, int], simd:SimdTiles) -> bool:
-  """whether a reduce's register tile is worth its lanes: one with a lane along an axis some access walks with stride 1 (vectors, lanes
-  that share cache lines) always; one of scalar lanes only where the reduce gives no vector loads untiled or the tile cuts the loads per
-  lane by SCALAR_TILE_GAIN"""
-  ax, (acc, unit) = axes(ast), _accesses(ast)
-  if any(ax[i] in unit for i in tile) or not _streams_vectors(ast, [r for r in ax if r.arg[1] in REDUCE][-1]): return True
-  return _per_lane(acc, {}, simd.vector) >= SCALAR_TILE_GAIN * _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector)
+  """whether a reduce's register tile is worth its lanes (see SCALAR_TILE_GAIN): always where some lane runs along a vector"""
+  ax, acc = axes(ast), _accesses(ast)[0]
+  # the loads of the innermost loop count: a row's scalar hoisted out of it (a layernorm's 1/std) or the store make no vectors there
+  vectors = {r for a in acc for r in a.unit}
+  if any(ax[i] in vectors for i in tile) or not _streams_vectors(ast, inner := [r for r in ax if r.arg[1] in REDUCE][-1]): return True
+  gain = _per_lane(acc, {}, simd.vector) / _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector)
+  return gain >= SCALAR_TILE_GAIN and size(inner) < LONG_ROW
 
 def _counts_in_ints(ast:UOp, r:UOp, renderer) -> bool:
   """an int reduce over r that LLVM's loop vectorizer packs better than unrolled lanes. One whose value depends on r itself, not only
