@@ -942,7 +942,6 @@ KNOWN = {
                     "llm_sampling checks them), not upstream's bit stream; a seeded program gets other tokens, the same on every run",
   "losses": "cross_entropy's ignore_index: tg takes torch's keyword, upstream 0.14 has none (TypeError)",
   "idx_bool_tensor": "boolean-mask indexing (numpy's and torch's x[mask]): tg has it, upstream raises IndexError",
-  "reduce_dtypes[13]": "int8 prod: tg accumulates small ints in sum's dtype (int32; torch: int64), upstream keeps int8 and wraps (100**3 -> 64)",
   "ties[6]": "cummax's index on ties: tg gives the last position of the running max (torch's), upstream the first",
   "pow_edge": "upstream's CPU backend fails to compile one of these kernels (clang error: int2 from float2)",
   "softmax_dtype[7]": "std of an int tensor: upstream gives 0.0 for [1, 2] (it truncates an int division), tg 0.7071 (numpy's)",
@@ -961,7 +960,9 @@ KNOWN = {
   "prog_jit_train_schedule_step": "upstream's own TinyJit run leaves its un-jitted one from the first replay (3rd call) on, even for SGD on one Linear; "
                                   "tg's jitted run equals its un-jitted one, which equals upstream's un-jitted one (prog_mlp_adam_schedule_step)",
   "doc_dtype_edges[1]": "dtypes.uint32's name: 'uint' here, upstream 'unsigned int' (its C type); str() is dtypes.uint on both",
-  "doc_dtype_edges[21]": "upstream reports some results as its weak dtypes (weakint, weakfloat); the values' storage dtypes agree",
+  "doc_dtype_edges[21]": "upstream leaves some results in its weak dtypes (weakint, weakfloat: one_hot, an int tensor's pow(0.5), a 0-d "
+                         "Tensor(2.0)), tg in the default dtype (int, float). They differ in later mixed ops: upstream's adapts to the other "
+                         "operand as a python scalar does (half * Tensor(2.0) is half upstream, float32 in tg; int8 * Tensor(2): int8 vs int32)",
   "doc_dtype_edges[39]": "as doc_dtype_edges[21]",
   "prog_files[1]": "as doc_dtype_edges[1]: dtypes.uint8's name is 'uchar' here, 'unsigned char' upstream",
   "doc_ties_and_ints[13]": "round of an int tensor: tg returns the ints (torch's), upstream a float tensor of the same values",

@@ -167,8 +167,11 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
           u, *srcs = _on_one_device(op.name, [u, *srcs])
           break
     ret = u.alu(op, *srcs)
-    # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype
-    return _handle(ret.cast(dtypes.strong(ret.dtype)) if dtypes.is_weak(ret.dtype) else ret)
+    if not dtypes.is_weak(ret.dtype): return _handle(ret)
+    # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype. As in Tensor(2**40),
+    # an int that doesn't fit it is an error, not a silent wraparound (no tensor operand here whose dtype the scalar adapts to)
+    if dtypes.is_int(strong := dtypes.strong(ret.dtype)): _check_fits([x.arg for x in srcs if x.op is Ops.CONST], strong)
+    return _handle(ret.cast(strong))
   def const_like(self, b:Any, dtype:DType|None=None) -> Tensor:
     """b in self's shape, dtype and device, as tinygrad's"""
     return self._scalar_like(b, dtype).reshape((1,) * len(self.shape)).expand(self.shape)

@@ -1,10 +1,19 @@
 """Closeness, sign transfer and log-sum of two values, and diagonals: small methods shared by UOp and Tensor."""
 from __future__ import annotations
+from tinygrad.dtype import dtypes
 from tinygrad.mixin.math import log1p
 
 class CompareMixin:
   def isclose(self, other, rtol:float=1e-05, atol:float=1e-08, equal_nan:bool=False):
     """|self - other| <= atol + rtol * |other| elementwise, like numpy; equal infinities are close, NaN only with equal_nan"""
+    a, b = self._broadcasted(other)
+    if not dtypes.is_float(a.dtype):
+      # ints: a - b wraps in their dtype (uint8 0 - 5 is 251, int8 127 - -128 is -1) and bools don't subtract. max - min taken in the
+      # unsigned dtype of their width is the exact distance (it is below 2**bits); it meets the tolerance in the default float, as in torch
+      if a.dtype is dtypes.bool: a, b = a.cast(dtypes.uint8), b.cast(dtypes.uint8)
+      u = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[a.dtype.itemsize]
+      dist = (a.maximum(b).cast(u) - a.minimum(b).cast(u)).cast(dtypes.default_float)
+      return dist <= atol + rtol * b.cast(dtypes.default_float).abs()
     close = self.eq(other) | ((self - other).abs() <= (other - other + atol) + rtol * self.ufix(other).abs())
     return close | (self.isnan() & self.ufix(other).isnan()) if equal_nan else close
   def copysign(self, other):
