@@ -3,8 +3,11 @@
 out of range; and the kernel moves a few bytes per id and row, not vocab x ids x width (the dense sum coming back fails the byte check)."""
 import numpy as np
 import pytest
-from tinygrad import Tensor, dtypes, nn
+from tinygrad import Tensor, Device, dtypes, nn
 from tinygrad.helpers import Context, GlobalCounters
+from tinygrad.uop import Ops
+from tinygrad.schedule.rangeify import create_schedule
+from tinygrad.codegen import get_program
 
 def grad_and_bytes(w:Tensor, loss:Tensor) -> tuple[np.ndarray, int]:
   loss.backward()
@@ -87,6 +90,19 @@ def test_a_weighted_bincount(device):
   np.add.at(want, ids, x)
   np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
   if device.startswith("CPU"): assert moved < dense_bytes(300, 500, 1, 4) / 4, f"{moved} bytes moved: the dense one-hot sum is back"
+
+def test_a_row_is_updated_only_where_its_id_lands():
+  # the row's load and store are gated (a branch around the update, in which the clamp of the address folds away): adding the identity
+  # to a clamped row on every trip (a select of the value, a clamp each address waited on) took 1.5-2.4x the time; ids past either end
+  ids, x = np.array([3, -1, 299, 300, 7, 3, -300, 2**31 - 1], np.int32), np.arange(8, dtype=np.float32)
+  got = (Tensor.arange(300).unsqueeze(1) == Tensor(ids).realize().unsqueeze(0)).where(Tensor(x).realize().unsqueeze(0), 0).sum(1)
+  items, _ = create_schedule([got.uop])
+  (spec,) = [get_program(it.ast, Device["CPU"].renderer) for it in items if it.kind == "kernel"]
+  assert Ops.IF in [u.op for u in spec.uops] and Ops.WHERE not in [u.op for u in spec.uops]
+  want = np.zeros(300, np.float32)
+  keep = (ids >= 0) & (ids < 300)
+  np.add.at(want, ids[keep], x[keep])
+  np.testing.assert_array_equal(got.numpy(), want)
 
 def test_shared_over_threads_and_untouched_by_beam():
   # big enough for the CPU cores to share the width; BEAM finds the kernel's opts fixed and leaves the serial loop over ids alone

@@ -96,6 +96,30 @@ def test_floats_edge_values():
       np.testing.assert_array_equal(got, want)
       np.testing.assert_array_equal(np.signbit(got[5:]), np.signbit(want[5:]), err_msg=f"{reduce} {include_self}: -0.0 lost")
 
+@pytest.mark.parametrize("rows", [20, 6])  # the fold as one pass over the index, and as the dense one-hot sum (fewer than 16 rows)
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_signed_zeros_of_a_sum_with_self(rows, reduce, dtype):
+  # self -0.0 where nothing lands stays -0.0, and -0.0 + -0.0 is -0.0 (only -0.0s land); +0.0 landing (or 1 - 1) gives +0.0, as numpy's
+  # add.at and torch give; a NaN landing is NaN. Each column sends its three values to one row: rows 0-2 of self are -0.0, row 3 +0.0
+  base = np.ones((rows, 6), dtype)
+  base[:3], base[3] = -0.0, 0.0
+  idx = np.array([[0, 1, 2, 0, 3, 1]] * 3, np.int32)
+  src = np.array([[-0.0, -0.0, 0.0, 1.0, -0.0, np.nan], [-0.0, 0.0, -0.0, -1.0, -0.0, 2.0], [-0.0, -0.0, -0.0, -0.0, -0.0, 3.0]], dtype)
+  for include_self in (True, False):
+    got = Tensor(base).scatter_reduce(0, Tensor(idx), Tensor(src), reduce, include_self=include_self).numpy()
+    want = np_scatter_reduce(base, 0, idx, src, reduce, include_self)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=f"include_self={include_self}: the sign of a zero")
+  # what lands gets its position's gradient whatever its value (-0.0s too), self all of it (mean: both divided by the count)
+  t, s, g = Tensor(base, requires_grad=True), Tensor(src, requires_grad=True), np.arange(base.size, dtype=dtype).reshape(base.shape)
+  (t.scatter_reduce(0, Tensor(idx), s, reduce) * Tensor(g)).sum().backward()
+  count = np.zeros(base.shape)
+  np.add.at(count, targets(idx, 0), 1)
+  scale = (g / (count + 1) if reduce == "mean" else g).astype(dtype)
+  np.testing.assert_allclose(t.grad.numpy(), scale, rtol=1e-3)
+  np.testing.assert_allclose(s.grad.numpy(), np.take_along_axis(scale, idx, 0), rtol=1e-3)
+
 def test_empty_and_out_of_range_index():
   # no index rows: self unchanged; positions outside 0..size-1 land nowhere (torch raises; a lazy index cannot be checked ahead)
   base = np.arange(40, dtype=np.float32).reshape(20, 2)

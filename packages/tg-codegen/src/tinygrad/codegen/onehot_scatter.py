@@ -16,6 +16,7 @@ from __future__ import annotations
 from tinygrad.uop import Ops, AxisType
 from tinygrad.uop.ops import UOp, KernelInfo
 from tinygrad.helpers import prod
+from tinygrad.dtype import dtypes
 from tinygrad.codegen.opt.kernel import size
 from tinygrad.codegen.opt.padding import reduce_identity
 from tinygrad.codegen.opt.heuristic import THREADS, SHARES_PER_THREAD, WORK_PER_THREAD
@@ -95,16 +96,19 @@ def scatter_onehot_sums(ast:UOp, renderer=None) -> UOp:
     fresh += 1
   if copies and not getattr(renderer, "has_local", True):  # the innermost: the row's stride-1 axis
     copies[q] = _upcast(copies[q], red.dtype.itemsize, renderer, fresh)
-  valid = (e < size(v)) & (e < 0).ne(True)
-  # clamped into bounds, where the gate is off too (the row is read and written back): bounds that keep the address math 32-bit
-  # (min as -max(-x, -y): the bounds of ~x, which minimum() uses, are not tracked)
-  at = {v: (-(-e.maximum(0)).maximum(1 - size(v))).cast(v.dtype)}
-  gate = valid
+  # seen unsigned, a negative id is past every row: one compare bounds both ends
+  ue = e.cast(dtypes.uint32 if -2**31 <= e.vmin and e.vmax < 2**31 else dtypes.uint64)
+  # clamped into bounds: bounds that keep the address math 32-bit (under the gate the clamp is the id itself, and LLVM drops it)
+  at = {v: ue.minimum(size(v) - 1).cast(v.dtype)}
+  gate = ue < size(v)
   for c in others: gate = gate & c
   def scattered(u:UOp) -> UOp: return u.substitute(at).substitute(split).substitute(copies).substitute(serial)
-  idx = scattered(st.src[0])
+  idx, gate = scattered(st.src[0]), scattered(gate)
   cur = idx.replace(src=(idx.src[0].after(zero_end),) + idx.src[1:])
-  add = cur.store(cur.load().alu(red.arg, scattered(gate).where(scattered(x), ident)))
+  # the row's load and store are gated, a branch around its update: a select of the identity into an update of every trip made each
+  # address wait on the clamp (branchless), where the predicted branch lets the next rows' loads run ahead (CPU, 1M ids into 1000 rows:
+  # a float sum 0.83 -> 0.56 ms, an int count 0.87 -> 0.36)
+  add = cur.store(cur.load(ident, gate).alu(red.arg, scattered(x)), gate)
   # only memory carries the fold from trip to trip: a serial loop its add does not depend on (a row and a value the compiler proved
   # constant, ids >> 10 of uint8s) had the add moved out of it and run once. The dense form's reduce multiplies such a term instead
   if not set(serial.values()) <= set(add.toposort()): return ast

@@ -5,6 +5,7 @@ A class using it provides the elementwise, movement and reduce mixins."""
 from __future__ import annotations
 from tinygrad.dtype import dtypes
 from tinygrad.mixin.movement import _exceeds, _show_shape
+from tinygrad.mixin.sorting import _same_size_int
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
 _IDENTITY = {"sum": lambda dt: 0, "prod": lambda dt: 1, "amax": lambda dt: dt.min}  # x folded with it is x
@@ -78,14 +79,35 @@ class SelectMixin:
     fold = {"mean": "sum", "amin": "amax"}.get(reduce, reduce)
     part = self._padded(self._scatter_fold(mask, src._inverse() if reduce == "amin" else src, dim, fold), _IDENTITY[fold](self.dtype))
     if reduce == "amin": part = part._inverse()
-    if include_self: part = {"sum": part + self, "mean": part + self, "prod": part * self, "amax": part.maximum(self), "amin": part.minimum(self)}[reduce]
-    # where nothing lands the fold's identity combined with self is self again (x * 1, max(x, lowest)), except +0.0 + -0.0 and where self
-    # is left out: only then is the count of what lands needed
-    if include_self and reduce != "mean" and not (reduce == "sum" and dtypes.is_float(self.dtype)):
-      return part.cast(self.dtype)  # a float sum's part is in sum_acc_dtype
-    count = self._padded(self._scatter_fold(mask, src._scalar_like(1).cast(dtypes.int32), dim, "sum"))
-    if reduce == "mean": part = part.div((count + int(include_self)).maximum(1), rounding_mode=None if dtypes.is_float(self.dtype) else "floor")
-    return count.gt(0).where(part.cast(self.dtype), self)
+    rounding = None if dtypes.is_float(self.dtype) else "floor"
+    if not include_self:  # where nothing lands the fold's identity is no value of self's: only the count of what lands tells them apart
+      count = self._landed(mask, dim)
+      if reduce == "mean": part = part.div(count.maximum(1), rounding_mode=rounding)
+      return count.gt(0).where(part.cast(self.dtype), self)
+    if fold == "sum" and dtypes.is_float(self.dtype):
+      # where only -0.0s land (or nothing) self plus them is self, -0.0 being the identity of +, but the fold starts at +0.0 as every sum
+      # does (the scatter gives the dense one-hot sum's bits), and self -0.0 + +0.0 is +0.0. There the fold is +0.0, and so is fold - fold:
+      # subtracted, that leaves self as it is (-0.0 - +0.0 is -0.0) and carries the fold's gradient to what landed
+      if reduce == "mean": count, only_negative_zeros = self._landed(mask, dim, src)
+      else: only_negative_zeros = self._only_negative_zeros_land(mask, src, dim)
+      part = only_negative_zeros.where(self - (part.detach() - part), part + self)
+    else:  # where nothing lands the fold's identity combined with self is self again (x + 0, x * 1, max(x, lowest))
+      count = self._landed(mask, dim) if reduce == "mean" else None
+      part = {"sum": part + self, "mean": part + self, "prod": part * self, "amax": part.maximum(self), "amin": part.minimum(self)}[reduce]
+    if reduce == "mean": part = part.div(count + 1, rounding_mode=rounding)
+    return part.cast(self.dtype)  # a float sum's part is in sum_acc_dtype
+  def _landed(self, mask, dim:int, x=None):
+    """how many elements mask sends to each position of self, int32 laid out as self; given x (floats), also True where every element of
+    x sent there is -0.0, or none is, from the same pass: in an int64 sum each element adds 1, and 2**32 more where it is not -0.0"""
+    if x is None: return self._padded(self._scatter_fold(mask, self._scalar_like(1, dtypes.int32), dim, "sum"))
+    bits = x.bitcast(_same_size_int(x.dtype))
+    both = self._padded(self._scatter_fold(mask, bits.eq(bits.dtype.min).where(1, self._scalar_like(1 + 2**32, dtypes.int64)), dim, "sum"))
+    return (both & 0xFFFFFFFF).cast(dtypes.int32), both < 2**32
+  def _only_negative_zeros_land(self, mask, x, dim:int):
+    """True where every element of x (floats) that mask sends to a position of self is -0.0, or none is. As signed ints -0.0's bits are
+    the lowest value, amax's identity: the largest bits that land are those exactly there (a pass in x's width, not _landed's int64)"""
+    bits = x.bitcast(_same_size_int(x.dtype))
+    return self._padded(self._scatter_fold(mask, bits, dim, "amax"), bits.dtype.min).eq(bits.dtype.min)
   def masked_fill(self, mask, value):
     """value where mask is True, self elsewhere (mask broadcasts); the dtype is where()'s, as tinygrad's: a python float into an int
     tensor gives a float one (torch keeps self's dtype and truncates)"""
