@@ -5,7 +5,7 @@ they all read) adds a stream and a copy of the unrolled body per lane for a few 
 where it cuts the loads per lane by SCALAR_TILE_GAIN (a product of two row-major operands shares every load) along a row shorter than
 LONG_ROW.
 Likewise a reduce whose loop runs around other loops (a loss's mean over the rows of a logsumexp) is not unrolled: each lane would be a
-copy of the inner loops (_encloses_loops). Values against numpy."""
+copy of the inner loops (_encloses_loops), and a cat along its stored axis is not tiled there. Values against numpy."""
 import numpy as np
 import pytest
 from tinygrad import Tensor, Device
@@ -59,3 +59,14 @@ def test_mean_over_rows_of_a_logsumexp_unrolls_the_inner_loops_only(monkeypatch)
   x = logits.astype(np.float64)
   lse = np.log(np.exp(x - x.max(1, keepdims=True)).sum(1)) + x.max(1)
   np.testing.assert_allclose(t.item(), (lse - x[np.arange(256), labels]).mean(), rtol=1e-5)
+
+def test_cat_of_computed_pieces_along_the_stored_axis_stays_untiled(monkeypatch):
+  # an LSTM's gradient joins its four gates' gradients along the hidden axis: each lane of a tile there would evaluate every piece's gated
+  # loads (heuristic._elementwise_tile_axes)
+  xs = [rng.standard_normal((16, 128)).astype(np.float32) for _ in range(12)]
+  ts = [Tensor(x).realize() for x in xs]
+  t = Tensor.cat(*[ts[3 * k] * ts[3 * k + 1] + ts[3 * k + 2] for k in range(4)], dim=1)
+  opts, size = _opts_and_size(t, monkeypatch)
+  assert not any(o.startswith("UPCAST") for o in opts), (opts, size)
+  want = np.concatenate([xs[3 * k].astype(np.float64) * xs[3 * k + 1] + xs[3 * k + 2] for k in range(4)], axis=1)
+  np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, atol=1e-6)
