@@ -106,31 +106,33 @@ class ReduceReach:
   the first reduces are realized, went through the backward graph once per weight), and carries the set of roots reaching it as bits.
   Kept across the rounds of create_schedule's loop: a round's new stops change only what lies below them, so an update goes down from
   them while a node's state changes (a pass over the graph per round made scheduling quadratic in depth: ~20 rounds for 8 GPT layers)"""
-  def __init__(self):
+  def __init__(self): self._reset()
+  def _reset(self):
     self.bit: dict[UOp, int] = {}
     self.order: list[UOp] = []  # the roots by bit
     self.pos: dict[UOp, int] = {}  # the nodes the walks enter or end at, users first
+    self.reduces: list[UOp] = []
     self.users: dict[UOp, list[UOp]] = {}
     self.entered: set[UOp] = set()  # the nodes whose sources the walks reach
-    self.into: dict[UOp, tuple[int, int]] = {}  # what reaches a node from its users: (the largest size on the way down, the roots' bits)
-    self.out: dict[UOp, tuple[int, int]] = {}  # what a node passes to its sources
+    self.into: dict[UOp, tuple] = {}  # what reaches a node from its users: (the largest size on the way down, the roots' bits)
+    self.out: dict[UOp, tuple] = {}  # what a node passes to its sources
     self.stop: set[UOp] = set()
+    self.numel: dict[UOp, int] = {}  # each node's elements (0 where unknown), looked up once
 
   def update(self, roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set]]:
     if not roots: return {}, {}
     new_roots = [r for r in roots if r not in self.bit]
-    if any(r not in self.entered for r in new_roots) or not self.stop <= stop.keys(): self.__init__()  # not a later round of one graph
-    for r in roots:
-      if r not in self.bit:
-        self.bit[r] = 1 << len(self.order)
-        self.order.append(r)
+    if any(r not in self.entered for r in new_roots) or not self.stop <= stop.keys(): self._reset()  # not a later round of one graph
+    for r in new_roots:
+      self.bit[r] = 1 << len(self.order)
+      self.order.append(r)
     if not self.pos: self._index(roots, stop)  # a first pass over everything: nothing left to update
     else: self._propagate([u for u in stop if u not in self.stop and u in self.pos] + new_roots, stop)
     self.stop |= stop.keys()
     bcast: dict[UOp, None] = {}
     reached: dict[UOp, set] = {}
-    for u in self.pos:
-      if u.op is not Ops.REDUCE_AXIS or u in stop or (got := self.into.get(u)) is None: continue
+    for u in self.reduces:
+      if u in stop or (got := self.into.get(u)) is None: continue
       reached[u] = _roots_of(got[1], self.order)
       if (n := _numel(u)) is None or got[0] > n: bcast[u] = None
     return bcast, reached
@@ -139,6 +141,8 @@ class ReduceReach:
     sink = UOp.sink(*roots)
     nodes = list(reversed(sink.toposort(lambda u: u is sink or u in roots or (u not in stop and u.op is not Ops.BUFFER))))[1:]
     self.pos = {u: i for i, u in enumerate(nodes)}
+    self.reduces = [u for u in nodes if u.op is Ops.REDUCE_AXIS]
+    self.numel = {u: _numel(u) or 0 for u in nodes}
     self.users = {u: [] for u in nodes}
     self.entered = {u for u in nodes if u in roots or (u not in stop and u.op is not Ops.BUFFER)}
     for u in nodes:
@@ -161,22 +165,24 @@ class ReduceReach:
           if s in self.pos and s not in seen: heapq.heappush(todo, (self.pos[s], s))
 
   def _update(self, u:UOp, stop:dict[UOp, None]) -> bool:
-    """what reaches u from its users and what it passes on, again; whether that changed"""
+    """what reaches u from its users and what it passes on, again; whether what it passes on changed"""
     out = self.out
     if len(got := [out[w] for w in self.users[u] if w in out]) == 1: self.into[u] = got[0]
-    elif got: self.into[u] = (max(g[0] for g in got), functools.reduce(operator.or_, [g[1] for g in got]))
+    elif got: self.into[u] = self._merge(got)
     else: self.into.pop(u, None)
     if (new := self._passes(u, stop)) == out.get(u): return False
     if new is None: del out[u]
     else: out[u] = new
     return True
 
-  def _passes(self, u:UOp, stop:dict[UOp, None]) -> tuple[int, int]|None:
+  def _merge(self, got:list[tuple]) -> tuple: return max(g[0] for g in got), functools.reduce(operator.or_, [g[1] for g in got])
+
+  def _passes(self, u:UOp, stop:dict[UOp, None]) -> tuple|None:
     """(the largest size below u, the roots' bits) u passes to its sources; None where no walk enters u"""
-    n = _numel(u) or 0
+    n = self.numel[u]
     if u in stop: here, into = (n, self.bit[u]) if u in self.bit else (0, 0)  # other roots' walks end here; its own starts with its size
     else:
-      here, into = self.into.get(u, (0, 0)) if u.op is not Ops.BUFFER else (0, 0)
+      here, into = self.into[u][:2] if u in self.into and u.op is not Ops.BUFFER else (0, 0)
       if u in self.bit: here, into = max(here, n), into | self.bit[u]  # an assign's value: a root that other roots' walks go through
     if not into: return None
     return (n if u.op is Ops.REDUCE_AXIS else max(here, n)), into
@@ -212,62 +218,87 @@ def _region_gate(u:UOp, stop:dict[UOp, None]) -> Callable[[UOp], bool]:
   """a kernel computing u enters every node down to the realized ones"""
   return lambda w: w is u or (w not in stop and w.op is not Ops.BUFFER)
 
-def _walk_root(root:UOp, stop:dict[UOp, None]) -> tuple[dict, tuple[list, list]]:
-  """LoopTrips' part of one root, in its walk's order: (node, trips) and (node, inside)"""
-  # the most trips over every path from the root only grows along a path, and so does the size of a sum of products above (inside):
-  # one pass in topological order takes each node's maxima over its users
-  gate = _region_gate(root, stop)
-  evals, body = [], []
-  state: dict[UOp, list[int]] = {root: [_numel(root) or 0, 0]}
-  for u in reversed(region := root.toposort(gate)):
-    if (st := state.get(u)) is None or (u is not root and not gate(u)): continue
-    trips, inside = st
-    if u.op in GroupOp.ALU and u is not root:
-      evals.append((u, trips))
-      if inside: body.append((u, inside))
+class LoopTrips(ReduceReach):
+  """ReduceReach's pass, which also finds how often each root's kernel evaluates each elementwise node (`evals`: the trips of the loops
+  around it, the root's elements times the steps of each reduce on the way), and for each elementwise node in the body of a sum of
+  products the most elements of such a product (`body`: a matmul's operand, the product it is broadcast into). Each root's most trips
+  over its paths only grows along a path, and so does the size of a sum of products above: the pass carries, per node, the roots' bits
+  by their trips there and the largest product. A walk per root, again for each root a round's new stops cut, went down every later
+  step of an unrolled recurrence, whose state each step's kernels read until the rounds realize it: an LSTM's gradient of 16 steps
+  walked 430K nodes, 100 times its graph"""
+  def __init__(self, memo:RegionMemo):
+    super().__init__()
+    self.memo = memo  # each row root's trips, for row_fusion.chain_outputs
+    self.changed: set[UOp] = set()  # the nodes whose trips or product changed, or that became stops, until the reader takes them
+
+  def update(self, roots:dict[UOp, None], stop:dict[UOp, None]) -> tuple[dict[UOp, None], dict[UOp, set]]:
+    self.memo.advance(stop)
+    into, new_stops = self.into, stop.keys() - self.stop
+    ret = super().update(roots, stop)
+    if self.into is not into: self.changed |= into.keys()  # a new graph: the old one's nodes are gone
+    self.changed |= new_stops
+    return ret
+
+  def _update(self, u:UOp, stop:dict[UOp, None]) -> bool:
+    old = self.into.get(u)
+    ret = super()._update(u, stop)
+    # _costly_recomputes judges a node again where what it reads changed: how many roots per trip count and the product, not which roots
+    # (below a new stop, its bit takes over from its users')
+    if u.op in GroupOp.ALU and _counted(self.into.get(u)) != _counted(old): self.changed.add(u)
+    return ret
+
+  def trips(self, u:UOp) -> dict[int, int]:
+    """the roots whose kernels evaluate elementwise node u, as bits by their trips around it; {} where none does"""
+    if u.op not in GroupOp.ALU or u in self.stop or (got := self.into.get(u)) is None: return {}
+    return got[2]
+  def inside(self, u:UOp) -> int:
+    """the most elements of a sum of products whose body holds elementwise node u; 0 where none does"""
+    return self.into[u][3] if self.trips(u) else 0
+
+  @property
+  def evals(self) -> dict[UOp, dict[UOp, int]]:
+    """`trips` by root, for each elementwise node a kernel evaluates"""
+    return {u: {r: t for t, bits in got.items() for r in _roots_of(bits, self.order)} for u in self.into if (got := self.trips(u))}
+  @property
+  def body(self) -> dict[UOp, int]: return {u: n for u in self.into if (n := self.inside(u))}
+
+  def of(self, root:UOp, stop:dict[UOp, None]) -> dict[UOp, dict[UOp, int]]:
+    """root's part of `evals`: its kernel's trips around each node"""
+    def walk():
+      region, b = root.toposort(_region_gate(root, stop)), self.bit[root]
+      return region, {u: {root: t} for u in region for t, bits in self.trips(u).items() if bits & b}
+    return self.memo.get(("trips", root), walk)
+
+  # what reaches a node: ReduceReach's (the largest size on the way down, the roots' bits), then the roots' bits by their trips and the
+  # largest sum of products above
+  def _merge(self, got:list[tuple]) -> tuple:
+    size, bits, trips, inside = 0, 0, {}, 0
+    for g in got:
+      size, bits, inside = max(size, g[0]), bits | g[1], max(inside, g[3])
+      for t, b in g[2].items(): trips[t] = trips.get(t, 0) | b
+    if len(trips) > 1:  # a root under several counts keeps its most: the larger counts take their roots first
+      seen = 0
+      for t in sorted(trips, reverse=True):
+        if b := trips[t] & ~seen: trips[t], seen = b, seen | b
+        else: del trips[t]
+    return size, bits, trips, inside
+
+  def _passes(self, u:UOp, stop:dict[UOp, None]) -> tuple|None:
+    """ReduceReach's, then (the roots' bits by trips, the product above) u passes to its sources"""
+    if (reach := super()._passes(u, stop)) is None: return None
+    trips, inside = self.into[u][2:] if u in self.into and u not in stop and u.op is not Ops.BUFFER else ({}, 0)
+    if u in self.bit: trips = {**trips, (n := self.numel[u]): trips.get(n, 0) | self.bit[u]}  # its own kernel's walk starts here
     if u.op is Ops.REDUCE_AXIS:
       # a sum of products is a matmul's (or a conv's) reduce: its operands are read once per tile of the other output axis
       inside = (_numel(u.src[0]) or 0) if u.arg[0] is Ops.ADD and u.src[0].op is Ops.MUL else 0
-      if n := _numel(u): trips = trips * (_numel(u.src[0]) or n) // n
-    for s in u.src:
-      if s._shape is None: continue
-      if (old := state.get(s)) is None: state[s] = [trips, inside]
-      else: old[0], old[1] = max(old[0], trips), max(old[1], inside)
-  return region, (evals, body)
+      if n := self.numel[u]:
+        steps, through, trips = _numel(u.src[0]) or n, trips, {}
+        for t, bits in through.items(): trips[t * steps // n] = trips.get(t * steps // n, 0) | bits
+    return *reach, trips, inside
 
-class LoopTrips:
-  """how often each root's kernel evaluates each elementwise node (`evals`: the trips of the loops around it, the root's elements times
-  the steps of each reduce on the way), and for each elementwise node in the body of a sum of products the most elements of such a
-  product (`body`: a matmul's operand, the product it is broadcast into). Kept across the rounds of create_schedule's loop: a round
-  takes out the roots' walks that its new stops cut and puts in their new walks"""
-  def __init__(self, memo:RegionMemo):
-    self.memo, self.walked = memo, {}
-    self.evals: dict[UOp, dict] = {}
-    self.insides: dict[UOp, dict] = {}
-    self.body: dict[UOp, int] = {}
-
-  def update(self, roots:dict[UOp, None], stop:dict[UOp, None]):
-    for key in self.memo.advance(stop):
-      if key[0] == "trips" and key[1] in self.walked: self._take(key[1], *self.walked.pop(key[1]))
-    for root in roots:
-      if root not in self.walked:
-        self.walked[root] = walk = self.memo.get(("trips", root), lambda: _walk_root(root, stop))
-        self._put(root, *walk)
-
-  def _put(self, root:UOp, evals:list, body:list):
-    for u, trips in evals: self.evals.setdefault(u, {})[root] = trips
-    for u, inside in body:
-      self.insides.setdefault(u, {})[root] = inside
-      self.body[u] = max(self.body.get(u, 0), inside)
-
-  def _take(self, root:UOp, evals:list, body:list):
-    for u, _ in evals:
-      del self.evals[u][root]
-      if not self.evals[u]: del self.evals[u]
-    for u, _ in body:
-      del self.insides[u][root]
-      if self.insides[u]: self.body[u] = max(self.insides[u].values())
-      else: del self.insides[u], self.body[u]
+def _counted(got:tuple|None) -> tuple|None:
+  """what reaches a node, as the costs read it: how many roots per trip count, and the product above"""
+  return None if got is None else ({t: bits.bit_count() for t, bits in got[2].items()}, got[3])
 
 # a matmul's operand broadcast into a product this many times its size is recomputed by its kernel, however many kernels read it: a
 # register tile of up to 32 columns (two panels of 16) evaluates its operand once for all of them, so a product as narrow as that
@@ -294,15 +325,18 @@ class FusedCosts:
     self.stops: set[UOp] = set()  # the realized nodes, as of the last advance
     self.got: dict[UOp, tuple[tuple[UOp, ...], int, bool, bool]] = {}  # up to two of its inputs, ops, over a reduce, reads floats
 
-  def advance(self, stop:dict[UOp, None]):
-    """a new round: forget the costs that its new stops change"""
-    if not (new := stop.keys() - self.stops): return
+  def advance(self, stop:dict[UOp, None]) -> list[UOp]:
+    """a new round: forget the costs that its new stops change; the nodes forgotten"""
+    if not (new := stop.keys() - self.stops): return []
     self.stops |= new
-    todo = list(new)
+    todo, forgotten = list(new), []
     while todo:
       for w in self.users.get(todo.pop(), ()):
         # a stop's users read its buffer, not what is below it; a user already forgotten had its users forgotten with it
-        if self.got.pop(w, None) is not None and w not in self.stops: todo.append(w)
+        if self.got.pop(w, None) is not None:
+          forgotten.append(w)
+          if w not in self.stops: todo.append(w)
+    return forgotten
 
   def get(self, u:UOp) -> tuple[bool, int, bool]:
     got, leaf = self.got, lambda w: w is not u and (w in self.stops or w.op is Ops.BUFFER)
@@ -335,7 +369,7 @@ class FusedCosts:
           if w not in self.stops and w.op is not Ops.BUFFER: todo.append(w)
     return ret
 
-def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp, None], costs:FusedCosts) -> dict[UOp, None]:
+def _costly_recomputes(trips:LoopTrips, stop:dict[UOp, None], costs:FusedCosts, kept:set[UOp]) -> dict[UOp, None]:
   """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
   of a convolution's gradient read by the weight- and the input-gradient kernels once per weight tap), where recomputing in every
   kernel costs more loads and ops than computing them once into a buffer that each kernel loads. A node every kernel reads once per
@@ -347,25 +381,30 @@ def _costly_recomputes(evals:dict[UOp, dict], body:dict[UOp, int], stop:dict[UOp
   One kernel counts too (one input too) where the node is a matmul's operand, broadcast into a product OPERAND_REUSE times its size
   (`body`), of at least OPERAND_OPS ops: computed in the matmul's kernel (a layernorm's (x - mean) * rstd * w + b before a Linear), it
   is recomputed for every tile of output columns, and the register tile loads a computed value, not a packed panel (a small GPT's qkv
-  projection: 21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8)"""
-  costs.advance(stop)
-  ret: dict[UOp, None] = {}
-  for u, per_root in evals.items():
-    if (n := _numel(u)) is None: continue
-    if not any(e > n for e in per_root.values()):
-      if len(per_root) > 1 and costs.get(u)[1] >= CHAIN_OPS: ret[u] = None
-      continue
-    operand = body.get(u, 0) >= n * OPERAND_REUSE
-    if len(per_root) == 1 and not operand: continue
-    several, ops, not_an_operand = costs.get(u)
-    reads = sum(per_root.values())
-    # a matmul's operand is recomputed even with one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a
-    # Linear, read by the forward's matmul alone, or also by the backward's GELU')
-    operand = operand and ops >= OPERAND_OPS and not not_an_operand
-    if (operand or (len(per_root) > 1 and several)) and reads * ops > n * (ops + STORE_COST) + reads: ret[u] = None
+  projection: 21 ms against 3.6 for the same matmul on a buffer; its MLP's second matmul over the GELU: 41 against 4.8).
+  `kept` holds the last round's candidates: only a node whose trips or costs changed is judged again (judging every node each round
+  was quadratic in depth: an unrolled LSTM's gradient takes ~2.5 rounds per step)"""
+  for u in trips.changed | set(costs.advance(stop)):
+    if _costly(u, trips, costs): kept.add(u)
+    else: kept.discard(u)
+  trips.changed = set()
   # the outermost of nested candidates: once it is a buffer, the ones inside it are read by its kernel alone
-  inner = costs.nested(ret)
-  return {u: None for u in ret if u not in inner}
+  inner = costs.nested(kept)
+  return {u: None for u in kept if u not in inner}
+
+def _costly(u:UOp, trips:LoopTrips, costs:FusedCosts) -> bool:
+  """whether elementwise node u costs more recomputed than as a buffer (_costly_recomputes)"""
+  if not (per_trips := trips.trips(u)) or (n := _numel(u)) is None: return False
+  readers = sum(bits.bit_count() for bits in per_trips.values())
+  if max(per_trips) <= n: return readers > 1 and costs.get(u)[1] >= CHAIN_OPS
+  operand = trips.inside(u) >= n * OPERAND_REUSE
+  if readers == 1 and not operand: return False
+  several, ops, not_an_operand = costs.get(u)
+  reads = sum(t * bits.bit_count() for t, bits in per_trips.items())
+  # a matmul's operand is recomputed even with one input: its reduce loop runs inside the loop it is broadcast along (a GELU before a
+  # Linear, read by the forward's matmul alone, or also by the backward's GELU')
+  operand = operand and ops >= OPERAND_OPS and not not_an_operand
+  return (operand or (readers > 1 and several)) and reads * ops > n * (ops + STORE_COST) + reads
 
 def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp, None]:
   """a sum of products (a matmul's or a conv's reduce, its product OPERAND_REUSE times its size) that shares its kernel with other
@@ -378,13 +417,16 @@ def _sibling_products(reached:dict[UOp, set], stop:dict[UOp, None]) -> dict[UOp,
     for root in rs: roots.setdefault(root, []).append(r)
   ret: dict[UOp, None] = {}
   for rs in roots.values():
-    if len(rs) < 2: continue
-    inside = {r: set(r.toposort(lambda w: w is r or (w not in stop and w.op is not Ops.BUFFER))) for r in rs}
-    for r in rs:
-      if r.arg[0] is not Ops.ADD or r.src[0].op is not Ops.MUL or (n := _numel(r)) is None or (_numel(r.src[0]) or 0) < n * OPERAND_REUSE:
-        continue
+    # each reduce's region, walked only where a root reaches a sum of products and another reduce
+    if len(rs) < 2 or not (products := [r for r in rs if _sum_of_products(r)]): continue
+    inside = {r: set(r.toposort(_region_gate(r, stop))) for r in rs}
+    for r in products:
       if siblings := [s for s in rs if s is not r and s not in inside[r] and r not in inside[s]]: ret |= dict.fromkeys([r] + siblings)
   return ret
+
+def _sum_of_products(r:UOp) -> bool:
+  """a matmul's or a conv's reduce: a sum of products OPERAND_REUSE times its size"""
+  return r.arg[0] is Ops.ADD and r.src[0].op is Ops.MUL and (n := _numel(r)) is not None and (_numel(r.src[0]) or 0) >= n * OPERAND_REUSE
 
 # a bound Variable becomes its DEFINE_VAR and its value goes to the schedule: a kernel over a Variable is the same AST for every value.
 # A CUSTOM_GRADIENT is its value (Tensor.realize takes them out first; this is for a graph scheduled directly)
@@ -428,27 +470,24 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
   # reduces: realize the ones shared by several kernels and the ones broadcast back (recomputing them would be O(n^2)), except a chain of
   # row reductions its one reader keeps in its kernel (row_fusion.py), decided once the rest is settled; then elementwise nodes that
   # several kernels would recompute at a higher cost than a buffer's
-  memo, reach, costs = RegionMemo(), ReduceReach(), FusedCosts(sink)
-  trips = LoopTrips(memo)
+  trips, costs, costly = LoopTrips(RegionMemo()), FusedCosts(sink), set()
   while True:
-    bcast, reached = reach.update(want | stored, want)
+    bcast, reached = trips.update(want | stored, want)
     # not in an assign's kernel: another write of the same schedule may overwrite what the reduce reads (a -= b.sum(); b -= a.sum())
     rows = {r: root for r in bcast if len(reached[r]) == 1 and (root := next(iter(reached[r]))) not in stored and row_candidate(r)}
     extra = {r: None for r in bcast if r not in rows} | {r: None for r, roots in reached.items() if len(roots) > 1}
     if not (extra.keys() - want.keys()):
       extra = {}
-      trips.update(want | stored, want)
-      evals, body = trips.evals, trips.body
       for root in set(rows.values()):
         mine = [r for r in rows if rows[r] is root]
         # a reader that evaluates the chain's result several times per element (a matmul after softmax or layernorm) gets that result as
         # a kernel of its own (row_fusion.chain_outputs): kept in its kernel, the chain leaves it without a register tile (layernorm
         # 2048x512 @ 512x2048, one thread: 780 ms, 26 ms apart). A chain that does not fuse: the reductions under it get kernels first,
         # only then a kernel per row reduce
-        if not (outs := chain_outputs(root, mine, evals, want)) and fused_rows(root, mine, want): continue
+        if not (outs := chain_outputs(root, mine, trips.of(root, want), want)) and fused_rows(root, mine, want): continue
         extra |= outs or inner_reduces(mine, want) or dict.fromkeys(mine)
     if not (extra.keys() - want.keys()): extra = _sibling_products(reached, want)
-    if not (extra.keys() - want.keys()): extra = _costly_recomputes(evals, body, want, costs)
+    if not (extra.keys() - want.keys()): extra = _costly_recomputes(trips, want, costs, costly)
     if not (extra.keys() - want.keys()): break
     want |= extra
   items: list[ExecItem] = []
