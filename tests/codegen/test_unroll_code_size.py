@@ -70,3 +70,13 @@ def test_cat_of_computed_pieces_along_the_stored_axis_stays_untiled(monkeypatch)
   assert not any(o.startswith("UPCAST") for o in opts), (opts, size)
   want = np.concatenate([xs[3 * k].astype(np.float64) * xs[3 * k + 1] + xs[3 * k + 2] for k in range(4)], axis=1)
   np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, atol=1e-6)
+
+def test_separate_column_sums_count_their_trips_added(monkeypatch):
+  # a recurrent net's bias gradient: the sum over its steps of each step's column sum, a reduce apiece run one after another. As the
+  # product of every axis its trips were 384 x 16^16: the widest tiles, a second upcast copied into each reduce's loop, threads
+  xs = [rng.standard_normal((16, 384)).astype(np.float32) for _ in range(16)]
+  t = Tensor(xs[0]).realize().sum(0)
+  for x in xs[1:]: t = t + Tensor(x).realize().sum(0)
+  opts, size = _opts_and_size(t, monkeypatch)
+  assert size < 6000 and not any(o.startswith("THREAD") for o in opts), (opts, size)
+  np.testing.assert_allclose(t.numpy(), np.sum([x.astype(np.float64).sum(0) for x in xs], axis=0), rtol=1e-4, atol=1e-4)
