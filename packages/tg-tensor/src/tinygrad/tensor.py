@@ -496,8 +496,13 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
                 brought:list[UOp]|None=None, at:list[UOp]|None=None) -> list[Tensor]:
     """gradient(); root: self's graph as built (see unrealized), where the caller has it already, with the nodes it brought back; at:
     each target's node in root, where it is not the target's own (_implicit_targets)"""
-    if not all(dtypes.is_float(t.dtype) for t in (self,) + targets):
-      raise RuntimeError(f"only float tensors have gradients: d({self.dtype})/d({', '.join(str(t.dtype) for t in targets)})")
+    if not dtypes.is_float(self.dtype):
+      raise RuntimeError(f"only float tensors have gradients: the tensor differentiated, of shape {self.shape}, is {self.dtype}; cast it to a float")
+    # requires_grad=True is taken on any dtype (an int tensor's shows only here, in some later backward): name the tensor
+    if bad := [t for t in targets if not dtypes.is_float(t.dtype)]:
+      which = "; ".join(f"a tensor of shape {t.shape} {t.dtype} " + ("has requires_grad=True" if t.requires_grad else "is a gradient() target")
+                        for t in bad)
+      raise RuntimeError(f"{which}: only float tensors have gradients (cast it to a float dtype, or don't ask for its gradient)")
     from tinygrad.uop.gradient import compute_gradient  # autograd loads with the first backward, not with the first computation
     # a realize since the graph was built (reading an intermediate, a module's statistics update) put buffers in it: the gradient goes
     # through the nodes they replaced, and the gradients read those buffers again instead of recomputing them

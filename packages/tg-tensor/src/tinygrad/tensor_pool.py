@@ -98,9 +98,9 @@ class TensorPoolMixin:
     sp = tuple(self.shape[-len(ks):])
     pos = self._arange(prod(sp), dtypes.default_int).reshape(sp).pad(pads, value=-1).pad(extra, value=-1)._pooled(ks, strides, dils)
     # the first element equal to the max, padding (index -1, equal to a max of -inf or the int minimum) left out; a NaN max is the first
-    # NaN's (torch's), which equals nothing
-    top = top.unsqueeze(-1)
-    hit = x.eq(top) | (x.isnan() & top.isnan()) if dtypes.is_float(self.dtype) else x.eq(top)
+    # NaN's (torch's), which equals nothing. A name of its own, not top rebound: grad (above) reads top when backward runs
+    wide = top.unsqueeze(-1)
+    hit = x.eq(wide) | (x.isnan() & wide.isnan()) if dtypes.is_float(self.dtype) else x.eq(wide)
     return ret, (hit & pos.ge(0)).where(pos, prod(sp)).min(-1)
   def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, ceil_mode:bool=False, count_include_pad:bool=True):
     """mean over windows; the divisor counts the padding when count_include_pad, never the extra room ceil_mode adds"""

@@ -80,7 +80,8 @@ class SortingMixin:
     gradient of a pick: each one's goes to the element its index names (a scatter, one pass over the indices)"""
     def backward(grad):
       axis = len(indices.shape) - 1
-      return (self._scatter_fold(indices._one_hot_at(self.shape[-1], axis + 1), grad, axis, "sum"),)
+      # the scatter sums in the accumulator dtype (float for half): each element gets one pick at most, so the cast back is exact
+      return (self._scatter_fold(indices._one_hot_at(self.shape[-1], axis + 1), grad, axis, "sum").cast(self.dtype),)
     return values._custom_gradient((self,), backward), indices
   def _packs(self) -> bool:
     """whether the last axis sorts by packed keys: a value of 32 bits or less, an index of 31, and room above the real keys' low halves
