@@ -505,8 +505,8 @@ def _encloses_loops(ast:UOp, r:UOp) -> bool:
                                                            for w in u.src[0].toposort()) for u in ast.toposort())
 
 def _chain_trips(ast:UOp) -> int:
-  """loop trips of a row chain: its loops run one after another, so the trips of each loop body add up (the product of every axis
-  would count each reduce once per element of the store's loop)"""
+  """loop trips of a kernel whose loops run one after another (a row chain's, several reduces summed): the trips of each loop body add
+  up, where the product of every axis would count each reduce once per trip of the others"""
   free = free_ranges(ast)
   return sum(_trips(u, free) for u in ast.toposort() if u.op in (Ops.REDUCE, Ops.END))
 
@@ -678,7 +678,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     tile, nodes = panel, value_nodes(ast)
   block_copy = not red and bool(tile) and all(amt == size(ax[i]) for i, amt in tile.items())
   # the run's lanes in bytes against half the register file (simd.wide caps a small kernel's lanes for its code, not its registers)
-  # (one reduce's: the run's lanes are copied into each of several reduces' loops, the GRU bias gradient's 16: 3.4k -> 13.5k ops, level)
+  # (of one reduce: several copy the run's lanes into each one's loop, the GRU bias gradient's 16 reduces 13.5k ops with it, 3.4k without)
   run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1, simd_tiles(renderer).wide * 4) \
     if red and not chain and sum(u.op is Ops.REDUCE for u in ast.toposort()) == 1 else None
   walked = _accesses(ast)[1] if red and tile else set()  # the ranges some access walks with stride 1, before the upcasts split them
