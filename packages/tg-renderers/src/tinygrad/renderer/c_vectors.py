@@ -11,6 +11,7 @@ so one whose lane a scalar node reads before that is dropped (the lane would be 
 memory accesses that may touch the same element; then the plan is redone. Every lane computes the same C as before, so results are
 unchanged."""
 from __future__ import annotations
+import sys
 from dataclasses import dataclass
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp
@@ -217,11 +218,17 @@ def _may_overlap(xa:UOp|None, ca:int, xb:UOp|None, cb:int) -> bool:
 def plan_lanes(uops:list[UOp], scope:dict[UOp, UOp|None], dtypes_ok:set[DType]) -> LanePlan:
   """packs that keep memory order and whose lanes no scalar code reads before them"""
   banned: set[tuple[UOp, ...]] = set()
-  while True:
-    plan = LanePlan(uops, scope, dtypes_ok, banned)
-    plan.plan()
-    if not (bad := plan.read_early() | plan.conflicts()): return plan
-    banned |= bad
+  # packing follows a chain of ops from its store down, a few python frames per op: an exact float64 fmod is a chain of ~2.5k ops
+  # (python-to-python calls take no C stack here)
+  limit = sys.getrecursionlimit()
+  sys.setrecursionlimit(max(limit, 4 * len(uops) + 1000))
+  try:
+    while True:
+      plan = LanePlan(uops, scope, dtypes_ok, banned)
+      plan.plan()
+      if not (bad := plan.read_early() | plan.conflicts()): return plan
+      banned |= bad
+  finally: sys.setrecursionlimit(limit)
 
 def vector_dtypes(emulated) -> set[DType]:
   return {dt for dt in (*dtypes.ints, dtypes.float32, dtypes.float64) if dt not in emulated}

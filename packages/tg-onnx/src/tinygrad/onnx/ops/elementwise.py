@@ -73,37 +73,7 @@ def div(a, b): return a / b if is_float(a) else a.div(b, rounding_mode="trunc") 
 def mod(a, b, fmod=0):
   if not fmod: return a.mod(b)  # python's %: the divisor's sign
   if not is_float(a): return a - a.div(b, rounding_mode="trunc") * b  # C's %: the dividend's sign
-  work = dtypes.float64 if a.dtype is dtypes.float64 else dtypes.float32  # a narrower float's remainder is exact in float32
-  return _fmod_exact(a.cast(work), b.cast(work)).cast(a.dtype)
-
-# per float type: its bits as an int, mantissa bits, largest difference of two exponent fields (subnormals count as 1)
-_FLOAT_LAYOUT = {dtypes.float32: (dtypes.int32, 23, 253), dtypes.float64: (dtypes.int64, 52, 2045)}
-
-def _fmod_exact(a, b):
-  """C's fmod, exact like it: a - trunc(a/b)*b rounds (1e6+0.3 fmod 0.7 came out 0.625) and inf/inf is NaN. With |a| = ma*2^ea and
-  |b| = mb*2^eb (integer mantissas), |a| fmod |b| = ((ma * 2^(ea-eb)) mod mb) * 2^eb: integer remainders, the power of two taken a
-  few bits at a time so every product fits int64"""
-  as_int, mbits, span = _FLOAT_LAYOUT[a.dtype]
-  a_bits, b_bits = a.bitcast(as_int).cast(dtypes.int64), b.bitcast(as_int).cast(dtypes.int64)
-  magnitude_mask = (1 << (8 * as_int.itemsize - 1)) - 1
-  (ma, ea), (mb, eb) = _mantissa_exponent(a_bits & magnitude_mask, mbits), _mantissa_exponent(b_bits & magnitude_mask, mbits)
-  mb = mb.maximum(1)  # b = 0 gives NaN below; an integer division by zero would trap first
-  shift = 62 - mbits  # a remainder below 2^(mbits+1) shifted by this stays below 2^63
-  r, left = ma % mb, (ea - eb).maximum(0)
-  for _ in range(-(-span // shift)):
-    step = left.minimum(shift)
-    r, left = (r << step) % mb, left - step
-  # r counts units of b's last mantissa bit, 2^(eb - bias - mbits): scaled by two exact powers of two
-  scale = (eb << mbits).cast(as_int).bitcast(a.dtype)
-  below_b = (a_bits & magnitude_mask) < (b_bits & magnitude_mask)
-  magnitude = below_b.where(a.abs(), r.cast(a.dtype) * 2.0 ** -mbits * scale)
-  signed = (a_bits < 0).where(-magnitude, magnitude)
-  return (~a.isfinite() | b.isnan() | b.eq(0)).where(math.nan, signed)
-
-def _mantissa_exponent(bits, mbits:int):
-  """a non-negative float's bits as an integer mantissa (the implicit bit set) and exponent field (1 for subnormals)"""
-  e = bits >> mbits
-  return (e > 0).where((bits & ((1 << mbits) - 1)) | (1 << mbits), bits), e.maximum(1)
+  return a.fmod(b)  # exact, as C's fmod is
 
 @op("Pow")
 def pow_(base, exponent):
