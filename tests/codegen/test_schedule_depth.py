@@ -2,44 +2,12 @@
 rounds (~2.5 per step of an LSTM's gradient), and each kernel root's loop trips (rangeify.LoopTrips) came from a walk per root, done
 again whole for every root that a round's new stops cut: an LSTM's gradient of 32 steps walked 1.5M nodes, 20 s of scheduling. They now
 come from the one pass down from all roots that also finds the reduces' readers (ReduceReach), updated below each round's new stops."""
-import numpy as np
-from tinygrad import Tensor
+import pathlib, sys
 from tinygrad.uop.ops import UOp
 import tinygrad.schedule.rangeify as rangeify
 from tinygrad.schedule.rangeify import LoopTrips, RegionMemo, create_schedule
-
-def _lstm(T, B=2, H=4, xs=None, wx=None, wh=None):
-  """the gradient of an unrolled LSTM's last hidden state (summed) by its weights; empty buffers where no values are given"""
-  xs, wx, wh = (Tensor(a) if a is not None else Tensor.empty(*s) for a, s in ((xs, (T, B, H)), (wx, (H, 4 * H)), (wh, (H, 4 * H))))
-  wx.requires_grad = wh.requires_grad = True
-  h = c = Tensor.zeros(B, H)
-  for t in range(T):
-    i, f, g, o = (xs[t] @ wx + h @ wh).chunk(4, 1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
-  return list(h.sum().gradient(wx, wh))
-
-def _lstm_oracle(xs, wx, wh):
-  """the same gradient by hand, backpropagated through time in float64"""
-  sig = lambda a: 1 / (1 + np.exp(-a))
-  xs, wx, wh = (a.astype(np.float64) for a in (xs, wx, wh))
-  T, B, H = xs.shape
-  h, c, steps = np.zeros((B, H)), np.zeros((B, H)), []
-  for t in range(T):
-    a = np.split(xs[t] @ wx + h @ wh, 4, axis=1)
-    i, f, g, o = sig(a[0]), sig(a[1]), np.tanh(a[2]), sig(a[3])
-    steps.append((h, c, i, f, g, o))
-    c = f * c + i * g
-    h = o * np.tanh(c)
-  dh, dc, dwx, dwh = np.ones((B, H)), np.zeros((B, H)), np.zeros_like(wx), np.zeros_like(wh)
-  for t in reversed(range(T)):
-    h_prev, c_prev, i, f, g, o = steps[t]
-    tc = np.tanh(f * c_prev + i * g)
-    dc = dc + dh * o * (1 - tc ** 2)
-    da = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g ** 2), dh * tc * o * (1 - o)], axis=1)
-    dwx, dwh = dwx + xs[t].T @ da, dwh + h_prev.T @ da
-    dh, dc = da @ wh.T, dc * f
-  return dwx, dwh
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # importlib mode: this folder's test_schedule_scaling is not on sys.path by itself
+from test_schedule_scaling import _lstm  # its gradient's values are checked there
 
 def _trip_work(targets, monkeypatch) -> tuple[int, int, int]:
   """over one schedule's rounds: the nodes the loop-trip analysis visits (its walks' nodes and its pass's node updates), the changes it
@@ -92,10 +60,3 @@ def test_kept_trips_equal_a_fresh_pass(monkeypatch):
     fresh = LoopTrips(RegionMemo())
     assert kept.update(roots, stop) == fresh.update(roots, stop)
     assert kept.evals == fresh.evals and kept.body == fresh.body
-
-def test_unrolled_lstm_gradient():
-  rng = np.random.default_rng(0)
-  T, B, H = 4, 3, 4
-  xs, wx, wh = (rng.standard_normal(s, dtype=np.float32) * 0.5 for s in ((T, B, H), (H, 4 * H), (H, 4 * H)))
-  got = [g.numpy() for g in _lstm(T, B, H, xs, wx, wh)]
-  for g, want in zip(got, _lstm_oracle(xs, wx, wh)): np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-5)
