@@ -170,7 +170,8 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not dtypes.is_weak(ret.dtype): return _handle(ret)
     # two python scalars (x.where(1, 2)) leave a weak result: it becomes the default dtype, never a buffer dtype. As in Tensor(2**40),
     # an int that doesn't fit it is an error, not a silent wraparound (no tensor operand here whose dtype the scalar adapts to)
-    if dtypes.is_int(strong := dtypes.strong(ret.dtype)): _check_fits([x.arg for x in srcs if x.op is Ops.CONST], strong)
+    if dtypes.is_int(strong := dtypes.strong(ret.dtype)):
+      _check_fits([x.arg for x in srcs if x.op is Ops.CONST], strong, "make one of them a tensor of a wider dtype (e.g. Tensor(v, dtype=dtypes.int64))")
     return _handle(ret.cast(strong))
   def const_like(self, b:Any, dtype:DType|None=None) -> Tensor:
     """b in self's shape, dtype and device, as tinygrad's"""
@@ -1244,12 +1245,12 @@ for _name, _op in _IN_PLACE.items(): setattr(Tensor, _name, _in_place(_op))
 _needs_grad: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 _live = LiveTensors()  # every handle: backward() with no requires_grad=True tensor in the graph works as tinygrad 0.14's
 
-def _check_fits(values:Sequence, dtype:DType):
+def _check_fits(values:Sequence, dtype:DType, fix:str="pass dtype= a wider type (e.g. dtypes.int64)"):
   """like numpy and torch: a python int that doesn't fit an int dtype is an error, never a silent wraparound; a float is truncated
   toward zero first, as the cast does (255.5 is 255 in uint8)"""
   def whole(v): return math.trunc(v) if isinstance(v, float) and math.isfinite(v) else v
   if (bad := next((v for v in values if not dtype.min <= whole(v) <= dtype.max), None)) is not None:
-    raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; pass dtype= a wider type (e.g. dtypes.int64)")
+    raise OverflowError(f"{bad} does not fit in {dtype} [{dtype.min}, {dtype.max}]; {fix}")
 
 def _compute_device(device):
   """where a value for `device` is computed: the device itself, or the default one for a device that runs no kernels"""
