@@ -75,16 +75,15 @@ def test_python_number_divisors(device, np_dtype):
   bits = rng.integers(0, 2 ** info.bits, size=256, dtype=np.uint64).astype({2: np.uint16, 4: np.uint32, 8: np.uint64}[info.dtype.itemsize])
   a = np.concatenate([bits.view(np_dtype), np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e4, -1e4, 7], np_dtype)])
   ta = Tensor(a, device=device)
-  # on CL (PoCL) a NaN python divisor gave 3.08e-41 for every element here, after the other constants, while the same call alone gives
-  # NaN: not understood yet (stop 55's note). A NaN tensor divisor is checked on CL in test_zeros_infinities_and_nans
-  for c in [c for c in CONSTANTS if not (device == "CL" and math.isnan(c))] + [float(info.max), float(info.smallest_subnormal)]:
+  for c in CONSTANTS + [float(info.max), float(info.smallest_subnormal)]:
     with np.errstate(all="ignore"): want_fmod, want_mod, want_div = np.fmod(a, np_dtype(c)), np.mod(a, np_dtype(c)), np.floor_divide(a, np_dtype(c))
     assert same_bits(ta.fmod(c).numpy(), want_fmod).all(), c
     assert same_bits((ta % c).numpy(), want_mod).all(), c
     # a // c's quotient (a - a % c) / c is a product with c's rounded reciprocal, as every x / c: equal where that rounds to the same
     # integer (quotients below 2**(mantissa-1)); a subnormal c's reciprocal overflows
     small = ~(np.abs(want_div) >= 2.0 ** (info.nmant - 1)) & ~(0 < abs(c) < info.smallest_normal)
-    assert same_bits((ta // c).numpy()[small], want_div[small]).all(), c
+    # PoCL's floor() of NaN is no NaN (0.0, or a tiny number): a // nan is garbage on CL, a device bug (stop 55's note)
+    if not (device == "CL" and math.isnan(c)): assert same_bits((ta // c).numpy()[small], want_div[small]).all(), c
 
 def test_bfloat16_fmod_is_exact(device):
   # no numpy bfloat16: the remainder of two bfloat16 values is one too, so numpy's float32 fmod of them is the answer
