@@ -91,7 +91,9 @@ def test_cost_walk_grows_linearly_with_depth(monkeypatch):
   (w4, k4), (w8, k8) = _walked(_lstm(4), monkeypatch), _walked(_lstm(8), monkeypatch)
   assert k4 == {"E_2_4": 147, "r_2_16": 8, "E_2_16": 4, "r_2_4": 3, "r_4_16": 2}
   assert k8 == {"E_2_4": 299, "r_2_16": 16, "E_2_16": 8, "r_2_4": 7, "r_4_16": 2}
-  assert w8 < 2.5 * w4, (w4, w8)
+  # the memos a walk leaves on nodes that other graphs share (hash-consing) make the counts depend on what ran before in the process:
+  # 1.6-2.5x over test orders here; a walk that grew with the square of the depth is 4x
+  assert w8 < 3 * w4, (w4, w8)
 
 def _np_lstm_grads(xs, wx, wh):
   """numpy oracle for _lstm: the forward, then the backward through time by hand (gates in chunk order i, f, g, o)"""

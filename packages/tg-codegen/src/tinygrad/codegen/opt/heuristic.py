@@ -80,7 +80,7 @@ def _always(gate:UOp) -> bool:
 
 def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
-  access (a store too) walks with stride 1"""
+  access of that loop, or a store, walks with stride 1"""
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
   innermost = ax[-1] if (ax := axes(ast)) else None
   inner, unit = [], set()
@@ -89,7 +89,9 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
     # a gate that folds to True (padding that the view shrinks away again: a conv's window over its padded input) gates nothing
     gated = u.op is Ops.LOAD and len(u.src) == 3 and not _always(u.src[2])
     a = _Access(u.src[0].src[1], gated, u.src[0].src[0].dtype.itemsize)
-    unit |= a.unit
+    # a hoisted load walks its axes once per trip of the loops around: lanes along them are no vectors where the work is (a BatchNorm
+    # backward's per-channel scale made a conv's weight gradient 16 channels wide, scalar lanes: 5.8 ms, 3 x 4 of them 1.0 ms)
+    if u.op is Ops.STORE or innermost in a.deps: unit |= a.unit
     # a load the innermost loop does not move is hoisted out of it (softmax's row max and sum): lanes sharing it save nothing there
     if (u.op is Ops.LOAD and innermost in a.deps) or (u.op is Ops.STORE and not reduce): inner.append(a)
   return inner, unit
@@ -138,6 +140,29 @@ def _scalar_tile_pays(ast:UOp, tile:dict[int, int], simd:SimdTiles) -> bool:
   if any(ax[i] in vectors for i in tile) or not _streams_vectors(ast, inner := [r for r in ax if r.arg[1] in REDUCE][-1]): return True
   gain = _per_lane(acc, {}, simd.vector) / _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector)
   return gain >= SCALAR_TILE_GAIN and size(inner) < LONG_ROW
+
+def _scalar_tile(ast:UOp, tile:dict[int, int]) -> bool:
+  """no power-of-two run of the tile lies along an axis some access walks with stride 1: its lanes are scalars, no vectors"""
+  ax, walked = axes(ast), _accesses(ast)[1]
+  return not any(amt & (amt - 1) == 0 and ax[i] in walked for i, amt in tile.items())
+
+# a reduce's tile of scalar lanes over a reduce that streams its innermost axis as vectors, on a target whose compiler loop-vectorizes
+# (LLVM): its lanes and the partial sums of the reduce's unroll together are held to SCALAR_SHARE of the registers. Past that LLVM's SLP
+# vectorizer left them all scalar, each lane one serial chain, the rest of the registers holding the loads they share. 3x3 conv weight
+# gradients, the kernel at 2 threads (ms; 3 taps x 8 channels, unrolled 8 / not unrolled / 3 x 4 channels, not unrolled): b8 32->32
+# 16x16 5.1-5.4 / 3.2-3.3 / 1.5-1.9, b8 16->16 32x32 2.5-4.7 / 2.8 / 1.1-1.8, b4 3->16 64x64 1.7-2.1 / - / 0.6-0.7; depthwise, 3x3
+# taps (unrolled / not): b8 128x32x32 1.46 / 0.80, b8 64x56x56 2.40 / 1.48, b8 256x28x28 by 4 1.63 / 1.61; 3 taps of b8 64x28x28
+# unrolled 4 0.44, not 0.62. Compile time falls with the code (2.5k ops -> 0.25k)
+SCALAR_SHARE = 0.75
+
+def _scalar_lanes(renderer) -> int: return int(getattr(renderer, "vector_registers", 16) * SCALAR_SHARE)
+
+def _scalar_lanes_cap(ast:UOp, tile:dict[int, int], renderer) -> int|None:
+  """the lanes (_scalar_lanes) that a reduce's tile of more scalar lanes is held to, over a reduce that streams its innermost axis as
+  vectors on a target that loop-vectorizes; else None"""
+  if not getattr(renderer, "loop_vectorizes", False) or not _scalar_tile(ast, tile): return None
+  if not _streams_vectors(ast, [r for r in axes(ast) if r.arg[1] in REDUCE][-1]): return None
+  return cap if prod(tile.values()) > (cap := _scalar_lanes(renderer)) else None
 
 def _counts_in_ints(ast:UOp, r:UOp, renderer) -> bool:
   """an int reduce over r that LLVM's loop vectorizer packs better than unrolled lanes. One whose value depends on r itself, not only
@@ -666,6 +691,8 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   gemv = gemv_upcasts(ast, out, simd, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
   tile = transposed = {} if chain or red else transpose_tile(ast, out)
   tile = tile or ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
+  if red and tile and not chain and (cap := _scalar_lanes_cap(ast, tile, renderer)) is not None:
+    tile = register_tile(ast, tile_axes, simd._replace(tile=min(simd.tile, cap)), panel_streams(ast))
   if red and tile and not _scalar_tile_pays(ast, tile, simd): tile = {}
   # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
   # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0). A
@@ -681,7 +708,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # (of one reduce: several copy the run's lanes into each one's loop, the GRU bias gradient's 16 reduces 13.5k ops with it, 3.4k without)
   run = row_run(ast, tile, simd, threads if work >= 2 * WORK_PER_THREAD else 1, simd_tiles(renderer).wide * 4) \
     if red and not chain and sum(u.op is Ops.REDUCE for u in ast.toposort()) == 1 else None
-  walked = _accesses(ast)[1] if red and tile else set()  # the ranges some access walks with stride 1, before the upcasts split them
+  scalar_lanes = bool(red) and _scalar_tile(ast, tile)  # read before the upcasts split the ranges its accesses walk
   for i, amt in sorted(tile.items(), reverse=True):
     # the store's vector axis: its last block shifted back over the one before it, where writing twice is safe (whole vectors, no gates);
     # else padded with gates (another axis shifted made a matmul's row index non-affine: 1001 ran 20x slower)
@@ -699,10 +726,10 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # polynomial, 2 vectors: 4 accumulators beside its constants spilled out of the 16 ymm registers (fused softmax 4096x4096, 1 thread,
   # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
   # A tile of scalar lanes (no power-of-two run along an axis some access walks with stride 1: a depthwise conv's weight gradient, 3x3
-  # taps) gets the same unroll where its loads stream the reduce as vectors (b8 256x28x28 3x3, the kernel at 2 threads: 1.8 -> 1.3 ms)
+  # taps) gets the same unroll where its loads stream the reduce as vectors (b8 256x28x28 3x3, the kernel at 2 threads: 1.8 -> 1.3 ms),
+  # with LLVM only as far as lanes x unroll fit SCALAR_SHARE of the registers (_scalar_lanes_cap)
   # (the reduce axes' indices as they are after the upcasts: a whole axis upcast leaves the list)
-  scalar_tile = red and upcast and not chain and _streams_vectors(ast, (inner := [r for r in axes(ast) if r.arg[1] in REDUCE][-1])) and \
-    not any(amt & (amt - 1) == 0 and ax[i] in walked for i, amt in tile.items())
+  scalar_tile = red and upcast and not chain and scalar_lanes and _streams_vectors(ast, (inner := [r for r in axes(ast) if r.arg[1] in REDUCE][-1]))
   if scalar_tile: red = [axes(ast).index(inner)]
   # Reduces whose loops run one after another (logsumexp's max, then its sum of exps: a serial max chain took 28 ms of 4096x4096) each
   # get their own partial accumulators, on the innermost axis of each
@@ -712,6 +739,8 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     amts = ((2 * simd.vector, 8, 4, 2) if _long_body(ast, r) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)) if streams else (8, 4, 2)
     # a few rows upcast (gemv_upcasts): a vector accumulator per row, two per row where they are fewer than four (x @ w.T of 4 rows at
     # 4096x4096, 2 threads: 32 lanes a row 3.8-4.4 ms, mul and add apart with every load shuffled; 16 lanes 2.8-3.4, fused)
+    if scalar_tile and getattr(renderer, "loop_vectorizes", False):
+      amts = tuple(a for a in amts if a * prod(tile.values()) <= _scalar_lanes(renderer))
     if gemv and streams:
       amts = (next(a for a in (4 * simd.vector, 2 * simd.vector, simd.vector) if a * prod(n for _, n in gemv) <= 4 * simd.vector or a == simd.vector),)
     if not upcast and streams and getattr(renderer, "loop_vectorizes", False) and _only_adds(ast, r):
