@@ -82,24 +82,31 @@ def test_separate_column_sums_count_their_trips_added(monkeypatch):
   np.testing.assert_allclose(t.numpy(), np.sum([x.astype(np.float64).sum(0) for x in xs], axis=0), rtol=1e-4, atol=1e-4)
 
 @pytest.mark.parametrize("b,ci,co,hw,per_channel", [(8, 32, 32, 16, False), (4, 3, 16, 64, False), (8, 16, 16, 32, False), (8, 3, 16, 32, True)])
-def test_conv_weight_gradient_scalar_tile_fits_the_registers(monkeypatch, b, ci, co, hw, per_channel):
-  # a 3x3 conv's weight gradient: lanes along the taps (3, no vector) x output channels are scalar accumulators; with the reduce's unroll
-  # on top (3 x 8 lanes x 8) LLVM left every partial sum scalar and the kernel ran 2.5-3x slower than 3 x 4 lanes without one.
+def test_conv_weight_gradient_unrolls_its_rows_into_vectors(monkeypatch, b, ci, co, hw, per_channel):
+  # a 3x3 conv's weight gradient, sum over (batch, rows, columns) of dy x the input at (row + kh, column + kw). Tiled along the taps its
+  # lanes read runs of the input shifted by one column each, and with the columns' reduce unrolled on top LLVM left every partial sum
+  # scalar (3 taps x 8 channels x 8: 2.5-3x slower than not unrolled, 8-10x slower than 4 channels with the columns unrolled 16, which it
+  # packs into vectors). Where the columns are a multiple of two vectors: no tile along the taps, the columns unrolled at least that far,
+  # lanes x unroll within half the registers; elsewhere (16 columns with AVX-512's vectors of 16) lanes x unroll within the registers.
   # per_channel: the gradient scaled per output channel (a BatchNorm's backward), a load outside the reduce's loop that walks the
-  # channels with stride 1: it made them a whole-vector axis (3 taps x 16 channels, one thread: 5.8 ms, 3 x 4 at 2 threads 1.0 ms)
+  # channels with stride 1: it made them a whole-vector axis (3 taps x 16 channels, one thread: 5.8 ms)
   x, dy = rng.standard_normal((b, ci, hw, hw)).astype(np.float32), rng.standard_normal((b, co, hw, hw)).astype(np.float32)
-  scale, shift = (rng.standard_normal((1, co, 1, 1)).astype(np.float32) for _ in range(2)) if per_channel else (np.ones((1, co, 1, 1), np.float32),
-                                                                                                             np.zeros((1, co, 1, 1), np.float32))
+  scale, shift = (rng.standard_normal((1, co, 1, 1)).astype(np.float32) for _ in range(2))
   w = Tensor(rng.standard_normal((co, ci, 3, 3)).astype(np.float32), requires_grad=True).realize()
   upstream = Tensor(dy).realize() * Tensor(scale).realize() + Tensor(shift).realize() if per_channel else Tensor(dy).realize()
   g = (Tensor(x).realize().conv2d(w, padding=1) * upstream).sum().gradient(w)[0]
   seen, opt = [], lowering.optimize
   monkeypatch.setattr(lowering, "optimize", lambda ast, r: seen.append(opt(ast, r)) or seen[-1])
+  renderer = Device["CPU"].renderer
   for it in create_schedule([g.uop])[0]:
-    if it.kind == "kernel": get_program(it.ast, Device["CPU"].renderer)
+    if it.kind == "kernel": get_program(it.ast, renderer)
   (k,) = [k for k in seen if k.arg.name.endswith("_3_3")]
-  lanes = int(np.prod([o.amt for o in k.arg.applied_opts if o.op.name in ("UPCAST", "UNROLL")]))
-  assert 1 < lanes <= Device["CPU"].renderer.vector_registers, k.arg.applied_opts  # a scalar register each
-  xp, gy = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1))), dy.astype(np.float64) * scale + shift
+  ups = [o.amt for o in k.arg.applied_opts if o.op.name == "UPCAST"]
+  unroll, vector = int(np.prod([o.amt for o in k.arg.applied_opts if o.op.name == "UNROLL"])), renderer.vector_bytes // 4
+  if hw % (2 * vector) == 0:
+    assert 3 not in ups and unroll >= 2 * vector and int(np.prod(ups)) * unroll <= renderer.vector_registers // 2 * vector, k.arg.applied_opts
+  else: assert 1 < int(np.prod(ups)) * unroll <= renderer.vector_registers, k.arg.applied_opts  # a scalar register each
+  xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+  gy = dy.astype(np.float64) * scale + shift if per_channel else dy.astype(np.float64)
   want = np.stack([np.stack([np.einsum("bohw,bihw->oi", gy, xp[:, :, i:i + hw, j:j + hw]) for j in range(3)], -1) for i in range(3)], -2)
   np.testing.assert_allclose(g.numpy(), want, rtol=1e-4, atol=1e-3)

@@ -78,9 +78,11 @@ def _always(gate:UOp) -> bool:
   """the gate simplifies to True (lowering folds it the same way, so the load is a plain one)"""
   return (g := simplified(gate)).op is Ops.CONST and g.arg is True
 
-def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
+def _accesses(ast:UOp, shifted:bool=False) -> tuple[list[_Access], set[UOp]]:
   """the loads inside the innermost loop (and the stores too when nothing is reduced: they run as often), and the ranges some ungated
-  access of that loop, or a store, walks with stride 1"""
+  access of that loop, or a store, walks with stride 1. shifted: a load that walks an innermost reduce and an output axis both with
+  stride 1 (a conv's input at w + kw, in its weight gradient) counts double: its vectors along the reduce start one element further on
+  for each step of that axis, most of them across two cache lines"""
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
   innermost = ax[-1] if (ax := axes(ast)) else None
   inner, unit = [], set()
@@ -92,6 +94,7 @@ def _accesses(ast:UOp) -> tuple[list[_Access], set[UOp]]:
     # a hoisted load walks its axes once per trip of the loops around: lanes along them are no vectors where the work is (a BatchNorm
     # backward's per-channel scale made a conv's weight gradient 16 channels wide, scalar lanes: 5.8 ms, 3 x 4 of them 1.0 ms)
     if u.op is Ops.STORE or innermost in a.deps: unit |= a.unit
+    if shifted and u.op is Ops.LOAD and innermost in a.unit and any(r.arg[1] not in REDUCE for r in a.unit): a.weight *= 2
     # a load the innermost loop does not move is hoisted out of it (softmax's row max and sum): lanes sharing it save nothing there
     if (u.op is Ops.LOAD and innermost in a.deps) or (u.op is Ops.STORE and not reduce): inner.append(a)
   return inner, unit
@@ -132,9 +135,9 @@ def _scalar_polynomial_axes(ast:UOp, out:list[int]) -> set[int]:
 # rows of 512: six row streams, a weight and the positional table shared) as 4 rows x 16 positions 1.5-2.8 ms, untiled 0.08-0.15
 SCALAR_TILE_GAIN, LONG_ROW = 2, 512
 
-def _scalar_tile_pays(ast:UOp, tile:dict[int, int], simd:SimdTiles) -> bool:
+def _scalar_tile_pays(ast:UOp, tile:dict[int, int], simd:SimdTiles, shifted:bool=False) -> bool:
   """whether a reduce's register tile is worth its lanes (see SCALAR_TILE_GAIN): always where some lane runs along a vector"""
-  ax, acc = axes(ast), _accesses(ast)[0]
+  ax, acc = axes(ast), _accesses(ast, shifted)[0]
   # the loads of the innermost loop count: a row's scalar hoisted out of it (a layernorm's 1/std) or the store make no vectors there
   vectors = {r for a in acc for r in a.unit}
   if any(ax[i] in vectors for i in tile) or not _streams_vectors(ast, inner := [r for r in ax if r.arg[1] in REDUCE][-1]): return True
@@ -146,23 +149,51 @@ def _scalar_tile(ast:UOp, tile:dict[int, int]) -> bool:
   ax, walked = axes(ast), _accesses(ast)[1]
   return not any(amt & (amt - 1) == 0 and ax[i] in walked for i, amt in tile.items())
 
-# a reduce's tile of scalar lanes over a reduce that streams its innermost axis as vectors, on a target whose compiler loop-vectorizes
-# (LLVM): its lanes and the partial sums of the reduce's unroll together are held to SCALAR_SHARE of the registers. Past that LLVM's SLP
-# vectorizer left them all scalar, each lane one serial chain, the rest of the registers holding the loads they share. 3x3 conv weight
-# gradients, the kernel at 2 threads (ms; 3 taps x 8 channels, unrolled 8 / not unrolled / 3 x 4 channels, not unrolled): b8 32->32
-# 16x16 5.1-5.4 / 3.2-3.3 / 1.5-1.9, b8 16->16 32x32 2.5-4.7 / 2.8 / 1.1-1.8, b4 3->16 64x64 1.7-2.1 / - / 0.6-0.7; depthwise, 3x3
-# taps (unrolled / not): b8 128x32x32 1.46 / 0.80, b8 64x56x56 2.40 / 1.48, b8 256x28x28 by 4 1.63 / 1.61; 3 taps of b8 64x28x28
-# unrolled 4 0.44, not 0.62. Compile time falls with the code (2.5k ops -> 0.25k)
-SCALAR_SHARE = 0.75
+# A reduce's tile of scalar lanes over a reduce that streams its innermost axis as vectors, on a target whose compiler loop-vectorizes
+# (LLVM). Its SLP vectorizer packs the partial sums of the reduce's unroll into vectors, a few per lane, where the innermost reduce is a
+# multiple of two vectors long (_packs_reduce) and no lane reads runs shifted from another's by steps of a reduce (_window_axes: a conv's
+# taps beside its pixels, which such a kernel then does not tile; a load walking both counts double, _accesses). Lanes x unroll are then
+# held to PACKED_SHARE of the registers in vectors, the tile to what leaves each lane two of them. Where it does not pack them (a row of
+# 28, a tile along the taps) it left every partial sum scalar, each lane a serial chain: lanes x unroll are held to SCALAR_SHARE of the
+# registers in scalars.
+# 3x3 conv weight gradients (sum over batch and pixels of dy x the shifted input), the kernel at 2 threads, ms, best of 15-20, AVX2:
+#   | kernel                   | 3 taps x 8 channels, unroll 8 | 3 x 4, no unroll | 4 channels, unroll 16 (packed) |
+#   | b8 32->32 16x16          | 5.1-5.4                       | 1.2-2.5          | 0.57-0.64                      |
+#   | b8 16->16 32x32          | 2.5-4.7                       | 1.1-2.2          | 0.57-0.66                      |
+#   | b4 3->16 64x64           | 1.7-2.1                       | 0.60-0.77        | 0.21-0.24                      |
+#   | b8 3->16 32x32, BN fused | (3 x 16, one thread) 5.8      | 0.50-1.0         | 0.21-0.36 (no tile 0.31-0.33)  |
+# 3 input channels x 2 output channels, unroll 16 (BN fused): 0.84-1.33, its 12 vectors of partial sums spilled. Depthwise b8 128x32x32:
+# 3x3 taps unrolled 32 1.35-1.46, not unrolled 0.80-1.13, no tile unrolled 32 0.61-0.63; rows of 28 or 56 (not packed): 3 taps
+# unrolled 4 0.26-0.44, not 0.62; 9 taps of 56 not unrolled 1.07-1.13, no tile unrolled 8 or 14 0.98-0.99
+SCALAR_SHARE, PACKED_SHARE = 0.75, 0.5
 
 def _scalar_lanes(renderer) -> int: return int(getattr(renderer, "vector_registers", 16) * SCALAR_SHARE)
 
-def _scalar_lanes_cap(ast:UOp, tile:dict[int, int], renderer) -> int|None:
-  """the lanes (_scalar_lanes) that a reduce's tile of more scalar lanes is held to, over a reduce that streams its innermost axis as
-  vectors on a target that loop-vectorizes; else None"""
+def _packs_reduce(ast:UOp, renderer, vector:int) -> bool:
+  """on a target that loop-vectorizes, the innermost reduce axis streams whole vectors (every load moving with it at stride 1) and is a
+  multiple of two vectors long: its unroll's partial sums pack into vectors"""
+  if not getattr(renderer, "loop_vectorizes", False) or not (red := [r for r in axes(ast) if r.arg[1] in REDUCE]): return False
+  return size(red[-1]) % (2 * vector) == 0 and _streams_vectors(ast, red[-1])
+
+def _window_axes(ast:UOp, out:list[int]) -> set[int]:
+  """the output axes along which some load of the innermost loop moves by the same step as along a reduce axis (a conv's weight
+  gradient: the input at w + kw, h + kh): lanes along them read runs shifted by steps of the reduce"""
+  ax, acc = axes(ast), _accesses(ast)[0]
+  red = [r for r in ax if r.arg[1] in REDUCE]
+  return {i for i in out for a in acc if (st := a.stride.get(ax[i])) is not None and any(a.stride.get(r) == st for r in red)}
+
+def _scalar_budget(renderer, vector:int, packs:bool) -> int:
+  """lanes x unroll of a tile of scalar lanes (see SCALAR_SHARE): PACKED_SHARE of the registers in vectors where the reduce packs,
+  else SCALAR_SHARE of them in scalars"""
+  return int(getattr(renderer, "vector_registers", 16) * PACKED_SHARE) * vector if packs else _scalar_lanes(renderer)
+
+def _scalar_lanes_cap(ast:UOp, tile:dict[int, int], renderer, vector:int, packs:bool) -> int|None:
+  """the lanes that a reduce's tile of scalar lanes over a reduce streaming vectors is held to, where it has more, on a target that
+  loop-vectorizes; else None"""
   if not getattr(renderer, "loop_vectorizes", False) or not _scalar_tile(ast, tile): return None
   if not _streams_vectors(ast, [r for r in axes(ast) if r.arg[1] in REDUCE][-1]): return None
-  return cap if prod(tile.values()) > (cap := _scalar_lanes(renderer)) else None
+  cap = _scalar_budget(renderer, vector, packs) // (2 * vector) if packs else _scalar_lanes(renderer)
+  return cap if prod(tile.values()) > cap else None
 
 def _counts_in_ints(ast:UOp, r:UOp, renderer) -> bool:
   """an int reduce over r that LLVM's loop vectorizer packs better than unrolled lanes. One whose value depends on r itself, not only
@@ -296,7 +327,7 @@ def _padded(r:UOp, amt:int, reduces:bool, stored:set[UOp], unit:set[UOp]) -> flo
   if r in unit and not any(size(r) % a == 0 for a in UPCAST_AMTS): return waste if waste <= PAD_ROW else None
   return None
 
-def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) -> dict[int, int]:
+def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False, shifted:bool=False) -> dict[int, int]:
   """{output axis: upcast amount}, greedy: each step takes the upcast that lowers the loads per lane the most, at most simd.tile
   lanes (simd.wide with a WIDE stride-1 axis, simd.streaming when its panel streams). Lanes that read the same address share the load
   (a matmul's A row across the lanes of j, B across i; a conv's input across output channels, its weight across pixels); lanes along a
@@ -305,7 +336,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False) 
   past L1 (b8 256->256 14x14 3x3: 2 pixels x 8 panels 21.1 ms, 7 pixels x 2 panels 12.0 ms, at 2 threads). On a tie the smaller
   tile wins, except in a reduce that steps over rows (_reduce_strided): there a WIDE tile is two vector chains instead of one and a
   whole cache line per row (4096x4096 sum(0), one thread: 8 lanes 20.3 ms, 16 lanes 7.2 ms, 32 8.3 ms; row_run then widens it)"""
-  ax, (acc, unit) = axes(ast), _accesses(ast)
+  ax, (acc, unit) = axes(ast), _accesses(ast, shifted)
   if not acc: return {}
   tile = _shared_whole_axis(ast, out, acc, simd.wide)
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
@@ -686,14 +717,16 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # were packed across trips with a shuffle per lane and op (exp of 16M floats at 2 threads: 8.5 -> 3.9 ms, gelu 10.7 -> 5.4, log 12.2 -> 7.3)
   untiled = chain or (not red and getattr(renderer, "loop_vectorizes", False) and _evaluates_polynomial(ast))
   tile_axes = [] if untiled else [i for i in out if i not in _scalar_polynomial_axes(ast, out)] if red else _elementwise_tile_axes(ast, out)
+  if packs := bool(red) and not chain and _packs_reduce(ast, renderer, simd.vector):
+    tile_axes = [i for i in tile_axes if i not in _window_axes(ast, out)]  # see SCALAR_SHARE
   threads = THREADS.value if getattr(renderer, "has_threads", False) else 1
   # a small product (the loss's sum over 10 classes) stays in cache: the register tile's shared loads are what count there
   gemv = gemv_upcasts(ast, out, simd, threads) if red and not chain and work >= 2 * WORK_PER_THREAD else None
   tile = transposed = {} if chain or red else transpose_tile(ast, out)
-  tile = tile or ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast)))
-  if red and tile and not chain and (cap := _scalar_lanes_cap(ast, tile, renderer)) is not None:
-    tile = register_tile(ast, tile_axes, simd._replace(tile=min(simd.tile, cap)), panel_streams(ast))
-  if red and tile and not _scalar_tile_pays(ast, tile, simd): tile = {}
+  tile = tile or ({} if gemv is not None else register_tile(ast, tile_axes, simd, panel_streams(ast), packs))
+  if red and tile and not chain and (cap := _scalar_lanes_cap(ast, tile, renderer, simd.vector, packs)) is not None:
+    tile = register_tile(ast, tile_axes, simd._replace(tile=min(simd.tile, cap)), panel_streams(ast), packs)
+  if red and tile and not _scalar_tile_pays(ast, tile, simd, packs): tile = {}
   # a loop left over an upcast axis without a reduce is what LLVM's loop vectorizer packs across trips, at most LOOP_GROUP lanes a trip;
   # an upcast of a whole axis leaves no such loop (a panel copy's 16 lanes: 2048x2048 at 2 threads, 8 lanes 1.8-2.9 ms, 16 1.3-2.0). A
   # transposing copy keeps its whole cache lines (x.T of 1024x1024 at 2 threads: 8x4 lanes 2.1 ms, transpose_tile's 16x2 0.65 ms)
@@ -727,7 +760,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # two runs each at load 9: 22.1 / 25.0 -> 19.6 / 20.8 ms of CPU; 1 vector: 21.9 / 24.3)
   # A tile of scalar lanes (no power-of-two run along an axis some access walks with stride 1: a depthwise conv's weight gradient, 3x3
   # taps) gets the same unroll where its loads stream the reduce as vectors (b8 256x28x28 3x3, the kernel at 2 threads: 1.8 -> 1.3 ms),
-  # with LLVM only as far as lanes x unroll fit SCALAR_SHARE of the registers (_scalar_lanes_cap)
+  # with LLVM only as far as lanes x unroll fit SCALAR_SHARE of the registers (_scalar_budget)
   # (the reduce axes' indices as they are after the upcasts: a whole axis upcast leaves the list)
   scalar_tile = red and upcast and not chain and scalar_lanes and _streams_vectors(ast, (inner := [r for r in axes(ast) if r.arg[1] in REDUCE][-1]))
   if scalar_tile: red = [axes(ast).index(inner)]
@@ -740,7 +773,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # a few rows upcast (gemv_upcasts): a vector accumulator per row, two per row where they are fewer than four (x @ w.T of 4 rows at
     # 4096x4096, 2 threads: 32 lanes a row 3.8-4.4 ms, mul and add apart with every load shuffled; 16 lanes 2.8-3.4, fused)
     if scalar_tile and getattr(renderer, "loop_vectorizes", False):
-      amts = tuple(a for a in amts if a * prod(tile.values()) <= _scalar_lanes(renderer))
+      amts = tuple(a for a in amts if a * prod(tile.values()) <= _scalar_budget(renderer, simd.vector, packs))
     if gemv and streams:
       amts = (next(a for a in (4 * simd.vector, 2 * simd.vector, simd.vector) if a * prod(n for _, n in gemv) <= 4 * simd.vector or a == simd.vector),)
     if not upcast and streams and getattr(renderer, "loop_vectorizes", False) and _only_adds(ast, r):
