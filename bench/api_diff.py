@@ -961,8 +961,9 @@ KNOWN = {
                                   "tg's jitted run equals its un-jitted one, which equals upstream's un-jitted one (prog_mlp_adam_schedule_step)",
   "doc_dtype_edges[1]": "dtypes.uint32's name: 'uint' here, upstream 'unsigned int' (its C type); str() is dtypes.uint on both",
   "doc_dtype_edges[21]": "upstream leaves some results in its weak dtypes (weakint, weakfloat: one_hot, an int tensor's pow(0.5), a 0-d "
-                         "Tensor(2.0)), tg in the default dtype (int, float). They differ in later mixed ops: upstream's adapts to the other "
-                         "operand as a python scalar does (half * Tensor(2.0) is half upstream, float32 in tg; int8 * Tensor(2): int8 vs int32)",
+                         "Tensor(2.0)), tg in the default dtype (int, float). A tensor made from a python number joins later mixed ops as "
+                         "upstream's does (half * Tensor(2.0) is half on both, int8 * Tensor(2) int8); results of ops on it, one_hot's and "
+                         "pow's do not (half * (Tensor(2.0) * 3) is float32 in tg, int8 * one_hot(...) int32; upstream half, int8)",
   "doc_dtype_edges[39]": "as doc_dtype_edges[21]",
   "prog_files[1]": "as doc_dtype_edges[1]: dtypes.uint8's name is 'uchar' here, 'unsigned char' upstream",
   "doc_ties_and_ints[13]": "round of an int tensor: tg returns the ints (torch's), upstream a float tensor of the same values",

@@ -128,9 +128,15 @@ class ElementwiseMixin:
     x, y = self, self.ufix(y)
     if reverse: x, y = y, x
     if match_dtype:
-      out = least_upper_dtype(x.dtype, y.dtype)
-      x, y = x.cast(out), y.cast(out)
+      out = least_upper_dtype(px := x._promotes_as(), py := y._promotes_as())
+      # two tensors made from python numbers join in the default dtype (a weak dtype is for constants, never a tensor's)
+      if dtypes.is_weak(out) and (px is not x.dtype or py is not y.dtype): out = dtypes.strong(out)
+      x, y = x._as_joined(out), y._as_joined(out)
     return x, y
+  def _promotes_as(self) -> DType:
+    """the dtype self joins another operand's with (a Tensor made from a python number joins as a python number would)"""
+    return self.dtype
+  def _as_joined(self, dt:DType): return self.cast(dt)
   def _binop(self, op:Ops, y:Any, reverse:bool):
     x, y = self._broadcasted(y, reverse)
     return x.alu(op, y)
