@@ -84,7 +84,7 @@ def _accesses(ast:UOp, shifted:bool=False) -> tuple[list[_Access], set[UOp]]:
   stride 1 (a conv's input at w + kw, in its weight gradient) counts double: its vectors along the reduce start one element further on
   for each step of that axis, most of them across two cache lines"""
   reduce = any(u.op is Ops.REDUCE for u in ast.toposort())
-  innermost = ax[-1] if (ax := axes(ast)) else None
+  innermost = _main_inner(ast)
   inner, unit = [], set()
   for u in ast.toposort():
     if u.op not in (Ops.LOAD, Ops.STORE) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
@@ -140,7 +140,7 @@ def _scalar_tile_pays(ast:UOp, tile:dict[int, int], simd:SimdTiles, shifted:bool
   ax, acc = axes(ast), _accesses(ast, shifted)[0]
   # the loads of the innermost loop count: a row's scalar hoisted out of it (a layernorm's 1/std) or the store make no vectors there
   vectors = {r for a in acc for r in a.unit}
-  if any(ax[i] in vectors for i in tile) or not _streams_vectors(ast, inner := [r for r in ax if r.arg[1] in REDUCE][-1]): return True
+  if any(ax[i] in vectors for i in tile) or not _streams_vectors(ast, inner := _main_inner(ast)): return True
   gain = _per_lane(acc, {}, simd.vector) / _per_lane(acc, {ax[i]: a for i, a in tile.items()}, simd.vector)
   return gain >= SCALAR_TILE_GAIN and size(inner) < LONG_ROW
 
@@ -169,17 +169,29 @@ SCALAR_SHARE, PACKED_SHARE = 0.75, 0.5
 
 def _scalar_lanes(renderer) -> int: return int(getattr(renderer, "vector_registers", 16) * SCALAR_SHARE)
 
+def _main_inner(ast:UOp) -> UOp|None:
+  """the innermost axis of the reduces that are not minor (_minor_reduce): the loop the kernel's work runs in, where the last axis may
+  be a minor reduce's (a BatchNorm-fused weight gradient also sums 8 partial statistics after its main reduce; an LSTM's recurrent
+  weight gradient sums its first step's zeros)"""
+  ax = axes(ast)
+  if any(size(r) is None for r in ranges(ast)): return ax[-1] if ax else None  # symbolic trips: no sizes to weigh
+  free, work = free_ranges(ast), _chain_trips(ast)
+  main = [r for u in ast.toposort() if u.op is Ops.REDUCE and not _minor_reduce(u, free, work) for r in u.src[1:] if r in ax]
+  return max(main, key=ax.index) if main else ax[-1] if ax else None
+
 def _packs_reduce(ast:UOp, renderer, vector:int) -> bool:
-  """on a target that loop-vectorizes, the innermost reduce axis streams whole vectors (every load moving with it at stride 1) and is a
-  multiple of two vectors long: its unroll's partial sums pack into vectors"""
-  if not getattr(renderer, "loop_vectorizes", False) or not (red := [r for r in axes(ast) if r.arg[1] in REDUCE]): return False
-  return size(red[-1]) % (2 * vector) == 0 and _streams_vectors(ast, red[-1])
+  """on a target that loop-vectorizes, the main reduce's innermost axis streams whole vectors (every load moving with it at stride 1)
+  and is a multiple of two vectors long: its unroll's partial sums pack into vectors"""
+  if not getattr(renderer, "loop_vectorizes", False) or not any(r.arg[1] in REDUCE for r in axes(ast)): return False
+  return size(inner := _main_inner(ast)) % (2 * vector) == 0 and _streams_vectors(ast, inner)
 
 def _window_axes(ast:UOp, out:list[int]) -> set[int]:
-  """the output axes along which some load of the innermost loop moves by the same step as along a reduce axis (a conv's weight
-  gradient: the input at w + kw, h + kh): lanes along them read runs shifted by steps of the reduce"""
-  ax, acc = axes(ast), _accesses(ast)[0]
+  """the output axes along which some load moving with the main reduce's innermost axis moves by the same step as along a reduce axis
+  (a conv's weight gradient: the input at w + kw, h + kh): lanes along them read runs shifted by steps of the reduce"""
+  ax, inner = axes(ast), _main_inner(ast)
   red = [r for r in ax if r.arg[1] in REDUCE]
+  acc = [a for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
+         and inner in (a := _Access(u.src[0].src[1], False)).deps]
   return {i for i in out for a in acc if (st := a.stride.get(ax[i])) is not None and any(a.stride.get(r) == st for r in red)}
 
 def _scalar_budget(renderer, vector:int, packs:bool) -> int:
@@ -191,7 +203,7 @@ def _scalar_lanes_cap(ast:UOp, tile:dict[int, int], renderer, vector:int, packs:
   """the lanes that a reduce's tile of scalar lanes over a reduce streaming vectors is held to, where it has more, on a target that
   loop-vectorizes; else None"""
   if not getattr(renderer, "loop_vectorizes", False) or not _scalar_tile(ast, tile): return None
-  if not _streams_vectors(ast, [r for r in axes(ast) if r.arg[1] in REDUCE][-1]): return None
+  if not _streams_vectors(ast, _main_inner(ast)): return None
   cap = _scalar_budget(renderer, vector, packs) // (2 * vector) if packs else _scalar_lanes(renderer)
   return cap if prod(tile.values()) > cap else None
 
@@ -712,7 +724,11 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # a row chain (reduces run one after another per row, then a store across the row) shares no loads across output lanes: its loops
   # stream the row with stride 1, which LLVM's loop vectorizer packs on its own. Upcast, the lanes of softmax's store loop were vectorized
   # across loop trips instead (a transpose of every load, spills): the fused 4096x4096 kernel took 42 ms at one thread, 30 ms without
-  if chain := broadcast_reduce(ast): work = _chain_trips(ast)
+  # (a REDUCE minor beside the kernel does not make it one: it is redone per tile. An LSTM's recurrent weight gradient, the sum over 16
+  # steps of h.T @ dgates, whose first step's h is zeros: that step's sum depends on the gates' axis alone; as a row chain the kernel was
+  # left untiled, 104 ms a step, tiled 3.3 ms)
+  f = free_ranges(ast)
+  if chain := broadcast_reduce(ast, lambda u: _minor_reduce(u, f, work)): work = _chain_trips(ast)
   # an elementwise kernel evaluating a polynomial per element (exp, tanh, gelu) is left to LLVM's loop vectorizer too: upcast, its lanes
   # were packed across trips with a shuffle per lane and op (exp of 16M floats at 2 threads: 8.5 -> 3.9 ms, gelu 10.7 -> 5.4, log 12.2 -> 7.3)
   untiled = chain or (not red and getattr(renderer, "loop_vectorizes", False) and _evaluates_polynomial(ast))
@@ -762,12 +778,12 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   # taps) gets the same unroll where its loads stream the reduce as vectors (b8 256x28x28 3x3, the kernel at 2 threads: 1.8 -> 1.3 ms),
   # with LLVM only as far as lanes x unroll fit SCALAR_SHARE of the registers (_scalar_budget)
   # (the reduce axes' indices as they are after the upcasts: a whole axis upcast leaves the list)
-  scalar_tile = red and upcast and not chain and scalar_lanes and _streams_vectors(ast, (inner := [r for r in axes(ast) if r.arg[1] in REDUCE][-1]))
+  scalar_tile = red and upcast and not chain and scalar_lanes and _streams_vectors(ast, (inner := _main_inner(ast)))
   if scalar_tile: red = [axes(ast).index(inner)]
   # Reduces whose loops run one after another (logsumexp's max, then its sum of exps: a serial max chain took 28 ms of 4096x4096) each
   # get their own partial accumulators, on the innermost axis of each
   for i in reversed(red) if chain else reversed(_innermost_reduce_axes(ast, red)) if red and (not upcast or scalar_tile) else []:
-    if (chain and _only_minor(ast, axes(ast)[i], work)) or _counts_in_ints(ast, axes(ast)[i], renderer) or _encloses_loops(ast, axes(ast)[i]): continue
+    if _only_minor(ast, axes(ast)[i], work) or _counts_in_ints(ast, axes(ast)[i], renderer) or _encloses_loops(ast, axes(ast)[i]): continue
     r, streams = axes(ast)[i], _streams_vectors(ast, axes(ast)[i])
     amts = ((2 * simd.vector, 8, 4, 2) if _long_body(ast, r) else (4 * simd.vector, 2 * simd.vector, 8, 4, 2)) if streams else (8, 4, 2)
     # a few rows upcast (gemv_upcasts): a vector accumulator per row, two per row where they are fewer than four (x @ w.T of 4 rows at

@@ -12,6 +12,7 @@ LOOP/GLOBAL axes then the REDUCE axes, in loop order; a split keeps the part tha
 against the kernel it is applied to in order."""
 from __future__ import annotations
 import functools
+from typing import Callable
 from dataclasses import dataclass
 from enum import Enum, auto
 from tinygrad.uop import Ops, AxisType
@@ -87,12 +88,13 @@ def lanes(ast:UOp, inside:UOp|None=None) -> int:
       n = max(n, prod(size(r) for r in body if r.op is Ops.RANGE and r.arg[1] in (AxisType.UPCAST, AxisType.UNROLL)))
   return n
 
-def broadcast_reduce(ast:UOp) -> bool:
+def broadcast_reduce(ast:UOp, minor:Callable[[UOp], bool]|None=None) -> bool:
   """some REDUCE is read across an output axis it does not depend on: a row reduction kept in its reader's kernel (softmax's max and
-  sum, schedule/row_fusion.py), its loop one of several that run one after another inside the loop over rows"""
+  sum, schedule/row_fusion.py), its loop one of several that run one after another inside the loop over rows. minor: reduces it leaves
+  out (ones small enough to be redone)"""
   free = free_ranges(ast)
   out = {r for e in ast.src if e.op is Ops.END for r in e.ended_ranges if r.arg[1] in OUTPUT}
-  return any(u.op is Ops.REDUCE and out - free[u] for u in ast.toposort())
+  return any(u.op is Ops.REDUCE and out - free[u] and not (minor is not None and minor(u)) for u in ast.toposort())
 
 def _split_use(ctx:dict[UOp, tuple[UOp, list[UOp]]], x:UOp) -> UOp|None:
   if not any(s in ctx for s in x.src[1:]): return None
