@@ -43,3 +43,12 @@ def test_weak_scalar_tensor_keeps_half_training_in_half():
   w = Tensor(2.0, requires_grad=True)
   (Tensor([1.0, 2.0]) * w).sum().backward()
   assert w.grad.dtype == dtypes.float32 and w.grad.item() == 3.0
+
+def test_weak_scalar_tensor_that_requires_grad_gets_its_gradient():
+  x = Tensor([1.0, 2.0, 3.0], dtype=dtypes.half)
+  w = Tensor(2.0, requires_grad=True)
+  (x * w).sum().backward()
+  later = Tensor(2.0)
+  later.requires_grad = True  # marked after it was made
+  (x * later).sum().backward()
+  assert (x * w).dtype == dtypes.half and w.grad.item() == 6.0 and later.grad.item() == 6.0
