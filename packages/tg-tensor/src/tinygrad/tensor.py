@@ -84,10 +84,6 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   def __hash__(self): return id(self)
   # numpy's operators give way: np.float64(2) - t is t.__rsub__ (numpy would make an object array of 0-d tensors)
   __array_ufunc__ = None
-  # made from a python int or float without a dtype: in an op with a tensor of a dtype of its kind or wider it takes that dtype, as the
-  # python number would (half * Tensor(2.0) is half, int8 + Tensor(3) int8: tinygrad's weakfloat and weakint, torch's 0-d tensors). Its
-  # own dtype is the default one (tinygrad 0.14 reports the weak dtype itself). The python number, else None
-  _weak: int|float|None = None
   def __array__(self, dtype=None, copy=None):
     """np.asarray(t): its values (numpy's array protocol; a realize)"""
     return self.numpy() if dtype is None else self.numpy().astype(dtype)
@@ -182,13 +178,20 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     """b in self's shape, dtype and device, as tinygrad's"""
     return self._scalar_like(b, dtype).reshape((1,) * len(self.shape)).expand(self.shape)
   def _scalar_like(self, b:Any, dtype:DType|None=None) -> Tensor: return _handle(UOp.const(dtype or self.dtype, b, self.device))
-  def _promotes_as(self) -> DType:
-    """the dtype self joins others with: a weak one where it was made from a python number (see _weak)"""
-    return self.dtype if self._weak is None else dtypes.weakfloat if dtypes.is_float(self.dtype) else dtypes.weakint
-  def _as_joined(self, dt:DType) -> Tensor:
-    """self cast to the joined dtype; a python number's tensor not realized yet is that number in it (0.1 in float64 is not float32's 0.1)"""
-    if self._weak is not None and dt is not self.dtype and (u := self.uop).op is Ops.CONST: return _handle(UOp.const(dt, self._weak, u.device))
-    return self.cast(dt)
+  # _weak: made from a python int or float without a dtype, the number. In an op with a tensor of a dtype of its kind or wider it takes
+  # that dtype, as the python number would (half * Tensor(2.0) is half, int8 + Tensor(3) int8: tinygrad's weakfloat and weakint, torch's
+  # 0-d tensors). Its own dtype is the default one (tinygrad 0.14 reports the weak dtype itself)
+  @staticmethod
+  def _join_weak(x:Tensor, y:Tensor) -> tuple[Tensor, Tensor]:
+    """x and y in their joined dtype, where one or both were made from a python number; two of them join in the default dtype (a weak
+    dtype is for constants, never a tensor's)"""
+    def weak(t:Tensor) -> DType: return t.dtype if t._weak is None else dtypes.weakfloat if dtypes.is_float(t.dtype) else dtypes.weakint
+    out = dtypes.strong(least_upper_dtype(weak(x), weak(y)))
+    # a python number's tensor not realized yet is that number in the joined dtype (0.1 in float64 is not float32's 0.1 widened)
+    def joined(t:Tensor) -> Tensor:
+      if t._weak is not None and out is not t.dtype and (u := t.uop).op is Ops.CONST: return _handle(UOp.const(out, t._weak, u.device))
+      return t.cast(out)
+    return joined(x), joined(y)
   def cast(self, dtype:DType|str) -> Tensor:
     return self if (dt := dtype if type(dtype) is DType else to_dtype(dtype)) is self.dtype else _handle(self.uop.cast(dt))
   def bitcast(self, dtype:DType|str) -> Tensor:
