@@ -89,12 +89,18 @@ def lanes(ast:UOp, inside:UOp|None=None) -> int:
   return n
 
 def broadcast_reduce(ast:UOp, minor:Callable[[UOp], bool]|None=None) -> bool:
-  """some REDUCE is read across an output axis it does not depend on: a row reduction kept in its reader's kernel (softmax's max and
-  sum, schedule/row_fusion.py), its loop one of several that run one after another inside the loop over rows. minor: reduces it leaves
-  out (ones small enough to be redone)"""
+  """some REDUCE is read across an output axis it does not depend on, one nested inside every output axis it does: a row reduction kept
+  in its reader's kernel (softmax's max and sum, schedule/row_fusion.py), its loop one of several that run one after another inside the
+  loop over rows. A reduce that depends on an axis nested inside the one it is read across is no such loop: it runs in that axis's loop,
+  redone on every trip of the outer one (zeros(16, 256) @ w: each column's sum, the same in every row; an LSTM's first step). minor:
+  reduces it leaves out (ones small enough to be redone)"""
   free = free_ranges(ast)
   out = {r for e in ast.src if e.op is Ops.END for r in e.ended_ranges if r.arg[1] in OUTPUT}
-  return any(u.op is Ops.REDUCE and out - free[u] and not (minor is not None and minor(u)) for u in ast.toposort())
+  def runs_before_its_readers(u:UOp) -> bool:
+    deepest = max([_nesting(r) for r in out & free[u]], default=None)
+    return any(deepest is None or deepest < _nesting(b) for b in out - free[u])
+  return any(u.op is Ops.REDUCE and runs_before_its_readers(u) and not (minor is not None and minor(u)) for u in ast.toposort())
+def _nesting(r:UOp) -> tuple[int, int]: return (_ORDER[r.arg[1]], r.arg[0])  # loops nest in this order (_renumber)
 
 def _split_use(ctx:dict[UOp, tuple[UOp, list[UOp]]], x:UOp) -> UOp|None:
   if not any(s in ctx for s in x.src[1:]): return None
