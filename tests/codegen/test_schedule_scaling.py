@@ -84,13 +84,15 @@ def test_nested_is_inside_another_region():
   assert costs.nested(dict.fromkeys([a.uop, c.uop])) == set()  # a realized b: a is inside b's kernel, not c's
 
 def test_cost_walk_grows_linearly_with_depth(monkeypatch):
-  # twice the depth, about twice the walk (a walk per node: 715 nodes at 16 steps, 2459 at 32); the kernels are the ones the old walk gave
+  # twice the depth, about twice the walk (a walk per node: 715 nodes at 16 steps, 2459 at 32). The kernels: a step's state is cut
+  # where its code reaches CHAIN_OPS distinct nodes (x.exp() once, not once per step: 9 and 25 cuts when every path counted), and below
+  # the first cut, the outermost first, each step is read by its own sum and by the cut above it (a cascade, one step per round)
   (w16, k16), (w32, k32) = _walked(_chain(16), monkeypatch), _walked(_chain(32), monkeypatch)
-  assert k16 == {"E_4_4": 9, "r_4": 16} and k32 == {"E_4_4": 25, "r_4": 32}
+  assert k16 == {"E_4_4": 1, "r_4": 16} and k32 == {"E_4_4": 17, "r_4": 32}
   assert w32 < 2.5 * w16, (w16, w32)
   (w4, k4), (w8, k8) = _walked(_lstm(4), monkeypatch), _walked(_lstm(8), monkeypatch)
-  assert k4 == {"E_2_4": 147, "r_2_16": 8, "E_2_16": 4, "r_2_4": 3, "r_4_16": 2}
-  assert k8 == {"E_2_4": 299, "r_2_16": 16, "E_2_16": 8, "r_2_4": 7, "r_4_16": 2}
+  assert k4 == {"E_2_4": 57, "r_2_16": 8, "E_2_16": 4, "r_2_4": 3, "r_4_16": 2}
+  assert k8 == {"E_2_4": 117, "r_2_16": 16, "E_2_16": 8, "r_2_4": 7, "r_4_16": 2}
   # the memos a walk leaves on nodes that other graphs share (hash-consing) make the counts depend on what ran before in the process:
   # 1.6-2.5x over test orders here; a walk that grew with the square of the depth is 4x
   assert w8 < 3 * w4, (w4, w8)

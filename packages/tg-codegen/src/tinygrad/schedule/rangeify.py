@@ -294,6 +294,11 @@ class LoopTrips(ReduceReach):
       if n := self.numel[u]:
         steps, through, trips = _numel(u.src[0]) or n, trips, {}
         for t, bits in through.items(): trips[t * steps // n] = trips.get(t * steps // n, 0) | bits
+    elif u.op is Ops.PAD and (n := self.numel[u]) and (m := _numel(u.src[0])) and m < n:
+      # the source is evaluated inside its own elements alone (the pad's gate): each piece of a cat once per element of it, not once per
+      # element of the cat (the 4 gate gradients of an LSTM cell, joined into its (16, 1024) gradient, looked read 4 times: 37 kernels)
+      through, trips = trips, {}
+      for t, bits in through.items(): trips[-(-t * m // n)] = trips.get(-(-t * m // n), 0) | bits
     return *reach, trips, inside
 
 def _counted(got:tuple|None) -> tuple|None:
@@ -323,7 +328,8 @@ class FusedCosts:
     for u in sink.toposort():
       for s in dict.fromkeys(u.src): self.users.setdefault(s, []).append(u)
     self.stops: set[UOp] = set()  # the realized nodes, as of the last advance
-    self.got: dict[UOp, tuple[tuple[UOp, ...], int, bool, bool]] = {}  # up to two of its inputs, ops, over a reduce, reads floats
+    # up to two of its inputs, ops, over a reduce, reads floats, and the distinct nodes its code holds (None: CHAIN_OPS or more)
+    self.got: dict[UOp, tuple[tuple[UOp, ...], int, bool, bool, frozenset|None]] = {}
 
   def advance(self, stop:dict[UOp, None]) -> list[UOp]:
     """a new round: forget the costs that its new stops change; the nodes forgotten"""
@@ -343,15 +349,22 @@ class FusedCosts:
     if u not in got:
       for v in u.toposort(lambda w: w is u or not (leaf(w) or w in got)):
         if v in got or leaf(v): continue
-        ins, ops, over_reduce, floats = (), 0, v.op is Ops.REDUCE_AXIS, False
-        for s in v.src:  # a source read twice (x * x) counts twice: the kernel evaluates it twice
-          s_ins, s_ops, s_reduce, s_floats = ((s,), 1, False, dtypes.is_float(s.dtype)) if leaf(s) else got[s]
+        ins, ops, over_reduce, floats, code = (), 0, v.op is Ops.REDUCE_AXIS, False, frozenset()
+        for s in v.src:  # a source read twice (x * x) counts twice in ops: the most the kernel evaluates it
+          s_ins, s_ops, s_reduce, s_floats, s_code = ((s,), 1, False, dtypes.is_float(s.dtype), frozenset((s,))) if leaf(s) else got[s]
           ins, ops, over_reduce, floats = tuple(dict.fromkeys(ins + s_ins))[:2], ops + s_ops, over_reduce or s_reduce, floats or s_floats
+          code = None if code is None or s_code is None else code | s_code
         if v.op in GroupOp.ALU: ops += 1
         elif v.op is Ops.REDUCE_AXIS: ops *= (_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1)
-        got[v] = (ins, ops, over_reduce, floats)
-    ins, ops, over_reduce, floats = got[u]
+        got[v] = (ins, ops, over_reduce, floats, _code_of(v, code))
+    ins, ops, over_reduce, floats, _ = got[u]
     return len(ins) > 1, ops, over_reduce or not floats
+
+  def chain_ops(self, u:UOp) -> int:
+    """the ops and loads one element of u takes in a kernel's code, each distinct node once (ops counts a node once per path to it: a
+    sigmoid's t and s, read twice each, and every gradient over them, doubled at each level), CHAIN_OPS at most"""
+    self.get(u)
+    return CHAIN_OPS if (code := self.got[u][4]) is None else len(code)
 
   def nested(self, nodes:dict[UOp, None]) -> set[UOp]:
     """the nodes inside another one's fused subgraph: a walk up from each through its users, to the stops (a round's nodes lie just
@@ -368,6 +381,14 @@ class FusedCosts:
             break
           if w not in self.stops and w.op is not Ops.BUFFER: todo.append(w)
     return ret
+
+def _code_of(v:UOp, code:frozenset|None) -> frozenset|None:
+  """the distinct nodes of v's code from its sources': v itself where it is an op. Through a movement op the nodes below are other
+  elements (a window's shifted reads of one node are evaluated apart), and a reduce's body runs per trip: CHAIN_OPS or more"""
+  if code is None or v.op is Ops.REDUCE_AXIS: return None
+  if v.op in GroupOp.Movement: code = frozenset((v, c) for c in code)
+  elif v.op in GroupOp.ALU: code = code | {v}
+  return code if len(code) < CHAIN_OPS else None
 
 def _costly_recomputes(trips:LoopTrips, stop:dict[UOp, None], costs:FusedCosts, kept:set[UOp]) -> dict[UOp, None]:
   """elementwise nodes that several kernels read, some of them broadcast (evaluated more than once per element, like the ReLU mask
@@ -396,7 +417,7 @@ def _costly(u:UOp, trips:LoopTrips, costs:FusedCosts) -> bool:
   """whether elementwise node u costs more recomputed than as a buffer (_costly_recomputes)"""
   if not (per_trips := trips.trips(u)) or (n := _numel(u)) is None: return False
   readers = sum(bits.bit_count() for bits in per_trips.values())
-  if max(per_trips) <= n: return readers > 1 and costs.get(u)[1] >= CHAIN_OPS
+  if max(per_trips) <= n: return readers > 1 and costs.chain_ops(u) >= CHAIN_OPS
   operand = trips.inside(u) >= n * OPERAND_REUSE
   if readers == 1 and not operand: return False
   several, ops, not_an_operand = costs.get(u)
