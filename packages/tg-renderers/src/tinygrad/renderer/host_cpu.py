@@ -59,8 +59,9 @@ def host_streams_loads() -> bool: return streams_loads(platform.machine(), _cpui
 @functools.cache
 def host_simd_registers() -> tuple[int, int]|None: return simd_registers(platform.machine(), _cpuinfo())
 
-# the CPU runtime runs an LLVM kernel only on buffers whose address is a multiple of this (its allocator's mmaps are page aligned; a
-# view at another offset or a foreign pointer runs on an aligned copy), so the renderer may claim it for the base of every buffer
+# the CPU runtime runs an LLVM kernel only on buffers whose address is a multiple of this (its allocator starts each buffer a multiple of
+# it into a page, runtime/ops_cpu.py COLOUR_STEP; a view at another offset or a foreign pointer runs on an aligned copy), so the renderer
+# may claim it for the base of every buffer
 BUFFER_ALIGN = 64
 DEFAULT_LLC_BYTES = 8 << 20
 
