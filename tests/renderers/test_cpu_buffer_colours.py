@@ -6,7 +6,7 @@ against numpy."""
 import ctypes
 import numpy as np
 from tinygrad import Tensor, Device
-from tinygrad.device import Buffer
+from tinygrad.device import Buffer, BufferSpec
 from tinygrad.dtype import dtypes
 from tinygrad.engine.realize import buffer_of
 from tinygrad.renderer.host_cpu import BUFFER_ALIGN
@@ -15,7 +15,8 @@ from tinygrad.runtime.ops_cpu import PAGE
 def _offset(b:Buffer) -> int: return ctypes.addressof(b._buf) % PAGE
 
 def test_successive_buffers_start_at_different_lines_of_a_page():
-  bufs = [Buffer("CPU", 4096 + i, dtypes.uint8).ensure_allocated() for i in range(PAGE // BUFFER_ALIGN)]  # sizes apart: no cache reuse
+  # nolru: never cached, so none of them is a buffer another test freed (which keeps the colour it was made with)
+  bufs = [Buffer("CPU", 4096, dtypes.uint8, options=BufferSpec(nolru=True)).ensure_allocated() for _ in range(PAGE // BUFFER_ALIGN)]
   offsets = [_offset(b) for b in bufs]
   assert all(o % BUFFER_ALIGN == 0 for o in offsets), offsets
   assert len(set(offsets)) == PAGE // BUFFER_ALIGN, sorted(offsets)  # every line of the page before a colour repeats
@@ -30,7 +31,7 @@ def test_values_through_views_copies_and_a_many_buffer_kernel():
   rng = np.random.default_rng(0)
   xs = [rng.standard_normal((16, 256), dtype=np.float32) for _ in range(16)]
   gs = [rng.standard_normal((16, 1024), dtype=np.float32) for _ in range(16)]
-  tx, tg = [Tensor(x).realize() for x in xs], [Tensor(g).realize() for g in gs]
+  tx, tg = [Tensor(x, device="CPU").realize() for x in xs], [Tensor(g, device="CPU").realize() for g in gs]
   assert len({_offset(buffer_of(t.uop.base)) for t in tx + tg}) > 1
   w = tx[0].T @ tg[0]
   for x, g in zip(tx[1:], tg[1:]): w = w + x.T @ g
