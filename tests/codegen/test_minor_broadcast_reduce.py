@@ -9,6 +9,7 @@ import numpy as np
 from tinygrad import Tensor, Device
 from tinygrad.schedule.rangeify import create_schedule
 from tinygrad.codegen import get_program
+from tinygrad.codegen.opt.kernel import broadcast_reduce
 import tinygrad.codegen.lowering as lowering
 
 def _kernels(monkeypatch, *uops) -> list:
@@ -27,9 +28,14 @@ def test_matmul_of_a_broadcast_constant_is_tiled(monkeypatch):
   assert {(o.op.name, o.axis) for o in k.arg.applied_opts} >= {("UPCAST", 0), ("UPCAST", 1)}, k.arg.applied_opts
   np.testing.assert_allclose(out.numpy(), np.broadcast_to(0.5 * w.astype(np.float64).sum(0), (16, 1024)), rtol=1e-4, atol=1e-3)
 
+def _scheduled(*uops) -> list: return [it.ast for it in create_schedule(list(uops))[0] if it.kind == "kernel"]
+
 def test_softmax_rows_stay_a_chain(monkeypatch):
   x = np.random.default_rng(2).standard_normal((64, 1000), dtype=np.float32)
   out = Tensor(x).realize().softmax(-1)
+  # the rule itself: softmax's max and sum run before the loop over the row they are read across; the constant's matmul is none
+  assert [broadcast_reduce(k) for k in _scheduled(out.uop)] == [True]
+  assert [broadcast_reduce(k) for k in _scheduled((Tensor.full((16, 256), 0.5) @ Tensor.empty(256, 1024)).uop)] == [False]
   ks = _kernels(monkeypatch, out.uop)
   assert not any(o.op.name == "UPCAST" and o.axis == 0 for k in ks for o in k.arg.applied_opts), [k.arg.applied_opts for k in ks]
   e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
@@ -43,11 +49,7 @@ def test_sum_of_matmuls_with_a_zero_step_is_tiled(monkeypatch):
   th = [Tensor.zeros(B, H)] + [Tensor(h).realize() for h in hs[1:]]
   w = th[0].T @ Tensor(gs[0]).realize()
   for h, g in zip(th[1:], gs[1:]): w = w + h.T @ Tensor(g).realize()
-  seen, opt = [], lowering.optimize
-  monkeypatch.setattr(lowering, "optimize", lambda ast, r: seen.append(opt(ast, r)) or seen[-1])
-  for it in create_schedule([w.uop])[0]:
-    if it.kind == "kernel": get_program(it.ast, Device["CPU"].renderer)
-  (k,) = [k for k in seen if sum(u.op.name == "REDUCE" for u in k.toposort()) == T]
+  (k,) = [k for k in _kernels(monkeypatch, w.uop) if sum(u.op.name == "REDUCE" for u in k.toposort()) == T]
   assert any(o.op.name == "UPCAST" for o in k.arg.applied_opts), k.arg.applied_opts
   want = sum(h.T.astype(np.float64) @ g for h, g in zip(hs, gs))
   np.testing.assert_allclose(w.numpy(), want, rtol=1e-4, atol=1e-3)

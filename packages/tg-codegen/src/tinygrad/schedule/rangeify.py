@@ -298,7 +298,9 @@ class LoopTrips(ReduceReach):
       # the source is evaluated inside its own elements alone (the pad's gate): each piece of a cat once per element of it, not once per
       # element of the cat (the 4 gate gradients of an LSTM cell, joined into its (16, 1024) gradient, looked read 4 times: 37 kernels)
       through, trips = trips, {}
-      for t, bits in through.items(): trips[-(-t * m // n)] = trips.get(-(-t * m // n), 0) | bits
+      for t, bits in through.items():
+        piece = -(-t * m // n)
+        trips[piece] = trips.get(piece, 0) | bits
     return *reach, trips, inside
 
 def _counted(got:tuple|None) -> tuple|None:
