@@ -553,6 +553,18 @@ def test_conv1d_tile_within_code_budget_and_no_swap_past_l2():
     # rows of 512: the input of one image beside a panel fits in L2, and the pixels loop inside the panels as before
     assert any(o.op is S for o in hand_coded_opts(direct_conv1d(2, 512, 256, 256)[0][0], AVX512))
 
+@pytest.mark.parametrize("conv", ["1d", "2d"])
+def test_packed_conv_tile_fits_the_registers(conv):
+  # a conv that reads its weight in packed panels broadcasts its input across the panel's lanes, however its rows of pixels divide into
+  # vectors (rows of 1024 or 64: a multiple of 16): its input is no WIDE operand that streams. Counted as one, the tile took every
+  # register, 8 pixels x 16 channels, 16 accumulators beside AVX2's 2 panel vectors and a broadcast, and spilled (b8 256->256 1024 k3 at
+  # 2 threads 35.9 -> 24.1 ms with 4 pixels; b8 64->64 64x64 3x3 29.9 -> 13.8)
+  (ast, ins), ref = direct_conv1d(2, 1024, 256, 32) if conv == "1d" else direct_conv(2, 64, 64, 32)
+  with Context(THREADS=1): opts = hand_coded_opts(ast, AVX2)
+  lanes = prod(o.amt for o in opts if o.op is U)
+  assert any(o.op is U and o.amt == 16 for o in opts) and lanes // 8 + 16 // 8 + 1 <= 16, opts
+  np.testing.assert_allclose(run_cpu(apply_opts(ast, opts), ins, ref(*ins).size), ref(*ins), rtol=1e-4, atol=1e-2)
+
 def panel_copy(n, k):
   """pack.py's copy of a (k, n) B into panels of 16 columns: out[p, r, q] = b[r, 16p + q]"""
   def body(out, b):

@@ -442,7 +442,10 @@ def panel_streams(ast:UOp) -> bool:
   """some load walks its reduce axes with a stride over more than L1 holds for a WIDE tile (matmul's B panel at K past 512 floats), and
   its panel's rows are apart in memory. Only a load that may be the tile's WIDE operand counts (stride 1 along an output axis that WIDE
   divides, or an address it can't read): a conv's input read along its rows of 56 is broadcast across the output channels, and 16x8
-  spills there for nothing"""
+  spills there for nothing. Nor where the kernel reads a packed panel: that is the WIDE operand, read in order, and every other load is
+  broadcast across its lanes (conv1d b8 256->256 1024 k3, its input rows of 1024: 8 pixels x 16 channels, 16 accumulators of AVX2's 16
+  registers, spilled; 4 x 16 at 2 threads 35.9 -> 24.1 ms; b8 64->64 64x64 3x3 29.9 -> 13.8)"""
+  if _packed_panel(ast) is not None: return False
   red = {r for r in ranges(ast) if r.arg[1] in REDUCE}
   return any(a.strided & red and prod(size(r) for r in red if r in a.deps) * WIDE * a.itemsize > L1_BYTES and not _contiguous_panel(a, red)
              and (a.deps - a.stride.keys() or any(r.arg[1] not in REDUCE and size(r) % WIDE == 0 for r in a.unit)) for a in _accesses(ast)[0])
