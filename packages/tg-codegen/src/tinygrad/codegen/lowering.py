@@ -18,6 +18,7 @@ from tinygrad.codegen.grouping import lower_groups
 from tinygrad.codegen.row_stage import stage_rows
 from tinygrad.codegen import prefix_scan
 from tinygrad.codegen.nonpositive_exp import mark_nonpositive_exp
+from tinygrad.codegen.small_sin import mark_small_sin
 
 _NONE: frozenset = frozenset()
 def open_ranges(sink:UOp, known:dict[UOp, frozenset]|None=None) -> dict[UOp, frozenset]:
@@ -224,7 +225,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   if (merged := merge_disjoint_loads(sink)) is not sink: sink = graph_rewrite(merged, symbolic, name="kernel", memo="_simplified")
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
   if (folded := fold_rows(sink, renderer)) is not sink: sink = graph_rewrite(folded, symbolic, name="kernel", memo="_simplified")
-  sink = optimize(prefix_scan.mark_scans(stage_rows(mark_nonpositive_exp(sink), renderer), renderer), renderer)
+  sink = optimize(prefix_scan.mark_scans(stage_rows(mark_small_sin(mark_nonpositive_exp(sink)), renderer), renderer), renderer)
   fused = pm_mulacc if FMA.value == 1 else pm_mulacc_accumulations if FMA.value == 2 and whole_vector_tile(sink) else None
   sink = lower_groups(expand(peel_gates(sink)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)

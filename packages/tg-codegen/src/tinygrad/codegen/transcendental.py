@@ -210,11 +210,15 @@ def _payne_hanek(x:UOp) -> tuple[UOp, UOp, UOp]:
   neg = x < 0  # computed for |x|: sin is odd, and -x's quadrant is -q
   return neg.where(-hi, hi), neg.where(-lo, lo), neg.where(-q, q)
 
-def _sin(x:UOp, fused:bool) -> UOp:
+# a SIN whose argument is known to be finite and far inside Cody-Waite's range (codegen/small_sin.py: randn's cos(2*pi*u))
+SMALL = "small"
+
+def _sin(x:UOp, fused:bool, known_small:bool=False) -> UOp:
   dt = x.dtype
   small = x.abs() < 2.0 ** (_BITS[dt][1] + 1)  # false for inf, NaN and past the exact Cody-Waite reduction
-  hi, lo, quadrant = _cody_waite(small.where(x, 0.0))
-  if dt is dtypes.float32:
+  hi, lo, quadrant = _cody_waite(x if known_small else small.where(x, 0.0))
+  if known_small: ok = None
+  elif dt is dtypes.float32:
     large = (x.abs() < math.inf) & small.logical_not()
     big = _payne_hanek(large.where(x, 2.0 ** 24))
     hi, lo, quadrant = (large.where(b, v) for b, v in zip(big, (hi, lo, quadrant)))
@@ -228,7 +232,8 @@ def _sin(x:UOp, fused:bool) -> UOp:
   cos_r = w + (((1.0 - w) - hz) + (z * z * _poly(z, _COS_C[dt], fused) - hi * lo))
   ret = (quadrant & 1).ne(0).where(cos_r, sin_r)
   ret = (quadrant & 2).ne(0).where(-ret, ret)
-  return ok.where(x.eq(0).where(x, ret), math.nan)  # sin(-0.0) is -0.0
+  ret = x.eq(0).where(x, ret)  # sin(-0.0) is -0.0
+  return ret if ok is None else ok.where(ret, math.nan)
 
 def _in_f32(fn, fused:bool):
   """narrow floats are computed in float32 and rounded back"""
@@ -239,8 +244,8 @@ def _rules(fused:bool, f64_sin:bool=True) -> list:
     (UPat(Ops.EXP2, dtypes.floats, (UPat.var("x"),), name="e"),
      lambda e, x: _in_f32(_exp2_nonpositive if e.arg == NONPOSITIVE else _exp2, fused)(x)),
     (UPat(Ops.LOG2, dtypes.floats, (UPat.var("x"),)), _in_f32(_log2, fused)),
-    (UPat(Ops.SIN, dtypes.floats if f64_sin else tuple(dt for dt in dtypes.floats if dt is not dtypes.float64), (UPat.var("x"),)),
-     _in_f32(_sin, fused)),
+    (UPat(Ops.SIN, dtypes.floats if f64_sin else tuple(dt for dt in dtypes.floats if dt is not dtypes.float64), (UPat.var("x"),), name="s"),
+     lambda s, x: _in_f32(functools.partial(_sin, known_small=s.arg == SMALL), fused)(x)),
   ]
 
 @functools.cache

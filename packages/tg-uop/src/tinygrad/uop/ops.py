@@ -534,6 +534,11 @@ def _and_bounds(u:UOp, a0, a1, b0, b1) -> tuple|None:
   if u.dtype is dtypes.bool: return (a0 and b0, a1 and b1)
   return (0, min(a1, b1)) if a0 >= 0 and b0 >= 0 else None
 
+def _or_bounds(u:UOp, a0, a1, b0, b1) -> tuple|None:
+  """of ints that are not negative: at least the larger, below the next power of two of either (rand's mantissa bits | 1.0's exponent)"""
+  if u.dtype is dtypes.bool: return (a0 or b0, a1 or b1)
+  return (max(a0, b0), (1 << max(a1, b1).bit_length()) - 1) if a0 >= 0 and b0 >= 0 else None
+
 def _xor_bounds(u:UOp, a0, a1, b0, b1) -> tuple|None:
   """x ^ -1 (~x, which minimum() builds on: -x-1 signed, max-x unsigned) reverses x's bounds; any other xor says nothing"""
   if u.dtype is dtypes.bool: return None
@@ -567,7 +572,7 @@ _BOUND_RULES: dict[Ops, Callable[[UOp, tuple], tuple|None]] = {
   Ops.FLOORDIV: _int_binary(lambda u, a0, a1, b0, b1: (a0//b0, a1//b0) if b0 == b1 and b0 > 0 else None),
   Ops.CDIV: _int_binary(lambda u, a0, a1, b0, b1: (a0//b0, a1//b0) if b0 == b1 and b0 > 0 and a0 >= 0 else None),
   Ops.FLOORMOD: _int_binary(_mod_bounds), Ops.CMOD: _int_binary(_mod_bounds), Ops.AND: _int_binary(_and_bounds), Ops.XOR: _int_binary(_xor_bounds),
-  Ops.OR: _int_binary(lambda u, a0, a1, b0, b1: (a0 or b0, a1 or b1) if u.dtype is dtypes.bool else None),
+  Ops.OR: _int_binary(_or_bounds),
   # a shift past the width has no defined value on every target (and 1 << 2**64 would fill memory): its bounds are the dtype's
   Ops.SHL: _int_binary(lambda u, a0, a1, b0, b1: _clamp(u, a0 << b0, a1 << b0) if b0 == b1 and 0 <= b0 < 8 * u.dtype.itemsize else None),
   Ops.SHR: _int_binary(lambda u, a0, a1, b0, b1: (a0 >> b0, a1 >> b0) if b0 == b1 and b0 >= 0 else None),
