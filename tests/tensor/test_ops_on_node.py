@@ -58,3 +58,31 @@ def test_tensor_argument_takes_the_stepwise_way():
   lo, hi = Tensor(np.full(6, -0.5, np.float32)), Tensor(np.full(6, 0.5, np.float32))
   np.testing.assert_allclose(Tensor(X).hardtanh(lo, hi).numpy(), np.clip(X, -0.5, 0.5))
 
+
+NUMBER_OPS = {"add": lambda a, y: a + y, "radd": lambda a, y: y + a, "mul": lambda a, y: a * y, "sub": lambda a, y: a - y,
+              "rsub": lambda a, y: y - a, "lt": lambda a, y: a < y, "gt": lambda a, y: a > y, "ne": lambda a, y: a != y,
+              "maximum": lambda a, y: a.maximum(y)}
+
+@pytest.mark.parametrize("dtype", [dtypes.float32, dtypes.float16, dtypes.int8, dtypes.int32, dtypes.bool])
+@pytest.mark.parametrize("op", NUMBER_OPS)
+def test_python_number_ops_on_the_node(monkeypatch, op, dtype):
+  """an op with a python number builds the mixin's node (the number's constant in the joined dtype) with one handle, the result's; the
+  mixin's way made one for the constant too"""
+  x = Tensor(X).cast(dtype)
+  handles = []
+  plain = tensor_module._handle
+  monkeypatch.setattr(tensor_module, "_handle", lambda u: handles.append(u) or plain(u))
+  for y in (2, -300, 0.5, 1e10, True):
+    if op in ("sub", "rsub") and dtype is dtypes.bool and y is True:
+      with pytest.raises(RuntimeError, match="subtracting bools"): NUMBER_OPS[op](x, y)
+      continue
+    handles.clear()
+    got = NUMBER_OPS[op](x, y)
+    # (an int past an int dtype settles a comparison elementwise alike: the mixin's own steps, _compare)
+    settled = op in ("lt", "gt", "ne") and type(y) is int and dtypes.is_int(dtype) and not dtypes.min(dtype) <= y <= dtypes.max(dtype)
+    assert settled or handles == [got.uop], (op, y)
+    with monkeypatch.context() as m:
+      m.setattr(Tensor, "_binop", OpMixin._binop)
+      m.setattr(Tensor, "_sub", OpMixin._sub)
+      want = NUMBER_OPS[op](x, y)
+    assert got.uop is want.uop and got.dtype is want.dtype, (op, y)

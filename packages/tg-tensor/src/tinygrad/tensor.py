@@ -174,6 +174,21 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if dtypes.is_int(strong := dtypes.strong(ret.dtype)):
       _check_fits([x.arg for x in srcs if x.op is Ops.CONST], strong, "make one of them a tensor of a wider dtype (e.g. Tensor(v, dtype=dtypes.int64))")
     return _handle(ret.cast(strong))
+  def _binop(self, op:Ops, y:Any, reverse:bool) -> Tensor:
+    # with a python number (x * 0.5, 1 + x, x < 0: most ops of sigmoid, tanh and their gradients) the mixin's graph, built on the
+    # nodes: the number's constant made a handle of its own and went through alu() as a tensor (a * 2.0 21 us against a * b's 9.5)
+    if (nodes := self._with_number(y)) is None: return super()._binop(op, y, reverse)
+    x, c = nodes
+    return _handle(c.alu(op, x) if reverse else x.alu(op, c))
+  def _sub(self, y:Any, reverse:bool) -> Tensor:
+    if (nodes := self._with_number(y)) is None or nodes[0].dtype is dtypes.bool: return super()._sub(y, reverse)  # bool: its error
+    a, b = nodes[::-1] if reverse else nodes
+    return _handle(a.alu(Ops.ADD, b.alu(Ops.NEG)))
+  def _with_number(self, y:Any) -> tuple[UOp, UOp]|None:
+    """self's node and the python number y's constant, both in their joined dtype (the mixin's _broadcasted), or None for any other y"""
+    if type(y) not in _PY_SCALARS: return None
+    out = least_upper_dtype((u := self.uop).dtype, dtypes.from_py(y))
+    return u.cast(out), UOp.const(out, y, u.device)
   def const_like(self, b:Any, dtype:DType|None=None) -> Tensor:
     """b in self's shape, dtype and device, as tinygrad's"""
     return self._scalar_like(b, dtype).reshape((1,) * len(self.shape)).expand(self.shape)
@@ -1212,6 +1227,7 @@ _CUT = "_cut_gradient_path"  # on a BUFFER node: an in-place write replaced a va
 _CUT_PATH = ("that held a value a gradient flows through (realized) and was then written in place (+=, setitem, assign): the path back "
              "through that value is cut. Write before realizing it, or build the new value out of place (h = h + 1)")
 _realized = _Realized()
+_PY_SCALARS = frozenset({int, float, bool})  # the python numbers an op takes as a constant (Tensor._binop)
 
 def _handle(u:UOp) -> Tensor:
   """Tensor(u) for the node an op just built from tensors (no argument to check): the constructor's work on a UOp, without its branches"""
