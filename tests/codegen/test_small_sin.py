@@ -33,6 +33,17 @@ def test_which_are_marked():
   assert marked(loaded.sin()) == [None]                                # a value from memory: anything
   assert marked((positions(0, 2000, 0.01) * loaded).sin()) == [None]
   assert marked((positions(1, 2000, 0.01).reciprocal()).sin()) == [None]  # no bounds through a division
+  assert marked(positions(0, 2000, 100.0).cast(dtypes.float16).sin()) == [None]  # past 65504 a half is inf: sin(inf) is NaN
+  assert marked(positions(0, 2000, 10.0).cast(dtypes.float16).sin()) == [SMALL]
+
+def test_shared_nodes_are_walked_once():
+  x = positions(0, 64, 1e-12)
+  for _ in range(40): x = x + x  # 2**40 paths to the arange, 41 nodes
+  assert marked(x.sin()) == [SMALL]
+
+def test_half_past_its_range_is_nan():
+  out = positions(0, 2000, 100.0).cast(dtypes.float16).sin().numpy()
+  assert np.isnan(out[656:]).all() and not np.isnan(out[:655]).any()  # 655 * 100 = 65500 is a half, 65600 rounds to inf
 
 def test_bounds():
   bits = UOp.variable("bits", 0, 2**32 - 1, dtypes.uint32)

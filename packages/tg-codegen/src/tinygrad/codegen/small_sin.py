@@ -11,7 +11,7 @@ from tinygrad.dtype import dtypes
 from tinygrad.codegen.transcendental import SMALL
 
 SMALL_BOUND = 2.0 ** 23  # Cody-Waite's reduction is exact below 2**24 (float32): a factor of 2 for the bounds' own rounding
-MAX_DEPTH = 64           # a deeper expression is not bounded (no walk of a long polynomial)
+MAX_DEPTH = 64           # a deeper expression is not bounded (no walk of a long polynomial; each node once: a memo per SIN)
 _FINITE_BITS = {dtypes.float32: ("<I", "<f", 0x7F7FFFFF), dtypes.float64: ("<Q", "<d", 0x7FEFFFFFFFFFFFFF)}
 
 def _span(*xs:float) -> tuple[float, float]|None:
@@ -24,17 +24,29 @@ def _bitcast_bounds(x:UOp) -> tuple[float, float]|None:
   if not 0 <= lo <= hi <= fmt[2]: return None
   return tuple(struct.unpack(fmt[1], struct.pack(fmt[0], b))[0] for b in (lo, hi))
 
-def float_bounds(x:UOp, depth:int=0) -> tuple[float, float]|None:
-  """finite (lo, hi) that every value of the float x lies in, or None where the AST does not say"""
-  if depth > MAX_DEPTH: return None
+def _largest(dt) -> float:
+  """the largest finite value of the float dtype dt (IEEE-like: an fp8 e4m3's is larger, which this only underestimates)"""
+  e, m = dtypes.finfo(dt)
+  return (2 - 2.0 ** -m) * 2.0 ** (2 ** (e - 1) - 1)
+
+def float_bounds(x:UOp, depth:int=0, memo:dict|None=None) -> tuple[float, float]|None:
+  """finite (lo, hi) that every value of the float x lies in, or None where the AST does not say. Bounds past half of x's dtype's
+  largest value are none: rounded there, a value may be inf (a cast to half of 1e5, a sum of two large halves)"""
+  if memo is None: memo = {}
+  if (b := memo.get(x, _UNSEEN)) is _UNSEEN:
+    b = memo[x] = None if depth > MAX_DEPTH else _bounds(x, depth, memo)
+    if b is not None and dtypes.is_float(x.dtype) and max(abs(b[0]), abs(b[1])) > _largest(x.dtype) / 2: b = memo[x] = None
+  return b
+
+_UNSEEN = object()
+def _bounds(x:UOp, depth:int, memo:dict) -> tuple[float, float]|None:
   if x.op is Ops.CONST: return (float(x.arg),) * 2 if isinstance(x.arg, (int, float)) and math.isfinite(x.arg) else None
   if x.op is Ops.CAST:
-    return float_bounds(x.src[0], depth + 1) if dtypes.is_float(x.src[0].dtype) else (float(x.src[0].vmin), float(x.src[0].vmax))
+    return float_bounds(x.src[0], depth + 1, memo) if dtypes.is_float(x.src[0].dtype) else (float(x.src[0].vmin), float(x.src[0].vmax))
   if x.op is Ops.BITCAST: return _bitcast_bounds(x)
-  if x.op is Ops.NEG: return None if (b := float_bounds(x.src[0], depth + 1)) is None else (-b[1], -b[0])
+  if x.op is Ops.NEG: return None if (b := float_bounds(x.src[0], depth + 1, memo)) is None else (-b[1], -b[0])
   if x.op in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.WHERE, Ops.MULACC):
-    srcs = x.src[1:] if x.op is Ops.WHERE else x.src
-    bs = [float_bounds(s, depth + 1) for s in srcs]
+    bs = [float_bounds(s, depth + 1, memo) for s in (x.src[1:] if x.op is Ops.WHERE else x.src)]
     if any(b is None for b in bs): return None
     if x.op is Ops.WHERE: return (min(bs[0][0], bs[1][0]), max(bs[0][1], bs[1][1]))
     if x.op is Ops.ADD: return _span(bs[0][0] + bs[1][0], bs[0][1] + bs[1][1])
