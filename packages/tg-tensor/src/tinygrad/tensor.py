@@ -175,8 +175,9 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
       _check_fits([x.arg for x in srcs if x.op is Ops.CONST], strong, "make one of them a tensor of a wider dtype (e.g. Tensor(v, dtype=dtypes.int64))")
     return _handle(ret.cast(strong))
   def _binop(self, op:Ops, y:Any, reverse:bool) -> Tensor:
-    # with a python number (x * 0.5, 1 + x, x < 0: most ops of sigmoid, tanh and their gradients) the mixin's graph, built on the
-    # nodes: the number's constant made a handle of its own and went through alu() as a tensor (a * 2.0 21 us against a * b's 9.5)
+    # with a python number (a GRU's 1 - z, a loss's * 0.5, x < 0) the mixin's graph, built on the nodes: the number's constant made a
+    # handle of its own and went through alu() as a tensor (a * 2.0 21 us against a * b's 9.5). sigmoid, tanh and the other _ON_NODE
+    # ops build theirs on the node already
     if (nodes := self._with_number(y)) is None: return super()._binop(op, y, reverse)
     x, c = nodes
     return _handle(c.alu(op, x) if reverse else x.alu(op, c))
