@@ -250,9 +250,13 @@ def test_packed_sort_narrow_dtypes(monkeypatch, dt, rank_max_compares):
   assert v.dtype is dt and i.tolist() == order
   assert [x if x == x else "nan" for x in v.tolist()] == [vals[j % 6] if vals[j % 6] == vals[j % 6] else "nan" for j in order]
 
-@pytest.mark.parametrize("n, k", [(70, 6), (300, 1), (1000, 40), (4097, 16), (4097, 64)])
-def test_topk_selection(n, k):
-  """topk by group minimums, one level and several (the minimums' own selection), beside the oracle's stable order"""
+@pytest.mark.parametrize("compares", [None, 1], ids=["groups by rows", "groups of 2"])
+@pytest.mark.parametrize("n, k", [(70, 6), (300, 1), (1000, 40), (4097, 16), (4097, 64), (100000, 40)])
+def test_topk_selection(monkeypatch, n, k, compares):
+  """topk by group minimums, one level and several (the minimums' own selection), beside the oracle's stable order: with groups as
+  wide as these few rows allow, and with groups of 2 (SELECT_RANK_COMPARES too small for more: the most levels)"""
+  import tinygrad.mixin.sorting as sorting
+  if compares is not None: monkeypatch.setattr(sorting, "SELECT_RANK_COMPARES", compares)
   a = R.integers(-3, 4, (2, n)).astype(np.float32)  # many ties: the lower index first
   a[0, ::7], a[1, 1::5] = np.nan, -0.0
   for largest in (True, False):
@@ -265,6 +269,18 @@ def test_topk_selection(n, k):
   np.testing.assert_array_equal(Tensor(h).topk(k)[1].numpy(), np.argsort(-h.astype(np.float32), -1, kind="stable")[:, :k])
   ints = R.integers(-50, 50, (n, 2)).astype(np.int32)  # along axis 0
   np.testing.assert_array_equal(Tensor(ints).topk(k, dim=0, largest=False)[1].numpy(), np.argsort(ints, 0, kind="stable")[:k])
+
+def test_topk_of_one_long_row_takes_few_levels():
+  """a sampler's topk (one row of a vocabulary): groups of 32, so one level of minimums, not the 9 levels of the groups of 2 that 1024
+  rows need to keep their ranks small (each level a few kernels and their python: 41 kernels, 15 -> 4 ms)"""
+  from tinygrad.schedule.rangeify import create_schedule
+  a = R.standard_normal((1, 32000)).astype(np.float32)
+  v, i = Tensor(a).topk(50)
+  items, _ = create_schedule([v.uop, i.uop])
+  assert sum(it.kind == "kernel" for it in items) <= 12
+  want = _stable_order(a, True)[:, :50]
+  np.testing.assert_array_equal(i.numpy(), want)
+  np.testing.assert_array_equal(v.numpy(), np.take_along_axis(a, want, -1))
 
 @pytest.mark.parametrize("dt", [dtypes.bfloat16, dtypes.float16, dtypes.int8, dtypes.uint32, dtypes.bool], ids=str)
 def test_topk_selection_narrow_dtypes(dt):

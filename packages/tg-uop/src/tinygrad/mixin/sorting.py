@@ -42,10 +42,12 @@ MERGE_TAIL = 8
 # the network's first stages (blocks of this many keys) as a rank sort per block: b compares per key in one pass and a pick of b in a
 # second, against log2(b)*(log2(b)+1)/2 stages
 RANK_BLOCK = 32
-# topk's candidates ranked at once: k*g of them, g keys per group (see _smallest_keys), as close to this as g (a power of two, at least
-# 2) comes without going over. Each level's groups shrink the row g times for a rank of (k*g)^2 compares per row; 1024x4096 k=16, one
-# thread: 128 candidates (g=8) 6.3-6.6 ms, 64 (g=4) 5.6-5.9, 256 (g=16) 8.3-8.6
-SELECT_CANDIDATES = 64
+# topk's candidates: k*g per row, g keys per group (see _smallest_keys), g the largest power of two (2 to SELECT_MAX_GROUP) whose ranks
+# take at most SELECT_RANK_COMPARES compares over all rows ((k*g)^2 a row). Each level shrinks the rows g times, and on few rows the
+# levels' python (graph, schedule-cache replay, ~3 kernels each) outweighs their ranks. Eager best ms of g = 4 / 8 / 16 / 32 / 64 in
+# one process (a busy 2-core machine): 1x32000 k=50 8.6 / 7.3 / 6.0 / 5.0 / 5.4, 8x32000 k=50 7.8 / 7.4 / 7.1 / 7.8 / 11.5, 64x4096
+# k=16 7.6 / 6.6 / 6.6 / 6.4 / 10.4, 1024x4096 k=16 15.9 / 14.6 / 23.7 / 31.2 / 81, 1x4096 k=64 4.4 / 3.7 / 3.9 / 4.3 / 9.0
+SELECT_RANK_COMPARES, SELECT_MAX_GROUP = 1 << 22, 64
 # topk with a larger k selects by digits or sorts the row (_digits_win): ranks of 2k candidates and more cost more than either
 SELECT_MAX_K = 64
 # bits of the order found per pass of topk's radix select (_smallest_by_digits)
@@ -203,7 +205,7 @@ class SortingMixin:
     A key's index is its element's in the whole row: in a row of minimums it sits at that index // stride.
     elements: the row whose keys (sorted `descending`) self holds. Its candidates are gathered as bits and keyed after: with the key's math
     in the gather's loop, the few trips in flight each waited on a random load (topk 16 of 1024x4096: that kernel 1 ms, now 0.1 ms + 20 us)"""
-    n, g = self.shape[-1], _group_size(k)
+    n, g = self.shape[-1], _group_size(k, self.shape[:-1])
     if n <= k * g: return self._rank_select(k)
     lead, groups = tuple(self.shape[:-1]), -(-n // g)
     def grouped(x, fill): return (x.pad(((0, 0),)*len(lead) + ((0, groups*g - n),), value=fill) if groups*g != n else x).reshape(lead + (groups, g))
@@ -366,7 +368,9 @@ def _int_arg(x, what:str) -> int:
 def _same_size_int(dt):
   return {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[dt.itemsize]
 
-def _group_size(k:int) -> int:
-  """keys per group of topk's selection: the k*g candidates are ranked in (k*g)^2 compares per row, k*g at most SELECT_CANDIDATES where
-  g can be 2 or more"""
-  return max(2, 1 << max(0, (SELECT_CANDIDATES // k).bit_length() - 1))
+def _group_size(k:int, lead:tuple) -> int:
+  """keys per group of topk's selection over rows of shape `lead` (a symbolic one counts as many rows): see SELECT_RANK_COMPARES"""
+  rows = prod(lead) if all(isinstance(s, int) for s in lead) else SELECT_RANK_COMPARES
+  g = 2
+  while g < SELECT_MAX_GROUP and rows * (k * g * 2) ** 2 <= SELECT_RANK_COMPARES: g *= 2
+  return g
