@@ -30,10 +30,7 @@ def test_interleaved_lanes_have_no_division():
 def test_pair_shares_its_computation():
   # threefry's two words of a counter, interleaved: the two lanes of a pair run one set of rounds, not one each
   n = 1 << 14
-  ctr = Tensor.arange(n // 2, dtype=dtypes.uint32)
-  k = Tensor([7, 9], dtype=dtypes.uint32).realize()
-  x0, x1 = Tensor._threefry(ctr, ctr.const_like(0), k[0], k[1])
-  p = _program(x0.stack(x1, dim=1).flatten())
+  p = _program(Tensor._random_bits(n, None, fused=True))
   lanes = sum(1 for u in p.uops if u.op is Ops.STORE)
   rotations = sum(1 for u in p.uops if u.op is Ops.SHL and u.src[1].op is Ops.CONST)
   # 20 rounds per pair, a rotation each (the first round's, of the key alone, is shared by all pairs); unshared, 20 per lane

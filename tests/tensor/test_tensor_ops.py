@@ -3,6 +3,9 @@ import math
 import numpy as np
 import pytest
 from tinygrad import Tensor, dtypes
+from tinygrad.uop import Ops
+from tinygrad.uop.ops import UOp, graph_rewrite
+from tinygrad.uop.symbolic import symbolic
 
 def check(t:Tensor, expected, rtol=1e-6, atol=1e-6):
   got, want = t.numpy(), np.asarray(expected)
@@ -382,8 +385,13 @@ def test_threefry_known_answers(device):
   for ctr, key, want in [((0, 0), (0, 0), (0x6b200159, 0x99ba4efe)), ((0xffffffff,)*2, (0xffffffff,)*2, (0x1cb996fc, 0xbb002be7)),
                          ((0x243f6a88, 0x85a308d3), (0x13198a2e, 0x03707344), (0xc4923a9c, 0x483df7a0))]:
     assert threefry_ref(*ctr, *key) == want
-    c0, c1, k0, k1 = (Tensor([v], device=device, dtype=dtypes.uint32) for v in ctr + key)
-    assert tuple(x.item() for x in Tensor._threefry(c0, c1, k0, k1)) == want
+    # Ops.THREEFRY on uint64 buffers (counter c1:c0, key k1:k0, result x1:x0): the device's decomposed rounds
+    x, k = (Tensor([hi << 32 | lo], device=device, dtype=dtypes.uint64) for lo, hi in (ctr, key))
+    got = Tensor(x.uop.alu(Ops.THREEFRY, k.uop)).item()
+    assert (got & 0xffffffff, got >> 32) == want
+    # ... and folded, on constants
+    folded = graph_rewrite(UOp.const(dtypes.uint64, ctr[1] << 32 | ctr[0]).alu(Ops.THREEFRY, UOp.const(dtypes.uint64, key[1] << 32 | key[0])), symbolic)
+    assert folded.op is Ops.CONST and (folded.arg & 0xffffffff, folded.arg >> 32) == want
 
 def test_rand_deterministic(device):
   Tensor.manual_seed(1234)

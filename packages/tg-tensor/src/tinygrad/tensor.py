@@ -72,9 +72,6 @@ def _below(high:float, dt:DType, acc:DType) -> float:
   step = 2.0 ** (math.frexp(h)[1] - 1 - mbits) if h else 2.0 ** (2 - 2 ** (ebits - 1) - mbits)
   return truncate[acc](max(c for k in range(3) if (c := truncate[dt](h - step / 2 ** k)) < high))
 
-# threefry2x32 (Random123): rotation amounts, cycled every 8 rounds
-_ROT = (13, 15, 26, 6, 17, 29, 16, 24)
-
 class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMixin, TensorAttentionMixin, TensorNNMixin, TensorRandomMixin,
              TensorCreateMixin, TensorLinalgMixin, TensorMultiMixin, OpMixin):
   """A lazily evaluated n-dimensional array on one device. Nothing runs until realize(), numpy(), tolist(), item() or data()."""
@@ -356,16 +353,6 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if not isinstance(seed, numbers.Real): raise TypeError(f"manual_seed takes a number, not {type(seed).__name__}")
     Tensor._seed, Tensor._rng_state = int(seed), {}  # a float seed truncates, as torch's
   @staticmethod
-  def _threefry(c0:Tensor, c1:Tensor, k0:Tensor, k1:Tensor) -> tuple[Tensor, Tensor]:
-    """20 rounds of threefry2x32 on uint32 tensors; the key schedule is computed from the key words, a key is injected after every 4th round"""
-    ks = (k0, k1, k0 ^ k1 ^ 0x1BD11BDA)
-    x0, x1 = c0 + ks[0], c1 + ks[1]
-    for r in range(20):
-      x0 = x0 + x1
-      x1 = ((x1 << _ROT[r % 8]) | (x1 >> (32 - _ROT[r % 8]))) ^ x0
-      if r % 4 == 3: x0, x1 = x0 + ks[(r//4 + 1) % 3], x1 + (ks[(r//4 + 2) % 3] + (r//4 + 1))
-    return x0, x1
-  @staticmethod
   def _random_bits(n:int, device:str|None, fused:bool=False) -> Tensor:
     """n uint32 random words: both output words of threefry over counters 0..ceil(n/2)-1. fused: left lazy, for a caller that
     materialises a result reading each word once (the words' kernel is then that result's)"""
@@ -378,8 +365,12 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     key = state.contiguous().realize()
     state._assign(state + state._arange(2, dtypes.uint32), value_private=True)
     half = (n + 1) // 2
-    ctr = Tensor(0, device, dtypes.uint32)._arange(half, dtypes.uint32)
-    x0, x1 = Tensor._threefry(ctr, ctr._scalar_like(0), key[0], key[1])
+    # one Ops.THREEFRY per counter (uop/threefry.py): counter i's words (i, 0), the key's (seed, call), as uint64s; its ~120 ops of rounds
+    # are codegen's (built here, each an op of its own, they took ~200 nodes and 2.6-4.8 ms of python a call)
+    ctr = Tensor(0, device, dtypes.uint64)._arange(half, dtypes.uint64).uop
+    k0, k1 = (key[i].cast(dtypes.uint64).uop for i in (0, 1))
+    words = ctr.alu(Ops.THREEFRY, ((k1 << 32) | k0).reshape((1,)).expand((half,)))
+    x0, x1 = Tensor(words.cast(dtypes.uint32)), Tensor((words >> 32).cast(dtypes.uint32))
     # materialised unless fused: fused into a consumer that reads a word more than once, the 20 rounds would be recomputed for each read
     bits = x0.stack(x1, dim=1).flatten().shrink(((0, n),))
     return bits if fused else bits.contiguous()

@@ -218,8 +218,9 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.row_fold import fold_rows
   from tinygrad.codegen.true_division import true_divisions
   from tinygrad.codegen.float_to_int import define_float_to_int
+  from tinygrad.codegen.threefry import lower_threefry
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
-  sink = pad_short_loops(define_float_to_int(sink))
+  sink = pad_short_loops(define_float_to_int(lower_threefry(sink)))
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
   if (gathered := collapse_onehot_reduces(sink)) is not sink: sink = graph_rewrite(gathered, symbolic, name="kernel", memo="_simplified")
   if (merged := merge_disjoint_loads(sink)) is not sink: sink = graph_rewrite(merged, symbolic, name="kernel", memo="_simplified")

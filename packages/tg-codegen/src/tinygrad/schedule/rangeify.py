@@ -7,6 +7,7 @@ import functools, heapq, operator
 from typing import Any, Callable
 from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, ssimplify
+from tinygrad.uop.threefry import OPS as THREEFRY_OPS
 from tinygrad.helpers import prod, gc_paused
 from tinygrad.dtype import dtypes
 from tinygrad.device import Device
@@ -356,7 +357,7 @@ class FusedCosts:
           s_ins, s_ops, s_reduce, s_floats, s_code = ((s,), 1, False, dtypes.is_float(s.dtype), frozenset((s,))) if leaf(s) else got[s]
           ins, ops, over_reduce, floats = tuple(dict.fromkeys(ins + s_ins))[:2], ops + s_ops, over_reduce or s_reduce, floats or s_floats
           code = None if code is None or s_code is None else code | s_code
-        if v.op in GroupOp.ALU: ops += 1
+        if v.op in GroupOp.ALU: ops += THREEFRY_OPS if v.op is Ops.THREEFRY else 1
         elif v.op is Ops.REDUCE_AXIS: ops *= (_numel(v.src[0]) or 1) // max(_numel(v) or 1, 1)
         got[v] = (ins, ops, over_reduce, floats, _code_of(v, code))
     ins, ops, over_reduce, floats, _ = got[u]
@@ -387,7 +388,7 @@ class FusedCosts:
 def _code_of(v:UOp, code:frozenset|None) -> frozenset|None:
   """the distinct nodes of v's code from its sources': v itself where it is an op. Through a movement op the nodes below are other
   elements (a window's shifted reads of one node are evaluated apart), and a reduce's body runs per trip: CHAIN_OPS or more"""
-  if code is None or v.op is Ops.REDUCE_AXIS: return None
+  if code is None or v.op in (Ops.REDUCE_AXIS, Ops.THREEFRY): return None  # THREEFRY: its rounds are over CHAIN_OPS ops alone
   if v.op in GroupOp.Movement: code = frozenset((v, c) for c in code)
   elif v.op in GroupOp.ALU: code = code | {v}
   return code if len(code) < CHAIN_OPS else None

@@ -10,6 +10,7 @@ from tinygrad.uop import Ops, GroupOp
 from tinygrad.uop.ops import UOp, UPat, PatternMatcher, graph_rewrite, _dtype_bounds, _INT_OR_BOOL
 from tinygrad.dtype import DType, dtypes, fma
 from tinygrad.helpers import cdiv, cmod
+from tinygrad.uop.threefry import threefry_int
 
 _INTS = (*dtypes.ints, dtypes.weakint)
 
@@ -79,7 +80,7 @@ _EXEC: dict[Ops, Callable] = {
   Ops.FLOORDIV: operator.floordiv, Ops.FLOORMOD: operator.mod, Ops.CDIV: lambda a, b: cdiv(a, _nonzero(b)),
   Ops.CMOD: lambda a, b: cmod(a, _nonzero(b)), Ops.SHL: lambda a, b: a << _shift(b), Ops.SHR: lambda a, b: a >> _shift(b),
   Ops.AND: operator.and_, Ops.OR: operator.or_, Ops.XOR: operator.xor, Ops.CMPLT: operator.lt, Ops.CMPNE: operator.ne, Ops.CMPEQ: operator.eq,
-  Ops.WHERE: lambda c, a, b: a if c else b,
+  Ops.THREEFRY: threefry_int, Ops.WHERE: lambda c, a, b: a if c else b,
   Ops.MAX: lambda a, b: math.nan if isinstance(a, float) and (math.isnan(a) or math.isnan(b)) else max(a, b),  # NaN wins, like numpy
   # IEEE results where python's math raises
   Ops.RECIPROCAL: lambda a: 1/a if a else math.copysign(math.inf, a), Ops.SQRT: lambda a: math.sqrt(a) if a >= 0 else math.nan,
