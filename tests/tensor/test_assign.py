@@ -313,3 +313,25 @@ def test_setitem_from_a_view_of_the_lazy_target_itself(make, write):
   elif write == "shifted": x[1:] = x[:-1]; want[1:] = want[:-1].copy()
   else: x[Tensor([0])] = x[5]; want[0] = want[5]
   np.testing.assert_equal(x.numpy(), want)
+
+def test_a_state_write_walks_only_what_reads_the_state(monkeypatch):
+  """whether a write's value reads its target elsewhere (tensor._reads_elsewhere) is found below the nodes whose buffer filter holds the
+  target's buffer: an optimizer's state write beside a deep gradient over other buffers does not walk the gradient. Oracle: numpy"""
+  from tinygrad.uop.ops import UOp
+  from tinygrad.tensor import _reads_elsewhere
+  from tinygrad.tensor_live import read_bits
+  m, x = Tensor.zeros(16).contiguous().realize(), Tensor(np.arange(16, dtype=np.float32)).realize()
+  g = x
+  for _ in range(300): g = g * 1.001 + 1
+  filters = {"direct": m * 0.9 + g, "through a flip": m.flip(0) * 0.9 + g, "a reduce": m.sum() + g}
+  for v in filters.values(): read_bits(v.uop)  # filled once per graph (a realize's search for old-value readers fills it too)
+  walked: list[int] = []
+  toposort = UOp.toposort
+  monkeypatch.setattr(UOp, "toposort", lambda self, gate=None: walked.append(len(r := toposort(self, gate))) or r)
+  assert [_reads_elsewhere(v.uop, m.uop) for v in filters.values()] == [False, True, True]
+  assert max(walked) < 20, walked
+  monkeypatch.undo()
+  m.assign(filters["direct"]).realize()
+  want = np.arange(16, dtype=np.float32)
+  for _ in range(300): want = want * np.float32(1.001) + np.float32(1)
+  np.testing.assert_allclose(m.numpy(), want, rtol=1e-5)

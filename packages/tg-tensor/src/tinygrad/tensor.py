@@ -23,7 +23,7 @@ from tinygrad.tensor_create import TensorCreateMixin
 from tinygrad.tensor_linalg import TensorLinalgMixin
 from tinygrad.tensor_multi import TensorMultiMixin, is_multi_buffer, is_symbolic_prefix
 from tinygrad.uop.multi import shard_of
-from tinygrad.tensor_live import LiveTensors, computing_from, reads_buffer
+from tinygrad.tensor_live import LiveTensors, computing_from, reads_buffer, read_bits, BITS as _BITS
 
 def _shape_arg(shape:tuple) -> tuple:
   """Tensor.zeros(2, 3) and Tensor.zeros((2, 3)) mean the same; every size is an int >= 0 (or a symbolic int UOp)"""
@@ -1051,8 +1051,11 @@ def _reads_elsewhere(value:UOp, target:UOp) -> bool:
   moved = not _reshapes_of(target, buf)
   if moved and value is buf: return True
   reads: set[UOp] = set()  # the nodes that read it; sources come first, so a node reads it when one of its sources is in here
-  # the walk stops at target; below a view of the buffer itself (a parameter's) there is only the buffer: no gate call per node
-  for u in value.toposort(None if target is buf or target.src[0] is buf else lambda u: u is not target):
+  # the walk stops at target and at the nodes whose buffer filter (kept on each node) misses buf: an optimizer's state write reads its
+  # state directly, beside a gradient whose whole graph reads other buffers (each of an MNIST CNN's 26 Adam writes walked it: 7 of 134 ms)
+  bit = read_bits(buf)
+  if not read_bits(value) & bit: return False
+  for u in value.toposort(lambda u: u is not target and u.__dict__[_BITS] & bit):
     if u is target or u is buf or not reads.isdisjoint(u.src):
       if u is not target and (u.op in moves or (moved and buf in u.src)): return True
       reads.add(u)

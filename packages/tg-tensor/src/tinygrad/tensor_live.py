@@ -70,26 +70,26 @@ def computing_from(tensors:list, bufs:set, caught_up:bool=True) -> list:
     for u in root.toposort(lambda u: u not in memo):
       if u not in memo: memo[u] = u in bufs or any([memo[s] for s in u.src])
     return memo[root]
-  return [t for t in tensors if _read_bits(u := t.uop if caught_up else t._uop) & want and not _is_view(u) and reads(u)]
+  return [t for t in tensors if read_bits(u := t.uop if caught_up else t._uop) & want and not _is_view(u) and reads(u)]
 
 def reads_buffer(root, bufs:set) -> bool:
   """root's graph reads one of bufs (buffer nodes), through a view of it or not"""
-  return bool(_read_bits(root) & _bits_of(bufs)) and any(u in bufs for u in root.toposort())
+  return bool(read_bits(root) & _bits_of(bufs)) and any(u in bufs for u in root.toposort())
 
 def _bits_of(bufs:set) -> int:
-  """the filter bits of a set of buffer nodes (_read_bits)"""
+  """the filter bits of a set of buffer nodes (read_bits)"""
   want = 0
-  for b in bufs: want |= _read_bits(b)
+  for b in bufs: want |= read_bits(b)
   return want
 
-_BITS = "_read_bits"
-def _read_bits(root) -> int:
+BITS = "_read_bits"
+def read_bits(root) -> int:
   """a filter kept on each node (a graph never changes): one bit per buffer it reads, of 1021 (the buffer's id modulo 1021). A graph whose
   bits miss a buffer's does not read it, so a write looks no further into the many small graphs that read other buffers"""
-  if (m := root.__dict__.get(_BITS)) is not None: return m
-  for u in root.toposort(lambda u: _BITS not in u.__dict__):
-    if _BITS not in u.__dict__:
+  if (m := root.__dict__.get(BITS)) is not None: return m
+  for u in root.toposort(lambda u: BITS not in u.__dict__):
+    if BITS not in u.__dict__:
       m = 1 << (id(u) % 1021) if u.op is Ops.BUFFER else 0
-      for s in u.src: m |= s.__dict__[_BITS]
-      u.__dict__[_BITS] = m
-  return root.__dict__[_BITS]
+      for s in u.src: m |= s.__dict__[BITS]
+      u.__dict__[BITS] = m
+  return root.__dict__[BITS]
