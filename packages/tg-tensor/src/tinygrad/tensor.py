@@ -362,8 +362,10 @@ class Tensor(TensorIndexMixin, TensorConvMixin, TensorPoolMixin, TensorResizeMix
     if isinstance(dev := Device.canonicalize(device), tuple): return Tensor._random_bits(n, dev[0]).to(dev)  # drawn once, replicated
     if (state := Tensor._rng_state.get(dev)) is None:
       state = Tensor._rng_state[dev] = Tensor([Tensor._seed & 0xffffffff, 0], dev, dtypes.uint32)
-    key = state.contiguous().realize()
-    state._assign(state + state._arange(2, dtypes.uint32), value_private=True)
+    # the snapshot and the advance in one run (its write lands after the snapshot's read): two realizes cost twice the python
+    from tinygrad.nn.inplace import pending_write
+    key = state.contiguous()
+    Tensor.realize(key, pending_write(state, state + state._arange(2, dtypes.uint32)))
     half = (n + 1) // 2
     # one Ops.THREEFRY per counter (uop/threefry.py): counter i's words (i, 0), the key's (seed, call), as uint64s; its ~120 ops of rounds
     # are codegen's (built here, each an op of its own, they took ~200 nodes and 2.6-4.8 ms of python a call)
