@@ -14,6 +14,7 @@ from tinygrad.device import Device
 from tinygrad.schedule.indexing import build_kernel
 from tinygrad.schedule.multi import push_multi
 from tinygrad.schedule.split_reduce import split_large_reduces
+from tinygrad.schedule.kernel_memo import KernelMemo
 from tinygrad.schedule.pack import pack_operands, LAYOUT
 from tinygrad.schedule.row_fusion import row_candidate, fused_rows, chain_outputs, inner_reduces
 from tinygrad.schedule.byte_views import byte_range
@@ -516,6 +517,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
     want |= extra
   items: list[ExecItem] = []
   realized: dict[UOp, UOp] = {}
+  memo = KernelMemo()
   for u in _writes_last(sink):
     if u.op is Ops.BUFFER: realized[u] = u; continue
     if u.op is Ops.AFTER and _written(u):
@@ -534,7 +536,7 @@ def create_schedule(targets:list[UOp]) -> tuple[list[ExecItem], dict[UOp, UOp]]:
       out = _view(u, *r, items)
     elif (pieces := cat_pieces(u)) is not None and all(Device[u.device].allocator.views_at(at * u.dtype.itemsize) for _, at in pieces):
       out = _computed_by_pieces(u, pieces, realized, items, var_vals)
-    else: out = _computed(u, realized, items, var_vals)
+    else: out = _computed(u, realized, items, var_vals, memo)
     realized[u] = out
   # every materialised node of the caller's graph (not only the targets) becomes its buffer: live handles on it never redo the work
   # (a node over a Variable is found in the caller's graph by binding it again: pm_unbind turned the caller's BINDs into Variables).
@@ -596,11 +598,19 @@ def _as_buffer(u:UOp, realized:dict[UOp, UOp]) -> UOp:
   if (b := _whole_buffer(u, realized)) is not None: return b
   raise RuntimeError(f"internal error: {u.op} of shape {u._shape} was not realized")
 
-def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
-  """a new buffer, with the kernel that computes u into it added to items"""
+def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int], memo:KernelMemo|None=None) -> UOp:
+  """a new buffer, with the kernel that computes u into it added to items; memo: the kernels built so far in this schedule, by region"""
   out = UOp.new_buffer(u.device, _numel(u) or 1, u.dtype)
+  if memo is not None:
+    key, bufs = memo.region(u, realized)
+    if (hit := memo.built.get(key)) is not None:
+      ast, slots, names = hit
+      items.append(ExecItem("kernel", ast, [out] + [bufs[i] for i in slots], {k: var_vals[k] for k in names}))
+      return out
   ast, kctx = build_kernel(u, out, realized)
-  items.append(_kernel_item(ast, [out] + [b for b in kctx.inputs if b is not out], var_vals))
+  items.append(item := _kernel_item(ast, [out] + (reads := [b for b in kctx.inputs if b is not out]), var_vals))
+  if memo is not None and all(b in (number := {b: i for i, b in enumerate(bufs)}) for b in reads):
+    memo.built[key] = (item.ast, [number[b] for b in reads], tuple(item.var_vals))
   return out
 
 def _computed_by_pieces(u:UOp, pieces:list[tuple[UOp, int]], realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
