@@ -29,7 +29,7 @@ def test_the_same_buffer_twice_is_another_structure(monkeypatch):
   np.testing.assert_allclose(a.numpy(), x * y - y)
   np.testing.assert_allclose(b.numpy(), x * x - x)
   np.testing.assert_allclose(c.numpy(), y * x - x)
-  assert len(built) == 2  # a and c are one structure (the first buffer times the second, minus the first... read in their order)
+  assert len(built) == 2  # a and c are one structure, p*q - q with (p, q) = (x, y) and (y, x); b is p*p - p
 
 def test_realized_views_and_intermediates():
   # each kernel reads an intermediate the schedule realized (a sum broadcast back) and a view of its own buffer

@@ -609,8 +609,9 @@ def _computed(u:UOp, realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dic
       return out
   ast, kctx = build_kernel(u, out, realized)
   items.append(item := _kernel_item(ast, [out] + (reads := [b for b in kctx.inputs if b is not out]), var_vals))
-  if memo is not None and all(b in (number := {b: i for i, b in enumerate(bufs)}) for b in reads):
-    memo.built[key] = (item.ast, [number[b] for b in reads], tuple(item.var_vals))
+  if memo is not None:
+    number = {b: i for i, b in enumerate(bufs)}
+    if all(b in number for b in reads): memo.built[key] = (item.ast, [number[b] for b in reads], tuple(item.var_vals))
   return out
 
 def _computed_by_pieces(u:UOp, pieces:list[tuple[UOp, int]], realized:dict[UOp, UOp], items:list[ExecItem], var_vals:dict[str, int]) -> UOp:
