@@ -639,13 +639,13 @@ def test_narrow_tile_shares_rows_with_channels():
   # rows of 8 pixels (vectors of 8 lanes) in a 32-lane tile: one upcast at a time took 8 pixels x 4 rows (4 vectors sharing one weight
   # broadcast), where 8 x 2 rows x 2 output channels loads a fifth less per lane (1x128x8x8 -> 128 3x3, the kernel alone at 2 threads:
   # 0.25 -> 0.14 ms); the tile is the cheapest of all within the limit, and computes what numpy does
-  from tinygrad.codegen.opt.heuristic import _accesses, _per_lane, _stored_unit
+  from tinygrad.codegen.opt.heuristic import _accesses, _per_lane, stored_unit
   from tinygrad.codegen.opt.kernel import axes
   (ast, ins), ref = nchw_conv(8, 4, 16)
   with Context(THREADS=1):
     assert simd_tiles(AVX512, 16 * 64 * 36).tile == 32
     assert (opts := hand_coded_opts(ast, AVX512)) == [Opt(U, 2, 8), Opt(U, 1, 2), Opt(U, 0, 2)], opts
-    ax, (acc, unit), stored = axes(ast), _accesses(ast), _stored_unit(ast)
+    ax, (acc, unit), stored = axes(ast), _accesses(ast), stored_unit(ast)
     def cost(tile): return _per_lane(acc, {ax[i]: a for i, a in tile.items()}, 16, stored & {ax[i] for i in tile}, True)
     # every tile of 8 pixels along the row and 4 more lanes: the chosen one loads least per lane
     assert cost({2: 8, 1: 2, 0: 2}) == min(cost({2: 8} | t) for t in ({1: 4}, {0: 4}, {1: 2, 0: 2})) < cost({2: 8, 1: 4})

@@ -14,6 +14,7 @@ from tinygrad.codegen.opt.kernel import Opt, OptOps, OptError, REDUCE, MAX_UPCAS
   lanes, ranges, simplified, size
 from tinygrad.codegen.opt.tc import tc_actions
 from tinygrad.codegen.opt.peel import vector_gate_ranges
+from tinygrad.codegen.opt.split_ranges import stored_unit
 from tinygrad.codegen.prefix_scan import TAG as SCAN_TAG, scans
 
 THREADS = ContextVar("THREADS", os.cpu_count() or 1)
@@ -290,12 +291,28 @@ def aligned_vector_tile(ast:UOp, out:list[int], vector:int) -> dict[int, int]:
   starts on a vector boundary. Untiled, the scalar loop's shares started off it, and LLVM's loop vectorizer packed it into vectors each
   split across cache lines (x + y over 2^24-1 at 2 threads, the kernel: 7.4 -> 5.3 ms; 2^24: 4.6). {} where there is no such axis (a
   row of 4095 starts off a vector however it is split)"""
-  ax, acc, stored = axes(ast), _accesses(ast)[0], _stored_unit(ast)
+  ax, acc, stored = axes(ast), _accesses(ast)[0], stored_unit(ast)
   for i in reversed(out):
     if (r := ax[i]) not in stored or size(r) % vector == 0 or size(r) < 16 * vector: continue
     walking = [a for a in acc if r in a.unit]
     if all(not a.deps - a.stride.keys() and all(m % vector == 0 for q, m in a.stride.items() if q is not r) for a in walking): return {i: vector}
   return {}
+
+_INT_DIVISIONS = frozenset({Ops.CDIV, Ops.CMOD, Ops.FLOORDIV, Ops.FLOORMOD})
+
+def _divided_lanes(ast:UOp, tile:dict[int, int]) -> dict[int, int]:
+  """{axis: its whole size} for each axis of at most WIDE that a load's address divides or takes a remainder of, where the tile takes it
+  in part or the store walks it with stride 1: an im2col panel copy's lanes (k = 16 * panel + lane, split into a channel and its 3x3
+  taps), an NCHW pool gradient's row (the pooled one read at w // 2). Taken whole, that address math is constants and terms of the loops
+  around the tile, which LLVM hoists out of the loops inside it; in part or untiled, each element divides again (a conv 32->64 weight
+  gradient's panel copy (18, 7744, 16), 8 lanes 3.0 ms, 16 1.2; MNIST's pool gradient (64, 64, 11, 11), untiled 0.65, 11 lanes 0.16;
+  both at 2 threads)"""
+  ax, divided = axes(ast), set()
+  for u in ast.toposort():
+    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX:
+      divided |= {r for d in u.src[0].src[1].toposort() if d.op in _INT_DIVISIONS for r in d.toposort() if r.op is Ops.RANGE}
+  stored = stored_unit(ast)
+  return {i: size(r) for i, r in enumerate(ax) if r in divided and tile.get(i, 0) < size(r) <= WIDE and (i in tile or r in stored)}
 
 def _per_lane(acc:list[_Access], tile:dict[UOp, int], vector:int, along:set[UOp]|None=None, lines:bool=False) -> float:
   return sum(a.cost(tile, vector, along) + (a.lines(tile) if lines else 0) for a in acc) / prod(tile.values())
@@ -325,11 +342,6 @@ def _stored_bytes(ast:UOp) -> int:
   return max((prod(b.arg.shape) * b.dtype.itemsize for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX
               and (b := u.src[0].src[0]).op is Ops.PARAM and isinstance(b.arg.shape, tuple) and all_int(b.arg.shape)), default=0)
 
-def _stored_unit(ast:UOp) -> set[UOp]:
-  """the ranges some store walks with stride 1"""
-  return {r for u in ast.toposort() if u.op is Ops.STORE and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
-          for r in _Access(u.src[0].src[1], False).unit}
-
 def _padded(r:UOp, amt:int, reduces:bool, stored:set[UOp], unit:set[UOp]) -> float|None:
   """padded size / size where an upcast of r by amt pads it (see PAD_WIDE, PAD_ROW), else None"""
   if not reduces: return None
@@ -353,7 +365,7 @@ def register_tile(ast:UOp, out:list[int], simd:SimdTiles, streaming:bool=False, 
   tile = _shared_whole_axis(ast, out, acc, simd.wide)
   # on a tie the axis the store walks with stride 1 goes first: LLVM's SLP vectorizer builds its vectors from consecutive stores, so the
   # tile's vectors follow the store (linear 1600->128's weight gradient, both loads stride 1: 16 lanes along the store 2x faster)
-  stored = _stored_unit(ast)
+  stored = stored_unit(ast)
   # then one some load walks with stride 1: lanes broadcast from one cache line (a conv's neighbouring pixels) before lanes from as many
   # lines (its images: b8 64->64 56x56, 2 panels x 8 pixels 4.2 ms, x 8 images 5.4); then the axis whose loads lie closest together: a 1x1
   # conv's output channels (weight rows 64 floats apart, in L1) before its images (a whole image apart, a stream each: 8 images x 16 pixels
@@ -434,7 +446,7 @@ def whole_vector_tile(ast:UOp) -> bool:
   store and a load walk with stride 1 (a direct conv of too few output channels to pack, its vectors along the output's rows: b8 64->10
   56x56 3x3)"""
   if reads_packed_panel(ast): return True
-  lanes = {r for r in _stored_unit(ast) if r.arg[1] is AxisType.UPCAST and size(r) == WIDE}
+  lanes = {r for r in stored_unit(ast) if r.arg[1] is AxisType.UPCAST and size(r) == WIDE}
   summed = {r for u in ast.toposort() if u.op is Ops.REDUCE for r in u.src[0].toposort() if r in lanes}
   return any(summed & a.unit for a in _accesses(ast)[0])
 
@@ -752,6 +764,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
   if not red and not transposed and simd.vector > LOOP_GROUP and any(amt < size(ax[i]) for i, amt in tile.items()):
     tile = register_tile(ast, tile_axes, simd._replace(vector=LOOP_GROUP), panel_streams(ast))
   if not red and not tile and not untiled: tile = aligned_vector_tile(ast, tile_axes, min(simd.vector, LOOP_GROUP))
+  if not red: tile = tile | _divided_lanes(ast, tile)
   # a panel tile was checked against the code budget by its value's nodes: its upcasts are too
   if red and gemv is None and (panel := wide_panel_tile(ast, tile, simd, getattr(renderer, "tile_lanes", 256))) != tile:
     tile, nodes = panel, value_nodes(ast)
@@ -766,7 +779,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # else padded with gates (another axis shifted made a matmul's row index non-affine: 1001 ran 20x slower)
     # (a kernel without a reduce pads: an elementwise add over 2^24-1 shifted back 9.5 ms, gated 5.3 at 2 threads; x.T of 4095x4097's
     # store axis 2 lanes 48 against 33 ms)
-    if size(r := axes(ast)[i]) % amt and not (reduces and r in _stored_unit(ast) and attempt(OptOps.OVERLAP, i, (amt,))):
+    if size(r := axes(ast)[i]) % amt and not (reduces and r in stored_unit(ast) and attempt(OptOps.OVERLAP, i, (amt,))):
       attempt(OptOps.PADTO, i, (amt,))
     upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
   for i, amt in gemv or []: upcast = attempt(OptOps.UPCAST, i, (amt,)) or upcast
@@ -811,7 +824,7 @@ def hand_coded_opts(ast:UOp, renderer) -> list[Opt]:
     # a row chain's output past the cache is stored past it only in whole aligned vectors (renderer/llvm_streaming.py): its store loop
     # upcast by one vector, each trip writes one, instead of the loop vectorizer's scalar stores, which it keeps cached (softmax 4096x4096
     # at 2 threads: 5.8-7.6 -> 4.6-5.8 ms; no line of the output is read before it is written)
-    cur, unit = axes(ast), _stored_unit(ast)
+    cur, unit = axes(ast), stored_unit(ast)
     if (j := next((k for k, r in enumerate(cur) if r.arg[1] is AxisType.LOOP and r in unit and size(r) % simd.vector == 0), None)) is not None:
       attempt(OptOps.UPCAST, j, (simd.vector,))
   if threads > 1 and work >= 2 * WORK_PER_THREAD:
