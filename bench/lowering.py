@@ -91,13 +91,14 @@ class Split:
     setattr(mod, attr, timed)
     return fn
   def install(self):
-    from tinygrad.codegen import transcendental, onehot_gather
+    from tinygrad.codegen import transcendental, onehot_gather, valid_index
     self.undo = [(lowering, a, self.wrap(lowering, a)) for a in ("optimize", "expand", "lower_groups", "add_gpudims", "add_threads",
                  "lower_reduces", "accumulate_in_wmma", "lower_weak", "stage_rows", "mark_nonpositive_exp",
-                 "reads_packed_panel")]
+                 "whole_vector_tile")]
     self.undo.append((lowering, "graph_rewrite", self.wrap(lowering, "graph_rewrite", lambda *a, name=None, **kw: f"rewrite {name}")))
     self.undo.append((onehot_gather, "collapse_onehot_reduces", self.wrap(onehot_gather, "collapse_onehot_reduces")))
     self.undo.append((transcendental, "lower_transcendental", self.wrap(transcendental, "lower_transcendental")))
+    self.undo.append((valid_index, "fold_valid_indices", self.wrap(valid_index, "fold_valid_indices")))
     self.undo += [(codegen, a, self.wrap(codegen, a)) for a in ("linearize", "strip_after", "rewrite_to_program")]
   def uninstall(self):
     for mod, attr, fn in self.undo: setattr(mod, attr, fn)

@@ -219,6 +219,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   from tinygrad.codegen.true_division import true_divisions
   from tinygrad.codegen.float_to_int import define_float_to_int
   from tinygrad.codegen.threefry import lower_threefry
+  from tinygrad.codegen.valid_index import fold_valid_indices
   # the names are spec stages: under SPEC=1 the input is checked as a kernel AST and the lowered result as a program
   sink = pad_short_loops(define_float_to_int(lower_threefry(sink)))
   sink = graph_rewrite(graph_rewrite(sink, pm_one_trip, bottom_up=True, name="one trip"), symbolic, name="kernel", memo="_simplified")
@@ -227,6 +228,7 @@ def rewrite_to_program(sink:UOp, renderer=None) -> UOp:
   if (scattered := scatter_onehot_sums(sink, renderer)) is not sink: sink = graph_rewrite(scattered, symbolic, name="kernel", memo="_simplified")
   if (folded := fold_rows(sink, renderer)) is not sink: sink = graph_rewrite(folded, symbolic, name="kernel", memo="_simplified")
   sink = optimize(prefix_scan.mark_scans(stage_rows(mark_small_sin(mark_nonpositive_exp(sink)), renderer), renderer), renderer)
+  sink = fold_valid_indices(sink)
   fused = pm_mulacc if FMA.value == 1 else pm_mulacc_accumulations if FMA.value == 2 and whole_vector_tile(sink) else None
   sink = lower_groups(expand(peel_gates(sink)), renderer)
   sink = add_threads(add_gpudims(sink, renderer), renderer)
