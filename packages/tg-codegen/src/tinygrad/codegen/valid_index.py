@@ -51,6 +51,9 @@ def fold_valid_indices(sink:UOp) -> UOp:
   """each load's address folded under its gate, or for an ungated load the conditions of the wheres that select it (on every path
   to it)"""
   nodes = list(sink.toposort())
+  loads = [u for u in nodes if u.op is Ops.LOAD and len(u.src) in (1, 3) and u.src[0].op is Ops.INDEX and len(u.src[0].src) == 2
+           and any(x.op in _DIVISIONS for x in u.src[0].src[1].toposort())]
+  if not loads: return sink  # most kernels: no address divides, nothing to find out
   # the conditions known true wherever a node's value is used: the intersection over its users of what each passes down
   known: dict[UOp, frozenset[UOp]] = {sink: frozenset()}
   for u in reversed(nodes):
@@ -59,12 +62,10 @@ def fold_valid_indices(sink:UOp) -> UOp:
       passed = mine | frozenset(_conjuncts(u.src[0])) if u.op is Ops.WHERE and i == 1 else mine
       known[s] = passed if s not in known else known[s] & passed
   replace: dict[UOp, UOp] = {}
-  for u in nodes:
-    if u.op is not Ops.LOAD or len(u.src) not in (1, 3) or u.src[0].op is not Ops.INDEX or len(u.src[0].src) != 2: continue
+  for u in loads:
     # a gated load (LOAD(index, alt, gate)) by its gate alone: it reads memory wherever the gate holds, used or not, and there its
     # clamps change nothing. An ungated one reads everywhere, at an address its view keeps in the buffer at every point of the ranges
     if not (conds := frozenset(_conjuncts(u.src[2])) if len(u.src) == 3 else known.get(u, frozenset())): continue
     buf, idx = u.src[0].src
-    if not any(x.op in _DIVISIONS for x in idx.toposort()): continue
     if (new := _folded(idx, conds)) is not None: replace[u] = u.replace(src=(u.src[0].replace(src=(buf, new)),) + u.src[1:])
   return sink.substitute(replace) if replace else sink

@@ -311,6 +311,7 @@ def _divided_lanes(ast:UOp, tile:dict[int, int]) -> dict[int, int]:
   for u in ast.toposort():
     if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX:
       divided |= {r for d in u.src[0].src[1].toposort() if d.op in _INT_DIVISIONS for r in d.toposort() if r.op is Ops.RANGE}
+  if not divided: return {}
   stored = stored_unit(ast)
   return {i: size(r) for i, r in enumerate(ax) if r in divided and tile.get(i, 0) < size(r) <= WIDE and (i in tile or r in stored)}
 

@@ -53,14 +53,18 @@ MAX_JOINT_SPLITS = 4  # ranges split together where no one split alone makes an 
 
 def split_divided_ranges(ast:UOp) -> UOp:
   while True:
-    before = affine_addresses(ast)
-    for r, c in _divided(ast):
+    before, divided = affine_addresses(ast), _divided(ast)
+    for r, c in divided:
       if affine_addresses(new := split_range(ast, r, c)) > before: ast = new; break
-    else:
-      # an address that divides several ranges (a 2x2 pool's gradient written channels-last reads the pooled one at (h//2)*13 + w//2)
-      # is affine only once every one of them is split. Not a range a store walks with stride 1: whole, the tile's vector runs along it
-      # and its lanes' divisions are constants (the NCHW pool gradient of examples/train_digits.py, (128, 16, 8, 8): 18 us, split 28-40)
-      new, splits = ast, 0
-      while (divided := [(r, c) for r, c in _divided(new) if r not in stored_unit(new)]) and splits < MAX_JOINT_SPLITS:
-        new, splits = split_range(new, *divided[0]), splits + 1
-      return new if splits > 1 and affine_addresses(new) > before else ast
+    else: return _split_jointly(ast, divided, before) if divided else ast
+
+def _split_jointly(ast:UOp, divided:list[tuple[UOp, int]], before:int) -> UOp:
+  """an address that divides several ranges (a 2x2 pool's gradient written channels-last reads the pooled one at (h//2)*13 + w//2) is
+  affine only once every one of them is split. Not a range a store walks with stride 1: whole, the tile's vector runs along it and its
+  lanes' divisions are constants (the NCHW pool gradient of examples/train_digits.py, (128, 16, 8, 8): 18 us, split 28-40)"""
+  new, splits = ast, 0
+  while splits < MAX_JOINT_SPLITS:
+    stored = stored_unit(new)
+    if not (todo := [(r, c) for r, c in (divided if splits == 0 else _divided(new)) if r not in stored]): break
+    new, splits = split_range(new, *todo[0]), splits + 1
+  return new if splits > 1 and affine_addresses(new) > before else ast
